@@ -1,0 +1,11 @@
+"""Built-in checks, one module per family."""
+
+from __future__ import annotations
+
+import importlib
+
+MODULES = ("evidence", "sweep")
+
+
+def builtin_modules():
+    return [importlib.import_module(f"{__name__}.{name}") for name in MODULES]

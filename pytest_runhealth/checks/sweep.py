@@ -1,0 +1,3 @@
+"""RH1xx: sweeps and ledgers (the sweep orchestrator's debugging runbook)."""
+
+from __future__ import annotations

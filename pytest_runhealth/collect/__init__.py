@@ -1,0 +1,1 @@
+"""Holds the module that health checks are collected from."""

@@ -1,0 +1,102 @@
+"""What a check is handed: its target (a run dir, and a run within it), its
+thresholds, and helpers that turn what it saw into a finding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import pytest
+
+from .finding import Evidence, Finding
+from .ledger import Ledger
+from .logscan import LogScan, LogTail
+from .registry import CheckSpec
+from .rundir import Run, RunDir
+
+
+@dataclass
+class Target:
+    """One (check, run) pairing: ``run`` is None for session-scope checks."""
+
+    run_dir: RunDir
+    run: Run | None
+    label: str
+
+    @property
+    def name(self) -> str:
+        return self.run.name if self.run is not None else self.run_dir.name
+
+
+class CheckContext:
+    def __init__(self, spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config | None = None):
+        self.spec = spec
+        self.target = target
+        self.thresholds = thresholds
+        self.config = config
+
+    # -- what is being checked -------------------------------------------------
+    @property
+    def run_dir(self) -> RunDir:
+        return self.target.run_dir
+
+    @property
+    def run(self) -> Run:
+        if self.target.run is None:
+            raise RuntimeError(f"{self.spec.id} has session scope; it has no single run")
+        return self.target.run
+
+    @property
+    def ledger(self) -> Ledger:
+        ledger = self.run_dir.ledger
+        if ledger is None:
+            self.skip(f"no ledger.jsonl in {self.run_dir.path}")
+        return ledger
+
+    def log_scan(self, path: Path | None = None) -> LogScan:
+        path = path or self._main_log()
+        return self.run_dir.log_scan(path)
+
+    def log_tail(self, path: Path | None = None) -> LogTail:
+        path = path or self._main_log()
+        return self.run_dir.log_tail(path)
+
+    def _main_log(self) -> Path:
+        log = self.run.main_log
+        if log is None:
+            self.skip(f"no log in {self.run.path} (looked for logs/*.log and *.log)")
+        return log
+
+    # -- what a check says -----------------------------------------------------
+    def skip(self, reason: str) -> None:
+        pytest.skip(reason)
+
+    def fail(
+        self,
+        verdict: str,
+        cause: str | None,
+        summary: str,
+        evidence: Iterable[Evidence] = (),
+        fix: str | None = None,
+    ) -> Finding:
+        return Finding(
+            check=self.spec.id,
+            slug=self.spec.slug,
+            run=self.target.name,
+            verdict=verdict,
+            cause=cause,
+            summary=summary,
+            evidence=list(evidence),
+            fix=self.spec.fix if fix is None else fix,
+        )
+
+    def ok(self, note: str = "") -> Finding:
+        return Finding(check=self.spec.id, slug=self.spec.slug, run=self.target.name, verdict="healthy", note=note)
+
+    def evidence(self, path: Path | str, line: int | None, text: str | bytes) -> Evidence:
+        rel = self.run_dir.rel(Path(path)) if not isinstance(path, str) or Path(path).is_absolute() else path
+        return Evidence.quote(rel, line, text)
+
+    def row_evidence(self, row) -> Evidence:
+        return Evidence.quote(self.run_dir.rel(self.run_dir.ledger_path), row.line, row.text)

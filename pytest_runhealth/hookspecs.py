@@ -1,0 +1,32 @@
+"""Hooks that conftest files and installed check packs implement.
+
+Each docstring shows an implementation that can be copied as it is."""
+
+from __future__ import annotations
+
+
+def pytest_runhealth_register_checks(registry, config):
+    """Add checks to the session's registry.
+
+    A check pack claims its own ID prefix, then adds its decorated checks::
+
+        import my_pack.checks
+
+        def pytest_runhealth_register_checks(registry, config):
+            registry.register_prefix("ACME", owner="my_pack")
+            registry.add_module(my_pack.checks, owner="my_pack")
+
+    Checks decorated with ``@runhealth.check`` in a ``conftest.py`` are found
+    without this hook.
+    """
+
+
+def pytest_runhealth_finding(finding, item):
+    """Called for each finding a check produced, passing or failing.
+
+    Use it to forward failures elsewhere (a chat webhook, a tracker)::
+
+        def pytest_runhealth_finding(finding, item):
+            if not finding.passed:
+                print("run-health:", finding.check, finding.run, finding.cause)
+    """

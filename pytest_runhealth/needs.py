@@ -1,0 +1,69 @@
+"""The artefacts a check can declare in ``needs``: a target without one is
+skipped with a sentence saying what was looked for and where."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .context import Target
+
+
+def _ledger(t: Target) -> str | None:
+    p = t.run_dir.ledger_path
+    return None if p.exists() or p.is_symlink() else f"no ledger.jsonl in {t.run_dir.path}"
+
+
+def _sweep(t: Target) -> str | None:
+    return None if t.run_dir.is_sweep else f"{t.run_dir.path} is not a sweep session (no ledger.jsonl or runs/)"
+
+
+def _logs(t: Target) -> str | None:
+    where = t.run.path if t.run is not None else t.run_dir.path
+    logs = t.run.logs if t.run is not None else t.run_dir.runs[0].logs if not t.run_dir.is_sweep else []
+    return None if logs else f"no log in {where} (looked for logs/*.log and *.log)"
+
+
+def _tfevents(t: Target) -> str | None:
+    files = t.run.event_files if t.run is not None else [f for f in t.run_dir.walk.files if f.name.startswith("events.out.tfevents")]
+    return None if files else f"no events.out.tfevents.* under {t.run.path if t.run else t.run_dir.path}"
+
+
+def _checkpoints(t: Target) -> str | None:
+    files = t.run.checkpoints if t.run is not None else [f for f in t.run_dir.walk.files if f.suffix == ".safetensors"]
+    return None if files else f"no .safetensors checkpoint under {t.run.path if t.run else t.run_dir.path}"
+
+
+def _config(t: Target) -> str | None:
+    p = t.run_dir.path / "config.yaml"
+    return None if p.is_file() else f"no config.yaml in {t.run_dir.path}"
+
+
+def _harvest(t: Target) -> str | None:
+    return None if "harvest" in t.run_dir.layouts else f"{t.run_dir.path} is not an evaluation harvest (no experience_request.json or round.json)"
+
+
+def _exists(t: Target) -> str | None:
+    return None if t.run_dir.exists else f"run dir {t.run_dir.path} does not exist or is not a directory"
+
+
+NEEDS: dict[str, Callable[[Target], str | None]] = {
+    "ledger": _ledger,
+    "sweep": _sweep,
+    "logs": _logs,
+    "tfevents": _tfevents,
+    "checkpoints": _checkpoints,
+    "config": _config,
+    "harvest": _harvest,
+}
+
+
+def missing_need(spec, target: Target) -> str | None:
+    reason = _exists(target)
+    if reason:
+        return reason
+    for need in spec.needs:
+        probe = NEEDS.get(need)
+        reason = probe(target) if probe else None
+        if reason:
+            return reason
+    return None

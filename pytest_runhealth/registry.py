@@ -1,0 +1,209 @@
+"""Checks are declared with a decorator and collected into one registry per
+pytest session, so built-ins, conftest checks and installed packs share the
+same IDs, documentation and test generation."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+BUILTIN_PREFIX = "RH"
+BUILTIN_OWNER = "pytest-runhealth"
+_ID = re.compile(r"^(?P<prefix>[A-Z][A-Z0-9]{0,9}?)(?P<num>\d{3,4})$")
+_PREFIX = re.compile(r"^[A-Z][A-Z]{0,9}$")
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+FAMILIES = {
+    "0": "evidence",
+    "1": "sweep",
+    "2": "trainer",
+    "3": "gpu",
+    "4": "lmstudio",
+    "5": "eval",
+}
+PHASES = ("prelaunch", "live", "postmortem", "gate")
+SCOPES = ("session", "run")
+SPEC_ATTR = "_runhealth_spec"
+
+
+class RegistryError(Exception):
+    """A check that cannot be registered; the message names the owners."""
+
+
+@dataclass
+class CheckSpec:
+    """Everything known about one check before it runs.
+
+    ``needs`` names artefacts (``ledger``, ``logs``, ``tfevents``,
+    ``checkpoints``, ``config``, ``harvest``, ``pidfile``); a target lacking
+    one is skipped with the reason. ``scope`` is ``session`` for one test per
+    run dir, ``run`` for one test per run inside it."""
+
+    id: str
+    slug: str
+    func: Callable[..., Any]
+    family: str = ""
+    needs: tuple[str, ...] = ()
+    scope: str = "run"
+    phases: tuple[str, ...] = ("postmortem",)
+    verdicts: tuple[str, ...] = ()
+    layouts: tuple[str, ...] = ()
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    detects: str = ""
+    why: str = ""
+    example: str = ""
+    fix: str = ""
+    owner: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.id}-{self.slug}"
+
+    @property
+    def fixtures(self) -> tuple[str, ...]:
+        """pytest fixtures the check asks for after its ``ctx`` argument."""
+        params = list(inspect.signature(self.func).parameters.values())[1:]
+        return tuple(
+            p.name
+            for p in params
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty
+        )
+
+    def doc_sections(self) -> dict[str, str]:
+        return {
+            "What it detects": self.detects,
+            "Why it matters": self.why,
+            "Example evidence": self.example,
+            "Fix": self.fix,
+        }
+
+
+def check(
+    id: str,
+    slug: str,
+    *,
+    family: str = "",
+    needs: Iterable[str] = (),
+    scope: str = "run",
+    phases: Iterable[str] = ("postmortem",),
+    verdicts: Iterable[str] = (),
+    layouts: Iterable[str] = (),
+    thresholds: dict[str, Any] | None = None,
+    detects: str = "",
+    why: str = "",
+    example: str = "",
+    fix: str = "",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a health check.
+
+    The function takes a :class:`~pytest_runhealth.context.CheckContext` first,
+    then any pytest fixtures by name, and returns ``None`` (pass), a note
+    string (pass, with something worth saying), or a failing finding made with
+    ``ctx.fail(...)``::
+
+        @runhealth.check("ACME001", "no-warmup", family="acme", needs=["logs"],
+                         detects="...", why="...", fix="...")
+        def no_warmup(ctx):
+            if not ctx.log().find(b"warmup done"):
+                return ctx.fail("config", "unknown", "warm-up never finished")
+    """
+
+    def mark(func: Callable[..., Any]) -> Callable[..., Any]:
+        if scope not in SCOPES:
+            raise RegistryError(f"{id}: scope must be one of {SCOPES}, not {scope!r}")
+        bad = [p for p in phases if p not in PHASES]
+        if bad:
+            raise RegistryError(f"{id}: unknown phase(s) {bad}; phases are {PHASES}")
+        spec = CheckSpec(
+            id=id,
+            slug=slug,
+            func=func,
+            family=family,
+            needs=tuple(needs),
+            scope=scope,
+            phases=tuple(phases),
+            verdicts=tuple(verdicts),
+            layouts=tuple(layouts),
+            thresholds=dict(thresholds or {}),
+            detects=detects or (inspect.getdoc(func) or ""),
+            why=why,
+            example=example,
+            fix=fix,
+            owner=getattr(func, "__module__", "") or "",
+        )
+        setattr(func, SPEC_ATTR, spec)
+        return func
+
+    return mark
+
+
+class Registry:
+    """The session's checks, keyed by ID, plus the ID prefixes that packs own."""
+
+    def __init__(self) -> None:
+        self._checks: dict[str, CheckSpec] = {}
+        self._prefixes: dict[str, str] = {BUILTIN_PREFIX: BUILTIN_OWNER}
+
+    def register_prefix(self, prefix: str, owner: str) -> None:
+        if not _PREFIX.match(prefix):
+            raise RegistryError(f"ID prefix {prefix!r} must be 1-10 capital letters")
+        held = self._prefixes.get(prefix)
+        if held and held != owner:
+            raise RegistryError(f"ID prefix {prefix!r} is already registered by {held}; {owner} cannot take it")
+        self._prefixes[prefix] = owner
+
+    def add(self, obj: Callable[..., Any] | CheckSpec, owner: str | None = None) -> CheckSpec:
+        spec = obj if isinstance(obj, CheckSpec) else getattr(obj, SPEC_ATTR, None)
+        if spec is None:
+            raise RegistryError(f"{obj!r} is not decorated with @runhealth.check")
+        owner = owner or spec.owner or "unknown"
+        spec.owner = owner
+        self._validate(spec, owner)
+        self._checks[spec.id] = spec
+        return spec
+
+    def add_module(self, module: Any, owner: str | None = None) -> list[CheckSpec]:
+        found = [v for v in vars(module).values() if callable(v) and hasattr(v, SPEC_ATTR)]
+        return [self.add(f, owner or getattr(module, "__name__", None)) for f in found]
+
+    def _validate(self, spec: CheckSpec, owner: str) -> None:
+        m = _ID.match(spec.id)
+        if not m:
+            raise RegistryError(f"check ID {spec.id!r} ({owner}) must be a prefix of capital letters and 3-4 digits")
+        if not _SLUG.match(spec.slug):
+            raise RegistryError(f"{spec.id}: slug {spec.slug!r} must be lower-case words joined by '-'")
+        prefix = m["prefix"]
+        holder = self._prefixes.get(prefix)
+        if prefix == BUILTIN_PREFIX and owner != BUILTIN_OWNER and not owner.startswith("pytest_runhealth"):
+            raise RegistryError(
+                f"{spec.id} ({owner}): the prefix RH is reserved for pytest-runhealth's built-in checks; "
+                "register a prefix of your own with registry.register_prefix()"
+            )
+        if holder is None:
+            # A conftest check may use any unclaimed prefix; claim it for its owner.
+            self._prefixes[prefix] = owner
+        elif holder != owner and prefix != BUILTIN_PREFIX and not owner.startswith(holder):
+            raise RegistryError(f"{spec.id} ({owner}): the prefix {prefix} is registered by {holder}")
+        if spec.id in self._checks:
+            other = self._checks[spec.id]
+            if other.func is spec.func:
+                return
+            raise RegistryError(
+                f"duplicate check ID {spec.id}: {other.owner} ({other.slug}) and {owner} ({spec.slug})"
+            )
+        if not spec.family:
+            spec.family = FAMILIES.get(m["num"][0], "custom") if prefix == BUILTIN_PREFIX else prefix.lower()
+
+    def __iter__(self):
+        return iter(sorted(self._checks.values(), key=lambda s: s.id))
+
+    def __len__(self) -> int:
+        return len(self._checks)
+
+    def __contains__(self, check_id: str) -> bool:
+        return check_id in self._checks
+
+    def get(self, check_id: str) -> CheckSpec | None:
+        return self._checks.get(check_id)

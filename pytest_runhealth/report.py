@@ -1,0 +1,83 @@
+"""The JSON report (``runhealth-report/1``): one result per health item,
+built from test reports so it is the same under pytest-xdist as without."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "runhealth-report/1"
+OUTCOMES = ("passed", "failed", "skipped", "error")
+
+
+class ResultCollector:
+    """Folds the setup/call/teardown reports of each health item into one result."""
+
+    def __init__(self) -> None:
+        self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.results: dict[str, dict[str, Any]] = {}
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.add(report)
+
+    def add(self, report) -> None:
+        meta = getattr(report, "runhealth", None)
+        if meta is None:
+            return
+        res = self.results.setdefault(
+            report.nodeid,
+            {
+                "nodeid": report.nodeid,
+                "check": meta.get("check"),
+                "slug": meta.get("slug"),
+                "run": meta.get("run"),
+                "outcome": "passed",
+                "verdict": None,
+                "cause": None,
+                "evidence": [],
+                "fix": None,
+                "note": None,
+                "duration_s": 0.0,
+            },
+        )
+        res["duration_s"] = round(res["duration_s"] + (report.duration or 0.0), 6)
+        finding = meta.get("finding")
+        if finding:
+            for key in ("verdict", "cause", "evidence", "fix", "note"):
+                res[key] = finding.get(key) or res[key]
+            if finding.get("summary"):
+                res["summary"] = finding["summary"]
+        if report.skipped and res["outcome"] == "passed":
+            res["outcome"] = "skipped"
+            res["note"] = meta.get("skip_reason") or res["note"]
+        elif report.failed:
+            res["outcome"] = "failed" if report.when == "call" else "error"
+
+    def summary(self) -> dict[str, int]:
+        counts = {k: 0 for k in OUTCOMES}
+        for res in self.results.values():
+            counts[res["outcome"]] = counts.get(res["outcome"], 0) + 1
+        return counts
+
+    def document(self, run_dirs: list[str], version: str) -> dict[str, Any]:
+        results = sorted(self.results.values(), key=lambda r: (r["check"] or "", r["run"] or "", r["nodeid"]))
+        return {
+            "schema": SCHEMA,
+            "plugin_version": version,
+            "started_at": self.started_at,
+            "run_dirs": run_dirs,
+            "results": results,
+            "summary": self.summary(),
+        }
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Written atomically so a reader never sees half a report."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

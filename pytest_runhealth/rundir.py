@@ -1,0 +1,230 @@
+"""What a run dir holds (LAYOUTS.md), found by looking, never by writing.
+
+Everything here is lazy and cached on the object: collection only needs the
+list of runs, and each artefact is read once however many checks use it."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .ledger import Ledger, LedgerRow, read_ledger
+from .logscan import LogScan, LogTail, read_log_tail, scan_log
+from .safeio import outside_link
+
+MAX_WALK = 200_000
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
+KOHYA_CKPT = re.compile(r"^(?P<name>.+?)(?:-step(?P<step>\d{8})|-(?P<epoch>\d{6}))?\.safetensors$")
+LTX_CKPT = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safetensors$")
+
+
+@dataclass
+class Walk:
+    files: list[Path] = field(default_factory=list)
+    outside_links: list[tuple[Path, Path]] = field(default_factory=list)  # (link, where it leads)
+    broken_links: list[Path] = field(default_factory=list)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
+    truncated: bool = False
+
+
+def walk(root: Path) -> Walk:
+    """Every regular file below ``root``; links are not followed, links that
+    lead out of ``root`` are reported, and the walk is bounded."""
+    out = Walk()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            out.unreadable.append((Path(folder), exc.strerror or str(exc)))
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                if entry.is_symlink():
+                    target = outside_link(root, path)
+                    if target is not None:
+                        out.outside_links.append((path, target))
+                    elif not path.exists():
+                        out.broken_links.append(path)
+                    elif path.is_file():
+                        out.files.append(path)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(path)
+                elif entry.is_file(follow_symlinks=False):
+                    out.files.append(path)
+            except OSError as exc:
+                out.unreadable.append((path, exc.strerror or str(exc)))
+            if len(out.files) >= MAX_WALK:
+                out.truncated = True
+                return out
+    return out
+
+
+class Run:
+    """One training run: a row of a sweep ledger and/or a folder.
+
+    For a run dir that is not a sweep, the run dir itself is the one run."""
+
+    def __init__(self, name: str, path: Path, run_dir: "RunDir", row: LedgerRow | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.run_dir = run_dir
+        self.row = row
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r})"
+
+    @cached_property
+    def files(self) -> list[Path]:
+        if self.path == self.run_dir.path:
+            return self.run_dir.walk.files
+        return walk(self.path).files if self.path.is_dir() else []
+
+    @cached_property
+    def logs(self) -> list[Path]:
+        """Logs, the trainer's main log first (stdout.log, train.log)."""
+        found = []
+        for folder in (self.path / "logs", self.path):
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                if e.name.endswith(LOG_SUFFIXES) and not e.is_dir():
+                    found.append(Path(e.path))
+        rank = {"stdout.log": 0, "train.log": 1}
+        return sorted(found, key=lambda p: (rank.get(p.name, 2), p.name))
+
+    @property
+    def main_log(self) -> Path | None:
+        return self.logs[0] if self.logs else None
+
+    def rel(self, path: Path) -> str:
+        return self.run_dir.rel(path)
+
+    @cached_property
+    def event_files(self) -> list[Path]:
+        return [p for p in self.files if p.name.startswith("events.out.tfevents")]
+
+    @cached_property
+    def checkpoints(self) -> list[Path]:
+        return [p for p in self.files if p.suffix == ".safetensors"]
+
+
+class RunDir:
+    """A ``--run-dir``: a sweep session, a trainer workspace, a kohya output
+    dir, an evaluation harvest, or any folder with logs (LAYOUTS.md)."""
+
+    def __init__(self, path: Path, label: str | None = None) -> None:
+        self.path = Path(path).absolute()
+        self.name = label or self.path.name or str(self.path)
+        self._store: dict[Any, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    def rel(self, path: Path) -> str:
+        try:
+            return str(Path(path).relative_to(self.path))
+        except ValueError:
+            return str(path)
+
+    @property
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+    @cached_property
+    def walk(self) -> Walk:
+        return walk(self.path) if self.exists else Walk()
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.path / "ledger.jsonl"
+
+    @cached_property
+    def layouts(self) -> tuple[str, ...]:
+        found = []
+        p = self.path
+        if self.ledger_path.exists() or (p / "runs").is_dir():
+            found.append("sweep")
+        if (p / "config.yaml").is_file() and ((p / "logs").is_dir() or (p / "outputs").is_dir()):
+            found.append("trainer")
+        if any(f.suffix == ".safetensors" and KOHYA_CKPT.match(f.name) and not LTX_CKPT.match(f.name)
+               for f in self._top_files()):
+            found.append("kohya")
+        if (p / "experience_request.json").is_file() or (p / "round.json").is_file():
+            found.append("harvest")
+        found.append("generic")
+        return tuple(found)
+
+    def _top_files(self) -> list[Path]:
+        try:
+            return [Path(e.path) for e in os.scandir(self.path) if e.is_file(follow_symlinks=False)]
+        except OSError:
+            return []
+
+    @property
+    def is_sweep(self) -> bool:
+        return "sweep" in self.layouts
+
+    @cached_property
+    def ledger(self) -> Ledger | None:
+        if not self.ledger_path.exists() and not self.ledger_path.is_symlink():
+            return None
+        return read_ledger(self.ledger_path)
+
+    @cached_property
+    def runs(self) -> list[Run]:
+        """Runs in ledger order (the order of the story: first run, later
+        runs), then run folders with no ledger row, by name."""
+        if not self.is_sweep:
+            return [Run(self.name, self.path, self)]
+        runs: dict[str, Run] = {}
+        if self.ledger is not None:
+            for row in self.ledger.rows:
+                rid = row.run_id
+                if rid not in runs:
+                    runs[rid] = Run(rid, self.path / "runs" / rid, self, row)
+        try:
+            folders = sorted(e.name for e in os.scandir(self.path / "runs") if e.is_dir(follow_symlinks=False))
+        except OSError:
+            folders = []
+        for name in folders:
+            if name not in runs:
+                runs[name] = Run(name, self.path / "runs" / name, self)
+        return list(runs.values())
+
+    def cached(self, key: Any, build):
+        """One value per key per session: the 'one pass per artefact' rule."""
+        if key not in self._store:
+            self._store[key] = build()
+        return self._store[key]
+
+    def log_scan(self, path: Path) -> LogScan:
+        return self.cached(("scan", path), lambda: scan_log(path))
+
+    def log_tail(self, path: Path) -> LogTail:
+        return self.cached(("tail", path), lambda: read_log_tail(path))
+
+    def workspace_config(self):
+        """config.yaml of a trainer workspace, parsed once (None if absent)."""
+        from .workspace import read_workspace_config
+
+        path = self.path / "config.yaml"
+        if not path.exists():
+            return None
+        return self.cached(("config.yaml", path), lambda: read_workspace_config(path))
+
+    def scalars(self):
+        """Every scalar of the run dir's event files as a pandas DataFrame
+        (tbparse; imported here, never at plugin load)."""
+        from tbparse import SummaryReader  # heavy: pandas, tensorboard
+
+        return SummaryReader(str(self.path), extra_columns={"dir_name"}).scalars

@@ -1,0 +1,62 @@
+"""Shared fixtures: run pytest inside pytest on a run dir and read back the
+JSON report, so every test asserts on outcomes, not on terminal text alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+class HealthRun:
+    """A finished inner pytest session with its parsed runhealth report."""
+
+    def __init__(self, result: pytest.RunResult, report_path: Path) -> None:
+        self.result = result
+        self.ret = result.ret
+        self.stdout = result.stdout.str()
+        self.report = json.loads(report_path.read_text()) if report_path.exists() else None
+
+    def results(self, check: str | None = None, run: str | None = None) -> list[dict]:
+        assert self.report is not None, self.stdout
+        return [
+            r for r in self.report["results"]
+            if (check is None or r["check"] == check) and (run is None or r["run"] == run)
+        ]
+
+    def outcome(self, check: str, run: str | None = None) -> str:
+        found = self.results(check, run)
+        assert len(found) == 1, f"{check}[{run}]: {len(found)} results\n{self.stdout}"
+        return found[0]["outcome"]
+
+    def result_of(self, check: str, run: str | None = None) -> dict:
+        found = self.results(check, run)
+        assert len(found) == 1, f"{check}[{run}]: {len(found)} results\n{self.stdout}"
+        return found[0]
+
+
+@pytest.fixture
+def run_health(pytester: pytest.Pytester):
+    """``run_health(path, "-k", "RH101")`` runs the plugin in-process on ``path``."""
+
+    def run(*run_dirs: Path, args: tuple[str, ...] = (), subprocess: bool = False) -> HealthRun:
+        report = pytester.path / "runhealth-report.json"
+        if report.exists():
+            report.unlink()
+        argv = ["-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "--runhealth-report", str(report)]
+        for rd in run_dirs:
+            argv += ["--run-dir", str(rd)]
+        argv += list(args)
+        result = pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
+        health = HealthRun(result, report)
+        assert "INTERNALERROR" not in health.stdout, health.stdout
+        assert "Traceback (most recent call last)" not in health.stdout, health.stdout
+        return health
+
+    return run
