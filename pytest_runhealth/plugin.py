@@ -41,11 +41,22 @@ STATE = pytest.StashKey[RunHealthState]()
 FINDING = pytest.StashKey[Finding]()
 
 
+# Feature modules with their own options, fixtures and hooks; registered with
+# this plugin (and so switched off with it by ``-p no:runhealth``). Each must be
+# cheap to import.
+SUBPLUGINS: tuple[str, ...] = ()
+
+
 # -- options -------------------------------------------------------------------
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    import importlib
+
     from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
+    for name in SUBPLUGINS:
+        if pluginmanager.get_plugin(name) is None:
+            pluginmanager.register(importlib.import_module(name), name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
