@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from . import __version__
+from . import __version__, scale
 from .context import CheckContext, Target
 from .finding import Finding
 from .needs import missing_need
@@ -78,6 +78,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         choices=("text", "markdown"),
         help="print the check catalogue and exit",
+    )
+    group.addoption(
+        "--runhealth-shard",
+        metavar="K/N",
+        help="check only shard K of N (a deterministic, balanced share of the runs); merge the shards' "
+        "reports with `pytest-runhealth merge`",
     )
     parser.addini("runhealth_run_dirs", "run dirs to check when --run-dir is not given", type="paths", default=[])
     parser.addini("runhealth_config", "path of runhealth.yaml", default="")
@@ -149,6 +155,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(state.collector, "runhealth-results")
     if run_dirs:
         add_health_module(config, replace=bool(cli_dirs))
+        scale.prefer_loadgroup(config)
+    scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
 
 
 def label_run_dirs(paths: list[Path]) -> list[RunDir]:
@@ -220,6 +228,14 @@ def make_test(spec: CheckSpec):
     test._runhealth_check = spec  # type: ignore[attr-defined]
     test.pytestmark = [pytest.mark.runhealth] + [getattr(pytest.mark, p) for p in spec.phases]  # type: ignore[attr-defined]
     return test
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    shard = scale.parse_shard(config.getoption("runhealth_shard"))
+    if shard is not None:
+        scale.select_shard(items, config, shard)
+    scale.add_xdist_groups(items)
 
 
 def targets_for(spec: CheckSpec, run_dirs: list[RunDir]) -> list[Target]:
@@ -335,7 +351,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if spec is None:
         return report
     target = item.callspec.params.get("runhealth_target") if hasattr(item, "callspec") else None
-    meta: dict[str, Any] = {"check": spec.id, "slug": spec.slug, "run": target.name if target else None}
+    meta: dict[str, Any] = {"check": spec.id, "slug": spec.slug, "run": target.name if target else None,
+                            "group": scale.group_of(target) if target else None}
     finding = item.stash.get(FINDING, None)
     if finding is not None and call.when == "call":
         meta["finding"] = finding.to_dict()

@@ -27,10 +27,13 @@ class ResultCollector:
         meta = getattr(report, "runhealth", None)
         if meta is None:
             return
+        nodeid = report.nodeid
+        if meta.get("group") and nodeid.endswith("@" + meta["group"]):
+            nodeid = nodeid[: -len(meta["group"]) - 1]  # xdist loadgroup's suffix: same ids with or without -n
         res = self.results.setdefault(
-            report.nodeid,
+            nodeid,
             {
-                "nodeid": report.nodeid,
+                "nodeid": nodeid,
                 "check": meta.get("check"),
                 "slug": meta.get("slug"),
                 "run": meta.get("run"),
