@@ -1,0 +1,129 @@
+"""How the plugin's cost grows with the number of runs, on this machine.
+
+Builds a synthetic sweep of N runs (ledger rows, a kohya-style log of
+--log-mb MB per run, an event file per run) and measures, in the same run:
+wall time per N and its slope (seconds per run), peak memory, pytest's
+per-item overhead against a plain parametrised test with the same item count,
+and the speed-up of ``-n 2`` over ``-n 0``.
+
+Logs and event files are hard links to one template each, so 5,000 runs of
+10 MB fit on any disk; the page cache then serves them, which measures the
+plugin's CPU cost rather than the disk's.
+
+    python benchmarks/scale.py                      # N = 100, 1000, 5000
+    python benchmarks/scale.py --sizes 100,500 --log-mb 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BAR = "steps:  {pct:>3}%|{bar:<10}| {i}/{n} [00:{i:02d}<01:00,  {rate:.2f}s/it, avr_loss={loss:.4f}]"
+
+
+def template_log(path: Path, mb: int, n_steps: int = 1500) -> None:
+    """A realistic kohya log: start-up block, tqdm redraws on \\r, INFO lines."""
+    head = (
+        "running training / 学習開始\n  num train items / 学習画像、動画数: 1500\n"
+        f"  total optimization steps / 学習ステップ数: {n_steps}\n"
+    )
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(head)
+        written, i = len(head.encode()), 0
+        while written < mb * 1_000_000:
+            i = i % n_steps + 1
+            line = "\r" + BAR.format(pct=i * 100 // n_steps, bar="█" * (i * 10 // n_steps), i=i, n=n_steps,
+                                      rate=2.0 + (i % 7) / 100, loss=0.1 / (1 + i / 100))
+            if i % 100 == 0:
+                line += "\nINFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 1, epoch: 2\n"
+            fh.write(line)
+            written += len(line.encode())
+        fh.write("\n")
+
+
+def template_events(path: Path) -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(path))
+    for step in range(1, 301):
+        summ = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss/current", simple_value=1.0 / step)])
+        writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=summ))
+    writer.close()
+
+
+def build(root: Path, n: int, log: Path, events: Path) -> None:
+    rows = []
+    for i in range(n):
+        rid = f"cand-{i:05d}-s0"
+        logs = root / "runs" / rid / "logs"
+        logs.mkdir(parents=True)
+        os.link(log, logs / "stdout.log")
+        tb = root / "runs" / rid / "output" / "logs" / "20260101000000" / "network_train"
+        tb.mkdir(parents=True)
+        os.link(events, tb / events.name)
+        rows.append({"run_id": rid, "role": "candidate", "score": 0.5, "score_components": {"loss": 0.1},
+                     "judge_report": {"mean": 0.7}, "disqualified": None, "exit_code": 0, "duration_s": 3100.0,
+                     "n_steps": 1500, "killed_by_timeout": False, "error": None, "wall_secs": 3600})
+    (root / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return wall, proc.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100,1000,5000")
+    ap.add_argument("--log-mb", type=int, default=10)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    py = [sys.executable, "-m", "pytest", "-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q"]
+    with tempfile.TemporaryDirectory(prefix="runhealth-scale-") as tmp:
+        tmp = Path(tmp)
+        log, events = tmp / "template.log", tmp / "tb"
+        template_log(log, args.log_mb)
+        events.mkdir()
+        template_events(events)
+        event_file = next(events.iterdir())
+        print(f"template log {log.stat().st_size / 1e6:.1f} MB, event file {event_file.stat().st_size / 1e3:.0f} kB")
+        print(f"{'N':>6} {'items':>7} {'collect s':>9} {'-n0 s':>8} {'s/run':>7} {'plain s':>8} "
+              f"{'overhead':>8} {'-n2 s':>8} {'speedup':>7} {'peak MB':>8}")
+        slopes = []
+        for n in sizes:
+            root = tmp / f"sweep-{n}"
+            build(root, n, log, event_file)
+            collect_s, out = timed(py + ["--run-dir", str(root), "--collect-only"], tmp)
+            items = next((int(w) for w in out.split() if w.isdigit()), 0)
+            serial_s, _ = timed(py + ["--run-dir", str(root), "--runhealth-report", str(tmp / f"r{n}.json")], tmp)
+            peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            plain = tmp / f"test_plain_{n}.py"
+            plain.write_text(f"import pytest\n\n@pytest.mark.parametrize('i', range({items}))\ndef test_plain(i):\n    pass\n")
+            plain_s, _ = timed(py + [str(plain)], tmp)
+            par_s, _ = timed(py + ["--run-dir", str(root), "-n", "2"], tmp)
+            slopes.append(serial_s / n)
+            print(f"{n:>6} {items:>7} {collect_s:>9.2f} {serial_s:>8.2f} {serial_s / n:>7.4f} {plain_s:>8.2f} "
+                  f"{(serial_s - plain_s) / max(items, 1) * 1000:>6.2f}ms {par_s:>8.2f} {serial_s / par_s:>6.2f}x "
+                  f"{peak_mb:>8.0f}")
+            subprocess.run(["rm", "-rf", str(root)])
+        if len(slopes) > 1:
+            print(f"time per run from N={sizes[0]} to N={sizes[-1]}: {slopes[-1] / slopes[0]:.2f}x (flat = 1.00x)")
+        print("'overhead' = (plugin session - plain parametrised session with the same item count) / item; "
+              "it includes the checks' own work.")
+
+
+if __name__ == "__main__":
+    main()
