@@ -139,7 +139,7 @@ def _count_newlines(path: Path, upto: int) -> int:
     with open_readonly(path) as fh:
         left = upto
         while left > 0:
-            chunk = fh.read(min(CHUNK, left))
+            chunk = fh.read(min(1 << 20, left))
             if not chunk:
                 break
             count += chunk.count(b"\n")
