@@ -97,10 +97,20 @@ class Run:
             except OSError:
                 continue
             for e in entries:
-                if e.name.endswith(LOG_SUFFIXES) and not e.is_dir():
+                if e.name.endswith(LOG_SUFFIXES) and self._readable_inside(e):
                     found.append(Path(e.path))
         rank = {"stdout.log": 0, "train.log": 1}
         return sorted(found, key=lambda p: (rank.get(p.name, 2), p.name))
+
+    def _readable_inside(self, entry: os.DirEntry) -> bool:
+        """A regular file, or a link to one inside the run dir (links out are
+        reported by the walk, not read)."""
+        try:
+            if entry.is_symlink():
+                return outside_link(self.run_dir.path, Path(entry.path)) is None and Path(entry.path).is_file()
+            return entry.is_file(follow_symlinks=False)
+        except OSError:
+            return False
 
     @property
     def main_log(self) -> Path | None:
