@@ -134,3 +134,17 @@ def test_redaction(secret):
                   "lmstudio-xyz", "sekrit-value", "hunter2"):
         assert token not in out
     assert out.startswith("before") and out.endswith("after")
+
+
+def test_rh006_says_where_links_lead(tmp_path, run_health):
+    root = tmp_path / "run"
+    (root / "logs").mkdir(parents=True)
+    outside = tmp_path / "scratch.log"
+    outside.write_text("x\n")
+    (root / "logs" / "stdout.log").symlink_to(outside)
+    res = run_health(root, args=("-k", "RH006", "-rA"))
+    r = res.result_of("RH006")
+    assert r["outcome"] == "passed"
+    assert f"logs/stdout.log -> {outside}" in r["note"]
+    (root / "logs" / "stdout.log").unlink()
+    assert run_health(root, args=("-k", "RH006")).result_of("RH006")["note"] is None

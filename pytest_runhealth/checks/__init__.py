@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("evidence", "sweep")
+MODULES = ("evidence", "links", "sweep", "prelaunch")
 
 
 def builtin_modules():

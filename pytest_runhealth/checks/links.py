@@ -1,0 +1,38 @@
+"""RH006: what the plugin did not read. Links that lead out of a run dir are
+never followed silently; this check says where each one leads."""
+
+from __future__ import annotations
+
+from ..registry import check
+
+MAX_LISTED = 20
+
+
+@check(
+    "RH006",
+    "links-stay-inside",
+    scope="session",
+    phases=["prelaunch", "live", "postmortem", "gate"],
+    verdicts=["healthy"],
+    detects="symbolic links under the run dir that lead outside it, or nowhere; they are not followed, so what they "
+    "point to is not checked.",
+    why="A health tool that silently follows a link can read (and quote) someone else's files, and a check that "
+    "silently skips it can miss the log that mattered. Either way the user must be told.",
+    example="note: 2 links lead out of the run dir and were not read: logs/stdout.log -> /scratch/job-17/stdout.log",
+    fix="Copy the artefact into the run dir (or point --run-dir at the folder the link leads to) to have it checked.",
+)
+def links_stay_inside(ctx):
+    walk = ctx.run_dir.walk
+    parts = []
+    if walk.outside_links:
+        shown = ", ".join(f"{ctx.run_dir.rel(p)} -> {t}" for p, t in walk.outside_links[:MAX_LISTED])
+        parts.append(f"{len(walk.outside_links)} link(s) lead out of the run dir and were not read: {shown}")
+    if walk.broken_links:
+        shown = ", ".join(ctx.run_dir.rel(p) for p in walk.broken_links[:MAX_LISTED])
+        parts.append(f"{len(walk.broken_links)} link(s) lead nowhere (dangling or a loop): {shown}")
+    if walk.unreadable:
+        shown = ", ".join(f"{ctx.run_dir.rel(p)} ({why})" for p, why in walk.unreadable[:MAX_LISTED])
+        parts.append(f"{len(walk.unreadable)} folder(s) could not be listed: {shown}")
+    if walk.truncated:
+        parts.append("the run dir holds over 200,000 files; only the first 200,000 were looked at")
+    return "; ".join(parts) or None
