@@ -44,7 +44,7 @@ FINDING = pytest.StashKey[Finding]()
 # Feature modules with their own options, fixtures and hooks; registered with
 # this plugin (and so switched off with it by ``-p no:runhealth``). Each must be
 # cheap to import.
-SUBPLUGINS: tuple[str, ...] = ()
+SUBPLUGINS: tuple[str, ...] = ("pytest_runhealth.reports.plugin",)
 
 
 # -- options -------------------------------------------------------------------
@@ -266,6 +266,7 @@ def run_check(spec: CheckSpec, target: Target, request: pytest.FixtureRequest, f
     item = request.node
     state = request.config.stash[STATE]
     item.user_properties.append(("check", spec.id))
+    item.user_properties += [("slug", spec.slug), ("run", target.name)]
     reason = missing_need(spec, target)
     if reason:
         pytest.skip(reason)
@@ -352,7 +353,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return report
     target = item.callspec.params.get("runhealth_target") if hasattr(item, "callspec") else None
     meta: dict[str, Any] = {"check": spec.id, "slug": spec.slug, "run": target.name if target else None,
-                            "group": scale.group_of(target) if target else None}
+                            "group": scale.group_of(target) if target else None,
+                            "run_dir": target.run_dir.name if target else None}
     finding = item.stash.get(FINDING, None)
     if finding is not None and call.when == "call":
         meta["finding"] = finding.to_dict()
@@ -360,6 +362,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             report.sections.append(("runhealth note", finding.note))
     if report.skipped and isinstance(report.longrepr, tuple):
         meta["skip_reason"] = str(report.longrepr[2]).removeprefix("Skipped: ")
+        item.user_properties.append(("skip_reason", meta["skip_reason"]))  # JUnit: why, beside which check
     report.runhealth = meta
     return report
 

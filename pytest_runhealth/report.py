@@ -37,6 +37,7 @@ class ResultCollector:
                 "check": meta.get("check"),
                 "slug": meta.get("slug"),
                 "run": meta.get("run"),
+                "run_dir": meta.get("run_dir"),
                 "outcome": "passed",
                 "verdict": None,
                 "cause": None,
@@ -78,9 +79,13 @@ class ResultCollector:
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
+    write_text(path, json.dumps(doc, indent=2, default=str, allow_nan=False) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
     """Written atomically so a reader never sees half a report."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)

@@ -1,0 +1,207 @@
+"""The run-health page: one self-contained HTML file, a row per run.
+
+Self-contained means the page works from a CI artefact store, an air-gapped
+cluster or an e-mail attachment: CSS and SVG are inline, there is no script,
+and a Content-Security-Policy forbids the browser from fetching anything, so
+even a URL quoted in evidence text cannot turn into a request."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from . import svg
+from .view import ReportView, RunDirView, RunView, family_of
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+OUTCOME_MARK = {"failed": "✗", "error": "!", "passed": "✓", "skipped": "–"}
+
+STYLE = """
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.2em;color:#1d1d1f;background:#fff}
+h1{font-size:1.35em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.4em 0 .2em}
+.meta,.path{color:#666;font-size:.9em}
+.counts span{display:inline-block;margin-right:.8em;font-weight:600}
+.o-failed,.o-error{color:#b3261e}.o-passed{color:#1b7f3b}.o-skipped{color:#777}
+table.runs{border-collapse:collapse;margin-top:.6em;width:100%}
+table.runs th,table.runs td{border-top:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left}
+table.runs th{background:#f4f4f6;font-weight:600;font-size:.9em}
+tr.run.has-failure td.name{border-left:4px solid #b3261e}
+td.fam{white-space:nowrap;font-size:.9em}
+.cell-failed,.cell-error{background:#fde7e5}.cell-passed{background:#e8f5ec}.cell-skipped{background:#f2f2f2}
+.failure{border-left:3px solid #b3261e;padding:2px 8px;margin:4px 0 8px;background:#fffafa}
+.failure .head{font-weight:600}.failure .summary{white-space:pre-wrap;margin:2px 0}
+.failure ul{margin:2px 0;padding-left:1.2em}.failure code{font-size:.85em;word-break:break-all}
+.fix{color:#0b4f8a}.note{color:#555;font-size:.9em}
+.status{border:1px solid #0b4f8a;border-radius:4px;padding:2px 6px;margin-top:4px;font-size:.85em;background:#eef5fc}
+.plots{display:flex;flex-wrap:wrap;gap:12px}
+svg.plot{background:#fcfcfd;border:1px solid #e3e3e8;border-radius:3px}
+svg .axis{fill:none;stroke:#999;stroke-width:1}
+svg .line{fill:none;stroke:#3657c8;stroke-width:1.5}
+svg circle.line{fill:#3657c8}
+svg .bar{fill:#6c86d9}svg .bar.flagged{fill:#c8453b}svg .bar.missing{fill:#bbb}
+svg .marker path{stroke:#d9822b;stroke-width:1.5;stroke-dasharray:3 2}
+svg .marker.error path{stroke:#b3261e}
+svg .nonfinite path{stroke:#b3261e;stroke-width:2}
+svg .reference path{stroke:#b3261e;stroke-dasharray:4 3}
+svg text{font:10px system-ui,sans-serif;fill:#555}svg text.cap{font-weight:600;fill:#333}
+svg text.none{fill:#999}
+details summary{cursor:pointer;color:#555;font-size:.9em}
+"""
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def render_failure(r: dict[str, Any]) -> str:
+    head = f"{_e(r['check'])} {_e(r.get('slug'))}"
+    tags = [f"verdict: {_e(r.get('verdict'))}"]
+    if r.get("cause"):
+        tags.append(f"cause: {_e(r['cause'])}")
+    out = [f'<div class="failure" data-check="{_e(r["check"])}">',
+           f'<div class="head">{head} <span class="o-failed">{" · ".join(tags)}</span></div>']
+    if r.get("summary"):
+        out.append(f'<div class="summary">{_e(r["summary"])}</div>')
+    evidence = r.get("evidence") or []
+    if evidence:
+        out.append("<ul>")
+        for ev in evidence:
+            where = ev.get("path", "") if ev.get("line") is None else f"{ev.get('path', '')}:{ev['line']}"
+            out.append(f"<li><code>{_e(where)}</code> {_e(ev.get('text'))}</li>")
+        out.append("</ul>")
+    if r.get("fix"):
+        out.append(f'<div class="fix">fix: {_e(r["fix"])}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def render_status(status: dict[str, Any]) -> str:
+    parts = [f"<b>{_e(status.get('state', 'running'))}</b>"]
+    if status.get("step") is not None:
+        total = f"/{status['total_steps']}" if status.get("total_steps") else ""
+        parts.append(f"step {_e(status['step'])}{_e(total)}")
+    if status.get("eta_s") is not None:
+        parts.append(f"ETA {_duration(status['eta_s'])}")
+    gpu = status.get("gpu")
+    if isinstance(gpu, dict) and gpu:
+        used, total = gpu.get("memory_used_mib"), gpu.get("memory_total_mib")
+        util = gpu.get("utilization_pct")
+        bits = [f"{used}/{total} MiB" if used is not None and total else "", f"{util}%" if util is not None else ""]
+        parts.append("GPU " + " ".join(b for b in bits if b))
+    elif gpu:
+        parts.append(f"GPU {_e(gpu)}")
+    elif status.get("source") == "log":
+        parts.append("GPU not read (status from the log alone)")
+    if status.get("latest_checkpoint"):
+        parts.append(f"latest checkpoint <code>{_e(status['latest_checkpoint'])}</code>")
+    return f'<div class="status">{" · ".join(parts)}</div>'
+
+
+def _family_cell(results: list[dict[str, Any]]) -> str:
+    if not results:
+        return '<td class="fam"></td>'
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    worst = next(o for o in ("failed", "error", "passed", "skipped") if counts.get(o))
+    tip = "; ".join(f"{r['check']} {r['outcome']}" + (f" ({r['note']})" if r["outcome"] == "skipped" and r.get("note") else "")
+                    for r in results)
+    text = " ".join(f'<span class="o-{o}">{counts[o]}{OUTCOME_MARK[o]}</span>'
+                    for o in ("failed", "error", "passed", "skipped") if counts.get(o))
+    return f'<td class="fam cell-{worst}" data-outcome="{worst}" title="{_e(tip)}">{text}</td>'
+
+
+def _plot_cell(rv: RunView, which: str) -> str:
+    series = rv.step_time if which == "step-time" else rv.loss
+    if series is None:
+        return '<td class="plot-cell"></td>'
+    kind = "onset" if which == "step-time" else "error"
+    markers = [svg.Marker(x, label, kind) for x, label in series.marks]
+    title = f"{rv.name}: step time" if which == "step-time" else f"{rv.name}: loss"
+    chart = svg.line_chart(series.points, series=which, title=title, run=rv.name, markers=markers,
+                           unit="s" if which == "step-time" else "")
+    return f'<td class="plot-cell">{chart}</td>'
+
+
+def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
+    cls = "run has-failure" if rv.failures else "run"
+    out = [f'<tr class="{cls}" data-run="{_e(rv.name)}">', f'<td class="name"><b>{_e(rv.name)}</b>']
+    if rv.status:
+        out.append(render_status(rv.status))
+    out.append("</td>")
+    for fam in families:
+        out.append(_family_cell([r for r in rv.results if family_of(r["check"], registry) == fam]))
+    steps = "" if rv.last_step is None else f"{rv.last_step}" + (f"/{rv.total_steps}" if rv.total_steps else "")
+    out.append(f'<td class="steps">{_e(steps)}</td>')
+    out.append(_plot_cell(rv, "step-time"))
+    out.append(_plot_cell(rv, "loss"))
+    out.append('<td class="diagnosis">')
+    out.extend(render_failure(r) for r in rv.failures)
+    if rv.plot_note:
+        out.append(f'<div class="note">{_e(rv.plot_note)}</div>')
+    skipped = [r for r in rv.results if r["outcome"] == "skipped"]
+    if skipped:
+        out.append(f"<details><summary>{len(skipped)} skipped</summary><ul>")
+        out.extend(f"<li>{_e(r['check'])}: {_e(r.get('note'))}</li>" for r in skipped)
+        out.append("</ul></details>")
+    out.append("</td></tr>")
+    return "".join(out)
+
+
+def render_run_dir(view: RunDirView, registry: Any) -> str:
+    rd = view.run_dir
+    out = [f'<section class="rundir" data-run-dir="{_e(rd.name)}">',
+           f'<h2>{_e(rd.name)}</h2><div class="path">{_e(view.shown_path)} · layouts: {_e(", ".join(rd.layouts))}</div>']
+    session_failures = [r for r in view.session_results if r["outcome"] in ("failed", "error")]
+    if view.session_results:
+        passed = sum(r["outcome"] == "passed" for r in view.session_results)
+        out.append(f'<div class="session"><div class="note">sweep-wide checks: {len(session_failures)} failed, '
+                   f"{passed} passed, {len(view.session_results) - passed - len(session_failures)} skipped</div>")
+        out.extend(render_failure(r) for r in session_failures)
+        out.append("</div>")
+    if view.steps_per_run:
+        out.append('<div class="plots">')
+        out.append(svg.bar_chart([svg.Bar(n, v, f) for n, v, f in view.steps_per_run],
+                                 series="steps-per-run", title="steps reached per run (ledger n_steps)"))
+        out.append(svg.bar_chart([svg.Bar(n, v, f) for n, v, f in view.duration_per_run],
+                                 series="duration-per-run", title="duration per run (ledger duration_s)", unit="s",
+                                 reference=view.wall_limit,
+                                 reference_label=f"wall clock {view.wall_limit:.0f}s" if view.wall_limit else ""))
+        out.append("</div>")
+    head = "".join(f"<th>{_e(f)}</th>" for f in view.families)
+    out.append(f'<table class="runs"><thead><tr><th>run</th>{head}<th>steps</th><th>step time</th><th>loss</th>'
+               "<th>diagnosis</th></tr></thead><tbody>")
+    out.extend(render_run_row(rv, view.families, registry) for rv in view.runs)
+    out.append("</tbody></table></section>")
+    return "".join(out)
+
+
+def render_page(view: ReportView, registry: Any = None) -> str:
+    counts = " ".join(f'<span class="o-{k}">{n} {k}</span>' for k, n in view.counts.items() if n)
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<link rel="icon" href="data:,">',
+        f"<title>{_e(view.title)}</title><style>{STYLE}</style></head><body>",
+        f"<header><h1>{_e(view.title)}</h1>",
+        f'<div class="counts">{counts or "no health results"}</div>',
+        f'<div class="meta">pytest-runhealth {_e(view.version)} · {_e(view.generated_at)}</div></header>',
+    ]
+    out.extend(render_run_dir(v, registry) for v in view.run_dirs)
+    if view.unplaced:
+        out.append('<section class="other"><h2>other results</h2>')
+        out.extend(render_failure(r) for r in view.unplaced if r["outcome"] in ("failed", "error"))
+        out.append("</section>")
+    out.append("</body></html>\n")
+    return "\n".join(out)

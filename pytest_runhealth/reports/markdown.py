@@ -1,0 +1,79 @@
+"""A compact Markdown summary for CI: one table, failures first.
+
+Written for ``$GITHUB_STEP_SUMMARY`` and pull-request comments, which render
+GitHub-flavoured Markdown and cap their size (1 MiB per step summary, 65,536
+characters per comment): failures get a row each with cause and fix; passes
+and skips fold into one row per check; rows past ``max_failures`` are counted,
+not listed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .view import ReportView
+
+MAX_FAILURES = 100
+MAX_CELL = 300
+ICON = {"failed": "❌ failed", "error": "💥 error", "passed": "✅ passed", "skipped": "⏭️ skipped"}
+
+
+def cell(value: Any, limit: int = MAX_CELL) -> str:
+    """Table-safe: no pipes, no newlines, bounded length, no raw HTML."""
+    text = " ".join(str(value or "").split())
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _run_label(r: dict[str, Any], many_dirs: bool) -> str:
+    run = r.get("run") or ""
+    if many_dirs and r.get("run_dir") and r["run_dir"] != run:
+        return f"{r['run_dir']}/{run}"
+    return run
+
+
+def _evidence(r: dict[str, Any]) -> str:
+    ev = (r.get("evidence") or [])[:1]
+    if not ev:
+        return ""
+    where = ev[0].get("path", "") if ev[0].get("line") is None else f"{ev[0].get('path', '')}:{ev[0]['line']}"
+    return f" (`{cell(where, 120).replace('`', '')}`)"
+
+
+def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
+    many_dirs = len(view.run_dirs) > 1
+    counts = ", ".join(f"{n} {k}" for k, n in view.counts.items() if n) or "no health results"
+    lines = [
+        f"### {cell(view.title, 200)}",
+        "",
+        f"{counts} · pytest-runhealth {cell(view.version, 40)}",
+        "",
+        "| result | check | run | verdict | cause | diagnosis | fix |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    failing = [r for r in view.results if r["outcome"] in ("failed", "error")]
+    for r in failing[:max_failures]:
+        summary = (r.get("summary") or "").strip().splitlines()
+        lines.append(
+            f"| {ICON[r['outcome']]} | {cell(r['check'])} {cell(r.get('slug'))} | {cell(_run_label(r, many_dirs))} "
+            f"| {cell(r.get('verdict'))} | {cell(r.get('cause'))} | {cell(summary[0] if summary else '')}{_evidence(r)} "
+            f"| {cell(r.get('fix'))} |"
+        )
+    if len(failing) > max_failures:
+        lines.append(f"| … | {len(failing) - max_failures} more failures | | | | see the HTML or JSON report | |")
+    folded: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in view.results:
+        if r["outcome"] in ("passed", "skipped"):
+            row = folded.setdefault((r["check"] or "", r.get("slug") or ""), {"passed": 0, "skipped": 0, "reasons": set()})
+            row[r["outcome"]] += 1
+            if r["outcome"] == "skipped" and r.get("note"):
+                row["reasons"].add(r["note"])
+    for (check, slug), row in sorted(folded.items()):
+        outcome = "passed" if row["passed"] else "skipped"
+        n = row["passed"] + row["skipped"]
+        what = " · ".join(f"{row[k]} {k}" for k in ("passed", "skipped") if row[k])
+        reason = f"skipped: {sorted(row['reasons'])[0]}" if row["reasons"] else ""
+        lines.append(
+            f"| {ICON[outcome]} | {cell(check)} {cell(slug)} | {n} target{'s' if n != 1 else ''} ({what}) "
+            f"| | | {cell(reason, 160)} | |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,123 @@
+"""Sub-plugin adding ``--runhealth-html FILE`` and ``--runhealth-markdown FILE``.
+
+The files are written once, by the controller, when the session finishes (so
+they are the same with or without pytest-xdist), and never inside a run dir:
+the plugin only reads what a run left behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import __version__
+from ..plugin import STATE
+from ..report import write_text
+
+WRITTEN = pytest.StashKey[list[str]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("runhealth")
+    group.addoption("--runhealth-html", metavar="FILE",
+                    help="write a self-contained HTML page (a row per run, inline SVG plots) here")
+    group.addoption("--runhealth-markdown", metavar="FILE",
+                    help="write a Markdown summary (one table, failures first) here, e.g. for $GITHUB_STEP_SUMMARY")
+    parser.addini("runhealth_html", "path of the HTML run-health page", default="")
+    parser.addini("runhealth_markdown", "path of the Markdown run-health summary", default="")
+
+
+def report_paths(config: pytest.Config) -> dict[str, Path]:
+    out = {}
+    for kind in ("html", "markdown"):
+        given = config.getoption(f"runhealth_{kind}") or config.getini(f"runhealth_{kind}")
+        if given:
+            out[kind] = config.invocation_params.dir / Path(os.path.expanduser(given))
+    return out
+
+
+def inside(path: Path, folder: Path) -> bool:
+    try:
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(folder))
+        return True
+    except ValueError:
+        return False
+
+
+@pytest.hookimpl(trylast=True)  # after the main plugin has put its state in the stash
+def pytest_configure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    for kind, path in report_paths(config).items():
+        for rd in state.run_dirs:
+            if inside(path, rd.path):
+                raise pytest.UsageError(
+                    f"--runhealth-{kind} {path} is inside the run dir {rd.path}; pytest-runhealth never writes "
+                    "into a run dir. Write the report next to it instead."
+                )
+
+
+def statuses(state: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """Live status per (run dir, run) from the trainer module, where it exists."""
+    try:
+        from .. import status as status_module  # type: ignore[attr-defined]
+    except ImportError:
+        return {}
+    build = getattr(status_module, "run_status", None)
+    if build is None:
+        return {}
+    out = {}
+    for rd in state.run_dirs:
+        for run in rd.runs if rd.exists else []:
+            try:
+                found = build(run)
+            except Exception:  # a status we cannot read must not cost the report
+                continue
+            if found:
+                out[(rd.name, run.name)] = found
+    return out
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = config.stash.get(STATE, None)
+    paths = report_paths(config)
+    if state is None or not paths or hasattr(config, "workerinput"):
+        return
+    from .view import build_view
+
+    written: list[str] = []
+    config.stash[WRITTEN] = written
+    relative_to = paths.get("html", paths.get("markdown")).parent
+    view = build_view(
+        state.collector.results.values(),
+        state.run_dirs,
+        registry=state.registry,
+        version=__version__,
+        started_at=state.collector.started_at,
+        relative_to=relative_to,
+        statuses=statuses(state),
+    )
+    for kind, path in paths.items():
+        if kind == "html":
+            from .html import render_page
+
+            text = render_page(view, state.registry)
+        else:
+            from .markdown import render_markdown
+
+            text = render_markdown(view)
+        try:
+            write_text(path, text)
+            written.append(f"{kind}: {path}")
+        except OSError as exc:
+            written.append(f"{kind}: NOT written to {path}: {exc.strerror or exc}")
+
+
+@pytest.hookimpl(trylast=True)  # below the run-health summary
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    for line in config.stash.get(WRITTEN, []):
+        terminalreporter.write_line(line)

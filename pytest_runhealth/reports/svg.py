@@ -1,0 +1,209 @@
+"""Small inline SVG charts the report page draws itself.
+
+No plotting library: matplotlib or plotly would add seconds of import and
+megabytes of script to a page whose whole job is to show three shapes at a
+glance (a step count that collapses across a sweep, a step time that climbs,
+a loss that turns NaN). Every chart is a self-contained ``<svg>`` string with
+a ``data-series`` attribute naming what it plots, so tests and scripts can find
+each plotted series in the page."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+from typing import Sequence
+
+MAX_POINTS = 400  # drawn per series; more only thickens the line
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A vertical mark at ``x`` (a step), e.g. where RH108 saw degradation begin."""
+
+    x: float
+    label: str
+    kind: str = "onset"  # CSS class suffix: onset, error
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float | None  # None: the run has no value (drawn as a hatched stub)
+    flagged: bool = False  # a check failed on this run
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 10_000:
+        return f"{v / 1000:.0f}k"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 1:
+        return f"{v:.3g}"
+    return f"{v:.2g}"
+
+
+def _attr(text: str) -> str:
+    return escape(text, quote=True)
+
+
+def _open(series: str, width: int, height: int, title: str, run: str | None) -> list[str]:
+    run_attr = f' data-run="{_attr(run)}"' if run is not None else ""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-series="{_attr(series)}"{run_attr} '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{_attr(title)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+
+
+def decimate(points: Sequence[tuple[float, float]], limit: int = MAX_POINTS) -> list[tuple[float, float]]:
+    """At most ``limit`` points, keeping each bucket's minimum and maximum so a
+    spike is never averaged away (a slow step is the point of the plot)."""
+    n = len(points)
+    if n <= limit:
+        return list(points)
+    buckets = max(1, limit // 2)
+    size = n / buckets
+    out: list[tuple[float, float]] = []
+    for b in range(buckets):
+        chunk = points[int(b * size) : max(int((b + 1) * size), int(b * size) + 1)]
+        lo = min(chunk, key=lambda p: p[1])
+        hi = max(chunk, key=lambda p: p[1])
+        out.extend(sorted({lo, hi}, key=lambda p: p[0]))
+    return out
+
+
+class _Scale:
+    def __init__(self, lo: float, hi: float, a: float, b: float, log: bool = False) -> None:
+        self.log = log and lo > 0
+        if self.log:
+            lo, hi = math.log10(lo), math.log10(hi)
+        if hi <= lo:
+            lo, hi = lo - 1, hi + 1
+        self.lo, self.hi, self.a, self.b = lo, hi, a, b
+
+    def __call__(self, v: float) -> float:
+        if self.log:
+            v = math.log10(max(v, 1e-300))
+        return self.a + (v - self.lo) / (self.hi - self.lo) * (self.b - self.a)
+
+
+def line_chart(
+    points: Sequence[tuple[float, float]],
+    *,
+    series: str,
+    title: str,
+    run: str | None = None,
+    markers: Sequence[Marker] = (),
+    width: int = 300,
+    height: int = 110,
+    unit: str = "",
+) -> str:
+    """``points`` are (step, value); non-finite values are drawn as red crosses
+    on the top edge (a NaN loss has no height but must be seen)."""
+    finite = [(x, y) for x, y in points if math.isfinite(y)]
+    bad = [x for x, y in points if not math.isfinite(y)]
+    pad_l, pad_r, pad_t, pad_b = 40, 8, 14, 18
+    out = _open(series, width, height, title, run)
+    out.append(f'<text class="cap" x="{pad_l}" y="10">{escape(title)}</text>')
+    xs = [x for x, _ in points] + [m.x for m in markers]
+    if not xs:
+        out.append(f'<text class="none" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no data</text></svg>')
+        return "".join(out)
+    ys = [y for _, y in finite]
+    y_lo, y_hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
+    log = bool(ys) and y_lo > 0 and y_hi / y_lo >= 20  # a 100x slow step would flatten the rest
+    sx = _Scale(min(xs), max(xs), pad_l, width - pad_r)
+    sy = _Scale(y_lo, y_hi, height - pad_b, pad_t, log)
+    x0, x1, yb, yt = pad_l, width - pad_r, height - pad_b, pad_t
+    out.append(f'<path class="axis" d="M{x0},{yt}V{yb}H{x1}"/>')
+    out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{_fmt(y_hi)}{escape(unit)}</text>')
+    out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">{_fmt(y_lo)}{escape(unit)}</text>')
+    if log:
+        out.append(f'<text class="tick" x="{x0 - 3}" y="{(yt + yb) / 2:.0f}" text-anchor="end">log</text>')
+    out.append(f'<text class="tick" x="{x0}" y="{height - 4}">{_fmt(min(xs))}</text>')
+    out.append(f'<text class="tick" x="{x1}" y="{height - 4}" text-anchor="end">step {_fmt(max(xs))}</text>')
+    for m in markers:
+        mx = sx(m.x)
+        out.append(
+            f'<g class="marker {_attr(m.kind)}"><path d="M{mx:.1f},{yt}V{yb}"/>'
+            f"<title>{escape(m.label)} (step {_fmt(m.x)})</title></g>"
+        )
+    drawn = decimate(finite)
+    if len(drawn) == 1:
+        (x, y), = drawn
+        out.append(f'<circle class="line" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2"/>')
+    elif drawn:
+        d = "M" + "L".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in drawn)
+        out.append(f'<path class="line" d="{d}"/>')
+    for x in bad[:MAX_POINTS]:
+        cx = sx(x)
+        out.append(
+            f'<g class="nonfinite"><path d="M{cx - 3:.1f},{yt - 3}l6,6m0,-6l-6,6"/>'
+            f"<title>non-finite value at step {_fmt(x)}</title></g>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def bar_chart(
+    bars: Sequence[Bar],
+    *,
+    series: str,
+    title: str,
+    reference: float | None = None,
+    reference_label: str = "",
+    width: int = 640,
+    height: int = 140,
+    unit: str = "",
+) -> str:
+    """One bar per run in sweep order, flagged runs in the failure colour; an
+    optional reference line (the wall-clock limit) shows what runs ran into."""
+    pad_l, pad_r, pad_t, pad_b = 46, 8, 16, 22
+    out = _open(series, width, height, title, None)
+    out.append(f'<text class="cap" x="{pad_l}" y="11">{escape(title)}</text>')
+    values = [b.value for b in bars if b.value is not None and math.isfinite(b.value)]
+    top = max(values + ([reference] if reference else []) + [0.0])
+    top = top if top > 0 else 1.0
+    x0, x1, yb, yt = pad_l, width - pad_r, height - pad_b, pad_t
+    out.append(f'<path class="axis" d="M{x0},{yt}V{yb}H{x1}"/>')
+    out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{_fmt(top)}{escape(unit)}</text>')
+    out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">0</text>')
+    if not bars:
+        out.append(f'<text class="none" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no runs</text></svg>')
+        return "".join(out)
+    slot = (x1 - x0) / len(bars)
+    bw = max(1.0, slot * 0.8)
+    for i, bar in enumerate(bars):
+        bx = x0 + i * slot + (slot - bw) / 2
+        cls = "bar flagged" if bar.flagged else "bar"
+        if bar.value is None or not math.isfinite(bar.value):
+            out.append(
+                f'<rect class="{cls} missing" x="{bx:.1f}" y="{yb - 3}" width="{bw:.1f}" height="3">'
+                f"<title>{escape(bar.label)}: no value</title></rect>"
+            )
+            continue
+        h = max(0.0, bar.value) / top * (yb - yt)
+        out.append(
+            f'<rect class="{cls}" x="{bx:.1f}" y="{yb - h:.1f}" width="{bw:.1f}" height="{max(h, 0.5):.1f}">'
+            f"<title>{escape(bar.label)}: {_fmt(bar.value)}{escape(unit)}</title></rect>"
+        )
+    if len(bars) <= 12:
+        for i, bar in enumerate(bars):
+            cx = x0 + (i + 0.5) * slot
+            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">{escape(bar.label[:14])}</text>')
+    else:
+        out.append(f'<text class="tick" x="{x0}" y="{height - 8}">{escape(bars[0].label[:20])}</text>')
+        out.append(f'<text class="tick" x="{x1}" y="{height - 8}" text-anchor="end">{escape(bars[-1].label[:20])}</text>')
+    if reference:
+        ry = yb - reference / top * (yb - yt)
+        out.append(
+            f'<g class="reference"><path d="M{x0},{ry:.1f}H{x1}"/>'
+            f'<text class="tick" x="{x1}" y="{ry - 2:.1f}" text-anchor="end">{escape(reference_label)}</text></g>'
+        )
+    out.append("</svg>")
+    return "".join(out)

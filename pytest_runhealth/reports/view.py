@@ -1,0 +1,288 @@
+"""What the HTML page and the Markdown summary show, gathered once.
+
+Plot data is what the checks already read (ledger rows, the log scan's step
+series), taken through ``RunDir``'s per-session cache: in a plain session the
+scans are already there; under xdist the controller reads each log once."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..logscan import StepPoint
+from ..registry import FAMILIES
+from ..rundir import KOHYA_CKPT, LTX_CKPT, Run, RunDir
+from ..safeio import describe_error
+
+ORDER = {"failed": 0, "error": 1, "skipped": 3, "passed": 2}
+# Checks whose failure marks a point on a plot: the step-time plot shows where
+# slow steps (RH107) or degradation (RH108) began, the loss plot where RH202 saw
+# a non-finite loss.
+STEP_TIME_MARKS = ("RH107", "RH108")
+LOSS_MARKS = ("RH202",)
+LIVE_WINDOW_S = 15 * 60  # a log written to this recently may belong to a live run
+
+
+@dataclass
+class Series:
+    """One plotted series: (step, value) points, and marks to draw on it."""
+
+    points: list[tuple[float, float]]
+    marks: list[tuple[float, str]] = field(default_factory=list)  # (step, label)
+
+
+@dataclass
+class RunView:
+    name: str
+    run: Run | None
+    results: list[dict[str, Any]] = field(default_factory=list)
+    step_time: Series | None = None
+    loss: Series | None = None
+    last_step: int | None = None
+    total_steps: int | None = None
+    plot_note: str = ""  # why a plot is missing
+    status: dict[str, Any] | None = None
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        return [r for r in self.results if r["outcome"] in ("failed", "error")]
+
+
+@dataclass
+class RunDirView:
+    run_dir: RunDir
+    shown_path: str
+    session_results: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[RunView] = field(default_factory=list)
+    families: list[str] = field(default_factory=list)
+    steps_per_run: list[tuple[str, float | None, bool]] = field(default_factory=list)  # (run, n_steps, flagged)
+    duration_per_run: list[tuple[str, float | None, bool]] = field(default_factory=list)
+    wall_limit: float | None = None
+
+
+@dataclass
+class ReportView:
+    title: str
+    generated_at: str
+    version: str
+    counts: dict[str, int]
+    run_dirs: list[RunDirView]
+    results: list[dict[str, Any]]  # every health result, failures first
+    unplaced: list[dict[str, Any]] = field(default_factory=list)
+
+
+def family_of(check_id: str | None, registry: Any = None) -> str:
+    spec = registry.get(check_id) if registry is not None and check_id else None
+    if spec is not None and spec.family:
+        return spec.family
+    digits = "".join(c for c in (check_id or "") if c.isdigit())
+    if check_id and check_id.startswith("RH") and len(digits) == 3:
+        return FAMILIES.get(digits[0], "custom")
+    return "custom"
+
+
+def sort_results(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(results, key=lambda r: (ORDER.get(r["outcome"], 9), r["check"] or "", r["run"] or "", r["nodeid"]))
+
+
+def generated_at(started_at: str) -> str:
+    """SOURCE_DATE_EPOCH (the reproducible-builds convention) pins the stamp,
+    so a page regenerated from the same inputs is byte-identical."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), timezone.utc).isoformat(timespec="seconds")
+    return started_at
+
+
+def shown_path(path: Path, relative_to: Path | None) -> str:
+    if relative_to is None:
+        return str(path)
+    try:
+        return os.path.relpath(path, relative_to)
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
+def build_view(
+    results: Iterable[dict[str, Any]],
+    run_dirs: list[RunDir],
+    *,
+    registry: Any = None,
+    version: str = "",
+    started_at: str = "",
+    relative_to: Path | None = None,
+    statuses: dict[tuple[str, str], dict[str, Any]] | None = None,
+) -> ReportView:
+    results = sort_results(results)
+    counts = {k: 0 for k in ("failed", "error", "passed", "skipped")}
+    for r in results:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    by_dir: dict[str, list[dict[str, Any]]] = {rd.name: [] for rd in run_dirs}
+    unplaced = []
+    for r in results:
+        label = r.get("run_dir") or (run_dirs[0].name if len(run_dirs) == 1 else None)
+        (by_dir[label] if label in by_dir else unplaced).append(r)
+    views = [
+        _run_dir_view(rd, by_dir[rd.name], registry, relative_to, statuses or {})
+        for rd in run_dirs
+    ]
+    title = "Run health: " + ", ".join(rd.name for rd in run_dirs) if run_dirs else "Run health"
+    return ReportView(title, generated_at(started_at), version, counts, views, results, unplaced)
+
+
+def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, relative_to: Path | None,
+                  statuses: dict[tuple[str, str], dict[str, Any]]) -> RunDirView:
+    view = RunDirView(rd, shown_path(rd.path, relative_to))
+    families = {family_of(r["check"], registry) for r in results}
+    view.families = [f for f in FAMILIES.values() if f in families] + sorted(families - set(FAMILIES.values()))
+    try:
+        runs = rd.runs if rd.exists else []
+    except OSError:
+        runs = []
+    run_views = {run.name: RunView(run.name, run) for run in runs}
+    for r in results:
+        spec = registry.get(r["check"]) if registry is not None and r["check"] else None
+        session_scope = spec is not None and spec.scope == "session"
+        if rd.is_sweep and (session_scope or r["run"] not in run_views):
+            view.session_results.append(r)
+            continue
+        rv = run_views.get(r["run"]) or (next(iter(run_views.values())) if len(run_views) == 1 else None)
+        if rv is None:
+            rv = run_views.setdefault(r["run"] or rd.name, RunView(r["run"] or rd.name, None))
+        rv.results.append(r)
+    view.runs = list(run_views.values())
+    for rv in view.runs:
+        _add_log_series(rd, rv)
+        rv.status = statuses.get((rd.name, rv.name)) or _status_from_log(rv)
+    _add_sweep_series(rd, view)
+    return view
+
+
+def _flagged(rv: RunView) -> bool:
+    return bool(rv.failures)
+
+
+def _add_sweep_series(rd: RunDir, view: RunDirView) -> None:
+    try:
+        ledger = rd.ledger if rd.is_sweep else None
+    except OSError:
+        ledger = None
+    if ledger is None or not ledger.rows:
+        return
+    flagged = {rv.name for rv in view.runs if _flagged(rv)}
+    walls = []
+    for row in ledger.rows:
+        n = row.get("n_steps")
+        d = row.get("duration_s")
+        n = float(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else None
+        d = float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) and math.isfinite(d) else None
+        view.steps_per_run.append((row.run_id, n, row.run_id in flagged))
+        view.duration_per_run.append((row.run_id, d, row.run_id in flagged))
+        w = row.get("wall_secs")
+        if isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w > 0:
+            walls.append(float(w))
+    if walls:
+        view.wall_limit = statistics.median(walls)
+
+
+def _log_marks(rd: RunDir, rv: RunView, log: Path, steps: list[StepPoint], checks: tuple[str, ...]) -> list[tuple[float, str]]:
+    """A failing check's evidence line in this log, mapped to the step logged
+    at or just before it: the onset the check saw, drawn where it happened."""
+    rel = rd.rel(log)
+    marks = []
+    for r in rv.failures:
+        if r["check"] not in checks:
+            continue
+        for ev in r.get("evidence") or []:
+            if ev.get("path") != rel or not isinstance(ev.get("line"), int):
+                continue
+            before = [p for p in steps if p.line <= ev["line"]]
+            if before:
+                marks.append((float(before[-1].step), f"{r['check']} {r.get('cause') or r.get('slug') or ''}".strip()))
+    return marks
+
+
+def _add_log_series(rd: RunDir, rv: RunView) -> None:
+    run = rv.run
+    if run is None:
+        rv.plot_note = "no run folder"
+        return
+    try:
+        log = run.main_log
+        if log is None:
+            rv.plot_note = "no log (looked for logs/*.log and *.log)"
+            return
+        scan = rd.log_scan(log)
+    except OSError as exc:
+        rv.plot_note = f"log not read: {describe_error(exc)}"
+        return
+    if scan.error:
+        rv.plot_note = f"{rd.rel(log)} not read: {scan.error}"
+        return
+    steps = scan.steps
+    if not steps:
+        rv.plot_note = f"no step lines in {rd.rel(log)}"
+        return
+    last = scan.last_step
+    rv.last_step = last.step if last else None
+    rv.total_steps = last.total if last else None
+    times = [(float(p.step), p.sec_per_step) for p in steps if p.sec_per_step is not None]
+    if times:
+        rv.step_time = Series(times, _log_marks(rd, rv, log, steps, STEP_TIME_MARKS))
+    losses = [(float(p.step), p.loss) for p in steps if p.loss is not None]
+    if losses:
+        rv.loss = Series(losses, _log_marks(rd, rv, log, steps, LOSS_MARKS))
+    missing = [name for name, s in (("step time", rv.step_time), ("loss", rv.loss)) if s is None]
+    if missing:
+        rv.plot_note = f"no {' or '.join(missing)} in {rd.rel(log)}"
+
+
+def _latest_checkpoint(run: Run) -> str | None:
+    def step_of(path: Path) -> tuple[int, float]:
+        m = LTX_CKPT.match(path.name) or KOHYA_CKPT.match(path.name)
+        step = m.group("step") if m and m.group("step") else None
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        return (int(step) if step else -1, mtime)
+
+    ckpts = run.checkpoints
+    return run.rel(max(ckpts, key=step_of)) if ckpts else None
+
+
+def _status_from_log(rv: RunView) -> dict[str, Any] | None:
+    """When no live status is given, a run whose log was written in the last
+    minutes and has not reached its last step is shown as in progress, from
+    the log alone (no GPU reading: that needs the live status)."""
+    run = rv.run
+    if run is None or rv.last_step is None or not rv.total_steps or rv.last_step >= rv.total_steps:
+        return None
+    if run.row is not None:  # the sweep has already recorded this run as finished
+        return None
+    try:
+        age = time.time() - run.main_log.stat().st_mtime  # type: ignore[union-attr]
+    except (OSError, AttributeError):
+        return None
+    rates = [s for _, s in (rv.step_time.points if rv.step_time else [])][-20:]
+    sec = statistics.median(rates) if rates else None
+    if age > max(LIVE_WINDOW_S, 20 * (sec or 0)):
+        return None
+    eta = (rv.total_steps - rv.last_step) * sec if sec else None
+    return {
+        "state": "running",
+        "step": rv.last_step,
+        "total_steps": rv.total_steps,
+        "sec_per_step": sec,
+        "eta_s": eta,
+        "latest_checkpoint": _latest_checkpoint(run),
+        "gpu": None,
+        "source": "log",
+        "log_age_s": round(age),
+    }
