@@ -21,6 +21,7 @@ from .needs import missing_need
 from .registry import PHASES, SPEC_ATTR, CheckSpec, Registry, RegistryError
 from .report import ResultCollector, write_json
 from .rundir import RunDir
+from . import severity
 
 HEALTH_MODULE = "pytest_runhealth.collect.runhealth"
 HEALTH_DIR = Path(__file__).parent / "collect"
@@ -44,7 +45,8 @@ FINDING = pytest.StashKey[Finding]()
 # Feature modules with their own options, fixtures and hooks; registered with
 # this plugin (and so switched off with it by ``-p no:runhealth``). Each must be
 # cheap to import.
-SUBPLUGINS: tuple[str, ...] = ("pytest_runhealth.reports.plugin",)
+SUBPLUGINS: tuple[str, ...] = ("pytest_runhealth.live.fixtures", "pytest_runhealth.prelaunch", "pytest_runhealth.reports.plugin",
+                               "pytest_runhealth.rules", "pytest_runhealth.severity", "pytest_runhealth.waivers")
 
 
 # -- options -------------------------------------------------------------------
@@ -293,7 +295,7 @@ def run_check(spec: CheckSpec, target: Target, request: pytest.FixtureRequest, f
     if finding.cause:
         item.user_properties.append(("cause", finding.cause))
     request.config.hook.pytest_runhealth_finding(finding=finding, item=item)
-    if not finding.passed:
+    if not finding.passed and not severity.settle(item, spec, target, finding):  # waived → xfail, warn → pass
         pytest.fail(finding.render(), pytrace=False)
 
 
@@ -358,6 +360,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     finding = item.stash.get(FINDING, None)
     if finding is not None and call.when == "call":
         meta["finding"] = finding.to_dict()
+        meta.update(severity.disposition(item))
         if finding.passed and finding.note:
             report.sections.append(("runhealth note", finding.note))
     if report.skipped and isinstance(report.longrepr, tuple):

@@ -1,0 +1,100 @@
+"""The moment a session is for (issue 10): ``-m prelaunch`` before a launch,
+``-m live`` while it runs, a plain run after it.
+
+Two things follow from the moment. A plain session (no ``-m``, no ``-k``)
+leaves out checks that only make sense before a launch: after a run, its
+output dir holding checkpoints is the expected result, not a hazard (RH211).
+And a ``-m prelaunch`` session ends with one line a launcher can show next to
+the exit code: ``pre-launch: ready to launch`` or the blockers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+LINE_PREFIX = "pre-launch:"
+_SELECTS_PRELAUNCH = re.compile(r"(?<!\bnot )\bprelaunch\b")
+
+
+def _spec(item: pytest.Item):
+    return getattr(getattr(item, "function", None), "_runhealth_check", None)
+
+
+def prelaunch_only(spec) -> bool:
+    return set(spec.phases) == {"prelaunch"}
+
+
+def is_prelaunch_session(config: pytest.Config) -> bool:
+    return bool(_SELECTS_PRELAUNCH.search(config.getoption("markexpr") or ""))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A plain session is the post-mortem (plus live probes): drop the
+    pre-launch-only checks unless the user selected with ``-m`` or ``-k``."""
+    if config.getoption("markexpr") or config.getoption("keyword"):
+        return
+    keep, drop = [], []
+    for item in items:
+        spec = _spec(item)
+        (drop if spec is not None and prelaunch_only(spec) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def summary_line(results: list[dict], many_run_dirs: bool = False) -> tuple[str, bool]:
+    """The line, and whether anything was actually checked (a passed or
+    failed check; a session of skips has not shown the workspace is ready)."""
+    def name(r: dict) -> str:
+        label = f"{r['check']} {r['slug']}"
+        if r.get("cause"):
+            label += f" ({r['cause']})"
+        if many_run_dirs and r.get("run"):
+            label += f" [{r['run']}]"
+        return label
+
+    ordered = sorted(results, key=lambda r: (r.get("check") or "", r.get("run") or ""))
+    blockers = [r for r in ordered if r["outcome"] in ("failed", "error")]
+    passed = [r for r in ordered if r["outcome"] == "passed"]
+    skipped = [r for r in ordered if r["outcome"] == "skipped"]
+    skipped_ids = ", ".join(dict.fromkeys(r["check"] for r in skipped))
+    if blockers:
+        return f"{LINE_PREFIX} NOT ready, {len(blockers)} blocker(s): " + "; ".join(map(name, blockers)), True
+    if not passed:
+        what = f"every pre-launch check was skipped ({skipped_ids})" if skipped else "no pre-launch check ran"
+        return f"{LINE_PREFIX} nothing checked, {what}; see the skip reasons (-rs)", False
+    line = f"{LINE_PREFIX} ready to launch ({len(passed)} passed"
+    if skipped:
+        line += f", {len(skipped)} skipped: {skipped_ids}"
+    return line + ")", True
+
+
+def _state(config: pytest.Config):
+    from .plugin import STATE
+
+    if hasattr(config, "workerinput") or config.getoption("collectonly") or not is_prelaunch_session(config):
+        return None
+    return config.stash.get(STATE, None)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A launcher gates on the exit code: a pre-launch session in which
+    nothing could be checked (no config.yaml, a wrong --run-dir) must not
+    read as "ready", so it ends like an empty session (exit code 5)."""
+    state = _state(session.config)
+    if state is None or exitstatus != pytest.ExitCode.OK:
+        return
+    _, checked = summary_line(list(state.collector.results.values()))
+    if not checked:
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+@pytest.hookimpl(trylast=True)  # the session's last line, under the run-health summary
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    state = _state(config)
+    if state is None:
+        return
+    line, _ = summary_line(list(state.collector.results.values()), len(state.run_dirs) > 1)
+    terminalreporter.write_sep("-", "pre-launch")
+    terminalreporter.write_line(line)
