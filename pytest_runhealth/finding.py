@@ -23,14 +23,18 @@ class Evidence:
     line: int | None = None
     text: str = ""
 
-    @classmethod
-    def quote(cls, path: str | Path, line: int | None, text: str | bytes) -> "Evidence":
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", "replace")
+    def __post_init__(self) -> None:
+        # However it was built, a quote is redacted and bounded before anyone sees it.
+        text = self.text.decode("utf-8", "replace") if isinstance(self.text, bytes) else str(self.text)
         text = redact(text.replace("\r", " ").strip())
         if len(text) > MAX_QUOTE:
             text = text[: MAX_QUOTE - 1] + "…"
-        return cls(str(path), line, text)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "path", redact(str(self.path)))
+
+    @classmethod
+    def quote(cls, path: str | Path, line: int | None, text: str | bytes) -> "Evidence":
+        return cls(str(path), line, text)  # type: ignore[arg-type]
 
     def render(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -62,6 +66,7 @@ class Finding:
             raise ValueError(f"verdict {self.verdict!r} is not one of {', '.join(VERDICTS)}")
         self.summary = redact(self.summary)
         self.note = redact(self.note)
+        self.fix = redact(self.fix)
 
     @property
     def passed(self) -> bool:
