@@ -97,4 +97,9 @@ def load_config(path: Path | None, registry: Registry) -> RunHealthConfig:
             else:
                 lines.append(f"{where}: {err.message}")
         raise ConfigError(f"runhealth config {path} is invalid:\n  " + "\n  ".join(lines))
+    from . import severity, waivers  # each section's own validation, naming the entry and the field
+
+    lines = waivers.problems(data.get("waivers")) + severity.problems(data.get("severity"), registry)
+    if lines:
+        raise ConfigError(f"runhealth config {path} is invalid:\n  " + "\n  ".join(lines))
     return RunHealthConfig(Path(path), data)

@@ -25,6 +25,7 @@ FAMILIES = {
 }
 PHASES = ("prelaunch", "live", "postmortem", "gate")
 SCOPES = ("session", "run")
+SEVERITIES = ("error", "warn", "off")
 SPEC_ATTR = "_runhealth_spec"
 
 
@@ -56,6 +57,7 @@ class CheckSpec:
     example: str = ""
     fix: str = ""
     owner: str = ""
+    severity: str = "error"  # error | warn (observe mode) | off; runhealth.yaml's severity: overrides
 
     @property
     def name(self) -> str:
@@ -95,6 +97,7 @@ def check(
     why: str = "",
     example: str = "",
     fix: str = "",
+    severity: str = "error",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a health check.
 
@@ -113,6 +116,8 @@ def check(
     def mark(func: Callable[..., Any]) -> Callable[..., Any]:
         if scope not in SCOPES:
             raise RegistryError(f"{id}: scope must be one of {SCOPES}, not {scope!r}")
+        if severity not in SEVERITIES:
+            raise RegistryError(f"{id}: severity must be one of {SEVERITIES}, not {severity!r}")
         bad = [p for p in phases if p not in PHASES]
         if bad:
             raise RegistryError(f"{id}: unknown phase(s) {bad}; phases are {PHASES}")
@@ -132,6 +137,7 @@ def check(
             example=example,
             fix=fix,
             owner=getattr(func, "__module__", "") or "",
+            severity=severity,
         )
         setattr(func, SPEC_ATTR, spec)
         return func

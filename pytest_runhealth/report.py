@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "runhealth-report/1"
-OUTCOMES = ("passed", "failed", "skipped", "error")
+OUTCOMES = ("passed", "failed", "skipped", "error", "warned")  # warned: failed, severity warn (observe mode)
 
 
 class ResultCollector:
@@ -45,6 +45,7 @@ class ResultCollector:
                 "fix": None,
                 "note": None,
                 "duration_s": 0.0,
+                "waived": None,  # the waiver (runhealth.yaml) that turned this failure into an xfail
             },
         )
         res["duration_s"] = round(res["duration_s"] + (report.duration or 0.0), 6)
@@ -54,6 +55,10 @@ class ResultCollector:
                 res[key] = finding.get(key) or res[key]
             if finding.get("summary"):
                 res["summary"] = finding["summary"]
+        if meta.get("waived"):
+            res["waived"] = meta["waived"]
+        if meta.get("warned") and report.passed and res["outcome"] == "passed":
+            res["outcome"] = "warned"
         if report.skipped and res["outcome"] == "passed":
             res["outcome"] = "skipped"
             res["note"] = meta.get("skip_reason") or res["note"]

@@ -33,7 +33,7 @@ def test_report_shape(tmp_path, run_health):
     assert set(doc) == {"schema", "plugin_version", "started_at", "run_dirs", "results", "summary"}
     keys = {"nodeid", "check", "slug", "run", "outcome", "verdict", "cause", "evidence", "fix", "note", "duration_s"}
     assert all(keys <= set(r) for r in doc["results"])
-    assert set(doc["summary"]) == {"passed", "failed", "skipped", "error"}
+    assert set(doc["summary"]) == {"passed", "failed", "skipped", "error", "warned"}
 
 
 def test_healthy_ledger_passes_with_note_under_rA(tmp_path, run_health):
