@@ -1,0 +1,282 @@
+"""--runhealth-html and --runhealth-markdown: what the page and the summary
+show, built on run dirs written here in the formats real trainers write."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_runhealth.reports import svg
+from pytest_runhealth.reports.markdown import cell, render_markdown
+from pytest_runhealth.reports.view import build_view
+from pytest_runhealth.rundir import RunDir
+
+WALL = 1800
+
+# A conftest check (not a built-in: those own the RH prefix) that fails on the
+# runs a sweep cut short, so the reports have a real failure to show.
+COLLAPSE_CHECK = '''
+from pytest_runhealth import check
+
+@check("RPT101", "short-run", needs=["sweep"], detects="a run far short of the first run's steps",
+       why="later runs collapsing is the VRAM-leak signature", fix="unload the judge model after scoring")
+def short_run(ctx):
+    row = ctx.run.row
+    if row is None:
+        ctx.skip("no ledger row")
+    first = ctx.ledger.rows[0].get("n_steps") or 0
+    if (row.get("n_steps") or 0) * 10 < first:
+        return ctx.fail("infra", "vram-leak-step-collapse",
+                        f"{ctx.run.name} stopped at {row.get('n_steps')} steps after {row.get('duration_s')} s "
+                        f"<b>|pipe|</b>", [ctx.row_evidence(row)])
+'''
+
+
+def kohya_log(path: Path, steps: int, total: int, sec: float = 1.5, nan_from: int | None = None,
+              climb: float = 0.0) -> None:
+    """musubi-tuner/sd-scripts stdout: tqdm redraws joined by \\r, one newline
+    per epoch line (FORMATS.md §1)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for i in range(1, steps + 1):
+        s = sec * (1 + climb * i / steps)
+        loss = "nan" if nan_from is not None and i >= nan_from else f"{0.12 - 0.08 * i / total:.4f}"
+        pct = int(100 * i / total)
+        parts.append(f"steps: {pct:3d}%|##        | {i}/{total} [00:{i % 60:02d}<10:00, {s:.2f}s/it, avr_loss={loss}]")
+    path.write_bytes(b"INFO: training starts\n" + "\r".join(parts).encode() + b"\nINFO: done\n")
+
+
+def make_sweep(root: Path, n_runs: int = 3) -> Path:
+    """A sweep whose first run trains 300 steps and whose later runs hit the
+    wall clock after 3 steps (the step-count collapse)."""
+    rows = []
+    for i in range(n_runs):
+        rid = "baseline-000-s0" if i == 0 else f"cur-{i - 1:03d}-s0"
+        steps = 300 if i == 0 else 3
+        rows.append({"run_id": rid, "role": "baseline" if i == 0 else "curated", "n_steps": steps,
+                     "duration_s": 1210.0 if i == 0 else WALL + 2.0, "wall_secs": WALL,
+                     "killed_by_timeout": i > 0, "exit_code": 0 if i == 0 else -9})
+        kohya_log(root / "runs" / rid / "logs" / "stdout.log", steps, 300, sec=4.0 if i == 0 else 600.0)
+    (root / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def run_reports(pytester, run_health, *run_dirs: Path, extra: tuple[str, ...] = (), conftest: str = COLLAPSE_CHECK):
+    """Only RPT101 and RH001 run, so these tests do not move as built-in checks grow."""
+    pytester.makeconftest(conftest)
+    out = pytester.path / "out"
+    args = ("--runhealth-html", str(out / "page.html"), "--runhealth-markdown", str(out / "summary.md"),
+            "-k", "RPT101 or RH001") + extra
+    res = run_health(*run_dirs, args=args)
+    return res, out
+
+
+def table_rows(md: str) -> list[list[str]]:
+    rows = [line for line in md.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]] for line in rows]
+
+
+# -- end to end ----------------------------------------------------------------
+def test_page_has_a_row_per_run_plots_and_the_diagnosis(tmp_path, pytester, run_health):
+    sweep = make_sweep(tmp_path / "session-42")
+    res, out = run_reports(pytester, run_health, sweep)
+    assert res.ret == 1
+    page = (out / "page.html").read_text()
+    assert page.count('<tr class="run') == 3
+    for rid in ("baseline-000-s0", "cur-000-s0", "cur-001-s0"):
+        assert f'data-run="{rid}"' in page
+    series = re.findall(r'<svg [^>]*data-series="([^"]+)"', page)
+    assert series.count("steps-per-run") == 1 and series.count("duration-per-run") == 1
+    assert series.count("step-time") == 3 and series.count("loss") == 3
+    assert "vram-leak-step-collapse" in page and "unload the judge model after scoring" in page
+    assert "cur-000-s0 stopped at 3 steps" in page
+    assert "&lt;b&gt;|pipe|&lt;/b&gt;" in page and "<b>|pipe|</b>" not in page  # evidence is text, not markup
+    assert "ledger.jsonl:2" in page
+    assert f"wall clock {WALL}s" in page
+    assert re.search(r'<tr class="run has-failure" data-run="cur-000-s0"', page)
+    assert not re.search(r'<tr class="run has-failure" data-run="baseline-000-s0"', page)
+    assert "html: " in res.stdout and "markdown: " in res.stdout
+
+
+def test_markdown_is_one_table_failures_first_with_cause_and_fix(tmp_path, pytester, run_health):
+    sweep = make_sweep(tmp_path / "session-42")
+    _, out = run_reports(pytester, run_health, sweep)
+    md = (out / "summary.md").read_text()
+    assert md.startswith("### Run health: session-42\n")
+    assert md.count("\n|---|") == 1  # one table
+    rows = table_rows(md)
+    header, body = rows[0], rows[2:]
+    assert header == ["result", "check", "run", "verdict", "cause", "diagnosis", "fix"]
+    assert all(len(r) == len(header) for r in body), body
+    failed = [r for r in body if r[0].endswith("failed")]
+    assert [r[2] for r in failed] == ["cur-000-s0", "cur-001-s0"]
+    assert body[: len(failed)] == failed  # failures first
+    assert all(r[4] == "vram-leak-step-collapse" and "unload the judge" in r[6] for r in failed)
+    assert "\\|pipe\\|" in failed[0][5] and "&lt;b&gt;" in failed[0][5]
+    assert any(r[1].startswith("RH001 ledger-readable") and r[0].endswith("passed") for r in body)
+
+
+def test_reports_are_never_written_inside_a_run_dir(tmp_path, pytester, run_health):
+    sweep = make_sweep(tmp_path / "s")
+    res = run_health(sweep, args=("--runhealth-html", str(sweep / "runs" / "page.html")))
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "never writes into a run dir" in res.result.stderr.str()
+    assert not (sweep / "runs" / "page.html").exists()
+
+
+def test_bad_input_still_gives_a_page(tmp_path, pytester, run_health):
+    sweep = tmp_path / "s"
+    (sweep / "runs" / "garbage" / "logs").mkdir(parents=True)
+    (sweep / "runs" / "garbage" / "logs" / "stdout.log").write_bytes(os.urandom(20000) + b"\x00" * 100)
+    (sweep / "runs" / "noline" / "logs").mkdir(parents=True)
+    (sweep / "runs" / "noline" / "logs" / "stdout.log").write_bytes(b"x" * 300_000)
+    (sweep / "ledger.jsonl").write_text('{"run_id": "garbage", "n_steps": "many"}\n{"run_id": "noline", "n_st')
+    res, out = run_reports(pytester, run_health, sweep, conftest="")
+    page = (out / "page.html").read_text()
+    assert page.count('<tr class="run') == 2
+    assert "no step lines in runs/garbage/logs/stdout.log" in page
+    assert "RH001" in page and "cut short" in page  # the ledger's own diagnosis
+    assert table_rows((out / "summary.md").read_text())[2][1].startswith("RH001")
+
+
+def test_same_page_under_xdist(tmp_path, pytester, run_health):
+    sweep = make_sweep(tmp_path / "s")
+    res, out = run_reports(pytester, run_health, sweep, extra=("-p", "xdist", "-n", "2"))
+    page = (out / "page.html").read_text()
+    assert page.count('<tr class="run') == 3
+    assert re.findall(r'data-series="step-time"', page).__len__() == 3  # scans re-read on the controller
+    assert "vram-leak-step-collapse" in page
+
+
+def test_several_run_dirs_get_a_section_each(tmp_path, pytester, run_health):
+    a = make_sweep(tmp_path / "a", 2)
+    b = make_sweep(tmp_path / "b", 3)
+    _, out = run_reports(pytester, run_health, a, b)
+    page = (out / "page.html").read_text()
+    assert re.findall(r'<section class="rundir" data-run-dir="([^"]+)"', page) == ["a", "b"]
+    assert page.count('<tr class="run') == 5
+    failed_runs = [r[2] for r in table_rows((out / "summary.md").read_text())[2:] if r[0].endswith("failed")]
+    assert failed_runs == ["a/cur-000-s0", "b/cur-000-s0", "b/cur-001-s0"]
+
+
+# -- the view: what is plotted and marked -------------------------------------
+def result(check, run, outcome="failed", evidence=(), cause="vram-spill", run_dir="s"):
+    return {"nodeid": f"x::{check}[{run}]", "check": check, "slug": "step-time-degrades", "run": run,
+            "run_dir": run_dir, "outcome": outcome, "verdict": "infra" if outcome == "failed" else "healthy",
+            "cause": cause, "evidence": list(evidence), "fix": "f", "note": None, "summary": "climbs"}
+
+
+def test_degradation_onset_is_marked_at_the_step_its_evidence_names(tmp_path):
+    sweep = make_sweep(tmp_path / "s", 1)
+    log = sweep / "runs" / "baseline-000-s0" / "logs" / "stdout.log"
+    kohya_log(log, 300, 300, sec=29.0, climb=2.0)
+    lines = [f"step {i}/300 loss={0.1:.3f} time/step={29 + (i > 150) * 40:.1f}" for i in range(1, 301)]
+    log.write_text("\n".join(lines) + "\n")
+    rd = RunDir(sweep)
+    ev = {"path": "runs/baseline-000-s0/logs/stdout.log", "line": 151, "text": lines[150]}
+    other = {"path": "ledger.jsonl", "line": 1, "text": "{}"}
+    view = build_view([result("RH108", "baseline-000-s0", evidence=[ev, other])], [rd])
+    rv = view.run_dirs[0].runs[0]
+    assert rv.step_time.marks == [(151.0, "RH108 vram-spill")]
+    assert rv.loss.marks == []
+    chart = svg.line_chart(rv.step_time.points, series="step-time", title="t",
+                           markers=[svg.Marker(x, label) for x, label in rv.step_time.marks])
+    assert chart.count('class="marker onset"') == 1 and "RH108 vram-spill (step 151)" in chart
+
+
+def test_a_passing_rh108_marks_nothing(tmp_path):
+    sweep = make_sweep(tmp_path / "s", 1)
+    ev = {"path": "runs/baseline-000-s0/logs/stdout.log", "line": 2, "text": ""}
+    view = build_view([result("RH108", "baseline-000-s0", outcome="passed", evidence=[ev])], [RunDir(sweep)])
+    assert view.run_dirs[0].runs[0].step_time.marks == []
+
+
+def test_nonfinite_losses_are_drawn_as_marks_not_dropped(tmp_path):
+    sweep = make_sweep(tmp_path / "s", 1)
+    kohya_log(sweep / "runs" / "baseline-000-s0" / "logs" / "stdout.log", 300, 300, nan_from=290)
+    view = build_view([], [RunDir(sweep)])
+    loss = view.run_dirs[0].runs[0].loss
+    assert sum(not math.isfinite(y) for _, y in loss.points) == 11
+    chart = svg.line_chart(loss.points, series="loss", title="loss")
+    assert chart.count('class="nonfinite"') == 11
+    assert "non-finite value at step 290" in chart
+
+
+def test_sweep_series_come_from_the_ledger_in_run_order(tmp_path):
+    view = build_view([], [RunDir(make_sweep(tmp_path / "s", 4))]).run_dirs[0]
+    assert [(n, v) for n, v, _ in view.steps_per_run] == [
+        ("baseline-000-s0", 300.0), ("cur-000-s0", 3.0), ("cur-001-s0", 3.0), ("cur-002-s0", 3.0)]
+    assert view.wall_limit == WALL
+
+
+# -- live status ---------------------------------------------------------------
+def test_a_run_still_writing_its_log_gets_a_status_block(tmp_path):
+    run = tmp_path / "ltx-run"
+    kohya_log(run / "logs" / "train.log", 120, 2000, sec=2.0)
+    ckpts = run / "outputs" / "checkpoints"
+    ckpts.mkdir(parents=True)
+    for step in (50, 100):
+        (ckpts / f"lora_weights_step_{step:05d}.safetensors").write_bytes(b"x")
+    view = build_view([], [RunDir(run)], relative_to=tmp_path)
+    status = view.run_dirs[0].runs[0].status
+    assert status["state"] == "running" and status["step"] == 120 and status["total_steps"] == 2000
+    assert status["eta_s"] == pytest.approx(1880 * 2.0)
+    assert status["latest_checkpoint"] == "outputs/checkpoints/lora_weights_step_00100.safetensors"
+    from pytest_runhealth.reports.html import render_page
+
+    page = render_page(view)
+    assert 'class="status"' in page and "step 120/2000" in page and "ETA 1h02m" in page
+    assert "GPU not read" in page
+
+
+def test_finished_or_stale_runs_get_no_status_block(tmp_path):
+    done = tmp_path / "done"
+    kohya_log(done / "logs" / "train.log", 300, 300)
+    stale = tmp_path / "stale"
+    kohya_log(stale / "logs" / "train.log", 10, 300)
+    old = time.time() - 3 * 3600
+    os.utime(stale / "logs" / "train.log", (old, old))
+    view = build_view([], [RunDir(done), RunDir(stale)])
+    assert [rv.status for v in view.run_dirs for rv in v.runs] == [None, None]
+
+
+# -- svg and markdown pieces ---------------------------------------------------
+def test_decimation_keeps_the_one_slow_step():
+    points = [(float(i), 1.0) for i in range(20_000)]
+    points[12_345] = (12_345.0, 300.0)
+    kept = svg.decimate(points)
+    assert len(kept) <= svg.MAX_POINTS and (12_345.0, 300.0) in kept
+    assert [x for x, _ in kept] == sorted(x for x, _ in kept)
+
+
+def test_a_100x_slow_step_switches_to_a_log_axis():
+    flat = svg.line_chart([(1, 1.0), (2, 1.2)], series="step-time", title="t")
+    spiky = svg.line_chart([(1, 1.0), (2, 150.0)], series="step-time", title="t")
+    assert ">log<" not in flat and ">log<" in spiky
+
+
+def test_charts_with_no_data_say_so():
+    assert "no data" in svg.line_chart([], series="loss", title="t")
+    assert "no runs" in svg.bar_chart([], series="steps-per-run", title="t")
+    missing = svg.bar_chart([svg.Bar("a", None), svg.Bar("b", 5.0, True)], series="steps-per-run", title="t")
+    assert 'class="bar missing"' in missing and 'class="bar flagged"' in missing
+
+
+def test_markdown_cells_are_table_safe():
+    assert cell("a|b\nc  d <x>") == "a\\|b c d &lt;x&gt;"
+    assert len(cell("y" * 1000)) == 300
+
+
+def test_markdown_lists_at_most_max_failures(tmp_path):
+    rd = RunDir(tmp_path)
+    many = [result("RH108", f"r{i:02d}", run_dir=rd.name) for i in range(12)]
+    md = render_markdown(build_view(many, [rd]), max_failures=5)
+    rows = table_rows(md)[2:]
+    assert sum(r[0].endswith("failed") for r in rows) == 5
+    assert "7 more failures" in md
