@@ -79,11 +79,19 @@ PATTERNS: tuple[ErrorPattern, ...] = (
 
 TRACEBACK_START = re.compile(r"Traceback \(most recent call last\)")
 EXCEPTION_LINE = re.compile(r"^\W{0,4}\s*(?:[\w.]+\.)?(?:[A-Z]\w*(?:Error|Exception|Interrupt)|KeyError|Killed)\b[:\s]")
+# What wrappers put in front of a line: torchrun's "[rank0]: ", a capture
+# wrapper's "[08:03:35] [STDERR] ", LTX-2's "[rank 1] ".
+LINE_PREFIX = re.compile(r"^(?:\s*\[(?:rank\s*\d+|\d\d:\d\d:\d\d(?:[.,]\d+)?|STDERR|STDOUT)\]:?\s*)+")
 BENIGN = re.compile(
     r"Gradient overflow\.\s*Skipping step|OVERFLOW!.*Skipping step|overflow detected|"
     r"No module named ['\"]triton|grad[_ ]?norm[^\n]*(?:nan|inf)",
     re.I,
 )
+# A message that says the problem was handled: not where a run died.
+HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|retrying|will retry|\bignor(?:ed|ing)\b|\bwarn(?:ing)?\b")
+THREAD_TRACEBACK = re.compile(r"Exception in thread|Exception ignored in")
+# Without a traceback, a known error counts only among the last few lines.
+BARE_WINDOW = 6
 
 
 @dataclass
@@ -95,14 +103,21 @@ class FatalError:
     context: list[TailLine]
 
 
-def classify(tail: LogTail, after_line: int = 0) -> FatalError | None:
+def strip_prefix(text: str) -> str:
+    return LINE_PREFIX.sub("", text, count=1)
+
+
+def classify(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> FatalError | None:
     """The fatal error the log ends in, if any.
 
     Searches the tail from the end: the last traceback (plain or inside a Rich
-    box) and its exception line, else the last line matching a known pattern.
-    Lines at or before ``after_line`` (the last training step) are ignored,
-    because a run that kept training past an error did not die of it."""
+    box) and its exception line, else a known pattern among the last few
+    lines. Lines at or before ``after_line`` (the last training step) are
+    ignored, because a run that kept training past an error did not die of it.
+    With ``finished`` (the run reached its last step), a traceback printed by
+    another thread afterwards is not where the run died either."""
     lines = [tl for tl in tail.lines if tl.line > after_line and not BENIGN.search(tl.text)]
+    lines = [tl for tl in lines if tl.text.strip()]
     if not lines:
         return None
     tb_at = None
@@ -110,12 +125,24 @@ def classify(tail: LogTail, after_line: int = 0) -> FatalError | None:
         if TRACEBACK_START.search(lines[i].text):
             tb_at = i
             break
-    window = lines[tb_at:] if tb_at is not None else lines[-40:]
+    if tb_at is not None:
+        opener = lines[tb_at - 1].text if tb_at > 0 else ""
+        if finished and (THREAD_TRACEBACK.search(opener) or THREAD_TRACEBACK.search(lines[tb_at].text)):
+            return None
+        window = lines[tb_at:]
+        for tl in reversed(window):
+            for pat in PATTERNS:
+                if pat.pattern.search(tl.text):
+                    return FatalError(pat.cause, pat.verdict, pat.fix, tl, window[-12:])
+        exc = next((tl for tl in reversed(window) if EXCEPTION_LINE.search(strip_prefix(tl.text))), window[-1])
+        return FatalError("unknown", "infra", "read the quoted traceback; it matches no known pattern.", exc, window[-12:])
+    if finished:
+        return None
+    window = lines[-BARE_WINDOW:]
     for tl in reversed(window):
+        if HANDLED.search(tl.text):
+            continue
         for pat in PATTERNS:
             if pat.pattern.search(tl.text):
-                return FatalError(pat.cause, pat.verdict, pat.fix, tl, window[-12:])
-    if tb_at is not None:
-        exc = next((tl for tl in reversed(window) if EXCEPTION_LINE.search(tl.text)), window[-1])
-        return FatalError("unknown", "infra", "read the quoted traceback; it matches no known pattern.", exc, window[-12:])
+                return FatalError(pat.cause, pat.verdict, pat.fix, tl, window)
     return None

@@ -2,14 +2,20 @@
 
 Logs are read as bytes (text mode turns each tqdm ``\\r`` redraw into a line),
 in chunks (a 1 GB log or one with no newline at all stays in bounded memory),
-and the tail is read on its own first, because that is where errors live."""
+and the tail is read on its own first, because that is where errors live.
+
+A full scan costs one regex call per physical line, not per redraw: a kohya
+log holds ~100 ``\\r`` redraws per newline, and the last redraw of a line is
+what a terminal showed. Redraws in between are sampled only as finely as the
+series resolution needs (``MAX_POINTS`` for the whole file), except that any
+line mentioning ``nan``/``inf`` is parsed redraw by redraw, so a non-finite
+loss is never sampled away."""
 
 from __future__ import annotations
 
 import math
 import os
 import re
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,13 +27,15 @@ TAIL_BYTES = 1 << 20
 TAIL_LINES = 400
 MAX_SEGMENTS_PER_LINE = 256  # redraws parsed per physical line, evenly strided
 MAX_POINTS = 20_000
+MAX_NONFINITE = 8  # non-finite loss points kept with their text, for evidence
 
 _NUM = rb"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Inf|INF|-inf)"
 
 # tqdm, with or without bar glyphs, with an optional "desc: " and postfix.
+# Groups: desc, n, total, elapsed, rate, unit, postfix.
 TQDM = re.compile(
     rb"(?:([A-Za-z][A-Za-z _\-]{0,40}):\s*)?(?:\d{1,3}%\s*(?:\|[^|\r\n]{0,400}\|\s*)?)?"
-    rb"(\d+)/(\d+)\s*\[[^\]<\r\n]*<[^\],\r\n]*,\s*(\?|[\d.]+)\s*(s/it|it/s)([^\]\r\n]{0,400})\]"
+    rb"(\d+)/(\d+)\s*\[([^\]<\r\n]*)<[^\],\r\n]*,\s*(\?|[\d.]+)\s*(s/it|it/s)([^\]\r\n]{0,400})\]"
 )
 POSTFIX_LOSS = re.compile(rb"(?:avr_loss|loss)\s*=\s*(" + _NUM + rb")")
 # LTX-2 with --disable-progress-bars: "Step N/M - Loss: x, LR: y, Time/Step: zs, Total Time: ..."
@@ -39,6 +47,15 @@ GENERIC = re.compile(
     rb"\b[Ss]tep\b\s*[:=]?\s*(\d+)(?:\s*/\s*(\d+))?[^\r\n]{0,120}?\b[Ll]oss\b\s*[:=]?\s*(" + _NUM + rb")"
 )
 GENERIC_TIME = re.compile(rb"(?:time/step|step_time|s/step|sec/step)\s*[:=]?\s*([\d.]+)", re.I)
+# Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
+SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
+# The trainer reached its training loop (FORMATS.md §1.2, §2).
+TRAINING_STARTED = re.compile(
+    "Starting training|Resuming training from step|running training|\u5b66\u7fd2\u958b\u59cb".encode()
+)
+# The trainer says it finished: LTX-2's statistics block, kohya's final save.
+TRAINING_FINISHED = re.compile(rb"Training Statistics:|^(?:\S+\s+)?(?:INFO\S*\s+)?model saved\.", re.M)
+_NONFINITE_HINT = (b"nan", b"NaN", b"NAN", b"inf", b"Inf")
 
 
 @dataclass
@@ -49,6 +66,7 @@ class StepPoint:
     loss: float | None
     line: int
     source: str  # tqdm, ltx, generic
+    elapsed: float | None = None  # seconds since the bar started (tqdm only)
 
     @property
     def loss_finite(self) -> bool:
@@ -67,6 +85,11 @@ class LogScan:
     overlong_lines: int = 0
     nul_bytes: int = 0
     series: dict[tuple[str, int | None], list[StepPoint]] = field(default_factory=dict)
+    nonfinite: list[tuple[StepPoint, str]] = field(default_factory=list)  # (point, the text it came from)
+    nonfinite_count: int = 0
+    started_line: int | None = None  # first "training started" marker
+    finished_line: int | None = None  # last "training finished" marker
+    marks: list[tuple[int, int]] = field(default_factory=list)  # (byte offset, line number there)
     error: str | None = None
 
     @property
@@ -83,7 +106,19 @@ class LogScan:
     @property
     def last_step(self) -> StepPoint | None:
         pts = self.steps
-        return max(pts, key=lambda p: p.step) if pts else None
+        return max(pts, key=lambda p: (p.step, p.line)) if pts else None
+
+    @property
+    def distinct_steps(self) -> int:
+        return len({p.step for p in self.steps})
+
+    @property
+    def total(self) -> int | None:
+        """The planned number of steps, as the last bar or step line said it."""
+        for p in reversed(self.steps):
+            if p.total:
+                return p.total
+        return None
 
 
 @dataclass
@@ -114,13 +149,33 @@ def _num(raw: bytes) -> float | None:
         return None
 
 
-def read_log_tail(path: Path, nbytes: int = TAIL_BYTES, max_lines: int = TAIL_LINES) -> LogTail:
+def _interval(raw: bytes) -> float | None:
+    """tqdm's elapsed field: ``MM:SS``, ``H:MM:SS`` or ``Dd H:MM:SS``."""
+    text = raw.strip()
+    days = 0
+    if b"d " in text:
+        head, _, text = text.partition(b"d ")
+        days = int(head) if head.isdigit() else 0
+    parts = text.split(b":")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        return None
+    secs = 0
+    for p in parts:
+        secs = secs * 60 + int(p)
+    return float(secs + days * 86400)
+
+
+def read_log_tail(path: Path, nbytes: int = TAIL_BYTES, max_lines: int = TAIL_LINES,
+                  scan: LogScan | None = None) -> LogTail:
+    """The tail, tail-first: only the last ``nbytes`` are decoded. Line numbers
+    need the newlines before the tail; a finished ``scan`` of the same file
+    supplies checkpoints so only the bytes after the nearest one are counted."""
     data, start = read_tail(path, nbytes)
     size = start + len(data)
     if start > 0:
         cut = data.find(b"\n")
         data = data[cut + 1 :] if cut >= 0 else data
-        start_line = _count_newlines(path, size - len(data)) + 1
+        start_line = _line_at(path, size - len(data), scan) if cut >= 0 else _line_at(path, start, scan)
     else:
         start_line = 1
     physical = data.split(b"\n")
@@ -134,16 +189,30 @@ def read_log_tail(path: Path, nbytes: int = TAIL_BYTES, max_lines: int = TAIL_LI
     return LogTail(path, lines, size, start == 0 and first == 0)
 
 
-def _count_newlines(path: Path, upto: int) -> int:
+def _line_at(path: Path, offset: int, scan: LogScan | None) -> int:
+    """The 1-based line number of the byte at ``offset``."""
+    base_off, base_line = 0, 1
+    if scan is not None and scan.size >= offset:
+        for off, line in scan.marks:
+            if off <= offset and off >= base_off:
+                base_off, base_line = off, line
+    return base_line + _count_newlines(path, base_off, offset)
+
+
+def _count_newlines(path: Path, start: int, upto: int) -> int:
+    """Newlines in ``[start, upto)``, through one reused 1 MiB buffer."""
     count = 0
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
     with open_readonly(path) as fh:
-        left = upto
+        fh.seek(start)
+        left = upto - start
         while left > 0:
-            chunk = fh.read(min(1 << 20, left))
-            if not chunk:
+            n = fh.readinto(view[: min(len(buf), left)])
+            if not n:
                 break
-            count += chunk.count(b"\n")
-            left -= len(chunk)
+            count += buf.count(b"\n", 0, n)
+            left -= n
     return count
 
 
@@ -151,16 +220,27 @@ class _Scanner:
     def __init__(self, scan: LogScan) -> None:
         self.scan = scan
         self.last: dict[tuple[str, int | None], StepPoint] = {}
+        self.size = max(scan.size, 1)
 
-    def add(self, key: tuple[str, int | None], point: StepPoint) -> None:
+    def add(self, key: tuple[str, int | None], point: StepPoint, text: bytes) -> None:
+        if not point.loss_finite:
+            self.scan.nonfinite_count += 1
+            if len(self.scan.nonfinite) < MAX_NONFINITE:
+                self.scan.nonfinite.append((point, _decode(text)))
         series = self.scan.series.setdefault(key, [])
         prev = self.last.get(key)
         if prev is not None and prev.step == point.step:
-            series[-1] = point  # a redraw of the same step: keep the newest
+            # A redraw of the same step: keep the newest, but never let a
+            # finite redraw hide a non-finite one.
+            if point.loss_finite or not prev.loss_finite:
+                series[-1] = point
         else:
             series.append(point)
             if len(series) > MAX_POINTS:
+                keep_last = series[-1]
                 del series[1::2]  # keep shape, halve resolution
+                if series[-1] is not keep_last:
+                    series.append(keep_last)
         self.last[key] = point
 
     def segment(self, seg: bytes, lineno: int) -> bool:
@@ -170,55 +250,83 @@ class _Scanner:
                 desc = (m.group(1) or b"").decode("ascii", "replace").strip().lower()
                 if "valid" in desc or "sampl" in desc:
                     continue
-                rate = m.group(4)
+                rate = m.group(5)
                 sec = None
                 if rate != b"?":
                     val = float(rate) if rate.count(b".") <= 1 else 0.0
-                    sec = val if m.group(5) == b"s/it" else (1.0 / val if val else None)
-                loss_m = POSTFIX_LOSS.search(m.group(6))
+                    sec = val if m.group(6) == b"s/it" else (1.0 / val if val else None)
+                loss_m = POSTFIX_LOSS.search(m.group(7))
                 total = int(m.group(3))
                 self.add((desc, total if not desc else None), StepPoint(
-                    int(m.group(2)), total, sec, _num(loss_m.group(1)) if loss_m else None, lineno, "tqdm"))
+                    int(m.group(2)), total, sec, _num(loss_m.group(1)) if loss_m else None, lineno, "tqdm",
+                    _interval(m.group(4))), seg)
                 found = True
         if found:
             return True
         if b"Loss" in seg or b"loss" in seg:
             m = LTX.search(seg) or LTX_RICH.search(seg)
             if m:
-                self.add(("ltx", None), StepPoint(int(m.group(1)), int(m.group(2)), _num(m.group(4)), _num(m.group(3)), lineno, "ltx"))
+                self.add(("ltx", None), StepPoint(int(m.group(1)), int(m.group(2)), _num(m.group(4)),
+                                                  _num(m.group(3)), lineno, "ltx"), seg)
                 return True
             m = GENERIC.search(seg)
-            if m:
+            if m and not SCALER_NOISE.search(seg):
                 t = GENERIC_TIME.search(seg)
                 self.add(("generic", None), StepPoint(
                     int(m.group(1)), int(m.group(2)) if m.group(2) else None,
-                    _num(t.group(1)) if t else None, _num(m.group(3)), lineno, "generic"))
+                    _num(t.group(1)) if t else None, _num(m.group(3)), lineno, "generic"), seg)
                 return True
         return False
+
+    def markers(self, line: bytes, lineno: int) -> None:
+        if self.scan.started_line is None and TRAINING_STARTED.search(line):
+            self.scan.started_line = lineno
+        if (b"model saved" in line or b"Statistics" in line) and TRAINING_FINISHED.search(line):
+            self.scan.finished_line = lineno
 
     def line(self, line: bytes, lineno: int, partial: bool = False) -> None:
         scan = self.scan
         if b"\x00" in line:
             scan.nul_bytes += line.count(b"\x00")
-        if b"\r" not in line:
+        n = line.count(b"\r")
+        if n == 0:
+            if len(line) < 4096:
+                self.markers(line, lineno)
             if self.segment(line, lineno) and not partial:
                 scan.newline_step_lines += 1
             return
-        segs = line.split(b"\r")
-        scan.redraws += len(segs) - 1
-        n = len(segs)
-        if n <= MAX_SEGMENTS_PER_LINE:
-            picks = range(n)
+        scan.redraws += n
+        # How many redraws this line deserves: its share of the file's bytes
+        # times the series budget. A line with a non-finite value gets all.
+        budget = min(MAX_SEGMENTS_PER_LINE, max(2, MAX_POINTS * len(line) // self.size))
+        if any(h in line for h in _NONFINITE_HINT):
+            segs = line.split(b"\r")
+            stride = max(1, len(segs) // budget)
+            last = len(segs) - 1
+            picks = [s for i, s in enumerate(segs)
+                     if i % stride == 0 or i == last or any(h in s for h in _NONFINITE_HINT)]
+        elif budget >= n + 1:
+            picks = line.split(b"\r")
+        elif budget <= 2:
+            first = line[: line.find(b"\r")]
+            last_seg = line[line.rfind(b"\r") + 1 :]
+            if not last_seg.strip():
+                cut = line.rstrip(b"\r \t").rfind(b"\r")
+                last_seg = line[cut + 1 :]
+            picks = [first, last_seg]
         else:
-            stride = n // MAX_SEGMENTS_PER_LINE
-            picks = sorted(set(range(0, n, stride)) | {n - 1})
-        for i in picks:
-            self.segment(segs[i], lineno)
+            segs = line.split(b"\r")
+            stride = max(1, len(segs) // budget)
+            picks = segs[::stride] + [segs[-1]]
+        if len(picks[0]) < 4096:
+            self.markers(picks[0], lineno)
+        for seg in picks:
+            if seg:
+                self.segment(seg, lineno)
 
 
 def scan_log(path: Path) -> LogScan:
     scan = LogScan(Path(path))
-    scanner = _Scanner(scan)
     try:
         fh = open_readonly(path)
     except OSError as exc:
@@ -226,8 +334,10 @@ def scan_log(path: Path) -> LogScan:
         return scan
     with fh:
         scan.size = os.fstat(fh.fileno()).st_size
+        scanner = _Scanner(scan)
         pending = b""
         lineno = 1
+        offset = 0  # file offset of buf[0]
         while True:
             try:
                 chunk = fh.read(CHUNK)
@@ -237,6 +347,7 @@ def scan_log(path: Path) -> LogScan:
             if not chunk:
                 break
             buf = pending + chunk if pending else chunk
+            scan.marks.append((offset, lineno))
             start = 0
             while True:
                 nl = buf.find(b"\n", start)
@@ -245,6 +356,7 @@ def scan_log(path: Path) -> LogScan:
                 scanner.line(buf[start:nl], lineno)
                 lineno += 1
                 start = nl + 1
+            offset += start
             pending = buf[start:]
             if len(pending) > MAX_PENDING:
                 # No newline for megabytes: handle the finished redraws now,
@@ -252,9 +364,11 @@ def scan_log(path: Path) -> LogScan:
                 cut = pending.rfind(b"\r")
                 if cut > 0:
                     scanner.line(pending[:cut], lineno, partial=True)
+                    offset += cut
                     pending = pending[cut:]
                 if len(pending) > MAX_PENDING:
                     scan.overlong_lines += 1
+                    offset += len(pending) - 4096
                     pending = pending[-4096:]
         if pending:
             scanner.line(pending, lineno)

@@ -169,7 +169,8 @@ class RunDir:
         if any(f.suffix == ".safetensors" and KOHYA_CKPT.match(f.name) and not LTX_CKPT.match(f.name)
                for f in self._top_files()):
             found.append("kohya")
-        if (p / "experience_request.json").is_file() or (p / "round.json").is_file():
+        if (p / "experience_request.json").is_file() or (p / "round.json").is_file() \
+                or (p / "rounds").is_dir():  # rounds/<name>/: a harvest of several rounds
             found.append("harvest")
         found.append("generic")
         return tuple(found)
@@ -221,7 +222,9 @@ class RunDir:
         return self.cached(("scan", path), lambda: scan_log(path))
 
     def log_tail(self, path: Path) -> LogTail:
-        return self.cached(("tail", path), lambda: read_log_tail(path))
+        # A scan already made lends its line-number marks, so the tail counts
+        # newlines from the nearest mark instead of from the start of the file.
+        return self.cached(("tail", path), lambda: read_log_tail(path, scan=self._store.get(("scan", path))))
 
     def workspace_config(self):
         """config.yaml of a trainer workspace, parsed once (None if absent)."""
