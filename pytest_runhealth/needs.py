@@ -42,6 +42,13 @@ def _harvest(t: Target) -> str | None:
     return None if "harvest" in t.run_dir.layouts else f"{t.run_dir.path} is not an evaluation harvest (no experience_request.json or round.json)"
 
 
+def _pidfile(t: Target) -> str | None:
+    from .live.procs import pid_files
+
+    where = t.run.path if t.run is not None else t.run_dir.path
+    return None if pid_files(where) else f"no pid file in {where} (looked for logs/train.pid and *.pid)"
+
+
 def _exists(t: Target) -> str | None:
     return None if t.run_dir.exists else f"run dir {t.run_dir.path} does not exist or is not a directory"
 
@@ -54,6 +61,7 @@ NEEDS: dict[str, Callable[[Target], str | None]] = {
     "checkpoints": _checkpoints,
     "config": _config,
     "harvest": _harvest,
+    "pidfile": _pidfile,
 }
 
 

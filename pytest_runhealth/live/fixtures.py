@@ -1,0 +1,224 @@
+"""Options, ini keys and fixtures of the live probes (a sub-plugin of
+``pytest_runhealth.plugin``): ``gpu``, ``lmstudio``, ``processes``.
+
+Each setting resolves CLI option, then ini key, then environment, then
+default; a service named by the user is *requested*, and its checks fail
+when it is down instead of being skipped."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .http import DEFAULT_TIMEOUT
+
+LIVE = pytest.StashKey["LiveServices"]()
+LMSTUDIO_LOG_NAMES = ("lmstudio", "lm-studio", "lm_studio")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("runhealth")
+    group.addoption("--lmstudio-url", metavar="URL",
+                    help="LM Studio server to probe (else ini runhealth_lmstudio_url, $LMSTUDIO_URL, "
+                    "default http://127.0.0.1:1234); naming it makes its checks fail when it is down")
+    group.addoption("--lmstudio-log", metavar="FILE",
+                    help="LM Studio server log (default: the newest under ~/.lmstudio/server-logs/)")
+    group.addoption("--lmstudio-judge-model", metavar="MODEL",
+                    help="the judge model RH404/RH406 probe (else ini runhealth_lmstudio_judge_model)")
+    group.addoption("--orchestrator-url", metavar="URL",
+                    help="the sweep orchestrator whose /api/session RH109 compares with the ledger")
+    group.addoption("--runhealth-probe-timeout", metavar="SECONDS", type=float, default=None,
+                    help=f"how long each live probe waits (default {DEFAULT_TIMEOUT:g} s)")
+    parser.addini("runhealth_lmstudio_url", "LM Studio server URL", default="")
+    parser.addini("runhealth_lmstudio_log", "LM Studio server log file", default="")
+    parser.addini("runhealth_lmstudio_judge_model", "judge model id for RH404/RH406", default="")
+    parser.addini("runhealth_orchestrator_url", "sweep orchestrator URL for RH109", default="")
+    parser.addini("runhealth_probe_timeout", "seconds each live probe waits", default="")
+
+
+def setting(config: pytest.Config, option: str, ini: str, env: str | None = None) -> tuple[str | None, str]:
+    """(value, where it came from): CLI, then ini, then environment."""
+    value = config.getoption(option, None)
+    if value not in (None, ""):
+        return str(value), f"--{option.replace('_', '-')}"
+    value = config.getini(ini)
+    if value not in (None, ""):
+        return str(value), f"ini {ini}"
+    if env and os.environ.get(env):
+        return os.environ[env], f"${env}"
+    return None, ""
+
+
+def probe_timeout(config: pytest.Config) -> float:
+    value, where = setting(config, "runhealth_probe_timeout", "runhealth_probe_timeout")
+    if value is None:
+        return DEFAULT_TIMEOUT
+    try:
+        t = float(value)
+    except ValueError:
+        raise pytest.UsageError(f"{where}: probe timeout must be a number of seconds, not {value!r}") from None
+    if not t > 0:
+        raise pytest.UsageError(f"{where}: probe timeout must be above 0 s, not {value!r}")
+    return t
+
+
+class LMStudio:
+    """The ``lmstudio`` fixture: the client, where its settings came from, and
+    the server log.
+
+    >>> lmstudio.client.loaded_models()[0]   # doctest: +SKIP
+    [LoadedModel(id='qwen3-vl-8b', source='/api/v1/models', detail='...')]
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        from .lmstudio import DEFAULT_URL, LMStudioClient
+
+        url, self.url_source = setting(config, "lmstudio_url", "runhealth_lmstudio_url", "LMSTUDIO_URL")
+        self.requested = url is not None
+        token = os.environ.get("LM_API_TOKEN") or None
+        self.timeout = probe_timeout(config)
+        self.client = LMStudioClient(url or DEFAULT_URL, token, self.timeout)
+        log, self.log_source = setting(config, "lmstudio_log", "runhealth_lmstudio_log")
+        self.log_path = Path(log).expanduser() if log else None
+        self.judge_model, _ = setting(config, "lmstudio_judge_model", "runhealth_lmstudio_judge_model")
+        self._logs: dict[Path, Any] = {}
+
+    @property
+    def url(self) -> str:
+        return self.client.base_url
+
+    def down(self) -> str | None:
+        """Why the server cannot be used (None when ``GET /v1/models`` answered)."""
+        from .lmstudio import api_error
+
+        reply = self.client.models()
+        if reply.problem:
+            return f"LM Studio at {self.url} {reply.problem}: {reply.detail}"
+        err = api_error(reply)
+        if err:
+            return f"LM Studio at {self.url} refused GET /v1/models: {err[1]}"
+        if reply.status and reply.status >= 400:
+            return f"LM Studio at {self.url} answered GET /v1/models with HTTP {reply.status}"
+        return None
+
+    def require(self, ctx) -> None:
+        """Skip (not asked for) or fail (asked for) when the server is down;
+        the failure is RH401's diagnosis, repeated where the server is needed."""
+        reason = self.down()
+        if reason is None:
+            return None
+        if not self.requested:
+            ctx.skip(f"{reason} (not configured: pass --lmstudio-url or set LMSTUDIO_URL to require it)")
+        return ctx.fail("infra", "lmstudio-unreachable",
+                        f"{reason}; it was named by {self.url_source}, so this check cannot be judged.",
+                        [ctx.evidence(self.url + "/v1/models", None, reason)],
+                        fix="start LM Studio's server (`lms server start`) or correct --lmstudio-url; see RH401.")
+
+    # -- the server log ----------------------------------------------------------
+    def log_for(self, run_dir) -> tuple[Path | None, str]:
+        """The server log that speaks for ``run_dir``, and why that one:
+        the one named by the user, one kept in the run dir, or (for a sweep,
+        or when LM Studio was named) the newest in ~/.lmstudio/server-logs/."""
+        from .lmstudio_log import newest_log
+
+        if self.log_path is not None:
+            return self.log_path, self.log_source
+        for f in run_dir.walk.files:
+            if f.suffix in (".log", ".txt") and any(n in f.name.lower() for n in LMSTUDIO_LOG_NAMES):
+                return f, "found in the run dir"
+        if run_dir.is_sweep or self.requested:
+            newest = newest_log()
+            if newest is not None:
+                return newest, "newest in ~/.lmstudio/server-logs"
+        return None, ""
+
+    def server_log(self, run_dir):
+        from .lmstudio_log import ServerLog, read_server_log
+
+        path, _ = self.log_for(run_dir)
+        if path is None:
+            return None
+        if path not in self._logs:
+            if not path.exists():
+                self._logs[path] = ServerLog(path, [], [], error=f"{path} does not exist")
+            else:
+                self._logs[path] = read_server_log(path)
+        return self._logs[path]
+
+
+@dataclass
+class LiveServices:
+    """One per session, so checks and RH101's extra evidence share the reads."""
+
+    config: pytest.Config
+    _gpu: Any = None
+    _lmstudio: LMStudio | None = None
+    _processes: Any = None
+    orchestrator: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gpu(self):
+        if self._gpu is None:
+            from .gpu import Gpu
+
+            backend = self.config.hook.pytest_runhealth_gpu_backend(config=self.config)
+            self._gpu = Gpu(backend)
+        return self._gpu
+
+    @property
+    def lmstudio(self) -> LMStudio:
+        if self._lmstudio is None:
+            self._lmstudio = LMStudio(self.config)
+        return self._lmstudio
+
+    @property
+    def processes(self):
+        if self._processes is None:
+            from .procs import Processes
+
+            self._processes = Processes()
+        return self._processes
+
+
+def live_services(config: pytest.Config) -> LiveServices:
+    if LIVE not in config.stash:
+        config.stash[LIVE] = LiveServices(config)
+    return config.stash[LIVE]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    probe_timeout(config)  # a bad value is a usage error now, not N check failures later
+
+
+@pytest.fixture(scope="session")
+def gpu(pytestconfig: pytest.Config):
+    """The GPUs through NVML (or the stand-in a ``pytest_runhealth_gpu_backend``
+    hook returns): ``gpu.devices()`` → devices with memory, utilisation and
+    compute processes (pid, name, memory). Raises ``GpuUnavailable`` with
+    NVML's error where there is no driver; ``gpu.unavailable()`` says why."""
+    return live_services(pytestconfig).gpu
+
+
+@pytest.fixture(scope="session")
+def lmstudio(pytestconfig: pytest.Config) -> LMStudio:
+    """LM Studio: ``lmstudio.client`` (bounded httpx requests to the
+    OpenAI-compatible, v0 and v1 routes), ``lmstudio.down()``, and
+    ``lmstudio.server_log(run_dir)`` (parsed entries and classified events)."""
+    return live_services(pytestconfig).lmstudio
+
+
+@pytest.fixture(scope="session")
+def processes(pytestconfig: pytest.Config):
+    """Pid files and freshness: ``processes.for_run(run)`` → alive / gone /
+    zombie / reused per pid file; ``processes.freshness(run)``."""
+    return live_services(pytestconfig).processes

@@ -1,0 +1,194 @@
+"""LM Studio's server log, read as entries (timestamp, level, message, line).
+
+Builds differ in layout (FORMATS.md §3.1)::
+
+    2025-03-01 10:00:00 [ERROR]
+     Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway
+    [2025-03-01 10:00:00][ERROR] Unexpected endpoint or method. (GET /v1//models). ...
+    [2023-11-12 11:36:53.608] [ERROR] Unexpected endpoint or method. (GET /v1//models). ...
+
+A message may continue over several lines (JSON bodies), and a wrapper may
+glue the next header onto the end of a line; both are handled. The log is
+read in binary chunks through safeio, tail window first for huge files."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..safeio import open_readonly
+
+MAX_WINDOW = 64 << 20  # the most of a server log that is parsed (its end)
+CHUNK = 4 << 20
+MAX_MESSAGE = 8192
+
+HEADER = re.compile(
+    r"\[?(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]?\s*\[(?P<level>[A-Za-z]+)\]\s?"
+)
+UNEXPECTED = re.compile(r"Unexpected endpoint or method\.?\s*\((?P<method>[A-Z]+)\s+(?P<path>[^)\s]*)\)")
+INVALID_JSON = re.compile(r"Received request for (?P<path>\S+) with invalid JSON")
+AUTH_MISSING = re.compile(r"invalid_api_key|API token is required")
+TOKEN_IGNORED = re.compile(r"server is not configured to authenticate")
+REQUEST = re.compile(r"Received (?P<method>[A-Z]+) request to (?P<path>\S+)")
+
+
+@dataclass
+class LogEntry:
+    line: int  # 1-based line of the header
+    ts: str
+    level: str
+    message: str
+
+
+@dataclass
+class LogEvent:
+    """One entry classified. ``kind`` is ``unload-noop``, ``unexpected-endpoint``,
+    ``invalid-json``, ``auth-missing``, ``request`` (a client request seen), or
+    noise: ``preflight``, ``false-positive-models``, ``token-ignored``."""
+
+    kind: str
+    entry: LogEntry
+    method: str = ""
+    path: str = ""
+
+    NOISE = ("preflight", "false-positive-models", "token-ignored")
+
+    @property
+    def noise(self) -> bool:
+        return self.kind in self.NOISE
+
+
+@dataclass
+class ServerLog:
+    path: Path
+    entries: list[LogEntry]
+    events: list[LogEvent]
+    window_start_line: int = 1
+    error: str | None = None
+
+    def of(self, *kinds: str) -> list[LogEvent]:
+        return [e for e in self.events if e.kind in kinds]
+
+
+def classify(entry: LogEntry) -> LogEvent | None:
+    msg = entry.message
+    m = UNEXPECTED.search(msg)
+    if m:
+        method, path = m["method"], m["path"]
+        if method == "OPTIONS":
+            kind = "preflight"
+        elif "unload" in path:
+            kind = "unload-noop"
+        elif method == "GET" and path.rstrip("/") == "/v1/models":
+            kind = "false-positive-models"  # LM Studio 0.4.17 logged this for a valid request
+        else:
+            kind = "unexpected-endpoint"
+        return LogEvent(kind, entry, method, path)
+    m = INVALID_JSON.search(msg)
+    if m:
+        return LogEvent("invalid-json", entry, "", m["path"])
+    if AUTH_MISSING.search(msg):
+        return LogEvent("auth-missing", entry)
+    if TOKEN_IGNORED.search(msg):
+        return LogEvent("token-ignored", entry)
+    m = REQUEST.search(msg)
+    if m:
+        return LogEvent("request", entry, m["method"], m["path"])
+    return None
+
+
+def _lines(path: Path):
+    """(line number, text) for the last MAX_WINDOW bytes of the file."""
+    with open_readonly(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        start = max(0, size - MAX_WINDOW)
+        lineno = 1
+        if start:
+            left = start
+            while left > 0:
+                chunk = fh.read(min(CHUNK, left))
+                if not chunk:
+                    break
+                lineno += chunk.count(b"\n")
+                left -= len(chunk)
+        pending = b""
+        first = bool(start)
+        while True:
+            chunk = fh.read(CHUNK)
+            if not chunk:
+                break
+            buf = pending + chunk
+            parts = buf.split(b"\n")
+            pending = parts.pop()
+            for raw in parts:
+                if first:  # the window began mid-line
+                    first = False
+                    lineno += 1
+                    continue
+                yield lineno, raw[:MAX_MESSAGE].decode("utf-8", "replace").rstrip("\r")
+                lineno += 1
+            if len(pending) > MAX_MESSAGE * 16:
+                pending = pending[: MAX_MESSAGE]
+        if pending and not first:
+            yield lineno, pending[:MAX_MESSAGE].decode("utf-8", "replace").rstrip("\r")
+
+
+def parse_entries(lines) -> list[LogEntry]:
+    entries: list[LogEntry] = []
+    current: LogEntry | None = None
+    for lineno, text in lines:
+        headers = list(HEADER.finditer(text))
+        if not headers:
+            if current is not None and text.strip() and len(current.message) < MAX_MESSAGE:
+                if not current.message:
+                    current.line = lineno  # "date [LEVEL]" on one line, the message on the next
+                current.message = (current.message + " " + text.strip()).strip()
+            continue
+        if headers[0].start() > 0 and current is not None:
+            current.message = (current.message + " " + text[: headers[0].start()].strip()).strip()
+        for i, h in enumerate(headers):
+            end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+            current = LogEntry(lineno, h["ts"], h["level"].upper(), text[h.end():end].strip())
+            entries.append(current)
+    return entries
+
+
+def read_server_log(path: Path) -> ServerLog:
+    try:
+        entries = parse_entries(_lines(path))
+    except OSError as exc:
+        return ServerLog(Path(path), [], [], error=f"cannot read {path}: {exc.strerror or exc}")
+    events = [ev for ev in map(classify, entries) if ev is not None]
+    return ServerLog(Path(path), entries, events)
+
+
+def default_log_dir() -> Path:
+    return Path(os.path.expanduser("~")) / ".lmstudio" / "server-logs"
+
+
+def newest_log(folder: Path | None = None) -> Path | None:
+    """The newest ``*.log`` under LM Studio's server-logs folder (it nests
+    them by month in some builds), or None."""
+    folder = folder or default_log_dir()
+    best: tuple[float, Path] | None = None
+    stack, seen = [folder], 0
+    while stack and seen < 10_000:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            seen += 1
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(Path(e.path))
+                elif e.is_file(follow_symlinks=False) and e.name.endswith((".log", ".txt")):
+                    mt = e.stat(follow_symlinks=False).st_mtime
+                    if best is None or mt > best[0]:
+                        best = (mt, Path(e.path))
+            except OSError:
+                continue
+    return best[1] if best else None
