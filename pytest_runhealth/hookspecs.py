@@ -21,6 +21,17 @@ def pytest_runhealth_register_checks(registry, config):
     """
 
 
+def pytest_runhealth_targets(config, settings):
+    """Return targets that are not folders on the command line: a list of
+    ``RunDir`` instances (a subclass may read its artefacts from a server).
+    ``settings`` is the parsed runhealth.yaml. The eval sub-plugin uses it for
+    ``--eval-server URL --eval-request ID``::
+
+        def pytest_runhealth_targets(config, settings):
+            return [RunDir(Path(p)) for p in os.environ.get("MY_RUNS", "").split(":") if p]
+    """
+
+
 def pytest_runhealth_finding(finding, item):
     """Called for each finding a check produced, passing or failing.
 

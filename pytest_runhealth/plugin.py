@@ -46,7 +46,8 @@ FINDING = pytest.StashKey[Finding]()
 # this plugin (and so switched off with it by ``-p no:runhealth``). Each must be
 # cheap to import.
 SUBPLUGINS: tuple[str, ...] = ("pytest_runhealth.live.fixtures", "pytest_runhealth.prelaunch", "pytest_runhealth.reports.plugin",
-                               "pytest_runhealth.rules", "pytest_runhealth.severity", "pytest_runhealth.waivers")
+                               "pytest_runhealth.rules", "pytest_runhealth.severity", "pytest_runhealth.waivers",
+                               "pytest_runhealth.eval.plugin")
 
 
 # -- options -------------------------------------------------------------------
@@ -152,11 +153,14 @@ def pytest_configure(config: pytest.Config) -> None:
     cli_dirs = list(config.getoption("runhealth_run_dirs") or [])
     paths = [Path(p) for p in cli_dirs] or [Path(p) for p in config.getini("runhealth_run_dirs")]
     run_dirs = label_run_dirs(paths)
+    # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
+    extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
+    run_dirs += extra
     state = RunHealthState(registry, settings, run_dirs, bool(cli_dirs))
     config.stash[STATE] = state
     config.pluginmanager.register(state.collector, "runhealth-results")
     if run_dirs:
-        add_health_module(config, replace=bool(cli_dirs))
+        add_health_module(config, replace=bool(cli_dirs) or bool(extra))
         scale.prefer_loadgroup(config)
     scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
 

@@ -1,0 +1,422 @@
+"""RH004, RH5xx: evaluation rounds, infra versus policy (runbook 002).
+
+Each check reads the run dir's :class:`~pytest_runhealth.eval.model.Evaluation`
+(a harvest on disk, or the server with ``--eval-server``), so both sources give
+the same verdict. Order of evidence: a round whose JSON could not be parsed,
+or that failed before any player started, is never read as policy evidence;
+the score-level checks say so with ``not-evaluable``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..eval import evaluation_of, terminal_statuses
+from ..eval.triage import classify, completed_episodes, score_problem, teardown_race
+from ..registry import check
+
+SOURCE_FIX = ("check the server's health and the URL/token, then re-run; a failed read is not evidence about the "
+              "policy (the client retries 404/425/429/5xx before giving up).")
+
+
+def _ev(ctx, rnd, text: str):
+    return ctx.evidence(rnd.source, None, text)
+
+
+def _hit_ev(ctx, hit):
+    path = Path(hit.source) if hit.line is not None else hit.source
+    return ctx.evidence(path, hit.line, hit.text)
+
+
+def _unread(ctx, rnd, what: str):
+    """The finding for a round that could not be read at all."""
+    if rnd.server_failed:
+        return ctx.fail("infra", "eval-server-error", f"{rnd.label()}: {rnd.unreadable}", [_ev(ctx, rnd, rnd.unreadable)],
+                        fix=SOURCE_FIX)
+    return ctx.fail("not-evaluable", None,
+                    f"{rnd.label()}: its JSON could not be parsed ({rnd.unreadable}); {what} (see RH004).",
+                    [_ev(ctx, rnd, rnd.unreadable)],
+                    fix="re-harvest the round with clean JSON output (see RH004); do not act on it until then.")
+
+
+def _rounds(ctx):
+    ev = evaluation_of(ctx.run_dir)
+    if not ev.rounds and ev.fetch_error is None:
+        ctx.skip(f"no round or experience request in {ctx.run_dir.path}")
+    return ev
+
+
+
+# -- RH004 ---------------------------------------------------------------------
+@check(
+    "RH004",
+    "json-not-preambled",
+    needs=["harvest"],
+    scope="session",
+    phases=["live", "postmortem", "gate"],
+    verdicts=["infra", "not-evaluable"],
+    detects="An output meant to be JSON (any *.json of an evaluation harvest) starts with tool chatter: uv's "
+    "`Resolved …`, `Installed …`, `Using Python … environment at …` lines merged from stderr by `2>&1`. "
+    "Also a JSON file that cannot be parsed at all (truncated, binary).",
+    why="The command very likely succeeded; only the parse failed. Re-submitting on a JSON decode error "
+    "double-submits (the runbook saw three 'failed' submits that had all been created).",
+    example="experience_request.json:1 Resolved 12 packages in 7ms",
+    fix="Check the server for the request before any re-submit; invoke the venv's python directly "
+    "(.venv/bin/python script.py) or `uv run -qq`, or keep stderr out of the JSON (no 2>&1).",
+)
+def json_not_preambled(ctx):
+    ev = evaluation_of(ctx.run_dir)
+    if not ev.json_problems:
+        return f"{len(ev.read)} JSON document(s) parsed cleanly"
+    pre = [p for p in ev.json_problems if p.preamble]
+    broken = [p for p in ev.json_problems if not p.preamble]
+    evidence = [ctx.evidence(p.source, p.line, p.text or p.message) for p in (pre + broken)[:10]]
+    lines = [f"{p.source}: uv chatter before the JSON (recovered; the command may have succeeded)" for p in pre]
+    lines += [f"{p.source}: {p.message}" for p in broken]
+    if pre:
+        return ctx.fail("infra", "uv-preamble-json",
+                        f"{len(pre)} JSON output(s) start with uv's install/sync chatter\n" + "\n".join(lines), evidence)
+    return ctx.fail("not-evaluable", None,
+                    f"{len(broken)} JSON file(s) of the harvest cannot be parsed; the rounds they hold are not "
+                    "evidence\n" + "\n".join(lines), evidence,
+                    fix="re-harvest the named files (a harvester that crashed mid-write leaves them cut short).")
+
+
+# -- RH501 ---------------------------------------------------------------------
+@check(
+    "RH501",
+    "round-terminal",
+    needs=["harvest"],
+    scope="session",
+    phases=["live", "postmortem", "gate"],
+    verdicts=["not-evaluable", "infra"],
+    detects="A round or experience request is pending, submitted, claimed or running (any status outside the "
+    "terminal set completed/failed/canceled/cancelled, configurable as eval.terminal_statuses), so it is "
+    "not evidence yet. Also a round the server would not give back (infra).",
+    why="Only a terminal round with real per-player scores is policy evidence; acting on a round that is "
+    "still running reverts or resubmits on nothing.",
+    example="experience_request.json status: running (2 running, 1 completed)",
+    fix="Wait for a terminal status (poll the server, not a buffered log); see RH502 for when waiting has gone "
+    "on too long.",
+)
+def round_terminal(ctx):
+    ev = _rounds(ctx)
+    if ev.fetch_error and not ev.rounds:
+        return ctx.fail("infra", "eval-server-error", ev.fetch_error, fix=SOURCE_FIX)
+    terminal = terminal_statuses(ctx.config)
+    out = []
+    done: dict[str, int] = {}
+    for rnd in ev.rounds:
+        if rnd.unreadable:
+            out.append(_unread(ctx, rnd, "its status is unknown"))
+        elif rnd.status not in terminal:
+            counts = classify(rnd, terminal).detail
+            out.append(ctx.fail(
+                "not-evaluable", "round-not-terminal",
+                f"{rnd.label()} is {rnd.status or 'without a status'}" + (f" ({counts})" if counts else "")
+                + ": not evidence yet.",
+                [_ev(ctx, rnd, f"status: {rnd.status}" + (f"; {counts}" if counts else ""))]))
+        else:
+            done[rnd.status] = done.get(rnd.status, 0) + 1
+    if not out:
+        return f"{len(ev.rounds)} round(s) terminal: " + ", ".join(f"{n} {s}" for s, n in sorted(done.items()))
+    return out
+
+
+# -- RH502 ---------------------------------------------------------------------
+@check(
+    "RH502",
+    "within-budget",
+    needs=["harvest"],
+    scope="session",
+    phases=["live", "postmortem"],
+    verdicts=["infra"],
+    thresholds={"fps": 24, "budget_factor": 3, "budget_slack_s": 900, "wedge_slack_s": 600, "max_ticks": None},
+    detects="A running request is past its budget `num × maxTicks/24 × 3 + 900` s, or no episode completed "
+    "after `maxTicks/24 × 3 + 600` s (a wedged participant). num and maxTicks are the request's own; the "
+    "clock is the server's (the Date of the answer, or the harvester's fetched_at), never this machine's.",
+    why="Games run at real-time pacing (24 ticks/s): a short fixed timeout fails slow but healthy episodes, "
+    "while a participant that never completes anything holds the round forever.",
+    example="xr-7 running 2h10m (server time) with 0 of 4 episodes completed; wedge grace 1850 s",
+    fix="Fail loud and re-run the same roster on execution_backend=\"k8s\" (antfarm is slow to dispatch and "
+    "unreliable); not a policy failure.",
+)
+def within_budget(ctx):
+    ev = _rounds(ctx)
+    th = ctx.thresholds
+    terminal = terminal_statuses(ctx.config)
+    out, notes = [], []
+    for rnd in ev.rounds:
+        if rnd.unreadable or rnd.status in terminal:
+            continue
+        start = rnd.time("started_at") or rnd.time("created_at")
+        ticks = rnd.max_ticks or th.get("max_ticks")
+        if start is None or rnd.server_now is None:
+            notes.append(f"{rnd.id}: no start time or server clock, budget not judged")
+            continue
+        if not ticks:
+            notes.append(f"{rnd.id}: maxTicks unknown (set thresholds.RH502.max_ticks), budget not judged")
+            continue
+        per_episode = float(ticks) / th["fps"] * th["budget_factor"]
+        elapsed = (rnd.server_now - start).total_seconds()
+        completed = rnd.counter("completed") or 0
+        num = rnd.episode_count
+        wedge = per_episode + th["wedge_slack_s"]
+        budget = (num * per_episode + th["budget_slack_s"]) if num else None
+        basis = (f"started {start.isoformat()}, server time {rnd.server_now.isoformat()} ({rnd.clock_source}); "
+                 f"maxTicks {ticks}, {num or '?'} episode(s), {completed} completed")
+        evidence = [_ev(ctx, rnd, f"status: {rnd.status}; {basis}")]
+        if completed == 0 and elapsed > wedge:
+            out.append(ctx.fail("infra", "wedged-participant",
+                                f"{rnd.label()} has run {elapsed:.0f} s with zero episodes completed, past the wedge grace "
+                                f"maxTicks/{th['fps']:g} × {th['budget_factor']:g} + {th['wedge_slack_s']:g} = {wedge:.0f} s: "
+                                "a participant is wedged.", evidence))
+        elif budget is not None and elapsed > budget:
+            out.append(ctx.fail("infra", "stalled",
+                                f"{rnd.label()} has run {elapsed:.0f} s, past its budget num × maxTicks/{th['fps']:g} × "
+                                f"{th['budget_factor']:g} + {th['budget_slack_s']:g} = {budget:.0f} s ({completed} completed).",
+                                evidence))
+        else:
+            left = (budget if budget is not None else wedge) - elapsed
+            notes.append(f"{rnd.id}: {elapsed:.0f} s of {budget or wedge:.0f} s used ({left:.0f} s left): still working, wait")
+    return out or "; ".join(notes) or "no round is running"
+
+
+# -- RH503 ---------------------------------------------------------------------
+@check(
+    "RH503",
+    "players-started",
+    needs=["harvest"],
+    scope="session",
+    phases=["postmortem", "gate"],
+    verdicts=["infra"],
+    detects="A terminal failed round in which no player process started: an auth error before startup "
+    "(`KeyError: 'authorization'`), a game-image route 404, the recorder mismatch `results contain N scores "
+    "for M stored policy versions`, or no sign at all that a player ran (no score, no player error, no policy log).",
+    why="No player ran, so the round says nothing about the policy; reverting on it removes a good policy.",
+    example="episode_00/episode.json KeyError: 'authorization'",
+    fix="Fix the runtime (in-cluster auth, the game image's client route, round recording) and re-run; do not "
+    "revert the policy.",
+)
+def players_started(ctx):
+    ev = _rounds(ctx)
+    terminal = terminal_statuses(ctx.config)
+    out, failed = [], 0
+    for rnd in ev.rounds:
+        if rnd.unreadable or rnd.status not in terminal or rnd.status == "completed":
+            continue
+        failed += 1
+        state = classify(rnd, terminal, ctx.run_dir.log_tail)
+        if state.category.startswith("failed before any player started"):
+            evidence = [_hit_ev(ctx, h) for h in state.hits] or [_ev(ctx, rnd, f"status: {rnd.status}; {state.detail}")]
+            out.append(ctx.fail("infra", state.cause,
+                                f"{rnd.label()} {rnd.status} before any player started ({state.cause}): zero policy "
+                                "evidence.", evidence))
+    return out or (f"{failed} failed round(s), each with a player that started" if failed else "no failed round")
+
+
+# -- RH504 ---------------------------------------------------------------------
+@check(
+    "RH504",
+    "teardown-race",
+    needs=["harvest"],
+    scope="session",
+    phases=["postmortem", "gate"],
+    verdicts=["infra"],
+    detects="The game finished but its results were never recorded (no results.json, error_type "
+    "results_missing, no scores) and a log or error shows a player force-killed while blocked in websocket "
+    "teardown.",
+    why="The game logic completed; the player's process timeout was shorter than the server's results write. "
+    "The round is lost to lifecycle handling, not to the policy.",
+    example="episode_01/policy_0.log:88 websocket close blocked in teardown; force-killing player after 10s",
+    fix="Wrap the player's run command in GNU `timeout --kill-after=…` with a duration comfortably longer than an "
+    "episode, and map the timeout exit code to success; lengthen the runner's image-gate timeout likewise.",
+)
+def teardown_race_check(ctx):
+    ev = _rounds(ctx)
+    terminal = terminal_statuses(ctx.config)
+    out = []
+    for rnd in ev.rounds:
+        if rnd.unreadable or rnd.status not in terminal:
+            continue
+        for ep in rnd.episodes:
+            hit = teardown_race(ep, ctx.run_dir.log_tail)
+            if hit:
+                out.append(ctx.fail("infra", "teardown-race",
+                                    f"{rnd.label()} {ep.name}: results were never recorded and a player was force-killed "
+                                    "in teardown.", [_hit_ev(ctx, hit)]))
+    return out or None
+
+
+# -- RH505 ---------------------------------------------------------------------
+@check(
+    "RH505",
+    "real-scores",
+    needs=["harvest"],
+    scope="session",
+    phases=["postmortem", "gate"],
+    verdicts=["infra", "not-evaluable"],
+    detects="A completed round whose per-player scores are missing, null, all zero, or fewer than its players. "
+    "A round whose JSON could not be parsed, or that failed before any player started, is not-evaluable here: "
+    "its scores say nothing about the policy.",
+    why="Zero or missing scores from a completed round are usually the recorder or runtime, not a regression; "
+    "only real per-player scores are policy evidence.",
+    example="episode_00/results.json 2 scores for 4 players",
+    fix="Treat the round as infra (recorder / runtime state); check the round recording and re-run it, reproducing "
+    "on a reference bot if in doubt. Do not revert the policy on it.",
+)
+def real_scores(ctx):
+    ev = _rounds(ctx)
+    terminal = terminal_statuses(ctx.config)
+    out, scored = [], 0
+    for rnd in ev.rounds:
+        if rnd.unreadable:
+            out.append(_unread(ctx, rnd, "its scores cannot be judged"))
+            continue
+        state = classify(rnd, terminal, ctx.run_dir.log_tail)
+        if state.category.startswith("failed before any player started"):
+            out.append(ctx.fail("not-evaluable", state.cause,
+                                f"{rnd.label()} failed before any player started ({state.cause}, see RH503): it has no "
+                                "scores to judge and is not policy evidence.", [_ev(ctx, rnd, state.detail)],
+                                fix="fix the infra failure (RH503) and re-run the round."))
+            continue
+        if rnd.status != "completed":
+            continue
+        for ep in completed_episodes(rnd) or []:
+            why = score_problem(ep, rnd.players)
+            if why:
+                shown = ", ".join(f"{s.player}={s.value}" for s in (ep.scores or [])[:8]) or "none"
+                out.append(ctx.fail("infra", "missing-scores",
+                                    f"{rnd.label()} {ep.name} completed with {why}.",
+                                    [ctx.evidence(ep.source, None, f"scores: {shown}")]))
+            else:
+                scored += 1
+        if not completed_episodes(rnd):
+            out.append(ctx.fail("infra", "missing-scores", f"{rnd.label()} is completed but has no completed episode.",
+                                [_ev(ctx, rnd, "status: completed; episodes: none completed")]))
+    return out or (f"{scored} completed episode(s) with real per-player scores" if scored else "no completed round yet")
+
+
+# -- RH506 ---------------------------------------------------------------------
+@check(
+    "RH506",
+    "leaderboard-not-dead",
+    needs=["harvest"],
+    scope="session",
+    phases=["prelaunch", "live", "postmortem"],
+    verdicts=["infra"],
+    detects="A division leaderboard is empty (JSON `null` or `[]`). With members in the division it passes with "
+    "a note (expected: the leaderboard shows scored champions only); it fails only when the division really "
+    "has no members.",
+    why="An empty leaderboard beside a populated division is the trap that makes top_n auto-fill look like "
+    "'no opponents'; coworld 0.1.16 even crashed on the null (Metta-AI/coworld#11).",
+    example="leaderboard.json null; memberships.json 10 members",
+    fix="Don't infer 'no opponents' from the leaderboard: read memberships (`coworld memberships --mine`); a "
+    "division with no members needs entrants before any round can fill its seats.",
+)
+def leaderboard_not_dead(ctx):
+    ev = evaluation_of(ctx.run_dir)
+    if not ev.leaderboards:
+        ctx.skip("no division leaderboard in the harvest or from the server (leaderboard.json)")
+    out, notes = [], []
+    for lb in ev.leaderboards:
+        shape = "null" if lb.rows is None else "[]"
+        if lb.rows:
+            notes.append(f"division {lb.division}: {len(lb.rows)} leaderboard row(s)")
+        elif lb.members is None:
+            notes.append(f"division {lb.division}: leaderboard {shape} and no membership read; not judged")
+        elif lb.members > 0:
+            notes.append(f"division {lb.division}: leaderboard {shape} with {lb.members} members: expected state "
+                         "(only scored champions are listed), not a dead division")
+        else:
+            out.append(ctx.fail("infra", "empty-leaderboard",
+                                f"division {lb.division}: leaderboard {shape} and 0 members: there are no opponents "
+                                "to fill seats.",
+                                [ctx.evidence(lb.source, None, f"leaderboard: {shape}"),
+                                 ctx.evidence(lb.members_source, None, "members: 0")]))
+    return out or "; ".join(notes)
+
+
+# -- RH507 ---------------------------------------------------------------------
+@check(
+    "RH507",
+    "request-shape",
+    needs=["harvest"],
+    scope="session",
+    phases=["prelaunch", "postmortem"],
+    verdicts=["infra", "not-evaluable"],
+    detects="A request body (request_body.json, or --eval-body FILE) does not validate against the deployed "
+    "server's OpenAPI schema (openapi.json, or the server's /openapi.json; $ref resolved, checked with "
+    "jsonschema), naming the offending fields, e.g. the pre-rework requester/opponents shape or a top-level "
+    "requester_slot. Also a 422 answer in the eval client's log.",
+    why="The request shape drifts (the 2026-06-12 rework to a roster body); a 422 is API drift, not a policy "
+    "failure.",
+    example="request_body.json: unexpected field(s) requester, opponents, requester_slot; missing roster",
+    fix="Conform to the deployed OpenAPI: one `roster` entry per seat, `{player: {policy_ref: …}, slot: N}`; "
+    "re-fetch live members and validate every policy version right before launch.",
+)
+def request_shape(ctx):
+    from ..eval.shape import client_422s, validate_body
+
+    ev = evaluation_of(ctx.run_dir)
+    hits = client_422s(ev.client_logs, ctx.run_dir.log_tail)
+    if ev.body is None and not ev.client_logs:
+        ctx.skip("no request body (request_body.json or --eval-body) and no client log to check")
+    out = []
+    if ev.body is not None:
+        if not ev.openapi:
+            out.append(ctx.fail("not-evaluable", None,
+                                f"no deployed OpenAPI schema to validate {ev.body_source} against "
+                                f"({ev.openapi_source or 'openapi.json not harvested'}).",
+                                fix="harvest the server's /openapi.json beside the body, or pass --eval-server."))
+        else:
+            problem = validate_body(ev.openapi, ev.body)
+            if problem:
+                out.append(ctx.fail("infra", "api-shape-drift",
+                                    f"{ev.body_source} does not validate against {ev.openapi_source} "
+                                    f"({problem.schema_name}): {problem.summary}",
+                                    [ctx.evidence(ev.body_source, None, m) for m in problem.messages[:6]]))
+    if hits:
+        out.append(ctx.fail("infra", "api-shape-drift", f"the client log shows {len(hits)} 422 answer(s): the server "
+                            "rejected the request shape.", [ctx.evidence(p, ln, t) for p, ln, t in hits[:5]]))
+    if out:
+        return out
+    return "request body valid against the deployed schema" if ev.body is not None else "no 422 in the client log"
+
+
+# -- RH508 ---------------------------------------------------------------------
+@check(
+    "RH508",
+    "promotion-gate",
+    needs=["harvest"],
+    scope="session",
+    phases=["gate"],
+    verdicts=["policy", "not-evaluable"],
+    thresholds={"min_rounds": 3},
+    detects="With --runhealth-gate (or a test marked runhealth_gate): a champion change needs at least K "
+    "(min_rounds, default 3) terminal, completed rounds with real per-player scores showing the claimed result "
+    "(gate.candidate wins, or loses for a regression claim). Anything else blocks and says which evidence is "
+    "missing; every not-evaluable finding of any check blocks too.",
+    why="Never replace a champion or revert a policy from non-terminal or failed-before-startup rounds; only "
+    "terminal rounds with real scores, reproduced across enough rounds, clear the bar.",
+    example="2 of 5 rounds still running; 1 failed before any player started: infra; 2 of the 3 rounds needed "
+    "show the claimed result",
+    fix="Wait for the running rounds, fix the infra failures and re-run them until K rounds with real scores "
+    "exist; then re-run the gate.",
+)
+def promotion_gate(ctx):
+    from ..eval.plugin import decision_for, gate_mode
+
+    if not gate_mode(ctx.config):
+        ctx.skip("not a promotion gate (run with --runhealth-gate, or mark a test runhealth_gate)")
+    decision = decision_for(ctx.run_dir, ctx.config)
+    if decision.passed:
+        return f"{len(decision.shown)} of {len(decision.states)} rounds count and show the claimed result (K={decision.k})"
+    evidence = [ctx.evidence(s.round.source, None, f"{s.round.id}: {s.category}" + (f" ({s.detail})" if s.detail else ""))
+                for s in decision.excluded[:10]]
+    evidence += [ctx.evidence(next(s.round.source for s in decision.counted if s.round.id == r), None, f"{r}: {why}")
+                 for r, why in decision.contradicted[:10]]
+    summary = f"promotion blocked: {decision.missing()}."
+    if decision.source_error:
+        summary += f"\n{decision.source_error}"
+    verdict = decision.verdict
+    return ctx.fail(verdict, "insufficient-evidence" if verdict == "not-evaluable" else None, summary, evidence)

@@ -1,0 +1,132 @@
+"""The evaluation server, read over HTTP with the runbook's discipline:
+connect and read timeouts, retries only for the transient statuses
+(404/425/429/5xx) and only so many, and a cap on how much of an answer is read.
+
+httpx is imported when a client is built, never at plugin load."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable
+
+from .model import parse_time
+from .settings import EvalSettings
+
+MAX_RETRY_AFTER_S = 30.0
+
+
+def is_transient(status: int) -> bool:
+    return status in (404, 425, 429) or 500 <= status <= 599
+
+
+class FetchError(Exception):
+    """The server could not give an answer; ``status`` is the last HTTP status, if any."""
+
+    def __init__(self, url: str, message: str, status: int | None = None, attempts: int = 1) -> None:
+        super().__init__(f"GET {url}: {message}")
+        self.url = url
+        self.status = status
+        self.attempts = attempts
+
+
+@dataclass
+class Answer:
+    url: str
+    status: int
+    data: Any
+    sha256: str
+    date: datetime | None  # the server's clock (Date header)
+
+
+class EvalClient:
+    """``client.get("experience_request", id="xr-1")`` → :class:`Answer`.
+
+    Route names are the keys of ``settings.routes``, so a drifted server is a
+    config change, not a code change."""
+
+    def __init__(self, settings: EvalSettings, transport=None, sleep: Callable[[float], None] = time.sleep) -> None:
+        import httpx
+
+        if not settings.server:
+            raise ValueError("no evaluation server configured (--eval-server URL)")
+        self.settings = settings
+        self.sleep = sleep
+        headers = {"Accept": "application/json"}
+        if settings.token:
+            headers["Authorization"] = f"Bearer {settings.token}"
+        self._httpx = httpx
+        self.http = httpx.Client(
+            base_url=settings.server,
+            headers=headers,
+            timeout=httpx.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> "EvalClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def url(self, route: str, **params: str) -> str:
+        template = self.settings.routes[route]
+        return template.format(**{k: _quote(str(v)) for k, v in params.items()})
+
+    def get(self, route: str, **params: str) -> Answer:
+        path = self.url(route, **params)
+        full = f"{self.settings.server}{path}"
+        attempts = self.settings.retries + 1
+        last_status: int | None = None
+        for attempt in range(1, attempts + 1):
+            try:
+                status, raw, headers = self._get_capped(path)
+            except self._httpx.TimeoutException as exc:
+                raise FetchError(full, f"timed out ({type(exc).__name__})", None, attempt) from None
+            except self._httpx.HTTPError as exc:
+                raise FetchError(full, f"{type(exc).__name__}: {exc}", None, attempt) from None
+            last_status = status
+            if status == 200:
+                try:
+                    data = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+                except ValueError as exc:
+                    raise FetchError(full, f"answer is not JSON: {exc}", status, attempt) from None
+                return Answer(full, status, data, hashlib.sha256(raw).hexdigest(), parse_time(headers.get("date")))
+            if not is_transient(status) or attempt == attempts:
+                break
+            self.sleep(self._delay(attempt, headers.get("retry-after")))
+        tried = f" after {attempts} attempts" if attempts > 1 and is_transient(last_status or 0) else ""
+        raise FetchError(full, f"HTTP {last_status}{tried}", last_status, attempts)
+
+    def _get_capped(self, path: str) -> tuple[int, bytes, Any]:
+        cap = self.settings.max_response_bytes
+        with self.http.stream("GET", path) as resp:
+            parts, size = [], 0
+            for chunk in resp.iter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    raise self._httpx.HTTPError(f"answer larger than the {cap}-byte cap (max_response_bytes)")
+                parts.append(chunk)
+            return resp.status_code, b"".join(parts), resp.headers
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        base = self.settings.retry_backoff_s * (2 ** (attempt - 1))
+        if retry_after:
+            try:
+                return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_S)
+            except ValueError:
+                pass
+        return base
+
+
+def _quote(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="")

@@ -1,0 +1,200 @@
+"""An evaluation harvest on disk, read into the same objects the live client
+builds (LAYOUTS.md, "Evaluation harvest"):
+
+    experience_request.json | round.json     one round at the top, or
+    rounds/<name>/experience_request.json     several, one folder each
+    <round>/episode_NN/episode.json, results.json, *.log (game and policy logs)
+    summary.json                              the harvester's, optional (fetched_at)
+    leaderboard.json, memberships.json | division.json   (or divisions/<id>/...)
+    request_body.json, openapi.json           a body and the deployed schema (RH507)
+    *.log, logs/*.log                         the eval client's own output
+
+Every JSON file is read once, through safeio, and checked for tool chatter
+before its JSON (RH004)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from ..rundir import RunDir
+from .jsondoc import JsonRead, read_json
+from .model import Episode, Evaluation, JsonProblem, Leaderboard, Round, parse_scores, parse_time
+
+ROUND_FILES = (("experience_request.json", "experience-request"), ("round.json", "round"))
+CLOCK_KEYS = ("fetched_at", "harvested_at", "server_time", "server_now")
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
+
+
+class _Reader:
+    def __init__(self, run_dir: RunDir, ev: Evaluation) -> None:
+        self.rd = run_dir
+        self.ev = ev
+        self.cache: dict[Path, JsonRead] = {}
+
+    def json(self, path: Path) -> JsonRead:
+        if path not in self.cache:
+            res = read_json(path)
+            self.cache[path] = res
+            rel = self.rd.rel(path)
+            if res.sha256:
+                self.ev.read[rel] = res.sha256
+            if res.preamble or not res.ok:
+                self.ev.json_problems.append(JsonProblem(
+                    rel, res.bad_line, res.bad_text, bool(res.preamble),
+                    "tool chatter before the JSON" if res.preamble else (res.error or "not JSON")))
+        return self.cache[path]
+
+
+def round_dirs(root: Path) -> list[Path]:
+    found = [root] if any((root / name).is_file() for name, _ in ROUND_FILES) else []
+    try:
+        subs = sorted(p for p in (root / "rounds").iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        subs = []
+    return found + [p for p in subs if any((p / name).is_file() for name, _ in ROUND_FILES)]
+
+
+def load_harvest(run_dir: RunDir) -> Evaluation:
+    ev = Evaluation(origin=str(run_dir.path))
+    reader = _Reader(run_dir, ev)
+    summary = reader.json(run_dir.path / "summary.json") if (run_dir.path / "summary.json").is_file() else None
+    summary_clock = _clock(summary.data) if summary and summary.ok else None
+    for folder in round_dirs(run_dir.path):
+        ev.rounds.append(_load_round(reader, folder, summary_clock))
+    _load_leaderboards(reader, ev)
+    for name, attr in (("request_body.json", "body"), ("openapi.json", "openapi")):
+        path = run_dir.path / name
+        if path.is_file():
+            res = reader.json(path)
+            if res.ok:
+                setattr(ev, attr, res.data)
+                setattr(ev, f"{attr}_source", name)
+    ev.client_logs = list(run_dir.runs[0].logs) if not run_dir.is_sweep else []
+    # Any other output meant to be JSON gets the same RH004 scrutiny.
+    for path in run_dir.walk.files:
+        if path.suffix == ".json":
+            reader.json(path)
+    return ev
+
+
+def _clock(data) -> tuple[datetime, str] | None:
+    if not isinstance(data, dict):
+        return None
+    for key in CLOCK_KEYS:
+        when = parse_time(data.get(key))
+        if when is not None:
+            return when, key
+    return None
+
+
+def _load_round(reader: _Reader, folder: Path, summary_clock) -> Round:
+    rd = reader.rd
+    name, kind = next((n, k) for n, k in ROUND_FILES if (folder / n).is_file())
+    rel = rd.rel(folder / name)
+    fallback = folder.name if folder != rd.path else rd.name
+    res = reader.json(folder / name)
+    if not res.ok or not isinstance(res.data, dict):
+        why = res.error if not res.ok else f"holds {type(res.data).__name__}, not an object"
+        return Round.unreadable_at(kind, rel, fallback, why or "unreadable")
+    rnd = Round.from_json(kind, rel, res.data, fallback)
+    rnd.preambled = bool(res.preamble)
+    rnd.episodes = _load_episodes(reader, folder, res.data)
+    clock = _clock(res.data) or summary_clock
+    if clock:
+        rnd.server_now, key = clock
+        rnd.clock_source = f"{key} recorded by the harvester"
+    else:
+        stamps = [(rnd.time(k), k) for k in ("updated_at", "completed_at", "started_at", "created_at")]
+        stamps += [(parse_time(ep.raw.get(k)), k) for ep in rnd.episodes for k in ("updated_at", "completed_at", "started_at")]
+        stamps = [s for s in stamps if s[0] is not None]
+        if stamps:
+            rnd.server_now = max(s[0] for s in stamps)
+            rnd.clock_source = "the latest server timestamp in the harvest (a lower bound: no fetched_at recorded)"
+    return rnd
+
+
+def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
+    rd = reader.rd
+    listed = data.get("episodes") if isinstance(data.get("episodes"), list) else []
+    try:
+        dirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and p.name.startswith("episode"))
+    except OSError:
+        dirs = []
+    episodes = []
+    for i, ep_dir in enumerate(dirs):
+        ep_json = ep_dir / "episode.json"
+        entry = listed[i] if i < len(listed) and isinstance(listed[i], dict) else {}
+        source = rd.rel(ep_json) if ep_json.is_file() else rd.rel(folder / next(n for n, _ in ROUND_FILES if (folder / n).is_file()))
+        if ep_json.is_file():
+            res = reader.json(ep_json)
+            if res.ok and isinstance(res.data, dict):
+                entry = res.data
+        ep = Episode.from_json(ep_dir.name, source, entry)
+        results = ep_dir / "results.json"
+        ep.has_results = results.is_file()
+        if ep.has_results:
+            res = reader.json(results)
+            if res.ok and ep.scores is None:
+                ep.scores = parse_scores(res.data)
+            if res.ok and ep.players is None and isinstance(res.data, dict):
+                ep.players = Episode.from_json("", "", res.data).players
+        ep.logs = [p for p in rd.walk.files if ep_dir in p.parents and p.name.endswith(LOG_SUFFIXES)]
+        episodes.append(ep)
+    for i in range(len(dirs), len(listed)):
+        if isinstance(listed[i], dict):
+            episodes.append(Episode.from_json(f"episode_{i:02d}", rd.rel(folder / "experience_request.json"), listed[i]))
+    return episodes
+
+
+def _members(reader: _Reader, folder: Path) -> tuple[int | None, str]:
+    for name in ("memberships.json", "division.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        res = reader.json(path)
+        if res.ok:
+            count = member_count(res.data)
+            if count is not None:
+                return count, reader.rd.rel(path)
+    return None, ""
+
+
+def member_count(data) -> int | None:
+    """Members from a memberships list, a paged wrapper, or a division object."""
+    if isinstance(data, list):
+        return len(data)
+    if isinstance(data, dict):
+        for key in ("member_count", "members_count", "total_count"):
+            if isinstance(data.get(key), int) and not isinstance(data.get(key), bool):
+                return data[key]
+        for key in ("entries", "memberships", "members"):
+            if isinstance(data.get(key), list):
+                return len(data[key])
+    return None
+
+
+def _load_leaderboards(reader: _Reader, ev: Evaluation) -> None:
+    rd = reader.rd
+    folders = [(rd.path, None)]
+    try:
+        folders += sorted((p, p.name) for p in (rd.path / "divisions").iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        pass
+    for folder, div in folders:
+        path = folder / "leaderboard.json"
+        if not path.is_file():
+            continue
+        res = reader.json(path)
+        if not res.ok:
+            continue
+        rows = res.data
+        if isinstance(rows, dict):  # a wrapper such as {"division_id": ..., "entries": [...]}
+            div = div or rows.get("division_id") or rows.get("division")
+            rows = rows.get("entries", rows.get("rows", rows.get("leaderboard")))
+        if rows is not None and not isinstance(rows, list):
+            continue
+        if div is None:
+            div = next((r.division for r in ev.rounds if r.division), "(harvest)")
+        members, msrc = _members(reader, folder)
+        ev.leaderboards.append(Leaderboard(str(div), rd.rel(path), rows, members, msrc))

@@ -1,0 +1,270 @@
+"""The objects every RH5xx check reads, whether they came from a harvest on
+disk or live from an evaluation server: one shape, so both sources give the
+same verdicts (FORMATS.md §4 names the server's fields).
+
+Parsing is forgiving on purpose: servers drift, harvesters differ, and a
+field that is missing is recorded as unknown rather than guessed."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+# coworld src/coworld/upload.py:41; both spellings of cancelled occur.
+DEFAULT_TERMINAL = ("completed", "failed", "canceled", "cancelled")
+COUNTERS = ("pending", "submitted", "running", "completed", "failed")
+MAX_TICKS_KEYS = ("maxTicks", "max_ticks", "maxticks")
+PLAYER_ID_KEYS = ("policy_version_id", "player_id", "policy_ref", "player_name", "policy_name", "name", "id")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """ISO 8601 (what the API writes), an HTTP date, or epoch seconds; always aware, UTC."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, timezone.utc) if math.isfinite(value) else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _score(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            num = float(value)
+        except ValueError:
+            return None
+        return num if math.isfinite(num) else None
+    return None
+
+
+def find_key(obj: Any, keys: tuple[str, ...], depth: int = 4) -> Any:
+    """The first value under any of ``keys``, searching nested dicts breadth-first
+    (maxTicks sits in round_config, a variant, or a game config depending on the server)."""
+    level = [obj]
+    for _ in range(depth):
+        nxt = []
+        for item in level:
+            if not isinstance(item, dict):
+                continue
+            for key in keys:
+                if key in item and item[key] is not None:
+                    return item[key]
+            nxt.extend(v for v in item.values() if isinstance(v, dict))
+        level = nxt
+    return None
+
+
+@dataclass
+class Score:
+    player: str  # an id or name when the server gave one, else the seat index
+    value: float | None
+
+
+def parse_scores(raw: Any) -> list[Score] | None:
+    """Per-player scores from a list of numbers, a list of objects with an id
+    and a ``score``, or a mapping player → score. None when there were none."""
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        if "scores" in raw:
+            return parse_scores(raw["scores"])
+        return [Score(str(k), _score(v)) for k, v in raw.items()]
+    if not isinstance(raw, list):
+        return None
+    out = []
+    for i, item in enumerate(raw):
+        if isinstance(item, dict):
+            who = next((str(item[k]) for k in PLAYER_ID_KEYS if item.get(k) is not None), str(i))
+            out.append(Score(who, _score(item.get("score", item.get("value")))))
+        else:
+            out.append(Score(str(i), _score(item)))
+    return out
+
+
+@dataclass
+class Episode:
+    """One episode request of an experience request (V2EpisodeRequestRow)."""
+
+    name: str
+    source: str  # file (relative to the run dir) or URL it was read from
+    status: str = ""
+    error_type: str | None = None
+    error: str | None = None
+    scores: list[Score] | None = None
+    players: int | None = None
+    logs: list[Any] = field(default_factory=list)  # Paths of game and policy logs (harvest only)
+    has_results: bool | None = None  # results.json present (harvest only; None live)
+    raw: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, name: str, source: str, data: dict) -> "Episode":
+        players = None
+        for key in ("policy_version_ids", "roster", "players", "agents", "policies"):
+            if isinstance(data.get(key), list):
+                players = len(data[key])
+                break
+        if players is None:
+            players = _int(data.get("num_players") or data.get("player_count"))
+        return cls(
+            name=name,
+            source=source,
+            status=str(data.get("status") or "").strip().lower(),
+            error_type=data.get("error_type") if isinstance(data.get("error_type"), str) else None,
+            error=str(data["error"]) if data.get("error") not in (None, "") else None,
+            scores=parse_scores(data.get("scores")),
+            players=players,
+            raw=data,
+        )
+
+
+@dataclass
+class Round:
+    """An experience request (ExperienceRequestRow/Detail) or a league round
+    (RoundPublic): the unit the runbook calls a round."""
+
+    id: str
+    kind: str  # "experience-request" or "round"
+    source: str
+    raw: dict
+    status: str = ""
+    episodes: list[Episode] = field(default_factory=list)
+    server_now: datetime | None = None  # the server's clock when this was read
+    clock_source: str = ""
+    unreadable: str | None = None  # why it could not be used: bad JSON (RH004) or a failed fetch
+    server_failed: bool = False  # unreadable because the server did not answer (infra)
+    preambled: bool = False
+
+    @classmethod
+    def from_json(cls, kind: str, source: str, data: dict, fallback_id: str) -> "Round":
+        return cls(
+            id=str(data.get("id") or fallback_id),
+            kind=kind,
+            source=source,
+            raw=data,
+            status=str(data.get("status") or "").strip().lower(),
+        )
+
+    @classmethod
+    def unreadable_at(cls, kind: str, source: str, fallback_id: str, why: str) -> "Round":
+        return cls(id=fallback_id, kind=kind, source=source, raw={}, unreadable=why)
+
+    # -- what the server said ------------------------------------------------
+    def counter(self, name: str) -> int | None:
+        value = _int(self.raw.get(f"{name}_count"))
+        if value is None and self.episodes:
+            value = sum(1 for ep in self.episodes if ep.status == name)
+        return value
+
+    @property
+    def episode_count(self) -> int | None:
+        """``num`` of the budget formula: the request's own episode count."""
+        for key in ("episode_count", "num_episodes", "num"):
+            value = _int(self.raw.get(key))
+            if value:
+                return value
+        value = _int(find_key(self.raw.get("round_config") or {}, ("episode_count", "num_episodes", "num")))
+        return value or (len(self.episodes) or None)
+
+    @property
+    def max_ticks(self) -> int | None:
+        return _int(find_key(self.raw, MAX_TICKS_KEYS))
+
+    def time(self, name: str) -> datetime | None:
+        return parse_time(self.raw.get(name))
+
+    @property
+    def players(self) -> int | None:
+        for key in ("roster", "policy_version_ids", "players"):
+            if isinstance(self.raw.get(key), list):
+                return len(self.raw[key])
+        return None
+
+    @property
+    def division(self) -> str | None:
+        div = self.raw.get("division") or self.raw.get("division_id")
+        if isinstance(div, dict):
+            div = div.get("id")
+        return str(div) if div not in (None, "") else None
+
+    def errors(self) -> list[tuple[str, str]]:
+        """(where, text) of every error message the server recorded."""
+        out = []
+        if self.raw.get("error"):
+            out.append((self.source, str(self.raw["error"])))
+        for ep in self.episodes:
+            if ep.error:
+                out.append((ep.source, ep.error))
+        return out
+
+    def label(self) -> str:
+        return f"{self.kind} {self.id}"
+
+
+@dataclass
+class Leaderboard:
+    """A division leaderboard (JSON null, [] or rows) and, separately, how many
+    members the division has: the runbook's Branch D says the two differ."""
+
+    division: str
+    source: str
+    rows: list | None  # None: the server answered JSON null
+    members: int | None = None  # None: membership was not read
+    members_source: str = ""
+
+
+@dataclass
+class Evaluation:
+    """Everything read for one target: rounds, leaderboards, the request body
+    and the deployed OpenAPI schema (RH507), client logs, and every file or
+    URL read with its sha256 (for the gate's verdict record)."""
+
+    origin: str  # a harvest path or a server URL
+    rounds: list[Round] = field(default_factory=list)
+    leaderboards: list[Leaderboard] = field(default_factory=list)
+    body: Any = None
+    body_source: str = ""
+    openapi: dict | None = None
+    openapi_source: str = ""
+    client_logs: list[Any] = field(default_factory=list)
+    json_problems: list["JsonProblem"] = field(default_factory=list)
+    fetch_error: str | None = None  # the source could not be read at all
+    read: dict[str, str] = field(default_factory=dict)  # source → sha256
+
+
+@dataclass
+class JsonProblem:
+    """An output meant to be JSON that is not: RH004's evidence."""
+
+    source: str
+    line: int | None
+    text: str
+    preamble: bool  # tool chatter before the JSON (recovered), or just broken
+    message: str

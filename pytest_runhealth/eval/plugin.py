@@ -1,0 +1,232 @@
+"""The evaluation sub-plugin: ``--eval-server``/``--eval-request`` (a live
+target that runs the same RH5xx checks as a harvest on disk), the
+``eval_server`` and ``promotion_gate`` fixtures, and ``--runhealth-gate``
+(every not-evaluable finding blocks; the verdict record is written beside
+the JSON report)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..rundir import RunDir
+from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
+
+SETTINGS = pytest.StashKey[EvalSettings]()
+GATE_ON = pytest.StashKey[bool]()
+GATE_RESULT = pytest.StashKey[dict]()
+GATE_MARK = "runhealth_gate"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("runhealth")
+    group.addoption("--eval-server", dest="runhealth_eval_server", metavar="URL",
+                    help="evaluation server to read experience requests, rounds and leaderboards from")
+    group.addoption("--eval-request", dest="runhealth_eval_requests", action="append", default=[], metavar="ID",
+                    help="experience request to check live (repeatable; 'round:ID' for a league round)")
+    group.addoption("--eval-body", dest="runhealth_eval_body", metavar="FILE",
+                    help="a request body to validate against the server's /openapi.json (RH507)")
+    group.addoption("--runhealth-gate", dest="runhealth_gate", action="store_true", default=False,
+                    help="promotion gate: RH508 runs, and every not-evaluable finding blocks")
+    parser.addini("runhealth_eval_server", "evaluation server URL", default="")
+    parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
+    parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
+    parser.addini("runhealth_gate", "run as a promotion gate", type="bool", default=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{GATE_MARK}: this test is a promotion gate (turns on --runhealth-gate)")
+
+
+def gate_mode(config: pytest.Config | None) -> bool:
+    if config is None:
+        return False
+    return bool(config.getoption("runhealth_gate", False) or config.getini("runhealth_gate") or config.stash.get(GATE_ON, False))
+
+
+def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
+    from ..plugin import STATE
+
+    state = config.stash.get(STATE, None) if config is not None else None
+    return validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate")
+
+
+# -- targets -------------------------------------------------------------------
+class LiveEvaluation(RunDir):
+    """A run-dir-like target whose evaluation comes from the server.
+
+    It stands on an empty scratch folder (not a run dir: nothing of the user's
+    is written), so every other check sees what an empty folder shows."""
+
+    def __init__(self, settings: EvalSettings) -> None:
+        self._scratch = tempfile.mkdtemp(prefix="runhealth-eval-")
+        super().__init__(Path(self._scratch), "+".join(settings.requests))
+        self.settings = settings
+
+    @property
+    def layouts(self) -> tuple[str, ...]:
+        return ("harvest", "generic")
+
+    def load_evaluation(self):
+        from .client import EvalClient
+        from .live import fetch_evaluation
+        from .model import Evaluation
+
+        try:
+            client = EvalClient(self.settings)
+        except Exception as exc:  # a bad URL is a finding, not a crash
+            return Evaluation(origin=str(self.settings.server), fetch_error=f"{type(exc).__name__}: {exc}")
+        with client:
+            return fetch_evaluation(client, self.settings.requests, self.settings.body_path)
+
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def pytest_runhealth_targets(config: pytest.Config, settings) -> list[RunDir]:
+    try:
+        eval_settings = resolve(config, settings.section("eval"))
+        validate(settings.section("gate"), GATE_SCHEMA, "gate")
+    except EvalSettingsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SETTINGS] = eval_settings
+    if eval_settings.requests and not eval_settings.server:
+        raise pytest.UsageError("--eval-request needs --eval-server URL (or ini runhealth_eval_server)")
+    if eval_settings.server and eval_settings.requests:
+        return [LiveEvaluation(eval_settings)]
+    return []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from ..plugin import STATE
+
+    state = config.stash.get(STATE, None)
+    for rd in state.run_dirs if state else []:
+        if isinstance(rd, LiveEvaluation):
+            rd.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(item.get_closest_marker(GATE_MARK) for item in items):
+        config.stash[GATE_ON] = True
+
+
+# -- fixtures ------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def eval_server(pytestconfig: pytest.Config):
+    """An :class:`~pytest_runhealth.eval.client.EvalClient` on ``--eval-server``:
+    ``eval_server.get("experience_request", id="xr-1").data``. Retries only the
+    transient statuses, with timeouts and a response-size cap."""
+    settings = pytestconfig.stash.get(SETTINGS, None)
+    if settings is None or not settings.server:
+        pytest.skip("no --eval-server given (or ini runhealth_eval_server)")
+    from .client import EvalClient
+
+    with EvalClient(settings) as client:
+        yield client
+
+
+@pytest.fixture
+def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
+    """The gate's decision for the run dir (``.passed``, ``.missing()``,
+    ``.counted``, ``.excluded``); ``.require()`` fails the test with what is
+    missing. Marking the test ``@pytest.mark.runhealth_gate`` turns gate mode on."""
+    return decision_for(run_dir, request.config)
+
+
+def decision_for(run_dir: RunDir, config: pytest.Config | None):
+    from ..plugin import STATE
+    from . import evaluation_of, terminal_statuses
+    from .gate import decide
+
+    state = config.stash.get(STATE, None) if config is not None else None
+    k = 3
+    if state is not None:
+        spec = state.registry.get("RH508")
+        if spec is not None:
+            k = int(state.settings.thresholds_for(spec).get("min_rounds") or 3)
+    gate = gate_settings(config)
+    return decide(evaluation_of(run_dir), terminal_statuses(config), k, gate.get("candidate"),
+                  gate.get("claim", "wins"), run_dir.log_tail)
+
+
+# -- the gate at the end of the session ----------------------------------------
+def _blockers(results: list[dict]) -> list[dict]:
+    out = []
+    for r in results:
+        if r["outcome"] in ("failed", "error") and (r.get("verdict") == "not-evaluable" or r["check"] == "RH508"):
+            out.append({"check": r["check"], "run": r["run"], "verdict": r.get("verdict"), "cause": r.get("cause"),
+                        "summary": (r.get("summary") or "").splitlines()[0] if r.get("summary") else ""})
+    if not any(r["check"] == "RH508" and r["outcome"] == "passed" for r in results):
+        out.append({"check": "RH508", "run": None, "verdict": "not-evaluable", "cause": "insufficient-evidence",
+                    "summary": "the promotion gate check did not pass in this session (deselected, skipped or failed)"})
+    return out
+
+
+def _check_versions(results: list[dict], registry) -> list[dict[str, str]]:
+    from importlib import metadata
+
+    from .. import __version__
+
+    out = []
+    for cid in sorted({r["check"] for r in results if r.get("check")}):
+        spec = registry.get(cid)
+        owner = spec.owner if spec else "unknown"
+        version = __version__ if owner.startswith("pytest_runhealth") else "unknown"
+        if version == "unknown":
+            try:
+                version = metadata.version(owner.split(".")[0].split(" ")[0])
+            except (metadata.PackageNotFoundError, ValueError):
+                pass
+        out.append({"id": cid, "slug": spec.slug if spec else "", "owner": owner, "version": version})
+    return out
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    from ..plugin import STATE
+
+    state = config.stash.get(STATE, None)
+    if state is None or hasattr(config, "workerinput") or not gate_mode(config):
+        return
+    from .. import __version__
+    from ..report import write_json
+    from .gate import record_path, verdict_record
+
+    results = list(state.collector.results.values())
+    blockers = _blockers(results)
+    decisions = {}
+    for rd in state.run_dirs:
+        if "harvest" in rd.layouts:
+            from . import evaluation_of
+
+            decisions[rd.name] = (decision_for(rd, config), evaluation_of(rd))
+    record = verdict_record(decisions, blockers, __version__, _check_versions(results, state.registry))
+    config.stash[GATE_RESULT] = record
+    out = config.getoption("runhealth_report") or config.getini("runhealth_report")
+    if out:
+        path = record_path(Path(out))
+        write_json(path, record)
+        record["path"] = str(path)
+    if record["decision"] != "promote" and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    record = config.stash.get(GATE_RESULT, None)
+    if record is None:
+        return
+    terminalreporter.write_sep("-", "promotion gate")
+    if record["decision"] == "promote":
+        terminalreporter.write_line("PROMOTE: every target has the evidence the gate asks for")
+    else:
+        terminalreporter.write_line(f"BLOCKED by {len(record['blockers'])} finding(s):")
+        for b in record["blockers"]:
+            terminalreporter.write_line(f"  {b['check']} [{b['run']}] {b['verdict']}: {b['summary']}")
+    if record.get("path"):
+        terminalreporter.write_line(f"verdict record: {record['path']}")

@@ -1,0 +1,106 @@
+"""How to reach the evaluation server: command line, then ini, then the
+``eval:`` section of runhealth.yaml, then defaults. Routes and the terminal
+status set are settings, not constants, because servers drift."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import DEFAULT_TERMINAL
+
+# coworld src/coworld/api_client.py@7c3d8f05 (FORMATS.md §4). The memberships
+# route is not in the pinned client; it is this plugin's best guess, so it is
+# optional (a missing route only leaves the member count unknown).
+DEFAULT_ROUTES: dict[str, str] = {
+    "experience_request": "/v2/experience-requests/{id}",
+    "experience_request_episodes": "/v2/experience-requests/{id}/episodes",
+    "round": "/v2/rounds/{id}",
+    "leaderboard": "/v2/divisions/{id}/leaderboard",
+    "memberships": "/v2/divisions/{id}/memberships",
+    "openapi": "/openapi.json",
+    "submit": "/v2/experience-requests",
+}
+# The runbook's transient statuses: retried, with a bound.
+TRANSIENT = frozenset({404, 425, 429, 500, 502, 503, 504})
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "server": {"type": "string"},
+        "requests": {"type": "array", "items": {"type": "string"}},
+        "token_env": {"type": "string"},
+        "routes": {"type": "object", "additionalProperties": {"type": "string"},
+                   "propertyNames": {"enum": sorted(DEFAULT_ROUTES)}},
+        "terminal_statuses": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "connect_timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "read_timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "retries": {"type": "integer", "minimum": 0, "maximum": 20},
+        "retry_backoff_s": {"type": "number", "minimum": 0},
+        "max_response_bytes": {"type": "integer", "minimum": 1024},
+    },
+}
+
+GATE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "candidate": {"type": ["string", "integer"]},
+        "claim": {"enum": ["wins", "loses"]},
+    },
+}
+
+
+class EvalSettingsError(Exception):
+    pass
+
+
+@dataclass
+class EvalSettings:
+    server: str | None = None
+    requests: list[str] = field(default_factory=list)
+    token_env: str = "RUNHEALTH_EVAL_TOKEN"
+    routes: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ROUTES))
+    terminal_statuses: tuple[str, ...] = DEFAULT_TERMINAL
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 30.0
+    retries: int = 4
+    retry_backoff_s: float = 1.0
+    max_response_bytes: int = 16 << 20
+    body_path: str | None = None
+
+    @property
+    def token(self) -> str | None:
+        return os.environ.get(self.token_env) or None
+
+
+def validate(section: Any, schema: dict, name: str) -> dict:
+    import jsonschema
+
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(section or {}), key=lambda e: list(e.path))
+    if errors:
+        lines = [f"{name}.{'.'.join(map(str, e.absolute_path)) or '(section)'}: {e.message}" for e in errors[:10]]
+        raise EvalSettingsError("runhealth config is invalid:\n  " + "\n  ".join(lines))
+    return dict(section or {})
+
+
+def resolve(config, yaml_section: Any) -> EvalSettings:
+    """Settings for this session; CLI beats ini beats runhealth.yaml."""
+    data = validate(yaml_section, SCHEMA, "eval")
+    s = EvalSettings()
+    for key in ("token_env", "connect_timeout_s", "read_timeout_s", "retries", "retry_backoff_s", "max_response_bytes"):
+        if key in data:
+            setattr(s, key, data[key])
+    s.routes.update(data.get("routes") or {})
+    if "terminal_statuses" in data:
+        s.terminal_statuses = tuple(x.strip().lower() for x in data["terminal_statuses"])
+    s.server = config.getoption("runhealth_eval_server") or config.getini("runhealth_eval_server") or data.get("server") or None
+    s.requests = list(config.getoption("runhealth_eval_requests") or []) or list(config.getini("runhealth_eval_requests") or []) \
+        or list(data.get("requests") or [])
+    s.token_env = config.getini("runhealth_eval_token_env") or s.token_env
+    s.body_path = config.getoption("runhealth_eval_body") or None
+    if s.server:
+        s.server = s.server.rstrip("/")
+    return s
