@@ -1,0 +1,125 @@
+"""The HTML page as a browser sees it: headless Chromium (Debian's
+``chromium``, installed by .ci/run) renders it, and Chromium's own network
+log proves the page fetches nothing. (A recording proxy would also see the
+browser's background chatter to Google services; the net log tells the two
+apart, because only the page's requests have the page as their initiator.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from test_reports import COLLAPSE_CHECK, make_sweep
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run installs it)"
+)
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-default-apps")
+
+
+def chromium(page: Path, profile: Path, *extra: str) -> str:
+    proc = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *extra, "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=90,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+class DomCount(HTMLParser):
+    """Rows, plotted series and visible text of the DOM Chromium built."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[str] = []
+        self.series: list[tuple[str, str | None]] = []
+        self.text: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "tr" and "run" in (a.get("class") or "").split():
+            self.rows.append(a.get("data-run"))
+        if tag == "svg" and a.get("data-series"):
+            self.series.append((a["data-series"], a.get("data-run")))
+        if tag in ("style", "title"):
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("style", "title"):
+            self._skip -= 1
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.text.append(data)
+
+
+@pytest.fixture
+def page(tmp_path, pytester, run_health) -> Path:
+    sweep = make_sweep(tmp_path / "session-42", 4)
+    pytester.makeconftest(COLLAPSE_CHECK)
+    out = tmp_path / "report" / "page.html"
+    run_health(sweep, args=("-k", "RPT101 or RH001", "--runhealth-html", str(out)))
+    return out
+
+
+def test_page_names_no_external_resource(page):
+    """Without a browser: nothing in the markup could make one fetch."""
+    html = page.read_text()
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    urls = re.findall(r'\b(?:src|href|xlink:href|action|poster|data)\s*=\s*"([^"]*)"', html)
+    assert all(u.startswith(("data:", "#")) for u in urls), urls
+    assert "@import" not in html and "url(" not in html and "<script" not in html
+
+
+@needs_chromium
+def test_chromium_renders_a_row_per_run_a_plot_per_series_and_the_failure(page, tmp_path):
+    dom = DomCount()
+    dom.feed(chromium(page, tmp_path / "profile"))
+    assert dom.rows == ["baseline-000-s0", "cur-000-s0", "cur-001-s0", "cur-002-s0"]
+    per_run = {s for s in dom.series if s[1] is not None}
+    assert per_run == {(kind, run) for kind in ("step-time", "loss") for run in dom.rows}
+    assert [s for s, run in dom.series if run is None] == ["steps-per-run", "duration-per-run"]
+    text = " ".join(" ".join(dom.text).split())
+    assert "RPT101 short-run" in text and "cause: vram-leak-step-collapse" in text
+    assert "cur-002-s0 stopped at 3 steps after 1802.0 s" in text
+    assert "fix: unload the judge model after scoring" in text
+
+
+def page_requests(page: Path, tmp: Path) -> list[str]:
+    """URLs the page itself asked for, read from Chromium's net log
+    (``URL_REQUEST_START_JOB`` events whose initiator is the page)."""
+    netlog = tmp / "netlog.json"
+    chromium(page, tmp / "profile", f"--log-net-log={netlog}")
+    log = json.loads(netlog.read_text())
+    start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    urls = []
+    for event in log["events"]:
+        params = event.get("params") or {}
+        if event["type"] == start_job and "url" in params and params.get("initiator") != "not an origin":
+            if not params["url"].startswith(("file:", "data:")):
+                urls.append(params["url"])
+    return urls
+
+
+@needs_chromium
+def test_chromium_fetches_nothing_while_rendering_the_page(page, tmp_path):
+    (tmp_path / "a").mkdir()
+    assert page_requests(page, tmp_path / "a") == []
+
+
+@needs_chromium
+def test_the_fetch_probe_sees_a_page_that_does_fetch(tmp_path):
+    leaky = tmp_path / "leaky.html"
+    leaky.write_text('<html><head><link rel="stylesheet" href="https://fonts.runhealth.invalid/f.css"></head>'
+                     '<body><img src="http://runhealth.invalid/plot.png"></body></html>')
+    assert sorted(page_requests(leaky, tmp_path)) == [
+        "http://runhealth.invalid/plot.png", "https://fonts.runhealth.invalid/f.css"]

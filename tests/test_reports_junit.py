@@ -1,0 +1,54 @@
+"""JUnit XML: every health result carries its check (and run, slug) as
+``<properties>``; judged ones add verdict and cause, skipped ones the reason,
+so CI systems that read JUnit can group and chart by check."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from test_reports import COLLAPSE_CHECK, make_sweep
+
+
+def properties(xml_path) -> dict[str, dict[str, str]]:
+    root = ET.parse(xml_path).getroot()
+    out = {}
+    for case in root.iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        outcome = "failed" if case.find("failure") is not None else "skipped" if case.find("skipped") is not None else "passed"
+        name = re.sub(r"@[^\]]*$", "", case.get("name"))  # xdist loadgroup suffix
+        out[name] = {**props, "_outcome": outcome}
+    return out
+
+
+@pytest.mark.parametrize("family", ["xunit2", "xunit1"])
+def test_properties_on_failed_passed_and_skipped_items(tmp_path, pytester, run_health, family):
+    sweep = make_sweep(tmp_path / "s")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    pytester.makeconftest(COLLAPSE_CHECK)
+    xml = pytester.path / "junit.xml"
+    run_health(sweep, plain, args=("-k", "RPT101 or RH001", "--junitxml", str(xml), "-o", f"junit_family={family}"))
+    cases = properties(xml)
+    failed = cases["RPT101-short-run[s/cur-000-s0]"]
+    assert failed["_outcome"] == "failed"
+    assert (failed["check"], failed["verdict"], failed["cause"]) == ("RPT101", "infra", "vram-leak-step-collapse")
+    assert (failed["slug"], failed["run"]) == ("short-run", "cur-000-s0")
+    passed = cases["RPT101-short-run[s/baseline-000-s0]"]
+    assert passed["_outcome"] == "passed" and passed["verdict"] == "healthy" and "cause" not in passed
+    skipped = cases["RH001-ledger-readable[plain]"]
+    assert skipped["_outcome"] == "skipped" and skipped["check"] == "RH001"
+    assert "is not a sweep session" in skipped["skip_reason"]
+    assert "verdict" not in skipped  # a skip is not a verdict
+
+
+def test_properties_survive_xdist(tmp_path, pytester, run_health):
+    sweep = make_sweep(tmp_path / "s")
+    pytester.makeconftest(COLLAPSE_CHECK)
+    xml = pytester.path / "junit.xml"
+    run_health(sweep, args=("-k", "RPT101", "--junitxml", str(xml), "-p", "xdist", "-n", "2"))
+    cases = properties(xml)
+    assert cases["RPT101-short-run[cur-001-s0]"]["cause"] == "vram-leak-step-collapse"
+    assert cases["RPT101-short-run[baseline-000-s0]"]["verdict"] == "healthy"
