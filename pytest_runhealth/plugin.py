@@ -47,7 +47,7 @@ FINDING = pytest.StashKey[Finding]()
 # cheap to import.
 SUBPLUGINS: tuple[str, ...] = ("pytest_runhealth.live.fixtures", "pytest_runhealth.prelaunch", "pytest_runhealth.reports.plugin",
                                "pytest_runhealth.rules", "pytest_runhealth.severity", "pytest_runhealth.waivers",
-                               "pytest_runhealth.eval.plugin")
+                               "pytest_runhealth.eval.plugin", "pytest_runhealth.status")
 
 
 # -- options -------------------------------------------------------------------
@@ -119,8 +119,13 @@ def config_path(config: pytest.Config) -> Path | None:
     given = config.getoption("runhealth_config") or config.getini("runhealth_config")
     if given:
         return Path(given)
-    default = config.rootpath / "runhealth.yaml"
-    return default if default.is_file() else None
+    # The invocation dir first: pytest reads ``--run-dir /elsewhere`` as a path
+    # when it picks the rootdir, so rootdir can be an ancestor of both.
+    for folder in dict.fromkeys((config.invocation_params.dir, config.rootpath)):
+        default = Path(folder) / "runhealth.yaml"
+        if default.is_file():
+            return default
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -21,6 +21,7 @@ cached tail of the file (:meth:`RunDir.log_tail`)."""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from .finding import VERDICTS
 from .logscan import CHUNK, MAX_PENDING
 from .registry import PHASES, SCOPES, SEVERITIES, RegistryError, check
 from .safeio import describe_error, open_readonly
+from .severity import level_name
 
 ID_PATTERN = r"^[A-Z][A-Z0-9]{0,9}?\d{3,4}$"
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
@@ -133,8 +135,8 @@ def _schema_problems(raw: Any, index: int) -> list[str]:
         if err.validator == "additionalProperties":
             extra = sorted(set(err.instance) - set(RULE_SCHEMA["properties"]))
             for key in extra:
-                close = fnmatch.filter(RULE_SCHEMA["properties"], f"{key[:2]}*")
-                hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+                close = difflib.get_close_matches(str(key), list(RULE_SCHEMA["properties"]), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
                 out.append(f"{who}: field '{key}': unknown key{hint}; known: {', '.join(RULE_SCHEMA['properties'])}")
         elif err.validator == "required":
             missing = [k for k in err.validator_value if k not in err.instance]
@@ -173,6 +175,8 @@ def parse_rules(raw_rules: Any, source: str = "runhealth.yaml") -> list[Rule]:
     seen: dict[str, int] = {}
     for index, raw in enumerate(raw_rules):
         who = _name(raw, index)
+        if isinstance(raw, dict) and raw.get("severity") is False:
+            raw = {**raw, "severity": level_name(False)}
         found = _schema_problems(raw, index)
         if not found:
             both = "literal" in raw and "regex" in raw

@@ -33,6 +33,11 @@ class RunHealthWarning(pytest.PytestWarning):
     """A failing check whose severity is ``warn`` (observe mode)."""
 
 
+def level_name(value: Any) -> Any:
+    """YAML 1.1 reads a bare ``off`` as False; that is what the user meant."""
+    return "off" if value is False else value
+
+
 def problems(section: Any, registry) -> list[str]:
     """Everything wrong with the ``severity:`` section: values outside
     error/warn/off, and keys that name no check, ID prefix or family."""
@@ -44,7 +49,7 @@ def problems(section: Any, registry) -> list[str]:
     families = sorted({s.family for s in specs})
     out = []
     for key, level in section.items():
-        key = str(key)
+        key, level = str(key), level_name(level)
         if level not in SEVERITIES:
             out.append(f"severity.{key}: {level!r} is not one of {', '.join(SEVERITIES)}")
         if not (key in families or any(s.id.startswith(key) for s in specs)):
@@ -69,7 +74,7 @@ class Policy:
     def __init__(self, settings) -> None:
         from . import waivers
 
-        self.levels: dict[str, str] = {str(k): v for k, v in (settings.section("severity") or {}).items()}
+        self.levels: dict[str, str] = {str(k): level_name(v) for k, v in (settings.section("severity") or {}).items()}
         self.waivers = waivers.parse(settings.section("waivers"))
 
     def level(self, spec) -> str:
