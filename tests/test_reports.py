@@ -145,13 +145,19 @@ def test_bad_input_still_gives_a_page(tmp_path, pytester, run_health):
     assert table_rows((out / "summary.md").read_text())[2][1].startswith("RH001")
 
 
-def test_same_page_under_xdist(tmp_path, pytester, run_health):
+def test_same_page_and_properties_under_xdist(tmp_path, pytester, run_health):
+    from test_reports_junit import properties
+
     sweep = make_sweep(tmp_path / "s")
-    res, out = run_reports(pytester, run_health, sweep, extra=("-p", "xdist", "-n", "2"))
+    xml = pytester.path / "junit.xml"
+    res, out = run_reports(pytester, run_health, sweep, extra=("-p", "xdist", "-n", "2", "--junitxml", str(xml)))
     page = (out / "page.html").read_text()
     assert page.count('<tr class="run') == 3
-    assert re.findall(r'data-series="step-time"', page).__len__() == 3  # scans re-read on the controller
+    assert page.count('data-series="step-time"') == 3  # the controller re-read the logs
     assert "vram-leak-step-collapse" in page
+    cases = properties(xml)
+    assert cases["RPT101-short-run[cur-001-s0]"]["cause"] == "vram-leak-step-collapse"
+    assert cases["RPT101-short-run[baseline-000-s0]"]["verdict"] == "healthy"
 
 
 def test_several_run_dirs_get_a_section_each(tmp_path, pytester, run_health):

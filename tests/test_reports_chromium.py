@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -62,12 +63,19 @@ class DomCount(HTMLParser):
             self.text.append(data)
 
 
-@pytest.fixture
-def page(tmp_path, pytester, run_health) -> Path:
-    sweep = make_sweep(tmp_path / "session-42", 4)
-    pytester.makeconftest(COLLAPSE_CHECK)
-    out = tmp_path / "report" / "page.html"
-    run_health(sweep, args=("-k", "RPT101 or RH001", "--runhealth-html", str(out)))
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Path:
+    """One page for the module, made by the plugin in a real pytest process."""
+    work = tmp_path_factory.mktemp("page")
+    sweep = make_sweep(work / "session-42", 4)
+    (work / "conftest.py").write_text(COLLAPSE_CHECK)
+    out = work / "report" / "page.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio", "--run-dir", str(sweep),
+         "-k", "RPT101 or RH001", "--runhealth-html", str(out)],
+        cwd=work, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1 and out.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-import pytest
-
 from test_reports import COLLAPSE_CHECK, make_sweep
 
 
@@ -23,14 +21,13 @@ def properties(xml_path) -> dict[str, dict[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("family", ["xunit2", "xunit1"])
-def test_properties_on_failed_passed_and_skipped_items(tmp_path, pytester, run_health, family):
+def test_properties_on_failed_passed_and_skipped_items(tmp_path, pytester, run_health):
     sweep = make_sweep(tmp_path / "s")
     plain = tmp_path / "plain"
     plain.mkdir()
     pytester.makeconftest(COLLAPSE_CHECK)
     xml = pytester.path / "junit.xml"
-    run_health(sweep, plain, args=("-k", "RPT101 or RH001", "--junitxml", str(xml), "-o", f"junit_family={family}"))
+    run_health(sweep, plain, args=("-k", "RPT101 or RH001", "--junitxml", str(xml)))
     cases = properties(xml)
     failed = cases["RPT101-short-run[s/cur-000-s0]"]
     assert failed["_outcome"] == "failed"
@@ -44,11 +41,4 @@ def test_properties_on_failed_passed_and_skipped_items(tmp_path, pytester, run_h
     assert "verdict" not in skipped  # a skip is not a verdict
 
 
-def test_properties_survive_xdist(tmp_path, pytester, run_health):
-    sweep = make_sweep(tmp_path / "s")
-    pytester.makeconftest(COLLAPSE_CHECK)
-    xml = pytester.path / "junit.xml"
-    run_health(sweep, args=("-k", "RPT101", "--junitxml", str(xml), "-p", "xdist", "-n", "2"))
-    cases = properties(xml)
-    assert cases["RPT101-short-run[cur-001-s0]"]["cause"] == "vram-leak-step-collapse"
-    assert cases["RPT101-short-run[baseline-000-s0]"]["verdict"] == "healthy"
+# Under xdist: tests/test_reports.py::test_same_page_and_properties_under_xdist.
