@@ -41,3 +41,15 @@ def pytest_runhealth_finding(finding, item):
             if not finding.passed:
                 print("run-health:", finding.check, finding.run, finding.cause)
     """
+
+
+def pytest_runhealth_examples(config):
+    """Return folders of examples for ``pytest --runhealth-selftest``: run
+    dirs, each with a sibling ``<name>.expect.yaml`` naming the checks that
+    must fail on it (with their cause) and those that must pass::
+
+        from pathlib import Path
+
+        def pytest_runhealth_examples(config):
+            return [Path(__file__).parent / "examples"]
+    """

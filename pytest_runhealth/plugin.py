@@ -47,6 +47,7 @@ FINDING = pytest.StashKey[Finding]()
 # cheap to import.
 SUBPLUGINS: tuple[str, ...] = ("pytest_runhealth.live.fixtures", "pytest_runhealth.prelaunch", "pytest_runhealth.reports.plugin",
                                "pytest_runhealth.rules", "pytest_runhealth.severity", "pytest_runhealth.waivers",
+                               "pytest_runhealth.catalogue", "pytest_runhealth.selftest",
                                "pytest_runhealth.eval.plugin", "pytest_runhealth.status")
 
 
