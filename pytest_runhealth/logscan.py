@@ -138,8 +138,13 @@ class LogTail:
     complete: bool  # the tail covers the whole file
 
 
+# Terminal control sequences (colour, cursor moves, Rich's line erase): not text.
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
 def _decode(segment: bytes) -> str:
-    return segment.decode("utf-8", "replace").replace("\x00", "\\0")
+    text = segment.decode("utf-8", "replace").replace("\x00", "\\0")
+    return ANSI.sub("", text) if "\x1b" in text else text
 
 
 def _num(raw: bytes) -> float | None:

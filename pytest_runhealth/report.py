@@ -19,6 +19,9 @@ class ResultCollector:
     def __init__(self) -> None:
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.results: dict[str, dict[str, Any]] = {}
+        # Per-run status blocks ({run: {...}}), filled by status.py; the
+        # report carries a top-level "status" only when there is one.
+        self.status: dict[str, dict[str, Any]] = {}
 
     def pytest_runtest_logreport(self, report) -> None:
         self.add(report)
@@ -80,6 +83,7 @@ class ResultCollector:
             "run_dirs": run_dirs,
             "results": results,
             "summary": self.summary(),
+            **({"status": self.status} if self.status else {}),
         }
 
 

@@ -10,6 +10,12 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# In-process inner sessions (pytester.runpytest) restore sys.modules after each
+# run, and numpy's C extension refuses a second import in one process: load it
+# (and the protobuf modules the event-file reader uses) once, out here.
+import numpy  # noqa: E402,F401
+import tensorboard.compat.proto.event_pb2  # noqa: E402,F401
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 

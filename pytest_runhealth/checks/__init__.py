@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("evidence", "links", "sweep", "prelaunch", "eval", "gpu", "lmstudio", "process", "orchestrator")
+MODULES = ("evidence", "links", "sweep", "prelaunch", "eval", "gpu", "lmstudio", "process", "orchestrator", "trainer")
 
 
 def builtin_modules():

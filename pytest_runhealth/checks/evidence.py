@@ -57,3 +57,105 @@ def ledger_readable(ctx):
         summary,
         [ctx.evidence(path, p.line or None, p.text or p.message) for p in shown],
     )
+
+
+@check(
+    "RH002",
+    "log-has-step-lines",
+    needs=["logs"],
+    phases=["live", "postmortem"],
+    verdicts=["not-evaluable"],
+    detects="A trainer log shows that training began (LTX-2's `Starting training`, kohya's `running "
+    "training`, a progress bar) but fewer than two distinct steps can be read from it: the progress went "
+    "to carriage-return redraws (Rich) or to a terminal, and no newline-terminated step or loss line "
+    "reached the file. A log whose tqdm redraws carry step and loss, or that has step lines beside its "
+    "bars, passes.",
+    why="Without step lines nothing downstream can judge the run: no loss trend, no ETA, no stall "
+    "detection; the runbook's monitor falls back to polling nvidia-smi.",
+    example="logs/train.log:41 🚀 Starting training... (then 212 carriage-return redraws, no step line)",
+    fix="LTX-2: pass --disable-progress-bars to scripts/train.py whenever stdout goes to a file (step/loss "
+    "lines every 20 steps). Other trainers: log step and loss with the logging module, or send stderr (the "
+    "bar) to its own file (2> bar.log) so stdout stays line-based.",
+)
+def log_has_step_lines(ctx):
+    from ..status import training_points
+
+    log = ctx.run.main_log
+    scan = ctx.run_dir.log_scan(log)
+    if scan.error:
+        ctx.skip(f"cannot read {ctx.run_dir.rel(log)}: {scan.error}")
+    points = training_points(scan)
+    distinct = len({p.step for p in points})
+    source = points[-1].source if points else None
+    if distinct >= 2:
+        how = "newline step lines" if scan.newline_step_lines else f"{source} progress redraws"
+        return f"{distinct} steps read from {how} in {ctx.run_dir.rel(log)}"
+    began = scan.started_line is not None or scan.redraws > 0 or bool(scan.steps)
+    if not began:
+        return f"{ctx.run_dir.rel(log)} shows no sign that training began; nothing to parse yet"
+    rel = ctx.run_dir.rel(log)
+    evidence = []
+    tail = ctx.run_dir.log_tail(log)
+    if scan.started_line is not None:
+        text = next((tl.text for tl in tail.lines if tl.line == scan.started_line), "training started")
+        evidence.append(ctx.evidence(log, scan.started_line, text))
+    if tail.lines:
+        evidence.append(ctx.evidence(log, tail.lines[-1].line, tail.lines[-1].text))
+    what = (f"{scan.redraws} carriage-return redraws and no newline-terminated step line"
+            if scan.redraws else "no step or loss line after training began")
+    summary = (f"{rel} holds {what}: {distinct} distinct step(s) could be read, so loss, ETA and stalls "
+               f"cannot be judged from it")
+    return ctx.fail("not-evaluable", "progress-bar-only-log", summary, evidence)
+
+
+@check(
+    "RH005",
+    "tfevents-readable",
+    needs=["tfevents"],
+    phases=["live", "postmortem", "gate"],
+    verdicts=["not-evaluable"],
+    detects="Event files are cut mid-record, fail a CRC (length or data), hold a record that is not an "
+    "Event, or hold no scalar at all (`empty-tfevents`) once the run has ended. Every record is CRC-checked "
+    "and a damaged one is reported by number and byte offset instead of silently dropping the rest of the "
+    "file, as tbparse and EventAccumulator do. A header-only file of a run still early in its first epoch "
+    "is expected; LTX-2 workspaces, which log to W&B only, have no event files and are skipped.",
+    why="A sweep scores runs from their event files: a truncated or corrupt file silently loses the end "
+    "of the loss curve, and an empty one means the trainer died before logging (see RH201/RH102).",
+    example="logs/20260222091811/network_train/events.out.tfevents.1771751898.host.10786.0: record 6691 at "
+    "byte 341148: data CRC mismatch",
+    fix="corrupt-tfevents: re-copy the file if it was transferred, or keep the records before the damage "
+    "(they were read); empty-tfevents: read the run's log for why it died before its first logged step.",
+)
+def tfevents_readable(ctx):
+    from ..status import facts
+    from ..tfevents import read_event_file
+
+    run = ctx.run
+    reads = [ctx.run_dir.cached(("tfevents", p), lambda p=p: read_event_file(p)) for p in run.event_files]
+    damaged = [r for r in reads if r.damaged or r.error]
+    if damaged:
+        evidence, lines = [], []
+        for r in damaged[:6]:
+            if r.error:
+                lines.append(f"{ctx.run_dir.rel(r.path)}: cannot read ({r.error})")
+                evidence.append(ctx.evidence(r.path, None, f"cannot read: {r.error}"))
+                continue
+            lines.append(f"{ctx.run_dir.rel(r.path)}: {r.problem_count} damaged record(s) of {r.records}; "
+                         f"{r.scalar_count} scalars read")
+            evidence += [ctx.evidence(r.path, None, p.describe()) for p in r.problems[:4]]
+        return ctx.fail("not-evaluable", "corrupt-tfevents",
+                        "event files are damaged (records before and between the damage were read):\n" + "\n".join(lines),
+                        evidence)
+    scalars = sum(r.scalar_count for r in reads)
+    if scalars:
+        return f"{len(reads)} event file(s), {scalars} scalars, every record CRC-checked"
+    f = facts(run)
+    if not f.ended:
+        where = f"step {f.last.step}" + (f"/{f.total}" if f.total else "") if f.last else "before its first step"
+        return (f"no scalar yet in {len(reads)} event file(s) ({sum(r.records for r in reads)} record(s)); the run has not "
+                f"ended ({where}), and trainers may write scalars late (kohya logs per step, rf-detr per epoch)")
+    why = f"the run has ended ({f.state}" + (f": {f.fatal.cause}" if f.fatal else "") + ")"
+    return ctx.fail("not-evaluable", "empty-tfevents",
+                    f"{len(reads)} event file(s) hold no scalar at all and {why}: the trainer never logged a step",
+                    [ctx.evidence(r.path, None, f"{r.records} record(s), {r.size} bytes, file_version {r.file_version}")
+                     for r in reads[:4]])

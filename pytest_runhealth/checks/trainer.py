@@ -1,0 +1,329 @@
+"""RH2xx: trainer runs, checkpoints and loss (issue 3; the LTX-2 launch and
+monitor runbook, kohya's and LTX-2's real output formats).
+
+Every check here reads the run through the shared readers: one log scan and
+one tail per log (logscan), one CRC-checked pass per event file (tfevents),
+one header read per checkpoint (checkpoints), and the run's facts (status)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..checkpoints import check_safetensors, find_checkpoints, latest
+from ..registry import check
+from ..status import facts
+from ..tfevents import is_loss_tag, read_event_file
+
+SUMMARY_NAME = "run-summary.md"
+
+
+def _tfevents(ctx, path: Path):
+    return ctx.run_dir.cached(("tfevents", path), lambda: read_event_file(path))
+
+
+# -- RH201 --------------------------------------------------------------------------
+@check(
+    "RH201",
+    "trainer-error",
+    needs=["logs"],
+    phases=["live", "postmortem"],
+    verdicts=["config", "infra"],
+    detects="The log ends in a fatal error: cuda-oom (old `RuntimeError: CUDA out of memory` and "
+    "`torch.OutOfMemoryError`, plain or inside a Rich traceback box), missing-model-file, "
+    "missing-trainer-module, fused-optimizer-keyerror, tensorboard-logdir-not-directory, "
+    "missing-cache-files, optimizer-scheduler-mismatch; any other traceback the run stopped at is "
+    "`unknown`, quoted. Only what follows the last training step counts: an error the run trained past "
+    "(a handled fallback, an OOM hint, loss-scaler overflow skips, a NaN gradient norm) is not fatal, and "
+    "neither is another thread's traceback after the final step.",
+    why="A dead run's cause is in the last lines of its log, often inside a Rich box or behind a "
+    "`[rank0]:` prefix; re-launching without reading it repeats the failure.",
+    example="logs/train.log:212 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. "
+    "GPU 0 has a total capacity of 39.56 GiB ...",
+    fix="Depends on the cause; each known cause names its fix (smaller batch or gradient checkpointing for "
+    "cuda-oom, the model path for missing-model-file, `uv sync` for missing-trainer-module, ...).",
+)
+def trainer_error(ctx):
+    f = facts(ctx.run)
+    if f.fatal is None:
+        if f.last is not None:
+            return f"no fatal error after the last step ({f.last.step}, line {f.last.line})"
+        return None
+    err = f.fatal
+    quoted = [ctx.evidence(f.log, tl.line, tl.text) for tl in err.context if tl.text.strip()][-8:]
+    main = ctx.evidence(f.log, err.line.line, err.line.text)
+    evidence = [main] + [e for e in quoted if e != main]
+    where = f"after step {f.last.step}" if f.last is not None else "before the first training step"
+    if err.cause == "unknown":
+        summary = (f"the run stopped at a traceback ({where}) that matches no known pattern: "
+                   f"{err.line.text.strip()[:200]}")
+    else:
+        summary = f"the log ends in {err.cause} ({where}): {err.line.text.strip()[:200]}"
+    return ctx.fail(err.verdict, err.cause, summary, evidence, fix=err.fix)
+
+
+# -- RH202 --------------------------------------------------------------------------
+@check(
+    "RH202",
+    "loss-finite",
+    phases=["live", "postmortem", "gate"],
+    verdicts=["config"],
+    detects="A loss value is NaN or inf: `avr_loss=nan` in a kohya bar, `Loss: nan` in an LTX-2 step "
+    "line, a generic `step N ... loss nan`, or a non-finite scalar under a loss tag in an event file. "
+    "A NaN learning rate, gradient norm or loss scale is not a NaN loss.",
+    why="Once the loss is NaN the weights are NaN too: every checkpoint saved after it is unusable, and "
+    "the run keeps burning GPU time.",
+    example="logs/stdout.log:88 steps:  38%|███▊ | 36/96 [13:09<21:55, 21.93s/it, avr_loss=nan]",
+    fix="Resume from the last checkpoint before the NaN with a lower learning rate, bf16 instead of fp16 "
+    "(or a loss scaler), gradient clipping, and check the data for broken samples; discard checkpoints "
+    "saved after the first NaN.",
+)
+def loss_finite(ctx):
+    run = ctx.run
+    evidence, first_step, sources = [], None, []
+    log = run.main_log
+    if log is not None:
+        scan = ctx.run_dir.log_scan(log)
+        if scan.nonfinite:
+            point, text = scan.nonfinite[0]
+            first_step = point.step
+            evidence.append(ctx.evidence(log, point.line, text))
+            sources.append(f"{scan.nonfinite_count} non-finite loss value(s) in {ctx.run_dir.rel(log)}")
+    tf_checked = 0
+    for path in run.event_files:
+        read = _tfevents(ctx, path)
+        tf_checked += 1
+        bad = [nf for nf in read.nonfinite if is_loss_tag(nf.tag)]
+        if bad:
+            nf = bad[0]
+            first_step = nf.step if first_step is None else min(first_step, nf.step)
+            evidence.append(ctx.evidence(path, None, f"record {nf.index}: tag {nf.tag!r} step {nf.step} value {nf.value}"))
+            sources.append(f"{nf.tag} = {nf.value} at step {nf.step} in {ctx.run_dir.rel(path)}")
+    if not evidence:
+        if log is None and not tf_checked:
+            ctx.skip(f"no log and no event file under {run.path}: no loss to check")
+        return None
+    after = [c for c in find_checkpoints(run.checkpoints) if c.step is not None and first_step is not None and c.step >= first_step]
+    summary = "the loss went non-finite: " + "; ".join(sources) + "."
+    if after:
+        names = ", ".join(sorted(c.path.name for c in after)[:6])
+        summary += f" Checkpoints saved at or after step {first_step} are suspect: {names}."
+    return ctx.fail("config", "nan-loss", summary, evidence)
+
+
+# -- RH205 --------------------------------------------------------------------------
+@check(
+    "RH205",
+    "resume-pair",
+    phases=["postmortem", "prelaunch"],
+    verdicts=["config"],
+    detects="The newest `{lora|model}_weights_step_N.safetensors` has no `training_state_step_N.pt` "
+    "beside it (a resume would start again at step 0), a kohya run that saves `-state` folders lacks one "
+    "for its newest checkpoint, or `model.load_checkpoint` in config.yaml names a file or folder that does "
+    "not exist. Older checkpoints pruned by `keep_last_n` / `--save_last_n_*` are not a finding.",
+    why="The trainer restores optimizer, scheduler and step only from the state file next to the loaded "
+    "weights; without it the weights load and training silently restarts from step 0.",
+    example="outputs/checkpoints/lora_weights_step_01000.safetensors has no training_state_step_01000.pt",
+    fix="Point model.load_checkpoint at a checkpoint whose training_state_step_N.pt exists, or keep the "
+    "weights-only start deliberately with checkpoints.no_resume: true; set checkpoints.save_training_state "
+    "to minimal or full so future checkpoints can be resumed.",
+)
+def resume_pair(ctx):
+    run = ctx.run
+    cfg = ctx.run_dir.workspace_config() if run.path == ctx.run_dir.path else None
+    ckpts = find_checkpoints(run.checkpoints)
+    problems = []
+    target = cfg.get("model.load_checkpoint") if cfg is not None and not cfg.error else None
+    if isinstance(target, str) and target.strip() and "://" not in target:
+        path = cfg.resolve_path(target)
+        line = cfg.line_of("model.load_checkpoint") if hasattr(cfg, "line_of") else None
+        if not path.exists():
+            problems.append(("load-checkpoint-missing",
+                             f"model.load_checkpoint points to {target}, which does not exist",
+                             ctx.evidence(cfg.path, line, f"load_checkpoint: {target}")))
+        elif path.is_file() and not cfg.get("checkpoints.no_resume"):
+            m = re.search(r"step_(\d+)\.safetensors$", path.name)
+            if m and not (path.parent / f"training_state_step_{int(m.group(1)):05d}.pt").exists():
+                problems.append(("resume-state-missing",
+                                 f"model.load_checkpoint names {path.name}, but no training_state_step_{int(m.group(1)):05d}.pt "
+                                 f"sits beside it: the weights would load and training would restart at step 0",
+                                 ctx.evidence(cfg.path, line, f"load_checkpoint: {target}")))
+    ltx = [c for c in ckpts if c.trainer == "ltx"]
+    state_mode = cfg.get("checkpoints.save_training_state") if cfg is not None else None
+    note = ""
+    if ltx:
+        newest = latest(ltx)
+        state = newest.state_path()
+        if state_mode in ("off", False):
+            note = f"checkpoints.save_training_state is {state_mode!r}: no resume state is expected"
+        elif not state.exists():
+            tmp = state.with_name(state.name + ".tmp")
+            older = [c for c in ltx if c is not newest and c.state_path().exists()]
+            detail = f"the newest checkpoint {ctx.run_dir.rel(newest.path)} has no {state.name} beside it"
+            if tmp.exists():
+                detail += f" ({tmp.name} exists: the state was being written when the run stopped)"
+            if older:
+                detail += f"; the newest resumable pair is step {max(c.step for c in older)}"
+            problems.append(("resume-state-missing", detail, ctx.evidence(newest.path, None, f"{newest.path.name} without {state.name}")))
+    kohya = [c for c in ckpts if c.trainer == "kohya"]
+    if kohya and any(c.state_path().is_dir() for c in kohya):
+        newest = latest(kohya)
+        if not newest.state_path().is_dir():
+            problems.append(("resume-state-missing",
+                             f"this run saves -state folders, but the newest checkpoint {ctx.run_dir.rel(newest.path)} has "
+                             f"no {newest.state_path().name}/: --resume from it is impossible",
+                             ctx.evidence(newest.path, None, f"{newest.path.name} without {newest.state_path().name}/")))
+    if not problems:
+        if not ckpts and target is None:
+            ctx.skip(f"no named checkpoint under {run.path} and no model.load_checkpoint to resolve")
+        if ltx:
+            newest = latest(ltx)
+            pruned = sorted({c.step for c in ltx} - {newest.step})
+            return note or f"newest checkpoint step {newest.step} has its training state" + (
+                f"; {len(pruned)} older checkpoint(s) kept" if pruned else "")
+        return note or None
+    cause = problems[0][0]
+    summary = "\n".join(p[1] for p in problems)
+    return ctx.fail("config", cause, summary, [p[2] for p in problems])
+
+
+# -- RH206 --------------------------------------------------------------------------
+@check(
+    "RH206",
+    "checkpoint-intact",
+    needs=["checkpoints"],
+    phases=["live", "postmortem", "gate"],
+    verdicts=["infra"],
+    detects="A `.safetensors` file whose header does not parse (under 8 bytes, a length beyond the file or "
+    "over 100 MB, not JSON, tensor offsets that disagree with dtype and shape) or whose tensor data is "
+    "shorter or longer than the header says: a write cut short (disk full, killed mid-save, a copy "
+    "interrupted). Only headers are read; no tensor is loaded.",
+    why="Resuming from or shipping a truncated checkpoint fails at load time, often days later and far "
+    "from the cause; the newest checkpoint is the one most likely cut short when a run dies.",
+    example="outputs/checkpoints/lora_weights_step_02000.safetensors: the header says 4194304 bytes of "
+    "tensor data follow, the file holds 1048576",
+    fix="Delete nothing yet: resume from the newest intact checkpoint (set model.load_checkpoint to it), "
+    "check free disk space, and re-save; re-copy the file if it came from another machine.",
+)
+def checkpoint_intact(ctx):
+    bad, good = [], 0
+    for path in sorted(ctx.run.checkpoints):
+        res = ctx.run_dir.cached(("safetensors", path), lambda p=path: check_safetensors(p))
+        if res.ok:
+            good += 1
+        else:
+            bad.append(res)
+    if not bad:
+        return f"{good} safetensors header(s) intact"
+    lines = [f"{ctx.run_dir.rel(r.path)}: {r.problem}" for r in bad[:10]]
+    summary = f"{len(bad)} of {len(bad) + good} checkpoint(s) are damaged:\n" + "\n".join(lines)
+    intact = [p for p in ctx.run.checkpoints if p not in {r.path for r in bad}]
+    newest_ok = latest([c for c in find_checkpoints(intact)])
+    if newest_ok is not None:
+        summary += f"\nnewest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}"
+    return ctx.fail("infra", "truncated-checkpoint", summary,
+                    [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]])
+
+
+# -- RH207 --------------------------------------------------------------------------
+SUMMARY_PARTS = {
+    "final checkpoint": re.compile(r"(?im)^\**final checkpoint"),
+    "dataset": re.compile(r"(?im)^#+\s*dataset"),
+    "config table": re.compile(r"(?ims)^#+\s*training config.*?^\|[-:| ]+\|\s*$"),
+    "launch command": re.compile(r"(?ims)^#+\s*how this was launched.*?```"),
+    "reproducibility section": re.compile(r"(?im)^#+\s*reproducibility"),
+}
+
+
+@check(
+    "RH207",
+    "run-summary",
+    phases=["postmortem", "gate"],
+    verdicts=["config"],
+    layouts=["trainer"],
+    detects="A finished trainer-workspace run has no `outputs/run-summary.md`, or the summary lacks the "
+    "final checkpoint (or names an older one), the dataset section, the training-config table, the launch "
+    "command or the reproducibility section.",
+    why="The summary is the run's landing page: months later it is the only place that says what was "
+    "trained on what data, with which config, and how to resume or reproduce it.",
+    example="outputs/run-summary.md: no 'How this was launched' section",
+    fix="Write outputs/run-summary.md from the runbook's template (plan.md, config.yaml, the training log), "
+    "naming the final checkpoint file.",
+)
+def run_summary(ctx):
+    rd = ctx.run_dir
+    if "trainer" not in rd.layouts or ctx.run.path != rd.path:
+        ctx.skip(f"{rd.path} is not a trainer workspace (config.yaml with logs/ or outputs/)")
+    f = facts(ctx.run)
+    ckpts = [c for c in find_checkpoints(ctx.run.checkpoints) if c.trainer == "ltx"]
+    newest = latest(ckpts)
+    finished = f.finished or (newest is not None and f.total is not None and newest.step >= f.total)
+    if not finished:
+        where = f"step {f.last.step}/{f.total}" if f.last is not None and f.total else "no final step logged"
+        ctx.skip(f"the run has not finished ({where}); run-summary.md is written after training completes")
+    path = rd.path / "outputs" / SUMMARY_NAME
+    if not path.is_file():
+        ev = [ctx.evidence(newest.path, None, f"final checkpoint {newest.path.name}")] if newest else []
+        return ctx.fail("config", "run-summary-missing",
+                        f"the run finished but {rd.rel(path)} does not exist", ev)
+    from ..safeio import read_head
+
+    text = read_head(path, 1 << 20).decode("utf-8", "replace")
+    missing = [name for name, pat in SUMMARY_PARTS.items() if not pat.search(text)]
+    if newest is not None and newest.path.name not in text:
+        missing.append(f"the final checkpoint's file name ({newest.path.name})")
+    if not missing:
+        return None
+    return ctx.fail("config", "run-summary-missing",
+                    f"{rd.rel(path)} lacks: " + ", ".join(missing),
+                    [ctx.evidence(path, None, f"{len(text)} characters; missing {', '.join(missing)}")])
+
+
+# -- RH208 --------------------------------------------------------------------------
+@check(
+    "RH208",
+    "steps-complete",
+    needs=["logs"],
+    phases=["postmortem", "gate"],
+    verdicts=["infra"],
+    detects="The run stopped short of its planned steps (the last logged step is below "
+    "`optimization.steps` in config.yaml, or below the bar's total) and its log ends in no error. A run "
+    "whose pid file names a live process is still going and passes; one that ended with an error is "
+    "RH201's finding, not this one.",
+    why="A run killed from outside (OOM killer, a wall-clock limit, a closed terminal, a preempted node) "
+    "leaves no traceback: its last checkpoint looks final but is not.",
+    example="logs/train.log:1302 Step 1240/2000 - Loss: 0.0712, LR: 1.00e-04, Time/Step: 4.12s",
+    fix="Find what killed the process (dmesg for the OOM killer, the scheduler's wall-clock limit, the "
+    "session that launched it) and resume from the newest checkpoint pair (model.load_checkpoint).",
+)
+def steps_complete(ctx):
+    f = facts(ctx.run)
+    if f.last is None:
+        ctx.skip(f"no training step in {ctx.run_dir.rel(f.log)}: nothing to compare with a plan")
+    if not f.total:
+        ctx.skip("no planned step count (optimization.steps in config.yaml, or a step total in the log)")
+    if f.finished:
+        return f"reached step {f.last.step} of {f.total}"
+    if f.fatal is not None:
+        return f"stopped at step {f.last.step} of {f.total} with an error (RH201: {f.fatal.cause})"
+    if f.alive:
+        return f"step {f.last.step} of {f.total}; the process in the pid file is still running"
+    ckpt = latest([c for c in find_checkpoints(ctx.run.checkpoints) if c.step is not None])
+    summary = (f"the run stopped at step {f.last.step} of {f.total} planned, and its log ends without an error: "
+               f"something outside the trainer ended it")
+    if ckpt is not None:
+        summary += f". Newest checkpoint to resume from: {ctx.run_dir.rel(ckpt.path)}"
+    ev = [ctx.evidence(f.log, f.last.line, _line_text(ctx, f))]
+    tail = ctx.run_dir.log_tail(f.log)
+    if tail.lines and tail.lines[-1].line != f.last.line:
+        ev.append(ctx.evidence(f.log, tail.lines[-1].line, tail.lines[-1].text))
+    return ctx.fail("infra", "steps-incomplete", summary, ev)
+
+
+def _line_text(ctx, f) -> str:
+    tail = ctx.run_dir.log_tail(f.log)
+    for tl in tail.lines:
+        if tl.line == f.last.line:
+            return tl.text
+    loss = f"loss {f.last.loss}" if f.last.loss is not None else ""
+    return f"step {f.last.step}/{f.last.total or f.total} {loss}".strip()

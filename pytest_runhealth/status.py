@@ -1,0 +1,380 @@
+"""Where a trainer run stands, the way the LTX-2 launch runbook reports it:
+step N / M, the last five losses, a grounded ETA, the latest checkpoint and
+the latest samples. Shown at the end of the terminal summary and saved as the
+JSON report's top-level ``status`` (``{run: {...}}``).
+
+The ETA is only ever computed from step times the trainer actually emitted,
+from steady-state steps: the first step (model loading, the step-0
+validation) and validation passes (steps much slower than their neighbours)
+are left out. Until there are ``MIN_STEADY`` such measurements it says
+"measuring step time", never a guess.
+
+Each run's status is a plain JSON-able dict; its keys:
+
+=====================  =============================================================
+``run``                the run's name (the key in ``status`` too)
+``run_dir``            the run dir's path
+``trainer``            ``ltx``, ``kohya`` or ``generic`` (how the run was recognised)
+``state``              ``finished``, ``failed``, ``running``, ``stopped`` or ``unknown``
+``error``              the RH201 cause when the log ends in a fatal error, else null
+``log``                the main log, relative to the run dir (null without one)
+``step``, ``total``    last logged step and planned steps (config.yaml, else the log)
+``percent``            ``100 * step / total``, one decimal, or null
+``last_losses``        up to five latest losses, oldest first; non-finite ones as
+                       the strings ``"nan"``, ``"inf"``, ``"-inf"``
+``loss_source``        ``log`` or ``tfevents``
+``step_time_s``        steady-state seconds per step, or null
+``steady_samples``     how many step-time measurements that figure rests on
+``eta_s``, ``eta``     seconds left and the same as text (``"~1h 24m"``); ``eta`` is
+                       ``"measuring step time"`` until grounded, ``"done"`` when finished
+``latest_checkpoint``  newest checkpoint, relative to the run dir, or null
+``checkpoint_step``    its step (null for epoch-named or final kohya files)
+``latest_samples``     newest sample group as a glob (``outputs/samples/step_001200_*.mp4``)
+``sample_count``       files in that group
+=====================  =============================================================
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .checkpoints import find_checkpoints, latest
+from .errors import classify
+from .logscan import LogScan, StepPoint
+from .safeio import read_head
+
+MIN_STEADY = 3
+RECENT = 20  # step-time measurements the ETA averages over
+SLOW_FACTOR = 2.0  # a step this much slower than the median is a validation pass
+LTX_SAMPLE = re.compile(r"^step_(?P<n>\d{6})_\d+\.(?P<ext>png|mp4|wav)$")
+KOHYA_SAMPLE = re.compile(r"^(?:(?P<name>.+)_)?(?P<n>e?\d{6})_\d{2}_\d{14}(?:_\d+)?(?:_\d{3})?\.(?P<ext>png|jpg|mp4|webp)$")
+PID_NAMES = ("train.pid", "trainer.pid", "run.pid", "pid")
+
+
+# -- what a run's log and files say ------------------------------------------------
+def training_points(scan: LogScan) -> list[StepPoint]:
+    """The training series without step 0 (a bar drawn before any step ran)."""
+    return [p for p in scan.steps if p.step > 0]
+
+
+def planned_steps(run, scan: LogScan | None) -> int | None:
+    cfg = run.run_dir.workspace_config() if run.path == run.run_dir.path else None
+    if cfg is not None and not cfg.error:
+        steps = cfg.get("optimization.steps")
+        if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
+            return steps
+    return scan.total if scan is not None else None
+
+
+def pid_alive(run) -> bool | None:
+    """True/False when a pid file names a process (alive or gone), None when
+    there is no readable pid file. Reads the file; never signals anything
+    but signal 0 (an existence probe)."""
+    for folder in (run.path / "logs", run.path):
+        for name in PID_NAMES:
+            path = folder / name
+            if not path.is_file():
+                continue
+            try:
+                text = read_head(path, 64).decode("ascii", "replace").strip()
+            except OSError:
+                return None
+            if not text.isdigit() or int(text) <= 0:
+                return None
+            try:
+                os.kill(int(text), 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+            except (OSError, OverflowError):
+                return None
+            return True
+    return None
+
+
+class RunFacts:
+    """The shared reading of one trainer run: its log scan, last step, plan,
+    fatal error and whether it has ended. Built once per run and cached."""
+
+    def __init__(self, run) -> None:
+        rd = run.run_dir
+        self.run = run
+        self.log = run.main_log
+        self.scan: LogScan | None = rd.log_scan(self.log) if self.log else None
+        points = training_points(self.scan) if self.scan else []
+        self.points = points
+        self.last: StepPoint | None = max(points, key=lambda p: (p.step, p.line)) if points else None
+        self.total = planned_steps(run, self.scan)
+        self.finished = bool(
+            (self.last is not None and self.total and self.last.step >= self.total)
+            or (self.scan is not None and self.scan.finished_line is not None)
+        )
+        self.fatal = None
+        if self.log is not None:
+            tail = rd.log_tail(self.log)
+            after = self.last.line if self.last is not None else 0
+            self.fatal = classify(tail, after, finished=self.finished)
+        self.alive = pid_alive(run)
+
+    @property
+    def ended(self) -> bool:
+        """The run is over: it finished, died with an error, its process is
+        gone, or a sweep recorded its ledger row (rows are written at the end)."""
+        return bool(self.finished or self.fatal or self.alive is False or self.run.row is not None)
+
+    @property
+    def state(self) -> str:
+        if self.finished:
+            return "finished"
+        if self.fatal:
+            return "failed"
+        if self.alive:
+            return "running"
+        if self.ended:
+            return "stopped"
+        return "unknown"
+
+
+def facts(run) -> RunFacts:
+    return run.run_dir.cached(("runfacts", run.path), lambda: RunFacts(run))
+
+
+def trainer_kind(run) -> str:
+    if "trainer" in run.run_dir.layouts and run.path == run.run_dir.path:
+        return "ltx"
+    if any(c.trainer == "kohya" for c in find_checkpoints(run.checkpoints)):
+        return "kohya"
+    return "generic"
+
+
+# -- ETA ----------------------------------------------------------------------------
+def step_times(points: list[StepPoint]) -> list[float]:
+    """Per-step seconds the trainer emitted, in order, first step left out.
+
+    tqdm bars carry elapsed time, so consecutive redraws give the time of the
+    steps between them (kohya's rate field is an average since the start,
+    first step included); LTX-2 and generic lines carry the step's own time."""
+    pts = sorted((p for p in points if p.step > 1), key=lambda p: (p.line, p.step))
+    timed = [p for p in pts if p.elapsed is not None]
+    if len(timed) >= 2:
+        out = []
+        for a, b in zip(timed, timed[1:]):
+            ds, dt = b.step - a.step, b.elapsed - a.elapsed
+            if ds > 0 and dt >= 0:
+                out.append(dt / ds)
+        return out
+    return [p.sec_per_step for p in pts if p.sec_per_step is not None and p.sec_per_step > 0]
+
+
+def steady_step_time(points: list[StepPoint]) -> tuple[float | None, int]:
+    times = step_times(points)[-RECENT:]
+    if not times:
+        return None, 0
+    med = statistics.median(times)
+    steady = [t for t in times if t <= SLOW_FACTOR * med] if med > 0 else times
+    if len(steady) < MIN_STEADY:
+        return None, len(steady)
+    return sum(steady) / len(steady), len(steady)
+
+
+def format_duration(seconds: float) -> str:
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m = rem // 60
+    if h:
+        return f"~{h}h {m}m"
+    if m:
+        return f"~{m}m"
+    return f"~{s}s"
+
+
+# -- samples -----------------------------------------------------------------------
+def latest_samples(run) -> tuple[str | None, int]:
+    groups: dict[tuple[str, str, str], list[Path]] = {}
+    for f in run.files:
+        parent = f.parent.name
+        if parent == "samples":
+            m = LTX_SAMPLE.match(f.name)
+            if m:
+                groups.setdefault((str(f.parent), f"step_{m['n']}_*", m["ext"]), []).append(f)
+        elif parent == "sample":
+            m = KOHYA_SAMPLE.match(f.name)
+            if m:
+                stem = f"{m['name']}_" if m["name"] else ""
+                groups.setdefault((str(f.parent), f"{stem}{m['n']}_*", m["ext"]), []).append(f)
+    if not groups:
+        return None, 0
+
+    def order(key):
+        files = groups[key]
+        newest = max((_mtime(f) for f in files), default=0.0)
+        num = re.search(r"e?(\d{6})", key[1])
+        return (newest, int(num.group(1)) if num else -1)
+
+    best = max(groups, key=order)
+    folder, pattern, ext = best
+    return run.rel(Path(folder) / f"{pattern}.{ext}"), len(groups[best])
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _jsonable(x: float | None):
+    if x is None or math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+# -- the block ----------------------------------------------------------------------
+def run_status(run) -> dict[str, Any] | None:
+    """The status of one run, or None when it shows no sign of training
+    (no step in its log, no checkpoint): not every run dir is a trainer run."""
+    f = facts(run)
+    ckpts = find_checkpoints(run.checkpoints)
+    newest = latest(ckpts)
+    if f.last is None and newest is None:
+        return None
+    losses = [p.loss for p in f.points if p.loss is not None][-5:]
+    source = "log" if losses else None
+    if not losses:
+        losses, source = _tfevents_losses(run)
+    sec, n = steady_step_time(f.points)
+    step = f.last.step if f.last else (newest.step if newest else None)
+    total = f.total
+    eta_s = None
+    if f.finished:
+        eta = "done"
+    elif f.state in ("failed", "stopped"):
+        eta = None  # nothing is left to count down
+    elif sec is None:
+        eta = "measuring step time"
+    elif step is not None and total:
+        eta_s = max(0, total - step) * sec
+        eta = format_duration(eta_s)
+    else:
+        eta = None  # no plan to count down to
+    samples, count = latest_samples(run)
+    return {
+        "run": run.name,
+        "run_dir": str(run.run_dir.path),
+        "trainer": trainer_kind(run),
+        "state": f.state,
+        "error": f.fatal.cause if f.fatal else None,
+        "log": run.rel(f.log) if f.log else None,
+        "step": step,
+        "total": total,
+        "percent": round(100.0 * step / total, 1) if step is not None and total else None,
+        "last_losses": [_jsonable(x) for x in losses],
+        "loss_source": source,
+        "step_time_s": round(sec, 3) if sec is not None else None,
+        "steady_samples": n,
+        "eta_s": round(eta_s) if eta_s is not None else None,
+        "eta": eta,
+        "latest_checkpoint": run.rel(newest.path) if newest else None,
+        "checkpoint_step": newest.step if newest else None,
+        "latest_samples": samples,
+        "sample_count": count,
+    }
+
+
+def _tfevents_losses(run) -> tuple[list[float], str | None]:
+    from .tfevents import is_loss_tag, read_event_file
+
+    for path in run.event_files:
+        read = run.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p))
+        tags = sorted((t for t in read.scalars if is_loss_tag(t) and "epoch" not in t), key=lambda t: -len(read.scalars[t]))
+        if tags:
+            return list(read.scalars[tags[0]].values[-5:]), "tfevents"
+    return [], None
+
+
+def render(status: dict[str, Any]) -> list[str]:
+    """The runbook's block, one run."""
+    def num(x):
+        return x if isinstance(x, str) else f"{x:.4g}"
+
+    head = f"{status['run']}: {status['state']}"
+    if status["error"]:
+        head += f" ({status['error']})"
+    lines = [head]
+    step, total = status["step"], status["total"]
+    where = f"Step {step if step is not None else '?'}"
+    if total:
+        where += f" / {total}"
+        if status["percent"] is not None:
+            where += f" ({status['percent']:.0f}%)"
+    losses = status["last_losses"]
+    if losses:
+        where += f" — loss ~{num(losses[-1])} (last {len(losses)}: {', '.join(num(x) for x in losses)})"
+    lines.append(where)
+    if status["eta"]:
+        eta = f"ETA: {status['eta']}"
+        if status["step_time_s"] is not None and status["eta"] != "done":
+            eta += f" at {status['step_time_s']:.3g} s/step over {status['steady_samples']} steady measurements"
+        lines.append(eta)
+    lines.append(f"Latest checkpoint: {status['latest_checkpoint'] or '(none yet)'}")
+    if status["latest_samples"]:
+        lines.append(f"Latest samples: {status['latest_samples']} ({status['sample_count']} files)")
+    return lines
+
+
+# -- hooks ----------------------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("runhealth").addoption(
+        "--runhealth-no-status", action="store_true", default=False,
+        help="leave out the trainer status block (terminal summary and the JSON report's 'status')")
+
+
+def _state(config):
+    from .plugin import STATE
+
+    return config.stash.get(STATE, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Built before the report is written (plugin.pytest_sessionfinish) and
+    before the terminal summary; on the controller only under xdist."""
+    config = session.config
+    state = _state(config)
+    if state is None or hasattr(config, "workerinput") or config.getoption("runhealth_no_status"):
+        return
+    if not state.collector.results:
+        return
+    many = len(state.run_dirs) > 1
+    for rd in state.run_dirs:
+        if not rd.exists:
+            continue
+        for run in rd.runs:
+            try:
+                st = run_status(run)
+            except Exception as exc:  # a status block must never break the session
+                st = {"run": run.name, "run_dir": str(rd.path), "state": "unknown",
+                      "error": f"status unavailable: {type(exc).__name__}: {exc}"}
+            if st is not None:
+                state.collector.status[f"{rd.name}/{run.name}" if many else run.name] = st
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    state = _state(config)
+    if state is None or not state.collector.status or hasattr(config, "workerinput"):
+        return
+    terminalreporter.write_sep("-", "run status")
+    for st in state.collector.status.values():
+        if "step" not in st:
+            terminalreporter.write_line(f"{st['run']}: {st['error']}")
+            continue
+        for i, line in enumerate(render(st)):
+            terminalreporter.write_line(line if i == 0 else "  " + line)
