@@ -43,9 +43,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-def summary_line(results: list[dict], many_run_dirs: bool = False) -> tuple[str, bool]:
-    """The line, and whether anything was actually checked (a passed or
-    failed check; a session of skips has not shown the workspace is ready)."""
+def summary_line(results: list[dict], many_run_dirs: bool = False, informative=frozenset()) -> tuple[str, bool]:
+    """The line, and whether anything was actually checked: a failure, or a
+    pass of a check that can fail. Skips, and the passes of ``informative``
+    checks (those that only ever pass with a note, such as RH006), have not
+    shown that the workspace is ready."""
     def name(r: dict) -> str:
         label = f"{r['check']} {r['slug']}"
         if r.get("cause"):
@@ -57,17 +59,22 @@ def summary_line(results: list[dict], many_run_dirs: bool = False) -> tuple[str,
     ordered = sorted(results, key=lambda r: (r.get("check") or "", r.get("run") or ""))
     blockers = [r for r in ordered if r["outcome"] in ("failed", "error")]
     passed = [r for r in ordered if r["outcome"] == "passed"]
+    checked = [r for r in passed if r.get("check") not in informative]
     skipped = [r for r in ordered if r["outcome"] == "skipped"]
     skipped_ids = ", ".join(dict.fromkeys(r["check"] for r in skipped))
     if blockers:
         return f"{LINE_PREFIX} NOT ready, {len(blockers)} blocker(s): " + "; ".join(map(name, blockers)), True
-    if not passed:
-        what = f"every pre-launch check was skipped ({skipped_ids})" if skipped else "no pre-launch check ran"
+    if not checked:
+        what = f"no pre-launch check could judge this workspace (skipped: {skipped_ids})" if skipped else "no pre-launch check ran"
         return f"{LINE_PREFIX} nothing checked, {what}; see the skip reasons (-rs)", False
     line = f"{LINE_PREFIX} ready to launch ({len(passed)} passed"
     if skipped:
         line += f", {len(skipped)} skipped: {skipped_ids}"
     return line + ")", True
+
+
+def informative_checks(state) -> frozenset[str]:
+    return frozenset(spec.id for spec in state.registry if set(spec.verdicts) == {"healthy"})
 
 
 def _state(config: pytest.Config):
@@ -85,7 +92,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = _state(session.config)
     if state is None or exitstatus != pytest.ExitCode.OK:
         return
-    _, checked = summary_line(list(state.collector.results.values()))
+    _, checked = summary_line(list(state.collector.results.values()), informative=informative_checks(state))
     if not checked:
         session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
 
@@ -95,6 +102,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     state = _state(config)
     if state is None:
         return
-    line, _ = summary_line(list(state.collector.results.values()), len(state.run_dirs) > 1)
+    line, _ = summary_line(list(state.collector.results.values()), len(state.run_dirs) > 1, informative_checks(state))
     terminalreporter.write_sep("-", "pre-launch")
     terminalreporter.write_line(line)

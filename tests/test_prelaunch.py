@@ -1,0 +1,321 @@
+"""RH209–RH211 and the pre-launch summary line, on real workspaces copied
+from examples/ and edited the way a user edits config.yaml."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import EXAMPLES
+
+PRELAUNCH = ("-m", "prelaunch", "-rs")
+
+
+def workspace(tmp_path: Path, example: str = "workspace-ready", name: str = "ws", **changes) -> Path:
+    """A copy of an example workspace with config keys changed
+    (``model__text_encoder_path="x"`` sets model.text_encoder_path; None deletes)."""
+    ws = tmp_path / name
+    shutil.copytree(EXAMPLES / example, ws)
+    if changes:
+        cfg_path = ws / "config.yaml"
+        cfg = yaml.safe_load(cfg_path.read_text())
+        for dotted, value in changes.items():
+            *parents, leaf = dotted.split("__")
+            node = cfg
+            for part in parents:
+                node = node.setdefault(part, {})
+            if value is None:
+                node.pop(leaf, None)
+            else:
+                node[leaf] = value
+        cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return ws
+
+
+def prelaunch_line(stdout: str) -> str:
+    lines = [line for line in stdout.splitlines() if line.startswith("pre-launch:")]
+    assert len(lines) == 1, stdout
+    return lines[0]
+
+
+# -- RH209 config-self-check --------------------------------------------------
+def flexible(conditions: list[dict], **modalities) -> dict:
+    strategy = {"name": "flexible", "video": {"is_generated": True, "latents_dir": "latents", "conditions": conditions}}
+    strategy.update(modalities)
+    return strategy
+
+
+CONDITIONAL = [{"type": "reference", "latents_dir": "reference_latents"}, {"type": "mask", "mask_dir": "masks"}]
+FOX_SAMPLE = [{"prompt": "a fox", "conditions": [{"type": "first_frame", "image_or_video": "refs/fox.png"}]}]
+AUDIO = {"is_generated": True, "latents_dir": "audio_latents", "conditions": []}
+
+
+def test_rh209_each_problem_is_named(tmp_path, run_health):
+    """One session, one workspace per problem; each names its key and why."""
+    cases = {
+        "url": ({"model__model_path": "https://huggingface.co/Lightricks/LTX-2/resolve/main/ltx-2.safetensors"},
+                "config-path-missing", "is a URL (https://huggingface.co/"),
+        "unset-root": ({"data__preprocessed_data_root": None},
+                       "config-path-missing", "data.preprocessed_data_root (preprocessed dataset) is not set"),
+        "frames-93": ({"validation__video_dims": [768, 512, 93]}, "frames-constraint", "nearest valid: 89 or 97"),
+        "width-770": ({"validation__video_dims": [770, 512, 97]}, "frames-constraint", "width = 770"),
+        "conditional": ({"training_strategy": flexible(CONDITIONAL)},
+                        "config-path-missing", "video reference latents"),
+        "legacy-v2v": ({"training_strategy": {"name": "video_to_video", "reference_latents_dir": "reference_latents"}},
+                       "config-path-missing", "training_strategy.reference_latents_dir"),
+        "audio-latents": ({"training_strategy": flexible([], audio=AUDIO)},
+                          "config-path-missing", "audio latents (generated modality)"),
+        "validation-media": ({"validation__samples": FOX_SAMPLE},
+                             "config-path-missing", "validation.samples.0.conditions.0.image_or_video"),
+    }
+    dirs = [workspace(tmp_path, name=name, **changes) for name, (changes, _, _) in cases.items()]
+    res = run_health(*dirs, args=PRELAUNCH + ("-k", "RH209"))
+    for name, (_, cause, says) in cases.items():
+        r = res.result_of("RH209", name)
+        assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "config", cause), (name, r)
+        assert says in r["summary"], (name, r["summary"])
+        lines = (tmp_path / name / "config.yaml").read_text().splitlines()
+        assert all(lines[e["line"] - 1].strip() == e["text"] for e in r["evidence"] if e["line"]), (name, r["evidence"])
+    assert "video masks" in res.result_of("RH209", "conditional")["summary"]
+    assert "Model path cannot be a URL" in res.result_of("RH209", "url")["summary"]
+
+
+def test_rh209_near_misses_pass(tmp_path, run_health, monkeypatch):
+    ready = workspace(tmp_path, name="relative")
+    absolute = workspace(tmp_path, name="absolute", model__model_path=str(ready / "models/ltx-2.3-22b-dev.safetensors"),
+                         model__text_encoder_path=str(ready / "models/gemma-3-12b-it"),
+                         data__preprocessed_data_root=str(ready / "dataset/.precomputed"))
+    present = {
+        "conditional": ({"training_strategy": flexible(CONDITIONAL)}, ["dataset/.precomputed/reference_latents", "dataset/.precomputed/masks"]),
+        "legacy-v2v": ({"training_strategy": {"name": "video_to_video", "reference_latents_dir": "reference_latents"}},
+                       ["dataset/.precomputed/reference_latents"]),
+        "validation-media": ({"validation__samples": FOX_SAMPLE}, ["refs"]),
+    }
+    dirs = [ready, absolute]
+    for name, (changes, folders) in present.items():
+        ws = workspace(tmp_path, name=name, **changes)
+        for folder in folders:
+            (ws / folder).mkdir(parents=True)
+        dirs.append(ws)
+    (tmp_path / "validation-media/refs/fox.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    monkeypatch.chdir(tmp_path)  # not a workspace: only the config's folder makes relative paths exist
+    res = run_health(*dirs, args=PRELAUNCH + ("-k", "RH209"))
+    for ws in dirs:
+        assert res.outcome("RH209", ws.name) == "passed", res.stdout
+    note = res.result_of("RH209", "relative")["note"]
+    assert "relative path(s)" in note and "model.model_path" in note
+    assert "relative" not in res.result_of("RH209", "absolute")["note"]
+
+
+def test_rh209_temporal_factor_is_a_threshold(tmp_path, run_health):
+    ws = workspace(tmp_path, validation__video_dims=[768, 512, 93])  # (93 - 1) % 8 = 4, % 4 = 0
+    conf = tmp_path / "runhealth.yaml"
+    conf.write_text("thresholds:\n  RH209:\n    vae_temporal_factor: 4\n")
+    res = run_health(ws, args=PRELAUNCH + ("-k", "RH209", "--runhealth-config", str(conf)))
+    assert res.outcome("RH209") == "passed"
+
+
+def test_bad_config_is_a_finding_or_a_skip_never_a_traceback(tmp_path, run_health):
+    contents = {
+        "invalid-yaml": (b"model: [unclosed\n", "not valid YAML"),
+        "a-list": (b"- just\n- a list\n", "not a mapping"),
+        "binary-huge": (b"\x00\xff" * 3_000_000, "not a config file"),  # 6 MB, no newline
+    }
+    dirs = []
+    for name, (content, _) in contents.items():
+        ws = workspace(tmp_path, name=name)
+        (ws / "config.yaml").write_bytes(content)
+        dirs.append(ws)
+    other = tmp_path / "not-ltx"
+    other.mkdir()
+    (other / "config.yaml").write_text("learning_rate: 0.1\nbatch: 8\n")
+    res = run_health(*dirs, other, args=PRELAUNCH + ("-k", "RH209 or RH210 or RH211"))
+    for name, (_, says) in contents.items():
+        r = res.result_of("RH209", name)
+        assert r["outcome"] == "failed" and says in r["summary"], (name, r)
+        assert res.outcome("RH210", name) == "skipped" and res.outcome("RH211", name) == "skipped"
+    assert {res.outcome(c, "not-ltx") for c in ("RH209", "RH210", "RH211")} == {"skipped"}
+    assert "not an LTX-2 trainer config" in res.result_of("RH209", "not-ltx")["note"]
+
+
+# -- RH210 tracker-credentials ------------------------------------------------
+# A stand-in for the wandb package at the narrow boundary RH210 uses (wandb.Api().api_key,
+# wandb.errors.UsageError): wandb is not a dependency and must not be installed for tests.
+FAKE_WANDB = {
+    "wandb/__init__.py": '''
+        import os, time
+        from wandb import errors
+        __version__ = "0.0.test"
+
+        class Api:
+            def __init__(self):
+                mode = os.environ.get("FAKE_WANDB_BEHAVIOUR", "")
+                if mode == "hang":
+                    time.sleep(30)
+                key = os.environ.get("WANDB_API_KEY")
+                if not key and mode == "raise":
+                    raise errors.UsageError("api_key not configured (no-tty). call wandb.login(key=[your_api_key])")
+                self._key = key
+
+            @property
+            def api_key(self):
+                return self._key
+    ''',
+    "wandb/errors.py": '''
+        class Error(Exception):
+            pass
+
+        class UsageError(Error):
+            pass
+    ''',
+}
+
+
+@pytest.fixture
+def fake_wandb(pytester, monkeypatch):
+    for rel, text in FAKE_WANDB.items():
+        path = pytester.path / "fakes" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    pytester.syspathinsert(pytester.path / "fakes")
+    for var in ("WANDB_API_KEY", "WANDB_MODE", "FAKE_WANDB_BEHAVIOUR"):
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_rh210_skipped_when_disabled_or_not_installed(tmp_path, run_health):
+    disabled, enabled = workspace(tmp_path, name="disabled"), workspace(tmp_path, name="enabled", wandb__enabled=True)
+    res = run_health(disabled, enabled, args=PRELAUNCH + ("-k", "RH210"))
+    r = res.result_of("RH210", "disabled")
+    assert r["outcome"] == "skipped" and "W&B is disabled in config.yaml" in r["note"]
+    r = res.result_of("RH210", "enabled")
+    assert r["outcome"] == "skipped" and "wandb is not installed" in r["note"]
+
+
+def test_rh210_fails_when_no_key_resolves(tmp_path, run_health, fake_wandb):
+    ws = workspace(tmp_path, wandb__enabled=True)
+    res = run_health(ws, args=PRELAUNCH)
+    r = res.result_of("RH210")
+    assert r["outcome"] == "failed" and r["verdict"] == "config" and r["cause"] == "tracker-credentials-missing"
+    assert "api_key is empty" in r["summary"]
+    enabled_line = next(e for e in r["evidence"] if e["path"] == "config.yaml")
+    assert enabled_line["text"] == "enabled: true"
+    assert "RH210 tracker-credentials (tracker-credentials-missing)" in prelaunch_line(res.stdout)
+
+
+def test_rh210_usage_error_is_no_key(tmp_path, run_health, fake_wandb):
+    fake_wandb.setenv("FAKE_WANDB_BEHAVIOUR", "raise")
+    r = run_health(workspace(tmp_path, wandb__enabled=True), args=PRELAUNCH + ("-k", "RH210")).result_of("RH210")
+    assert r["outcome"] == "failed" and "UsageError: api_key not configured" in r["summary"]
+
+
+def test_rh210_passes_when_key_resolves_and_never_shows_it(tmp_path, run_health, fake_wandb):
+    secret = "0123456789abcdef0123456789abcdef01234567"
+    fake_wandb.setenv("WANDB_API_KEY", secret)
+    res = run_health(workspace(tmp_path, wandb__enabled=True), args=PRELAUNCH + ("-k", "RH210", "-rA"))
+    r = res.result_of("RH210")
+    assert r["outcome"] == "passed" and "a key resolves (from WANDB_API_KEY)" in r["note"]
+    assert secret not in res.stdout and secret not in str(res.report)
+
+
+def test_rh210_offline_mode_needs_no_key(tmp_path, run_health, fake_wandb):
+    fake_wandb.setenv("WANDB_MODE", "offline")
+    r = run_health(workspace(tmp_path, wandb__enabled=True), args=PRELAUNCH + ("-k", "RH210")).result_of("RH210")
+    assert r["outcome"] == "passed" and "WANDB_MODE=offline" in r["note"]
+
+
+def test_rh210_hanging_library_is_bounded(tmp_path, run_health, fake_wandb):
+    fake_wandb.setenv("FAKE_WANDB_BEHAVIOUR", "hang")
+    conf = tmp_path / "runhealth.yaml"
+    conf.write_text("thresholds:\n  RH210:\n    timeout_s: 0.2\n")
+    res = run_health(workspace(tmp_path, wandb__enabled=True), args=PRELAUNCH + ("-k", "RH210", "--runhealth-config", str(conf)))
+    r = res.result_of("RH210")
+    assert r["outcome"] == "skipped" and "did not return within 0.2 s" in r["note"]
+
+
+# -- RH211 output-dir-fresh ---------------------------------------------------
+def test_rh211_passes_resume_and_explicit_fresh_start(tmp_path, run_health):
+    elsewhere = tmp_path / "shared-outputs"
+    shutil.copytree(EXAMPLES / "workspace-reused-output/outputs", elsewhere)
+    dirs = [
+        workspace(tmp_path, "workspace-resume", name="resume-latest"),
+        workspace(tmp_path, "workspace-resume", name="resume-older",
+                  model__load_checkpoint="outputs/checkpoints/lora_weights_step_01000.safetensors"),
+        workspace(tmp_path, "workspace-reused-output", name="fresh-on-purpose", checkpoints__no_resume=True),
+        workspace(tmp_path, name="outside", output_dir=str(elsewhere)),
+        workspace(tmp_path, name="no-weights"),
+    ]
+    (tmp_path / "no-weights/outputs/checkpoints").mkdir(parents=True)
+    (tmp_path / "no-weights/outputs/checkpoints/notes.txt").write_text("nothing saved yet\n")
+    res = run_health(*dirs, args=PRELAUNCH + ("-k", "RH211"))
+    notes = {ws.name: res.result_of("RH211", ws.name) for ws in dirs}
+    assert notes["resume-latest"]["outcome"] == "passed" and "older" not in notes["resume-latest"]["note"]
+    assert notes["resume-older"]["outcome"] == "passed" and "older than the latest" in notes["resume-older"]["note"]
+    assert notes["fresh-on-purpose"]["outcome"] == "passed" and "no_resume: true" in notes["fresh-on-purpose"]["note"]
+    assert notes["no-weights"]["outcome"] == "passed" and "holds no checkpoints" in notes["no-weights"]["note"]
+    outside = notes["outside"]
+    assert outside["outcome"] == "failed" and outside["cause"] == "output-dir-reused"
+    assert outside["evidence"][0]["path"] == str(elsewhere / "checkpoints/lora_weights_step_02000.safetensors")
+
+
+# -- the moment: plain sessions and the summary line --------------------------
+def test_examples_block_the_launch_with_both_blockers_named(run_health):
+    res = run_health(EXAMPLES / "workspace-missing-encoder", EXAMPLES / "workspace-reused-output", args=PRELAUNCH)
+    assert res.ret == 1
+    r = res.result_of("RH209", "workspace-missing-encoder")
+    assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "config", "config-path-missing")
+    assert "model.text_encoder_path" in r["summary"] and "frames = 96" in r["summary"]
+    assert {("config.yaml", 4), ("config.yaml", 41)} <= {(e["path"], e["line"]) for e in r["evidence"]}
+    r = res.result_of("RH211", "workspace-reused-output")
+    assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "config", "output-dir-reused")
+    assert "lora_weights_step_02000.safetensors (step 2000)" in r["summary"]
+    assert {"path": "config.yaml", "line": 6, "text": "load_checkpoint: null"} in r["evidence"]
+    assert "model.load_checkpoint:" in r["fix"] and "lora_weights_step_02000" in r["fix"]
+    assert res.outcome("RH211", "workspace-missing-encoder") == "passed"
+    assert res.outcome("RH209", "workspace-reused-output") == "passed"
+    line = prelaunch_line(res.stdout)
+    assert line.startswith("pre-launch: NOT ready, 2 blocker(s): ")
+    assert "RH209 config-self-check (config-path-missing) [workspace-missing-encoder]" in line
+    assert "RH211 output-dir-fresh (output-dir-reused) [workspace-reused-output]" in line
+
+
+def test_ready_line_and_exit_code(run_health):
+    res = run_health(EXAMPLES / "workspace-ready", args=PRELAUNCH)
+    assert res.ret == 0
+    assert prelaunch_line(res.stdout).startswith("pre-launch: ready to launch (")
+    assert res.stdout.index("pre-launch: ready") > res.stdout.index("checks: 3 passed")  # after the run-health summary
+
+
+@pytest.mark.parametrize("make", [False, True], ids=["missing-dir", "empty-dir"])
+def test_nothing_checked_is_not_ready(tmp_path, run_health, make):
+    target = tmp_path / "not-a-workspace"
+    if make:
+        target.mkdir()  # RH006 passes (it only ever notes): that alone is no evidence of readiness
+    res = run_health(target, args=PRELAUNCH)
+    assert res.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert prelaunch_line(res.stdout).startswith("pre-launch: nothing checked")
+
+
+def test_plain_session_leaves_out_prelaunch_only_checks(run_health):
+    res = run_health(EXAMPLES / "workspace-reused-output")
+    assert not res.results("RH211") and not res.results("RH209")
+    assert "deselected" in res.stdout and "pre-launch:" not in res.stdout
+
+
+def test_explicit_selection_still_reaches_prelaunch_checks(run_health):
+    res = run_health(EXAMPLES / "workspace-reused-output", args=("-k", "RH211"))
+    assert res.outcome("RH211") == "failed"
+
+
+def test_prelaunch_checks_do_not_import_wandb_at_plugin_load(pytester):
+    out = pytester.run(
+        sys.executable, "-c",
+        "import sys, pytest_runhealth.plugin, pytest_runhealth.prelaunch, pytest_runhealth.checks.prelaunch; "
+        "print('wandb' in sys.modules)",
+    )
+    assert out.stdout.lines[-1] == "False"
