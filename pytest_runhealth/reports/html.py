@@ -14,21 +14,23 @@ from . import svg
 from .view import ReportView, RunDirView, RunView, family_of
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-OUTCOME_MARK = {"failed": "✗", "error": "!", "passed": "✓", "skipped": "–"}
+OUTCOME_MARK = {"failed": "✗", "error": "!", "warned": "⚠", "passed": "✓", "skipped": "–"}
+WORST_FIRST = ("failed", "error", "warned", "passed", "skipped")
 
 STYLE = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.2em;color:#1d1d1f;background:#fff}
 h1{font-size:1.35em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.4em 0 .2em}
 .meta,.path{color:#666;font-size:.9em}
 .counts span{display:inline-block;margin-right:.8em;font-weight:600}
-.o-failed,.o-error{color:#b3261e}.o-passed{color:#1b7f3b}.o-skipped{color:#777}
+.o-failed,.o-error{color:#b3261e}.o-warned{color:#a15c00}.o-passed{color:#1b7f3b}.o-skipped{color:#777}
 table.runs{border-collapse:collapse;margin-top:.6em;width:100%}
 table.runs th,table.runs td{border-top:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left}
 table.runs th{background:#f4f4f6;font-weight:600;font-size:.9em}
 tr.run.has-failure td.name{border-left:4px solid #b3261e}
 td.fam{white-space:nowrap;font-size:.9em}
-.cell-failed,.cell-error{background:#fde7e5}.cell-passed{background:#e8f5ec}.cell-skipped{background:#f2f2f2}
+.cell-failed,.cell-error{background:#fde7e5}.cell-warned{background:#fff3dc}.cell-passed{background:#e8f5ec}.cell-skipped{background:#f2f2f2}
 .failure{border-left:3px solid #b3261e;padding:2px 8px;margin:4px 0 8px;background:#fffafa}
+.failure.warned{border-left-color:#d9822b;background:#fffcf5}
 .failure .head{font-weight:600}.failure .summary{white-space:pre-wrap;margin:2px 0}
 .failure ul{margin:2px 0;padding-left:1.2em}.failure code{font-size:.85em;word-break:break-all}
 .fix{color:#0b4f8a}.note{color:#555;font-size:.9em}
@@ -67,8 +69,11 @@ def render_failure(r: dict[str, Any]) -> str:
     tags = [f"verdict: {_e(r.get('verdict'))}"]
     if r.get("cause"):
         tags.append(f"cause: {_e(r['cause'])}")
-    out = [f'<div class="failure" data-check="{_e(r["check"])}">',
-           f'<div class="head">{head} <span class="o-failed">{" · ".join(tags)}</span></div>']
+    warned = r.get("outcome") == "warned"
+    if warned:
+        tags.insert(0, "warning")
+    out = [f'<div class="failure{" warned" if warned else ""}" data-check="{_e(r["check"])}">',
+           f'<div class="head">{head} <span class="o-{"warned" if warned else "failed"}">{" · ".join(tags)}</span></div>']
     if r.get("summary"):
         out.append(f'<div class="summary">{_e(r["summary"])}</div>')
     evidence = r.get("evidence") or []
@@ -85,25 +90,30 @@ def render_failure(r: dict[str, Any]) -> str:
 
 
 def render_status(status: dict[str, Any]) -> str:
-    parts = [f"<b>{_e(status.get('state', 'running'))}</b>"]
+    """status.py's block (the LTX-2 runbook's): state, step N / M, ETA,
+    latest checkpoint; GPU where the status carries a reading."""
+    parts = [f"<b>{_e(status.get('state') or 'unknown')}</b>"]
     if status.get("step") is not None:
-        total = f"/{status['total_steps']}" if status.get("total_steps") else ""
-        parts.append(f"step {_e(status['step'])}{_e(total)}")
-    if status.get("eta_s") is not None:
-        parts.append(f"ETA {_duration(status['eta_s'])}")
+        where = f"step {status['step']}" + (f" / {status['total']}" if status.get("total") else "")
+        if status.get("percent") is not None:
+            where += f" ({status['percent']:.0f}%)"
+        parts.append(_e(where))
+    losses = status.get("last_losses") or []
+    if losses:
+        parts.append(f"loss {_e(losses[-1])}")
+    if status.get("eta"):
+        parts.append(f"ETA {_e(status['eta'])}")
     gpu = status.get("gpu")
-    if isinstance(gpu, dict) and gpu:
-        used, total = gpu.get("memory_used_mib"), gpu.get("memory_total_mib")
-        util = gpu.get("utilization_pct")
-        bits = [f"{used}/{total} MiB" if used is not None and total else "", f"{util}%" if util is not None else ""]
-        parts.append("GPU " + " ".join(b for b in bits if b))
-    elif gpu:
-        parts.append(f"GPU {_e(gpu)}")
-    elif status.get("source") == "log":
-        parts.append("GPU not read (status from the log alone)")
-    if status.get("latest_checkpoint"):
-        parts.append(f"latest checkpoint <code>{_e(status['latest_checkpoint'])}</code>")
-    return f'<div class="status">{" · ".join(parts)}</div>'
+    parts.append(f"GPU {_e(gpu)}" if gpu and not isinstance(gpu, dict)
+                 else "GPU " + _e(", ".join(f"{k} {v}" for k, v in gpu.items())) if gpu
+                 else "GPU not read")
+    ckpt = status.get("latest_checkpoint")
+    parts.append(f"latest checkpoint <code>{_e(ckpt)}</code>" if ckpt else "no checkpoint yet")
+    return f'<div class="status" data-state="{_e(status.get("state"))}">{" · ".join(parts)}</div>'
+
+
+def _rank(outcome: str) -> int:
+    return WORST_FIRST.index(outcome) if outcome in WORST_FIRST else len(WORST_FIRST)
 
 
 def _family_cell(results: list[dict[str, Any]]) -> str:
@@ -112,11 +122,11 @@ def _family_cell(results: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-    worst = next(o for o in ("failed", "error", "passed", "skipped") if counts.get(o))
+    worst = min(counts, key=_rank)
     tip = "; ".join(f"{r['check']} {r['outcome']}" + (f" ({r['note']})" if r["outcome"] == "skipped" and r.get("note") else "")
                     for r in results)
-    text = " ".join(f'<span class="o-{o}">{counts[o]}{OUTCOME_MARK[o]}</span>'
-                    for o in ("failed", "error", "passed", "skipped") if counts.get(o))
+    text = " ".join(f'<span class="o-{_e(o)}">{counts[o]}{OUTCOME_MARK.get(o, "?")}</span>'
+                    for o in sorted(counts, key=_rank))
     return f'<td class="fam cell-{worst}" data-outcome="{worst}" title="{_e(tip)}">{text}</td>'
 
 
@@ -145,7 +155,7 @@ def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
     out.append(_plot_cell(rv, "step-time"))
     out.append(_plot_cell(rv, "loss"))
     out.append('<td class="diagnosis">')
-    out.extend(render_failure(r) for r in rv.failures)
+    out.extend(render_failure(r) for r in rv.diagnosed)
     if rv.plot_note:
         out.append(f'<div class="note">{_e(rv.plot_note)}</div>')
     skipped = [r for r in rv.results if r["outcome"] == "skipped"]
@@ -161,12 +171,13 @@ def render_run_dir(view: RunDirView, registry: Any) -> str:
     rd = view.run_dir
     out = [f'<section class="rundir" data-run-dir="{_e(rd.name)}">',
            f'<h2>{_e(rd.name)}</h2><div class="path">{_e(view.shown_path)} · layouts: {_e(", ".join(rd.layouts))}</div>']
-    session_failures = [r for r in view.session_results if r["outcome"] in ("failed", "error")]
     if view.session_results:
-        passed = sum(r["outcome"] == "passed" for r in view.session_results)
-        out.append(f'<div class="session"><div class="note">sweep-wide checks: {len(session_failures)} failed, '
-                   f"{passed} passed, {len(view.session_results) - passed - len(session_failures)} skipped</div>")
-        out.extend(render_failure(r) for r in session_failures)
+        counts: dict[str, int] = {}
+        for r in view.session_results:
+            counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+        told = ", ".join(f"{n} {o}" for o, n in sorted(counts.items(), key=lambda kv: _rank(kv[0])))
+        out.append(f'<div class="session"><div class="note">sweep-wide checks: {_e(told)}</div>')
+        out.extend(render_failure(r) for r in view.session_results if r["outcome"] in ("failed", "error", "warned"))
         out.append("</div>")
     if view.steps_per_run:
         out.append('<div class="plots">')
@@ -201,7 +212,7 @@ def render_page(view: ReportView, registry: Any = None) -> str:
     out.extend(render_run_dir(v, registry) for v in view.run_dirs)
     if view.unplaced:
         out.append('<section class="other"><h2>other results</h2>')
-        out.extend(render_failure(r) for r in view.unplaced if r["outcome"] in ("failed", "error"))
+        out.extend(render_failure(r) for r in view.unplaced if r["outcome"] in ("failed", "error", "warned"))
         out.append("</section>")
     out.append("</body></html>\n")
     return "\n".join(out)

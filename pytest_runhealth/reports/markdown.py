@@ -14,7 +14,7 @@ from .view import ReportView
 
 MAX_FAILURES = 100
 MAX_CELL = 300
-ICON = {"failed": "❌ failed", "error": "💥 error", "passed": "✅ passed", "skipped": "⏭️ skipped"}
+ICON = {"failed": "❌ failed", "error": "💥 error", "warned": "⚠️ warned", "passed": "✅ passed", "skipped": "⏭️ skipped"}
 
 
 def cell(value: Any, limit: int = MAX_CELL) -> str:
@@ -50,11 +50,11 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
         "| result | check | run | verdict | cause | diagnosis | fix |",
         "|---|---|---|---|---|---|---|",
     ]
-    failing = [r for r in view.results if r["outcome"] in ("failed", "error")]
+    failing = [r for r in view.results if r["outcome"] not in ("passed", "skipped")]  # failed, error, warned
     for r in failing[:max_failures]:
         summary = (r.get("summary") or "").strip().splitlines()
         lines.append(
-            f"| {ICON[r['outcome']]} | {cell(r['check'])} {cell(r.get('slug'))} | {cell(_run_label(r, many_dirs))} "
+            f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))} | {cell(_run_label(r, many_dirs))} "
             f"| {cell(r.get('verdict'))} | {cell(r.get('cause'))} | {cell(summary[0] if summary else '')}{_evidence(r)} "
             f"| {cell(r.get('fix'))} |"
         )

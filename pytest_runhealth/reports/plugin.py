@@ -61,23 +61,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def statuses(state: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    """Live status per (run dir, run) from the trainer module, where it exists."""
-    try:
-        from .. import status as status_module  # type: ignore[attr-defined]
-    except ImportError:
-        return {}
-    build = getattr(status_module, "run_status", None)
-    if build is None:
-        return {}
+    """status.py's blocks per (run dir, run). It fills ``collector.status``
+    in its own (tryfirst) sessionfinish, keyed ``run`` or ``run_dir/run``."""
+    found = getattr(state.collector, "status", None) or {}
+    many = len(state.run_dirs) > 1
     out = {}
     for rd in state.run_dirs:
         for run in rd.runs if rd.exists else []:
-            try:
-                found = build(run)
-            except Exception:  # a status we cannot read must not cost the report
-                continue
-            if found:
-                out[(rd.name, run.name)] = found
+            status = found.get(f"{rd.name}/{run.name}" if many else run.name)
+            if status:
+                out[(rd.name, run.name)] = status
     return out
 
 

@@ -17,16 +17,17 @@ from typing import Any, Iterable
 
 from ..logscan import StepPoint
 from ..registry import FAMILIES
-from ..rundir import KOHYA_CKPT, LTX_CKPT, Run, RunDir
+from ..rundir import Run, RunDir
 from ..safeio import describe_error
 
-ORDER = {"failed": 0, "error": 1, "skipped": 3, "passed": 2}
+FAILING = ("failed", "error")
+ORDER = {"failed": 0, "error": 1, "warned": 2, "passed": 3, "skipped": 4}
 # Checks whose failure marks a point on a plot: the step-time plot shows where
 # slow steps (RH107) or degradation (RH108) began, the loss plot where RH202 saw
 # a non-finite loss.
 STEP_TIME_MARKS = ("RH107", "RH108")
 LOSS_MARKS = ("RH202",)
-LIVE_WINDOW_S = 15 * 60  # a log written to this recently may belong to a live run
+LIVE_WINDOW_S = 15 * 60  # a log written this recently may belong to a live run
 
 
 @dataclass
@@ -51,7 +52,13 @@ class RunView:
 
     @property
     def failures(self) -> list[dict[str, Any]]:
-        return [r for r in self.results if r["outcome"] in ("failed", "error")]
+        return [r for r in self.results if r["outcome"] in FAILING]
+
+    @property
+    def diagnosed(self) -> list[dict[str, Any]]:
+        """Failures, then warnings (a failure a runhealth.yaml severity
+        turned into a warning): each is shown with its diagnosis."""
+        return [r for r in self.results if r["outcome"] in FAILING + ("warned",)]
 
 
 @dataclass
@@ -119,8 +126,9 @@ def build_view(
     relative_to: Path | None = None,
     statuses: dict[tuple[str, str], dict[str, Any]] | None = None,
 ) -> ReportView:
+    """``statuses``: status.py's blocks per (run dir, run), where there are any."""
     results = sort_results(results)
-    counts = {k: 0 for k in ("failed", "error", "passed", "skipped")}
+    counts = {k: 0 for k in ORDER}
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     by_dir: dict[str, list[dict[str, Any]]] = {rd.name: [] for rd in run_dirs}
@@ -159,7 +167,7 @@ def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, rela
     view.runs = list(run_views.values())
     for rv in view.runs:
         _add_log_series(rd, rv)
-        rv.status = statuses.get((rd.name, rv.name)) or _status_from_log(rv)
+        rv.status = show_status(rv, statuses.get((rd.name, rv.name)))
     _add_sweep_series(rd, view)
     return view
 
@@ -243,46 +251,18 @@ def _add_log_series(rd: RunDir, rv: RunView) -> None:
         rv.plot_note = f"no {' or '.join(missing)} in {rd.rel(log)}"
 
 
-def _latest_checkpoint(run: Run) -> str | None:
-    def step_of(path: Path) -> tuple[int, float]:
-        m = LTX_CKPT.match(path.name) or KOHYA_CKPT.match(path.name)
-        step = m.group("step") if m and m.group("step") else None
+def show_status(rv: RunView, status: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The status block is for runs still in progress: ``running`` (its pid
+    is alive), or ``unknown`` (no pid file, no end in sight) with a log
+    written in the last minutes. Finished, failed and stopped runs are told
+    by their row and diagnosis instead."""
+    if not status or status.get("state") not in ("running", "unknown"):
+        return None
+    if status.get("state") == "unknown":
+        log = rv.run.main_log if rv.run is not None else None
         try:
-            mtime = path.stat().st_mtime
+            if log is None or time.time() - log.stat().st_mtime > LIVE_WINDOW_S:
+                return None
         except OSError:
-            mtime = 0.0
-        return (int(step) if step else -1, mtime)
-
-    ckpts = run.checkpoints
-    return run.rel(max(ckpts, key=step_of)) if ckpts else None
-
-
-def _status_from_log(rv: RunView) -> dict[str, Any] | None:
-    """When no live status is given, a run whose log was written in the last
-    minutes and has not reached its last step is shown as in progress, from
-    the log alone (no GPU reading: that needs the live status)."""
-    run = rv.run
-    if run is None or rv.last_step is None or not rv.total_steps or rv.last_step >= rv.total_steps:
-        return None
-    if run.row is not None:  # the sweep has already recorded this run as finished
-        return None
-    try:
-        age = time.time() - run.main_log.stat().st_mtime  # type: ignore[union-attr]
-    except (OSError, AttributeError):
-        return None
-    rates = [s for _, s in (rv.step_time.points if rv.step_time else [])][-20:]
-    sec = statistics.median(rates) if rates else None
-    if age > max(LIVE_WINDOW_S, 20 * (sec or 0)):
-        return None
-    eta = (rv.total_steps - rv.last_step) * sec if sec else None
-    return {
-        "state": "running",
-        "step": rv.last_step,
-        "total_steps": rv.total_steps,
-        "sec_per_step": sec,
-        "eta_s": eta,
-        "latest_checkpoint": _latest_checkpoint(run),
-        "gpu": None,
-        "source": "log",
-        "log_age_s": round(age),
-    }
+            return None
+    return status
