@@ -1,0 +1,129 @@
+"""The catalogue documents itself and tests itself: every built-in check has
+its four sections, a failing and a passing example under examples/, and
+docs/checks.md is what ``--runhealth-list=markdown`` prints."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from conftest import EXAMPLES, REPO
+from pytest_runhealth import Registry, checks
+from pytest_runhealth.catalogue import render_catalogue
+
+DOCS = REPO / "docs" / "checks.md"
+REGENERATE = "pytest -p no:cacheprovider --runhealth-list=markdown > docs/checks.md"
+
+# Built-in checks that still lack a failing or a passing example: a visible,
+# shrinking list. A check that gains its examples must leave it.
+KNOWN_GAPS: dict[str, str] = {}
+
+
+def builtin_registry() -> Registry:
+    registry = Registry()
+    for module in checks.builtin_modules():
+        registry.add_module(module)
+    return registry
+
+
+BUILTINS = list(builtin_registry())
+
+
+def expectations() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """check ID -> example names it must fail on / pass on."""
+    fails: dict[str, list[str]] = {}
+    passes: dict[str, list[str]] = {}
+    for expect in sorted(EXAMPLES.glob("*.expect.yaml")):
+        name = expect.name.removesuffix(".expect.yaml")
+        spec = yaml.safe_load(expect.read_text()) or {}
+        for check_id in spec.get("fails") or {}:
+            fails.setdefault(check_id, []).append(name)
+        for check_id in spec.get("passes") or []:
+            passes.setdefault(check_id, []).append(name)
+    return fails, passes
+
+
+def gaps_of(spec, fails, passes) -> list[str]:
+    missing = [f"section '{title}'" for title, text in spec.doc_sections().items() if not text.strip()]
+    if spec.id not in fails:
+        missing.append("a failing example (examples/<name>.expect.yaml `fails:`)")
+    if spec.id not in passes:
+        missing.append("a passing example (examples/<name>.expect.yaml `passes:`)")
+    return missing
+
+
+@pytest.mark.parametrize("spec", BUILTINS, ids=[s.id for s in BUILTINS])
+def test_builtin_check_is_documented_with_examples(spec):
+    fails, passes = expectations()
+    missing = gaps_of(spec, fails, passes)
+    if spec.id in KNOWN_GAPS:
+        if not missing:
+            pytest.fail(f"{spec.id} now has its docs and examples: remove it from KNOWN_GAPS", pytrace=False)
+        pytest.xfail(f"known gap: {spec.id} lacks " + "; ".join(missing))
+    assert not missing, f"{spec.id} {spec.slug} ({spec.owner}) lacks " + "; ".join(missing)
+
+
+def test_every_builtin_lacking_docs_or_examples_is_named():
+    """One list of every gap, so a reviewer sees them all at once."""
+    fails, passes = expectations()
+    gaps = {s.id: gaps_of(s, fails, passes) for s in BUILTINS}
+    unlisted = {k: v for k, v in gaps.items() if v and k not in KNOWN_GAPS}
+    assert not unlisted, "built-in checks lacking docs or examples:\n" + "\n".join(
+        f"  {k}: {'; '.join(v)}" for k, v in sorted(unlisted.items()))
+    assert set(KNOWN_GAPS) <= {s.id for s in BUILTINS}, "KNOWN_GAPS names checks that do not exist"
+
+
+def test_examples_name_only_known_checks():
+    fails, passes = expectations()
+    known = {s.id for s in BUILTINS}
+    strays = sorted((set(fails) | set(passes)) - known)
+    assert not strays, f"examples/*.expect.yaml name unknown checks: {strays}"
+
+
+def test_docs_checks_md_is_in_sync():
+    rendered = render_catalogue(builtin_registry(), "markdown")
+    assert DOCS.is_file(), f"docs/checks.md is missing; generate it with: {REGENERATE}"
+    assert DOCS.read_text(encoding="utf-8") == rendered, f"docs/checks.md is out of date; regenerate it: {REGENERATE}"
+
+
+def test_list_markdown_prints_the_docs(pytester):
+    res = pytester.runpytest("--runhealth-list=markdown")
+    assert res.ret == 0
+    assert res.stdout.str().rstrip("\n") == render_catalogue(builtin_registry(), "markdown").rstrip("\n")
+
+
+def test_explain_prints_one_page(pytester):
+    res = pytester.runpytest("--runhealth-explain", "RH001")
+    assert res.ret == 0
+    res.stdout.fnmatch_lines([
+        "RH001 ledger-readable", "*family: evidence*", "What it detects", "*ledger.jsonl*",
+        "Why it matters", "Example evidence", "Fix", "Run it: pytest --run-dir PATH -k RH001",
+    ])
+    by_slug = pytester.runpytest("--runhealth-explain", "ledger-readable")
+    assert by_slug.stdout.str() == res.stdout.str()
+
+
+def test_explain_unknown_check_suggests_close_ones(pytester):
+    res = pytester.runpytest("--runhealth-explain", "RH0001")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no check 'RH0001'; did you mean RH001" in res.stderr.str()
+
+
+def test_explain_and_list_include_conftest_checks_and_rules(pytester):
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest("""
+        import pytest_runhealth as runhealth
+
+        @runhealth.check("LOCAL101", "warmup-finished", detects="no 'warmup done' line", why="w",
+                         example="logs/train.log:9 step 1", fix="set warmup_steps")
+        def warmup(ctx):
+            return None
+    """)
+    pytester.path.joinpath("runhealth.yaml").write_text(
+        "rules:\n  - {id: TEAM101, slug: disk-full, literal: 'No space left on device', verdict: infra,"
+        " why: 'checkpoints stop', fix: 'free disk'}\n")
+    listing = pytester.runpytest("--runhealth-list")
+    listing.stdout.fnmatch_lines(["LOCAL101  warmup-finished*local*", "TEAM101  disk-full*team*"])
+    page = pytester.runpytest("--runhealth-explain", "TEAM101")
+    page.stdout.fnmatch_lines(["TEAM101 disk-full", "*from: rules in *runhealth.yaml", "Why it matters",
+                               "  checkpoints stop", "Thresholds*", "  count: 1"])
