@@ -1,3 +1,690 @@
-"""RH1xx: sweeps and ledgers (the sweep orchestrator's debugging runbook)."""
+"""RH1xx: sweeps and ledgers (the sweep orchestrator's debugging runbook).
+
+The ledger is read once per session by the foundation; these checks only
+compare its rows. Where a run's log is needed, they use the shared log scan
+(step times) and the shared tail (errors), so a 1 GB log is read once however
+many checks look at it."""
 
 from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+
+from .. import errors
+from ..finding import Evidence
+from ..ledger import LedgerRow
+from ..logscan import LogScan, StepPoint
+from ..registry import check
+
+NOT_TRAINING_ROLES = {"setup"}  # every other role (baseline, curated, candidate, finalist) trains
+RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9}
+
+
+# -- reading rows -------------------------------------------------------------------
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str:
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def _trains(row: LedgerRow) -> bool:
+    return _text(row.get("role")) not in NOT_TRAINING_ROLES
+
+
+def _timed_out(row: LedgerRow) -> bool:
+    return (row.get("killed_by_timeout") is True or _text(row.get("error")) == "timeout"
+            or _text(row.get("disqualified")) == "timeout")
+
+
+def _finished_ok(row: LedgerRow) -> bool:
+    """The trainer exited 0 on its own, with steps behind it."""
+    steps = _int(row.get("n_steps"))
+    return _int(row.get("exit_code")) == 0 and not _timed_out(row) and (steps is None or steps > 0)
+
+
+def _row(ctx) -> LedgerRow:
+    ctx.ledger  # skips when there is no ledger
+    row = ctx.run.row
+    if row is None:
+        ctx.skip(f"{ctx.run.name} has a folder under runs/ but no row in ledger.jsonl")
+    return row
+
+
+def _quote_row(ctx, row: LedgerRow, *names: str) -> Evidence:
+    """A ledger row cut down to the fields a finding rests on, under the
+    names the ledger spells them (a full row is longer than a quote may be)."""
+    keep = {row.fields[n]: row.get(n) for n in ("run_id", "role") + names if n in row.fields}
+    return ctx.evidence(ctx.run_dir.rel(ctx.run_dir.ledger_path), row.line,
+                        json.dumps(keep, separators=(",", ":"), default=str, ensure_ascii=False))
+
+
+def _secs(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f} s"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """ISO 8601 text or a Unix time (seconds, or milliseconds)."""
+    num = _number(value)
+    if num is not None:
+        if num > 1e11:
+            num /= 1000.0
+        try:
+            return datetime.fromtimestamp(num, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+
+# -- RH101 ------------------------------------------------------------------------------
+def _collapsed(row: LedgerRow, th: dict) -> bool:
+    """A handful of steps, then the wall clock: the VRAM-leak signature."""
+    steps = _int(row.get("n_steps"))
+    if steps is None or steps > th["handful_steps"] or not _timed_out(row) or not _trains(row):
+        return False
+    wall, took = _number(row.get("wall_secs")), _number(row.get("duration_s"))
+    return not (wall and took is not None and took < th["wall_fraction"] * wall)
+
+
+def _trained_fully(row: LedgerRow, th: dict) -> bool:
+    steps = _int(row.get("n_steps"))
+    if not _trains(row) or not _finished_ok(row) or steps is None or steps <= th["handful_steps"]:
+        return False
+    planned = _int(row.get("planned_steps")) or _int((row.get("config") or {}).get("max_train_steps")
+                                                     if isinstance(row.get("config"), dict) else None)
+    return planned is None or steps >= planned
+
+
+UNLOAD_NOOP = "Unexpected endpoint or method. (POST /api/v0/models/unload)"
+_LMSTUDIO_PATH = re.compile(r"lm[-_ ]?studio", re.I)
+
+
+def extra_rh101_evidence(ctx) -> list[Evidence]:
+    """More evidence for RH101 than the ledger rows: here, LM Studio's own
+    server log inside the run dir answering the unload request with its
+    'Unexpected endpoint' no-op. The live probes (RH302, RH402) extend this."""
+    def find() -> list[Evidence]:
+        rd = ctx.run_dir
+        logs = [f for f in rd.walk.files if _LMSTUDIO_PATH.search(rd.rel(f)) and f.suffix in (".log", ".txt")]
+        found: list[Evidence] = []
+        for path in logs:
+            try:
+                tail = rd.log_tail(path)
+            except OSError:
+                continue
+            hits = [tl for tl in tail.lines if UNLOAD_NOOP in tl.text]
+            if hits:
+                more = f" (and {len(hits) - 1} more such lines)" if len(hits) > 1 else ""
+                found.append(ctx.evidence(path, hits[-1].line, hits[-1].text.strip() + more))
+        return found
+
+    return ctx.run_dir.cached(("RH101", "lmstudio-unload-noop"), find)
+
+
+RH101_FIX = (
+    "The judge VLM stayed resident in VRAM after scoring: the orchestrator unloaded it through LM Studio's "
+    "deprecated HTTP endpoint, which answers 200 and does nothing, so the next trainer found ~13 GB free "
+    "instead of ~21 GB, spilled to swap and ran ~170x slower. (1) Make the lms CLI resolvable: it lives at "
+    "~/.lmstudio/bin/lms (lms.exe on Windows) and the installer writes BRACKET_LMS_BIN=<that path> to .env; "
+    "if it is missing, install LM Studio and re-run install.sh / install.ps1, or set BRACKET_LMS_BIN yourself. "
+    "(2) Restart the Bracket server so the variable loads. (3) Start a new session and confirm the server log "
+    "says 'LMStudio: ejected model <id> via lms CLI' after each scoring pass; if it says \"'lms' CLI not "
+    "found\", the binary is still not found."
+)
+
+
+@check(
+    "RH101",
+    "step-count-collapse",
+    needs=["ledger"],
+    scope="run",
+    phases=["live", "postmortem"],
+    verdicts=["infra"],
+    thresholds=RH101_DEFAULTS,
+    detects="An earlier run of the sweep trained its full steps, and this one hit the wall clock "
+    "(killed_by_timeout, or error \"timeout\") after a handful of steps (n_steps <= handful_steps) with "
+    "duration_s close to wall_secs (>= wall_fraction of it).",
+    why="This is the LM Studio VRAM leak: the judge model loaded for the first scoring pass never left the GPU, "
+    "every later trainer ran from swap, and the whole rest of the sweep is wasted budget with no scores. "
+    "It looks like a string of slow configs, but the configs are not at fault.",
+    example="baseline-000-s0 trained 1500 steps in 2210 s; cur-000-s0 stopped at 3 steps after 1800 s "
+    "(killed_by_timeout), and so did the 4 runs after it. evidence: ledger.jsonl:1 {...} ledger.jsonl:3 {...} "
+    "lmstudio/server.log:9 Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway",
+    fix=RH101_FIX,
+)
+def step_count_collapse(ctx):
+    row, th = _row(ctx), ctx.thresholds
+    if not _collapsed(row, th):
+        return None
+    rows = [r for r in ctx.ledger if r.line < row.line and _trained_fully(r, th)]
+    if not rows:
+        return (f"{row.run_id} hit the wall clock after {row.get('n_steps')} steps, but no earlier run of the "
+                "sweep trained fully, so this is not the step-count collapse (see RH107 for slow steps).")
+    ref = rows[0]
+    collapsed = [r for r in ctx.ledger if r.line > ref.line and _collapsed(r, th)]
+    how = "killed_by_timeout" if row.get("killed_by_timeout") is True else 'error "timeout"'
+    summary = (f"{ref.run_id} trained {ref.get('n_steps')} steps in {_secs(_number(ref.get('duration_s')))}; "
+               f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(_number(row.get('duration_s')))} ({how})")
+    place = next((i for i, r in enumerate(collapsed) if r.line == row.line), 0)
+    after = len(collapsed) - place - 1
+    if place == 0:
+        summary += f", and so did the {_plural(after, 'run')} after it." if after else "."
+    else:
+        summary += f": collapse {place + 1} of {len(collapsed)} since {collapsed[0].run_id}."
+    ref_rate = (_int(ref.get("n_steps")) or 0) / (_number(ref.get("duration_s")) or math.inf)
+    own_rate = (_int(row.get("n_steps")) or 0) / (_number(row.get("duration_s")) or math.inf)
+    if ref_rate and own_rate:
+        summary += f"\nIt ran {ref_rate / own_rate:.0f}x slower per step than {ref.run_id}: the VRAM-leak signature."
+    fields = ("n_steps", "duration_s", "killed_by_timeout", "error", "wall_secs", "exit_code")
+    evidence = [_quote_row(ctx, ref, *fields), _quote_row(ctx, row, *fields)] + list(extra_rh101_evidence(ctx))
+    return ctx.fail("infra", "vram-leak-step-collapse", summary, evidence)
+
+
+# -- RH102 ------------------------------------------------------------------------------
+RUNBOOK_FIXES = {
+    "fused-optimizer-keyerror": "AdamW with --fused_backward_pass is broken in musubi's *_train.py for some image "
+    "families, and Bracket's search spaces exclude AdamW from full fine-tune search: this is an outdated build or a "
+    "custom trainer. Update Bracket, or drop AdamW (or --fused_backward_pass) from the search space.",
+    "missing-model-file": "The BRACKET_*_PATH variable in .env, or the model field on the Setup tab, names a file "
+    "that does not exist (the quoted path is the one the trainer tried). Correct it and start a new session.",
+    "cuda-oom": "The batch size is too high for this GPU: reduce --seeds-per-config, drop --budget, or set a smaller "
+    "VRAM tier in the trainer config; and make sure nothing else holds VRAM (RH302).",
+    "missing-trainer-module": "The trainer venv exists but musubi-tuner is not installed in it: re-run install.sh / "
+    "install.ps1 (it runs pip install -e vendor/musubi-tuner), or run that inside the trainer venv.",
+}
+
+
+DIED = ("disqualified", "exit_code", "duration_s", "n_steps", "error")
+
+
+@check(
+    "RH102",
+    "trainer-died-instantly",
+    needs=["ledger"],
+    scope="run",
+    phases=["postmortem"],
+    verdicts=["config", "infra", "not-evaluable"],
+    detects="A run disqualified `empty_tfevents`: the trainer wrote no scalar. The cause is read from the tail of "
+    "runs/<run_id>/logs/stdout.log: fused-optimizer-keyerror (KeyError 'beta1' with --fused_backward_pass), "
+    "missing-model-file, cuda-oom, missing-trainer-module, or unknown with the last traceback quoted.",
+    why="A sweep of instantly dying candidates scores nothing and spends its whole budget learning nothing; the "
+    "ledger only says empty_tfevents, and the reason is in each run's log.",
+    example="cand-000-s0 was disqualified empty_tfevents: the trainer died before its first logged scalar "
+    "(cuda-oom). evidence: ledger.jsonl:2 {...} runs/cand-000-s0/logs/stdout.log:23 torch.OutOfMemoryError: CUDA "
+    "out of memory. Tried to allocate 2.00 GiB.",
+    fix="The fix depends on the cause, and the finding names it: fix the quoted error, then start a new session.",
+)
+def trainer_died_instantly(ctx):
+    row = _row(ctx)
+    if _text(row.get("disqualified")) != "empty_tfevents":
+        return None
+    alike = sum(1 for r in ctx.ledger if _text(r.get("disqualified")) == "empty_tfevents")
+    share = f" ({alike} of {len(ctx.ledger)} runs of the sweep were disqualified so)" if alike > 1 else ""
+    head = f"{row.run_id} was disqualified empty_tfevents: the trainer died before writing a scalar{share}."
+    log = ctx.run.main_log
+    if log is None:
+        return ctx.fail("not-evaluable", "unknown", head + f"\nThere is no log in {ctx.run.rel(ctx.run.path)} to say why.",
+                        [_quote_row(ctx, row, *DIED)],
+                        fix="Find the trainer's output: Bracket writes it to runs/<run_id>/logs/stdout.log; an "
+                        "absent log means the launcher failed before starting the trainer (check the server log).")
+    try:
+        tail = ctx.log_tail(log)
+    except OSError as exc:
+        return ctx.fail("not-evaluable", "unknown", head + f"\n{ctx.run.rel(log)} cannot be read: {exc.strerror or exc}.",
+                        [_quote_row(ctx, row, *DIED)], fix="make the log readable by this user and re-run the check.")
+    fatal = errors.classify(tail)
+    if fatal is None:
+        last = [tl for tl in tail.lines if tl.text.strip()][-3:]
+        return ctx.fail("infra", "unknown", head + "\nIts log ends without a traceback or a known error.",
+                        [_quote_row(ctx, row, *DIED)] + [ctx.evidence(log, tl.line, tl.text) for tl in last],
+                        fix="read the end of the quoted log; if it is cut off, the trainer was killed from outside "
+                        "(the OOM killer, a watchdog).")
+    what = fatal.cause if fatal.cause != "unknown" else "an error matching no known pattern"
+    evidence = [_quote_row(ctx, row, *DIED), ctx.evidence(log, fatal.line.line, fatal.line.text)]
+    fix = RUNBOOK_FIXES.get(fatal.cause, "")
+    fix = f"{fix} ({fatal.fix})" if fix else fatal.fix
+    return ctx.fail(fatal.verdict, fatal.cause, head + f"\nIts log ends in {what}: {fatal.line.text.strip()[:160]}",
+                    evidence, fix=fix)
+
+
+# -- RH103 ------------------------------------------------------------------------------
+def _setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
+    """A session setting, from the row or its config knobs."""
+    config = row.get("config")
+    for source in (row.raw, config if isinstance(config, dict) else {}):
+        for name in names:
+            if name in source:
+                return True, source[name]
+    return False, None
+
+
+@check(
+    "RH103",
+    "judge-not-called",
+    needs=["ledger"],
+    scope="session",
+    phases=["postmortem", "gate"],
+    verdicts=["config", "infra"],
+    thresholds={"min_scored_rows": 2},
+    detects="Every scored training row has judge_report null (at least min_scored_rows of them): the VLM judge "
+    "was never called and the scores are loss-only.",
+    why="A sweep ranked by loss alone picks the config that fits the training images best, not the one whose "
+    "samples follow the prompts; the ledger gives no other sign that the judge was skipped.",
+    example="all 4 scored runs have judge_report null. evidence: ledger.jsonl:1 {...\"score\":0.083,...,"
+    "\"judge_report\":null}",
+    fix="Set judge_method to lmstudio (CLI) or pick a judge model (UI); provide sample_prompts; check that LM "
+    "Studio answers on the configured port (curl http://localhost:1234/v1/models); if all of that holds, the "
+    "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
+)
+def judge_not_called(ctx):
+    scored = [r for r in ctx.ledger if _trains(r) and _number(r.get("score")) is not None]
+    if len(scored) < ctx.thresholds["min_scored_rows"]:
+        return None
+    if any(r.get("judge_report") not in (None, {}, []) for r in scored):
+        return None
+    summary = f"all {len(scored)} scored runs have judge_report null: the VLM judge was never called, so the scores are loss-only."
+    verdict, reasons = "config", []
+    has_method, method = _setting(scored[0], "judge_method", "judge_backend")
+    has_prompts, prompts = _setting(scored[0], "sample_prompts", "prompts")
+    if has_method and _text(method) != "lmstudio":
+        reasons.append(f"judge_method is {method!r}, not 'lmstudio'")
+    if has_prompts and not prompts:
+        reasons.append("sample_prompts is empty, so scoring falls back to loss only")
+    if not reasons and has_method and has_prompts:
+        verdict = "infra"
+        reasons.append("judge_method is lmstudio and prompts are set: LM Studio was unreachable, or the sample "
+                       "images were not paired with prompts")
+    if reasons:
+        summary += "\n" + "; ".join(reasons) + "."
+    else:
+        summary += ("\nThe ledger does not say why: judge_method not lmstudio, no sample_prompts, LM Studio "
+                    "unreachable, or sample image names not paired with prompts.")
+    shown = [scored[0]] + ([scored[-1]] if len(scored) > 1 else [])
+    return ctx.fail(verdict, "judge-not-called", summary, [_quote_row(ctx, r, "score", "score_components", "judge_report") for r in shown])
+
+
+# -- RH104 ------------------------------------------------------------------------------
+NO_JSON = "no json scores in response text"
+
+
+def _mentions(value: Any, needle: str, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return needle in value.lower()
+    if depth > 6:
+        return False
+    if isinstance(value, dict):
+        return any(_mentions(v, needle, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_mentions(v, needle, depth + 1) for v in value[:1000])
+    return False
+
+
+def _judgements(report: Any) -> list[Any]:
+    """The per-image judgements: the longest list of objects in the report,
+    or the report itself when it holds none."""
+    best: list[Any] = []
+    stack = [(report, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict) and depth < 4:
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value[:50]):
+            if len(value) > len(best):
+                best = value
+    return best or [report]
+
+
+@check(
+    "RH104",
+    "judge-returned-no-json",
+    needs=["ledger"],
+    scope="session",
+    phases=["postmortem", "gate"],
+    verdicts=["infra"],
+    thresholds={"min_share": 0.5},
+    detects="At least min_share of the judgements in the ledger failed with `no JSON scores in response text`: "
+    "the judge answered in prose (a thinking model, or JSON only in reasoning_content).",
+    why="Those judgements score nothing, so the sweep is ranked on loss alone or on the few images that parsed, "
+    "while every row still looks judged.",
+    example="12 of 12 judgements failed with 'no JSON scores in response text' (judge model "
+    "qwen3-vl-8b-thinking). evidence: ledger.jsonl:1 {...\"error\":\"no JSON scores in response text\"...}",
+    fix="Use a non-thinking judge (Qwen2.5-VL-7B, MiniCPM-V); temperature is already 0.0. <think>...</think> "
+    "blocks are stripped automatically, so a model that rambles without them has no reliable workaround: switch "
+    "models. Re-score the existing samples with scripts/rejudge_run.py <run_dir> <prompts.txt> instead of re-training.",
+)
+def judge_returned_no_json(ctx):
+    total = bad = 0
+    bad_rows: list[LedgerRow] = []
+    models: set[str] = set()
+    reasoning = False
+    for row in ctx.ledger:
+        report = row.get("judge_report")
+        if isinstance(report, (dict, list)):
+            items = _judgements(report)
+            failed = sum(1 for j in items if _mentions(j, NO_JSON))
+            if isinstance(report, dict) and isinstance(report.get("model"), str):
+                if failed:
+                    models.add(report["model"])
+            reasoning = reasoning or (failed > 0 and _mentions(list(_keys(report)), "reasoning_content"))
+        elif _mentions(row.get("error"), NO_JSON):
+            items, failed = [row], 1
+        else:
+            continue
+        total += len(items)
+        bad += failed
+        if failed:
+            bad_rows.append(row)
+    if not bad or bad / total < ctx.thresholds["min_share"]:
+        return None if not bad else f"{bad} of {total} judgements had no JSON scores (under min_share)"
+    summary = f"{bad} of {total} judgements in {len(bad_rows)} rows failed with 'no JSON scores in response text'."
+    thinking = sorted(m for m in models if "think" in m.lower())
+    if models:
+        summary += f"\nJudge model: {', '.join(sorted(models))}" + (" (a thinking variant)." if thinking else ".")
+    if reasoning:
+        summary += " The JSON, if any, was in reasoning_content, not the answer."
+    shown = bad_rows[:1] + bad_rows[-1:] if len(bad_rows) > 1 else bad_rows
+    return ctx.fail("infra", "judge-no-json", summary, [_quote_row(ctx, r, "score", "judge_report") for r in shown])
+
+
+def _keys(value: Any, depth: int = 0) -> Iterable[str]:
+    if depth > 5:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _keys(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:200]:
+            yield from _keys(v, depth + 1)
+
+
+# -- RH105 ------------------------------------------------------------------------------
+def _knob(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _differing_knobs(config: dict, healthy: list[dict]) -> list[tuple[str, Any, list[Any]]]:
+    """Knobs whose value no healthy run used. A knob that is different on
+    every healthy run (a seed, an output name) says nothing and is left out."""
+    out = []
+    for key, value in config.items():
+        seen = {_knob(c.get(key)): c.get(key) for c in healthy}
+        if _knob(value) in seen:
+            continue
+        if len(healthy) > 1 and len(seen) == len(healthy):
+            continue
+        out.append((key, value, list(seen.values())))
+    return out
+
+
+@check(
+    "RH105",
+    "early-exit-config",
+    needs=["ledger"],
+    scope="run",
+    phases=["postmortem"],
+    verdicts=["config"],
+    thresholds={"early_exit_s": 60},
+    detects="This run exited with exit_code != 0 within early_exit_s while other runs of the same role trained; "
+    "the evidence names the config knobs in which it differs from those healthy runs.",
+    why="A trainer that rejects a combination of arguments dies in seconds, and the sweep quietly loses every "
+    "candidate that samples that combination; the knob is the whole diagnosis.",
+    example="cand-001-s0 exited with code 1 after 31 s while 3 other candidate runs trained. Its config differs "
+    "from theirs in: optimizer_type='AdamW8bit' (healthy: 'adafactor'); fused_backward_pass=true (healthy: false).",
+    fix="The trainer cannot accept this combination of knobs: cross-reference them with the trainer's documented "
+    "arguments (the canonical case is --fused_backward_pass with an optimizer other than Adafactor) and exclude "
+    "the combination from the search space.",
+)
+def early_exit_config(ctx):
+    row, th = _row(ctx), ctx.thresholds
+    code, took = _int(row.get("exit_code")), _number(row.get("duration_s"))
+    if code in (None, 0) or took is None or took > th["early_exit_s"]:
+        return None
+    role = _text(row.get("role"))
+    peers = [r for r in ctx.ledger if r.line != row.line and _text(r.get("role")) == role and _finished_ok(r)]
+    if not peers:
+        return (f"{row.run_id} exited with code {code} after {took:.0f} s, but no other {role or 'run'} of the "
+                "sweep trained to compare its config with (RH102 reads why runs died).")
+    config = row.get("config")
+    label = f"{role} runs" if role else "runs"
+    summary = f"{row.run_id} exited with code {code} after {took:.0f} s while {_plural(len(peers), 'other ' + (role or 'run'))} trained."
+    field = ctx.ledger.aliases.get("config", "config")
+    if isinstance(config, dict):
+        diffs = _differing_knobs(config, [p.get("config") if isinstance(p.get("config"), dict) else {} for p in peers])
+        if diffs:
+            parts = [f"{k}={_knob(v)} (healthy: {', '.join(_knob(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
+            summary += f"\nIts {field} differs from the healthy {label}' in: " + "; ".join(parts) + "."
+            knobs = ", ".join(k for k, _, _ in diffs[:8])
+            fix = (f"The trainer rejected this run's {knobs}: cross-reference "
+                   f"{'it' if len(diffs) == 1 else 'them'} with the trainer's documented arguments (the canonical case "
+                   "is --fused_backward_pass with an optimizer other than Adafactor) and exclude the combination from "
+                   "the search space.")
+        else:
+            summary += f"\nIts {field} uses no value the healthy {label} did not; the cause is outside the knobs."
+            fix = None
+    else:
+        summary += f"\nThe ledger holds no {field} for it: compare its launch command with a healthy run's."
+        fix = None
+    evidence = [_quote_row(ctx, r, "exit_code", "duration_s", "config") for r in (row, peers[0])]
+    log = ctx.run.main_log
+    if log is not None:
+        try:
+            fatal = errors.classify(ctx.log_tail(log))
+        except OSError:
+            fatal = None
+        if fatal is not None:
+            evidence.append(ctx.evidence(log, fatal.line.line, fatal.line.text))
+    return ctx.fail("config", "config-knob", summary, evidence, fix=fix)
+
+
+# -- RH106 ------------------------------------------------------------------------------
+def _stopped_at(row: LedgerRow) -> datetime | None:
+    end = _timestamp(row.get("finished_at"))
+    if end is not None:
+        return end
+    start, took = _timestamp(row.get("started_at")), _number(row.get("duration_s"))
+    return start + timedelta(seconds=took) if start is not None and took is not None else None
+
+
+@check(
+    "RH106",
+    "stop-event-not-failures",
+    needs=["ledger"],
+    scope="session",
+    phases=["postmortem"],
+    verdicts=["infra"],
+    thresholds={"cluster_gap_s": 120},
+    detects="Rows disqualified `stopped_by_user`. Stop times within cluster_gap_s of each other are one stop "
+    "event: the check passes with that note. It fails only when the stops are spread out, i.e. something "
+    "keeps stopping runs.",
+    why="Nine stopped_by_user rows read like nine failures; one /api/session/stop or SIGINT records every queued "
+    "run at once. Stops hours apart are different: a watchdog, a script or another user is stopping runs.",
+    example="passes: one stop event at 14:02, not 9 failures. fails: runs were stopped at 4 separate times "
+    "(14:02, 15:32, 17:02, 18:32).",
+    fix="Find who calls /api/session/stop or sends SIGINT to the orchestrator (a watchdog or service timeout, a "
+    "cron job, a second browser tab on the dashboard, another user) and stop it; then re-run the stopped configs.",
+)
+def stop_event_not_failures(ctx):
+    stopped = [r for r in ctx.ledger if "stopped_by_user" in (_text(r.get("disqualified")), _text(r.get("error")))]
+    if not stopped:
+        return None
+    timed = sorted(((t, r) for r in stopped if (t := _stopped_at(r)) is not None), key=lambda tr: tr[0])
+    if not timed:
+        return f"{len(stopped)} runs stopped_by_user; the ledger holds no timestamps to tell one stop event from several"
+    clusters: list[list[tuple[datetime, LedgerRow]]] = [[timed[0]]]
+    for stamp, r in timed[1:]:
+        if (stamp - clusters[-1][-1][0]).total_seconds() > ctx.thresholds["cluster_gap_s"]:
+            clusters.append([])
+        clusters[-1].append((stamp, r))
+    if len(clusters) == 1:
+        span = (timed[-1][0] - timed[0][0]).total_seconds()
+        return (f"one stop event at {timed[0][0]:%H:%M}, not {len(stopped)} failures "
+                f"({len(timed)} stops within {span:.0f} s)")
+    times = ", ".join(f"{c[0][0]:%H:%M}" + (f" ({len(c)} runs)" if len(c) > 1 else "") for c in clusters[:8])
+    summary = (f"{len(stopped)} runs were stopped_by_user at {len(clusters)} separate times ({times}): "
+               "not one stop event, something keeps stopping runs.")
+    return ctx.fail("infra", "stop-event", summary, [_quote_row(ctx, c[0][1], "disqualified", "started_at", "finished_at", "duration_s") for c in clusters[:6]])
+
+
+# -- RH107, RH108: step times from the shared log scan ---------------------------------
+def _timed_points(scan: LogScan) -> list[StepPoint]:
+    return [p for p in scan.steps if p.sec_per_step is not None and p.sec_per_step > 0 and p.step > 0]
+
+
+def _scan(ctx) -> LogScan:
+    scan = ctx.log_scan()
+    if scan.error:
+        ctx.skip(f"cannot read {ctx.run.rel(scan.path)}: {scan.error}")
+    return scan
+
+
+def _quote_point(ctx, scan: LogScan, point: StepPoint) -> Evidence:
+    """The log line a step time came from: its last redraw when the tail holds it."""
+    try:
+        tail = ctx.log_tail(scan.path)
+        text = next((tl.text for tl in tail.lines if tl.line == point.line), None)
+    except OSError:
+        text = None
+    if text is None or len(text) > 400 or f" {point.step}/" not in text:
+        total = f"/{point.total}" if point.total else ""
+        text = f"step {point.step}{total} at {point.sec_per_step:.2f} s/it"
+    return ctx.evidence(scan.path, point.line, text)
+
+
+def _median_step_times(run_dir) -> dict[str, float]:
+    """Median s/it of every run of the sweep that has a log, computed once."""
+    def build() -> dict[str, float]:
+        out = {}
+        for run in run_dir.runs:
+            log = run.main_log
+            if log is None:
+                continue
+            pts = _timed_points(run_dir.log_scan(log))
+            if pts:
+                out[run.name] = statistics.median(p.sec_per_step for p in pts)
+        return out
+
+    return run_dir.cached(("RH107", "median-step-times"), build)
+
+
+def _fmt_rate(sec: float) -> str:
+    return f"{sec:.2f} s/it" if sec >= 1 else f"{sec:.3f} s/it ({1 / sec:.2f} it/s)"
+
+
+@check(
+    "RH107",
+    "slow-steps",
+    needs=["logs"],
+    scope="run",
+    phases=["live", "postmortem"],
+    verdicts=["infra"],
+    thresholds={"slow_factor": 100, "expected_s_per_it": None},
+    detects="The run's median step time (tqdm's s/it or it/s) is at least slow_factor times the median of the "
+    "sweep's healthy runs, or of expected_s_per_it where that is configured (then any run dir with a step "
+    "series gets this check, sweep or not).",
+    why="A 1000x slower step is not a slow config: on a sweep it is the stdout pipe deadlock (trainer writing to "
+    "an unread subprocess.PIPE) when the collapse is sudden and steady, or swap when the judge kept VRAM (RH101).",
+    example="cur-000-s0 runs at 2960.00 s/it, 1233x the sweep's healthy runs (2.40 s/it). evidence: "
+    "runs/cur-000-s0/logs/stdout.log:15 steps:   1%|| 29/1500 [23:50:13<1206:10:16, 2958.42s/it, avr_loss=0.1187]",
+    fix="Pipe deadlock: the trainer must write straight to its log file: RunLauncher in "
+    "bracket/orchestrator/runner.py must open it with subprocess.Popen(stdout=open(log_path, \"ab\")), never "
+    "stdout=subprocess.PIPE. Swap: free the VRAM the judge holds (RH101's fix).",
+)
+def slow_steps(ctx):
+    scan = _scan(ctx)
+    pts = _timed_points(scan)
+    if not pts:
+        return None
+    own = statistics.median(p.sec_per_step for p in pts)
+    expected = _number(ctx.thresholds.get("expected_s_per_it"))
+    row = ctx.run.row
+    if expected:
+        ref, against = expected, f"the expected {_fmt_rate(expected)}"
+    elif ctx.run_dir.is_sweep:
+        medians = _median_step_times(ctx.run_dir)
+        rows = ctx.run_dir.ledger.by_run() if ctx.run_dir.ledger is not None else {}
+        healthy = [m for name, m in medians.items()
+                   if name != ctx.run.name and (not rows or (name in rows and _finished_ok(rows[name])))]
+        if not healthy:
+            if ctx.run.name in medians and (not rows or (ctx.run.name in rows and _finished_ok(rows[ctx.run.name]))):
+                return f"{ctx.run.name} is the sweep's only healthy run with step times ({_fmt_rate(own)}): the reference"
+            ctx.skip(f"no healthy run of the sweep has step times to compare {ctx.run.name} with; "
+                     "set thresholds.RH107.expected_s_per_it")
+        ref = statistics.median(healthy)
+        against = f"the sweep's {len(healthy)} healthy runs ({_fmt_rate(ref)})"
+    else:
+        ctx.skip("no reference step time for a single run: set thresholds.RH107.expected_s_per_it in runhealth.yaml")
+    ratio = own / ref
+    if ratio < ctx.thresholds["slow_factor"]:
+        return None
+    swap = row is not None and _collapsed(row, RH101_DEFAULTS) \
+        and any(_finished_ok(r) for r in (ctx.run_dir.ledger or []) if r.line < row.line)
+    cause = "swap-slowdown" if swap else "pipe-deadlock"
+    summary = f"{ctx.run.name} runs at {_fmt_rate(own)}, {ratio:.0f}x {against}."
+    if swap:
+        summary += "\nIt follows RH101's signature (a handful of steps, then the wall clock, after a full run): swap."
+        fix = RH101_FIX
+    else:
+        summary += "\nThe collapse is there from its first timed step: the stdout pipe deadlock."
+        fix = None
+    return ctx.fail("infra", cause, summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])], fix=fix)
+
+
+@check(
+    "RH108",
+    "step-time-degrades",
+    needs=["logs"],
+    scope="run",
+    phases=["live", "postmortem"],
+    verdicts=["infra"],
+    thresholds={"windows": 3, "min_points": 9, "min_rise": 0.1, "degrade_factor": 1.5},
+    detects="Within one run, the step time climbs steadily: the log's step series, cut into `windows` equal parts, "
+    "has a median s/it that rises by at least min_rise from each part to the next and ends at least "
+    "degrade_factor times where it started (e.g. 29 -> 44 -> 77 s/it). Applies to any run with a step series.",
+    why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache, another process "
+    "taking memory); the run will miss its wall clock long before its loss says anything.",
+    example="cand-000-s0: step time climbed 30.2 -> 43.1 -> 71.4 s/it over 900 steps.",
+    fix="Look at what grows in GPU memory during the run (nvidia-smi --query-gpu=memory.used -l 5): free what other "
+    "processes hold (RH302), enable gradient checkpointing or block swap, lower the batch size or resolution, and "
+    "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation.",
+)
+def step_time_degrades(ctx):
+    th = ctx.thresholds
+    scan = _scan(ctx)
+    pts = _timed_points(scan)
+    k = max(2, int(th["windows"]))
+    if len(pts) < max(th["min_points"], k):
+        return None
+    size = len(pts) / k
+    parts = [pts[int(i * size): int((i + 1) * size)] for i in range(k)]
+    medians = [statistics.median(p.sec_per_step for p in part) for part in parts]
+    rising = all(b >= a * (1 + th["min_rise"]) for a, b in zip(medians, medians[1:]))
+    if not rising or medians[-1] < medians[0] * th["degrade_factor"]:
+        return None
+    path = " -> ".join(f"{m:.1f}" for m in medians)
+    summary = (f"{ctx.run.name}: step time climbed {path} s/it over steps {pts[0].step}-{pts[-1].step} "
+               f"({medians[-1] / medians[0]:.1f}x).")
+    firsts = [part[len(part) // 2] for part in parts]
+    return ctx.fail("infra", "vram-pressure", summary, [_quote_point(ctx, scan, p) for p in firsts])

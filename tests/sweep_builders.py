@@ -1,0 +1,415 @@
+"""Builders for sweep sessions as Bracket and kohya's trainers leave them:
+ledger rows with every field (LAYOUTS.md), and stdout.log files with the
+real kohya start-up block, tqdm bars redrawn with ``\\r`` (FORMATS.md §1.1),
+``saving checkpoint:`` lines and the tracebacks of the runbook's failures.
+
+The shipped ``examples/sweep-*`` dirs are written by ``write_examples()``
+(``python tests/sweep_builders.py``); the tests build variants in tmp_path."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+T0 = datetime(2026, 3, 14, 9, 0, 0, tzinfo=timezone.utc)
+BAR_WIDTH = 10
+MUSUBI = "/opt/bracket/vendor/musubi-tuner/src/musubi_tuner"
+
+
+# -- ledger rows ------------------------------------------------------------------
+def knobs(**over: Any) -> dict[str, Any]:
+    base = {
+        "learning_rate": 1e-4,
+        "network_dim": 32,
+        "network_alpha": 16,
+        "optimizer_type": "adafactor",
+        "fused_backward_pass": False,
+        "lr_scheduler": "constant_with_warmup",
+        "train_batch_size": 1,
+        "max_train_steps": 1500,
+        "seed": 42,
+    }
+    base.update(over)
+    return base
+
+
+def judge_report(score: float = 0.74, n: int = 4, error: str | None = None, model: str = "qwen2.5-vl-7b-instruct") -> dict:
+    judgements = []
+    for i in range(n):
+        j: dict[str, Any] = {"image": f"lora_001500_{i:02d}_20260314093512_42.png", "prompt_idx": i}
+        if error:
+            j.update(error=error, raw="<think>The image shows a woman in a red coat. Judging prompt adherence, "
+                     "the coat matches, the background partly ...")
+        else:
+            j.update(scores={"prompt_adherence": round(score + 0.02 * i, 3), "quality": round(score - 0.01 * i, 3)}, error=None)
+        judgements.append(j)
+    return {"model": model, "method": "lmstudio", "judgements": judgements, "mean": None if error else score}
+
+
+def row(run_id: str, role: str = "candidate", *, at: datetime, duration_s: float, n_steps: int | None,
+        score: float | None = 0.71, judge: dict | None | str = "auto", disqualified: str | None = None,
+        exit_code: int | None = 0, killed_by_timeout: bool = False, error: str | None = None,
+        wall_secs: int = 1800, config: dict | None = None, loss: float = 0.083) -> dict:
+    if judge == "auto":
+        judge = judge_report(score) if score is not None else None
+    comps = None if score is None else {"loss": loss, "judge": (judge or {}).get("mean") if judge else None}
+    return {
+        "run_id": run_id,
+        "role": role,
+        "config": config or knobs(),
+        "score": score,
+        "score_components": comps,
+        "judge_report": judge,
+        "disqualified": disqualified,
+        "exit_code": exit_code,
+        "duration_s": duration_s,
+        "n_steps": n_steps,
+        "killed_by_timeout": killed_by_timeout,
+        "error": error,
+        "wall_secs": wall_secs,
+        "started_at": at.isoformat(timespec="seconds"),
+        "finished_at": (at + timedelta(seconds=duration_s)).isoformat(timespec="seconds"),
+    }
+
+
+# -- kohya stdout.log -----------------------------------------------------------
+def _interval(secs: float) -> str:
+    """tqdm's format_interval: mm:ss, or h:mm:ss past an hour."""
+    secs = int(round(secs))
+    h, rem = divmod(secs, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h:d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def _rate(sec_per_it: float) -> str:
+    return f"{sec_per_it:5.2f}s/it" if sec_per_it >= 1 else f"{1 / sec_per_it:5.2f}it/s"
+
+
+def bar(step: int, total: int, elapsed: float, loss: float | None) -> str:
+    pct = int(100 * step / total)
+    filled = BAR_WIDTH * step // total
+    glyphs = "█" * filled + (" " * (BAR_WIDTH - filled))
+    if step == 0:
+        return f"steps:   0%|{glyphs}| 0/{total} [00:00<?, ?it/s]"
+    spi = elapsed / step
+    post = f", avr_loss={loss:.4g}" if loss is not None else ""
+    return f"steps: {pct:3d}%|{glyphs}| {step}/{total} [{_interval(elapsed)}<{_interval(spi * (total - step))}, {_rate(spi)}{post}]"
+
+
+def startup(total: int, items: int = 40, batch: int = 1) -> str:
+    per_epoch = items // batch
+    epochs = -(-total // per_epoch)
+    return (
+        f"INFO:musubi_tuner.hv_train_network:Load dataset config from /srv/bracket/sessions/dataset.toml\n"
+        f"INFO:musubi_tuner.dataset.image_video_dataset:found {items} images\n"
+        f"INFO:musubi_tuner.hv_train_network:preparing accelerator\n"
+        f"accelerator device: cuda\n"
+        f"INFO:musubi_tuner.hv_train_network:DiT precision: torch.bfloat16, weight precision: torch.bfloat16\n"
+        f"INFO:musubi_tuner.hv_train_network:Loading DiT model from /models/qwen_image_bf16.safetensors\n"
+        f"prepare optimizer, data loader etc.\n"
+        f"running training / 学習開始\n"
+        f"  num train items / 学習画像、動画数: {items}\n"
+        f"  num batches per epoch / 1epochのバッチ数: {per_epoch}\n"
+        f"  num epochs / epoch数: {epochs}\n"
+        f"  batch size per device / バッチサイズ: {batch}\n"
+        f"  gradient accumulation steps / 勾配を合計するステップ数 = 1\n"
+        f"  total optimization steps / 学習ステップ数: {total}\n"
+    )
+
+
+def training(total: int, steps: int, step_times: Any, *, every: int = 25, save_every: int = 500,
+             name: str = "lora", finish: bool = True, loss0: float = 0.12) -> str:
+    """The bar as a file receives it: ``\\r`` redraws on one physical line,
+    broken by the newline-led ``saving checkpoint:`` and ``epoch`` prints.
+
+    ``step_times`` is one s/it figure, or a function of the step."""
+    spi = step_times if callable(step_times) else (lambda _s: step_times)
+    out = [bar(0, total, 0, None)]
+    elapsed = 0.0
+    for s in range(1, steps + 1):
+        elapsed += spi(s)
+        loss = loss0 * (0.6 + 0.4 * (1 - s / total)) + 0.003 * ((s * 7919) % 11) / 11
+        if s % every == 0 or s == steps or s <= 3:
+            out.append("\r" + bar(s, total, elapsed, loss))
+        if save_every and s % save_every == 0 and s != total:
+            out.append(f"\nsaving checkpoint: /srv/bracket/sessions/out/{name}-step{s:08d}.safetensors\n")
+            out.append(bar(s, total, elapsed, loss))
+    text = "".join(out)
+    if finish and steps == total:
+        text += f"\nsaving checkpoint: /srv/bracket/sessions/out/{name}.safetensors\nmodel saved.\n"
+    return text
+
+
+def healthy_log(total: int = 1500, s_per_it: Any = 1.47, steps: int | None = None, **kw: Any) -> str:
+    steps = total if steps is None else steps
+    return startup(total) + training(total, steps, s_per_it, finish=steps == total, **kw)
+
+
+TRACEBACKS = {
+    "fused-optimizer-keyerror": (
+        "Traceback (most recent call last):\n"
+        f'  File "{MUSUBI}/qwen_image_train.py", line 1041, in <module>\n    main()\n'
+        f'  File "{MUSUBI}/qwen_image_train.py", line 1037, in main\n    trainer.train(args)\n'
+        f'  File "{MUSUBI}/qwen_image_train.py", line 812, in train\n    optimizer.step_param(tensor, param_group)\n'
+        f'  File "{MUSUBI}/modules/adafactor_fused.py", line 68, in adafactor_step_param\n'
+        '    beta1 = group["beta1"]\n'
+        "KeyError: 'beta1'\n"
+    ),
+    "missing-model-file": (
+        "Traceback (most recent call last):\n"
+        f'  File "{MUSUBI}/qwen_image_train_network.py", line 512, in <module>\n    main()\n'
+        f'  File "{MUSUBI}/hv_train_network.py", line 1588, in load_transformer\n'
+        "    with safe_open(dit_path, framework=\"pt\") as f:\n"
+        "FileNotFoundError: [Errno 2] No such file or directory: '/models/qwen_image_bf16.safetensors'\n"
+    ),
+    "cuda-oom": (
+        "Traceback (most recent call last):\n"
+        f'  File "{MUSUBI}/hv_train_network.py", line 1985, in train\n    accelerator.backward(loss)\n'
+        '  File "/opt/bracket/.venv-trainer/lib/python3.11/site-packages/torch/autograd/graph.py", line 824, in _engine_run_backward\n'
+        "    return Variable._execution_engine.run_backward(\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "23.52 GiB of which 1.06 GiB is free. Of the allocated memory 20.91 GiB is allocated by PyTorch, and "
+        "1.12 GiB is reserved by PyTorch but unallocated.\n"
+    ),
+    "missing-trainer-module": (
+        "Traceback (most recent call last):\n"
+        '  File "<frozen runpy>", line 189, in _run_module_as_main\n'
+        '  File "<frozen runpy>", line 148, in _get_module_details\n'
+        "ModuleNotFoundError: No module named 'musubi_tuner'\n"
+    ),
+    "unknown": (
+        "Traceback (most recent call last):\n"
+        f'  File "{MUSUBI}/hv_train_network.py", line 1402, in train\n    raise RuntimeError(msg)\n'
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n"
+    ),
+}
+
+
+def died_log(cause: str) -> str:
+    """What stdout.log holds when the trainer dies before its first step."""
+    if cause == "missing-trainer-module":
+        return "/opt/bracket/.venv-trainer/bin/python: Error while finding module specification for " \
+               "'musubi_tuner.qwen_image_train' " + TRACEBACKS[cause].splitlines()[-1] + "\n" + TRACEBACKS[cause]
+    if cause == "missing-model-file":
+        return startup(1500).split("prepare optimizer")[0] + TRACEBACKS[cause]
+    if cause == "cuda-oom":
+        return startup(1500) + bar(0, 1500, 0, None) + "\n" + TRACEBACKS[cause]
+    return startup(1500) + bar(0, 1500, 0, None) + "\n" + TRACEBACKS[cause]
+
+
+def collapsed_log(total: int = 1500, steps: int = 3, wall: float = 1800) -> str:
+    """Killed by the wall clock a few steps in: no newline after the last redraw."""
+    per = wall / (steps + 0.02)
+    return startup(total) + training(total, steps, per, every=1, finish=False)
+
+
+# -- writing a session ------------------------------------------------------------
+def write_session(root: Path, rows: list[dict], logs: dict[str, str | bytes], extra: dict[str, str] | None = None,
+                  ledger_tail: str = "") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "ledger.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows) + ledger_tail,
+                                       encoding="utf-8")
+    for run_id, text in logs.items():
+        log = root / "runs" / run_id / "logs" / "stdout.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    for rel, text in (extra or {}).items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return root
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+# -- the sessions the examples and tests share -------------------------------------
+def healthy_session(root: Path, last_hits_wall: bool = True) -> Path:
+    """Five runs that train at ~1.5 s/it; the last hits the wall clock at its
+    normal rate (a near-miss for RH101: slow config, not a collapse)."""
+    rows, logs = [], {}
+    plan = [("baseline-000-s0", "baseline", 1.47, knobs()), ("cur-000-s0", "curated", 1.52, knobs(learning_rate=2e-4)),
+            ("cand-000-s0", "candidate", 1.44, knobs(network_dim=16)), ("cand-001-s0", "candidate", 1.55, knobs(network_dim=64)),
+            ("cand-002-s0", "candidate", 1.49, knobs(learning_rate=5e-5))]
+    t = 0.0
+    for i, (rid, role, spi, cfg) in enumerate(plan):
+        last = i == len(plan) - 1 and last_hits_wall
+        if last:
+            spi, cfg = 1.49, knobs(network_dim=128, train_batch_size=2)
+            steps = 1208
+            rows.append(row(rid, role, at=at(t), duration_s=1800.0, n_steps=steps, score=0.58, killed_by_timeout=True,
+                            exit_code=-9, error="timeout", disqualified="timeout", config=cfg))
+            logs[rid] = healthy_log(1500, spi, steps=steps)
+        else:
+            dur = round(1500 * spi + 25, 1)
+            rows.append(row(rid, role, at=at(t), duration_s=dur, n_steps=1500, score=round(0.7 + 0.01 * i, 3), config=cfg))
+            logs[rid] = healthy_log(1500, spi)
+        t += 40
+    return write_session(root, rows, logs)
+
+
+LMSTUDIO_LOG = (
+    "2026-03-14 09:37:02 [INFO]\n [LM STUDIO SERVER] Running chat completion on conversation with 2 messages.\n"
+    "2026-03-14 09:37:40 [INFO]\n [LM STUDIO SERVER] Accumulated 212 tokens: {\"prompt_adherence\": 0.78, \"quality\": 0.71}\n"
+    "2026-03-14 09:37:41 [ERROR]\n Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway\n"
+    "2026-03-14 10:48:12 [INFO]\n [LM STUDIO SERVER] Running chat completion on conversation with 2 messages.\n"
+    "2026-03-14 10:48:13 [ERROR]\n Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway\n"
+)
+
+
+def vram_leak_session(root: Path, with_lmstudio_log: bool = True) -> Path:
+    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=2210.0, n_steps=1500, score=0.72, config=knobs())]
+    logs = {"baseline-000-s0": healthy_log(1500, 1.457)}
+    later = [("baseline-000-s1", "baseline", knobs(seed=43)), ("cur-000-s0", "curated", knobs(learning_rate=2e-4)),
+             ("cur-000-s1", "curated", knobs(learning_rate=2e-4, seed=43)), ("cand-000-s0", "candidate", knobs(network_dim=16)),
+             ("cand-001-s0", "candidate", knobs(network_dim=64))]
+    t = 40.0
+    for rid, role, cfg in later:
+        rows.append(row(rid, role, at=at(t), duration_s=1800.4, n_steps=3, score=None, judge=None, disqualified="timeout",
+                        exit_code=-9, killed_by_timeout=True, error="timeout", config=cfg))
+        logs[rid] = collapsed_log()
+        t += 31
+    extra = {"lmstudio/server-logs/2026-03/2026-03-14.1.log": LMSTUDIO_LOG} if with_lmstudio_log else None
+    return write_session(root, rows, logs, extra)
+
+
+def died_session(root: Path, cause: str) -> Path:
+    """The trainer dies instantly on every candidate; the baseline may train."""
+    baseline_dies = cause in ("missing-model-file", "missing-trainer-module")
+    rows, logs = [], {}
+    if baseline_dies:
+        rows.append(row("baseline-000-s0", "baseline", at=at(0), duration_s=9.8, n_steps=0, score=None, judge=None,
+                        disqualified="empty_tfevents", exit_code=1, error="trainer exited with code 1"))
+        logs["baseline-000-s0"] = died_log(cause)
+    else:
+        rows.append(row("baseline-000-s0", "baseline", at=at(0), duration_s=2230.0, n_steps=1500, score=0.72))
+        logs["baseline-000-s0"] = healthy_log(1500, 1.47)
+    over = {"fused-optimizer-keyerror": dict(optimizer_type="AdamW8bit", fused_backward_pass=True),
+            "cuda-oom": dict(train_batch_size=8, network_dim=128)}.get(cause, {})
+    for i in range(4):
+        rid = f"cand-{i:03d}-s0"
+        rows.append(row(rid, "candidate", at=at(40 + i), duration_s=round(24.0 + i * 1.7, 1), n_steps=0, score=None, judge=None,
+                        disqualified="empty_tfevents", exit_code=1, error="trainer exited with code 1",
+                        config=knobs(learning_rate=[1e-4, 2e-4, 5e-5, 3e-4][i], **over)))
+        logs[rid] = died_log(cause)
+    return write_session(root, rows, logs)
+
+
+def judge_session(root: Path, mode: str) -> Path:
+    """mode ``none``: scored, judge_report null everywhere; ``no-json``: the
+    thinking judge answered in prose on every judgement."""
+    rows, logs = [], {}
+    for i, (rid, role) in enumerate([("baseline-000-s0", "baseline"), ("cur-000-s0", "curated"),
+                                     ("cand-000-s0", "candidate"), ("cand-001-s0", "candidate")]):
+        if mode == "none":
+            judge = None
+        else:
+            judge = judge_report(error="no JSON scores in response text", model="qwen3-vl-8b-thinking")
+        r = row(rid, role, at=at(40 * i), duration_s=2230.0 + i, n_steps=1500, score=round(0.083 - 0.002 * i, 4),
+                judge=judge, config=knobs(learning_rate=[1e-4, 2e-4, 5e-5, 3e-4][i]))
+        r["score_components"] = {"loss": r["score"], "judge": None}
+        rows.append(r)
+        logs[rid] = healthy_log(1500, 1.47 + 0.01 * i)
+    return write_session(root, rows, logs)
+
+
+def knob_session(root: Path) -> Path:
+    """Two candidates with --fused_backward_pass on AdamW die in ~30 s; the others train."""
+    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=2230.0, n_steps=1500, score=0.72)]
+    logs = {"baseline-000-s0": healthy_log(1500, 1.47)}
+    plan = [("cand-000-s0", knobs(learning_rate=2e-4), True), ("cand-001-s0", knobs(optimizer_type="AdamW8bit", fused_backward_pass=True), False),
+            ("cand-002-s0", knobs(network_dim=64), True), ("cand-003-s0", knobs(learning_rate=5e-5), True),
+            ("cand-004-s0", knobs(optimizer_type="AdamW8bit", fused_backward_pass=True, learning_rate=2e-4), False)]
+    t = 40.0
+    for rid, cfg, ok in plan:
+        if ok:
+            rows.append(row(rid, "candidate", at=at(t), duration_s=2240.0, n_steps=1500, score=0.7, config=cfg))
+            logs[rid] = healthy_log(1500, 1.48)
+            t += 40
+        else:
+            rows.append(row(rid, "candidate", at=at(t), duration_s=31.2, n_steps=0, score=None, judge=None,
+                            disqualified="nonzero_exit", exit_code=1, error="trainer exited with code 1", config=cfg))
+            logs[rid] = startup(1500).split("running training")[0] + (
+                "Traceback (most recent call last):\n"
+                f'  File "{MUSUBI}/qwen_image_train_network.py", line 498, in <module>\n    main()\n'
+                f'  File "{MUSUBI}/hv_train_network.py", line 1622, in get_optimizer\n'
+                '    assert optimizer_type == "adafactor", "fused_backward_pass currently only works with optimizer_type Adafactor"\n'
+                "AssertionError: fused_backward_pass currently only works with optimizer_type Adafactor\n")
+            t += 1
+    return write_session(root, rows, logs)
+
+
+def stop_session(root: Path, spread: bool = False) -> Path:
+    """Three runs train, then nine are recorded stopped_by_user: within
+    seconds of 14:02 (one stop event), or hours apart (``spread``)."""
+    rows, logs = [], {}
+    for i in range(3):
+        rid = f"cand-{i:03d}-s0"
+        rows.append(row(rid, "candidate", at=at(40 * i), duration_s=2230.0, n_steps=1500, score=0.7))
+        logs[rid] = healthy_log(1500, 1.47)
+    stop = datetime(2026, 3, 14, 14, 2, 11, tzinfo=timezone.utc)
+    for i in range(9):
+        rid = f"cand-{i + 3:03d}-s0"
+        end = stop + (timedelta(hours=1.5 * i) if spread else timedelta(seconds=2 * i))
+        dur = 412.0 if i == 0 else 0.0
+        r = row(rid, "candidate", at=end - timedelta(seconds=dur), duration_s=dur, n_steps=277 if i == 0 else 0,
+                score=None, judge=None, disqualified="stopped_by_user", exit_code=-2 if i == 0 else None, error="stopped_by_user")
+        rows.append(r)
+        if i == 0 or spread:
+            logs[rid] = healthy_log(1500, 1.47, steps=277)
+    return write_session(root, rows, logs)
+
+
+def slow_steps_session(root: Path) -> Path:
+    """The baseline trains at 2.4 s/it; the next run writes through a pipe no
+    one reads and crawls at ~2,950 s/it from its first step (a day's wall clock)."""
+    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=3625.0, n_steps=1500, score=0.72, wall_secs=86400)]
+    logs = {"baseline-000-s0": healthy_log(1500, 2.4)}
+    rows.append(row("cur-000-s0", "curated", at=at(70), duration_s=86400.2, n_steps=29, score=None, judge=None,
+                    disqualified="timeout", exit_code=-9, killed_by_timeout=True, error="timeout", wall_secs=86400))
+    logs["cur-000-s0"] = startup(1500) + training(1500, 29, lambda s: 2950.0 + 40 * ((s * 13) % 5), every=1, finish=False)
+    return write_session(root, rows, logs)
+
+
+def degrading_session(root: Path) -> Path:
+    """One run's step time climbs 29 → 44 → 77 s/it (VRAM spilling to system memory)."""
+    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=43600.0, n_steps=1500, score=0.72, wall_secs=172800)]
+    logs = {"baseline-000-s0": healthy_log(1500, 29.0, every=50)}
+
+    def climbing(s: int) -> float:
+        return 29.0 * (1 + 5.0 * (s / 900) ** 2)
+
+    rows.append(row("cand-000-s0", "candidate", at=at(800), duration_s=57000.0, n_steps=900, score=0.69, wall_secs=172800))
+    logs["cand-000-s0"] = startup(900) + training(900, 900, climbing, every=50)
+    return write_session(root, rows, logs)
+
+
+EXAMPLES = {
+    "sweep-healthy": healthy_session,
+    "sweep-vram-leak": vram_leak_session,
+    "sweep-died-fused-optimizer": lambda p: died_session(p, "fused-optimizer-keyerror"),
+    "sweep-died-missing-model": lambda p: died_session(p, "missing-model-file"),
+    "sweep-died-cuda-oom": lambda p: died_session(p, "cuda-oom"),
+    "sweep-died-missing-module": lambda p: died_session(p, "missing-trainer-module"),
+    "sweep-judge-not-called": lambda p: judge_session(p, "none"),
+    "sweep-judge-no-json": lambda p: judge_session(p, "no-json"),
+    "sweep-early-exit-knob": knob_session,
+    "sweep-stop-event": stop_session,
+    "sweep-slow-steps": slow_steps_session,
+    "sweep-step-time-degrades": degrading_session,
+}
+
+
+def write_examples(dest: Path) -> None:
+    import shutil
+
+    for name, build in EXAMPLES.items():
+        shutil.rmtree(dest / name, ignore_errors=True)
+        build(dest / name)
+
+
+if __name__ == "__main__":
+    write_examples(Path(__file__).resolve().parent.parent / "examples")
