@@ -16,7 +16,9 @@ REGENERATE = "pytest -p no:cacheprovider --runhealth-list=markdown > docs/checks
 
 # Built-in checks that still lack a failing or a passing example: a visible,
 # shrinking list. A check that gains its examples must leave it.
-KNOWN_GAPS: dict[str, str] = {}
+KNOWN_GAPS: dict[str, str] = {
+    "RH210": "needs the wandb library, which is not a dependency; tests/test_prelaunch.py drives it through a stand-in wandb",
+}
 
 
 def builtin_registry() -> Registry:

@@ -72,6 +72,9 @@ def test_rh209_each_problem_is_named(tmp_path, run_health):
                           "config-path-missing", "audio latents (generated modality)"),
         "validation-media": ({"validation__samples": FOX_SAMPLE},
                              "config-path-missing", "validation.samples.0.conditions.0.image_or_video"),
+        "name-too-long": ({"model__text_encoder_path": "g" * 5000, "output_dir": "o" * 5000},
+                          "config-path-missing", "cannot be looked up"),
+        "not-a-path": ({"model__model_path": 42}, "config-path-missing", "is int 42, not a path"),
     }
     dirs = [workspace(tmp_path, name=name, **changes) for name, (changes, _, _) in cases.items()]
     res = run_health(*dirs, args=PRELAUNCH + ("-k", "RH209"))
@@ -80,7 +83,8 @@ def test_rh209_each_problem_is_named(tmp_path, run_health):
         assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "config", cause), (name, r)
         assert says in r["summary"], (name, r["summary"])
         lines = (tmp_path / name / "config.yaml").read_text().splitlines()
-        assert all(lines[e["line"] - 1].strip() == e["text"] for e in r["evidence"] if e["line"]), (name, r["evidence"])
+        quoted = [(lines[e["line"] - 1].strip(), e["text"].rstrip("…")) for e in r["evidence"] if e["line"]]
+        assert quoted and all(line.startswith(text) for line, text in quoted), (name, r["evidence"])
     assert "video masks" in res.result_of("RH209", "conditional")["summary"]
     assert "Model path cannot be a URL" in res.result_of("RH209", "url")["summary"]
 

@@ -143,7 +143,11 @@ def path_problem(cfg: WorkspaceConfig, item: ConfigPath) -> tuple[str, bool] | N
     path = Path(text).expanduser()
     relative = not path.is_absolute()
     resolved = (item.base / path) if item.base is not None else cfg.resolve_path(text)
-    if resolved.exists():
+    try:
+        found = resolved.exists()
+    except OSError as exc:  # a name too long, a folder we may not list: the trainer could not open it either
+        return f"{item.key} ({item.what}) {text[:200]} cannot be looked up: {exc.strerror or exc}", False
+    if found:
         return None if not relative or item.base is not None else ("", True)
     where = f" (looked in {resolved})" if relative else ""
     return f"{item.key} ({item.what}) {text} does not exist{where}", False
@@ -316,7 +320,7 @@ def saved_checkpoints(folder: Path) -> list[tuple[int, Path]]:
     found = []
     try:
         entries = list(os.scandir(folder))
-    except OSError:
+    except (OSError, ValueError):  # absent, unreadable, or a name the OS refuses
         return []
     for entry in entries:
         m = LTX_CKPT.match(entry.name)
