@@ -54,7 +54,7 @@ TRAINING_STARTED = re.compile(
     "Starting training|Resuming training from step|running training|\u5b66\u7fd2\u958b\u59cb".encode()
 )
 # The trainer says it finished: LTX-2's statistics block, kohya's final save.
-TRAINING_FINISHED = re.compile(rb"Training Statistics:|^(?:\S+\s+)?(?:INFO\S*\s+)?model saved\.", re.M)
+TRAINING_FINISHED = re.compile(rb"Training Statistics:|(?:^|[:\s])model saved\.\s*$")
 _NONFINITE_HINT = (b"nan", b"NaN", b"NAN", b"inf", b"Inf")
 
 

@@ -238,6 +238,12 @@ class RunDir:
     def scalars(self):
         """Every scalar of the run dir's event files as a pandas DataFrame
         (tbparse; imported here, never at plugin load)."""
+        import warnings
+
         from tbparse import SummaryReader  # heavy: pandas, tensorboard
 
-        return SummaryReader(str(self.path), extra_columns={"dir_name"}).scalars
+        # tbparse 0.0.9 calls sort_values(inplace=True), which pandas 3 warns
+        # about (an error under -W error); the warning is tbparse's, not the user's.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*inplace keyword.*", category=Warning)
+            return SummaryReader(str(self.path), extra_columns={"dir_name"}).scalars

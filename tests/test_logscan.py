@@ -1,0 +1,144 @@
+"""The shared log reader on what real trainer logs contain (FORMATS.md §1, §2, §6)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from trainerfiles import kohya_bar, kohya_log, ltx_step_lines
+
+from pytest_runhealth.logscan import MAX_POINTS, read_log_tail, scan_log
+
+
+def write(tmp_path, text, name="train.log"):
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return path
+
+
+def test_kohya_redraws_give_the_step_series_with_elapsed_time(tmp_path):
+    scan = scan_log(write(tmp_path, kohya_log(96)))
+    assert {p.step for p in scan.steps} == set(range(97)) and scan.total == 96  # 0/96 drawn first
+    last = scan.last_step
+    assert (last.step, last.source) == (96, "tqdm") and last.loss is not None and last.elapsed > 0
+    assert scan.redraws >= 96 and scan.newline_step_lines == 0
+    assert scan.started_line == 2 and scan.finished_line is not None
+
+
+def test_bar_variants_without_glyphs_old_loss_key_and_it_per_s(tmp_path):
+    lines = [
+        "steps:   0% 0/2300 [00:01<?, ?it/s]",
+        kohya_bar(1, 2100, 3.59, 0.473, key="loss"),
+        kohya_bar(2, 2100, 7.0, 0.47, glyphs=False),
+        "steps:   0%|          | 3/2100 [00:01<10:00,  2.50it/s, avr_loss=0.46]",
+    ]
+    scan = scan_log(write(tmp_path, "\r".join(lines) + "\n"))
+    pts = {p.step: p for p in scan.steps}
+    assert pts[1].loss == 0.473 and pts[2].loss == 0.47
+    assert abs(pts[3].sec_per_step - 0.4) < 1e-9
+
+
+def test_glued_record_rank_prefix_and_validation_bar_set_aside(tmp_path):
+    text = (
+        "[08:03:35] [STDERR] steps:  38%|███▊      | 36/96 [13:09<21:55, 21.93s/it, avr_loss=0.0796]"
+        "INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7\n"
+        "validation steps:  50%|█████     | 5/10 [00:05<00:05,  1.00s/it, loss=0.2]\n"
+        "[rank 0] INFO     Step 40/96 - Loss: 0.0712, LR: 1.00e-04, Time/Step: 4.12s, Total Time: 0h 3m\n"
+    )
+    scan = scan_log(write(tmp_path, text))
+    assert [p.step for p in scan.series[("steps", None)]] == [36]
+    assert ("validation steps", None) not in scan.series
+    assert scan.series[("ltx", None)][0].sec_per_step == 4.12
+
+
+def test_ltx_and_generic_step_lines(tmp_path):
+    scan = scan_log(write(tmp_path, ltx_step_lines(2000, 400)))
+    assert scan.last_step.step == 400 and scan.total == 2000 and scan.newline_step_lines == 20
+    generic = "epoch 1 step=10, loss=0.31 step_time=2.5\nStep: 11/500 loss: 0.30\n"
+    scan = scan_log(write(tmp_path, generic, "g.log"))
+    assert [(p.step, p.loss) for p in scan.steps] == [(10, 0.31), (11, 0.30)]
+    assert scan.steps[0].sec_per_step == 2.5 and scan.steps[1].total == 500
+
+
+def test_loss_scaler_chatter_is_not_a_loss_line(tmp_path):
+    text = ("Gradient overflow. Skipping step 12, loss scaler 0 reducing loss scale to 32768.0\n"
+            "[deepspeed] OVERFLOW! Rank 0 Skipping step 13. Attempted loss scale: 65536, reducing to 32768\n")
+    assert scan_log(write(tmp_path, text)).steps == []
+
+
+def test_a_nan_redraw_is_never_sampled_away(tmp_path):
+    # One physical line far beyond the per-line budget: 40,000 redraws, one NaN in the middle.
+    redraws = [kohya_bar(i, 40_000, 2.0 * i, 0.05) for i in range(1, 40_001)]
+    redraws[23_456] = kohya_bar(23_457, 40_000, 46_914.0, float("nan"))
+    scan = scan_log(write(tmp_path, "\r".join(redraws) + "\nINFO done\n"))
+    assert scan.nonfinite_count == 1 and scan.nonfinite[0][0].step == 23_457
+    assert "avr_loss=nan" in scan.nonfinite[0][1]
+    assert len(scan.steps) <= MAX_POINTS + 1 and scan.last_step.step == 40_000
+
+
+def test_rich_redraws_give_no_steps(tmp_path):
+    text = "INFO 🚀 Starting training...\n" + "".join(f"\r\x1b[2KTraining {'━' * i}" for i in range(50))
+    scan = scan_log(write(tmp_path, text))
+    assert scan.steps == [] and scan.redraws == 50 and scan.started_line == 1
+
+
+def test_non_utf8_windows_paths_and_nul_bytes(tmp_path):
+    data = (b"saving checkpoint: outputs\\sheld0nlora-000022.safetensors\n"
+            b"\xff\xfe bad bytes \x00\x00 step 3 loss 0.5\n"
+            b"FileNotFoundError: No such file or directory: \"C:\\\\models\\\\x.safetensors\"\n")
+    path = write(tmp_path, data)
+    scan = scan_log(path)
+    assert scan.nul_bytes == 2 and scan.steps[0].step == 3
+    tail = read_log_tail(path)
+    assert tail.lines[1].text.startswith("\ufffd\ufffd bad bytes \\0\\0")
+    assert tail.lines[2].line == 3
+
+
+def test_tail_line_numbers_match_with_and_without_scan_marks(tmp_path):
+    path = write(tmp_path, "".join(f"line {i}\n" for i in range(1, 200_001)))
+    plain = read_log_tail(path, nbytes=4096)
+    marked = read_log_tail(path, nbytes=4096, scan=scan_log(path))
+    assert plain.lines[-1].line == marked.lines[-1].line == 200_000
+    assert plain.lines[-1].text == "line 200000" and not plain.complete
+
+
+def test_unreadable_log_is_an_error_not_an_exception(tmp_path):
+    scan = scan_log(tmp_path)  # a directory
+    assert scan.error and scan.steps == []
+
+
+GIANT = textwrap.dedent(
+    """
+    import resource, sys, tracemalloc
+    from pytest_runhealth.logscan import read_log_tail, scan_log
+    path, size = sys.argv[1], int(sys.argv[2])
+    bar = "\\rsteps:  50%|#####     | {0}/999999 [01:00<01:00, 1.00s/it, avr_loss=0.05{0}]"
+    head = "".join(bar.format(i) for i in range(1, 20_000)).encode()
+    tail = "".join(bar.format(i) for i in range(500_000, 520_000)).encode() + b"\\rRuntimeError: boom"
+    with open(path, "wb") as fh:  # sparse in the middle: 1 GB with no newline anywhere
+        fh.write(head)
+        fh.seek(size - len(tail))
+        fh.write(tail)
+    tracemalloc.start()
+    scan = scan_log(path)
+    t = read_log_tail(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    assert scan.lines == 1 and scan.overlong_lines > 0, scan
+    assert scan.last_step.step == 519_999, scan.last_step
+    assert t.lines[-1].text == "RuntimeError: boom"
+    print(peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """
+)
+
+
+def test_one_gigabyte_without_newline_stays_in_bounded_memory(tmp_path):
+    """A real 1 GiB file (sparse in the middle so the test writes ~3 MB):
+    the scan and the tail must not hold more than a few chunks at once."""
+    path = tmp_path / "giant.log"
+    out = subprocess.run([sys.executable, "-c", GIANT, str(path), str(1 << 30)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    peak, maxrss_kb = map(int, out.stdout.split())
+    assert peak < 48 << 20, f"traced peak {peak >> 20} MiB"
+    assert maxrss_kb < 256 << 10, f"max RSS {maxrss_kb >> 10} MiB"

@@ -1,0 +1,152 @@
+"""The event-file reader on files written by tensorboard's own writer, and on
+real files cut short or with a byte flipped."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from trainerfiles import cut_file, flip_byte, kohya_log, kohya_scalars, write_events
+
+from pytest_runhealth.tfevents import first_scalar, is_loss_tag, masked_crcs, read_event_file
+
+
+@pytest.fixture
+def kohya_events(tmp_path):
+    return write_events(tmp_path / "logs" / "20260222091811" / "network_train", kohya_scalars(96))
+
+
+def test_reads_every_scalar_and_keeps_epoch_steps_going_backwards(kohya_events):
+    read = read_event_file(kohya_events)
+    assert not read.damaged and read.file_version == "brain.Event:2"
+    assert len(read.scalars["loss/current"]) == 96
+    assert list(read.scalars["loss/epoch"].steps) == [2, 3, 4]  # step = epoch + 1, after steps 32, 64, 96
+    assert read.scalar_count == len(kohya_scalars(96))
+
+
+def test_tensor_summaries_count_as_scalars(tmp_path):
+    path = write_events(tmp_path, [("epoch_loss", s, 1.0 / s) for s in range(1, 6)], tensor_tags={"epoch_loss"})
+    read = read_event_file(path)
+    assert list(read.scalars["epoch_loss"].values) == pytest.approx([1.0, 0.5, 1 / 3, 0.25, 0.2])
+
+
+def test_first_scalar_stops_early(kohya_events):
+    early = first_scalar(kohya_events)
+    assert early.stopped_early and early.scalar_count == 1
+
+
+def test_header_only_file_has_no_scalar(tmp_path):
+    path = write_events(tmp_path, [])
+    read = read_event_file(path)
+    assert read.records == 1 and not read.has_scalar and not read.damaged
+
+
+def test_cut_mid_record_keeps_what_came_before_and_says_where(kohya_events):
+    size = kohya_events.stat().st_size
+    cut_file(kohya_events, size - 20)
+    read = read_event_file(kohya_events)
+    assert read.problems[0].kind == "truncated"
+    assert read.problems[0].offset < size - 20
+    assert read.scalar_count == len(kohya_scalars(96)) - 1
+
+
+def test_flipped_data_crc_byte_loses_one_record_not_the_rest(kohya_events):
+    data = kohya_events.read_bytes()
+    # Walk to record 50 and flip a byte of its data CRC (the last 4 bytes of the frame).
+    pos = 0
+    for _ in range(50):
+        pos += 12 + int.from_bytes(data[pos:pos + 8], "little") + 4
+    length = int.from_bytes(data[pos:pos + 8], "little")
+    flip_byte(kohya_events, pos + 12 + length + 1)
+    read = read_event_file(kohya_events)
+    assert [(p.index, p.kind) for p in read.problems] == [(50, "data-crc")]
+    assert read.scalar_count == len(kohya_scalars(96)) - 1
+
+
+def test_flipped_length_byte_stops_and_reports(kohya_events):
+    data = kohya_events.read_bytes()
+    first = 12 + int.from_bytes(data[:8], "little") + 4
+    flip_byte(kohya_events, first + 1)  # record 1's length field
+    read = read_event_file(kohya_events)
+    assert read.problems[0].kind in ("length-crc", "bad-length") and read.problems[0].index == 1
+    assert read.scalar_count == 0
+
+
+def test_flipped_data_bit_is_caught_by_crc(kohya_events):
+    flip_byte(kohya_events, kohya_events.stat().st_size // 2)
+    read = read_event_file(kohya_events)
+    assert read.damaged and read.problem_count >= 1
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00" * 7, os.urandom(4096), b"\xff" * 20])
+def test_garbage_is_a_problem_or_empty_never_an_exception(tmp_path, content):
+    path = tmp_path / "events.out.tfevents.1.host.1.0"
+    path.write_bytes(content)
+    read = read_event_file(path)
+    assert not read.has_scalar
+    assert (read.damaged or read.records == 0)
+
+
+def test_batched_crc_matches_tensorboards_own(tmp_path):
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    rng = np.random.default_rng(3)
+    buf = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    spans = [(int(o), int(n)) for o, n in zip(rng.integers(0, 4000, 200), rng.integers(0, 64, 200))]
+    got = masked_crcs(buf, [o for o, _ in spans], [n for _, n in spans])
+    assert [int(x) for x in got] == [masked_crc32c(buf[o:o + n]) for o, n in spans]
+
+
+def test_loss_tags_and_not_loss_tags():
+    assert all(map(is_loss_tag, ["loss/current", "train/loss", "avr_loss", "loss/epoch"]))
+    assert not any(map(is_loss_tag, ["lr/unet", "lr/d*lr/unet", "grad_norm", "loss_scale", "train/learning_rate"]))
+
+
+def test_nan_in_lr_is_kept_but_not_a_loss(tmp_path):
+    path = write_events(tmp_path, kohya_scalars(40, lr_nan_at=7))
+    read = read_event_file(path)
+    assert [nf.tag for nf in read.nonfinite] == ["lr/unet"]
+    assert not any(is_loss_tag(nf.tag) for nf in read.nonfinite)
+    assert math.isnan(read.scalars["lr/unet"].values[6])
+
+
+def test_run_dir_scalars_dataframe(tmp_path, kohya_events):
+    from pytest_runhealth.rundir import RunDir
+
+    df = RunDir(tmp_path).scalars()
+    assert set(df["tag"]) >= {"loss/current", "lr/unet", "loss/epoch"}
+    assert len(df[df["tag"] == "loss/current"]) == 96
+
+
+# -- RH005 through the plugin ------------------------------------------------------------
+def kohya_run(tmp_path, log: str, scalars) -> os.PathLike:
+    run = tmp_path / "kohya-out"
+    (run).mkdir()
+    (run / "train.log").write_text(log, encoding="utf-8")
+    write_events(run / "logs" / "20260222091811" / "network_train", scalars)
+    return run
+
+
+def test_rh005_header_only_early_in_a_live_run_passes(tmp_path, run_health):
+    run = kohya_run(tmp_path, kohya_log(312, stop_at=10, finish=False), [])
+    res = run_health(run, args=("-k", "RH005", "-rA"))
+    r = res.result_of("RH005")
+    assert r["outcome"] == "passed" and "has not ended" in r["note"]
+
+
+def test_rh005_header_only_after_the_run_died_fails(tmp_path, run_health):
+    log = kohya_log(312, stop_at=0, finish=False) + "\nTraceback (most recent call last):\nKeyError: 'beta1'\n"
+    run = kohya_run(tmp_path, log, [])
+    r = run_health(run, args=("-k", "RH005",)).result_of("RH005")
+    assert (r["outcome"], r["cause"]) == ("failed", "empty-tfevents")
+
+
+def test_rh005_corrupt_file_fails_with_record_evidence(tmp_path, run_health):
+    run = kohya_run(tmp_path, kohya_log(20), kohya_scalars(20))
+    (events,) = run.rglob("events.out.tfevents.*")
+    cut_file(events, events.stat().st_size - 9)
+    r = run_health(run, args=("-k", "RH005",)).result_of("RH005")
+    assert (r["outcome"], r["cause"]) == ("failed", "corrupt-tfevents")
+    assert "the file ends" in r["evidence"][0]["text"] and r["evidence"][0]["path"].startswith("logs/")
