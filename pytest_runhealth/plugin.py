@@ -21,7 +21,7 @@ from .needs import missing_need
 from .registry import PHASES, SPEC_ATTR, CheckSpec, Registry, RegistryError
 from .report import ResultCollector, write_json
 from .rundir import RunDir
-from . import severity
+from . import packs, severity
 
 HEALTH_MODULE = "pytest_runhealth.collect.runhealth"
 HEALTH_DIR = Path(__file__).parent / "collect"
@@ -47,7 +47,7 @@ FINDING = pytest.StashKey[Finding]()
 # cheap to import.
 SUBPLUGINS: tuple[str, ...] = ("pytest_runhealth.live.fixtures", "pytest_runhealth.prelaunch", "pytest_runhealth.reports.plugin",
                                "pytest_runhealth.rules", "pytest_runhealth.severity", "pytest_runhealth.waivers",
-                               "pytest_runhealth.catalogue", "pytest_runhealth.selftest",
+                               "pytest_runhealth.catalogue", "pytest_runhealth.selftest", "pytest_runhealth.packs",
                                "pytest_runhealth.eval.plugin", "pytest_runhealth.status")
 
 
@@ -101,6 +101,7 @@ def build_registry(config: pytest.Config) -> Registry:
     registry = Registry()
     for module in checks.builtin_modules():
         registry.add_module(module)
+    packs.load(config)  # pytest_runhealth.packs entry points: a broken pack fails alone
     config.hook.pytest_runhealth_register_checks(registry=registry, config=config)
     scan_plugins(config, registry)
     return registry

@@ -96,6 +96,7 @@ def run_one(exp: Expectation, config: pytest.Config, report: Path) -> dict[str, 
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header",
             "--run-dir", str(exp.example), "--runhealth-report", str(report),
             "-k", " or ".join(exp.checks)]
+    argv += plugin_args(config.invocation_params.args)
     cfg = config_path(config)
     if cfg is not None:
         argv += ["--runhealth-config", str(Path(cfg).resolve())]
@@ -111,6 +112,18 @@ def run_one(exp: Expectation, config: pytest.Config, report: Path) -> dict[str, 
     for res in json.loads(report.read_text())["results"]:
         by_check.setdefault(res["check"], []).append(res)
     return by_check
+
+
+def plugin_args(args) -> list[str]:
+    """The invoking session's ``-p`` options: the example must see the same
+    plugins (a pack loaded with ``-p``, or one switched off)."""
+    out, args = [], [str(a) for a in args]
+    for i, arg in enumerate(args):
+        if arg == "-p" and i + 1 < len(args):
+            out += ["-p", args[i + 1]]
+        elif arg.startswith("-p") and len(arg) > 2 and not arg.startswith("--"):
+            out.append(arg)
+    return out
 
 
 def fired(res: dict[str, Any]) -> bool:
@@ -145,11 +158,18 @@ def judge(exp: Expectation, by_check: dict[str, list[dict[str, Any]]]) -> list[t
     return lines
 
 
-def selftest(config: pytest.Config) -> int:
+def only(exp: Expectation, prefix: str) -> Expectation | None:
+    """The expectation narrowed to the checks whose ID starts with ``prefix``."""
+    fails = {k: v for k, v in exp.fails.items() if k.startswith(prefix)}
+    passes = [c for c in exp.passes if c.startswith(prefix)]
+    return Expectation(exp.example, fails, passes, exp.args, exp.source) if fails or passes else None
+
+
+def selftest(config: pytest.Config, prefix: str = "") -> int:
     from .plugin import build_registry
 
     registry = build_registry(config)
-    expectations = collect(config)
+    expectations = [e for e in (only(x, prefix) for x in collect(config)) if e is not None]
     write = sys.stdout.write
     write(f"runhealth selftest: {len(registry)} checks, {len(expectations)} examples\n")
     failures = 0
@@ -164,7 +184,7 @@ def selftest(config: pytest.Config) -> int:
             for ok, text in lines:
                 failures += not ok
                 write(f"  {'ok  ' if ok else 'FAIL'}  {text}\n")
-    untested = [s.id for s in registry if s.id not in covered]
+    untested = [s.id for s in registry if s.id not in covered and s.id.startswith(prefix)]
     if untested:
         write(f"no example names: {', '.join(untested)}\n")
     write(f"selftest: {'FAILED, ' + str(failures) + ' expectation(s) not met' if failures else 'all expectations met'}\n")
@@ -175,9 +195,12 @@ def selftest(config: pytest.Config) -> int:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("runhealth").addoption(
         "--runhealth-selftest",
-        action="store_true",
-        default=False,
-        help="run every check against its own good and bad examples (built-ins, packs, rules) and exit",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PREFIX",
+        help="run every check (or those whose ID starts with PREFIX, e.g. ACME) against its own good and bad "
+        "examples (built-ins, packs, rules) and exit",
     )
 
 
@@ -187,11 +210,12 @@ def pytest_runhealth_examples(config: pytest.Config) -> list[Path]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config):
-    if not config.getoption("runhealth_selftest", False):
+    prefix = config.getoption("runhealth_selftest", None)
+    if prefix is None:
         return None
     from .registry import RegistryError
 
     try:
-        return selftest(config)
+        return selftest(config, prefix)
     except RegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
