@@ -162,16 +162,19 @@ def step_times(points: list[StepPoint]) -> list[float]:
     tqdm bars carry elapsed time, so consecutive redraws give the time of the
     steps between them (kohya's rate field is an average since the start,
     first step included); LTX-2 and generic lines carry the step's own time."""
-    pts = sorted((p for p in points if p.step > 1), key=lambda p: (p.line, p.step))
+    pts = sorted((p for p in points if p.step > 0), key=lambda p: (p.line, p.step))
     timed = [p for p in pts if p.elapsed is not None]
     if len(timed) >= 2:
+        # Differences leave out everything before the first point, the
+        # first step included.
         out = []
         for a, b in zip(timed, timed[1:]):
             ds, dt = b.step - a.step, b.elapsed - a.elapsed
             if ds > 0 and dt >= 0:
                 out.append(dt / ds)
         return out
-    return [p.sec_per_step for p in pts if p.sec_per_step is not None and p.sec_per_step > 0]
+    # The first logged step time carries the one-time start-up: drop it.
+    return [p.sec_per_step for p in pts[1:] if p.sec_per_step is not None and p.sec_per_step > 0]
 
 
 def steady_step_time(points: list[StepPoint]) -> tuple[float | None, int]:

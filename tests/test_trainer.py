@@ -1,0 +1,207 @@
+"""RH201, RH202, RH002, RH207, RH208 and the status block: each must fire on
+the real failure and stay quiet on the healthy look-alike."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, ltx_workspace
+
+from pytest_runhealth.errors import classify
+from pytest_runhealth.logscan import read_log_tail
+from pytest_runhealth.status import steady_step_time
+from pytest_runhealth.logscan import StepPoint
+
+STEPS = generic_log(30, 30)  # a finished generic run: step 30/30
+
+
+def fatal_of(tmp_path, text: str):
+    path = tmp_path / "train.log"
+    path.write_text(text, encoding="utf-8")
+    tail = read_log_tail(path)
+    from pytest_runhealth.logscan import scan_log
+
+    from pytest_runhealth.status import training_points
+
+    pts = training_points(scan_log(path))
+    last = max(pts, key=lambda p: p.step) if pts else None
+    return classify(tail, last.line if last else 0, finished=bool(last and last.total and last.step >= last.total))
+
+
+# -- RH201: known causes -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "tail, cause",
+    [
+        ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 23.65 GiB total capacity; ...)\n", "cuda-oom"),
+        ("[rank0]: Traceback (most recent call last):\n[rank0]:   File \"train.py\", line 3\n"
+         "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB.\n", "cuda-oom"),
+        (RICH_OOM_BOX, "cuda-oom"),
+        ("Traceback (most recent call last):\n  File \"x.py\", line 1\n"
+         "FileNotFoundError: No such file or directory: \"C:\\\\models\\\\dit.safetensors\"\n", "missing-model-file"),
+        ("Traceback (most recent call last):\nModuleNotFoundError: No module named 'ltx_trainer'\n", "missing-trainer-module"),
+        ("Traceback (most recent call last):\n  File \"adafactor.py\"\nKeyError: 'beta1'\n", "fused-optimizer-keyerror"),
+        ("FailedPreconditionError: C:/Users/me/log is not a directory\n"
+         "steps:   0%|          | 0/1400 [00:00<?, ?it/s]\n", "tensorboard-logdir-not-directory"),
+        ("Traceback (most recent call last):\nValueError: loaded state dict contains a different number of parameter groups\n",
+         "optimizer-scheduler-mismatch"),
+        ("Traceback (most recent call last):\n  File \"t.py\", line 9, in <module>\nZeroDivisionError: division by zero\n", "unknown"),
+    ],
+    ids=["old-oom", "rank-oom", "rich-box-oom", "model-file", "module", "beta1", "tb-logdir", "opt-mismatch", "unknown"],
+)
+def test_known_fatal_errors(tmp_path, tail, cause):
+    err = fatal_of(tmp_path, generic_log(5, 1000) + tail)
+    assert err is not None and err.cause == cause
+    if cause == "unknown":
+        assert err.line.text == "ZeroDivisionError: division by zero"
+
+
+# -- RH201: healthy noise ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        generic_log(30, 1000),  # OOM hint, NaN grad norm and an overflow skip, all while training went on
+        "WARNING: No module named 'triton'; falling back to eager kernels\n" + generic_log(8, 1000),
+        generic_log(3, 1000) + "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] No such file or directory: 'a.json'\n"
+        "WARNING falling back to default bucket config\n" + generic_log(10, 1000).split("\n", 2)[2],
+        STEPS + "Exception in thread Thread-3 (_monitor):\nTraceback (most recent call last):\nRuntimeError: queue closed\n",
+        STEPS + "WARNING: CUDA out of memory while caching samples, falling back to CPU\n",
+        generic_log(4, 1000) + "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536\n",
+    ],
+    ids=["warnings-during-training", "triton-fallback", "handled-fallback-then-training", "thread-after-final-step",
+         "handled-oom-after-end", "overflow-at-end"],
+)
+def test_healthy_noise_is_not_fatal(tmp_path, text):
+    assert fatal_of(tmp_path, text) is None
+
+
+def test_rh201_quotes_the_rich_box_example(run_health):
+    from conftest import EXAMPLES
+
+    r = run_health(EXAMPLES / "generic-oom-rich", args=("-k", "RH201",)).result_of("RH201")
+    assert r["cause"] == "cuda-oom" and r["verdict"] == "config"
+    assert r["evidence"][0]["text"].startswith("OutOfMemoryError: CUDA out of memory")
+    assert any("Traceback" not in e["text"] and "│" in e["text"] or "╰" in e["text"] for e in r["evidence"])
+
+
+# -- RH202 ----------------------------------------------------------------------------------------
+def test_rh202_ltx_loss_nan_fails_and_names_later_checkpoints(tmp_path, run_health):
+    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 1200, nan_from=700), weights=[500, 1000], states=[500, 1000])
+    r = run_health(ws, args=("-k", "RH202",)).result_of("RH202")
+    assert (r["outcome"], r["cause"]) == ("failed", "nan-loss")
+    assert "Loss: nan" in r["evidence"][0]["text"] and r["evidence"][0]["path"] == "logs/train.log"
+    assert "lora_weights_step_01000" in r["summary"] and "lora_weights_step_00500" not in r["summary"]
+
+
+def test_rh202_nan_grad_norm_is_not_a_nan_loss(tmp_path, run_health):
+    run = tmp_path / "g"
+    run.mkdir()
+    (run / "train.log").write_text(generic_log(30, 30))  # grad_norm=nan at step 7
+    assert run_health(run, args=("-k", "RH202",)).outcome("RH202") == "passed"
+
+
+# -- RH002 ----------------------------------------------------------------------------------------
+def test_rh002_bars_and_step_lines_together_pass(tmp_path, run_health):
+    log = kohya_log(40, redraws_per_step=1) + "".join(f"step {s} loss 0.1\n" for s in range(1, 4))
+    ws = ltx_workspace(tmp_path / "ws", log=log, weights=[], states=[])
+    r = run_health(ws, args=("-k", "RH002", "-rA")).result_of("RH002")
+    assert r["outcome"] == "passed" and "steps read" in r["note"]
+
+
+def test_rh002_log_of_a_run_that_never_reached_training_passes(tmp_path, run_health):
+    run = tmp_path / "g"
+    run.mkdir()
+    (run / "train.log").write_text("INFO loading model\nINFO loading dataset\n")
+    r = run_health(run, args=("-k", "RH002", "-rA")).result_of("RH002")
+    assert r["outcome"] == "passed" and "no sign that training began" in r["note"]
+
+
+# -- RH207 ----------------------------------------------------------------------------------------
+def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path, run_health):
+    from conftest import EXAMPLES
+    import shutil
+
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "ltx-healthy", ws)
+    summary = ws / "outputs" / "run-summary.md"
+    text = summary.read_text().replace("lora_weights_step_02000", "lora_weights_step_01500")
+    summary.write_text(text.replace("## Reproducibility", "## Notes"))
+    r = run_health(ws, args=("-k", "RH207",)).result_of("RH207")
+    assert (r["outcome"], r["cause"]) == ("failed", "run-summary-missing")
+    assert "reproducibility section" in r["summary"] and "lora_weights_step_02000" in r["summary"]
+
+
+# -- RH208 ----------------------------------------------------------------------------------------
+def test_rh208_live_process_in_pid_file_passes(tmp_path, run_health):
+    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 400), weights=[], states=[])
+    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    r = run_health(ws, args=("-k", "RH208", "-rA")).result_of("RH208")
+    assert r["outcome"] == "passed" and "still running" in r["note"]
+
+
+def test_rh208_error_in_log_is_rh201s_finding(tmp_path, run_health):
+    from conftest import EXAMPLES
+
+    res = run_health(EXAMPLES / "generic-oom-rich", args=("-k", "RH208", "-rA"))
+    assert res.outcome("RH208") == "passed" and "RH201: cuda-oom" in res.result_of("RH208")["note"]
+
+
+# -- status block -----------------------------------------------------------------------------
+def points(times: list[float]) -> list[StepPoint]:
+    return [StepPoint(step=20 * (i + 1), total=2000, sec_per_step=t, loss=0.1, line=i + 1, source="ltx")
+            for i, t in enumerate(times)]
+
+
+def test_eta_needs_steady_state_measurements():
+    assert steady_step_time(points([14.0])) == (None, 0)  # step 20 is the first logged step: left out
+    assert steady_step_time(points([14.0, 4.1, 4.2]))[0] is None  # two steady values: still measuring
+    sec, n = steady_step_time(points([14.0, 4.1, 4.2, 99.0, 4.0]))  # 99 s: a validation pass
+    assert n == 3 and sec == pytest.approx(4.1)
+
+
+def test_status_block_in_terminal_and_json(tmp_path, run_health):
+    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000],
+                       samples=[1000, 1200])
+    res = run_health(ws, args=("-k", "RH208",))
+    st = res.report["status"]["ws"]
+    assert (st["step"], st["total"], st["percent"]) == (1240, 2000, 62.0)
+    assert len(st["last_losses"]) == 5 and st["eta"].startswith("~") and st["eta_s"] > 0
+    assert st["latest_checkpoint"] == "outputs/checkpoints/lora_weights_step_01000.safetensors"
+    assert st["latest_samples"] == "outputs/samples/step_001200_*.png" and st["sample_count"] == 2
+    res.result.stdout.fnmatch_lines(["*run status*", "ws: *", "  Step 1240 / 2000 (62%) — loss ~0.0791 (last 5: *",
+                                     "  ETA: ~5*m at 4.1* s/step*", "  Latest checkpoint: outputs/checkpoints/lora_weights_step_01000.safetensors"])
+    json.dumps(res.report["status"], allow_nan=False)
+
+
+def test_status_says_measuring_before_step_times_exist(tmp_path, run_health):
+    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 60), weights=[], states=[])
+    st = run_health(ws, args=("-k", "RH208",)).report["status"]["ws"]
+    assert st["eta"] == "measuring step time" and st["eta_s"] is None
+
+
+def test_status_of_a_nan_run_is_json_clean(run_health):
+    from conftest import EXAMPLES
+
+    st = run_health(EXAMPLES / "kohya-nan-loss", args=("-k", "RH202",)).report["status"]["kohya-nan-loss"]
+    assert st["last_losses"][-1] == "nan" and st["state"] == "finished"
+
+
+def test_no_status_option(tmp_path, run_health):
+    from conftest import EXAMPLES
+
+    res = run_health(EXAMPLES / "ltx-healthy", args=("-k", "RH208", "--runhealth-no-status"))
+    assert "status" not in res.report and "run status" not in res.stdout
+
+
+# -- bad input: a diagnosis or a skip, never a traceback --------------------------------------
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage\r\r\r", b"\r" * 10_000, "步骤 step 学習 loss".encode("utf-16")])
+def test_bad_logs_never_crash(tmp_path, run_health, content):
+    run = tmp_path / "g"
+    run.mkdir()
+    (run / "train.log").write_bytes(content)
+    (run / "events.out.tfevents.1.h.1.0").write_bytes(content)
+    (run / "w.safetensors").write_bytes(content)
+    res = run_health(run, args=("-k", "RH0 or RH2"))
+    assert not [r for r in res.report["results"] if r["cause"] == "unknown" and "the check itself raised" in (r.get("summary") or "")]
