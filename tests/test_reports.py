@@ -186,14 +186,24 @@ def test_degradation_onset_is_marked_at_the_step_its_evidence_names(tmp_path):
     log.write_text("\n".join(lines) + "\n")
     rd = RunDir(sweep)
     ev = {"path": "runs/baseline-000-s0/logs/stdout.log", "line": 151, "text": lines[150]}
+    later = {"path": "runs/baseline-000-s0/logs/stdout.log", "line": 290, "text": lines[289]}
     other = {"path": "ledger.jsonl", "line": 1, "text": "{}"}
-    view = build_view([result("RH108", "baseline-000-s0", evidence=[ev, other])], [rd])
+    view = build_view([result("RH108", "baseline-000-s0", evidence=[other, ev, later])], [rd])
     rv = view.run_dirs[0].runs[0]
     assert rv.step_time.marks == [(151.0, "RH108 vram-spill")]
     assert rv.loss.marks == []
     chart = svg.line_chart(rv.step_time.points, series="step-time", title="t",
                            markers=[svg.Marker(x, label) for x, label in rv.step_time.marks])
     assert chart.count('class="marker onset"') == 1 and "RH108 vram-spill (step 151)" in chart
+
+
+def test_an_onset_inside_a_tqdm_line_is_the_step_the_evidence_names(tmp_path):
+    sweep = make_sweep(tmp_path / "s", 1)
+    log = sweep / "runs" / "baseline-000-s0" / "logs" / "stdout.log"
+    kohya_log(log, 300, 300, sec=29.0, climb=2.0)  # every redraw on line 2
+    ev = {"path": "runs/baseline-000-s0/logs/stdout.log", "line": 2, "text": "step 50/300 at 29.15 s/it"}
+    view = build_view([result("RH108", "baseline-000-s0", evidence=[ev])], [RunDir(sweep)])
+    assert view.run_dirs[0].runs[0].step_time.marks == [(50.0, "RH108 vram-spill")]
 
 
 def test_a_passing_rh108_marks_nothing(tmp_path):

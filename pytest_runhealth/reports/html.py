@@ -26,13 +26,15 @@ h1{font-size:1.35em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.4em 0 .2em}
 table.runs{border-collapse:collapse;margin-top:.6em;width:100%}
 table.runs th,table.runs td{border-top:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left}
 table.runs th{background:#f4f4f6;font-weight:600;font-size:.9em}
-tr.run.has-failure td.name{border-left:4px solid #b3261e}
+tr.run.has-failure td.name,tr.diag.has-failure td{border-left:4px solid #b3261e}
+tr.diag td{border-top:none;padding-top:0}
+.cards{display:flex;flex-wrap:wrap;gap:0 12px}.cards .failure{flex:1 1 420px;max-width:720px}
 td.fam{white-space:nowrap;font-size:.9em}
 .cell-failed,.cell-error{background:#fde7e5}.cell-warned{background:#fff3dc}.cell-passed{background:#e8f5ec}.cell-skipped{background:#f2f2f2}
 .failure{border-left:3px solid #b3261e;padding:2px 8px;margin:4px 0 8px;background:#fffafa}
 .failure.warned{border-left-color:#d9822b;background:#fffcf5}
 .failure .head{font-weight:600}.failure .summary{white-space:pre-wrap;margin:2px 0}
-.failure ul{margin:2px 0;padding-left:1.2em}.failure code{font-size:.85em;word-break:break-all}
+.failure ul{margin:2px 0;padding-left:1.2em;overflow-wrap:anywhere}.failure code{font-size:.85em;word-break:break-all}
 .fix{color:#0b4f8a}.note{color:#555;font-size:.9em}
 .status{border:1px solid #0b4f8a;border-radius:4px;padding:2px 6px;margin-top:4px;font-size:.85em;background:#eef5fc}
 .plots{display:flex;flex-wrap:wrap;gap:12px}
@@ -154,16 +156,24 @@ def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
     out.append(f'<td class="steps">{_e(steps)}</td>')
     out.append(_plot_cell(rv, "step-time"))
     out.append(_plot_cell(rv, "loss"))
-    out.append('<td class="diagnosis">')
-    out.extend(render_failure(r) for r in rv.diagnosed)
-    if rv.plot_note:
-        out.append(f'<div class="note">{_e(rv.plot_note)}</div>')
+    out.append("</tr>")
+    # The diagnosis gets the table's full width in a row of its own, under its run.
     skipped = [r for r in rv.results if r["outcome"] == "skipped"]
-    if skipped:
-        out.append(f"<details><summary>{len(skipped)} skipped</summary><ul>")
-        out.extend(f"<li>{_e(r['check'])}: {_e(r.get('note'))}</li>" for r in skipped)
-        out.append("</ul></details>")
-    out.append("</td></tr>")
+    if rv.diagnosed or rv.plot_note or skipped:
+        width = len(families) + 4
+        diag_cls = "diag has-failure" if rv.failures else "diag"
+        out.append(f'<tr class="{diag_cls}" data-run="{_e(rv.name)}"><td colspan="{width}">')
+        if rv.diagnosed:
+            out.append('<div class="cards">')
+            out.extend(render_failure(r) for r in rv.diagnosed)
+            out.append("</div>")
+        if rv.plot_note:
+            out.append(f'<div class="note">{_e(rv.plot_note)}</div>')
+        if skipped:
+            out.append(f"<details><summary>{len(skipped)} skipped</summary><ul>")
+            out.extend(f"<li>{_e(r['check'])}: {_e(r.get('note'))}</li>" for r in skipped)
+            out.append("</ul></details>")
+        out.append("</td></tr>")
     return "".join(out)
 
 
@@ -190,7 +200,7 @@ def render_run_dir(view: RunDirView, registry: Any) -> str:
         out.append("</div>")
     head = "".join(f"<th>{_e(f)}</th>" for f in view.families)
     out.append(f'<table class="runs"><thead><tr><th>run</th>{head}<th>steps</th><th>step time</th><th>loss</th>'
-               "<th>diagnosis</th></tr></thead><tbody>")
+               "</tr></thead><tbody>")
     out.extend(render_run_row(rv, view.families, registry) for rv in view.runs)
     out.append("</tbody></table></section>")
     return "".join(out)

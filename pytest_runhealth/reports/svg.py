@@ -195,7 +195,7 @@ def bar_chart(
     if len(bars) <= 12:
         for i, bar in enumerate(bars):
             cx = x0 + (i + 0.5) * slot
-            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">{escape(bar.label[:14])}</text>')
+            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">{escape(bar.label[:16])}</text>')
     else:
         out.append(f'<text class="tick" x="{x0}" y="{height - 8}">{escape(bars[0].label[:20])}</text>')
         out.append(f'<text class="tick" x="{x1}" y="{height - 8}" text-anchor="end">{escape(bars[-1].label[:20])}</text>')

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -116,6 +117,24 @@ def shown_path(path: Path, relative_to: Path | None) -> str:
         return str(path)
 
 
+def _relative_paths(result: dict[str, Any], run_dirs: list[RunDir], relative_to: Path) -> dict[str, Any]:
+    """Skip reasons and summaries name run dirs by absolute path; on a page
+    that is shared (or committed) the path as seen from the page is both
+    shorter and the same on every machine."""
+    swaps = sorted(((str(rd.path), shown_path(rd.path, relative_to)) for rd in run_dirs), key=lambda s: -len(s[0]))
+
+    def swap(text: Any) -> Any:
+        if not isinstance(text, str):
+            return text
+        for absolute, shown in swaps:
+            text = text.replace(absolute, shown)
+        return text
+
+    out = {k: swap(v) for k, v in result.items()}
+    out["evidence"] = [{**ev, "text": swap(ev.get("text"))} for ev in result.get("evidence") or []]
+    return out
+
+
 def build_view(
     results: Iterable[dict[str, Any]],
     run_dirs: list[RunDir],
@@ -128,6 +147,8 @@ def build_view(
 ) -> ReportView:
     """``statuses``: status.py's blocks per (run dir, run), where there are any."""
     results = sort_results(results)
+    if relative_to is not None:
+        results = [_relative_paths(r, run_dirs, relative_to) for r in results]
     counts = {k: 0 for k in ORDER}
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
@@ -140,15 +161,14 @@ def build_view(
         _run_dir_view(rd, by_dir[rd.name], registry, relative_to, statuses or {})
         for rd in run_dirs
     ]
-    title = "Run health: " + ", ".join(rd.name for rd in run_dirs) if run_dirs else "Run health"
+    names = [rd.name for rd in run_dirs]
+    title = "Run health: " + (", ".join(names) if len(names) <= 3 else f"{len(names)} run dirs") if names else "Run health"
     return ReportView(title, generated_at(started_at), version, counts, views, results, unplaced)
 
 
 def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, relative_to: Path | None,
                   statuses: dict[tuple[str, str], dict[str, Any]]) -> RunDirView:
     view = RunDirView(rd, shown_path(rd.path, relative_to))
-    families = {family_of(r["check"], registry) for r in results}
-    view.families = [f for f in FAMILIES.values() if f in families] + sorted(families - set(FAMILIES.values()))
     try:
         runs = rd.runs if rd.exists else []
     except OSError:
@@ -165,6 +185,9 @@ def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, rela
             rv = run_views.setdefault(r["run"] or rd.name, RunView(r["run"] or rd.name, None))
         rv.results.append(r)
     view.runs = list(run_views.values())
+    # Columns for the families that judged runs; sweep-wide results are shown above the table.
+    families = {family_of(r["check"], registry) for rv in view.runs for r in rv.results}
+    view.families = [f for f in FAMILIES.values() if f in families] + sorted(families - set(FAMILIES.values()))
     for rv in view.runs:
         _add_log_series(rd, rv)
         rv.status = show_status(rv, statuses.get((rd.name, rv.name)))
@@ -199,9 +222,24 @@ def _add_sweep_series(rd: RunDir, view: RunDirView) -> None:
         view.wall_limit = statistics.median(walls)
 
 
+def _step_at(steps: list[StepPoint], line: int, text: str) -> StepPoint | None:
+    """The step an evidence line points at. A tqdm line holds many redraws,
+    so among the steps on that line the one the quoted text names wins
+    ("step 50/900", "50/900 [..."); else the last step logged before it."""
+    on_line = [p for p in steps if p.line == line]
+    for p in on_line:
+        if re.search(rf"(?<![\d.]){p.step}\s*/\s*\d|\b[Ss]tep\s*[:=]?\s*{p.step}\b", text):
+            return p
+    if on_line:
+        return on_line[0]
+    before = [p for p in steps if p.line <= line]
+    return before[-1] if before else None
+
+
 def _log_marks(rd: RunDir, rv: RunView, log: Path, steps: list[StepPoint], checks: tuple[str, ...]) -> list[tuple[float, str]]:
-    """A failing check's evidence line in this log, mapped to the step logged
-    at or just before it: the onset the check saw, drawn where it happened."""
+    """Where a failing check saw the problem begin: its first evidence line
+    in this log (RH108 quotes start, middle and end of the climb; the start
+    is the onset), drawn at the step logged there."""
     rel = rd.rel(log)
     marks = []
     for r in rv.failures:
@@ -210,9 +248,12 @@ def _log_marks(rd: RunDir, rv: RunView, log: Path, steps: list[StepPoint], check
         for ev in r.get("evidence") or []:
             if ev.get("path") != rel or not isinstance(ev.get("line"), int):
                 continue
-            before = [p for p in steps if p.line <= ev["line"]]
-            if before:
-                marks.append((float(before[-1].step), f"{r['check']} {r.get('cause') or r.get('slug') or ''}".strip()))
+            point = _step_at(steps, ev["line"], ev.get("text") or "")
+            if point is not None:
+                mark = (float(point.step), f"{r['check']} {r.get('cause') or r.get('slug') or ''}".strip())
+                if mark not in marks:
+                    marks.append(mark)
+            break
     return marks
 
 
