@@ -45,7 +45,7 @@ def is_terminal(rnd: Round, terminal: tuple[str, ...]) -> bool:
 def _texts(rnd: Round, tail_of: Callable | None, logs: bool = True):
     """(source, line, text) of every error the server recorded, then log tail lines."""
     for where, text in rnd.errors():
-        for i, ln in enumerate(text.splitlines() or [text]):
+        for ln in text.splitlines() or [text]:
             yield where, None, ln
     for ep in rnd.episodes:
         if ep.error_type:
@@ -145,20 +145,20 @@ def classify(rnd: Round, terminal: tuple[str, ...], tail_of: Callable | None = N
         return RoundState(rnd, False, "could not be parsed (RH004)", rnd.unreadable, "uv-preamble-json" if rnd.preambled else None)
     if not is_terminal(rnd, terminal):
         return RoundState(rnd, False, f"still {rnd.status or 'without a status'}", _counters(rnd), "round-not-terminal")
-    if rnd.status != "completed":
-        hit = startup_failure(rnd, tail_of)
-        if hit or (rnd.status == "failed" and player_started(rnd, tail_of) is None):
-            return RoundState(rnd, False, "failed before any player started: infra",
-                              hit.text if hit else "no score, player error or policy log shows a player ran",
-                              hit.cause if hit else "unknown", [hit] if hit else [])
-        return RoundState(rnd, False, f"{rnd.status} (terminal, not completed)", rnd.raw.get("error") or "", None)
-    eps = completed_episodes(rnd)
-    if not eps:
-        return RoundState(rnd, False, "completed without real per-player scores", "no completed episode", "missing-scores")
+    before = startup_failure(rnd, tail_of) if rnd.status != "completed" else None
+    if before or (rnd.status == "failed" and player_started(rnd, tail_of) is None):
+        return RoundState(rnd, False, "failed before any player started: infra",
+                          before.text if before else "no score, player error or policy log shows a player ran",
+                          before.cause if before else "unknown", [before] if before else [])
+    eps = completed_episodes(rnd) if rnd.status == "completed" else rnd.episodes
     for ep in eps:
         hit = teardown_race(ep, tail_of)
         if hit:
             return RoundState(rnd, False, "results lost in a teardown race: infra", f"{ep.name}: {hit.text}", "teardown-race", [hit])
+    if rnd.status != "completed":
+        return RoundState(rnd, False, f"{rnd.status} (terminal, not completed)", rnd.raw.get("error") or "", None)
+    if not eps:
+        return RoundState(rnd, False, "completed without real per-player scores", "no completed episode", "missing-scores")
     problems = [(ep, score_problem(ep, rnd.players)) for ep in eps]
     problems = [(ep, p) for ep, p in problems if p]
     if problems:
