@@ -113,8 +113,9 @@ def scan_plugins(config: pytest.Config, registry: Registry) -> None:
         if inspect.ismodule(plugin) and (getattr(plugin, "__file__", "") or "").endswith("conftest.py"):
             for value in list(vars(plugin).values()):
                 spec = getattr(value, SPEC_ATTR, None)
-                if isinstance(spec, CheckSpec) and spec.id not in registry:
-                    registry.add(value, owner=f"conftest {plugin.__file__}")
+                known = registry.get(spec.id) if isinstance(spec, CheckSpec) else None
+                if isinstance(spec, CheckSpec) and (known is None or known.func is not value):
+                    registry.add(value, owner=f"conftest {plugin.__file__}")  # a clash with a pack is refused
 
 
 def config_path(config: pytest.Config) -> Path | None:

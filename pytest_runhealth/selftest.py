@@ -82,11 +82,20 @@ def rule_expectations(config: pytest.Config) -> list[Expectation]:
 
 
 def collect(config: pytest.Config) -> list[Expectation]:
-    out = []
+    """Every expectation, one per example: what several sources expect of the
+    same run dir is checked in one pytest process."""
+    found = []
     for folders in config.hook.pytest_runhealth_examples(config=config):
         for folder in folders or []:
-            out += read_expectations(Path(folder))
-    return out + rule_expectations(config)
+            found += read_expectations(Path(folder))
+    merged: dict[tuple[Path, tuple[str, ...]], Expectation] = {}
+    for exp in found + rule_expectations(config):
+        key = (exp.example, tuple(exp.args))
+        if key not in merged:
+            merged[key] = Expectation(exp.example, args=exp.args, source=exp.source)
+        merged[key].fails.update(exp.fails)
+        merged[key].passes += [c for c in exp.passes if c not in merged[key].passes]
+    return list(merged.values())
 
 
 def run_one(exp: Expectation, config: pytest.Config, report: Path) -> dict[str, list[dict[str, Any]]]:

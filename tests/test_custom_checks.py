@@ -1,0 +1,167 @@
+"""The three ways to add a check (conftest, installed pack, runhealth.yaml
+rule), each through its working example under examples/, plus what goes
+wrong between them: an ID collision, a pack that fails to import."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import EXAMPLES
+
+PACK = EXAMPLES / "check_pack"
+PACK_SRC = PACK / "src"
+PACK_CASES = PACK_SRC / "runhealth_acme" / "examples"
+CONFTEST_CASES = EXAMPLES / "conftest_check" / "cases"
+RULES = EXAMPLES / "rules"
+
+
+# -- conftest.py ------------------------------------------------------------------
+def test_conftest_check_fails_and_passes_on_its_cases(pytester, run_health):
+    pytester.makeini("[pytest]\n")
+    shutil.copy(EXAMPLES / "conftest_check" / "conftest.py", pytester.path / "conftest.py")
+    res = run_health(CONFTEST_CASES / "disk-full", CONFTEST_CASES / "disk-checked", args=("-k", "TEAM101"))
+    assert res.ret == 1
+    bad = res.result_of("TEAM101", "disk-full")
+    assert (bad["outcome"], bad["cause"], bad["evidence"][0]["line"]) == ("failed", "disk-full", 5)
+    assert res.result_of("TEAM101", "disk-checked")["outcome"] == "passed"
+
+
+def test_conftest_check_through_the_register_hook(pytester, run_health, tmp_path):
+    """The hook route works from a conftest too, for checks defined elsewhere."""
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(team_checks=textwrap.dedent("""
+        import pytest_runhealth as runhealth
+
+        @runhealth.check("TEAM201", "always-notes", detects="d", why="w", example="e", fix="f")
+        def always_notes(ctx):
+            return "looked"
+    """))
+    pytester.makeconftest("""
+        import team_checks
+
+        def pytest_runhealth_register_checks(registry, config):
+            registry.register_prefix("TEAM", owner="team")
+            registry.add_module(team_checks, owner="team")
+    """)
+    pytester.syspathinsert()
+    res = run_health(tmp_path, args=("-k", "TEAM201"))
+    assert res.result_of("TEAM201")["note"] == "looked"
+
+
+# -- an installed pack -------------------------------------------------------------
+def test_pack_fires_and_passes_on_its_examples(pytester, run_health):
+    pytester.syspathinsert(PACK_SRC)
+    res = run_health(PACK_CASES / "loss-scale-floor", PACK_CASES / "loss-scale-recovers",
+                     args=("-p", "runhealth_acme.plugin", "-k", "ACME"))
+    assert res.result_of("ACME101", "loss-scale-floor")["cause"] == "loss-scale-floor"
+    assert res.result_of("ACME101", "loss-scale-recovers")["outcome"] == "passed"
+
+
+def test_pack_id_colliding_with_a_conftest_is_a_clear_error(pytester):
+    pytester.makeini("[pytest]\n")
+    pytester.syspathinsert(PACK_SRC)
+    pytester.makeconftest("""
+        import pytest_runhealth as runhealth
+
+        @runhealth.check("ACME101", "my-own-thing")
+        def mine(ctx):
+            return None
+    """)
+    res = pytester.runpytest("-p", "runhealth_acme.plugin", "--run-dir", str(pytester.path))
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    err = res.stderr.str()
+    assert "ACME101" in err and "conftest" in err and "runhealth-acme-pack" in err, err
+    assert "Traceback" not in err
+
+
+def make_dist(root, name: str, module: str, source: str) -> None:
+    """A distribution as importlib.metadata sees an installed one: a
+    .dist-info folder with an entry point in the pytest_runhealth.packs group."""
+    info = root / f"{name}-0.1.dist-info"
+    info.mkdir()
+    info.joinpath("METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    info.joinpath("entry_points.txt").write_text(f"[pytest_runhealth.packs]\n{name} = {module}\n")
+    root.joinpath(f"{module}.py").write_text(textwrap.dedent(source))
+
+
+def test_pack_that_fails_to_import_fails_alone(pytester, run_health, tmp_path):
+    pytester.makeini("[pytest]\n")
+    make_dist(pytester.path, "brokenpack", "brokenpack_mod", "import torchx_not_installed\n")
+    make_dist(pytester.path, "goodpack", "goodpack_mod", """
+        import pytest_runhealth as runhealth
+
+        @runhealth.check("GOOD101", "always-fine", detects="d", why="w", example="e", fix="f")
+        def fine(ctx):
+            return None
+
+        def pytest_runhealth_register_checks(registry, config):
+            registry.register_prefix("GOOD", owner="goodpack")
+            registry.add(fine, owner="goodpack")
+    """)
+    pytester.syspathinsert()
+    res = run_health(tmp_path, args=("-k", "GOOD or pack or RH006"))
+    assert res.ret == 1
+    assert res.result_of("GOOD101")["outcome"] == "passed"
+    assert res.result_of("RH006")["outcome"] == "passed"
+    res.result.stdout.fnmatch_lines([
+        "*pack-brokenpack-loads*",
+        "*check pack 'brokenpack' (brokenpack_mod, from brokenpack) failed to load: ModuleNotFoundError: "
+        "No module named 'torchx_not_installed'. Its checks did not run; the other checks did.*",
+    ])
+
+
+def test_pack_is_installable_with_its_entry_point(tmp_path):
+    """setuptools reads the example pack's pyproject as pip's install would
+    (egg_info, offline, on a copy so the example stays clean): the pytest11
+    entry point and the examples the selftest needs are in the package."""
+    pack = tmp_path / "pack"
+    shutil.copytree(PACK, pack)
+    (tmp_path / "meta").mkdir()
+    code = "import setuptools, sys; sys.argv = ['setup.py', '-q', 'egg_info', '--egg-base', sys.argv[1]]; setuptools.setup()"
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(tmp_path / "meta")], cwd=pack,
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    info = tmp_path / "meta" / "runhealth_acme_pack.egg-info"
+    eps = (info / "entry_points.txt").read_text()
+    assert "[pytest11]" in eps and "acme = runhealth_acme.plugin" in eps
+    sources = (info / "SOURCES.txt").read_text()
+    assert "src/runhealth_acme/examples/loss-scale-floor.expect.yaml" in sources
+    assert "src/runhealth_acme/examples/loss-scale-floor/logs/train.log" in sources
+
+
+def test_pack_own_tests_pass():
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                          cwd=PACK, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+# -- runhealth.yaml rules ------------------------------------------------------------
+def test_rules_example_fires_and_passes(run_health):
+    cases = RULES / "cases"
+    res = run_health(cases / "nccl-timeout", cases / "grad-spike", cases / "healthy",
+                     args=("--runhealth-config", str(RULES / "runhealth.yaml"), "-k", "OPS"))
+    assert res.result_of("OPS101", "nccl-timeout")["cause"] == "nccl-timeout"
+    assert res.result_of("OPS102", "grad-spike")["outcome"] == "warned"  # declared severity: warn
+    assert res.result_of("OPS103", "nccl-timeout")["cause"] == "steps-incomplete"
+    assert {r["outcome"] for r in res.results(run="healthy")} == {"passed"}
+
+
+def test_selftest_reports_a_rule_that_stopped_firing(pytester, tmp_path):
+    """The rules example, with OPS101's pattern broken: the selftest names the
+    check that no longer fires on its bad example, and exits 1."""
+    pytester.makeini("[pytest]\n")
+    shutil.copytree(RULES / "cases", pytester.path / "cases")
+    text = (RULES / "runhealth.yaml").read_text().replace("Watchdog caught collective", "Watchdog caught kollective")
+    pytester.path.joinpath("runhealth.yaml").write_text(text)
+    res = pytester.runpytest("--runhealth-selftest=OPS10")
+    assert res.ret == 1
+    res.stdout.fnmatch_lines([
+        "*FAIL  OPS101 no longer fires on its bad example nccl-timeout (passed)",
+        "*ok    OPS102 fires on grad-spike (cause grad-spike)",
+        "selftest: FAILED, 1 expectation(s) not met",
+    ])
