@@ -14,6 +14,9 @@ import yaml
 from conftest import EXAMPLES
 
 PRELAUNCH = ("-m", "prelaunch", "-rs")
+# The summary-line tests keep to checks that read only the workspace: live probes (GPU, LM Studio)
+# answer differently on every machine.
+WORKSPACE_ONLY = ("-k", "RH006 or RH209 or RH210 or RH211")
 
 
 def workspace(tmp_path: Path, example: str = "workspace-ready", name: str = "ws", **changes) -> Path:
@@ -269,7 +272,8 @@ def test_rh211_passes_resume_and_explicit_fresh_start(tmp_path, run_health):
 
 # -- the moment: plain sessions and the summary line --------------------------
 def test_examples_block_the_launch_with_both_blockers_named(run_health):
-    res = run_health(EXAMPLES / "workspace-missing-encoder", EXAMPLES / "workspace-reused-output", args=PRELAUNCH)
+    res = run_health(EXAMPLES / "workspace-missing-encoder", EXAMPLES / "workspace-reused-output",
+                     args=PRELAUNCH + WORKSPACE_ONLY)
     assert res.ret == 1
     r = res.result_of("RH209", "workspace-missing-encoder")
     assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "config", "config-path-missing")
@@ -289,10 +293,10 @@ def test_examples_block_the_launch_with_both_blockers_named(run_health):
 
 
 def test_ready_line_and_exit_code(run_health):
-    res = run_health(EXAMPLES / "workspace-ready", args=PRELAUNCH)
+    res = run_health(EXAMPLES / "workspace-ready", args=PRELAUNCH + WORKSPACE_ONLY)
     assert res.ret == 0
     assert prelaunch_line(res.stdout).startswith("pre-launch: ready to launch (")
-    assert res.stdout.index("pre-launch: ready") > res.stdout.index("checks: 3 passed")  # after the run-health summary
+    assert res.stdout.index("pre-launch: ready") > res.stdout.index("checks: ")  # after the run-health summary
 
 
 @pytest.mark.parametrize("make", [False, True], ids=["missing-dir", "empty-dir"])
@@ -300,7 +304,7 @@ def test_nothing_checked_is_not_ready(tmp_path, run_health, make):
     target = tmp_path / "not-a-workspace"
     if make:
         target.mkdir()  # RH006 passes (it only ever notes): that alone is no evidence of readiness
-    res = run_health(target, args=PRELAUNCH)
+    res = run_health(target, args=PRELAUNCH + WORKSPACE_ONLY)
     assert res.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert prelaunch_line(res.stdout).startswith("pre-launch: nothing checked")
 
