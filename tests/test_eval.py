@@ -133,6 +133,16 @@ def test_binary_garbage_and_huge_lines_end_as_findings(tmp_path, run_health):
     assert got["RH507"][0] == "passed"
 
 
+def test_a_round_file_linking_out_of_the_harvest_is_not_followed(tmp_path, run_health):
+    outside = write(tmp_path / "elsewhere" / "experience_request.json", request("xr-x"))
+    h = harvest(tmp_path / "h", [])
+    (h / "rounds" / "xr-x").mkdir(parents=True)
+    (h / "rounds" / "xr-x" / "experience_request.json").symlink_to(outside)
+    res = run_health(h, args=RH5)
+    r = res.result_of("RH505")
+    assert r["verdict"] == "not-evaluable" and "not followed" in r["summary"]
+
+
 def test_leaderboard_null_with_members_passes_without_members_fails(tmp_path, run_health):
     live = harvest(tmp_path / "live", [request("xr-1", division="div-q")], fetched_at=T0,
                    leaderboard__json=None, memberships__json=[{"player_id": f"p{i}"} for i in range(10)])

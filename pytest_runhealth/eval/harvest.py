@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..rundir import RunDir
+from ..safeio import outside_link
 from .jsondoc import JsonRead, read_json
 from .model import Episode, Evaluation, JsonProblem, Leaderboard, Round, parse_scores, parse_time
 
@@ -34,7 +35,8 @@ class _Reader:
 
     def json(self, path: Path) -> JsonRead:
         if path not in self.cache:
-            res = read_json(path)
+            leads = outside_link(self.rd.path, path)
+            res = JsonRead(error=f"a link out of the run dir to {leads}, not followed") if leads else read_json(path)
             self.cache[path] = res
             rel = self.rd.rel(path)
             if res.sha256:
