@@ -7,6 +7,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -243,14 +245,21 @@ def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_heal
         (ckpts / f"lora_weights_step_{step:05d}.safetensors").write_bytes(b"x")
     done = tmp_path / "done"
     kohya_log(done / "logs" / "train.log", 300, 300)
-    stale = tmp_path / "stale"
+    stale = tmp_path / "stale"  # no pid file, log untouched for hours: not in progress
     kohya_log(stale / "logs" / "train.log", 10, 300)
     old = time.time() - 3 * 3600
     os.utime(stale / "logs" / "train.log", (old, old))
-    _, out = run_reports(pytester, run_health, live, done, stale, conftest="")
+    fresh = tmp_path / "fresh"  # no pid file, log just written: may be in progress
+    kohya_log(fresh / "logs" / "train.log", 10, 300)
+    gone = tmp_path / "gone"  # the pid file names a process that has exited
+    kohya_log(gone / "logs" / "train.log", 10, 300)
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (gone / "logs" / "train.pid").write_text(proc.stdout)
+    _, out = run_reports(pytester, run_health, live, done, stale, fresh, gone, conftest="")
     page = (out / "page.html").read_text()
-    blocks = re.findall(r'<tr class="run[^"]*" data-run="([^"]+)"><td class="name"><b>[^<]*</b><div class="status"', page)
-    assert blocks == ["live"]
+    blocks = re.findall(r'<tr class="run[^"]*" data-run="([^"]+)"><td class="name"><b>[^<]*</b><div class="status" '
+                        r'data-state="([a-z]+)"', page)
+    assert blocks == [("live", "running"), ("fresh", "unknown")]
     block = re.search(r'<div class="status" data-state="running">(.*?)</div>', page).group(1)
     assert "step 120 / 2000 (6%)" in block and "ETA ~" in block and "GPU not read" in block
     assert "outputs/checkpoints/lora_weights_step_00100.safetensors" in block
@@ -290,3 +299,42 @@ def test_markdown_lists_at_most_max_failures(tmp_path):
     rows = table_rows(md)[2:]
     assert sum(r[0].endswith("failed") for r in rows) == 5
     assert "7 more failures" in md
+
+
+# -- whatever a log holds, the charts stay well-formed SVG ----------------------
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+values = st.floats(allow_nan=True, allow_infinity=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(-10, 10**12), values), max_size=60),
+       st.lists(st.tuples(st.integers(0, 10**12), st.text(max_size=20)), max_size=3))
+def test_line_chart_is_well_formed_for_any_numbers(points, marks):
+    import xml.etree.ElementTree as ET
+
+    chart = svg.line_chart([(float(x), y) for x, y in points], series="loss", title="t <&>",
+                           markers=[svg.Marker(float(x), label) for x, label in marks])
+    ET.fromstring(chart)
+    assert "nan" not in re.sub(r"<title>.*?</title>", "", chart).lower().replace("non-finite", "")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=10), st.one_of(st.none(), values), st.booleans()), max_size=50),
+       st.one_of(st.none(), st.floats(min_value=0, allow_infinity=False, allow_nan=False)))
+def test_bar_chart_is_well_formed_for_any_numbers(bars, reference):
+    import xml.etree.ElementTree as ET
+
+    chart = svg.bar_chart([svg.Bar(*b) for b in bars], series="steps-per-run", title="t", reference=reference)
+    ET.fromstring(chart)
+    assert "nan" not in re.sub(r"<title>.*?</title>", "", chart).lower()
+
+
+def test_an_unwritable_target_is_said_not_raised(tmp_path, pytester, run_health):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    sweep = make_sweep(tmp_path / "s", 1)
+    res = run_health(sweep, args=("-k", "RH001", "--runhealth-markdown", str(blocker / "sub" / "x.md")))
+    assert res.ret == 0
+    assert f"markdown: NOT written to {blocker / 'sub' / 'x.md'}: Not a directory" in res.stdout

@@ -7,7 +7,6 @@ even a URL quoted in evidence text cannot turn into a request."""
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from . import svg
@@ -54,7 +53,7 @@ details summary{cursor:pointer;color:#555;font-size:.9em}
 
 
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return svg.text("" if value is None else str(value))
 
 
 def _duration(seconds: float | None) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .svg import _CONTROL
 from .view import ReportView
 
 MAX_FAILURES = 100
@@ -19,7 +20,7 @@ ICON = {"failed": "❌ failed", "error": "💥 error", "warned": "⚠️ warned"
 
 def cell(value: Any, limit: int = MAX_CELL) -> str:
     """Table-safe: no pipes, no newlines, bounded length, no raw HTML."""
-    text = " ".join(str(value or "").split())
+    text = " ".join(_CONTROL.sub("\ufffd", str(value or "")).split())
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -80,34 +80,43 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     paths = report_paths(config)
     if state is None or not paths or hasattr(config, "workerinput"):
         return
-    from .view import build_view
-
     written: list[str] = []
     config.stash[WRITTEN] = written
-    relative_to = paths.get("html", paths.get("markdown")).parent
-    view = build_view(
+    try:
+        view = build(state, paths)
+    except Exception as exc:  # a report bug must not turn the session into an INTERNALERROR
+        written.append(f"reports NOT written: {type(exc).__name__}: {exc} (a bug in pytest-runhealth's reports)")
+        return
+    for kind, path in paths.items():
+        try:
+            if kind == "html":
+                from .html import render_page
+
+                text = render_page(view, state.registry)
+            else:
+                from .markdown import render_markdown
+
+                text = render_markdown(view)
+            write_text(path, text)
+            written.append(f"{kind}: {path}")
+        except OSError as exc:
+            written.append(f"{kind}: NOT written to {path}: {exc.strerror or exc}")
+        except Exception as exc:
+            written.append(f"{kind}: NOT written: {type(exc).__name__}: {exc} (a bug in pytest-runhealth's reports)")
+
+
+def build(state: Any, paths: dict[str, Path]):
+    from .view import build_view
+
+    return build_view(
         state.collector.results.values(),
         state.run_dirs,
         registry=state.registry,
         version=__version__,
         started_at=state.collector.started_at,
-        relative_to=relative_to,
+        relative_to=paths.get("html", paths.get("markdown")).parent,
         statuses=statuses(state),
     )
-    for kind, path in paths.items():
-        if kind == "html":
-            from .html import render_page
-
-            text = render_page(view, state.registry)
-        else:
-            from .markdown import render_markdown
-
-            text = render_markdown(view)
-        try:
-            write_text(path, text)
-            written.append(f"{kind}: {path}")
-        except OSError as exc:
-            written.append(f"{kind}: NOT written to {path}: {exc.strerror or exc}")
 
 
 @pytest.hookimpl(trylast=True)  # below the run-health summary

@@ -10,6 +10,7 @@ each plotted series in the page."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from html import escape
 from typing import Sequence
@@ -46,8 +47,16 @@ def _fmt(v: float) -> str:
     return f"{v:.2g}"
 
 
-def _attr(text: str) -> str:
-    return escape(text, quote=True)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+def text(value: str) -> str:
+    """Escaped, and without the control characters XML forbids (a run name
+    or a log quote can hold any byte)."""
+    return escape(_CONTROL.sub("\ufffd", value), quote=True)
+
+
+_attr = text
 
 
 def _open(series: str, width: int, height: int, title: str, run: str | None) -> list[str]:
@@ -56,7 +65,7 @@ def _open(series: str, width: int, height: int, title: str, run: str | None) -> 
         f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-series="{_attr(series)}"{run_attr} '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{_attr(title)}">',
-        f"<title>{escape(title)}</title>",
+        f"<title>{text(title)}</title>",
     ]
 
 
@@ -77,16 +86,26 @@ def decimate(points: Sequence[tuple[float, float]], limit: int = MAX_POINTS) -> 
     return out
 
 
+LIMIT = 1e300  # values are clamped here so that hi - lo stays finite
+
+
+def _clamp(v: float) -> float:
+    return max(-LIMIT, min(LIMIT, v))
+
+
 class _Scale:
     def __init__(self, lo: float, hi: float, a: float, b: float, log: bool = False) -> None:
         self.log = log and lo > 0
+        lo, hi = _clamp(lo), _clamp(hi)
         if self.log:
             lo, hi = math.log10(lo), math.log10(hi)
         if hi <= lo:
-            lo, hi = lo - 1, hi + 1
+            pad = max(abs(lo) * 1e-6, 1.0)
+            lo, hi = lo - pad, hi + pad
         self.lo, self.hi, self.a, self.b = lo, hi, a, b
 
     def __call__(self, v: float) -> float:
+        v = _clamp(v)
         if self.log:
             v = math.log10(max(v, 1e-300))
         return self.a + (v - self.lo) / (self.hi - self.lo) * (self.b - self.a)
@@ -109,7 +128,7 @@ def line_chart(
     bad = [x for x, y in points if not math.isfinite(y)]
     pad_l, pad_r, pad_t, pad_b = 40, 8, 14, 18
     out = _open(series, width, height, title, run)
-    out.append(f'<text class="cap" x="{pad_l}" y="10">{escape(title)}</text>')
+    out.append(f'<text class="cap" x="{pad_l}" y="10">{text(title)}</text>')
     xs = [x for x, _ in points] + [m.x for m in markers]
     if not xs:
         out.append(f'<text class="none" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no data</text></svg>')
@@ -121,8 +140,8 @@ def line_chart(
     sy = _Scale(y_lo, y_hi, height - pad_b, pad_t, log)
     x0, x1, yb, yt = pad_l, width - pad_r, height - pad_b, pad_t
     out.append(f'<path class="axis" d="M{x0},{yt}V{yb}H{x1}"/>')
-    out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{_fmt(y_hi)}{escape(unit)}</text>')
-    out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">{_fmt(y_lo)}{escape(unit)}</text>')
+    out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{_fmt(y_hi)}{text(unit)}</text>')
+    out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">{_fmt(y_lo)}{text(unit)}</text>')
     if log:
         out.append(f'<text class="tick" x="{x0 - 3}" y="{(yt + yb) / 2:.0f}" text-anchor="end">log</text>')
     out.append(f'<text class="tick" x="{x0}" y="{height - 4}">{_fmt(min(xs))}</text>')
@@ -131,7 +150,7 @@ def line_chart(
         mx = sx(m.x)
         out.append(
             f'<g class="marker {_attr(m.kind)}"><path d="M{mx:.1f},{yt}V{yb}"/>'
-            f"<title>{escape(m.label)} (step {_fmt(m.x)})</title></g>"
+            f"<title>{text(m.label)} (step {_fmt(m.x)})</title></g>"
         )
     drawn = decimate(finite)
     if len(drawn) == 1:
@@ -165,13 +184,13 @@ def bar_chart(
     optional reference line (the wall-clock limit) shows what runs ran into."""
     pad_l, pad_r, pad_t, pad_b = 46, 8, 16, 22
     out = _open(series, width, height, title, None)
-    out.append(f'<text class="cap" x="{pad_l}" y="11">{escape(title)}</text>')
+    out.append(f'<text class="cap" x="{pad_l}" y="11">{text(title)}</text>')
     values = [b.value for b in bars if b.value is not None and math.isfinite(b.value)]
     top = max(values + ([reference] if reference else []) + [0.0])
     top = top if top > 0 else 1.0
     x0, x1, yb, yt = pad_l, width - pad_r, height - pad_b, pad_t
     out.append(f'<path class="axis" d="M{x0},{yt}V{yb}H{x1}"/>')
-    out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{_fmt(top)}{escape(unit)}</text>')
+    out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{_fmt(top)}{text(unit)}</text>')
     out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">0</text>')
     if not bars:
         out.append(f'<text class="none" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no runs</text></svg>')
@@ -184,26 +203,26 @@ def bar_chart(
         if bar.value is None or not math.isfinite(bar.value):
             out.append(
                 f'<rect class="{cls} missing" x="{bx:.1f}" y="{yb - 3}" width="{bw:.1f}" height="3">'
-                f"<title>{escape(bar.label)}: no value</title></rect>"
+                f"<title>{text(bar.label)}: no value</title></rect>"
             )
             continue
         h = max(0.0, bar.value) / top * (yb - yt)
         out.append(
             f'<rect class="{cls}" x="{bx:.1f}" y="{yb - h:.1f}" width="{bw:.1f}" height="{max(h, 0.5):.1f}">'
-            f"<title>{escape(bar.label)}: {_fmt(bar.value)}{escape(unit)}</title></rect>"
+            f"<title>{text(bar.label)}: {_fmt(bar.value)}{text(unit)}</title></rect>"
         )
     if len(bars) <= 12:
         for i, bar in enumerate(bars):
             cx = x0 + (i + 0.5) * slot
-            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">{escape(bar.label[:16])}</text>')
+            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">{text(bar.label[:16])}</text>')
     else:
-        out.append(f'<text class="tick" x="{x0}" y="{height - 8}">{escape(bars[0].label[:20])}</text>')
-        out.append(f'<text class="tick" x="{x1}" y="{height - 8}" text-anchor="end">{escape(bars[-1].label[:20])}</text>')
+        out.append(f'<text class="tick" x="{x0}" y="{height - 8}">{text(bars[0].label[:20])}</text>')
+        out.append(f'<text class="tick" x="{x1}" y="{height - 8}" text-anchor="end">{text(bars[-1].label[:20])}</text>')
     if reference:
         ry = yb - reference / top * (yb - yt)
         out.append(
             f'<g class="reference"><path d="M{x0},{ry:.1f}H{x1}"/>'
-            f'<text class="tick" x="{x1}" y="{ry - 2:.1f}" text-anchor="end">{escape(reference_label)}</text></g>'
+            f'<text class="tick" x="{x1}" y="{ry - 2:.1f}" text-anchor="end">{text(reference_label)}</text></g>'
         )
     out.append("</svg>")
     return "".join(out)
