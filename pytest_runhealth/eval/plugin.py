@@ -148,7 +148,7 @@ def decision_for(run_dir: RunDir, config: pytest.Config | None):
     if state is not None:
         spec = state.registry.get("RH508")
         if spec is not None:
-            k = int(state.settings.thresholds_for(spec).get("min_rounds") or 3)
+            k = int(state.settings.thresholds_for(spec).get("min_rounds", 3))
     gate = gate_settings(config)
     return decide(evaluation_of(run_dir), terminal_statuses(config), k, gate.get("candidate"),
                   gate.get("claim", "wins"), run_dir.log_tail)
