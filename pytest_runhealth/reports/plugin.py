@@ -82,6 +82,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     written: list[str] = []
     config.stash[WRITTEN] = written
+    if not state.run_dirs:
+        written.append("reports not written: no --run-dir (or ini runhealth_run_dirs) to report on")
+        return
     try:
         view = build(state, paths)
     except Exception as exc:  # a report bug must not turn the session into an INTERNALERROR

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Sequence
 
-MAX_POINTS = 400  # drawn per series; more only thickens the line
+MAX_POINTS = 300  # drawn per series: about one per pixel of a run's plot; more only thickens the line
 
 
 @dataclass(frozen=True)
