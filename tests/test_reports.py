@@ -338,3 +338,16 @@ def test_an_unwritable_target_is_said_not_raised(tmp_path, pytester, run_health)
     res = run_health(sweep, args=("-k", "RH001", "--runhealth-markdown", str(blocker / "sub" / "x.md")))
     assert res.ret == 0
     assert f"markdown: NOT written to {blocker / 'sub' / 'x.md'}: Not a directory" in res.stdout
+
+
+def test_ini_paths_are_relative_to_the_ini_file_and_need_a_run_dir(tmp_path, pytester, run_health):
+    sweep = make_sweep(tmp_path / "s", 1)
+    pytester.makeini("[pytest]\nrunhealth_markdown = reports/health.md\n")
+    sub = pytester.mkdir("sub")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(sub)
+        res = run_health(sweep, args=("-k", "RH001", "--rootdir", str(pytester.path), "-c", str(pytester.path / "tox.ini")))
+    assert (pytester.path / "reports" / "health.md").is_file(), res.stdout
+    bare = run_health(args=("--runhealth-html", "page.html"))
+    assert "reports not written: no --run-dir" in bare.stdout
+    assert not (pytester.path / "page.html").exists()

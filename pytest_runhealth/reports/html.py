@@ -216,7 +216,11 @@ def render_page(view: ReportView, registry: Any = None) -> str:
         f"<title>{_e(view.title)}</title><style>{STYLE}</style></head><body>",
         f"<header><h1>{_e(view.title)}</h1>",
         f'<div class="counts">{counts or "no health results"}</div>',
-        f'<div class="meta">pytest-runhealth {_e(view.version)} · {_e(view.generated_at)}</div></header>',
+        f'<div class="meta">pytest-runhealth {_e(view.version)} · {_e(view.generated_at)}</div>',
+        '<div class="meta legend">Bars: one per run in ledger order, red where a check failed on the run. '
+        "Plots: step time and loss over steps from the run's log; a dashed line marks where RH107/RH108 "
+        "saw slow or degrading steps begin, a red × a non-finite loss. Hover a cell or a mark for details.</div>"
+        "</header>",
     ]
     out.extend(render_run_dir(v, registry) for v in view.run_dirs)
     if view.unplaced:

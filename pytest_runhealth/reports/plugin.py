@@ -30,11 +30,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def report_paths(config: pytest.Config) -> dict[str, Path]:
+    """Command-line paths are relative to where pytest was started, ini paths
+    to the ini file (pytest's own rule for ``paths`` ini values)."""
     out = {}
     for kind in ("html", "markdown"):
-        given = config.getoption(f"runhealth_{kind}") or config.getini(f"runhealth_{kind}")
+        given, base = config.getoption(f"runhealth_{kind}"), config.invocation_params.dir
+        if not given:
+            given = config.getini(f"runhealth_{kind}")
+            base = config.inipath.parent if config.inipath else config.rootpath
         if given:
-            out[kind] = config.invocation_params.dir / Path(os.path.expanduser(given))
+            out[kind] = base / Path(os.path.expanduser(given))
     return out
 
 
