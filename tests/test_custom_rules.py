@@ -111,25 +111,31 @@ def test_rules_are_selectable_and_listed(pytester, tmp_path, rules_yaml, run_hea
     listing.stdout.fnmatch_lines(["ACME101  nccl-watchdog-timeout*acme*"])
 
 
-@pytest.mark.parametrize(
-    ("rule", "expected"),
-    [
-        ("regex: 'loss=(nan'", "rule ACME101 (rules[0]): field 'regex': 'loss=(nan' is not a valid regular expression"),
-        ("literal: x\n    serch: file", "rule ACME101 (rules[0]): field 'serch': unknown key (did you mean 'search'?)"),
-        ("literal: x\n    regex: y", "rule ACME101 (rules[0]): field 'literal'/'regex': give exactly one"),
-        ("regex: 'grad_norm=\\d+'\n    above: 3", "field 'regex': a threshold ('above'/'below') needs a regex with a capture"),
-        ("literal: x\n    verdict: fatal", "field 'verdict': 'fatal' is not one of"),
-    ],
-    ids=["bad-regex", "unknown-key", "both-patterns", "threshold-without-group", "bad-verdict"],
-)
-def test_bad_rule_is_a_usage_error_naming_rule_and_field(pytester, rules_yaml, tmp_path, rule, expected):
-    verdict = "" if "verdict:" in rule else "\n    verdict: infra"
-    rules_yaml(
-        f"rules:\n  - id: ACME101\n    slug: s\n    {rule}{verdict}\n")
+BAD_RULES = """
+rules:
+  - {id: ACME101, slug: a, regex: 'loss=(nan', verdict: infra}
+  - {id: ACME102, slug: b, literal: x, serch: file, verdict: infra}
+  - {id: ACME103, slug: c, literal: x, regex: y, verdict: infra}
+  - {id: ACME104, slug: d, regex: 'grad_norm=\\d+', above: 3, verdict: infra}
+  - {id: ACME105, slug: e, literal: x, verdict: fatal}
+"""
+
+
+def test_bad_rules_are_one_usage_error_naming_each_rule_and_field(pytester, rules_yaml, tmp_path):
+    rules_yaml(BAD_RULES)
     res = pytester.runpytest("--run-dir", str(tmp_path))
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     err = res.stderr.str()
-    assert expected in err, err
+    for expected in (
+        "has 5 problem(s) in its rules",
+        "rule ACME101 (rules[0]): field 'regex': 'loss=(nan' is not a valid regular expression: "
+        "missing ), unterminated subpattern at position 5",
+        "rule ACME102 (rules[1]): field 'serch': unknown key (did you mean 'search'?)",
+        "rule ACME103 (rules[2]): field 'literal'/'regex': give exactly one of the two",
+        "rule ACME104 (rules[3]): field 'regex': a threshold ('above'/'below') needs a regex with a capture group",
+        "rule ACME105 (rules[4]): field 'verdict': 'fatal' is not one of",
+    ):
+        assert expected in err, err
     assert "Traceback" not in err + res.stdout.str()
 
 
