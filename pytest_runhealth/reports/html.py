@@ -35,7 +35,8 @@ td.fam{white-space:nowrap;font-size:.9em}
 .failure .head{font-weight:600}.failure .summary{white-space:pre-wrap;margin:2px 0}
 .failure ul{margin:2px 0;padding-left:1.2em;overflow-wrap:anywhere}.failure code{font-size:.85em;word-break:break-all}
 .fix{color:#0b4f8a}.note{color:#555;font-size:.9em}
-.status{border:1px solid #0b4f8a;border-radius:4px;padding:2px 6px;margin-top:4px;font-size:.85em;background:#eef5fc}
+td.name{max-width:16em;overflow-wrap:anywhere}
+.status{border:1px solid #0b4f8a;border-radius:4px;padding:2px 6px;margin-top:4px;font-size:.85em;background:#eef5fc;font-weight:normal}
 .plots{display:flex;flex-wrap:wrap;gap:12px}
 svg.plot{background:#fcfcfd;border:1px solid #e3e3e8;border-radius:3px}
 svg .axis{fill:none;stroke:#999;stroke-width:1}

@@ -109,12 +109,15 @@ def generated_at(started_at: str) -> str:
 
 
 def shown_path(path: Path, relative_to: Path | None) -> str:
+    """The run dir as seen from the report: relative when it is near (the
+    page beside the sweeps), absolute when a relative path would climb far."""
     if relative_to is None:
         return str(path)
     try:
-        return os.path.relpath(path, relative_to)
+        rel = os.path.relpath(path, relative_to)
     except ValueError:  # another drive on Windows
         return str(path)
+    return str(path) if rel.split(os.sep)[:3] == [os.pardir] * 3 else rel
 
 
 def _relative_paths(result: dict[str, Any], run_dirs: list[RunDir], relative_to: Path) -> dict[str, Any]:
