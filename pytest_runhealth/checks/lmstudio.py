@@ -146,7 +146,10 @@ def lmstudio_unloads(ctx, lmstudio):
         else:
             notes.append(f"{log.path.name}: no unload no-op among {len(log.entries)} entries")
     live_checked = False
-    if _relevant(ctx, lm) and lm.down() is None:
+    if lm.requested and lm.down() is not None:
+        findings.append(lm.require(ctx))
+        live_checked = True
+    elif _relevant(ctx, lm) and lm.down() is None:
         live_checked = True
         loaded, reply = lm.client.loaded_models()
         allowed = set(ctx.thresholds.get("allowed_models") or [])

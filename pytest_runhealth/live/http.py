@@ -13,6 +13,19 @@ DEFAULT_TIMEOUT = 5.0
 MAX_BODY = 4 << 20
 
 
+_CLIENTS: dict[bool, object] = {}
+
+
+def _client(tls: bool):
+    """One client per session (per TLS need): building one loads the CA
+    bundle (~0.1 s), which plain-HTTP probes of local servers never need."""
+    import httpx
+
+    if tls not in _CLIENTS:
+        _CLIENTS[tls] = httpx.Client(follow_redirects=False, trust_env=False, verify=tls)
+    return _CLIENTS[tls]
+
+
 @dataclass
 class Reply:
     """What a probe got back. ``problem`` is None for a readable JSON answer,
@@ -47,22 +60,22 @@ def request_json(
     deadline = start + timeout
     reply = Reply(url)
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False) as client:
-            with client.stream(method, url, headers=headers, json=body) as resp:
-                reply.status = resp.status_code
-                parts, size = [], 0
-                for chunk in resp.iter_bytes():
-                    parts.append(chunk)
-                    size += len(chunk)
-                    if size > max_bytes:
-                        reply.problem = "too-large"
-                        reply.detail = f"the answer passed the {max_bytes >> 10} KiB cap; stopped reading"
-                        break
-                    if time.monotonic() > deadline:
-                        reply.problem = "timeout"
-                        reply.detail = f"the answer was still arriving after {timeout:g} s; gave up"
-                        break
-                raw = b"".join(parts)
+        client = _client(url.startswith("https:"))
+        with client.stream(method, url, headers=headers, json=body, timeout=httpx.Timeout(timeout)) as resp:
+            reply.status = resp.status_code
+            parts, size = [], 0
+            for chunk in resp.iter_bytes():
+                parts.append(chunk)
+                size += len(chunk)
+                if size > max_bytes:
+                    reply.problem = "too-large"
+                    reply.detail = f"the answer passed the {max_bytes >> 10} KiB cap; stopped reading"
+                    break
+                if time.monotonic() > deadline:
+                    reply.problem = "timeout"
+                    reply.detail = f"the answer was still arriving after {timeout:g} s; gave up"
+                    break
+            raw = b"".join(parts)
     except httpx.TimeoutException as exc:
         reply.problem, reply.detail = "timeout", f"no answer within {timeout:g} s ({type(exc).__name__})"
     except (httpx.HTTPError, OSError, ValueError) as exc:

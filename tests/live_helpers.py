@@ -1,0 +1,33 @@
+"""Shared by the live-probe tests: imports the inner sessions would otherwise
+repeat, and a runner without pytest's end-of-session gc passes.
+
+``pytester`` drops every module first imported inside an inner session, so
+httpx (with httpcore's trio/anyio backends) and the lazily imported check
+modules would be imported (and assertion-rewritten) again by every inner
+run; importing them once here keeps them."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def warm_imports() -> None:
+    from pytest_runhealth import checks
+    from pytest_runhealth.live import fixtures, gpu, lmstudio, lmstudio_log, procs  # noqa: F401
+    from pytest_runhealth.live.http import _client
+
+    checks.builtin_modules()
+    _client(False)
+    import psutil  # noqa: F401
+
+
+@pytest.fixture
+def run_health(run_health):
+    """tests/conftest.py's runner, without the five gc passes pytest makes at
+    the end of a session (~1 s each time in a process this size; the inner
+    sessions here raise nothing unraisable)."""
+
+    def run(*dirs, args=()):
+        return run_health(*dirs, args=("-p", "no:unraisableexception", *args))
+
+    return run
