@@ -16,6 +16,7 @@ import os
 import shutil
 import struct
 import sys
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -320,14 +321,18 @@ def kohya_dir(root: Path, *, total: int = 96, nan_from: int | None = None, lr_na
 
 
 # -- the shipped examples ------------------------------------------------------------------
-def build_examples(root: Path = EXAMPLES) -> list[Path]:
+def build_examples(root: Path = EXAMPLES, only: set[str] | None = None) -> list[Path]:
+    """Build the examples (all, or those named in ``only``; the others are
+    built in a scratch folder and thrown away)."""
     made = []
+    scratch = Path(tempfile.mkdtemp(prefix="rh-examples-"))
 
     def fresh(name: str) -> Path:
-        path = root / name
+        path = (root if only is None or name in only else scratch) / name
         if path.exists():
             shutil.rmtree(path)
-        made.append(path)
+        if path.parent == root:
+            made.append(path)
         return path
 
     # Rich progress to a redirected file: start-up lines, then only \r redraws without counts.
@@ -354,9 +359,16 @@ def build_examples(root: Path = EXAMPLES) -> list[Path]:
     gen = fresh("generic-oom-rich")
     gen.mkdir(parents=True)
     (gen / "train.log").write_text(generic_log(30, 1000, tail=RICH_OOM_BOX), encoding="utf-8")
+
+    # A finished kohya run whose events file was copied while being written: cut mid-record.
+    cut = kohya_dir(fresh("kohya-corrupt-tfevents"), steps_saved=[50], states=["mylora"])
+    (events,) = cut.rglob("events.out.tfevents.*")
+    cut_file(events, events.stat().st_size - 23)
+    shutil.rmtree(scratch, ignore_errors=True)
     return made
 
 
 if __name__ == "__main__":
-    for path in build_examples(Path(sys.argv[1]) if len(sys.argv) > 1 else EXAMPLES):
+    # python tests/trainerfiles.py [NAME ...]: rebuild only the named examples
+    for path in build_examples(EXAMPLES, set(sys.argv[1:]) or None):
         print("built", path.relative_to(REPO) if path.is_relative_to(REPO) else path)
