@@ -157,7 +157,9 @@ def _compile(raw: dict, who: str) -> tuple[re.Pattern[bytes], re.Pattern[str], s
             compiled = re.compile(text.encode("utf-8"), flags), re.compile(text, flags)
         except re.error as exc:
             where = f" at position {exc.pos}" if exc.pos is not None else ""
-            raise RuleError(f"{who}: field 'regex': {text!r} is not a valid regular expression: {exc.msg}{where}") from None
+            raise RuleError(
+                f"{who}: field 'regex': {text!r} is not a valid regular expression: {exc.msg}{where}"
+            ) from None
         return compiled[0], compiled[1], f"/{text}/"
     text = raw["literal"]
     return re.compile(re.escape(text.encode("utf-8")), flags), re.compile(re.escape(text), flags), repr(text)

@@ -159,9 +159,11 @@ def judge(exp: Expectation, by_check: dict[str, list[dict[str, Any]]]) -> list[t
         results = by_check.get(check_id, [])
         bad = [r for r in results if fired(r) or r["outcome"] == "error"]
         if bad:
-            lines.append((False, f"{check_id} fires on its healthy example {where}: {bad[0]['summary'] if 'summary' in bad[0] else bad[0]['outcome']}"))
+            said = bad[0].get("summary") or bad[0]["outcome"]
+            lines.append((False, f"{check_id} fires on its healthy example {where}: {said}"))
         elif not any(r["outcome"] == "passed" for r in results):
-            lines.append((False, f"{check_id} should pass on {where} but was {', '.join(sorted({r['outcome'] for r in results})) or 'not run'}"))
+            outcomes = ", ".join(sorted({r["outcome"] for r in results})) or "not run"
+            lines.append((False, f"{check_id} should pass on {where} but was {outcomes}"))
         else:
             lines.append((True, f"{check_id} passes on {where}"))
     return lines
@@ -196,7 +198,8 @@ def selftest(config: pytest.Config, prefix: str = "") -> int:
     untested = [s.id for s in registry if s.id not in covered and s.id.startswith(prefix)]
     if untested:
         write(f"no example names: {', '.join(untested)}\n")
-    write(f"selftest: {'FAILED, ' + str(failures) + ' expectation(s) not met' if failures else 'all expectations met'}\n")
+    verdict = f"FAILED, {failures} expectation(s) not met" if failures else "all expectations met"
+    write(f"selftest: {verdict}\n")
     return 1 if failures else 0
 
 
