@@ -127,3 +127,17 @@ def test_real_nvml_path():
     for d in devices:
         for p in d.processes:
             assert p.pid > 0 and isinstance(p.name, str)
+
+
+def test_rh101_cites_the_live_cause(pytester, run_health):
+    """RH101's diagnosis carries RH302's and RH402's evidence when available."""
+    from conftest import EXAMPLES
+
+    stand_in(pytester, JUDGE_ON_GPU0)
+    log = EXAMPLES / "lmstudio-unload-noop" / "lmstudio.log"
+    res = run_health(EXAMPLES / "sweep-vram-leak", args=("--lmstudio-log", str(log), "-k", "RH101"))
+    failed = [r for r in res.results("RH101") if r["outcome"] == "failed"]
+    assert failed
+    texts = [e["text"] for e in failed[0]["evidence"]]
+    assert any("'LM Studio' holds 13312 MiB now (RH302)" in t for t in texts)
+    assert any("POST /api/v0/models/unload" in t for t in texts)

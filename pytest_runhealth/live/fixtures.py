@@ -72,6 +72,13 @@ def probe_timeout(config: pytest.Config) -> float:
     return t
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 class LMStudio:
     """The ``lmstudio`` fixture: the client, where its settings came from, and
     the server log.
@@ -127,15 +134,17 @@ class LMStudio:
     # -- the server log ----------------------------------------------------------
     def log_for(self, run_dir) -> tuple[Path | None, str]:
         """The server log that speaks for ``run_dir``, and why that one:
-        the one named by the user, one kept in the run dir, or (for a sweep,
+        the one named by the user, the newest kept in the run dir (a path
+        naming lmstudio / lm-studio / lm_studio), or (for a sweep,
         or when LM Studio was named) the newest in ~/.lmstudio/server-logs/."""
         from .lmstudio_log import newest_log
 
         if self.log_path is not None:
             return self.log_path, self.log_source
-        for f in run_dir.walk.files:
-            if f.suffix in (".log", ".txt") and any(n in f.name.lower() for n in LMSTUDIO_LOG_NAMES):
-                return f, "found in the run dir"
+        kept = [f for f in run_dir.walk.files
+                if f.suffix in (".log", ".txt") and any(n in run_dir.rel(f).lower() for n in LMSTUDIO_LOG_NAMES)]
+        if kept:
+            return max(kept, key=_mtime), "found in the run dir"
         if run_dir.is_sweep or self.requested:
             newest = newest_log()
             if newest is not None:
