@@ -255,14 +255,43 @@ def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_heal
     kohya_log(gone / "logs" / "train.log", 10, 300)
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (gone / "logs" / "train.pid").write_text(proc.stdout)
-    _, out = run_reports(pytester, run_health, live, done, stale, fresh, gone, conftest="")
+    _, out = run_reports(pytester, run_health, live, done, stale, fresh, gone, conftest=GPU_HOLDING_LIVE_PID)
     page = (out / "page.html").read_text()
     blocks = re.findall(r'<tr class="run[^"]*" data-run="([^"]+)"><td class="name"><b>[^<]*</b><div class="status" '
                         r'data-state="([a-z]+)"', page)
     assert blocks == [("live", "running"), ("fresh", "unknown")]
     block = re.search(r'<div class="status" data-state="running">(.*?)</div>', page).group(1)
-    assert "step 120 / 2000 (6%)" in block and "ETA ~" in block and "GPU not read" in block
+    assert "step 120 / 2000 (6%)" in block and "ETA ~" in block
+    assert "GPU 0 RTX 4090: run holds 10240 MiB (14336 / 24576 MiB used, 97% util)" in block
     assert "outputs/checkpoints/lora_weights_step_00100.safetensors" in block
+    unknown = re.search(r'<div class="status" data-state="unknown">(.*?)</div>', page).group(1)
+    assert "GPU not read" in unknown  # the GPU is read for running runs only
+
+
+# The GPU as the status block reads it: the project's narrow GPU boundary
+# (a pytest_runhealth_gpu_backend hook) with a device where this test's own
+# process, the "trainer" of the live run, holds 10 GiB.
+GPU_HOLDING_LIVE_PID = """
+import os
+from pytest_runhealth.live.gpu import GpuDevice, GpuProcess, StandInBackend
+
+def pytest_runhealth_gpu_backend(config):
+    return StandInBackend([GpuDevice(0, "RTX 4090", "GPU-0", 24 << 30, 14 << 30, 97,
+                                     [GpuProcess(os.getpid(), "python", 10 << 30), GpuProcess(4242, "LM Studio", 4 << 30)])])
+"""
+
+
+def test_status_block_says_why_the_gpu_was_not_read(tmp_path, pytester, run_health):
+    pytest.importorskip("pytest_runhealth.status", reason="status.py (the trainer status block) is not installed")
+    live = tmp_path / "live"
+    kohya_log(live / "logs" / "train.log", 120, 2000, sec=2.0)
+    (live / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    no_driver = ("from pytest_runhealth.live.gpu import StandInBackend\n"
+                 "def pytest_runhealth_gpu_backend(config):\n"
+                 "    return StandInBackend(error='NVMLError_LibraryNotFound: NVML Shared Library Not Found')\n")
+    _, out = run_reports(pytester, run_health, live, conftest=no_driver)
+    block = re.search(r'<div class="status" data-state="running">(.*?)</div>', (out / "page.html").read_text()).group(1)
+    assert "GPU not read: NVMLError_LibraryNotFound: NVML Shared Library Not Found" in block
 
 
 # -- svg and markdown pieces ---------------------------------------------------
@@ -351,3 +380,12 @@ def test_ini_paths_are_relative_to_the_ini_file_and_need_a_run_dir(tmp_path, pyt
     bare = run_health(args=("--runhealth-html", "page.html"))
     assert "reports not written: no --run-dir" in bare.stdout
     assert not (pytester.path / "page.html").exists()
+
+
+def test_gpu_line_falls_back_to_the_whole_device_when_no_pid_matches():
+    from pytest_runhealth.live.gpu import GpuDevice, GpuProcess
+    from pytest_runhealth.reports.gpu import gpu_line
+
+    dev = GpuDevice(0, "H100", "GPU-0", 80 << 30, 70 << 30, 99, [GpuProcess(1, "python", 70 << 30)])
+    assert gpu_line([dev], {2}) == "GPU 0 H100: 71680 / 81920 MiB used, 99% util (no process of this run seen on a GPU)"
+    assert gpu_line([], {2}) == "none found"

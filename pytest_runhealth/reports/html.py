@@ -106,9 +106,7 @@ def render_status(status: dict[str, Any]) -> str:
     if status.get("eta"):
         parts.append(f"ETA {_e(status['eta'])}")
     gpu = status.get("gpu")
-    parts.append(f"GPU {_e(gpu)}" if gpu and not isinstance(gpu, dict)
-                 else "GPU " + _e(", ".join(f"{k} {v}" for k, v in gpu.items())) if gpu
-                 else "GPU not read")
+    parts.append("GPU not read" if not gpu else _e(gpu) if str(gpu).startswith("GPU") else f"GPU {_e(gpu)}")
     ckpt = status.get("latest_checkpoint")
     parts.append(f"latest checkpoint <code>{_e(ckpt)}</code>" if ckpt else "no checkpoint yet")
     return f'<div class="status" data-state="{_e(status.get("state"))}">{" · ".join(parts)}</div>'

@@ -65,17 +65,22 @@ def pytest_configure(config: pytest.Config) -> None:
                 )
 
 
-def statuses(state: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    """status.py's blocks per (run dir, run). It fills ``collector.status``
-    in its own (tryfirst) sessionfinish, keyed ``run`` or ``run_dir/run``."""
+def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[str, Any]]:
+    """status.py's blocks per (run dir, run), with a GPU reading for the runs
+    still running. status.py fills ``collector.status`` in its own (tryfirst)
+    sessionfinish, keyed ``run`` or ``run_dir/run``."""
+    from .gpu import add_gpu_lines
+
     found = getattr(state.collector, "status", None) or {}
     many = len(state.run_dirs) > 1
-    out = {}
+    out, runs = {}, {}
     for rd in state.run_dirs:
         for run in rd.runs if rd.exists else []:
             status = found.get(f"{rd.name}/{run.name}" if many else run.name)
             if status:
                 out[(rd.name, run.name)] = status
+                runs[(rd.name, run.name)] = run
+    add_gpu_lines(config, out, runs)
     return out
 
 
@@ -91,7 +96,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         written.append("reports not written: no --run-dir (or ini runhealth_run_dirs) to report on")
         return
     try:
-        view = build(state, paths)
+        view = build(state, paths, config)
     except Exception as exc:  # a report bug must not turn the session into an INTERNALERROR
         written.append(f"reports NOT written: {type(exc).__name__}: {exc} (a bug in pytest-runhealth's reports)")
         return
@@ -113,7 +118,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             written.append(f"{kind}: NOT written: {type(exc).__name__}: {exc} (a bug in pytest-runhealth's reports)")
 
 
-def build(state: Any, paths: dict[str, Path]):
+def build(state: Any, paths: dict[str, Path], config: pytest.Config):
     from .view import build_view
 
     return build_view(
@@ -123,7 +128,7 @@ def build(state: Any, paths: dict[str, Path]):
         version=__version__,
         started_at=state.collector.started_at,
         relative_to=paths.get("html", paths.get("markdown")).parent,
-        statuses=statuses(state),
+        statuses=statuses(state, config),
     )
 
 
