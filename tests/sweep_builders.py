@@ -387,6 +387,14 @@ def degrading_session(root: Path) -> Path:
     return write_session(root, rows, logs)
 
 
+def truncated_ledger_session(root: Path) -> Path:
+    """A healthy sweep whose ledger's last line is cut short mid-write."""
+    healthy_session(root)
+    with open(root / "ledger.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('{"run_id": "cand-003-s0", "role": "candidate", "config": {"learning_rate": 0.0002, "network_di')
+    return root
+
+
 EXAMPLES = {
     "sweep-healthy": healthy_session,
     "sweep-vram-leak": vram_leak_session,
@@ -398,6 +406,8 @@ EXAMPLES = {
     "sweep-judge-no-json": lambda p: judge_session(p, "no-json"),
     "sweep-early-exit-knob": knob_session,
     "sweep-stop-event": stop_session,
+    "sweep-stop-spread": lambda p: stop_session(p, spread=True),
+    "sweep-truncated-ledger": truncated_ledger_session,
     "sweep-slow-steps": slow_steps_session,
     "sweep-step-time-degrades": degrading_session,
 }

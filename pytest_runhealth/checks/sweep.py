@@ -117,6 +117,16 @@ def _trained_fully(row: LedgerRow, th: dict) -> bool:
     return planned is None or steps >= planned
 
 
+def _collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow]]:
+    """The sweep's first fully trained run and every collapsed run, in ledger
+    order: one pass over the ledger per session, not one per run."""
+    def build():
+        first = next((r for r in ctx.ledger if _trained_fully(r, th)), None)
+        return first, [r for r in ctx.ledger if _collapsed(r, th)]
+
+    return ctx.run_dir.cached(("RH101", tuple(sorted(th.items()))), build)
+
+
 UNLOAD_NOOP = "Unexpected endpoint or method. (POST /api/v0/models/unload)"
 _LMSTUDIO_PATH = re.compile(r"lm[-_ ]?studio", re.I)
 
@@ -180,12 +190,12 @@ def step_count_collapse(ctx):
     row, th = _row(ctx), ctx.thresholds
     if not _collapsed(row, th):
         return None
-    rows = [r for r in ctx.ledger if r.line < row.line and _trained_fully(r, th)]
-    if not rows:
+    first_full, collapsed = _collapse_story(ctx, th)
+    if first_full is None or first_full.line > row.line:
         return (f"{row.run_id} hit the wall clock after {row.get('n_steps')} steps, but no earlier run of the "
                 "sweep trained fully, so this is not the step-count collapse (see RH107 for slow steps).")
-    ref = rows[0]
-    collapsed = [r for r in ctx.ledger if r.line > ref.line and _collapsed(r, th)]
+    ref = first_full
+    collapsed = [r for r in collapsed if r.line > ref.line]
     how = "killed_by_timeout" if row.get("killed_by_timeout") is True else 'error "timeout"'
     summary = (f"{ref.run_id} trained {ref.get('n_steps')} steps in {_secs(_number(ref.get('duration_s')))}; "
                f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(_number(row.get('duration_s')))} ({how})")
@@ -242,7 +252,8 @@ def trainer_died_instantly(ctx):
     row = _row(ctx)
     if _text(row.get("disqualified")) != "empty_tfevents":
         return None
-    alike = sum(1 for r in ctx.ledger if _text(r.get("disqualified")) == "empty_tfevents")
+    alike = ctx.run_dir.cached(("RH102", "empty_tfevents"), lambda: sum(
+        1 for r in ctx.ledger if _text(r.get("disqualified")) == "empty_tfevents"))
     share = f" ({alike} of {len(ctx.ledger)} runs of the sweep were disqualified so)" if alike > 1 else ""
     head = f"{row.run_id} was disqualified empty_tfevents: the trainer died before writing a scalar{share}."
     log = ctx.run.main_log
@@ -427,18 +438,44 @@ def _knob(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _differing_knobs(config: dict, healthy: list[dict]) -> list[tuple[str, Any, list[Any]]]:
-    """Knobs whose value no healthy run used. A knob that is different on
-    every healthy run (a seed, an output name) says nothing and is left out."""
-    out = []
-    for key, value in config.items():
-        seen = {_knob(c.get(key)): c.get(key) for c in healthy}
-        if _knob(value) in seen:
-            continue
-        if len(healthy) > 1 and len(seen) == len(healthy):
-            continue
-        out.append((key, value, list(seen.values())))
-    return out
+class _HealthyKnobs:
+    """What the runs of one role that trained used, knob by knob: built in one
+    pass over the ledger, so a sweep of 100,000 rows is not compared pairwise."""
+
+    def __init__(self) -> None:
+        self.rows: list[LedgerRow] = []
+        self.values: dict[str, dict[str, Any]] = {}  # knob -> {json: value}
+
+    def add(self, row: LedgerRow) -> None:
+        self.rows.append(row)
+        config = row.get("config")
+        for key, value in (config.items() if isinstance(config, dict) else ()):
+            self.values.setdefault(key, {}).setdefault(_knob(value), value)
+
+    def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
+        """Knobs whose value no healthy run used. A knob that is different on
+        every healthy run (a seed, an output name) says nothing and is left out."""
+        others = len(self.rows)
+        out = []
+        for key, value in config.items():
+            seen = self.values.get(key, {})
+            if _knob(value) in seen:
+                continue
+            if others > 1 and len(seen) >= others:
+                continue
+            out.append((key, value, list(seen.values())))
+        return out
+
+
+def _healthy_by_role(ctx) -> dict[str, _HealthyKnobs]:
+    def build() -> dict[str, _HealthyKnobs]:
+        out: dict[str, _HealthyKnobs] = {}
+        for r in ctx.ledger:
+            if _finished_ok(r):
+                out.setdefault(_text(r.get("role")), _HealthyKnobs()).add(r)
+        return out
+
+    return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)
 
 
 @check(
@@ -465,30 +502,26 @@ def early_exit_config(ctx):
     if code in (None, 0) or took is None or took > th["early_exit_s"]:
         return None
     role = _text(row.get("role"))
-    peers = [r for r in ctx.ledger if r.line != row.line and _text(r.get("role")) == role and _finished_ok(r)]
+    healthy = _healthy_by_role(ctx).get(role)
+    peers = healthy.rows if healthy else []  # an early exit is never among them
     if not peers:
         return (f"{row.run_id} exited with code {code} after {took:.0f} s, but no other {role or 'run'} of the "
                 "sweep trained to compare its config with (RH102 reads why runs died).")
     config = row.get("config")
+    field = ctx.ledger.aliases.get("config", "config")
+    diffs = healthy.differing(config) if isinstance(config, dict) else []
+    if not diffs:
+        why = "uses no knob value the healthy runs did not" if isinstance(config, dict) else f"has no {field} in the ledger"
+        return (f"{row.run_id} exited with code {code} after {took:.0f} s, but its {field} {why}: "
+                "not a config knob (RH102 reads why runs died)")
     label = f"{role} runs" if role else "runs"
     summary = f"{row.run_id} exited with code {code} after {took:.0f} s while {_plural(len(peers), 'other ' + (role or 'run'))} trained."
-    field = ctx.ledger.aliases.get("config", "config")
-    if isinstance(config, dict):
-        diffs = _differing_knobs(config, [p.get("config") if isinstance(p.get("config"), dict) else {} for p in peers])
-        if diffs:
-            parts = [f"{k}={_knob(v)} (healthy: {', '.join(_knob(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
-            summary += f"\nIts {field} differs from the healthy {label}' in: " + "; ".join(parts) + "."
-            knobs = ", ".join(k for k, _, _ in diffs[:8])
-            fix = (f"The trainer rejected this run's {knobs}: cross-reference "
-                   f"{'it' if len(diffs) == 1 else 'them'} with the trainer's documented arguments (the canonical case "
-                   "is --fused_backward_pass with an optimizer other than Adafactor) and exclude the combination from "
-                   "the search space.")
-        else:
-            summary += f"\nIts {field} uses no value the healthy {label} did not; the cause is outside the knobs."
-            fix = None
-    else:
-        summary += f"\nThe ledger holds no {field} for it: compare its launch command with a healthy run's."
-        fix = None
+    parts = [f"{k}={_knob(v)} (healthy: {', '.join(_knob(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
+    summary += f"\nIts {field} differs from the healthy {label}' in: " + "; ".join(parts) + "."
+    knobs = ", ".join(k for k, _, _ in diffs[:8])
+    fix = (f"The trainer rejected this run's {knobs}: cross-reference {'it' if len(diffs) == 1 else 'them'} with "
+           "the trainer's documented arguments (the canonical case is --fused_backward_pass with an optimizer other "
+           "than Adafactor) and exclude the combination from the search space.")
     evidence = [_quote_row(ctx, r, "exit_code", "duration_s", "config") for r in (row, peers[0])]
     log = ctx.run.main_log
     if log is not None:
@@ -575,11 +608,14 @@ def _quote_point(ctx, scan: LogScan, point: StepPoint) -> Evidence:
     return ctx.evidence(scan.path, point.line, text)
 
 
-def _median_step_times(run_dir) -> dict[str, float]:
-    """Median s/it of every run of the sweep that has a log, computed once."""
+def _healthy_step_times(run_dir) -> dict[str, float]:
+    """Median s/it of every run that finished on its own (every run with a
+    log, when there is no ledger), computed once per session."""
     def build() -> dict[str, float]:
         out = {}
         for run in run_dir.runs:
+            if run_dir.ledger is not None and (run.row is None or not _finished_ok(run.row)):
+                continue
             log = run.main_log
             if log is None:
                 continue
@@ -588,7 +624,7 @@ def _median_step_times(run_dir) -> dict[str, float]:
                 out[run.name] = statistics.median(p.sec_per_step for p in pts)
         return out
 
-    return run_dir.cached(("RH107", "median-step-times"), build)
+    return run_dir.cached(("RH107", "healthy-step-times"), build)
 
 
 def _fmt_rate(sec: float) -> str:
@@ -625,12 +661,10 @@ def slow_steps(ctx):
     if expected:
         ref, against = expected, f"the expected {_fmt_rate(expected)}"
     elif ctx.run_dir.is_sweep:
-        medians = _median_step_times(ctx.run_dir)
-        rows = ctx.run_dir.ledger.by_run() if ctx.run_dir.ledger is not None else {}
-        healthy = [m for name, m in medians.items()
-                   if name != ctx.run.name and (not rows or (name in rows and _finished_ok(rows[name])))]
+        medians = _healthy_step_times(ctx.run_dir)
+        healthy = [m for name, m in medians.items() if name != ctx.run.name]
         if not healthy:
-            if ctx.run.name in medians and (not rows or (ctx.run.name in rows and _finished_ok(rows[ctx.run.name]))):
+            if ctx.run.name in medians:
                 return f"{ctx.run.name} is the sweep's only healthy run with step times ({_fmt_rate(own)}): the reference"
             ctx.skip(f"no healthy run of the sweep has step times to compare {ctx.run.name} with; "
                      "set thresholds.RH107.expected_s_per_it")

@@ -1,0 +1,95 @@
+"""How long the sweep checks take on a big session, against the floor of
+reading the same ledger with json.loads line by line, measured in one run.
+
+    python benchmarks/ledger.py [--rows 100000] [--folders 1000] [--keep DIR]
+
+Builds a sweep with ``--rows`` ledger rows (every field, unique run_ids) and
+``--folders`` run folders holding a kohya stdout.log, then times:
+
+* ``json.loads`` over every ledger line (the reference);
+* ``pytest --run-dir X -k RH1 --collect-only`` (collection alone);
+* ``pytest --run-dir X -k RH1`` (collection plus every RH1xx check),
+
+each as a fresh subprocess, and prints the ratios. Numbers vary by machine;
+the ratio is what to compare."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+import sweep_builders as sb  # noqa: E402
+
+
+def build(root: Path, rows: int, folders: int) -> None:
+    log = sb.healthy_log(1500, 1.47).encode()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "ledger.jsonl", "w", encoding="utf-8") as fh:
+        for i in range(rows):
+            rid = f"cand-{i:06d}-s0"
+            if i % 50 == 49:
+                r = sb.row(rid, at=sb.at(i), duration_s=24.0, n_steps=0, score=None, judge=None,
+                           disqualified="empty_tfevents", exit_code=1, error="trainer exited with code 1")
+            else:
+                r = sb.row(rid, at=sb.at(i), duration_s=2230.0 + i % 17, n_steps=1500, score=0.7,
+                           config=sb.knobs(learning_rate=1e-4 * (1 + i % 7), seed=i))
+            fh.write(json.dumps(r) + "\n")
+    for i in range(folders):
+        logs = root / "runs" / f"cand-{i * (rows // max(folders, 1)):06d}-s0" / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / "stdout.log").write_bytes(log if i % 50 != 49 else sb.died_log("cuda-oom").encode())
+
+
+def json_reference(ledger: Path) -> float:
+    t = time.perf_counter()
+    with open(ledger, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                json.loads(line)
+    return time.perf_counter() - t
+
+
+def pytest_run(root: Path, *extra: str) -> tuple[float, str]:
+    cmd = [sys.executable, "-m", "pytest", "--run-dir", str(root), "-k", "RH1", "-q", "-p", "no:anyio",
+           "-p", "no:cacheprovider", *extra]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root.parent)
+    took = time.perf_counter() - t
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    return took, (lines[-1] if lines else proc.stderr[-300:])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--folders", type=int, default=1_000)
+    ap.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir, removed)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = (args.keep or Path(tmp)) / "session-bench"
+        t = time.perf_counter()
+        build(root, args.rows, args.folders)
+        print(f"built {args.rows:,} rows, {args.folders:,} run folders, "
+              f"{(root / 'ledger.jsonl').stat().st_size / 1e6:.1f} MB ledger in {time.perf_counter() - t:.1f} s")
+        ref = min(json_reference(root / "ledger.jsonl") for _ in range(3))
+        print(f"json.loads per line:            {ref:8.2f} s  (1.0x)")
+        collect, tail = pytest_run(root, "--collect-only")
+        print(f"pytest -k RH1 --collect-only:   {collect:8.2f} s  ({collect / ref:.1f}x)  {tail}")
+        full, tail = pytest_run(root)
+        print(f"pytest -k RH1 (all checks):     {full:8.2f} s  ({full / ref:.1f}x)  {tail}")
+        print(f"ratio (checks vs json.loads): {full / ref:.1f}x (aim: < 3x); "
+              f"per item the cost is pytest's collection and reporting, see the collect-only line")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    main()
