@@ -389,3 +389,14 @@ def test_gpu_line_falls_back_to_the_whole_device_when_no_pid_matches():
     dev = GpuDevice(0, "H100", "GPU-0", 80 << 30, 70 << 30, 99, [GpuProcess(1, "python", 70 << 30)])
     assert gpu_line([dev], {2}) == "GPU 0 H100: 71680 / 81920 MiB used, 99% util (no process of this run seen on a GPU)"
     assert gpu_line([], {2}) == "none found"
+
+
+def test_a_shard_reports_only_its_own_runs(tmp_path, pytester, run_health):
+    sweep = make_sweep(tmp_path / "s", 4)
+    _, out = run_reports(pytester, run_health, sweep, extra=("--runhealth-shard", "1/2"))
+    page = (out / "page.html").read_text()
+    doc = json.loads((pytester.path / "runhealth-report.json").read_text())
+    judged = {r["run"] for r in doc["results"] if r["check"] == "RPT101"}
+    assert 0 < len(judged) < 4
+    assert sorted(re.findall(r'<tr class="run[^"]*" data-run="([^"]+)"', page)) == sorted(judged)
+    assert page.count('data-series="steps-per-run"') == 1  # the ledger still shows the whole sweep

@@ -129,6 +129,7 @@ def build(state: Any, paths: dict[str, Path], config: pytest.Config):
         started_at=state.collector.started_at,
         relative_to=paths.get("html", paths.get("markdown")).parent,
         statuses=statuses(state, config),
+        judged_runs_only=bool(config.getoption("runhealth_shard", None)),
     )
 
 

@@ -147,8 +147,11 @@ def build_view(
     started_at: str = "",
     relative_to: Path | None = None,
     statuses: dict[tuple[str, str], dict[str, Any]] | None = None,
+    judged_runs_only: bool = False,
 ) -> ReportView:
-    """``statuses``: status.py's blocks per (run dir, run), where there are any."""
+    """``statuses``: status.py's blocks per (run dir, run), where there are any.
+    ``judged_runs_only``: rows only for runs this session checked (a
+    ``--runhealth-shard`` session must not read the other shards' logs)."""
     results = sort_results(results)
     if relative_to is not None:
         results = [_relative_paths(r, run_dirs, relative_to) for r in results]
@@ -161,7 +164,7 @@ def build_view(
         label = r.get("run_dir") or (run_dirs[0].name if len(run_dirs) == 1 else None)
         (by_dir[label] if label in by_dir else unplaced).append(r)
     views = [
-        _run_dir_view(rd, by_dir[rd.name], registry, relative_to, statuses or {})
+        _run_dir_view(rd, by_dir[rd.name], registry, relative_to, statuses or {}, judged_runs_only)
         for rd in run_dirs
     ]
     names = [rd.name for rd in run_dirs]
@@ -170,7 +173,7 @@ def build_view(
 
 
 def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, relative_to: Path | None,
-                  statuses: dict[tuple[str, str], dict[str, Any]]) -> RunDirView:
+                  statuses: dict[tuple[str, str], dict[str, Any]], judged_runs_only: bool = False) -> RunDirView:
     view = RunDirView(rd, shown_path(rd.path, relative_to))
     try:
         runs = rd.runs if rd.exists else []
@@ -187,7 +190,7 @@ def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, rela
         if rv is None:
             rv = run_views.setdefault(r["run"] or rd.name, RunView(r["run"] or rd.name, None))
         rv.results.append(r)
-    view.runs = list(run_views.values())
+    view.runs = [rv for rv in run_views.values() if rv.results or not judged_runs_only]
     # Columns for the families that judged runs; sweep-wide results are shown above the table.
     families = {family_of(r["check"], registry) for rv in view.runs for r in rv.results}
     view.families = [f for f in FAMILIES.values() if f in families] + sorted(families - set(FAMILIES.values()))
