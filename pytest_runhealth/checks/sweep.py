@@ -117,12 +117,14 @@ def _trained_fully(row: LedgerRow, th: dict) -> bool:
     return planned is None or steps >= planned
 
 
-def _collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow]]:
-    """The sweep's first fully trained run and every collapsed run, in ledger
-    order: one pass over the ledger per session, not one per run."""
+def _collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow], dict[int, int]]:
+    """The sweep's first fully trained run, the runs that collapsed after it
+    (ledger order) and each one's place by ledger line: one pass over the
+    ledger per session, not one per run."""
     def build():
         first = next((r for r in ctx.ledger if _trained_fully(r, th)), None)
-        return first, [r for r in ctx.ledger if _collapsed(r, th)]
+        after = [r for r in ctx.ledger if first is not None and r.line > first.line and _collapsed(r, th)]
+        return first, after, {r.line: i for i, r in enumerate(after)}
 
     return ctx.run_dir.cached(("RH101", tuple(sorted(th.items()))), build)
 
@@ -190,16 +192,14 @@ def step_count_collapse(ctx):
     row, th = _row(ctx), ctx.thresholds
     if not _collapsed(row, th):
         return None
-    first_full, collapsed = _collapse_story(ctx, th)
-    if first_full is None or first_full.line > row.line:
+    ref, collapsed, places = _collapse_story(ctx, th)
+    if ref is None or row.line not in places:
         return (f"{row.run_id} hit the wall clock after {row.get('n_steps')} steps, but no earlier run of the "
                 "sweep trained fully, so this is not the step-count collapse (see RH107 for slow steps).")
-    ref = first_full
-    collapsed = [r for r in collapsed if r.line > ref.line]
     how = "killed_by_timeout" if row.get("killed_by_timeout") is True else 'error "timeout"'
     summary = (f"{ref.run_id} trained {ref.get('n_steps')} steps in {_secs(_number(ref.get('duration_s')))}; "
                f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(_number(row.get('duration_s')))} ({how})")
-    place = next((i for i, r in enumerate(collapsed) if r.line == row.line), 0)
+    place = places[row.line]
     after = len(collapsed) - place - 1
     if place == 0:
         summary += f", and so did the {_plural(after, 'run')} after it." if after else "."
@@ -675,8 +675,7 @@ def slow_steps(ctx):
     ratio = own / ref
     if ratio < ctx.thresholds["slow_factor"]:
         return None
-    swap = row is not None and _collapsed(row, RH101_DEFAULTS) \
-        and any(_finished_ok(r) for r in (ctx.run_dir.ledger or []) if r.line < row.line)
+    swap = row is not None and ctx.run_dir.ledger is not None and row.line in _collapse_story(ctx, RH101_DEFAULTS)[2]
     cause = "swap-slowdown" if swap else "pipe-deadlock"
     summary = f"{ctx.run.name} runs at {_fmt_rate(own)}, {ratio:.0f}x {against}."
     if swap:
