@@ -323,3 +323,42 @@ DROP_CAPS = ("setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding
 def _dropping_caps_blocks(path) -> bool:
     probe = subprocess.run([*DROP_CAPS, sys.executable, "-c", f"open({str(path)!r}, 'rb')"], capture_output=True)
     return probe.returncode != 0
+
+
+# -- any row the ledger can hold: a finding or a skip, never a crash -----------------------
+def test_rows_of_any_shape_never_crash_a_sweep_check(tmp_path_factory):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from pytest_runhealth.checks import sweep
+    from pytest_runhealth.context import CheckContext, Target
+    from pytest_runhealth.registry import SPEC_ATTR
+    from pytest_runhealth.rundir import RunDir
+
+    specs = [getattr(f, SPEC_ATTR) for f in vars(sweep).values() if hasattr(f, SPEC_ATTR)]
+    scalar = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**6), st.floats(allow_nan=True),
+                       st.text(max_size=12), st.sampled_from(["timeout", "empty_tfevents", "stopped_by_user",
+                                                              "2026-03-14T14:02:11Z", "setup", "candidate"]))
+    value = st.recursive(scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                         max_leaves=6)
+    fields = ["role", "score", "judge_report", "disqualified", "exit_code", "duration_s", "n_steps",
+              "killed_by_timeout", "error", "wall_secs", "finished_at", "config", "ts"]
+    row = st.fixed_dictionaries({}, optional={f: value for f in fields})
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(row, min_size=1, max_size=6))
+    def check_all(rows):
+        root = tmp_path_factory.mktemp("fuzz")
+        lines = [json.dumps({"run_id": f"r{i}", **r}, default=str) for i, r in enumerate(rows)]
+        (root / "ledger.jsonl").write_text("\n".join(lines) + "\n")
+        rd = RunDir(root)
+        for spec in specs:
+            targets = [Target(rd, None, rd.name)] if spec.scope == "session" else [Target(rd, run, run.name) for run in rd.runs]
+            for target in targets:
+                ctx = CheckContext(spec, target, dict(spec.thresholds))
+                try:
+                    spec.func(ctx)
+                except pytest.skip.Exception:
+                    pass
+
+    check_all()
