@@ -27,16 +27,20 @@ TAIL_BYTES = 1 << 20
 TAIL_LINES = 400
 MAX_SEGMENTS_PER_LINE = 256  # redraws parsed per physical line, evenly strided
 MAX_POINTS = 20_000
-MAX_NONFINITE = 8  # non-finite loss points kept with their text, for evidence
+MAX_NONFINITE = 8
+STRIDE_FROM = 64 << 20  # logs larger than this parse lines by a byte stride  # non-finite loss points kept with their text, for evidence
 
 _NUM = rb"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Inf|INF|-inf)"
 
 # tqdm, with or without bar glyphs, with an optional "desc: " and postfix.
-# Groups: desc, n, total, elapsed, rate, unit, postfix.
+# The core starts at the counts, so a failed search is cheap at every
+# position; the "desc:  38%|bar| " before it is read backwards (_desc_before).
+# Groups: n, total, elapsed, rate, unit, postfix.
 TQDM = re.compile(
-    rb"(?:([A-Za-z][A-Za-z _\-]{0,40}):\s*)?(?:\d{1,3}%\s*(?:\|[^|\r\n]{0,400}\|\s*)?)?"
     rb"(\d+)/(\d+)\s*\[([^\]<\r\n]*)<[^\],\r\n]*,\s*(\?|[\d.]+)\s*(s/it|it/s)([^\]\r\n]{0,400})\]"
 )
+_BETWEEN = re.compile(rb"\s*(?:\d{1,3}%\s*(?:\|[^|\r\n]{0,400}\|\s*)?)?")
+_DESC = re.compile(rb"[A-Za-z][A-Za-z _\-]{0,40}\Z")
 POSTFIX_LOSS = re.compile(rb"(?:avr_loss|loss)\s*=\s*(" + _NUM + rb")")
 # LTX-2 with --disable-progress-bars: "Step N/M - Loss: x, LR: y, Time/Step: zs, Total Time: ..."
 LTX = re.compile(rb"Step (\d+)/(\d+) - Loss: (" + _NUM + rb"),[^\r\n]*?Time/Step: ([\d.]+)s")
@@ -55,7 +59,7 @@ TRAINING_STARTED = re.compile(
 )
 # The trainer says it finished: LTX-2's statistics block, kohya's final save.
 TRAINING_FINISHED = re.compile(rb"Training Statistics:|(?:^|[:\s])model saved\.\s*$")
-_NONFINITE_HINT = (b"nan", b"NaN", b"NAN", b"inf", b"Inf")
+_NONFINITE_HINT = (b"nan", b"inf")  # how Python, torch and tqdm print non-finite floats
 
 
 @dataclass
@@ -221,11 +225,25 @@ def _count_newlines(path: Path, start: int, upto: int) -> int:
     return count
 
 
+def _desc_before(seg: bytes, start: int) -> str:
+    """A bar's description ("steps", "validation steps"): the words before the
+    last colon ahead of the counts, when only "NN%|bar|" lies in between."""
+    colon = seg.rfind(b":", max(0, start - 460), start)
+    if colon < 0 or not _BETWEEN.fullmatch(seg, colon + 1, start):
+        return ""
+    m = _DESC.search(seg, max(0, colon - 41), colon)
+    return m.group(0).decode("ascii", "replace").strip().lower() if m else ""
+
+
 class _Scanner:
     def __init__(self, scan: LogScan) -> None:
         self.scan = scan
         self.last: dict[tuple[str, int | None], StepPoint] = {}
         self.size = max(scan.size, 1)
+        # Big logs: parse about MAX_POINTS lines, evenly by bytes.
+        self.stride = self.size // (MAX_POINTS // 4) if self.size > STRIDE_FROM else 0
+        self.since = 0
+        self.held: list[tuple] = []
 
     def add(self, key: tuple[str, int | None], point: StepPoint, text: bytes) -> None:
         if not point.loss_finite:
@@ -251,21 +269,28 @@ class _Scanner:
     def segment(self, seg: bytes, lineno: int) -> bool:
         found = False
         if b"it" in seg and b"/" in seg:
-            for m in TQDM.finditer(seg):
-                desc = (m.group(1) or b"").decode("ascii", "replace").strip().lower()
+            pos = 0
+            while True:
+                m = TQDM.search(seg, pos)
+                if m is None:
+                    break
+                pos = m.end()
+                desc = _desc_before(seg, m.start())
                 if "valid" in desc or "sampl" in desc:
                     continue
-                rate = m.group(5)
+                rate = m.group(4)
                 sec = None
                 if rate != b"?":
                     val = float(rate) if rate.count(b".") <= 1 else 0.0
-                    sec = val if m.group(6) == b"s/it" else (1.0 / val if val else None)
-                loss_m = POSTFIX_LOSS.search(m.group(7))
-                total = int(m.group(3))
+                    sec = val if m.group(5) == b"s/it" else (1.0 / val if val else None)
+                loss_m = POSTFIX_LOSS.search(m.group(6))
+                total = int(m.group(2))
                 self.add((desc, total if not desc else None), StepPoint(
-                    int(m.group(2)), total, sec, _num(loss_m.group(1)) if loss_m else None, lineno, "tqdm",
-                    _interval(m.group(4))), seg)
+                    int(m.group(1)), total, sec, _num(loss_m.group(1)) if loss_m else None, lineno, "tqdm",
+                    _interval(m.group(3))), seg)
                 found = True
+                if seg.find(b"/it", pos) < 0 and seg.find(b"it/s", pos) < 0:
+                    break  # no second bar glued on: skip searching the rest
         if found:
             return True
         if b"Loss" in seg or b"loss" in seg:
@@ -289,10 +314,39 @@ class _Scanner:
         if (b"model saved" in line or b"Statistics" in line) and TRAINING_FINISHED.search(line):
             self.scan.finished_line = lineno
 
-    def line(self, line: bytes, lineno: int, partial: bool = False) -> None:
+    def line(self, line: bytes, lineno: int, partial: bool = False, may_hint: bool = True) -> None:
+        """One physical line. In a big log, lines closer than ``stride``
+        bytes to the last parsed one are only held (the series does not need
+        them); a line that mentions nan/inf is always parsed, and the last
+        held line is parsed by ``finish`` so the last step is exact.
+        ``may_hint`` is False when the whole chunk holding the line has no
+        nan/inf, which spares the per-line search. Redraws and NUL bytes are
+        counted per chunk by the caller."""
+        if line[-1:] == b"\r":
+            self.scan.redraws -= 1  # "\r\n": a Windows line end, not a redraw
+        hinted = may_hint and any(h in line for h in _NONFINITE_HINT)
+        if self.stride and not hinted:
+            self.since += len(line) + 1
+            if self.since < self.stride:
+                cut = line.find(b"\r")
+                head = line if cut < 0 else line[:cut]
+                if len(head) < 4096:
+                    self.markers(head, lineno)
+                self.held.append((line, lineno, partial, hinted))  # < stride bytes in all
+                return
+        self.since = 0
+        self.held.clear()
+        self.parse(line, lineno, partial, hinted)
+
+    def finish(self) -> None:
+        """Parse the lines held since the last parsed one: the end of the
+        log is read in full, so the last step is exact."""
+        for held in self.held:
+            self.parse(*held)
+        self.held.clear()
+
+    def parse(self, line: bytes, lineno: int, partial: bool, hinted: bool) -> None:
         scan = self.scan
-        if b"\x00" in line:
-            scan.nul_bytes += line.count(b"\x00")
         n = line.count(b"\r")
         if n == 0:
             if len(line) < 4096:
@@ -300,11 +354,10 @@ class _Scanner:
             if self.segment(line, lineno) and not partial:
                 scan.newline_step_lines += 1
             return
-        scan.redraws += n
         # How many redraws this line deserves: its share of the file's bytes
         # times the series budget. A line with a non-finite value gets all.
         budget = min(MAX_SEGMENTS_PER_LINE, max(2, MAX_POINTS * len(line) // self.size))
-        if any(h in line for h in _NONFINITE_HINT):
+        if hinted:
             segs = line.split(b"\r")
             stride = max(1, len(segs) // budget)
             last = len(segs) - 1
@@ -337,9 +390,17 @@ def scan_log(path: Path) -> LogScan:
     except OSError as exc:
         scan.error = exc.strerror or str(exc)
         return scan
+
+    def consumed(buf: bytes, lo: int, hi: int) -> None:
+        """Bytes done with: count their redraws and NUL bytes in C, once."""
+        scan.redraws += buf.count(b"\r", lo, hi)  # line() takes back Windows line ends
+        if buf.find(b"\x00", lo, hi) >= 0:
+            scan.nul_bytes += buf.count(b"\x00", lo, hi)
+
     with fh:
         scan.size = os.fstat(fh.fileno()).st_size
         scanner = _Scanner(scan)
+        line = scanner.line
         pending = b""
         lineno = 1
         offset = 0  # file offset of buf[0]
@@ -352,15 +413,19 @@ def scan_log(path: Path) -> LogScan:
             if not chunk:
                 break
             buf = pending + chunk if pending else chunk
+            # One search per chunk instead of per line: most chunks hold no nan/inf at all.
+            may_hint = any(h in buf for h in _NONFINITE_HINT)
             scan.marks.append((offset, lineno))
             start = 0
+            find = buf.find
             while True:
-                nl = buf.find(b"\n", start)
+                nl = find(b"\n", start)
                 if nl < 0:
                     break
-                scanner.line(buf[start:nl], lineno)
+                line(buf[start:nl], lineno, False, may_hint)
                 lineno += 1
                 start = nl + 1
+            consumed(buf, 0, start)
             offset += start
             pending = buf[start:]
             if len(pending) > MAX_PENDING:
@@ -368,15 +433,19 @@ def scan_log(path: Path) -> LogScan:
                 # keep only the redraw still being written.
                 cut = pending.rfind(b"\r")
                 if cut > 0:
-                    scanner.line(pending[:cut], lineno, partial=True)
+                    line(pending[:cut], lineno, True, may_hint)
+                    consumed(pending, 0, cut)
                     offset += cut
                     pending = pending[cut:]
                 if len(pending) > MAX_PENDING:
                     scan.overlong_lines += 1
+                    consumed(pending, 0, len(pending) - 4096)
                     offset += len(pending) - 4096
                     pending = pending[-4096:]
         if pending:
-            scanner.line(pending, lineno)
+            line(pending, lineno)
+            consumed(pending, 0, len(pending))
             lineno += 1
+        scanner.finish()
         scan.lines = lineno - 1
     return scan

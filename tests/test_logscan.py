@@ -142,3 +142,23 @@ def test_one_gigabyte_without_newline_stays_in_bounded_memory(tmp_path):
     peak, maxrss_kb = map(int, out.stdout.split())
     assert peak < 48 << 20, f"traced peak {peak >> 20} MiB"
     assert maxrss_kb < 256 << 10, f"max RSS {maxrss_kb >> 10} MiB"
+
+
+def test_windows_line_ends_are_not_redraws(tmp_path):
+    scan = scan_log(write(tmp_path, "INFO loading\r\nstep 1 loss 0.5\r\nstep 2 loss 0.4\r\n"))
+    assert scan.redraws == 0 and [p.step for p in scan.steps] == [1, 2]
+
+
+def test_big_log_keeps_the_exact_last_step_and_every_nan(tmp_path, monkeypatch):
+    """Past STRIDE_FROM bytes lines are parsed by a byte stride; the end of the
+    log and any line with a NaN are still parsed in full."""
+    from pytest_runhealth import logscan
+
+    body = "".join(f"step {s} loss 0.1 {'x' * 200}\n" for s in range(1, 3001))
+    body = body.replace("step 1234 loss 0.1", "step 1234 loss nan")
+    path = write(tmp_path, body + "INFO saving\nTraceback (most recent call last):\nKeyError: 'x'\n")
+    monkeypatch.setattr(logscan, "STRIDE_FROM", 1024)
+    monkeypatch.setattr(logscan, "MAX_POINTS", 400)  # stride: every ~8th line
+    scan = scan_log(path)
+    assert len(scan.steps) < 3000 and scan.last_step.step == 3000
+    assert scan.nonfinite[0][0].step == 1234
