@@ -205,3 +205,31 @@ def test_bad_logs_never_crash(tmp_path, run_health, content):
     (run / "w.safetensors").write_bytes(content)
     res = run_health(run, args=("-k", "RH0 or RH2"))
     assert not [r for r in res.report["results"] if r["cause"] == "unknown" and "the check itself raised" in (r.get("summary") or "")]
+
+
+def test_rh002_run_that_died_at_step_zero_is_rh201s_not_rh002s(tmp_path, run_health):
+    run = tmp_path / "g"
+    run.mkdir()
+    log = kohya_log(312, stop_at=0, finish=False) + "\nTraceback (most recent call last):\nKeyError: 'beta1'\n"
+    (run / "train.log").write_text(log)
+    res = run_health(run, args=("-k", "RH002 or RH201", "-rA"))
+    assert res.result_of("RH002")["outcome"] == "passed" and "RH201: fused-optimizer-keyerror" in res.result_of("RH002")["note"]
+    assert res.result_of("RH201")["cause"] == "fused-optimizer-keyerror"
+
+
+def test_rh208_sweep_run_stopped_by_its_wall_clock_passes(tmp_path, run_health):
+    session = tmp_path / "s"
+    logs = session / "runs" / "r1" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "stdout.log").write_text(kohya_log(1500, stop_at=300, finish=False))
+    (session / "ledger.jsonl").write_text(json.dumps({"run_id": "r1", "killed_by_timeout": True, "n_steps": 300}) + "\n")
+    r = run_health(session, args=("-k", "RH208", "-rA")).result_of("RH208")
+    assert r["outcome"] == "passed" and "wall-clock limit" in r["note"]
+
+
+def test_xdist_keeps_findings_and_status(run_health):
+    from conftest import EXAMPLES
+
+    res = run_health(EXAMPLES / "ltx-interrupted", args=("-p", "xdist", "-n", "2", "-k", "RH2"), subprocess=True)
+    assert res.result_of("RH208")["cause"] == "steps-incomplete"
+    assert res.report["status"]["ltx-interrupted"]["step"] == 1240

@@ -142,7 +142,7 @@ def kohya_log(total: int, stop_at: int | None = None, nan_from: int | None = Non
         f"  total optimization steps / 学習ステップ数: {total}\n",
         kohya_bar(0, total, 0.0, None),
     ]
-    end = stop_at or total
+    end = total if stop_at is None else stop_at
     avg = 0.0
     for s in range(1, end + 1):
         elapsed = 95.0 + sec * s + (60.0 if s > 50 else 0.0)  # slow first step, one sample pass at 50

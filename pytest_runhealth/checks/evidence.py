@@ -93,6 +93,13 @@ def log_has_step_lines(ctx):
     began = scan.started_line is not None or scan.redraws > 0 or bool(scan.steps)
     if not began:
         return f"{ctx.run_dir.rel(log)} shows no sign that training began; nothing to parse yet"
+    from ..status import facts
+
+    fatal = facts(ctx.run).fatal
+    if fatal is not None:
+        # A run that died before its second step has no step lines to show:
+        # that is RH201's finding, not a logging problem.
+        return f"the run died before a second step (RH201: {fatal.cause}); no step lines were due"
     rel = ctx.run_dir.rel(log)
     evidence = []
     tail = ctx.run_dir.log_tail(log)

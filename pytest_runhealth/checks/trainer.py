@@ -289,7 +289,8 @@ def run_summary(ctx):
     detects="The run stopped short of its planned steps (the last logged step is below "
     "`optimization.steps` in config.yaml, or below the bar's total) and its log ends in no error. A run "
     "whose pid file names a live process is still going and passes; one that ended with an error is "
-    "RH201's finding, not this one.",
+    "RH201's finding, not this one; a sweep run its ledger row says the wall clock or the user stopped "
+    "is RH101's, RH106's and RH107's to judge.",
     why="A run killed from outside (OOM killer, a wall-clock limit, a closed terminal, a preempted node) "
     "leaves no traceback: its last checkpoint looks final but is not.",
     example="logs/train.log:1302 Step 1240/2000 - Loss: 0.0712, LR: 1.00e-04, Time/Step: 4.12s",
@@ -308,6 +309,16 @@ def steps_complete(ctx):
         return f"stopped at step {f.last.step} of {f.total} with an error (RH201: {f.fatal.cause})"
     if f.alive:
         return f"step {f.last.step} of {f.total}; the process in the pid file is still running"
+    row = ctx.run.row
+    if row is not None:
+        # A sweep stops runs on purpose: its wall clock, or the user. Whether
+        # that came too early is RH101's, RH106's and RH107's call, not this one.
+        why = str(row.get("disqualified") or row.get("error") or "")
+        if row.get("killed_by_timeout") or "timeout" in why:
+            return (f"stopped at step {f.last.step} of {f.total} by the sweep's wall-clock limit "
+                    f"(ledger.jsonl:{row.line}); RH101/RH107 judge whether that was too early")
+        if "stopped_by_user" in why:
+            return f"stopped at step {f.last.step} of {f.total} by the user (ledger.jsonl:{row.line}; see RH106)"
     ckpt = latest([c for c in find_checkpoints(ctx.run.checkpoints) if c.step is not None])
     summary = (f"the run stopped at step {f.last.step} of {f.total} planned, and its log ends without an error: "
                f"something outside the trainer ended it")
