@@ -31,6 +31,7 @@ CHUNK = 2 << 20  # CRCs are checked a chunk at a time: ~40k records, ~15 MB of i
 MAX_RECORD = 256 << 20  # larger than any real event; a length beyond it is damage
 MAX_PROBLEMS = 20
 MAX_NONFINITE = 8
+MAX_SERIES = 2_000_000  # points kept per tag (32 MB); beyond it the series is thinned
 _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
@@ -54,8 +55,20 @@ class TagSeries:
     steps: array = field(default_factory=lambda: array("q"))
     values: array = field(default_factory=lambda: array("d"))
 
+    thinned: int = 0  # times every other point was dropped to bound memory
+
     def __len__(self) -> int:
         return len(self.steps)
+
+    def thin(self) -> None:
+        """Halve the resolution, keeping the first and the newest point;
+        non-finite values are recorded separately before this can drop them."""
+        last_step, last_value = self.steps[-1], self.values[-1]
+        del self.steps[1::2], self.values[1::2]
+        if self.steps[-1] != last_step or self.values[-1] != last_value:
+            self.steps.append(last_step)
+            self.values.append(last_value)
+        self.thinned += 1
 
 
 @dataclass
@@ -228,6 +241,8 @@ class _Reader:
                     series = scalars[tag] = TagSeries()
                 series.steps.append(ev.step)
                 series.values.append(x)
+                if len(series.steps) > MAX_SERIES:
+                    series.thin()
                 if not isfinite(x):
                     out.nonfinite_count += 1
                     if len(out.nonfinite) < MAX_NONFINITE:

@@ -150,3 +150,14 @@ def test_rh005_corrupt_file_fails_with_record_evidence(tmp_path, run_health):
     r = run_health(run, args=("-k", "RH005",)).result_of("RH005")
     assert (r["outcome"], r["cause"]) == ("failed", "corrupt-tfevents")
     assert "the file ends" in r["evidence"][0]["text"] and r["evidence"][0]["path"].startswith("logs/")
+
+
+def test_series_memory_is_bounded(tmp_path, monkeypatch):
+    from pytest_runhealth import tfevents
+
+    monkeypatch.setattr(tfevents, "MAX_SERIES", 50)
+    path = write_events(tmp_path, [("loss/current", s, float("nan") if s == 77 else 0.1) for s in range(1, 301)])
+    read = read_event_file(path)
+    series = read.scalars["loss/current"]
+    assert len(series) <= 51 and series.thinned >= 1 and series.steps[-1] == 300
+    assert read.nonfinite[0].step == 77  # kept although its point was thinned away
