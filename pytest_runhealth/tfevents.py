@@ -197,7 +197,84 @@ class _Reader:
             self.out.problems.append(RecordProblem(index, offset, kind, detail))
 
     def records(self, buf: bytes, base: int, index: int, spans: list[tuple[int, int]]) -> bool:
-        """Parse the framed, CRC-checked records of one chunk; False to stop.
+        """Read the framed, CRC-checked records of one chunk; False to stop.
+
+        Plain scalar events (one ``simple_value`` under a tag, written the
+        way every TensorBoard writer writes them) are read a group at a time
+        (``fast_scalars``); every other record goes through ``event_pb2``.
+        Both land in each tag's series in file order."""
+        if self.first_scalar_only or len(spans) < FAST_MIN:
+            return self.parse_each(buf, base, index, spans)
+        fast, slow = fast_scalars(buf, spans)
+        if not fast:
+            return self.parse_each(buf, base, index, spans)
+        import numpy as np
+
+        tags = self.tags
+        found: dict[str, list[tuple]] = {}
+        for tag, idx, steps, values in fast:
+            self.out.events += len(idx)
+            if tags is None or tag in tags:
+                found.setdefault(tag, []).append((idx, steps, values))
+        slow_rows: dict[str, tuple[list, list, list]] = {}
+        for i in slow.tolist():
+            start, length = spans[i]
+            for tag, step, x in self.parse_one(buf, base, index + i, start, length, i == 0 and index == 0):
+                rows = slow_rows.setdefault(tag, ([], [], []))
+                rows[0].append(i)
+                rows[1].append(step)
+                rows[2].append(x)
+        for tag, (idx, steps, values) in slow_rows.items():
+            found.setdefault(tag, []).append((np.asarray(idx, dtype=np.int64), np.asarray(steps, dtype=np.int64),
+                                              np.asarray(values, dtype=np.float64)))
+        bad_points = []
+        for tag, parts in found.items():
+            idx = np.concatenate([p[0] for p in parts])
+            order = np.argsort(idx, kind="stable")
+            idx = idx[order]
+            steps = np.concatenate([p[1] for p in parts])[order]
+            values = np.concatenate([p[2] for p in parts])[order]
+            series = self.out.scalars.get(tag)
+            if series is None:
+                series = self.out.scalars[tag] = TagSeries()
+            series.steps.frombytes(steps.astype("=i8").tobytes())
+            series.values.frombytes(values.astype("=f8").tobytes())
+            while len(series.steps) > MAX_SERIES:
+                series.thin()
+            bad = np.nonzero(~np.isfinite(values))[0]
+            self.out.nonfinite_count += len(bad)
+            bad_points += [(int(idx[b]), tag, int(steps[b]), float(values[b])) for b in bad[:MAX_NONFINITE]]
+        for i, tag, step, x in sorted(bad_points)[: max(0, MAX_NONFINITE - len(self.out.nonfinite))]:
+            self.out.nonfinite.append(NonFinite(tag, step, x, index + i))
+        return True
+
+    def parse_one(self, buf: bytes, base: int, number: int, start: int, length: int, first: bool):
+        """One record through event_pb2: its (tag, step, value) scalars."""
+        data = buf[start : start + length]
+        if self.tag_bytes is not None and not first and not any(t in data for t in self.tag_bytes):
+            return ()
+        try:
+            ev = self.Event.FromString(data)
+        except Exception as exc:  # protobuf's DecodeError, or worse
+            self.problem(number, base + start - 12, "unparseable", f"not an Event ({type(exc).__name__})")
+            return ()
+        self.out.events += 1
+        if ev.file_version and self.out.file_version is None:
+            self.out.file_version = ev.file_version
+        found = []
+        for v in ev.summary.value:
+            x = v.simple_value
+            if x == 0.0 and v.WhichOneof("value") != "simple_value":
+                x = _scalar_of(v)
+                if x is None:
+                    continue
+            if self.tags is None or v.tag in self.tags:
+                found.append((v.tag, ev.step, x))
+        return found
+
+    def parse_each(self, buf: bytes, base: int, index: int, spans: list[tuple[int, int]]) -> bool:
+        """Every record through event_pb2, in order; the path for the
+        first-scalar probe and for chunks without plain scalar groups.
 
         The hot loop of the reader: locals only, simple values read inline."""
         out = self.out
@@ -251,6 +328,92 @@ class _Reader:
                     out.stopped_early = True
                     return False
         return True
+
+
+# -- plain scalar events, a group at a time ----------------------------------------------
+FAST_MIN = 64  # records in a chunk before grouping pays
+FAST_GROUP = 16  # records of one length before a template is tried
+MAX_TEMPLATES = 8  # templates tried per length (tags of equal length share one)
+
+
+def _layout(raw: bytes) -> tuple[str, int] | None:
+    """(tag, step varint length) when ``raw`` is exactly the canonical
+    encoding of ``Event(wall_time, step, summary=[Value(tag, simple_value)])``,
+    as event_pb2 itself serialises it; None for anything else."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    try:
+        ev = event_pb2.Event.FromString(raw)
+    except Exception:
+        return None
+    if ev.step <= 0 or ev.file_version or len(ev.summary.value) != 1:
+        return None
+    v = ev.summary.value[0]
+    if v.WhichOneof("value") != "simple_value" or v.HasField("metadata") or v.node_name:
+        return None
+    canon = event_pb2.Event(wall_time=ev.wall_time, step=ev.step, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=v.tag, simple_value=v.simple_value)])).SerializeToString()
+    k = (ev.step.bit_length() + 6) // 7
+    n = len(raw)
+    if canon != raw or raw[0] != 0x09 or raw[9] != 0x10 or raw[n - 5] != 0x15 or 10 + k > n - 5:
+        return None
+    return v.tag, k
+
+
+def fast_scalars(buf: bytes, spans: list[tuple[int, int]]):
+    """Plain scalar events of a chunk, decoded a group at a time.
+
+    Records of one length are stacked as a byte matrix. The first one is
+    parsed with event_pb2 and must be the canonical encoding of a single
+    simple_value (``_layout``); every record whose bytes equal it everywhere
+    except the wall time, the step varint and the float is that same event
+    with its own step and value, which are then read column-wise. Returns
+    ``[(tag, record indices, steps, values)]`` and the indices left for
+    event_pb2."""
+    import numpy as np
+
+    data = np.frombuffer(buf, dtype=np.uint8)
+    starts = np.fromiter((s for s, _ in spans), dtype=np.int64, count=len(spans))
+    lens = np.fromiter((n for _, n in spans), dtype=np.int64, count=len(spans))
+    slow = np.ones(len(spans), dtype=bool)
+    found = []
+    for length in np.unique(lens).tolist():
+        if not 16 <= length <= 1024:
+            continue
+        sel = np.nonzero(lens == length)[0]
+        if len(sel) < FAST_GROUP:
+            continue
+        cols = data[starts[sel][:, None] + np.arange(length, dtype=np.int64)[None, :]]
+        remaining = np.arange(len(sel))
+        for _ in range(MAX_TEMPLATES):
+            if len(remaining) < FAST_GROUP:
+                break
+            template = cols[remaining[0]]
+            layout = _layout(template.tobytes())
+            if layout is None:
+                remaining = remaining[1:]
+                continue
+            tag, k = layout
+            fixed = np.ones(length, dtype=bool)
+            fixed[1:9] = False  # wall_time
+            fixed[10 : 10 + k] = False  # step varint
+            fixed[length - 4 :] = False  # simple_value
+            sub = cols[remaining]
+            ok = np.all(sub[:, fixed] == template[fixed], axis=1)
+            ok &= (sub[:, 9 + k] & 0x80) == 0
+            if k > 1:
+                ok &= np.all((sub[:, 10 : 9 + k] & 0x80) != 0, axis=1)
+            rows = remaining[ok]
+            if len(rows):
+                m = cols[rows]
+                steps = np.zeros(len(rows), dtype=np.int64)
+                for j in range(k):
+                    steps |= (m[:, 10 + j] & 0x7F).astype(np.int64) << (7 * j)
+                values = np.ascontiguousarray(m[:, length - 4 :]).view("<f4").reshape(-1).astype(np.float64)
+                found.append((tag, sel[rows], steps, values))
+                slow[sel[rows]] = False
+            remaining = remaining[~ok]
+    return found, np.nonzero(slow)[0]
 
 
 def _u32_at(buf: bytes, offsets: list[int]):

@@ -161,3 +161,27 @@ def test_series_memory_is_bounded(tmp_path, monkeypatch):
     series = read.scalars["loss/current"]
     assert len(series) <= 51 and series.thinned >= 1 and series.steps[-1] == 300
     assert read.nonfinite[0].step == 77  # kept although its point was thinned away
+
+
+def test_grouped_reading_equals_event_pb2_record_by_record(tmp_path, monkeypatch):
+    """The group-at-a-time path for plain scalars must give exactly what
+    parsing every record with event_pb2 gives: same tags, order, steps,
+    values, NaNs; on a file mixing tags of equal length, tensor summaries,
+    zero values (an omitted field), negative and varint-boundary steps."""
+    from pytest_runhealth import tfevents
+
+    rows = kohya_scalars(200, nan_from=150, lr_nan_at=20)
+    rows += [("loss/current", s, 0.25) for s in (127, 128, 16383, 16384, 2**35)]
+    rows += [("loss/zeroed", s, 0.0) for s in range(40)] + [("loss/neg", -s, 1.5) for s in range(1, 40)]
+    rows += [("epoch_loss", s, 0.5 / s) for s in range(1, 60)]
+    path = write_events(tmp_path, rows, tensor_tags={"epoch_loss"})
+    fast = read_event_file(path)
+    monkeypatch.setattr(tfevents, "FAST_MIN", 10**9)
+    slow = read_event_file(path)
+    assert sorted(fast.scalars) == sorted(slow.scalars)
+    for tag in slow.scalars:
+        assert list(fast.scalars[tag].steps) == list(slow.scalars[tag].steps), tag
+        assert np.array_equal(np.array(fast.scalars[tag].values), np.array(slow.scalars[tag].values), equal_nan=True), tag
+    assert [(n.tag, n.step, n.index) for n in fast.nonfinite] == [(n.tag, n.step, n.index) for n in slow.nonfinite]
+    assert fast.nonfinite_count == slow.nonfinite_count and fast.events == slow.events
+    assert fast.file_version == slow.file_version == "brain.Event:2"
