@@ -4,9 +4,10 @@ Why not tbparse or EventAccumulator for the checks: both drop every record
 after the first bad one with only a DEBUG line (MEASURED.md), and both are
 ~10x slower than walking the frames. This reader walks the TFRecord frames
 itself, verifies both CRCs of every record (tensorboard's own CRC-32C table,
-applied to a whole chunk of records at once with numpy), parses each record
-with tensorboard's ``event_pb2``, and reports truncation and CRC failures as
-evidence. A data-CRC failure skips that one record (its frame is still
+applied to a whole chunk of records at once with numpy), parses records with
+tensorboard's ``event_pb2`` (plain scalar events a group at a time, against a
+template event_pb2 parsed: ``fast_scalars``), and reports truncation and CRC
+failures as evidence. A data-CRC failure skips that one record (its frame is still
 sound); a bad length CRC or a cut record ends the read, since nothing after
 it can be framed. ``RunDir.scalars()`` keeps tbparse for users who want a
 DataFrame.
