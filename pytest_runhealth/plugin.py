@@ -258,6 +258,9 @@ def targets_for(spec: CheckSpec, run_dirs: list[RunDir]) -> list[Target]:
     for rd in run_dirs:
         if spec.scope == "session":
             out.append(Target(rd, None, rd.name))
+        elif not rd.runs:
+            # No run to parametrise over: one item that says so, not pytest's "empty parameter set".
+            out.append(Target(rd, None, rd.name))
         else:
             for run in rd.runs:
                 out.append(Target(rd, run, f"{rd.name}/{run.name}" if many else run.name))
@@ -282,6 +285,8 @@ def run_check(spec: CheckSpec, target: Target, request: pytest.FixtureRequest, f
     item.user_properties.append(("check", spec.id))
     item.user_properties += [("slug", spec.slug), ("run", target.name)]
     reason = missing_need(spec, target)
+    if not reason and spec.scope == "run" and target.run is None:
+        reason = f"no runs in {target.run_dir.path} (no ledger rows, no runs/ folders)"
     if reason:
         pytest.skip(reason)
     ctx = CheckContext(spec, target, state.settings.thresholds_for(spec), request.config)

@@ -103,5 +103,8 @@ def prefer_loadgroup(config: pytest.Config) -> None:
 
 
 def _target(item: pytest.Item):
+    from .context import Target
+
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("runhealth_target") if callspec is not None else None
+    target = callspec.params.get("runhealth_target") if callspec is not None else None
+    return target if isinstance(target, Target) else None

@@ -229,9 +229,6 @@ def test_rh108_climbing_step_time_and_benign_bumps(tmp_path, run_health):
 
 
 # -- bad input ----------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="known bug outside the sweep checks: with no runs, pytest parametrises "
-                   "run-scope checks with an empty set, and scale.add_xdist_groups reads .run of NOTSET "
-                   "(INTERNALERROR). Remove this mark when it is fixed.")
 def test_empty_ledger(tmp_path, run_health):
     session = tmp_path / "s"
     session.mkdir()
