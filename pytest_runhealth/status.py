@@ -56,6 +56,7 @@ SLOW_FACTOR = 2.0  # a step this much slower than the median is a validation pas
 LTX_SAMPLE = re.compile(r"^step_(?P<n>\d{6})_\d+\.(?P<ext>png|mp4|wav)$")
 KOHYA_SAMPLE = re.compile(r"^(?:(?P<name>.+)_)?(?P<n>e?\d{6})_\d{2}_\d{14}(?:_\d+)?(?:_\d{3})?\.(?P<ext>png|jpg|mp4|webp)$")
 PID_NAMES = ("train.pid", "trainer.pid", "run.pid", "pid")
+COMPACT_FROM = 8  # more runs than this: one status line per run
 
 
 # -- what a run's log and files say ------------------------------------------------
@@ -375,9 +376,14 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if state is None or not state.collector.status or hasattr(config, "workerinput"):
         return
     terminalreporter.write_sep("-", "run status")
+    many = len(state.collector.status) > COMPACT_FROM
     for st in state.collector.status.values():
         if "step" not in st:
             terminalreporter.write_line(f"{st['run']}: {st['error']}")
             continue
-        for i, line in enumerate(render(st)):
+        lines = render(st)
+        if many:  # a sweep of dozens of runs: one line each
+            terminalreporter.write_line(" | ".join(lines[:3]))
+            continue
+        for i, line in enumerate(lines):
             terminalreporter.write_line(line if i == 0 else "  " + line)
