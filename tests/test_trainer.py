@@ -233,3 +233,13 @@ def test_xdist_keeps_findings_and_status(run_health):
     res = run_health(EXAMPLES / "ltx-interrupted", args=("-p", "xdist", "-n", "2", "-k", "RH2"), subprocess=True)
     assert res.result_of("RH208")["cause"] == "steps-incomplete"
     assert res.report["status"]["ltx-interrupted"]["step"] == 1240
+
+
+def test_rh002_rich_default_prints_nothing_after_start(tmp_path, run_health):
+    """LTX-2's default Rich progress on a redirected stdout: the start line, then silence."""
+    log = ltx_step_lines(2000, 0).replace(
+        "WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n", "")
+    ws = ltx_workspace(tmp_path / "ws", log=log, weights=[], states=[])
+    r = run_health(ws, args=("-k", "RH002",)).result_of("RH002")
+    assert (r["outcome"], r["cause"]) == ("failed", "progress-bar-only-log")
+    assert "Starting training" in r["evidence"][0]["text"] and "--disable-progress-bars" in r["fix"]
