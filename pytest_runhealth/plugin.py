@@ -249,7 +249,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     shard = scale.parse_shard(config.getoption("runhealth_shard"))
     if shard is not None:
         scale.select_shard(items, config, shard)
-    scale.add_xdist_groups(items)
+    scale.add_xdist_groups(items, config)
 
 
 def targets_for(spec: CheckSpec, run_dirs: list[RunDir]) -> list[Target]:

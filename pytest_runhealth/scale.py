@@ -83,7 +83,9 @@ def select_shard(items: list[pytest.Item], config: pytest.Config, shard: tuple[i
         items[:] = keep
 
 
-def add_xdist_groups(items: list[pytest.Item]) -> None:
+def add_xdist_groups(items: list[pytest.Item], config: pytest.Config) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return  # the mark is xdist's; without xdist it is only an unknown-mark warning
     for item in items:
         target = _target(item)
         if target is not None:

@@ -13,7 +13,7 @@ DEFAULT_TIMEOUT = 5.0
 MAX_BODY = 4 << 20
 
 
-_CLIENTS: dict[bool, object] = {}
+_CLIENTS: dict[tuple[bool, int], object] = {}
 
 
 def _client(tls: bool):
@@ -21,9 +21,13 @@ def _client(tls: bool):
     bundle (~0.1 s), which plain-HTTP probes of local servers never need."""
     import httpx
 
-    if tls not in _CLIENTS:
-        _CLIENTS[tls] = httpx.Client(follow_redirects=False, trust_env=False, verify=tls)
-    return _CLIENTS[tls]
+    # Keyed by the httpx module too: a process that re-imports httpx (pytest's
+    # own pytester does, between in-process sessions) must not mix a client of
+    # the old module with Timeout objects of the new one.
+    key = (tls, id(httpx))
+    if key not in _CLIENTS:
+        _CLIENTS[key] = httpx.Client(follow_redirects=False, trust_env=False, verify=tls)
+    return _CLIENTS[key]
 
 
 @dataclass
