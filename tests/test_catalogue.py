@@ -18,7 +18,6 @@ REGENERATE = "pytest -p no:cacheprovider --runhealth-list=markdown > docs/checks
 # shrinking list. A check that gains its examples must leave it.
 KNOWN_GAPS: dict[str, str] = {
     "RH003": "no failing example dir (needs a live pid beside a stale log)",
-    "RH006": "no example dir (links out of the run dir)",
     "RH109": "live: needs the orchestrator's /api/session",
     "RH203": "no passing example dir",
     "RH204": "live: needs a running process",
@@ -28,7 +27,6 @@ KNOWN_GAPS: dict[str, str] = {
     "RH403": "live: needs the lms CLI on PATH",
     "RH404": "live: needs an LM Studio server",
     "RH406": "no example dir",
-    "RH508": "no failing example dir",
     "RH210": "needs the wandb library, which is not a dependency; tests/test_prelaunch.py drives it through a stand-in wandb",
 }
 

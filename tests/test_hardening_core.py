@@ -139,12 +139,18 @@ def test_redaction(secret):
 def test_rh006_says_where_links_lead(tmp_path, run_health):
     root = tmp_path / "run"
     (root / "logs").mkdir(parents=True)
+    (root / "logs" / "train.log").write_text("ok\n")
     outside = tmp_path / "scratch.log"
     outside.write_text("x\n")
-    (root / "logs" / "stdout.log").symlink_to(outside)
+    (root / "dataset").symlink_to(tmp_path)
     res = run_health(root, args=("-k", "RH006", "-rA"))
     r = res.result_of("RH006")
-    assert r["outcome"] == "passed"
-    assert f"logs/stdout.log -> {outside}" in r["note"]
+    assert r["outcome"] == "passed"  # a link to data is only worth a note
+    assert f"dataset -> {tmp_path}" in r["note"]
+    (root / "logs" / "stdout.log").symlink_to(outside)  # but a log the checks would read is a finding
+    r = run_health(root, args=("-k", "RH006")).result_of("RH006")
+    assert (r["outcome"], r["cause"]) == ("failed", "link-outside-run-dir")
+    assert r["evidence"][0] == {"path": "logs/stdout.log", "line": None, "text": f"-> {outside}"}
     (root / "logs" / "stdout.log").unlink()
+    (root / "dataset").unlink()
     assert run_health(root, args=("-k", "RH006")).result_of("RH006")["note"] is None

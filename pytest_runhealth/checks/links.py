@@ -3,9 +3,19 @@ never followed silently; this check says where each one leads."""
 
 from __future__ import annotations
 
+import re
+
 from ..registry import check
 
 MAX_LISTED = 20
+
+
+# Where a link out of the run dir hides an artefact the checks read, the run
+# is judged without it: that is a finding, not a note.
+ARTEFACT = re.compile(
+    r"(^|/)(ledger\.jsonl|config\.yaml|experience_request\.json|round\.json|[^/]*\.(log|pid|safetensors)"
+    r"|events\.out\.tfevents\.[^/]*)$"
+)
 
 
 @check(
@@ -13,9 +23,10 @@ MAX_LISTED = 20
     "links-stay-inside",
     scope="session",
     phases=["prelaunch", "live", "postmortem", "gate"],
-    verdicts=["healthy"],
+    verdicts=["not-evaluable", "healthy"],
     detects="symbolic links under the run dir that lead outside it, or nowhere; they are not followed, so what they "
-    "point to is not checked.",
+    "point to is not checked. Fails when such a link stands where an artefact the checks read should be (a ledger, "
+    "a log, config.yaml, an event file, a checkpoint, a pid file); other links pass with a note.",
     why="A health tool that silently follows a link can read (and quote) someone else's files, and a check that "
     "silently skips it can miss the log that mattered. Either way the user must be told.",
     example="note: 2 links lead out of the run dir and were not read: logs/stdout.log -> /scratch/job-17/stdout.log",
@@ -35,4 +46,13 @@ def links_stay_inside(ctx):
         parts.append(f"{len(walk.unreadable)} folder(s) could not be listed: {shown}")
     if walk.truncated:
         parts.append("the run dir holds over 200,000 files; only the first 200,000 were looked at")
+    hidden = [(p, t) for p, t in walk.outside_links if ARTEFACT.search(ctx.run_dir.rel(p).replace("\\", "/"))]
+    if hidden:
+        return ctx.fail(
+            "not-evaluable",
+            "link-outside-run-dir",
+            f"{len(hidden)} artefact(s) are links that lead out of the run dir and were not read, so the checks "
+            "that need them skipped or judged without them.\n" + "; ".join(parts),
+            [ctx.evidence(p, None, f"-> {t}") for p, t in hidden[:MAX_LISTED]],
+        )
     return "; ".join(parts) or None
