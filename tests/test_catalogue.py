@@ -19,7 +19,6 @@ REGENERATE = "pytest -p no:cacheprovider --runhealth-list=markdown > docs/checks
 KNOWN_GAPS: dict[str, str] = {
     "RH003": "no failing example dir (needs a live pid beside a stale log)",
     "RH109": "live: needs the orchestrator's /api/session",
-    "RH203": "no passing example dir",
     "RH204": "live: needs a running process",
     "RH301": "live: needs a GPU (NVML)",
     "RH302": "live: needs a GPU (NVML)",
