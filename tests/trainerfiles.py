@@ -350,8 +350,9 @@ def build_examples(root: Path = EXAMPLES, only: set[str] | None = None) -> list[
     cut_file(last, last.stat().st_size - 100)
     ltx_workspace(fresh("ltx-no-run-summary"), log=ltx_step_lines(2000, 2000, finish=True),
                   weights=[1500, 2000], states=[1500, 2000], samples=[2000])
-    ltx_workspace(fresh("ltx-healthy"), log=ltx_step_lines(2000, 2000, finish=True), weights=[1500, 2000],
-                  states=[1500, 2000], summary=True, samples=[1500, 2000])
+    healthy = ltx_workspace(fresh("ltx-healthy"), log=ltx_step_lines(2000, 2000, finish=True), weights=[1500, 2000],
+                            states=[1500, 2000], summary=True, samples=[1500, 2000])
+    (healthy / "logs" / "train.pid").write_text("4194303\n")  # long gone: fine for a finished run (RH203)
 
     kohya_dir(fresh("kohya-healthy"), lr_nan_at=40, steps_saved=[50], states=["mylora-step00000050", "mylora"])
     kohya_dir(fresh("kohya-nan-loss"), nan_from=36, steps_saved=[50])
