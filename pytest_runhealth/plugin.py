@@ -14,14 +14,13 @@ from typing import Any
 
 import pytest
 
-from . import __version__, scale
+from . import __version__, packs, scale, severity
 from .context import CheckContext, Target
 from .finding import Finding
 from .needs import missing_need
 from .registry import PHASES, SPEC_ATTR, CheckSpec, Registry, RegistryError
 from .report import ResultCollector, write_json
 from .rundir import RunDir
-from . import packs, severity
 
 HEALTH_MODULE = "pytest_runhealth.collect.runhealth"
 HEALTH_DIR = Path(__file__).parent / "collect"
@@ -45,10 +44,19 @@ FINDING = pytest.StashKey[Finding]()
 # Feature modules with their own options, fixtures and hooks; registered with
 # this plugin (and so switched off with it by ``-p no:runhealth``). Each must be
 # cheap to import.
-SUBPLUGINS: tuple[str, ...] = ("pytest_runhealth.live.fixtures", "pytest_runhealth.prelaunch", "pytest_runhealth.reports.plugin",
-                               "pytest_runhealth.rules", "pytest_runhealth.severity", "pytest_runhealth.waivers",
-                               "pytest_runhealth.catalogue", "pytest_runhealth.selftest", "pytest_runhealth.packs",
-                               "pytest_runhealth.eval.plugin", "pytest_runhealth.status")
+SUBPLUGINS: tuple[str, ...] = (
+    "pytest_runhealth.catalogue",
+    "pytest_runhealth.eval.plugin",
+    "pytest_runhealth.live.fixtures",
+    "pytest_runhealth.packs",
+    "pytest_runhealth.prelaunch",
+    "pytest_runhealth.reports.plugin",
+    "pytest_runhealth.rules",
+    "pytest_runhealth.selftest",
+    "pytest_runhealth.severity",
+    "pytest_runhealth.status",
+    "pytest_runhealth.waivers",
+)
 
 
 # -- options -------------------------------------------------------------------
