@@ -138,7 +138,7 @@ def check_safetensors(path: Path) -> HeaderCheck:
         return HeaderCheck(path, 0, False, f"cannot read: {exc.strerror or exc}")
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
         return HeaderCheck(path, size, False, f"the {n}-byte header is not JSON ({str(exc)[:80]})", n)
     if not isinstance(header, dict):
         return HeaderCheck(path, size, False, "the header is JSON but not an object", n)
@@ -154,7 +154,7 @@ def check_safetensors(path: Path) -> HeaderCheck:
             dtype, shape = entry["dtype"], entry["shape"]
             begin, end = int(begin), int(end)
             count = math.prod(int(d) for d in shape)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: 1e400 / Infinity offsets
             return HeaderCheck(path, size, False, f"tensor {key!r} has no valid dtype/shape/data_offsets", n, tensors)
         if not 0 <= begin <= end:
             return HeaderCheck(path, size, False, f"tensor {key!r} has offsets {begin}..{end}", n, tensors)

@@ -119,7 +119,9 @@ class RunFacts:
             or (self.scan is not None and self.scan.finished_line is not None)
         )
         self.fatal = None
-        if self.log is not None:
+        # An unreadable log (mode 000, a dying disk) is said once, not raised by every reader.
+        self.error: str | None = self.scan.error if self.scan is not None else None
+        if self.log is not None and self.error is None:
             tail = rd.log_tail(self.log)
             after = self.last.line if self.last is not None else 0
             self.fatal = classify(tail, after, finished=self.finished)
@@ -146,6 +148,15 @@ class RunFacts:
 
 def facts(run) -> RunFacts:
     return run.run_dir.cached(("runfacts", run.path), lambda: RunFacts(run))
+
+
+def readable_facts(ctx) -> RunFacts:
+    """The run's facts for a check, which is skipped (with the reason) when
+    the log exists but cannot be read: nothing it could say would be evidence."""
+    f = facts(ctx.run)
+    if f.error:
+        ctx.skip(f"cannot read {ctx.run_dir.rel(f.log)}: {f.error}")
+    return f
 
 
 def trainer_kind(run) -> str:

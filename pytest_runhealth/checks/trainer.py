@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..checkpoints import check_safetensors, find_checkpoints, latest
 from ..registry import check
-from ..status import facts
+from ..status import readable_facts
 from ..tfevents import is_loss_tag, read_event_file
 
 SUMMARY_NAME = "run-summary.md"
@@ -44,7 +44,7 @@ def _tfevents(ctx, path: Path):
     "cuda-oom, the model path for missing-model-file, `uv sync` for missing-trainer-module, ...).",
 )
 def trainer_error(ctx):
-    f = facts(ctx.run)
+    f = readable_facts(ctx)
     if f.fatal is None:
         if f.last is not None:
             return f"no fatal error after the last step ({f.last.step}, line {f.last.line})"
@@ -254,7 +254,7 @@ def run_summary(ctx):
     rd = ctx.run_dir
     if "trainer" not in rd.layouts or ctx.run.path != rd.path:
         ctx.skip(f"{rd.path} is not a trainer workspace (config.yaml with logs/ or outputs/)")
-    f = facts(ctx.run)
+    f = readable_facts(ctx)
     ckpts = [c for c in find_checkpoints(ctx.run.checkpoints) if c.trainer == "ltx"]
     newest = latest(ckpts)
     finished = f.finished or (newest is not None and f.total is not None and newest.step >= f.total)
@@ -298,7 +298,7 @@ def run_summary(ctx):
     "session that launched it) and resume from the newest checkpoint pair (model.load_checkpoint).",
 )
 def steps_complete(ctx):
-    f = facts(ctx.run)
+    f = readable_facts(ctx)
     if f.last is None:
         ctx.skip(f"no training step in {ctx.run_dir.rel(f.log)}: nothing to compare with a plan")
     if not f.total:

@@ -42,6 +42,8 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
     text = raw.decode("utf-8", "replace")
     try:
         return JsonRead(json.loads(text), True, sha256=digest)
+    except RecursionError:  # nested deeper than the interpreter's stack: no real harvest is
+        return JsonRead(error="not JSON: nested too deeply to parse", bad_line=1, bad_text=text[:400], sha256=digest)
     except ValueError as exc:
         first_error = exc
     lines = text.splitlines()
@@ -51,7 +53,7 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
         if chatter and all(UV_CHATTER.match(ln) for _, ln in chatter):
             try:
                 data = json.loads("\n".join(lines[start:]))
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
             else:
                 return JsonRead(data, True, preamble=chatter, bad_line=chatter[0][0], bad_text=chatter[0][1], sha256=digest)

@@ -1,0 +1,316 @@
+"""The bad-input corpus (issue 8): every artefact the plugin reads, spoiled
+every way a crash, a full disk or a stray ``ln -s`` spoils it, generated here
+(no checked-in binaries) and read by real sessions.
+
+Each base run dir is copied once per case with one artefact spoiled, and all
+the copies of a base go through ONE inner pytest session (a subprocess, so its
+peak memory can be measured, and so it can run with CAP_DAC_OVERRIDE dropped:
+the tests run as root, where a mode of 000 stops no one). Per case we assert:
+no INTERNALERROR or traceback, no check that raised (the plugin's catch-all
+"the check itself raised"), every failure a finding (verdict, cause), every
+skip a reason, and the same set of checks run as on the untouched twin."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_builders import episode, request, write
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+LINE_100MB = 100 << 20
+SPARSE_2GB = 2 << 30
+MAX_RSS_GROWTH_MB = 192  # over the untouched twins' session: a 100 MB line or a 2 GB file read whole would pass it
+DROP_CAPS = ("setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-set=-dac_override,-dac_read_search")
+
+# (base, path inside the base, format): every artefact the plugin reads.
+ARTEFACTS = {
+    "ledger": ("sweep", "ledger.jsonl", "jsonl"),
+    "stdout": ("sweep", "runs/baseline-000-s0/logs/stdout.log", "log"),
+    "events": ("kohya", "logs/20260222091811/network_train/events.out.tfevents.1796007287.vm.21937.0", "binary"),
+    "kohya-ckpt": ("kohya", "mylora-step00000050.safetensors", "safetensors"),
+    "kohya-log": ("kohya", "train.log", "log"),
+    "train-log": ("ltx", "logs/train.log", "log"),
+    "pid": ("ltx", "logs/train.pid", "pid"),
+    "config": ("ltx", "config.yaml", "yaml"),
+    "ltx-ckpt": ("ltx", "outputs/checkpoints/lora_weights_step_01000.safetensors", "safetensors"),
+    "request": ("harvest", "experience_request.json", "json"),
+    "episode": ("harvest", "episode_00/episode.json", "json"),
+    "results": ("harvest", "episode_00/results.json", "json"),
+    "summary": ("harvest", "summary.json", "json"),
+    "round": ("round", "round.json", "json"),
+    "lmlog": ("lmstudio", "lmstudio.log", "log"),
+}
+BASES = {"sweep": ["sweep", "round"], "kohya": ["kohya", "lmstudio"], "ltx": ["ltx"], "harvest": ["harvest"]}
+
+
+# -- the bases --------------------------------------------------------------------------------
+def make_base(name: str, dest: Path) -> Path:
+    if name == "sweep":  # two runs of sweep-healthy: every sweep check, a third of the tests
+        shutil.copytree(EXAMPLES / "sweep-healthy", dest, ignore=shutil.ignore_patterns("cand-*", "cur-*"))
+        rows = (dest / "ledger.jsonl").read_text().splitlines()
+        kept = [r for r in rows if json.loads(r)["run_id"].startswith("baseline")]
+        (dest / "ledger.jsonl").write_text("\n".join(kept + [rows[-1]]) + "\n")
+        last = json.loads(rows[-1])["run_id"]
+        shutil.copytree(EXAMPLES / "sweep-healthy" / "runs" / last, dest / "runs" / last)
+    elif name == "kohya":
+        shutil.copytree(EXAMPLES / "kohya-healthy", dest)
+    elif name == "ltx":
+        shutil.copytree(EXAMPLES / "ltx-dead-pid", dest)
+    elif name == "lmstudio":
+        shutil.copytree(EXAMPLES / "lmstudio-healthy", dest)
+    elif name in ("harvest", "round"):
+        scores = [{"policy_version_id": "pv-0", "score": 10.0}, {"policy_version_id": "pv-1", "score": 4.0}]
+        req = request("xr-1", episodes=[episode(), episode()])
+        write(dest / ("experience_request.json" if name == "harvest" else "round.json"), req)
+        for i in range(2):
+            write(dest / f"episode_{i:02d}" / "episode.json", req["episodes"][i])
+            write(dest / f"episode_{i:02d}" / "results.json", {"scores": scores, "ticks": 2400})
+            (dest / f"episode_{i:02d}" / "game.log").write_text("tick 1\ngame over\n")
+        write(dest / "summary.json", {"fetched_at": "2026-06-20T10:30:00Z", "rounds": ["xr-1"]})
+    return dest
+
+
+# -- the spoilers -----------------------------------------------------------------------------
+def _flip(data: bytes, seed: int) -> bytes:
+    rnd = random.Random(seed)
+    buf = bytearray(data or b"\0")
+    for _ in range(8):
+        i = rnd.randrange(len(buf))
+        buf[i] ^= 1 << rnd.randrange(8)
+    return bytes(buf)
+
+
+def _json_nonfinite(value, flip=[False]):
+    """Every number in a JSON document made 1e400 or NaN, alternately."""
+    if isinstance(value, dict):
+        return {k: _json_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_nonfinite(v) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        flip[0] = not flip[0]
+        return float("inf") if flip[0] else float("nan")
+    return value
+
+
+def _nonfinite_text(text: str) -> str:
+    return text.replace("Infinity", "1e400")
+
+
+DEEP = 100_000
+
+
+def deep_bytes(fmt: str, original: bytes) -> bytes | None:
+    if fmt == "json":
+        return b'{"status": ' * DEEP + b"1" + b"}" * DEEP
+    if fmt == "jsonl":
+        return original + b'{"run_id": "deep", "config": ' + b"[" * DEEP + b"]" * DEEP + b"}\n"
+    if fmt == "log":
+        return original + b"step 10 " + b"{" * DEEP + b"\n"
+    if fmt == "yaml":
+        return b"model: " + b"[" * DEEP + b"]" * DEEP + b"\n"
+    if fmt == "safetensors":
+        header = b'{"w": {"dtype": "F32", "shape": ' + b"[" * DEEP + b"]" * DEEP + b', "data_offsets": [0, 4]}}'
+        return len(header).to_bytes(8, "little") + header + b"\0" * 4
+    if fmt == "pid":
+        return b"[" * DEEP + b"\n"
+    return None  # tfevents: a protobuf, nothing to nest
+
+
+def nonfinite_bytes(fmt: str, original: bytes) -> bytes | None:
+    if fmt == "json":
+        return _nonfinite_text(json.dumps(_json_nonfinite(json.loads(original)))).encode()
+    if fmt == "jsonl":
+        rows = [json.dumps(_json_nonfinite(json.loads(line))) for line in original.decode().splitlines() if line.strip()]
+        return _nonfinite_text("\n".join(rows) + "\n").encode()
+    if fmt == "log":
+        return original + b"steps:  50%|#####     | 10/20 [00:10<00:10, 1.00it/s, avr_loss=NaN]\nloss: 1e400 lr: nan\n"
+    if fmt == "yaml":
+        text = re.sub(r"(:\s+)-?\d+(\.\d+)?(e-?\d+)?\s*$", lambda m: m.group(1) + random.Random(len(m.group(0))).choice([".nan", "1.0e+400"]),
+                      original.decode(), flags=re.M)
+        return text.encode()
+    if fmt == "safetensors":
+        header = b'{"w": {"dtype": "F32", "shape": [NaN, 1e400], "data_offsets": [0, 1e400]}}'
+        return len(header).to_bytes(8, "little") + header + b"\0" * 4
+    if fmt == "pid":
+        return b"1e400\n"
+    return None
+
+
+def spoilers(fmt: str, unreadable: bool) -> dict:
+    """name -> spoil(path, original bytes, big files, outside copy)."""
+
+    def put(data):
+        def spoil(p: Path, original, big, outside):
+            p.unlink()
+            p.write_bytes(data(original))
+        return spoil
+
+    def link_to(which):
+        def spoil(p: Path, original, big, outside):
+            p.unlink()
+            os.link(big[which], p)  # one 100 MB / 2 GB file, hard-linked into every case
+        return spoil
+
+    def symlink(target):
+        def spoil(p: Path, original, big, outside):
+            p.unlink()
+            p.symlink_to(target(p, outside))
+        return spoil
+
+    def directory(p: Path, original, big, outside):
+        p.unlink()
+        p.mkdir()
+        (p / "inside.txt").write_text("a folder where a file belongs\n")
+
+    def chmod0(p: Path, original, big, outside):
+        p.chmod(0)
+
+    out = {
+        "trunc-1": put(lambda d: d[:1]),
+        "trunc-third": put(lambda d: d[: len(d) // 3]),
+        "trunc-half": put(lambda d: d[: len(d) // 2]),
+        "trunc-last-byte": put(lambda d: d[:-1]),
+        "bitflip-a": put(lambda d: _flip(d, 1)),
+        "bitflip-b": put(lambda d: _flip(d, 2)),
+        "random": put(lambda d: random.Random(3).randbytes(max(len(d), 64))),
+        "empty": put(lambda d: b""),
+        "directory": directory,
+        "dangling-link": symlink(lambda p, o: p.parent / "gone-away"),
+        "link-loop": symlink(lambda p, o: p),
+        "link-outside": symlink(lambda p, o: o),
+        "sparse-2gb": link_to("sparse"),
+        "line-100mb": link_to("line"),
+    }
+    if unreadable:
+        out["unreadable"] = chmod0
+    if deep_bytes(fmt, b"") is not None:
+        out["deep-nesting"] = put(lambda d: deep_bytes(fmt, d))
+        out["nonfinite"] = put(lambda d: nonfinite_bytes(fmt, d))
+    return out
+
+
+# -- running a corpus session -----------------------------------------------------------------
+def can_drop_caps(probe: Path) -> bool:
+    if os.geteuid() != 0:
+        return True  # chmod 000 already stops us
+    if not shutil.which("setpriv"):
+        return False
+    probe.write_text("x")
+    probe.chmod(0)
+    proc = subprocess.run([*DROP_CAPS, sys.executable, "-c", f"open({str(probe)!r}, 'rb')"], capture_output=True)
+    return proc.returncode != 0
+
+
+WRAPPER = """
+import resource, sys, pytest
+rc = pytest.main(sys.argv[1:])
+print("RUNHEALTH-MAXRSS-KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+sys.exit(int(rc))
+"""
+
+
+def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) -> tuple[dict, str, int]:
+    report = cwd / "report.json"
+    argv = [sys.executable, "-c", WRAPPER, "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+            "-p", "no:randomly", "-p", "no:xdist", "--runhealth-report", str(report), *args]
+    for rd in run_dirs:
+        argv += ["--run-dir", str(rd)]
+    if drop_caps and os.geteuid() == 0:
+        argv = [*DROP_CAPS, *argv]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LMSTUDIO"))}
+    env["HOME"] = str(cwd)  # no ~/.lmstudio of this machine's in the picture
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=300, env=env)
+    out = proc.stdout + proc.stderr
+    assert "INTERNALERROR" not in out, out[-4000:]
+    assert not re.search(r"^Traceback \(most recent call last\)", out, re.M), out[-4000:]
+    m = re.search(r"RUNHEALTH-MAXRSS-KB (\d+)", out)
+    assert m, out[-4000:]
+    assert report.exists(), out[-4000:]
+    return json.loads(report.read_text()), out, int(m.group(1)) >> 10
+
+
+@pytest.fixture(scope="module")
+def big_files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("big")
+    line = root / "line"
+    with open(line, "wb") as fh:
+        block = b"loss=0.1 " * (1 << 17)  # ~1.1 MB of text, no newline
+        while fh.tell() < LINE_100MB:
+            fh.write(block)
+    sparse = root / "sparse"
+    with open(sparse, "wb") as fh:
+        fh.seek(SPARSE_2GB)
+        fh.write(b"\nsteps: 100%|##########| 20/20 [00:20<00:00, 1.00it/s, avr_loss=0.1]\n")
+    return {"line": line, "sparse": sparse}
+
+
+SEEN: dict[str, int] = {}  # cases run and peak memory, for the report
+
+
+@pytest.mark.parametrize("group", sorted(BASES))
+def test_corpus(group, tmp_path, big_files):
+    unreadable = can_drop_caps(tmp_path / "probe")
+    twins: dict[str, str] = {}
+    cases: dict[str, tuple[str, str]] = {}  # case dir name -> (artefact, spoiler)
+    run_dirs: list[Path] = []
+    for base in BASES[group]:
+        twin = make_base(base, tmp_path / f"twin-{base}")
+        twins[base] = twin.name
+        run_dirs.append(twin)
+    for key, (base, rel, fmt) in ARTEFACTS.items():
+        if base not in BASES[group]:
+            continue
+        original = (tmp_path / f"twin-{base}" / rel).read_bytes()
+        outside = tmp_path / "outside" / key / Path(rel).name
+        outside.parent.mkdir(parents=True)
+        outside.write_bytes(original)
+        for name, spoil in spoilers(fmt, unreadable).items():
+            case = f"{key}--{name}"
+            dest = shutil.copytree(tmp_path / f"twin-{base}", tmp_path / case, symlinks=True)
+            spoil(dest / rel, original, big_files, outside)
+            cases[case] = (key, name)
+            run_dirs.append(dest)
+    try:
+        doc, out, peak_mb = inner_session(run_dirs, tmp_path, unreadable)
+        twin_doc, _, twin_mb = inner_session([tmp_path / f"twin-{b}" for b in BASES[group]], tmp_path, False)
+    finally:
+        for p in tmp_path.rglob("*"):
+            if not p.is_symlink() and p.exists() and p.stat().st_mode & 0o777 == 0:
+                p.chmod(0o644)
+    checks = collections.defaultdict(set)
+    problems = []
+    for r in doc["results"]:
+        checks[r["run_dir"]].add(r["check"])
+        where = f"{r['run_dir']} {r['check']}"
+        if r["outcome"] == "failed":
+            if r["verdict"] is None or not (r.get("summary") or "").strip():
+                problems.append(f"{where}: a failure that is not a finding: {r}")
+            if "the check itself raised" in (r.get("note") or "") + json.dumps(r):
+                problems.append(f"{where}: the check crashed: {json.dumps(r)[:600]}")
+        elif r["outcome"] == "skipped" and not (r.get("note") or "").strip():
+            problems.append(f"{where}: skipped without a reason")
+    for case, (key, name) in cases.items():
+        base = ARTEFACTS[key][0]
+        if checks[case] != checks[twins[base]]:
+            problems.append(f"{case}: checks run {sorted(checks[case] ^ checks[twins[base]])} differ from the twin's")
+    assert not problems, "\n".join(problems)
+    # The twins' results do not depend on who else is in the session.
+    twin_only = {(r["run_dir"], r["check"], r["run"]): r["outcome"] for r in twin_doc["results"]}
+    for r in doc["results"]:
+        if r["run_dir"] in twins.values():
+            assert twin_only[(r["run_dir"], r["check"], r["run"])] == r["outcome"], r
+    assert peak_mb - twin_mb < MAX_RSS_GROWTH_MB, f"peak {peak_mb} MiB vs {twin_mb} MiB for the twins alone"
+    SEEN[group] = len(cases)
+    print(f"\n{group}: {len(cases)} bad-input cases, {len(doc['results'])} results, peak RSS {peak_mb} MiB "
+          f"(twins alone {twin_mb} MiB)")
