@@ -13,6 +13,7 @@ loss is never sampled away."""
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -383,6 +384,20 @@ class _Scanner:
                 self.segment(seg, lineno)
 
 
+def _hole_ahead(fh) -> int:
+    """Bytes of sparse hole from the file position on (0 where the
+    filesystem cannot say); the position is left where it was."""
+    if not hasattr(os, "SEEK_DATA"):
+        return 0
+    pos = fh.tell()
+    try:
+        data = os.lseek(fh.fileno(), pos, os.SEEK_DATA)
+    except OSError as exc:  # ENXIO: nothing but hole up to the end
+        data = os.fstat(fh.fileno()).st_size if exc.errno == errno.ENXIO else pos
+    fh.seek(pos)
+    return max(0, data - pos)
+
+
 def scan_log(path: Path) -> LogScan:
     scan = LogScan(Path(path))
     try:
@@ -405,6 +420,18 @@ def scan_log(path: Path) -> LogScan:
         lineno = 1
         offset = 0  # file offset of buf[0]
         while True:
+            hole = _hole_ahead(fh) // CHUNK * CHUNK  # whole chunks: reads stay on the chunk grid
+            if hole:
+                # A sparse hole (a writer that died between preallocating and
+                # writing, a crash-zeroed log): NUL bytes and no newline, so it
+                # ends like an overlong line, counted without reading it.
+                consumed(pending, 0, len(pending))
+                scan.nul_bytes += hole
+                scan.overlong_lines += 1
+                offset += len(pending) + hole
+                pending = b""
+                fh.seek(hole, os.SEEK_CUR)
+                continue
             try:
                 chunk = fh.read(CHUNK)
             except OSError as exc:
