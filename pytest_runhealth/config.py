@@ -3,6 +3,7 @@ mistyped key is reported with its path instead of being silently ignored."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,22 @@ SECTIONS: dict[str, dict] = {
     "lmstudio": {"type": "object"},
     "gate": {"type": "object"},
 }
+
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _non_finite(value: Any, where: str = "(top level)") -> tuple[str, float] | None:
+    """Where the first NaN or infinity (.nan, .inf, 1e400) is, and which: a
+    threshold that compares False with everything switches a check off."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        found = _non_finite(inner, str(key) if where == "(top level)" else f"{where}.{key}")
+        if found:
+            return found
+    return None
 
 
 class ConfigError(Exception):
@@ -67,21 +84,39 @@ def schema_for(registry: Registry) -> dict:
     return {"type": "object", "additionalProperties": False, "properties": sections}
 
 
-def load_config(path: Path | None, registry: Registry) -> RunHealthConfig:
-    if path is None:
-        return RunHealthConfig()
+def read_config_data(path: Path) -> Any:
+    """The parsed YAML of a runhealth.yaml, read capped through safeio, or a
+    ConfigError saying why there is none (the rules reader shares it)."""
     import yaml
 
+    from .safeio import open_readonly
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open_readonly(path) as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"runhealth config {path} is over {MAX_CONFIG_BYTES >> 10} KiB: not a config file")
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read runhealth config {path}: {exc}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"runhealth config {path} is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"runhealth config {path} is nested too deeply to be a config file") from None
+    return data
+
+
+def load_config(path: Path | None, registry: Registry) -> RunHealthConfig:
+    if path is None:
+        return RunHealthConfig()
+    data = read_config_data(path)
     if data is None:
         data = {}
+    bad = _non_finite(data)
+    if bad:
+        raise ConfigError(f"runhealth config {path} is invalid:\n  {bad[0]}: {bad[1]} is not a finite number")
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema_for(registry))

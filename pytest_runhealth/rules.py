@@ -219,11 +219,11 @@ def parse_rules(raw_rules: Any, source: str = "runhealth.yaml") -> list[Rule]:
 def read_rules(path: Path) -> list[Rule]:
     """The rules of one runhealth.yaml; a file that does not parse is left to
     the config loader, which reports it with the rest of the file."""
-    import yaml
+    from .config import ConfigError, read_config_data
 
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = read_config_data(path)
+    except ConfigError:
         return []
     if not isinstance(data, dict):
         return []

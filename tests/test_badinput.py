@@ -136,9 +136,8 @@ def nonfinite_bytes(fmt: str, original: bytes) -> bytes | None:
     if fmt == "log":
         return original + b"steps:  50%|#####     | 10/20 [00:10<00:10, 1.00it/s, avr_loss=NaN]\nloss: 1e400 lr: nan\n"
     if fmt == "yaml":
-        text = re.sub(r"(:\s+)-?\d+(\.\d+)?(e-?\d+)?\s*$", lambda m: m.group(1) + random.Random(len(m.group(0))).choice([".nan", "1.0e+400"]),
-                      original.decode(), flags=re.M)
-        return text.encode()
+        numbers = re.compile(r"(?<=[:\s,\[{])-?\d+(\.\d+)?(e-?\d+)?(?=[\s,\]}]|$)", re.M)
+        return numbers.sub(lambda m, n=iter(range(10**6)): (".nan", "1.0e+400")[next(n) % 2], original.decode()).encode()
     if fmt == "safetensors":
         header = b'{"w": {"dtype": "F32", "shape": [NaN, 1e400], "data_offsets": [0, 1e400]}}'
         return len(header).to_bytes(8, "little") + header + b"\0" * 4
@@ -314,3 +313,80 @@ def test_corpus(group, tmp_path, big_files):
     SEEN[group] = len(cases)
     print(f"\n{group}: {len(cases)} bad-input cases, {len(doc['results'])} results, peak RSS {peak_mb} MiB "
           f"(twins alone {twin_mb} MiB)")
+
+
+# -- files named on the command line: runhealth.yaml, --lmstudio-log ----------------------------
+CONFIG = b"""# thresholds for the eval checks
+thresholds:
+  RH502: {fps: 24, budget_factor: 3, budget_slack_s: 900}
+  RH508: {min_rounds: 3}
+"""
+# Spoilers after which runhealth.yaml cannot be a config: these must be usage errors.
+NEVER_A_CONFIG = {"directory", "dangling-link", "link-loop", "unreadable", "sparse-2gb", "line-100mb", "random",
+                  "deep-nesting", "nonfinite"}  # trunc-1 leaves "#": a comment, an empty config
+
+
+def spoiled_copies(tmp_path: Path, name: str, fmt: str, original: bytes, big_files, unreadable: bool) -> dict[str, Path]:
+    outside = tmp_path / "outside" / name
+    outside.parent.mkdir(parents=True, exist_ok=True)
+    outside.write_bytes(original)
+    out = {}
+    for case, spoil in spoilers(fmt, unreadable).items():
+        path = tmp_path / case / name
+        path.parent.mkdir(parents=True)
+        path.write_bytes(original)
+        spoil(path, original, big_files, outside)
+        out[case] = path
+    return out
+
+
+def test_bad_runhealth_config_is_a_usage_error(tmp_path, big_files, run_health):
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "train.log").write_text("step 1 loss 0.5\n")
+    cases = spoiled_copies(tmp_path, "runhealth.yaml", "yaml", CONFIG, big_files, unreadable=False)
+    assert len(cases) >= 15
+    for case, path in cases.items():
+        res = run_health(run, args=("--runhealth-config", str(path), "-k", "RH003"))
+        err = res.result.stderr.str()
+        assert "Traceback" not in err and "INTERNALERROR" not in err, (case, err)
+        if case in NEVER_A_CONFIG:
+            assert res.ret == pytest.ExitCode.USAGE_ERROR, (case, res.stdout, err)
+        assert res.ret in (pytest.ExitCode.OK, pytest.ExitCode.USAGE_ERROR), (case, res.ret, res.stdout, err)
+        if res.ret == pytest.ExitCode.USAGE_ERROR:
+            assert re.search(r"runhealth config .*(invalid|not valid YAML|nested too deeply|not a config file)"
+                             r"|cannot read runhealth config", err), (case, err)
+            assert len(err) < 4000, (case, err[:400])  # a message, not a dump of the file
+
+
+def test_unreadable_runhealth_config(tmp_path):
+    if not can_drop_caps(tmp_path / "probe"):
+        pytest.skip("running as root without setpriv: chmod 000 does not stop this user reading the file")
+    config = tmp_path / "runhealth.yaml"
+    config.write_bytes(CONFIG)
+    config.chmod(0)
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--run-dir", str(tmp_path), "--runhealth-config", str(config)]
+    proc = subprocess.run([*DROP_CAPS, *argv] if os.geteuid() == 0 else argv, capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    config.chmod(0o644)
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout + proc.stderr
+    assert f"cannot read runhealth config {config}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_lmstudio_log_named_by_the_user(tmp_path, big_files, run_health):
+    """--lmstudio-log names a file outside any run dir: every spoiled version
+    is a finding or a skip of the log checks, never a crash."""
+    original = (EXAMPLES / "lmstudio-healthy" / "lmstudio.log").read_bytes()
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "train.log").write_text("step 1 loss 0.5\n")
+    cases = spoiled_copies(tmp_path, "server.log", "log", original, big_files, unreadable=False)
+    for case, path in cases.items():
+        res = run_health(run, args=("--lmstudio-log", str(path), "-k", "RH40"))
+        for r in res.results():
+            assert r["outcome"] in ("passed", "failed", "skipped"), (case, r)
+            assert "the check itself raised" not in json.dumps(r), (case, r)
+            if r["outcome"] == "skipped":
+                assert (r["note"] or "").strip(), (case, r)
+        named = [r for r in res.results() if r["check"] in ("RH402", "RH405")]
+        assert named, (case, res.stdout)
