@@ -65,7 +65,8 @@ def lmstudio_reachable(ctx, lmstudio):
         if not lm.requested:
             ctx.skip(f"LM Studio not reachable at {lm.url}: {reply.detail} (not configured: pass --lmstudio-url to require it)")
         what = {"timeout": "did not answer in time", "unreachable": "cannot be reached",
-                "too-large": "sent an answer past the size cap", "invalid-json": "answered with something that is not JSON"}
+                "too-large": "sent an answer past the size cap", "invalid-json": "answered with something that is not JSON",
+                "redirect": "redirected the probe elsewhere"}
         return ctx.fail("infra", "lmstudio-unreachable", f"LM Studio at {lm.url}{said_by} {what.get(reply.problem, reply.problem)}: {reply.detail}.",
                         [ctx.evidence(where, None, reply.detail)])
     err = api_error(reply)

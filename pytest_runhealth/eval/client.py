@@ -65,6 +65,8 @@ class EvalClient:
             timeout=httpx.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s),
             transport=transport,
             follow_redirects=False,
+            # Connections are not reused, so the watchdog sees every socket (live/http.py).
+            limits=httpx.Limits(max_keepalive_connections=0),
         )
 
     def close(self) -> None:
@@ -88,15 +90,22 @@ class EvalClient:
         for attempt in range(1, attempts + 1):
             try:
                 status, raw, headers = self._get_capped(path)
+            except _Cut as cut:
+                raise FetchError(full, f"no complete answer within {cut.seconds:g} s (connect + read timeout); gave up",
+                                 None, attempt) from None
             except self._httpx.TimeoutException as exc:
                 raise FetchError(full, f"timed out ({type(exc).__name__})", None, attempt) from None
             except self._httpx.HTTPError as exc:
                 raise FetchError(full, f"{type(exc).__name__}: {exc}", None, attempt) from None
             last_status = status
+            if 300 <= status < 400:
+                where = headers.get("location", "(no Location)")[:200]
+                raise FetchError(full, f"HTTP {status} to {where}; redirects are not followed (set --eval-server "
+                                 f"to the address that answers)", status, attempt)
             if status == 200:
                 try:
                     data = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
                     raise FetchError(full, f"answer is not JSON: {exc}", status, attempt) from None
                 return Answer(full, status, data, hashlib.sha256(raw).hexdigest(), parse_time(headers.get("date")))
             if not is_transient(status) or attempt == attempts:
@@ -106,15 +115,27 @@ class EvalClient:
         raise FetchError(full, f"HTTP {last_status}{tried}", last_status, attempts)
 
     def _get_capped(self, path: str) -> tuple[int, bytes, Any]:
+        """One attempt, bounded in bytes and in wall-clock time (connect +
+        read timeout in all, however slowly the server drips)."""
+        from ..live.http import Watchdog
+
         cap = self.settings.max_response_bytes
-        with self.http.stream("GET", path) as resp:
-            parts, size = [], 0
-            for chunk in resp.iter_bytes():
-                size += len(chunk)
-                if size > cap:
-                    raise self._httpx.HTTPError(f"answer larger than the {cap}-byte cap (max_response_bytes)")
-                parts.append(chunk)
-            return resp.status_code, b"".join(parts), resp.headers
+        dog = Watchdog(self.settings.connect_timeout_s + self.settings.read_timeout_s)
+        try:
+            with dog, self.http.stream("GET", path, extensions={"trace": dog.trace}) as resp:
+                parts, size = [], 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > cap:
+                        raise self._httpx.HTTPError(f"answer larger than the {cap}-byte cap (max_response_bytes)")
+                    if dog.fired:
+                        raise _Cut(dog.seconds)
+                    parts.append(chunk)
+                return resp.status_code, b"".join(parts), resp.headers
+        except (self._httpx.HTTPError, OSError):
+            if dog.fired:
+                raise _Cut(dog.seconds) from None
+            raise
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         base = self.settings.retry_backoff_s * (2 ** (attempt - 1))
@@ -124,6 +145,14 @@ class EvalClient:
             except ValueError:
                 pass
         return base
+
+
+class _Cut(Exception):
+    """The watchdog ended an attempt at its wall-clock deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"cut after {seconds:g} s")
+        self.seconds = seconds
 
 
 def _quote(value: str) -> str:

@@ -5,6 +5,8 @@ before the headers, drip bytes, stream forever, answer with garbage)."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,14 +28,71 @@ def _client(tls: bool):
     # the old module with Timeout objects of the new one.
     key = (tls, id(httpx))
     if key not in _CLIENTS:
-        _CLIENTS[key] = httpx.Client(follow_redirects=False, trust_env=False, verify=tls)
+        # No kept-alive connections: each probe connects anew, so the
+        # watchdog always sees the socket it may have to shut (a local probe
+        # pays ~0.1 ms for it).
+        _CLIENTS[key] = httpx.Client(follow_redirects=False, trust_env=False, verify=tls,
+                                     limits=httpx.Limits(max_keepalive_connections=0))
     return _CLIENTS[key]
+
+
+class Watchdog:
+    """Ends a request at a wall-clock deadline whatever the server does.
+
+    httpx's timeouts are per read: a server that drips a byte a second, in
+    its headers or its body, keeps a request alive forever. httpcore's
+    ``trace`` extension hands over each connection's socket; at the deadline
+    a timer shuts it down, the blocked read returns, and the request fails.
+    Use one per request: ``extensions={"trace": dog.trace}``, and a client
+    that does not reuse connections (a reused one is never announced)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def trace(self, event: str, info: dict) -> None:
+        if event not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        with self._lock:
+            self._sock = sock  # after TLS, the wrapping socket owns the descriptor
+            fired = self.fired
+        if fired:
+            self._shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            sock = self._sock
+        self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket | None) -> None:
+        if sock is None:
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed: the request ended on its own
+            pass
+
+    def __enter__(self) -> "Watchdog":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
 
 
 @dataclass
 class Reply:
     """What a probe got back. ``problem`` is None for a readable JSON answer,
     else one of ``unreachable``, ``timeout``, ``too-large``, ``invalid-json``,
+    ``redirect`` (never followed: a probe asks the server it was given),
     with ``detail`` saying what exactly happened."""
 
     url: str
@@ -63,10 +122,17 @@ def request_json(
     start = time.monotonic()
     deadline = start + timeout
     reply = Reply(url)
+    dog = Watchdog(timeout)
     try:
         client = _client(url.startswith("https:"))
-        with client.stream(method, url, headers=headers, json=body, timeout=httpx.Timeout(timeout)) as resp:
+        with dog, client.stream(method, url, headers=headers, json=body, timeout=httpx.Timeout(timeout),
+                                extensions={"trace": dog.trace}) as resp:
             reply.status = resp.status_code
+            if resp.is_redirect:
+                reply.problem = "redirect"
+                reply.detail = (f"HTTP {resp.status_code} to {resp.headers.get('location', '(no Location)')[:200]}; "
+                                f"not followed (a probe asks only the server it was given)")
+                return _done(reply, start)
             parts, size = [], 0
             for chunk in resp.iter_bytes():
                 parts.append(chunk)
@@ -83,13 +149,21 @@ def request_json(
     except httpx.TimeoutException as exc:
         reply.problem, reply.detail = "timeout", f"no answer within {timeout:g} s ({type(exc).__name__})"
     except (httpx.HTTPError, OSError, ValueError) as exc:
-        reply.problem, reply.detail = "unreachable", f"{type(exc).__name__}: {exc}"
+        if dog.fired:  # the watchdog cut a server that kept dripping
+            reply.problem, reply.detail = "timeout", f"no complete answer within {timeout:g} s; gave up"
+        else:
+            reply.problem, reply.detail = "unreachable", f"{type(exc).__name__}: {exc}"
     reply.elapsed_s = time.monotonic() - start
     if reply.problem:
         return reply
     reply.text = raw[:2000].decode("utf-8", "replace")
     try:
         reply.data = json.loads(raw) if raw.strip() else None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
         reply.problem, reply.detail = "invalid-json", f"the answer is not JSON ({exc}): {reply.text[:120]!r}"
+    return reply
+
+
+def _done(reply: Reply, start: float) -> Reply:
+    reply.elapsed_s = time.monotonic() - start
     return reply
