@@ -390,3 +390,192 @@ def test_bad_lmstudio_log_named_by_the_user(tmp_path, big_files, run_health):
                 assert (r["note"] or "").strip(), (case, r)
         named = [r for r in res.results() if r["check"] in ("RH402", "RH405")]
         assert named, (case, res.stdout)
+
+
+# -- property tests for the parsers without one yet ---------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True), st.text(max_size=12)),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["status", "episodes", "scores", "score", "error", "error_type", "id", "created_at",
+                         "started_at", "completed_at", "fetched_at", "episode_count", "round_config", "players",
+                         "policy_version_id", "completed_count", "running_count"]) | st.text(max_size=6), inner, max_size=5),
+    max_leaves=12)
+
+
+@pytest.fixture(scope="module")
+def real_event_file(tmp_path_factory) -> Path:
+    """An event file written by tensorboard's own writer (kohya's tags)."""
+    from trainerfiles import kohya_scalars, write_events
+
+    return write_events(tmp_path_factory.mktemp("events"), kohya_scalars(40), tensor_tags={"lr/unet"})
+
+
+def record_ends(raw: bytes) -> set[int]:
+    """Byte offsets where a TFRecord ends (length, its CRC, data, its CRC)."""
+    ends, at = {0}, 0
+    while at + 12 <= len(raw):
+        at += 12 + int.from_bytes(raw[at:at + 8], "little") + 4
+        ends.add(at)
+    return ends
+
+
+@PROPERTY
+@given(data=st.data())
+def test_tfevents_reader_names_any_damage(tmp_path_factory, real_event_file, data):
+    """Cut anywhere but on a record boundary, flip any bit before the cut,
+    append any bytes: the reader names the damage, never raises, and
+    invents no scalar."""
+    from pytest_runhealth.tfevents import read_event_file
+
+    original = real_event_file.read_bytes()
+    whole = read_event_file(real_event_file)
+    raw = bytearray(original)
+    cut = data.draw(st.integers(0, len(raw)), label="cut")
+    flips = data.draw(st.sets(st.tuples(st.integers(0, len(raw) - 1), st.integers(0, 7)), max_size=3), label="flips")
+    junk = data.draw(st.binary(max_size=40), label="junk")
+    for at, bit in flips:
+        raw[at] ^= 1 << bit
+    path = tmp_path_factory.mktemp("ev") / "events.out.tfevents.1.host"
+    path.write_bytes(bytes(raw[:cut]) + junk)
+    read = read_event_file(path)
+    assert read.error is None
+    assert read.scalar_count <= whole.scalar_count  # nothing invented
+    if junk or cut not in record_ends(original) or any(at < cut for at, _ in flips):
+        assert read.damaged, (cut, flips, junk)
+    else:
+        assert not read.damaged
+
+
+@PROPERTY
+@given(tensors=st.lists(st.tuples(st.sampled_from(["F32", "F16", "BF16", "I64", "U8"]),
+                                  st.lists(st.integers(0, 5), max_size=3)), min_size=1, max_size=4),
+       cut=st.integers(1, 64), extra=st.binary(min_size=1, max_size=8))
+def test_safetensors_header_reader_property(tmp_path_factory, tensors, cut, extra):
+    """A file laid out per the format is intact; any proper prefix of it (past
+    the header) is cut short; any byte after the data is refused."""
+    import math
+
+    from pytest_runhealth.checkpoints import DTYPE_BYTES, check_safetensors
+
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for i, (dtype, shape) in enumerate(tensors):
+        n = math.prod(shape) * DTYPE_BYTES[dtype]
+        header[f"t{i}"] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    blob = json.dumps(header).encode()
+    good = len(blob).to_bytes(8, "little") + blob + b"\1" * offset
+    folder = tmp_path_factory.mktemp("st")
+    (folder / "a.safetensors").write_bytes(good)
+    assert check_safetensors(folder / "a.safetensors").ok
+    (folder / "b.safetensors").write_bytes(good + extra)
+    assert not check_safetensors(folder / "b.safetensors").ok
+    if cut < len(good):
+        (folder / "c.safetensors").write_bytes(good[: len(good) - cut])
+        bad = check_safetensors(folder / "c.safetensors")
+        assert not bad.ok and bad.problem
+
+
+@PROPERTY
+@given(data=st.binary(max_size=3000))
+def test_safetensors_header_reader_never_raises(tmp_path_factory, data):
+    from pytest_runhealth.checkpoints import check_safetensors
+
+    path = tmp_path_factory.mktemp("st") / "x.safetensors"
+    path.write_bytes(data)
+    res = check_safetensors(path)
+    assert res.ok or res.problem
+
+
+LMS_LINE = st.one_of(
+    st.builds(lambda ts, lvl, msg: f"[{ts}] [{lvl}] {msg}",
+              st.sampled_from(["2023-11-12 11:30:02.114", "2025-01-02 03:04:05", "garbage", ""]),
+              st.sampled_from(["INFO", "ERROR", "WARN", "DEBUG", ""]),
+              st.sampled_from(["Received POST request to /api/v1/models/unload with body: {",
+                               "Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway",
+                               "[LM STUDIO SERVER] Success! HTTP server listening on port 1234", "}", ""]) | st.text(max_size=30)),
+    st.text(max_size=60))
+
+
+@PROPERTY
+@given(lines=st.lists(LMS_LINE, max_size=40), junk=st.binary(max_size=200))
+def test_lmstudio_log_parser_property(tmp_path_factory, lines, junk):
+    from pytest_runhealth.live.lmstudio_log import read_server_log
+
+    path = tmp_path_factory.mktemp("lms") / "server.log"
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass") + junk)
+    log = read_server_log(path)
+    assert log.error is None
+    numbers = [e.line for e in log.entries]
+    assert numbers == sorted(numbers) and all(n >= 1 for n in numbers)
+    assert all(ev.entry in log.entries for ev in log.events)
+
+
+@PROPERTY
+@given(request_doc=JSON_VALUES, episode_doc=JSON_VALUES, results_doc=JSON_VALUES, summary_doc=JSON_VALUES,
+       round_file=st.sampled_from(["experience_request.json", "round.json"]))
+def test_harvest_loader_takes_any_json(tmp_path_factory, request_doc, episode_doc, results_doc, summary_doc, round_file):
+    from pytest_runhealth.eval.harvest import load_harvest
+    from pytest_runhealth.rundir import RunDir
+
+    root = tmp_path_factory.mktemp("harvest")
+    for rel, doc in ((round_file, request_doc), ("episode_00/episode.json", episode_doc),
+                     ("episode_00/results.json", results_doc), ("summary.json", summary_doc)):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(json.dumps(doc))
+    ev = load_harvest(RunDir(root))
+    assert len(ev.rounds) == 1
+
+
+@PROPERTY
+@given(data=st.binary(max_size=300) | st.from_regex(r"\A\s*-?\d{0,12}(\.\d+)?(e\d+)?\s*[a-z ]{0,10}\n?\Z"))
+def test_pid_reader_property(tmp_path_factory, data):
+    from pytest_runhealth.live.procs import read_pid
+
+    if isinstance(data, str):
+        data = data.encode()
+    path = tmp_path_factory.mktemp("pid") / "train.pid"
+    path.write_bytes(data)
+    pid, text, problem = read_pid(path)
+    assert (pid is None) == bool(problem)
+    if pid is not None:
+        assert text.lstrip().startswith(str(pid)) and pid > 0
+
+
+@pytest.mark.parametrize("text", ["\u0660\n", "0\n", "\uff11\uff12\n"])  # Arabic-Indic zero, zero, full-width 12
+def test_pid_file_with_no_real_pid_is_a_problem(tmp_path, text):
+    from pytest_runhealth.live.procs import read_pid
+
+    (tmp_path / "train.pid").write_text(text)
+    pid, _, problem = read_pid(tmp_path / "train.pid")
+    assert pid is None and problem
+
+
+YAML_SCALAR = st.one_of(st.integers(), st.floats(allow_nan=True), st.text(max_size=10), st.booleans(), st.none())
+
+
+@PROPERTY
+@given(doc=st.recursive(YAML_SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+           st.sampled_from(["model", "optimization", "steps", "checkpoints", "load_checkpoint", "output_dir"]) | st.text(max_size=5),
+           inner, max_size=4), max_leaves=10),
+       junk=st.binary(max_size=60), spoil=st.booleans())
+def test_workspace_config_reader_property(tmp_path_factory, doc, junk, spoil):
+    import yaml
+
+    from pytest_runhealth.workspace import read_workspace_config
+
+    path = tmp_path_factory.mktemp("ws") / "config.yaml"
+    text = yaml.safe_dump(doc).encode()
+    path.write_bytes(text + junk if spoil else text)
+    cfg = read_workspace_config(path)
+    assert isinstance(cfg.data, dict)
+    assert cfg.error is None or cfg.data == {}
+    if not spoil and isinstance(doc, dict):
+        assert cfg.error is None
+        for key in doc:
+            if isinstance(key, str) and "." not in key and key:
+                cfg.get(key)
+                cfg.line_of(key)

@@ -58,9 +58,13 @@ def read_pid(path: Path) -> tuple[int | None, str, str]:
     except OSError as exc:
         return None, "", f"cannot read {path.name}: {exc.strerror or exc}"
     text = raw.decode("utf-8", "replace").strip()
-    m = re.match(r"^\s*(\d{1,10})\b", text)
+    # ASCII digits only: int() reads '٠' (Arabic-Indic zero) as 0, and pid 0
+    # is the kernel's, which every process table says exists.
+    m = re.match(r"^\s*([0-9]{1,10})\b", text, re.ASCII)
     if not m:
         return None, text[:80], f"{path.name} does not start with a process id: {text[:40]!r}"
+    if int(m.group(1)) == 0:
+        return None, text[:80], f"{path.name} names pid 0, which is no trainer's process id"
     return int(m.group(1)), text.splitlines()[0][:80] if text else "", ""
 
 
