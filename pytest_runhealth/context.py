@@ -18,11 +18,15 @@ from .rundir import Run, RunDir
 
 @dataclass
 class Target:
-    """One (check, run) pairing: ``run`` is None for session-scope checks."""
+    """One (check, run) pairing: ``run`` is None for session-scope checks.
+
+    ``batch`` marks one item standing for every run of a run dir too large
+    for an item per run (``--runhealth-batch-above``)."""
 
     run_dir: RunDir
     run: Run | None
     label: str
+    batch: bool = False
 
     @property
     def name(self) -> str:

@@ -92,6 +92,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print the check catalogue and exit",
     )
     group.addoption(
+        "--runhealth-batch-above",
+        type=int,
+        metavar="N",
+        help="in a run dir with more than N runs, each run-scope check is one item over all its runs "
+        "(pytest costs ~1 ms and ~10 kB per item); default 2000, ini runhealth_batch_above",
+    )
+    group.addoption(
         "--runhealth-shard",
         metavar="K/N",
         help="check only shard K of N (a deterministic, balanced share of the runs); merge the shards' "
@@ -99,6 +106,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("runhealth_run_dirs", "run dirs to check when --run-dir is not given", type="paths", default=[])
     parser.addini("runhealth_config", "path of runhealth.yaml", default="")
+    parser.addini("runhealth_batch_above", "runs per run dir above which run-scope checks are batched", default="2000")
     parser.addini("runhealth_report", "path of the JSON report", default="")
 
 
@@ -260,7 +268,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     scale.add_xdist_groups(items, config)
 
 
-def targets_for(spec: CheckSpec, run_dirs: list[RunDir]) -> list[Target]:
+def batch_above(config: pytest.Config) -> int:
+    value = config.getoption("runhealth_batch_above") or config.getini("runhealth_batch_above")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"runhealth_batch_above must be a whole number, not {value!r}") from None
+
+
+def targets_for(spec: CheckSpec, run_dirs: list[RunDir], batch_limit: int) -> list[Target]:
     many = len(run_dirs) > 1
     out = []
     for rd in run_dirs:
@@ -269,6 +285,8 @@ def targets_for(spec: CheckSpec, run_dirs: list[RunDir]) -> list[Target]:
         elif not rd.runs:
             # No run to parametrise over: one item that says so, not pytest's "empty parameter set".
             out.append(Target(rd, None, rd.name))
+        elif len(rd.runs) > batch_limit:
+            out.append(Target(rd, None, f"{rd.name}:all-{len(rd.runs)}-runs", batch=True))
         else:
             for run in rd.runs:
                 out.append(Target(rd, run, f"{rd.name}/{run.name}" if many else run.name))
@@ -281,7 +299,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     spec = getattr(metafunc.function, "_runhealth_check", None)
     if spec is not None:
-        targets = targets_for(spec, state.run_dirs)
+        targets = targets_for(spec, state.run_dirs, batch_above(metafunc.config))
         metafunc.parametrize("runhealth_target", targets, ids=[t.label for t in targets])
     elif "run_dir" in metafunc.fixturenames and len(state.run_dirs) > 1:
         metafunc.parametrize("run_dir", state.run_dirs, ids=[rd.name for rd in state.run_dirs], indirect=True)
@@ -292,12 +310,26 @@ def run_check(spec: CheckSpec, target: Target, request: pytest.FixtureRequest, f
     state = request.config.stash[STATE]
     item.user_properties.append(("check", spec.id))
     item.user_properties += [("slug", spec.slug), ("run", target.name)]
+    judge_one = judge_batch if target.batch else judge
+    finding = judge_one(spec, target, state.settings.thresholds_for(spec), request.config, fixtures)
+    item.stash[FINDING] = finding
+    item.user_properties.append(("verdict", finding.verdict))
+    if finding.cause:
+        item.user_properties.append(("cause", finding.cause))
+    request.config.hook.pytest_runhealth_finding(finding=finding, item=item)
+    if not finding.passed and not severity.settle(item, spec, target, finding):  # waived → xfail, warn → pass
+        pytest.fail(finding.render(), pytrace=False)
+
+
+def judge(spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config,
+          fixtures: dict[str, Any]) -> Finding:
+    """One check on one target; pytest's skip where the target lacks what it needs."""
     reason = missing_need(spec, target)
     if not reason and spec.scope == "run" and target.run is None:
         reason = f"no runs in {target.run_dir.path} (no ledger rows, no runs/ folders)"
     if reason:
         pytest.skip(reason)
-    ctx = CheckContext(spec, target, state.settings.thresholds_for(spec), request.config)
+    ctx = CheckContext(spec, target, thresholds, config)
     try:
         result = spec.func(ctx, **fixtures)
     except (pytest.skip.Exception, pytest.fail.Exception, pytest.xfail.Exception, KeyboardInterrupt):
@@ -314,14 +346,45 @@ def run_check(spec: CheckSpec, target: Target, request: pytest.FixtureRequest, f
             f"({spec.owner}); the run was not judged.",
             fix="report it with the run dir's layout; run with -p no:runhealth to bypass.",
         )
-    finding = normalise(ctx, result)
-    item.stash[FINDING] = finding
-    item.user_properties.append(("verdict", finding.verdict))
-    if finding.cause:
-        item.user_properties.append(("cause", finding.cause))
-    request.config.hook.pytest_runhealth_finding(finding=finding, item=item)
-    if not finding.passed and not severity.settle(item, spec, target, finding):  # waived → xfail, warn → pass
-        pytest.fail(finding.render(), pytrace=False)
+    return normalise(ctx, result)
+
+
+BATCH_SHOWN = 20
+
+
+def judge_batch(spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config,
+                fixtures: dict[str, Any]) -> Finding:
+    """Every run of a very large run dir in one item: the failing runs are
+    named in one finding (the first ``BATCH_SHOWN`` quoted), the rest counted."""
+    from collections import Counter
+
+    runs = target.run_dir.runs
+    failing: list[Finding] = []
+    skipped: Counter[str] = Counter()
+    for run in runs:
+        try:
+            finding = judge(spec, Target(target.run_dir, run, run.name), thresholds, config, fixtures)
+        except pytest.skip.Exception as exc:
+            skipped[str(exc.msg).replace(run.name, "<run>")] += 1
+            continue
+        if not finding.passed:
+            failing.append(finding)
+    if len(skipped) and sum(skipped.values()) == len(runs):
+        reason, count = skipped.most_common(1)[0]
+        pytest.skip(f"all {len(runs)} runs skipped; most often ({count}): {reason}")
+    ctx = CheckContext(spec, target, thresholds, config)
+    judged = len(runs) - sum(skipped.values())
+    if not failing:
+        return ctx.ok(f"all {judged} judged runs pass" + (f"; {sum(skipped.values())} skipped" if skipped else ""))
+    verdict = Counter(f.verdict for f in failing).most_common(1)[0][0]
+    causes = Counter(f.cause for f in failing)
+    tally = ", ".join(f"{cause or 'no cause'} ×{n}" for cause, n in causes.most_common())
+    lines = [f"{len(failing)} of {judged} judged runs fail ({tally})"]
+    lines += [f"[{f.run}] {f.summary.splitlines()[0] if f.summary else ''}" for f in failing[:BATCH_SHOWN]]
+    if len(failing) > BATCH_SHOWN:
+        lines.append(f"… and {len(failing) - BATCH_SHOWN} more runs")
+    evidence = [ev for f in failing[:BATCH_SHOWN] for ev in f.evidence[:1]]
+    return ctx.fail(verdict, causes.most_common(1)[0][0], "\n".join(lines), evidence, failing[0].fix)
 
 
 def normalise(ctx: CheckContext, result: Any) -> Finding:

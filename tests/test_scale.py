@@ -101,3 +101,18 @@ def test_plugin_import_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"imported at plugin load: {out}"
+
+
+def test_huge_run_dirs_batch_run_scope_checks(pytester, sweep, run_health):
+    """Above --runhealth-batch-above runs, one item per check covers every run."""
+    pytester.makeconftest(RUN_CHECK)
+    res = run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "SC001"))
+    (r,) = res.results("SC001")
+    assert r["nodeid"].endswith("SC001-log-mentions-ok[sweep:all-12-runs]")
+    assert r["outcome"] == "failed"
+    assert "4 of 12 judged runs fail" in r["summary"]
+    assert len(r["evidence"]) == 4 and r["evidence"][0]["path"] == "runs/run-000/logs/stdout.log"
+    per_run = run_health(sweep, args=("-k", "SC001")).results("SC001")
+    assert sum(x["outcome"] == "failed" for x in per_run) == 4  # the same verdicts, one item per run
+    (ok,) = run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "RH102")).results("RH102")
+    assert ok["outcome"] in ("passed", "skipped")
