@@ -9,8 +9,10 @@ from .context import Target
 
 
 def _ledger(t: Target) -> str | None:
-    p = t.run_dir.ledger_path
-    return None if p.exists() or p.is_symlink() else f"no ledger.jsonl in {t.run_dir.path}"
+    # Asked once per run-scope target: a 100,000-run sweep must not stat the ledger 100,000 times.
+    rd = t.run_dir
+    there = rd.cached(("needs", "ledger"), lambda: rd.ledger_path.exists() or rd.ledger_path.is_symlink())
+    return None if there else f"no ledger.jsonl in {t.run_dir.path}"
 
 
 def _sweep(t: Target) -> str | None:
@@ -50,7 +52,8 @@ def _pidfile(t: Target) -> str | None:
 
 
 def _exists(t: Target) -> str | None:
-    return None if t.run_dir.exists else f"run dir {t.run_dir.path} does not exist or is not a directory"
+    there = t.run_dir.cached(("needs", "exists"), lambda: t.run_dir.exists)
+    return None if there else f"run dir {t.run_dir.path} does not exist or is not a directory"
 
 
 NEEDS: dict[str, Callable[[Target], str | None]] = {

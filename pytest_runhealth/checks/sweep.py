@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import statistics
 from datetime import datetime, timedelta, timezone
@@ -342,15 +343,19 @@ def judge_not_called(ctx):
 NO_JSON = "no json scores in response text"
 
 
-def _mentions(value: Any, needle: str, depth: int = 0) -> bool:
-    if isinstance(value, str):
-        return needle in value.lower()
-    if depth > 6:
-        return False
-    if isinstance(value, dict):
-        return any(_mentions(v, needle, depth + 1) for v in value.values())
-    if isinstance(value, list):
-        return any(_mentions(v, needle, depth + 1) for v in value[:1000])
+def _mentions(value: Any, needle: str) -> bool:
+    """Whether any string inside ``value`` holds ``needle`` (lower case), at
+    any depth up to 6: one walk with a stack, since every row is walked."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if needle in item.lower():
+                return True
+        elif depth < 6 and isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if not isinstance(v, (int, float, type(None))))
+        elif depth < 6 and isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item[:1000] if not isinstance(v, (int, float, type(None))))
     return False
 
 
@@ -396,7 +401,7 @@ def judge_returned_no_json(ctx):
         report = row.get("judge_report")
         if isinstance(report, (dict, list)):
             items = _judgements(report)
-            failed = sum(1 for j in items if _mentions(j, NO_JSON))
+            failed = sum(1 for j in items if _mentions(j, NO_JSON)) if _mentions(report, NO_JSON) else 0
             if isinstance(report, dict) and isinstance(report.get("model"), str):
                 if failed:
                     models.add(report["model"])
@@ -434,7 +439,14 @@ def _keys(value: Any, depth: int = 0) -> Iterable[str]:
 
 
 # -- RH105 ------------------------------------------------------------------------------
-def _knob(value: Any) -> str:
+def _knob(value: Any) -> Any:
+    """A hashable stand-in for a knob's value that keeps 1, 1.0 and True apart."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return (type(value).__name__, value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
@@ -516,7 +528,7 @@ def early_exit_config(ctx):
                 "not a config knob (RH102 reads why runs died)")
     label = f"{role} runs" if role else "runs"
     summary = f"{row.run_id} exited with code {code} after {took:.0f} s while {_plural(len(peers), 'other ' + (role or 'run'))} trained."
-    parts = [f"{k}={_knob(v)} (healthy: {', '.join(_knob(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
+    parts = [f"{k}={_show(v)} (healthy: {', '.join(_show(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
     summary += f"\nIts {field} differs from the healthy {label}' in: " + "; ".join(parts) + "."
     knobs = ", ".join(k for k, _, _ in diffs[:8])
     fix = (f"The trainer rejected this run's {knobs}: cross-reference {'it' if len(diffs) == 1 else 'them'} with "
@@ -613,7 +625,13 @@ def _healthy_step_times(run_dir) -> dict[str, float]:
     log, when there is no ledger), computed once per session."""
     def build() -> dict[str, float]:
         out = {}
+        try:  # one listing of runs/, rather than two failed listings per ledger row without a folder
+            folders = {e.name for e in os.scandir(run_dir.path / "runs")} if run_dir.is_sweep else None
+        except OSError:
+            folders = set()
         for run in run_dir.runs:
+            if folders is not None and run.name not in folders:
+                continue
             if run_dir.ledger is not None and (run.row is None or not _finished_ok(run.row)):
                 continue
             log = run.main_log
