@@ -46,7 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def summary_line(results: list[dict], many_run_dirs: bool = False, informative=frozenset()) -> tuple[str, bool]:
     """The line, and whether anything was actually checked: a failure, or a
     pass of a check that can fail. Skips, and the passes of ``informative``
-    checks (those that only ever pass with a note, such as RH006), have not
+    checks (those whose pass proves nothing about readiness, such as RH006), have not
     shown that the workspace is ready."""
     def name(r: dict) -> str:
         label = f"{r['check']} {r['slug']}"
@@ -73,8 +73,13 @@ def summary_line(results: list[dict], many_run_dirs: bool = False, informative=f
     return line + ")", True
 
 
+# Checks whose pass says nothing about the workspace being ready: RH006 passes
+# on an empty folder (it fails only when a link hides an artefact).
+NO_READINESS_EVIDENCE = frozenset({"RH006"})
+
+
 def informative_checks(state) -> frozenset[str]:
-    return frozenset(spec.id for spec in state.registry if set(spec.verdicts) == {"healthy"})
+    return NO_READINESS_EVIDENCE | frozenset(spec.id for spec in state.registry if set(spec.verdicts) == {"healthy"})
 
 
 def _state(config: pytest.Config):
