@@ -229,7 +229,12 @@ def can_drop_caps(probe: Path) -> bool:
 WRAPPER = """
 import resource, sys, pytest
 rc = pytest.main(sys.argv[1:])
-print("RUNHEALTH-MAXRSS-KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+# VmHWM: this process's own peak (ru_maxrss also carries the forking pytest's).
+try:
+    peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print("RUNHEALTH-MAXRSS-KB", peak)
 sys.exit(int(rc))
 """
 
