@@ -26,8 +26,7 @@ CHUNK = 8 << 20
 MAX_PENDING = 4 << 20  # a "line" longer than this is processed as it streams
 TAIL_BYTES = 1 << 20
 TAIL_LINES = 400
-MAX_SEGMENTS_PER_LINE = 256  # redraws parsed per physical line, evenly strided
-MAX_POINTS = 20_000
+MAX_POINTS = 5_000  # enough for the plots and the trend checks; parsing costs ~20 µs a redraw
 MAX_NONFINITE = 8
 STRIDE_FROM = 64 << 20  # logs larger than this parse lines by a byte stride  # non-finite loss points kept with their text, for evidence
 
@@ -357,10 +356,10 @@ class _Scanner:
             return
         # How many redraws this line deserves: its share of the file's bytes
         # times the series budget. A line with a non-finite value gets all.
-        budget = min(MAX_SEGMENTS_PER_LINE, max(2, MAX_POINTS * len(line) // self.size))
+        budget = max(2, MAX_POINTS * len(line) // self.size)
         if hinted:
             segs = line.split(b"\r")
-            stride = max(1, len(segs) // budget)
+            stride = max(1, -(-len(segs) // budget))
             last = len(segs) - 1
             picks = [s for i, s in enumerate(segs)
                      if i % stride == 0 or i == last or any(h in s for h in _NONFINITE_HINT)]
@@ -375,7 +374,7 @@ class _Scanner:
             picks = [first, last_seg]
         else:
             segs = line.split(b"\r")
-            stride = max(1, len(segs) // budget)
+            stride = max(1, -(-len(segs) // budget))  # rounded up: at most ``budget`` picks
             picks = segs[::stride] + [segs[-1]]
         if len(picks[0]) < 4096:
             self.markers(picks[0], lineno)

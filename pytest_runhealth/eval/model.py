@@ -25,7 +25,10 @@ def parse_time(value: Any) -> datetime | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, timezone.utc) if math.isfinite(value) else None
+        try:
+            return datetime.fromtimestamp(value, timezone.utc) if math.isfinite(value) else None
+        except (ValueError, OverflowError, OSError):  # beyond year 9999, or the platform's time_t
+            return None
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip()
@@ -36,7 +39,10 @@ def parse_time(value: Any) -> datetime | None:
             when = parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
             return None
-    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+    try:
+        return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+    except (ValueError, OverflowError):  # an offset that pushes the date out of range
+        return None
 
 
 def _int(value: Any) -> int | None:
