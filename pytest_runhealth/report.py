@@ -25,6 +25,9 @@ class ResultCollector:
 
     def pytest_runtest_logreport(self, report) -> None:
         self.add(report)
+        status = getattr(report, "runhealth_status", None)  # status.py: one per run, from where it ran
+        if status:
+            self.status[status[0]] = status[1]
 
     def add(self, report) -> None:
         meta = getattr(report, "runhealth", None)
@@ -83,7 +86,7 @@ class ResultCollector:
             "run_dirs": run_dirs,
             "results": results,
             "summary": self.summary(),
-            **({"status": self.status} if self.status else {}),
+            **({"status": dict(sorted(self.status.items()))} if self.status else {}),
         }
 
 

@@ -358,28 +358,42 @@ def _state(config):
     return config.stash.get(STATE, None)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Built before the report is written (plugin.pytest_sessionfinish) and
-    before the terminal summary; on the controller only under xdist."""
-    config = session.config
+_DONE = pytest.StashKey[set]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Each run's status is built once, by the process that ran its checks
+    (its log scans are cached there), and travels on that item's report: under
+    xdist the controller neither re-reads every log nor misses a run. Only the
+    runs this session checked (this shard, this -k) get one."""
+    report = yield
+    config = item.config
     state = _state(config)
-    if state is None or hasattr(config, "workerinput") or config.getoption("runhealth_no_status"):
-        return
-    if not state.collector.results:
-        return
+    if call.when != "call" or state is None or config.getoption("runhealth_no_status"):
+        return report
+    callspec = getattr(item, "callspec", None)
+    target = callspec.params.get("runhealth_target") if callspec is not None else None
+    run = getattr(target, "run", None)
+    if run is None and target is not None and not getattr(target, "batch", False) and target.run_dir.exists \
+            and not target.run_dir.is_sweep:
+        run = target.run_dir.runs[0]  # outside a sweep the run dir is the one run, whatever the check's scope
+    if run is None or not run.run_dir.exists:
+        return report
     many = len(state.run_dirs) > 1
-    for rd in state.run_dirs:
-        if not rd.exists:
-            continue
-        for run in rd.runs:
-            try:
-                st = run_status(run)
-            except Exception as exc:  # a status block must never break the session
-                st = {"run": run.name, "run_dir": str(rd.path), "state": "unknown",
-                      "error": f"status unavailable: {type(exc).__name__}: {exc}"}
-            if st is not None:
-                state.collector.status[f"{rd.name}/{run.name}" if many else run.name] = st
+    key = f"{run.run_dir.name}/{run.name}" if many else run.name
+    done = config.stash.setdefault(_DONE, set())
+    if key in done:
+        return report
+    done.add(key)
+    try:
+        st = run_status(run)
+    except Exception as exc:  # a status block must never break the session
+        st = {"run": run.name, "run_dir": str(run.run_dir.path), "state": "unknown",
+              "error": f"status unavailable: {type(exc).__name__}: {exc}"}
+    if st is not None:
+        report.runhealth_status = [key, st]
+    return report
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
