@@ -620,20 +620,30 @@ def _quote_point(ctx, scan: LogScan, point: StepPoint) -> Evidence:
     return ctx.evidence(scan.path, point.line, text)
 
 
+REFERENCE_RUNS = 16  # healthy runs scanned for the reference, evenly spread over the sweep
+
+
 def _healthy_step_times(run_dir) -> dict[str, float]:
-    """Median s/it of every run that finished on its own (every run with a
-    log, when there is no ledger), computed once per session."""
+    """Median s/it of the runs that finished on its own (every run with a
+    log, when there is no ledger), computed once per session.
+
+    At most REFERENCE_RUNS of them, evenly spread and always the same ones: a
+    median of medians needs no more to judge a 100x slowdown, and every
+    pytest-xdist worker builds this table, so its cost must not grow with the
+    sweep."""
     def build() -> dict[str, float]:
         out = {}
         try:  # one listing of runs/, rather than two failed listings per ledger row without a folder
             folders = {e.name for e in os.scandir(run_dir.path / "runs")} if run_dir.is_sweep else None
         except OSError:
             folders = set()
-        for run in run_dir.runs:
-            if folders is not None and run.name not in folders:
-                continue
-            if run_dir.ledger is not None and (run.row is None or not _finished_ok(run.row)):
-                continue
+        healthy = [
+            run for run in run_dir.runs
+            if (folders is None or run.name in folders)
+            and (run_dir.ledger is None or (run.row is not None and _finished_ok(run.row)))
+        ]
+        step = max(1, -(-len(healthy) // REFERENCE_RUNS))
+        for run in healthy[::step]:
             log = run.main_log
             if log is None:
                 continue
