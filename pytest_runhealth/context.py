@@ -20,13 +20,14 @@ from .rundir import Run, RunDir
 class Target:
     """One (check, run) pairing: ``run`` is None for session-scope checks.
 
-    ``batch`` marks one item standing for every run of a run dir too large
-    for an item per run (``--runhealth-batch-above``)."""
+    ``batch`` is the (start, stop) slice of ``run_dir.runs`` that one item
+    stands for, in a run dir too large for an item per run
+    (``--runhealth-batch-above``)."""
 
     run_dir: RunDir
     run: Run | None
     label: str
-    batch: bool = False
+    batch: tuple[int, int] | None = None
 
     @property
     def name(self) -> str:

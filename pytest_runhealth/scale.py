@@ -29,6 +29,8 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 def group_of(target) -> str:
     """The xdist group and shard unit: one run (or one run dir, for
     session-scope checks, which read the run dir's shared artefacts)."""
+    if target.batch is not None:
+        return f"{target.run_dir.name}:{target.batch[0]}"
     if target.run is None:
         return f"{target.run_dir.name}"
     return f"{target.run_dir.name}/{target.run.name}"

@@ -107,12 +107,16 @@ def test_huge_run_dirs_batch_run_scope_checks(pytester, sweep, run_health):
     """Above --runhealth-batch-above runs, one item per check covers every run."""
     pytester.makeconftest(RUN_CHECK)
     res = run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "SC001"))
-    (r,) = res.results("SC001")
-    assert r["nodeid"].endswith("SC001-log-mentions-ok[sweep:all-12-runs]")
-    assert r["outcome"] == "failed"
-    assert "4 of 12 judged runs fail" in r["summary"]
-    assert len(r["evidence"]) == 4 and r["evidence"][0]["path"] == "runs/run-000/logs/stdout.log"
+    chunks = sorted(res.results("SC001"), key=lambda r: r["nodeid"])
+    assert [r["nodeid"].rsplit("[", 1)[1] for r in chunks] == ["sweep:runs-1-5]", "sweep:runs-11-12]", "sweep:runs-6-10]"]
+    first = next(r for r in chunks if r["nodeid"].endswith("runs-1-5]"))
+    assert first["outcome"] == "failed" and "2 of 5 judged runs fail" in first["summary"]
+    assert first["evidence"][0]["path"] == "runs/run-000/logs/stdout.log"
+    assert sum(len(r["evidence"]) for r in chunks) == 4
     per_run = run_health(sweep, args=("-k", "SC001")).results("SC001")
     assert sum(x["outcome"] == "failed" for x in per_run) == 4  # the same verdicts, one item per run
-    (ok,) = run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "RH102")).results("RH102")
-    assert ok["outcome"] in ("passed", "skipped")
+    assert all(r["outcome"] in ("passed", "skipped") for r in
+               run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "RH102")).results("RH102"))
+    merged = merge_reports([run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "SC001",
+                                                   "--runhealth-shard", f"{k}/2")).report for k in (1, 2)])
+    assert comparable(merged) == comparable(res.report)  # chunks spread over shards
