@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -107,7 +108,8 @@ def main() -> None:
             root = tmp / f"sweep-{n}"
             build(root, n, log, event_file)
             collect_s, out = timed(py + ["--run-dir", str(root), "--collect-only"], tmp)
-            items = next((int(w) for w in out.split() if w.isdigit()), 0)
+            found = re.search(r"(\d+)(?:/\d+)? tests? collected", out)
+            items = int(found.group(1)) if found else 0
             serial_s, _ = timed(py + ["--run-dir", str(root), "--runhealth-report", str(tmp / f"r{n}.json")], tmp)
             peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
             plain = tmp / f"test_plain_{n}.py"
