@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .safeio import open_readonly
+from .safeio import mtime, open_readonly
 
 LTX_WEIGHTS = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safetensors$")
 LTX_STATE = re.compile(r"^training_state_step_(?P<step>\d+)\.pt$")
@@ -81,13 +81,6 @@ def find_checkpoints(files: list[Path]) -> list[Checkpoint]:
     return found
 
 
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
 def latest(checkpoints: list[Checkpoint]) -> Checkpoint | None:
     """The newest checkpoint: kohya's final one, else the highest step (LTX
     and kohya step files) or epoch; epoch and step files are ordered by time."""
@@ -95,13 +88,13 @@ def latest(checkpoints: list[Checkpoint]) -> Checkpoint | None:
         return None
     finals = [c for c in checkpoints if c.final]
     if finals:
-        return max(finals, key=lambda c: _mtime(c.path))
+        return max(finals, key=lambda c: mtime(c.path))
     steps = [c for c in checkpoints if c.step is not None]
     epochs = [c for c in checkpoints if c.epoch is not None]
     best_step = max(steps, key=lambda c: c.step) if steps else None
     best_epoch = max(epochs, key=lambda c: c.epoch) if epochs else None
     if best_step and best_epoch:
-        return max((best_step, best_epoch), key=lambda c: _mtime(c.path))
+        return max((best_step, best_epoch), key=lambda c: mtime(c.path))
     return best_step or best_epoch
 
 

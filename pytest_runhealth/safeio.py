@@ -66,6 +66,14 @@ def outside_link(root: Path, path: Path) -> Path | None:
         return target
 
 
+def mtime(path: str | os.PathLike) -> float:
+    """A file's mtime, 0.0 where it cannot be read (gone, unreadable): sorts oldest."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 def describe_error(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)

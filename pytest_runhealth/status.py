@@ -48,7 +48,7 @@ import pytest
 from .checkpoints import find_checkpoints, latest
 from .errors import classify
 from .logscan import LogScan, StepPoint
-from .safeio import read_head
+from .safeio import mtime, read_head
 
 MIN_STEADY = 3
 RECENT = 20  # step-time measurements the ETA averages over
@@ -230,20 +230,13 @@ def latest_samples(run) -> tuple[str | None, int]:
 
     def order(key):
         files = groups[key]
-        newest = max((_mtime(f) for f in files), default=0.0)
+        newest = max((mtime(f) for f in files), default=0.0)
         num = re.search(r"e?(\d{6})", key[1])
         return (newest, int(num.group(1)) if num else -1)
 
     best = max(groups, key=order)
     folder, pattern, ext = best
     return run.rel(Path(folder) / f"{pattern}.{ext}"), len(groups[best])
-
-
-def _mtime(p: Path) -> float:
-    try:
-        return p.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 def _jsonable(x: float | None):

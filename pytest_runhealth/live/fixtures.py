@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ..safeio import mtime
 from .http import DEFAULT_TIMEOUT
 
 LIVE = pytest.StashKey["LiveServices"]()
@@ -70,13 +71,6 @@ def probe_timeout(config: pytest.Config) -> float:
     if not t > 0:
         raise pytest.UsageError(f"{where}: probe timeout must be above 0 s, not {value!r}")
     return t
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 class LMStudio:
@@ -144,7 +138,7 @@ class LMStudio:
         kept = [f for f in run_dir.walk.files
                 if f.suffix in (".log", ".txt") and any(n in run_dir.rel(f).lower() for n in LMSTUDIO_LOG_NAMES)]
         if kept:
-            return max(kept, key=_mtime), "found in the run dir"
+            return max(kept, key=mtime), "found in the run dir"
         if run_dir.is_sweep or self.requested:
             newest = newest_log()
             if newest is not None:
