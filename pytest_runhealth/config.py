@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import severity, waivers
 from .registry import Registry
 
 # Sections other features own; each validates its own content.
@@ -132,8 +133,7 @@ def load_config(path: Path | None, registry: Registry) -> RunHealthConfig:
             else:
                 lines.append(f"{where}: {err.message}")
         raise ConfigError(f"runhealth config {path} is invalid:\n  " + "\n  ".join(lines))
-    from . import severity, waivers  # each section's own validation, naming the entry and the field
-
+    # each section's own validation, naming the entry and the field
     lines = waivers.problems(data.get("waivers")) + severity.problems(data.get("severity"), registry)
     if lines:
         raise ConfigError(f"runhealth config {path} is invalid:\n  " + "\n  ".join(lines))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pytest
 
@@ -14,6 +14,10 @@ from .ledger import Ledger
 from .logscan import LogScan, LogTail
 from .registry import CheckSpec
 from .rundir import Run, RunDir
+
+if TYPE_CHECKING:  # session.py imports this module's Target users; annotations only
+    from .config import RunHealthConfig
+    from .session import RunHealthSession
 
 
 @dataclass
@@ -35,11 +39,28 @@ class Target:
 
 
 class CheckContext:
-    def __init__(self, spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config | None = None):
+    """Everything a check may use; a check never reaches for plugin state.
+
+    ``session`` is the :class:`~pytest_runhealth.session.RunHealthSession`
+    (None when a check is called outside a run-health session, e.g. in a unit
+    test); ``settings`` is its parsed runhealth.yaml (empty without one)."""
+
+    def __init__(self, spec: CheckSpec, target: Target, thresholds: dict[str, Any],
+                 config: pytest.Config | None = None, session: RunHealthSession | None = None):
         self.spec = spec
         self.target = target
         self.thresholds = thresholds
         self.config = config
+        self.session = session
+
+    @property
+    def settings(self) -> RunHealthConfig:
+        """runhealth.yaml, parsed and validated: ``ctx.settings.section("lmstudio")``."""
+        if self.session is None:
+            from .config import RunHealthConfig
+
+            return RunHealthConfig()
+        return self.session.settings
 
     # -- what is being checked -------------------------------------------------
     @property
