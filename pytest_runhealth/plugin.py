@@ -276,8 +276,8 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
     counts = session.collector.summary()
     causes: dict[str, int] = {}
     for res in session.collector.results.values():
-        if res["outcome"] == "failed" and res.get("cause"):
-            causes[res["cause"]] = causes.get(res["cause"], 0) + 1
+        if res.outcome == "failed" and res.cause:
+            causes[res.cause] = causes.get(res.cause, 0) + 1
     line = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     terminalreporter.write_sep("-", "run-health")
     terminalreporter.write_line(f"checks: {line}")

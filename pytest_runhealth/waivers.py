@@ -113,7 +113,7 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
     used: set[int] = set()
     expired_hits: dict[int, int] = {}
     for res in state.collector.results.values():
-        waived = res.get("waived")
+        waived = res.waived
         if not waived:
             continue
         if waived.get("expired"):
