@@ -10,6 +10,7 @@ from typing import Any
 
 from . import severity, waivers
 from .registry import Registry
+from .safeio import open_readonly
 
 # Sections other features own; each validates its own content.
 SECTIONS: dict[str, dict] = {
@@ -89,8 +90,6 @@ def read_config_data(path: Path) -> Any:
     """The parsed YAML of a runhealth.yaml, read capped through safeio, or a
     ConfigError saying why there is none (the rules reader shares it)."""
     import yaml
-
-    from .safeio import open_readonly
 
     try:
         with open_readonly(path) as fh:

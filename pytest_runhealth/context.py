@@ -5,19 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 import pytest
 
+from .config import RunHealthConfig
 from .finding import Evidence, Finding
 from .ledger import Ledger
 from .logscan import LogScan, LogTail
 from .registry import CheckSpec
 from .rundir import Run, RunDir
-
-if TYPE_CHECKING:  # session.py imports this module's Target users; annotations only
-    from .config import RunHealthConfig
-    from .session import RunHealthSession
+from .session import RunHealthSession
 
 
 @dataclass
@@ -57,8 +55,6 @@ class CheckContext:
     def settings(self) -> RunHealthConfig:
         """runhealth.yaml, parsed and validated: ``ctx.settings.section("lmstudio")``."""
         if self.session is None:
-            from .config import RunHealthConfig
-
             return RunHealthConfig()
         return self.session.settings
 

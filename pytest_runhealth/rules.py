@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from .config import ConfigError, read_config_data
 from .finding import VERDICTS
 from .logscan import CHUNK, MAX_PENDING
 from .registry import ID_PATTERN, PHASES, SCOPES, SEVERITIES, RegistryError, check
@@ -219,7 +220,6 @@ def parse_rules(raw_rules: Any, source: str = "runhealth.yaml") -> list[Rule]:
 def read_rules(path: Path) -> list[Rule]:
     """The rules of one runhealth.yaml; a file that does not parse is left to
     the config loader, which reports it with the rest of the file."""
-    from .config import ConfigError, read_config_data
 
     try:
         data = read_config_data(path)

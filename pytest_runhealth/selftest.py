@@ -29,6 +29,7 @@ import pytest
 
 from .collection import build_registry
 from .registry import RegistryError
+from .rules import RULES
 from .session import config_path
 
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -66,7 +67,6 @@ def read_expectations(folder: Path) -> list[Expectation]:
 
 
 def rule_expectations(config: pytest.Config) -> list[Expectation]:
-    from .rules import RULES
 
     rules = config.stash.get(RULES, [])
     path = config_path(config)

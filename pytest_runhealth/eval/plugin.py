@@ -9,17 +9,18 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from .. import __version__
 from ..report import write_json
 from ..rundir import RunDir
 from ..session import is_controller, report_path, session_of
 from . import evaluation_of
 from .gate import record_path, verdict_record
-from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode
+from .model import Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
+from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode
 
 GATE_RESULT = pytest.StashKey[dict]()
 
@@ -63,7 +64,6 @@ class LiveEvaluation(RunDir):
     def load_evaluation(self):
         from .client import EvalClient
         from .live import fetch_evaluation
-        from .model import Evaluation
 
         try:
             client = EvalClient(self.settings)
@@ -141,8 +141,6 @@ def _blockers(results: list[dict]) -> list[dict]:
 def _check_versions(results: list[dict], registry) -> list[dict[str, str]]:
     from importlib import metadata
 
-    from .. import __version__
-
     out = []
     for cid in sorted({r["check"] for r in results if r.get("check")}):
         spec = registry.get(cid)
@@ -163,7 +161,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session_of(config)
     if state is None or not is_controller(config) or not gate_mode(config):
         return
-    from .. import __version__
 
     results = list(state.collector.results.values())
     blockers = _blockers(results)

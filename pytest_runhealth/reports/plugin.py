@@ -15,6 +15,10 @@ import pytest
 from .. import __version__
 from ..report import write_text
 from ..session import is_controller, report_path, session_of
+from .gpu import add_gpu_lines
+from .html import render_page
+from .markdown import render_markdown
+from .view import build_view
 
 WRITTEN = pytest.StashKey[list[str]]()
 
@@ -60,8 +64,6 @@ def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[st
     """status.py's blocks per (run dir, run), with a GPU reading for the runs
     still running. status.py fills ``collector.status`` in its own (tryfirst)
     sessionfinish, keyed ``run`` or ``run_dir/run``."""
-    from .gpu import add_gpu_lines
-
     found = getattr(state.collector, "status", None) or {}
     many = len(state.run_dirs) > 1
     out, runs = {}, {}
@@ -94,12 +96,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for kind, path in paths.items():
         try:
             if kind == "html":
-                from .html import render_page
-
                 text = render_page(view, state.registry)
             else:
-                from .markdown import render_markdown
-
                 text = render_markdown(view)
             write_text(path, text)
             written.append(f"{kind}: {path}")
@@ -110,8 +108,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def build(state: Any, paths: dict[str, Path], config: pytest.Config):
-    from .view import build_view
-
     return build_view(
         state.collector.results.values(),
         state.run_dirs,
