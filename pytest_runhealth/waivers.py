@@ -107,7 +107,7 @@ def waiver_for(waivers: list[Waiver], check_id: str, run_names: tuple[str, ...])
 # -- the end-of-session listing (this module is a sub-plugin) --------------------------
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
     state = session
-    waivers = parse(state.settings.section("waivers"))
+    waivers = state.policy.waivers
     if not waivers:
         return
     used: set[int] = set()
