@@ -38,9 +38,11 @@ def test_a_session_mutates_no_module(run_health):
     assert not any(name.startswith("RH") for name in vars(sys.modules["pytest_runhealth.collect.runhealth"]))
 
 
-def test_generated_tests_take_fixtures_and_marks(pytester, run_health, tmp_path):
-    """A conftest check asking for a fixture, selected by its phase mark."""
+def test_generated_tests_take_fixtures_and_marks(pytester, run_health):
+    """A conftest check asking for a parametrised fixture of the rootdir's
+    conftest, selected by its phase mark."""
     pytester.makeini("[pytest]\n")
+    rd = pytester.mkdir("rd")
     pytester.makeconftest("""
         import pytest
         import pytest_runhealth as runhealth
@@ -54,6 +56,6 @@ def test_generated_tests_take_fixtures_and_marks(pytester, run_health, tmp_path)
         def uses_a_fixture(ctx, flavour):
             return f"flavour {flavour}"
     """)
-    res = run_health(tmp_path, args=("-m", "live", "-k", "TEAM301"))
+    res = run_health(rd, args=("-m", "live", "-k", "TEAM301"))
     notes = sorted(r["note"] for r in res.results("TEAM301"))
     assert notes == ["flavour a", "flavour b"], res.stdout
