@@ -17,7 +17,7 @@ How, and why this way:
   removed at unconfigure and two sessions in one process (pytester) never
   see each other's checks.
 * The module's path is ``<rootdir>/runhealth`` and its node id ``runhealth``:
-  item ids such as ``runhealth::RH101-step-count-collapse[cur-000-s0]`` are
+  item ids such as ``runhealth::RH101-step-count-collapse[s1/cur-000-s0]`` are
   the same for a wheel and an editable install, and ``--lf`` finds the module
   again from the id. pytest is pointed at it through the empty anchor file
   ``collect/runhealth.py`` (``plugin.add_health_module``): the anchor is the
@@ -161,8 +161,11 @@ def targets_for(spec: CheckSpec, run_dirs: list[RunDir], batch_limit: int) -> li
                 stop = min(start + size, len(rd.runs))
                 out.append(Target(rd, None, f"{rd.name}:runs-{start + 1}-{stop}", batch=(start, stop)))
         else:
+            # The run dir's label is always in the id (unique across run dirs, the same whether a run dir is
+            # checked alone or with others), except where the run dir is the run.
             for run in rd.runs:
-                out.append(Target(rd, run, f"{rd.name}/{run.name}" if many else run.name))
+                alone = not many and run.name == rd.name
+                out.append(Target(rd, run, run.name if alone else f"{rd.name}/{run.name}"))
     return out
 
 
