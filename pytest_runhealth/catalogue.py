@@ -8,11 +8,13 @@ docs/checks.md and kept in sync by a test) and one check's page
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 
 import pytest
 
-from .registry import CheckSpec, Registry
+from .collection import build_registry
+from .registry import CheckSpec, Registry, RegistryError
 
 MARKDOWN_HEAD = [
     "# Check catalogue",
@@ -40,11 +42,19 @@ def _thresholds(spec: CheckSpec) -> list[str]:
     return [f"{key}: {value!r}" for key, value in spec.thresholds.items()]
 
 
+# A full stop ends the first sentence unless it ends an abbreviation ("e.g. 2/4", "i.e. the").
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)\.\s")
+
+
+def first_sentence(text: str) -> str:
+    return _SENTENCE_END.split(text, maxsplit=1)[0].rstrip(".")
+
+
 def render_markdown(specs: list[CheckSpec]) -> str:
     out = list(MARKDOWN_HEAD)
     out += ["| ID | slug | family | what it detects |", "|---|---|---|---|"]
     for spec in specs:
-        first = (spec.detects or "(undocumented)").split(". ")[0].rstrip(".").replace("|", "\\|").replace("\n", " ")
+        first = first_sentence(spec.detects or "(undocumented)").replace("|", "\\|").replace("\n", " ")
         out.append(f"| [{spec.id}](#{spec.id.lower()}-{spec.slug}) | {spec.slug} | {spec.family} | {first} |")
     out.append("")
     for spec in specs:
@@ -109,8 +119,6 @@ def pytest_cmdline_main(config: pytest.Config):
     name = config.getoption("runhealth_explain", None)
     if not name:
         return None
-    from .plugin import build_registry
-    from .registry import RegistryError
 
     try:
         registry = build_registry(config)

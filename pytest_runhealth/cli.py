@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .report import OUTCOMES, SCHEMA, write_json
+from .report import SCHEMA, Result, report_document, write_json
 
 
 class MergeError(Exception):
@@ -27,27 +27,18 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
     versions = sorted({d.get("plugin_version") for d in docs})
     if len(versions) > 1:
         raise MergeError(f"reports come from different plugin versions {versions}; re-run the shards with one version")
-    results: dict[str, dict] = {}
+    results: dict[str, Result] = {}
     for doc in docs:
-        for res in doc.get("results", []):
-            prev = results.get(res["nodeid"])
+        for raw in doc.get("results", []):
+            res = Result.from_json(raw)
+            prev = results.get(res.nodeid)
             if prev is not None and prev != res:
-                raise MergeError(f"{res['nodeid']} appears in two shards with different results")
-            results[res["nodeid"]] = res
+                raise MergeError(f"{res.nodeid} appears in two shards with different results")
+            results[res.nodeid] = res
     run_dirs: list[str] = []
     for doc in docs:
         run_dirs += [d for d in doc.get("run_dirs", []) if d not in run_dirs]
-    merged: dict[str, Any] = {
-        "schema": SCHEMA,
-        "plugin_version": versions[0],
-        "started_at": min(d.get("started_at") or "" for d in docs),
-        "run_dirs": run_dirs,
-        "results": sorted(results.values(), key=lambda r: (r.get("check") or "", r.get("run") or "", r["nodeid"])),
-    }
-    counts = {k: 0 for k in OUTCOMES}
-    for res in merged["results"]:
-        counts[res["outcome"]] = counts.get(res["outcome"], 0) + 1
-    merged["summary"] = counts
+    merged = report_document(results.values(), run_dirs, versions[0], min(d.get("started_at") or "" for d in docs))
     # Per-run sections other features add (e.g. "status") merge key by key.
     for doc in docs:
         for key, value in doc.items():

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import severity, waivers
 from .registry import Registry
+from .safeio import open_readonly
 
 # Sections other features own; each validates its own content.
 SECTIONS: dict[str, dict] = {
@@ -89,8 +91,6 @@ def read_config_data(path: Path) -> Any:
     ConfigError saying why there is none (the rules reader shares it)."""
     import yaml
 
-    from .safeio import open_readonly
-
     try:
         with open_readonly(path) as fh:
             raw = fh.read(MAX_CONFIG_BYTES + 1)
@@ -132,8 +132,7 @@ def load_config(path: Path | None, registry: Registry) -> RunHealthConfig:
             else:
                 lines.append(f"{where}: {err.message}")
         raise ConfigError(f"runhealth config {path} is invalid:\n  " + "\n  ".join(lines))
-    from . import severity, waivers  # each section's own validation, naming the entry and the field
-
+    # each section's own validation, naming the entry and the field
     lines = waivers.problems(data.get("waivers")) + severity.problems(data.get("severity"), registry)
     if lines:
         raise ConfigError(f"runhealth config {path} is invalid:\n  " + "\n  ".join(lines))

@@ -9,11 +9,13 @@ from typing import Any, Iterable
 
 import pytest
 
+from .config import RunHealthConfig
 from .finding import Evidence, Finding
 from .ledger import Ledger
 from .logscan import LogScan, LogTail
 from .registry import CheckSpec
 from .rundir import Run, RunDir
+from .session import RunHealthSession
 
 
 @dataclass
@@ -35,11 +37,26 @@ class Target:
 
 
 class CheckContext:
-    def __init__(self, spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config | None = None):
+    """Everything a check may use; a check never reaches for plugin state.
+
+    ``session`` is the :class:`~pytest_runhealth.session.RunHealthSession`
+    (None when a check is called outside a run-health session, e.g. in a unit
+    test); ``settings`` is its parsed runhealth.yaml (empty without one)."""
+
+    def __init__(self, spec: CheckSpec, target: Target, thresholds: dict[str, Any],
+                 config: pytest.Config | None = None, session: RunHealthSession | None = None):
         self.spec = spec
         self.target = target
         self.thresholds = thresholds
         self.config = config
+        self.session = session
+
+    @property
+    def settings(self) -> RunHealthConfig:
+        """runhealth.yaml, parsed and validated: ``ctx.settings.section("lmstudio")``."""
+        if self.session is None:
+            return RunHealthConfig()
+        return self.session.settings
 
     # -- what is being checked -------------------------------------------------
     @property

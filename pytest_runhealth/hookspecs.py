@@ -1,8 +1,11 @@
-"""Hooks that conftest files and installed check packs implement.
+"""Hooks that conftest files, installed check packs and the sub-plugins
+implement: the one hook-spec module of pytest-runhealth.
 
 Each docstring shows an implementation that can be copied as it is."""
 
 from __future__ import annotations
+
+import pytest
 
 
 def pytest_runhealth_register_checks(registry, config):
@@ -33,7 +36,9 @@ def pytest_runhealth_targets(config, settings):
 
 
 def pytest_runhealth_finding(finding, item):
-    """Called for each finding a check produced, passing or failing.
+    """Called for each finding a check produced, passing or failing, once it
+    is settled: a waiver's or an expired waiver's note is already in it, so
+    this finding is the one the report shows.
 
     Use it to forward failures elsewhere (a chat webhook, a tracker)::
 
@@ -52,4 +57,36 @@ def pytest_runhealth_examples(config):
 
         def pytest_runhealth_examples(config):
             return [Path(__file__).parent / "examples"]
+    """
+
+
+def pytest_runhealth_terminal_summary(terminalreporter, config, session):
+    """Write a section of the run-health terminal summary. Called once, in
+    the controller (never in an xdist worker), only in a run-health session;
+    ``session`` is the :class:`~pytest_runhealth.session.RunHealthSession`.
+    Sections come in pluggy's order: use ``tryfirst``/``trylast`` to move one::
+
+        def pytest_runhealth_terminal_summary(terminalreporter, config, session):
+            failed = [r for r in session.collector.results.values() if r.outcome == "failed"]
+            if failed:
+                terminalreporter.write_sep("-", "acme")
+                terminalreporter.write_line(f"{len(failed)} failing checks; see the dashboard")
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_runhealth_gpu_backend(config):
+    """Return the object the ``gpu`` fixture reads devices from, instead of NVML.
+
+    Any object with a ``devices()`` method returning
+    :class:`~pytest_runhealth.live.gpu.GpuDevice` items (or raising
+    :class:`~pytest_runhealth.live.gpu.GpuUnavailable`) will do; tests use the
+    stand-in::
+
+        from pytest_runhealth.live.gpu import GpuDevice, GpuProcess, StandInBackend
+
+        def pytest_runhealth_gpu_backend(config):
+            busy = GpuDevice(0, "RTX 4090", "GPU-0", 24 << 30, 14 << 30, 3,
+                             [GpuProcess(4242, "LM Studio", 13 << 30)])
+            return StandInBackend([busy])
     """

@@ -23,10 +23,6 @@ import pytest
 GROUP = "pytest_runhealth.packs"
 
 
-class RunHealthPackWarning(pytest.PytestWarning):
-    """An installed check pack could not be loaded; its checks do not run."""
-
-
 @dataclass(frozen=True)
 class PackError:
     name: str
@@ -41,7 +37,6 @@ class PackError:
 
 
 ERRORS = pytest.StashKey[list[PackError]]()
-_INJECTED = pytest.StashKey[list[str]]()
 
 
 def load(config: pytest.Config) -> list[PackError]:
@@ -69,38 +64,9 @@ def load(config: pytest.Config) -> list[PackError]:
     return errors
 
 
-# -- a failed pack is a failing test (this module is a sub-plugin) -------------------------
-def pytest_collectstart(collector: pytest.Collector) -> None:
-    """Each pack that failed to load becomes one failing test beside the
-    checks, so the session fails, says why, and a gate never passes on a
-    pack that silently did not run."""
-    from .plugin import HEALTH_FILE
-
-    if not isinstance(collector, pytest.Module) or collector.path != HEALTH_FILE:
-        return
-    config = collector.config
-    injected = config.stash.setdefault(_INJECTED, [])
-    for err in config.stash.get(ERRORS, []):
-        name = f"pack-{err.name}-loads"
-        if name in injected:
-            continue
-        setattr(collector.obj, name, _failing(name, err.message()))
-        injected.append(name)
-
-
-def _failing(name: str, message: str):
-    def test() -> None:
-        pytest.fail(message, pytrace=False)
-
-    test.__name__ = test.__qualname__ = name
-    test.__test__ = True  # type: ignore[attr-defined]
-    return test
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    from .plugin import HEALTH_MODULE
-
-    health = sys.modules.get(HEALTH_MODULE)
-    for name in config.stash.get(_INJECTED, []):
-        if health is not None and hasattr(health, name):
-            delattr(health, name)
+def errors(config: pytest.Config) -> list[PackError]:
+    """The packs that failed to load this session. The collection engine
+    (``collection.py``) makes each one a failing test beside the checks, so the
+    session fails, says why, and a gate never passes on a pack that silently
+    did not run."""
+    return config.stash.get(ERRORS, [])

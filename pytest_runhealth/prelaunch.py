@@ -13,12 +13,10 @@ import re
 
 import pytest
 
+from .session import is_controller, session_of, spec_of
+
 LINE_PREFIX = "pre-launch:"
 _SELECTS_PRELAUNCH = re.compile(r"(?<!\bnot )\bprelaunch\b")
-
-
-def _spec(item: pytest.Item):
-    return getattr(getattr(item, "function", None), "_runhealth_check", None)
 
 
 def prelaunch_only(spec) -> bool:
@@ -29,18 +27,12 @@ def is_prelaunch_session(config: pytest.Config) -> bool:
     return bool(_SELECTS_PRELAUNCH.search(config.getoption("markexpr") or ""))
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A plain session is the post-mortem (plus live probes): drop the
-    pre-launch-only checks unless the user selected with ``-m`` or ``-k``."""
+def deselect_prelaunch_only(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+    """A plain session is the post-mortem (plus live probes): the items of
+    pre-launch-only checks to drop, unless the user selected with ``-m`` or ``-k``."""
     if config.getoption("markexpr") or config.getoption("keyword"):
-        return
-    keep, drop = [], []
-    for item in items:
-        spec = _spec(item)
-        (drop if spec is not None and prelaunch_only(spec) else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+        return []
+    return [item for item in items if (spec := spec_of(item)) is not None and prelaunch_only(spec)]
 
 
 def summary_line(results: list[dict], many_run_dirs: bool = False, informative=frozenset()) -> tuple[str, bool]:
@@ -83,11 +75,9 @@ def informative_checks(state) -> frozenset[str]:
 
 
 def _state(config: pytest.Config):
-    from .plugin import STATE
-
-    if hasattr(config, "workerinput") or config.getoption("collectonly") or not is_prelaunch_session(config):
+    if not is_controller(config) or config.getoption("collectonly") or not is_prelaunch_session(config):
         return None
-    return config.stash.get(STATE, None)
+    return session_of(config)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -103,7 +93,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.hookimpl(trylast=True)  # the session's last line, under the run-health summary
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
     state = _state(config)
     if state is None:
         return

@@ -11,8 +11,15 @@ from typing import Any, Callable, Iterable
 
 BUILTIN_PREFIX = "RH"
 BUILTIN_OWNER = "pytest-runhealth"
-_ID = re.compile(r"^(?P<prefix>[A-Z][A-Z0-9]{0,9}?)(?P<num>\d{3,4})$")
-_PREFIX = re.compile(r"^[A-Z][A-Z]{0,9}$")
+# The one grammar of check IDs: an ID prefix (a capital letter, then at most 9
+# capitals or digits) and 3-4 digits (RH101, ACME0042). A prefix a pack
+# registers is letters only. rules.py validates a rule's ``id`` with
+# ID_PATTERN, waivers.py a waiver's ``check`` (an ID or an ID prefix) with
+# ID_OR_PREFIX.
+ID_PATTERN = r"^(?P<prefix>[A-Z][A-Z0-9]{0,9}?)(?P<num>\d{3,4})$"
+CHECK_ID = re.compile(ID_PATTERN)
+PREFIX = re.compile(r"^[A-Z][A-Z]{0,9}$")
+ID_OR_PREFIX = re.compile(r"^[A-Z][A-Z0-9]{0,9}\d{0,4}$")
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 FAMILIES = {
@@ -109,7 +116,8 @@ def check(
         @runhealth.check("ACME001", "no-warmup", family="acme", needs=["logs"],
                          detects="...", why="...", fix="...")
         def no_warmup(ctx):
-            if not ctx.log().find(b"warmup done"):
+            tail = ctx.log_tail()  # the main log's last lines, with line numbers
+            if not any("warmup done" in line.text for line in tail.lines):
                 return ctx.fail("config", "unknown", "warm-up never finished")
     """
 
@@ -153,7 +161,7 @@ class Registry:
         self._prefixes: dict[str, str] = {BUILTIN_PREFIX: BUILTIN_OWNER}
 
     def register_prefix(self, prefix: str, owner: str) -> None:
-        if not _PREFIX.match(prefix):
+        if not PREFIX.match(prefix):
             raise RegistryError(f"ID prefix {prefix!r} must be 1-10 capital letters")
         held = self._prefixes.get(prefix)
         if held and held != owner:
@@ -175,7 +183,7 @@ class Registry:
         return [self.add(f, owner or getattr(module, "__name__", None)) for f in found]
 
     def _validate(self, spec: CheckSpec, owner: str) -> None:
-        m = _ID.match(spec.id)
+        m = CHECK_ID.match(spec.id)
         if not m:
             raise RegistryError(f"check ID {spec.id!r} ({owner}) must be a prefix of capital letters and 3-4 digits")
         if not _SLUG.match(spec.slug):

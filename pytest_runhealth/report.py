@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,12 +15,84 @@ SCHEMA = "runhealth-report/1"
 OUTCOMES = ("passed", "failed", "skipped", "error", "warned")  # warned: failed, severity warn (observe mode)
 
 
+@dataclass(eq=True)
+class Result(Mapping):
+    """One health item's result: what the JSON report's ``results`` holds,
+    and what the terminal summary, the JUnit properties' consumers, the HTML
+    and Markdown reports and ``pytest-runhealth merge`` read.
+
+    :meth:`to_json` gives the ``runhealth-report/1`` form (keys in this
+    order; ``summary`` only when the finding had one), :meth:`from_json`
+    reads it back (keys it does not know are kept, so a merge loses nothing).
+    It is also a read-only mapping of that form (``r["outcome"]``,
+    ``r.get("cause")``), for code written against the dicts it replaces."""
+
+    nodeid: str
+    check: str | None = None
+    slug: str | None = None
+    run: str | None = None
+    run_dir: str | None = None
+    outcome: str = "passed"
+    verdict: str | None = None
+    cause: str | None = None
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    fix: str | None = None
+    note: str | None = None
+    duration_s: float = 0.0
+    waived: dict[str, Any] | None = None  # the waiver (runhealth.yaml) that turned this failure into an xfail
+    summary: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # keys of a newer report, kept as they came
+
+    @property
+    def sort_key(self) -> tuple[str, str, str]:
+        """The report's order: by check, then run, then node id."""
+        return (self.check or "", self.run or "", self.nodeid)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {name: getattr(self, name) for name in _JSON_KEYS}
+        if self.summary is not None:
+            out["summary"] = self.summary
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Result:
+        known = {k: v for k, v in data.items() if k in _JSON_KEYS or k == "summary"}
+        return cls(**known, extra={k: v for k, v in data.items() if k not in known})
+
+    # -- read-only mapping of the JSON form --------------------------------------
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())
+
+
+_JSON_KEYS = ("nodeid", "check", "slug", "run", "run_dir", "outcome", "verdict", "cause", "evidence", "fix",
+              "note", "duration_s", "waived")
+
+
+def count_outcomes(results: Iterable[Result]) -> dict[str, int]:
+    """The report's ``summary``: how many results of each outcome."""
+    counts = {k: 0 for k in OUTCOMES}
+    for res in results:
+        counts[res.outcome] = counts.get(res.outcome, 0) + 1
+    return counts
+
+
+def sorted_results(results: Iterable[Result]) -> list[Result]:
+    return sorted(results, key=lambda r: r.sort_key)
+
+
 class ResultCollector:
     """Folds the setup/call/teardown reports of each health item into one result."""
 
     def __init__(self) -> None:
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self.results: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, Result] = {}
         # Per-run status blocks ({run: {...}}), filled by status.py; the
         # report carries a top-level "status" only when there is one.
         self.status: dict[str, dict[str, Any]] = {}
@@ -36,58 +110,50 @@ class ResultCollector:
         nodeid = report.nodeid
         if meta.get("group") and nodeid.endswith("@" + meta["group"]):
             nodeid = nodeid[: -len(meta["group"]) - 1]  # xdist loadgroup's suffix: same ids with or without -n
-        res = self.results.setdefault(
-            nodeid,
-            {
-                "nodeid": nodeid,
-                "check": meta.get("check"),
-                "slug": meta.get("slug"),
-                "run": meta.get("run"),
-                "run_dir": meta.get("run_dir"),
-                "outcome": "passed",
-                "verdict": None,
-                "cause": None,
-                "evidence": [],
-                "fix": None,
-                "note": None,
-                "duration_s": 0.0,
-                "waived": None,  # the waiver (runhealth.yaml) that turned this failure into an xfail
-            },
-        )
-        res["duration_s"] = round(res["duration_s"] + (report.duration or 0.0), 6)
+        res = self.results.get(nodeid)
+        if res is None:
+            res = self.results[nodeid] = Result(nodeid, meta.get("check"), meta.get("slug"), meta.get("run"),
+                                                meta.get("run_dir"))
+        res.duration_s = round(res.duration_s + (report.duration or 0.0), 6)
         finding = meta.get("finding")
         if finding:
             for key in ("verdict", "cause", "evidence", "fix", "note"):
-                res[key] = finding.get(key) or res[key]
+                setattr(res, key, finding.get(key) or getattr(res, key))
             if finding.get("summary"):
-                res["summary"] = finding["summary"]
+                res.summary = finding["summary"]
         if meta.get("waived"):
-            res["waived"] = meta["waived"]
-        if meta.get("warned") and report.passed and res["outcome"] == "passed":
-            res["outcome"] = "warned"
-        if report.skipped and res["outcome"] == "passed":
-            res["outcome"] = "skipped"
-            res["note"] = meta.get("skip_reason") or res["note"]
+            res.waived = meta["waived"]
+        if meta.get("warned") and report.passed and res.outcome == "passed":
+            res.outcome = "warned"
+        if report.skipped and res.outcome == "passed":
+            res.outcome = "skipped"
+            res.note = meta.get("skip_reason") or res.note
         elif report.failed:
-            res["outcome"] = "failed" if report.when == "call" else "error"
+            res.outcome = "failed" if report.when == "call" else "error"
 
     def summary(self) -> dict[str, int]:
-        counts = {k: 0 for k in OUTCOMES}
-        for res in self.results.values():
-            counts[res["outcome"]] = counts.get(res["outcome"], 0) + 1
-        return counts
+        return count_outcomes(self.results.values())
 
     def document(self, run_dirs: list[str], version: str) -> dict[str, Any]:
-        results = sorted(self.results.values(), key=lambda r: (r["check"] or "", r["run"] or "", r["nodeid"]))
-        return {
-            "schema": SCHEMA,
-            "plugin_version": version,
-            "started_at": self.started_at,
-            "run_dirs": run_dirs,
-            "results": results,
-            "summary": self.summary(),
-            **({"status": dict(sorted(self.status.items()))} if self.status else {}),
-        }
+        return report_document(self.results.values(), run_dirs, version, self.started_at, self.status)
+
+
+def report_document(results: Iterable[Result], run_dirs: list[str], version: str, started_at: str,
+                    status: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The ``runhealth-report/1`` document; the top-level ``status`` (per-run
+    trainer status blocks) only when there is one."""
+    ordered = sorted_results(results)
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "plugin_version": version,
+        "started_at": started_at,
+        "run_dirs": run_dirs,
+        "results": [r.to_json() for r in ordered],
+        "summary": count_outcomes(ordered),
+    }
+    if status:
+        doc["status"] = dict(sorted(status.items()))
+    return doc
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:

@@ -30,13 +30,14 @@ from typing import Any, Iterator
 
 import pytest
 
+from .config import ConfigError, read_config_data
 from .finding import VERDICTS
 from .logscan import CHUNK, MAX_PENDING
-from .registry import PHASES, SCOPES, SEVERITIES, RegistryError, check
+from .registry import ID_PATTERN, PHASES, SCOPES, SEVERITIES, RegistryError, check
 from .safeio import describe_error, open_readonly
+from .session import config_path
 from .severity import level_name
 
-ID_PATTERN = r"^[A-Z][A-Z0-9]{0,9}?\d{3,4}$"
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 OVERLAP = 4096  # bytes kept between reads of a line with no newline: longer matches are not found there
 MAX_EVIDENCE = 5
@@ -219,7 +220,6 @@ def parse_rules(raw_rules: Any, source: str = "runhealth.yaml") -> list[Rule]:
 def read_rules(path: Path) -> list[Rule]:
     """The rules of one runhealth.yaml; a file that does not parse is left to
     the config loader, which reports it with the rest of the file."""
-    from .config import ConfigError, read_config_data
 
     try:
         data = read_config_data(path)
@@ -472,8 +472,6 @@ RULES = pytest.StashKey[list[Rule]]()
 
 
 def pytest_runhealth_register_checks(registry, config) -> None:
-    from .plugin import config_path
-
     path = config_path(config)
     rules = read_rules(path) if path is not None and Path(path).is_file() else []
     config.stash[RULES] = rules

@@ -13,6 +13,9 @@ import zlib
 
 import pytest
 
+from .context import Target
+from .session import is_controller
+
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -65,7 +68,8 @@ def assign_shards(targets: dict[str, object], n: int) -> dict[str, int]:
     return out
 
 
-def select_shard(items: list[pytest.Item], config: pytest.Config, shard: tuple[int, int]) -> None:
+def outside_shard(items: list[pytest.Item], shard: tuple[int, int]) -> list[pytest.Item]:
+    """The run-health items that belong to another shard than ``shard``."""
     k, n = shard
     targets: dict[str, object] = {}
     for item in items:
@@ -73,16 +77,7 @@ def select_shard(items: list[pytest.Item], config: pytest.Config, shard: tuple[i
         if target is not None:
             targets.setdefault(group_of(target), target)
     assignment = assign_shards(targets, n)
-    keep, drop = [], []
-    for item in items:
-        target = _target(item)
-        if target is None or assignment[group_of(target)] == k:
-            keep.append(item)
-        else:
-            drop.append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    return [item for item in items if (target := _target(item)) is not None and assignment[group_of(target)] != k]
 
 
 def add_xdist_groups(items: list[pytest.Item], config: pytest.Config) -> None:
@@ -97,7 +92,7 @@ def add_xdist_groups(items: list[pytest.Item], config: pytest.Config) -> None:
 def prefer_loadgroup(config: pytest.Config) -> None:
     """With ``-n``, xdist defaults to ``--dist load``; make it ``loadgroup``
     so one run's items share a worker. An explicit other mode is kept."""
-    if hasattr(config, "workerinput"):
+    if not is_controller(config):
         # A worker parses its own command line, where ``-n`` alone leaves
         # dist at "no"; the controller switched to loadgroup in that case.
         if getattr(config.option, "dist", None) == "no":
@@ -107,8 +102,6 @@ def prefer_loadgroup(config: pytest.Config) -> None:
 
 
 def _target(item: pytest.Item):
-    from .context import Target
-
     callspec = getattr(item, "callspec", None)
     target = callspec.params.get("runhealth_target") if callspec is not None else None
     return target if isinstance(target, Target) else None

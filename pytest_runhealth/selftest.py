@@ -27,6 +27,11 @@ from typing import Any
 
 import pytest
 
+from .collection import build_registry
+from .registry import RegistryError
+from .rules import RULES
+from .session import config_path
+
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TIMEOUT_S = 300
 
@@ -62,8 +67,6 @@ def read_expectations(folder: Path) -> list[Expectation]:
 
 
 def rule_expectations(config: pytest.Config) -> list[Expectation]:
-    from .plugin import config_path
-    from .rules import RULES
 
     rules = config.stash.get(RULES, [])
     path = config_path(config)
@@ -100,7 +103,6 @@ def collect(config: pytest.Config) -> list[Expectation]:
 
 def run_one(exp: Expectation, config: pytest.Config, report: Path) -> dict[str, list[dict[str, Any]]]:
     """The example's results by check ID, from a fresh pytest process."""
-    from .plugin import config_path
 
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header",
             "--run-dir", str(exp.example), "--runhealth-report", str(report),
@@ -177,7 +179,6 @@ def only(exp: Expectation, prefix: str) -> Expectation | None:
 
 
 def selftest(config: pytest.Config, prefix: str = "") -> int:
-    from .plugin import build_registry
 
     registry = build_registry(config)
     expectations = [e for e in (only(x, prefix) for x in collect(config)) if e is not None]
@@ -225,7 +226,6 @@ def pytest_cmdline_main(config: pytest.Config):
     prefix = config.getoption("runhealth_selftest", None)
     if prefix is None:
         return None
-    from .registry import RegistryError
 
     try:
         return selftest(config, prefix)

@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
+from . import waivers
 from .registry import SEVERITIES
+from .session import session_of, spec_of
 
 WAIVED = pytest.StashKey[dict]()
 WARNED = pytest.StashKey[bool]()
-_POLICY = pytest.StashKey["Policy"]()
 
 
 class RunHealthWarning(pytest.PytestWarning):
@@ -72,8 +73,6 @@ class Policy:
     """The session's severity and waivers, parsed once from runhealth.yaml."""
 
     def __init__(self, settings) -> None:
-        from . import waivers
-
         self.levels: dict[str, str] = {str(k): level_name(v) for k, v in (settings.section("severity") or {}).items()}
         self.waivers = waivers.parse(settings.section("waivers"))
 
@@ -81,21 +80,11 @@ class Policy:
         return level_of(spec, self.levels)
 
 
-def policy(config: pytest.Config) -> Policy:
-    if _POLICY not in config.stash:
-        from .plugin import STATE
-
-        config.stash[_POLICY] = Policy(config.stash[STATE].settings)
-    return config.stash[_POLICY]
-
-
 def settle(item: pytest.Item, spec, target, finding) -> bool:
     """Decide what a failing finding does to the test. Raises xfail when a
     live waiver covers it; returns True when it is only a warning; returns
     False when it fails (an expired waiver adds why it no longer applies)."""
-    from . import waivers
-
-    pol = policy(item.config)
+    pol = session_of(item.config).policy
     names = tuple(dict.fromkeys((target.name, target.label)))
     waiver = waivers.waiver_for(pol.waivers, spec.id, names)
     if waiver is not None:
@@ -128,17 +117,9 @@ def disposition(item: pytest.Item) -> dict[str, Any]:
     return out
 
 
-# -- severity off: not collected (this module is a sub-plugin) ---------------------------
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    from .plugin import STATE
-
-    if STATE not in config.stash:
-        return
-    pol = policy(config)
-    keep, off = [], []
-    for item in items:
-        spec = getattr(getattr(item, "function", None), "_runhealth_check", None)
-        (off if spec is not None and pol.level(spec) == "off" else keep).append(item)
-    if off:
-        config.hook.pytest_deselected(items=off)
-        items[:] = keep
+def deselect_off(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items of checks whose severity is ``off``: not run at all."""
+    state = session_of(config)
+    if state is None:
+        return []
+    return [item for item in items if (spec := spec_of(item)) is not None and state.policy.level(spec) == "off"]

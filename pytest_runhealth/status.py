@@ -49,6 +49,7 @@ from .checkpoints import find_checkpoints, latest
 from .errors import classify
 from .logscan import LogScan, StepPoint
 from .safeio import mtime, read_head
+from .session import session_of
 
 MIN_STEADY = 3
 RECENT = 20  # step-time measurements the ETA averages over
@@ -346,9 +347,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _state(config):
-    from .plugin import STATE
-
-    return config.stash.get(STATE, None)
+    return session_of(config)
 
 
 _DONE = pytest.StashKey[set]()
@@ -389,9 +388,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
-def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    state = _state(config)
-    if state is None or not state.collector.status or hasattr(config, "workerinput"):
+def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
+    state = session
+    if not state.collector.status:
         return
     terminalreporter.write_sep("-", "run status")
     many = len(state.collector.status) > COMPACT_FROM

@@ -110,10 +110,6 @@ class EventFileRead:
         return self.problem_count > 0
 
 
-def is_event_file(path: Path) -> bool:
-    return Path(path).name.startswith(EVENTS_PREFIX)
-
-
 # -- CRC-32C -------------------------------------------------------------------
 _NP_TABLE = None
 

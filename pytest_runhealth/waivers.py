@@ -16,15 +16,15 @@ the end, so stale exclusions do not pile up and hide new problems::
 from __future__ import annotations
 
 import fnmatch
-import re
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 import pytest
 
+from .registry import ID_OR_PREFIX
+
 WAIVER_KEYS = ("check", "runs", "reason", "owner", "expires")
-_CHECK = re.compile(r"^[A-Z][A-Z0-9]{0,13}$")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def problems(section: Any) -> list[str]:
             continue
         out += [f"{who}: field '{k}': unknown key; known: {', '.join(WAIVER_KEYS)}" for k in raw if k not in WAIVER_KEYS]
         out += [f"{who}: field '{k}': required" for k in ("check", "reason", "owner", "expires") if k not in raw]
-        if "check" in raw and not (isinstance(raw["check"], str) and _CHECK.match(raw["check"])):
+        if "check" in raw and not (isinstance(raw["check"], str) and ID_OR_PREFIX.match(raw["check"])):
             out.append(f"{who}: field 'check': {raw['check']!r} must be a check ID or an ID prefix (RH101, RH1, ACME)")
         for key in ("reason", "owner", "runs"):
             if key in raw and not (isinstance(raw[key], str) and raw[key].strip()):
@@ -105,19 +105,15 @@ def waiver_for(waivers: list[Waiver], check_id: str, run_names: tuple[str, ...])
 
 
 # -- the end-of-session listing (this module is a sub-plugin) --------------------------
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    from .plugin import STATE
-
-    state = config.stash.get(STATE, None)
-    if state is None or hasattr(config, "workerinput"):
-        return
-    waivers = parse(state.settings.section("waivers"))
+def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
+    state = session
+    waivers = state.policy.waivers
     if not waivers:
         return
     used: set[int] = set()
     expired_hits: dict[int, int] = {}
     for res in state.collector.results.values():
-        waived = res.get("waived")
+        waived = res.waived
         if not waived:
             continue
         if waived.get("expired"):

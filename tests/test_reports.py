@@ -158,8 +158,8 @@ def test_same_page_and_properties_under_xdist(tmp_path, pytester, run_health):
     assert page.count('data-series="step-time"') == 3  # the controller re-read the logs
     assert "vram-leak-step-collapse" in page
     cases = properties(xml)
-    assert cases["RPT101-short-run[cur-001-s0]"]["cause"] == "vram-leak-step-collapse"
-    assert cases["RPT101-short-run[baseline-000-s0]"]["verdict"] == "healthy"
+    assert cases["RPT101-short-run[s/cur-001-s0]"]["cause"] == "vram-leak-step-collapse"
+    assert cases["RPT101-short-run[s/baseline-000-s0]"]["verdict"] == "healthy"
 
 
 def test_several_run_dirs_get_a_section_each(tmp_path, pytester, run_health):

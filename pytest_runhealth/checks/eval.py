@@ -404,7 +404,7 @@ def request_shape(ctx):
     "exist; then re-run the gate.",
 )
 def promotion_gate(ctx):
-    from ..eval.plugin import decision_for, gate_mode
+    from ..eval.state import decision_for, gate_mode
 
     if not gate_mode(ctx.config):
         ctx.skip("not a promotion gate (run with --runhealth-gate, or mark a test runhealth_gate)")

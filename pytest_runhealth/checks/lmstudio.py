@@ -243,10 +243,7 @@ def lms_cli_resolvable(ctx, lmstudio):
 def _judge_model(ctx, lm) -> tuple[str | None, str]:
     if lm.judge_model:
         return lm.judge_model, "configured"
-    from ..plugin import STATE
-
-    state = ctx.config.stash.get(STATE, None) if ctx.config is not None else None
-    section = state.settings.section("lmstudio") if state is not None else {}
+    section = ctx.settings.section("lmstudio")
     if isinstance(section, dict) and section.get("judge_model"):
         return str(section["judge_model"]), "runhealth.yaml lmstudio.judge_model"
     ledger = ctx.run_dir.ledger if ctx.run_dir.is_sweep else None

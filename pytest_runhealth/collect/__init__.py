@@ -1,1 +1,1 @@
-"""Holds the module that health checks are collected from."""
+"""Holds the anchor file the run-health checks are collected from (``collection.py``)."""

@@ -1,5 +1,5 @@
-"""The module the health checks are collected from.
+"""The anchor pytest is pointed at to collect the run-health checks.
 
-It is empty on disk: at collection the plugin adds one test function per
-registered check (named ``RH101-step-count-collapse``), parametrised over the
-runs of every ``--run-dir``."""
+It stays empty: ``collection.RunHealthModule`` collects it, with a module
+object of its own made fresh each session (one test per check), and the node
+id ``runhealth`` instead of this file's path. See ``collection.py`` for why."""

@@ -8,22 +8,6 @@ Cheap to import: httpx and jsonschema load only when used."""
 from __future__ import annotations
 
 from .model import DEFAULT_TERMINAL, Evaluation
+from .state import evaluation_of, terminal_statuses
 
-
-def evaluation_of(run_dir) -> Evaluation:
-    """The run dir's evaluation, read once per session whichever check asks."""
-    loader = getattr(run_dir, "load_evaluation", None)
-    if loader is None:
-        from .harvest import load_harvest
-
-        def loader():
-            return load_harvest(run_dir)
-
-    return run_dir.cached(("eval", "evaluation"), loader)
-
-
-def terminal_statuses(config) -> tuple[str, ...]:
-    from .plugin import SETTINGS
-
-    settings = config.stash.get(SETTINGS, None) if config is not None else None
-    return settings.terminal_statuses if settings is not None else DEFAULT_TERMINAL
+__all__ = ["DEFAULT_TERMINAL", "Evaluation", "evaluation_of", "terminal_statuses"]

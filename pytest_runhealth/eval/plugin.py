@@ -9,17 +9,20 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from .. import __version__
+from ..report import write_json
 from ..rundir import RunDir
+from ..session import is_controller, report_path, session_of
+from . import evaluation_of
+from .gate import record_path, verdict_record
+from .model import Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
+from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode
 
-SETTINGS = pytest.StashKey[EvalSettings]()
-GATE_ON = pytest.StashKey[bool]()
 GATE_RESULT = pytest.StashKey[dict]()
-GATE_MARK = "runhealth_gate"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,19 +45,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{GATE_MARK}: this test is a promotion gate (turns on --runhealth-gate)")
 
 
-def gate_mode(config: pytest.Config | None) -> bool:
-    if config is None:
-        return False
-    return bool(config.getoption("runhealth_gate", False) or config.getini("runhealth_gate") or config.stash.get(GATE_ON, False))
-
-
-def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
-    from ..plugin import STATE
-
-    state = config.stash.get(STATE, None) if config is not None else None
-    return validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate")
-
-
 # -- targets -------------------------------------------------------------------
 class LiveEvaluation(RunDir):
     """A run-dir-like target whose evaluation comes from the server.
@@ -74,7 +64,6 @@ class LiveEvaluation(RunDir):
     def load_evaluation(self):
         from .client import EvalClient
         from .live import fetch_evaluation
-        from .model import Evaluation
 
         try:
             client = EvalClient(self.settings)
@@ -102,9 +91,7 @@ def pytest_runhealth_targets(config: pytest.Config, settings) -> list[RunDir]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from ..plugin import STATE
-
-    state = config.stash.get(STATE, None)
+    state = session_of(config)
     for rd in state.run_dirs if state else []:
         if isinstance(rd, LiveEvaluation):
             rd.close()
@@ -138,22 +125,6 @@ def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
     return decision_for(run_dir, request.config)
 
 
-def decision_for(run_dir: RunDir, config: pytest.Config | None):
-    from ..plugin import STATE
-    from . import evaluation_of, terminal_statuses
-    from .gate import decide
-
-    state = config.stash.get(STATE, None) if config is not None else None
-    k = 3
-    if state is not None:
-        spec = state.registry.get("RH508")
-        if spec is not None:
-            k = int(state.settings.thresholds_for(spec).get("min_rounds", 3))
-    gate = gate_settings(config)
-    return decide(evaluation_of(run_dir), terminal_statuses(config), k, gate.get("candidate"),
-                  gate.get("claim", "wins"), run_dir.log_tail)
-
-
 # -- the gate at the end of the session ----------------------------------------
 def _blockers(results: list[dict]) -> list[dict]:
     out = []
@@ -169,8 +140,6 @@ def _blockers(results: list[dict]) -> list[dict]:
 
 def _check_versions(results: list[dict], registry) -> list[dict[str, str]]:
     from importlib import metadata
-
-    from .. import __version__
 
     out = []
     for cid in sorted({r["check"] for r in results if r.get("check")}):
@@ -189,35 +158,28 @@ def _check_versions(results: list[dict], registry) -> list[dict[str, str]]:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    from ..plugin import STATE
-
-    state = config.stash.get(STATE, None)
-    if state is None or hasattr(config, "workerinput") or not gate_mode(config):
+    state = session_of(config)
+    if state is None or not is_controller(config) or not gate_mode(config):
         return
-    from .. import __version__
-    from ..report import write_json
-    from .gate import record_path, verdict_record
 
     results = list(state.collector.results.values())
     blockers = _blockers(results)
     decisions = {}
     for rd in state.run_dirs:
         if "harvest" in rd.layouts:
-            from . import evaluation_of
-
             decisions[rd.name] = (decision_for(rd, config), evaluation_of(rd))
     record = verdict_record(decisions, blockers, __version__, _check_versions(results, state.registry))
     config.stash[GATE_RESULT] = record
-    out = config.getoption("runhealth_report") or config.getini("runhealth_report")
+    out = report_path(config, "report")
     if out:
-        path = record_path(Path(out))
+        path = record_path(out)
         write_json(path, record)
         record["path"] = str(path)
     if record["decision"] != "promote" and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
     record = config.stash.get(GATE_RESULT, None)
     if record is None:
         return

@@ -21,12 +21,6 @@ LIVE = pytest.StashKey["LiveServices"]()
 LMSTUDIO_LOG_NAMES = ("lmstudio", "lm-studio", "lm_studio")
 
 
-def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hookspecs
-
-    pluginmanager.add_hookspecs(hookspecs)
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("runhealth")
     group.addoption("--lmstudio-url", metavar="URL",

@@ -57,15 +57,6 @@ def _e(value: Any) -> str:
     return svg.text("" if value is None else str(value))
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(round(seconds))
-    h, rem = divmod(s, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
-
-
 def render_failure(r: dict[str, Any]) -> str:
     head = f"{_e(r['check'])} {_e(r.get('slug'))}"
     tags = [f"verdict: {_e(r.get('verdict'))}"]

@@ -13,8 +13,12 @@ from typing import Any
 import pytest
 
 from .. import __version__
-from ..plugin import STATE
 from ..report import write_text
+from ..session import is_controller, report_path, session_of
+from .gpu import add_gpu_lines
+from .html import render_page
+from .markdown import render_markdown
+from .view import build_view
 
 WRITTEN = pytest.StashKey[list[str]]()
 
@@ -30,17 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def report_paths(config: pytest.Config) -> dict[str, Path]:
-    """Command-line paths are relative to where pytest was started, ini paths
-    to the ini file (pytest's own rule for ``paths`` ini values)."""
-    out = {}
-    for kind in ("html", "markdown"):
-        given, base = config.getoption(f"runhealth_{kind}"), config.invocation_params.dir
-        if not given:
-            given = config.getini(f"runhealth_{kind}")
-            base = config.inipath.parent if config.inipath else config.rootpath
-        if given:
-            out[kind] = base / Path(os.path.expanduser(given))
-    return out
+    """The HTML and Markdown paths asked for (``session.report_path``'s rule)."""
+    return {kind: path for kind in ("html", "markdown") if (path := report_path(config, kind)) is not None}
 
 
 def inside(path: Path, folder: Path) -> bool:
@@ -53,7 +48,7 @@ def inside(path: Path, folder: Path) -> bool:
 
 @pytest.hookimpl(trylast=True)  # after the main plugin has put its state in the stash
 def pytest_configure(config: pytest.Config) -> None:
-    state = config.stash.get(STATE, None)
+    state = session_of(config)
     if state is None:
         return
     for kind, path in report_paths(config).items():
@@ -69,8 +64,6 @@ def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[st
     """status.py's blocks per (run dir, run), with a GPU reading for the runs
     still running. status.py fills ``collector.status`` in its own (tryfirst)
     sessionfinish, keyed ``run`` or ``run_dir/run``."""
-    from .gpu import add_gpu_lines
-
     found = getattr(state.collector, "status", None) or {}
     many = len(state.run_dirs) > 1
     out, runs = {}, {}
@@ -86,9 +79,9 @@ def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[st
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    state = config.stash.get(STATE, None)
+    state = session_of(config)
     paths = report_paths(config)
-    if state is None or not paths or hasattr(config, "workerinput"):
+    if state is None or not paths or not is_controller(config):
         return
     written: list[str] = []
     config.stash[WRITTEN] = written
@@ -103,12 +96,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for kind, path in paths.items():
         try:
             if kind == "html":
-                from .html import render_page
-
                 text = render_page(view, state.registry)
             else:
-                from .markdown import render_markdown
-
                 text = render_markdown(view)
             write_text(path, text)
             written.append(f"{kind}: {path}")
@@ -119,8 +108,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def build(state: Any, paths: dict[str, Path], config: pytest.Config):
-    from .view import build_view
-
     return build_view(
         state.collector.results.values(),
         state.run_dirs,
@@ -134,6 +121,6 @@ def build(state: Any, paths: dict[str, Path], config: pytest.Config):
 
 
 @pytest.hookimpl(trylast=True)  # below the run-health summary
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
     for line in config.stash.get(WRITTEN, []):
         terminalreporter.write_line(line)

@@ -1,0 +1,64 @@
+"""What the evaluation sub-plugin knows in one session, for the checks and
+the sub-plugin alike: the resolved ``--eval-*`` settings (``SETTINGS``,
+stashed by ``eval/plugin.py``), whether the session is a promotion gate, and
+the gate's decision for a run dir.
+
+It sits below ``eval/plugin.py`` so that the RH5xx checks read it without
+importing a sub-plugin (no import reaches upward)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..session import session_of
+from .gate import decide
+from .model import DEFAULT_TERMINAL, Evaluation
+from .settings import GATE_SCHEMA, EvalSettings, validate
+
+SETTINGS = pytest.StashKey[EvalSettings]()
+GATE_ON = pytest.StashKey[bool]()  # a test marked runhealth_gate was collected
+GATE_MARK = "runhealth_gate"
+
+
+def evaluation_of(run_dir) -> Evaluation:
+    """The run dir's evaluation, read once per session whichever check asks."""
+    loader = getattr(run_dir, "load_evaluation", None)
+    if loader is None:
+        from .harvest import load_harvest
+
+        def loader():
+            return load_harvest(run_dir)
+
+    return run_dir.cached(("eval", "evaluation"), loader)
+
+
+def terminal_statuses(config) -> tuple[str, ...]:
+    settings = config.stash.get(SETTINGS, None) if config is not None else None
+    return settings.terminal_statuses if settings is not None else DEFAULT_TERMINAL
+
+
+def gate_mode(config: pytest.Config | None) -> bool:
+    if config is None:
+        return False
+    return bool(config.getoption("runhealth_gate", False) or config.getini("runhealth_gate") or config.stash.get(GATE_ON, False))
+
+
+def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
+    state = session_of(config)
+    return validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate")
+
+
+def decision_for(run_dir, config: pytest.Config | None):
+    """The promotion gate's decision for ``run_dir`` (RH508's threshold
+    ``min_rounds`` is K, runhealth.yaml's ``gate:`` the candidate and claim)."""
+    state = session_of(config)
+    k = 3
+    if state is not None:
+        spec = state.registry.get("RH508")
+        if spec is not None:
+            k = int(state.settings.thresholds_for(spec).get("min_rounds", 3))
+    gate = gate_settings(config)
+    return decide(evaluation_of(run_dir), terminal_statuses(config), k, gate.get("candidate"),
+                  gate.get("claim", "wins"), run_dir.log_tail)

@@ -1,0 +1,49 @@
+"""``runhealth-report/1`` stays byte-compatible through the typed ``Result``
+(issue 19): a report of an example equals the one the dict-based collector
+wrote before (tests/golden, made with that code), once the values that
+change from run to run are normalised; and ``Result`` round-trips its JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from pytest_runhealth.report import Result, count_outcomes, report_document
+
+HERE = Path(__file__).parent
+EXAMPLE = HERE.parent / "examples" / "generic-oom-rich"
+GOLDEN = HERE / "golden" / "report-generic-oom-rich.json"
+
+
+def normalised(text: str, run_dir: Path) -> str:
+    doc = json.loads(text)
+    doc["started_at"], doc["plugin_version"], doc["run_dirs"] = "<started_at>", "<version>", ["<ex>"]
+    for res in doc["results"]:
+        res["duration_s"] = 0.0
+    return json.dumps(doc, indent=2).replace(str(run_dir), "<ex>") + "\n"
+
+
+def test_the_report_of_an_example_is_byte_compatible(run_health, pytester):
+    ex = pytester.path / "ex"
+    shutil.copytree(EXAMPLE, ex)
+    res = run_health(ex)
+    text = (pytester.path / "runhealth-report.json").read_text(encoding="utf-8")
+    assert normalised(text, ex) == GOLDEN.read_text(encoding="utf-8"), res.stdout
+
+
+def test_result_round_trips_its_json():
+    doc = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    for raw in doc["results"]:
+        res = Result.from_json(raw)
+        assert json.dumps(res.to_json()) == json.dumps(raw)
+        assert res["outcome"] == res.outcome == raw["outcome"]  # the mapping view reads the JSON form
+    again = report_document([Result.from_json(r) for r in doc["results"]], doc["run_dirs"], doc["plugin_version"],
+                            doc["started_at"], doc.get("status"))
+    assert json.dumps(again, indent=2) + "\n" == GOLDEN.read_text(encoding="utf-8")
+    assert count_outcomes(Result.from_json(r) for r in doc["results"]) == doc["summary"]
+
+
+def test_result_keeps_keys_it_does_not_know():
+    raw = {"nodeid": "x::A101-a[r]", "check": "A101", "outcome": "failed", "future_key": [1, 2]}
+    assert Result.from_json(raw).to_json()["future_key"] == [1, 2]
