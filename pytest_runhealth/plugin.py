@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from . import __version__, packs, scale, severity
+from . import __version__, discovery, packs, scale, severity
 from .context import CheckContext, Target
 from .finding import Finding
 from .needs import missing_need
@@ -46,6 +46,7 @@ FINDING = pytest.StashKey[Finding]()
 # cheap to import.
 SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.catalogue",
+    "pytest_runhealth.discovery",
     "pytest_runhealth.eval.plugin",
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.packs",
@@ -176,7 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     cli_dirs = list(config.getoption("runhealth_run_dirs") or [])
     paths = [Path(p) for p in cli_dirs] or [Path(p) for p in config.getini("runhealth_run_dirs")]
-    run_dirs = label_run_dirs(paths)
+    run_dirs = discovery.run_dirs_for(config, paths)  # every run below each path, once (discovery.py)
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     run_dirs += extra
