@@ -126,12 +126,12 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
         return True
 
     seen = walk(root, max_depth=depth, visit=visit)
-    strong += _harvests(root, rounds, strong)
+    strong += _harvests(root, rounds, strong, generic)
     taken = [f.path for f in strong]
     kept: list[Path] = []
     for g in sorted(generic, key=lambda p: len(p.parts)):
-        if any(_within(t, g) for t in taken) or any(_within(g, k) for k in kept):
-            continue  # a stronger run below it, or inside a generic run already kept
+        if any(_within(t, g) or _within(g, t) for t in taken) or any(_within(g, k) for k in kept):
+            continue  # a stronger run below or above it, or inside a generic run already kept
         kept.append(g)
     found = strong + [Found(g, "generic") for g in kept]
     if not found:
@@ -144,9 +144,10 @@ def _within(inner: Path, outer: Path) -> bool:
     return inner == outer or outer in inner.parents
 
 
-def _harvests(root: Path, rounds: list[Path], strong: list[Found]) -> list[Found]:
+def _harvests(root: Path, rounds: list[Path], strong: list[Found], generic: list[Path]) -> list[Found]:
     """Round folders grouped into harvests: the folder that holds them is one
-    harvest when it holds no other run; else each round stands alone."""
+    harvest when it holds no other run (its own logs aside); else each round
+    stands alone."""
     out = []
     by_parent: dict[Path, list[Path]] = {}
     for r in rounds:
@@ -155,7 +156,8 @@ def _harvests(root: Path, rounds: list[Path], strong: list[Found]) -> list[Found
         else:
             by_parent.setdefault(r.parent, []).append(r)
     for parent, rs in by_parent.items():
-        if any(_within(f.path, parent) for f in strong) or any(_within(o, parent) for o in rounds if o.parent != parent):
+        others = [f.path for f in strong] + [g for g in generic if g != parent] + [o for o in rounds if o.parent != parent]
+        if any(_within(o, parent) for o in others):
             out += [Found(r, "harvest", [r]) for r in rs]
         else:
             out.append(Found(parent, "harvest", sorted(rs)))
