@@ -56,17 +56,21 @@ class Discovery:
     truncated: bool = False
 
 
-def _names(folder: Path) -> tuple[set[str], set[str]]:
+def _names(folder: Path) -> tuple[set[str], set[str], set[str]]:
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return set(), set()
+        return set(), set(), set()
     return _split(entries)
 
 
-def _split(entries: list[os.DirEntry]) -> tuple[set[str], set[str]]:
-    files, dirs = set(), set()
+def _split(entries: list[os.DirEntry]) -> tuple[set[str], set[str], set[str]]:
+    """(regular files, folders, every name): marker files are looked for by
+    name whatever they are (a ledger.jsonl that is a folder or a link out is
+    still that run's broken ledger, for its checks to report)."""
+    files, dirs, names = set(), set(), set()
     for e in entries:
+        names.add(e.name)
         try:
             if e.is_dir(follow_symlinks=False):
                 dirs.add(e.name)
@@ -74,30 +78,31 @@ def _split(entries: list[os.DirEntry]) -> tuple[set[str], set[str]]:
                 files.add(e.name)
         except OSError:
             continue
-    return files, dirs
+    return files, dirs, names
 
 
-def classify(folder: Path, files: set[str], dirs: set[str]) -> str | None:
+def classify(folder: Path, files: set[str], dirs: set[str], names: set[str] | None = None) -> str | None:
     """The strong kind of a folder from its own entries (and a peek into a
     named child or two), or "generic" for a folder with logs or event files,
     or None."""
-    if "ledger.jsonl" in files or ("runs" in dirs and any((folder / "runs" / d / "logs").is_dir()
+    names = files | dirs if names is None else names
+    if "ledger.jsonl" in names or ("runs" in dirs and any((folder / "runs" / d / "logs").is_dir()
                                                            for d in sorted(_names(folder / "runs")[1])[:8])):
         return "sweep"
-    if any(name in files for name in ROUND_FILES):
+    if any(name in names for name in ROUND_FILES):
         return "round"
     if "rounds" in dirs and round_folders(folder):
         return "harvest"
-    if "config.yaml" in files and ({"logs", "outputs"} & dirs):
+    if "config.yaml" in names and ({"logs", "outputs"} & dirs):
         return "trainer"  # an LTX-2 workspace
     if "checkpoints" in dirs and any(LTX_CKPT.match(n) for n in _names(folder / "checkpoints")[0]):
         return "trainer"  # an LTX-2 output folder
-    weights = [n for n in files if n.endswith(".safetensors") and not LTX_CKPT.match(n)]
+    weights = [n for n in names if n.endswith(".safetensors") and not LTX_CKPT.match(n)]
     if any(KOHYA_STEPPED.match(n) for n in weights) or (weights and (
             "sample" in dirs or any(d.endswith("-state") for d in dirs) or "logs" in dirs
             or any(n.endswith(GENERIC_LOGS) for n in files))):
         return "kohya"
-    if folder.name != "logs" and (any(n.endswith(GENERIC_LOGS) or n.startswith("events.out.tfevents") for n in files)
+    if folder.name != "logs" and (any(n.endswith(GENERIC_LOGS) or n.startswith("events.out.tfevents") for n in names)
                                   or ("logs" in dirs and _names(folder / "logs")[0])):
         return "generic"
     return None
