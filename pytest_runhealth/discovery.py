@@ -161,7 +161,8 @@ def _harvests(root: Path, rounds: list[Path], strong: list[Found], generic: list
         else:
             by_parent.setdefault(r.parent, []).append(r)
     for parent, rs in by_parent.items():
-        others = [f.path for f in strong] + [g for g in generic if g != parent] + [o for o in rounds if o.parent != parent]
+        others = [f.path for f in strong] + [g for g in generic if g != parent]
+        others += [o for o in rounds if o.parent != parent]
         if any(_within(o, parent) for o in others):
             out += [Found(r, "harvest", [r]) for r in rs]
         else:

@@ -162,7 +162,8 @@ class Episode:
     logs: list[Any] = field(default_factory=list)  # Paths of game and policy logs (harvest only)
     has_results: bool | None = None  # results.json present (harvest only; None live)
     raw: dict = field(default_factory=dict)
-    format_problem: str | None = None  # "format not understood: <file>, expected …" (its scores are unknown, not missing)
+    # "format not understood: <file>, expected …": its scores are unknown, not missing
+    format_problem: str | None = None
     format_source: str = ""  # the file (or URL) whose shape was not understood
     format_shape: str = ""  # the start of that document, as JSON (the evidence)
 

@@ -54,7 +54,8 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
         if r["outcome"] in ("failed", "error") and r.get("cause"):
             causes[r["cause"]] = causes.get(r["cause"], 0) + 1
     if causes:  # the same line as the terminal summary's
-        lines += ["causes: " + ", ".join(f"{cell(c, 60)} ×{n}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1])), ""]
+        ranked = sorted(causes.items(), key=lambda kv: -kv[1])
+        lines += ["causes: " + ", ".join(f"{cell(c, 60)} ×{n}" for c, n in ranked), ""]
     lines += [
         "| result | check | run | verdict | cause | diagnosis | fix |",
         "|---|---|---|---|---|---|---|",

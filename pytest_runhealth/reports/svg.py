@@ -145,7 +145,8 @@ def line_chart(
         out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{hi_label}{text(unit)}</text>')
         out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">{lo_label}{text(unit)}</text>')
     else:  # flat: one label where the line is drawn (mid-height)
-        out.append(f'<text class="tick" x="{x0 - 3}" y="{(yt + yb) / 2 + 4:.0f}" text-anchor="end">{lo_label}{text(unit)}</text>')
+        ym = (yt + yb) / 2 + 4
+        out.append(f'<text class="tick" x="{x0 - 3}" y="{ym:.0f}" text-anchor="end">{lo_label}{text(unit)}</text>')
     if log:
         out.append(f'<text class="tick" x="{x0 - 3}" y="{(yt + yb) / 2:.0f}" text-anchor="end">log</text>')
     out.append(f'<text class="tick" x="{x0}" y="{height - 4}">{_fmt(min(xs))}</text>')
