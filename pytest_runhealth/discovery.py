@@ -81,7 +81,8 @@ def _split(entries: list[os.DirEntry]) -> tuple[set[str], set[str], set[str]]:
     return files, dirs, names
 
 
-def classify(folder: Path, files: set[str], dirs: set[str], names: set[str] | None = None) -> str | None:
+def classify(folder: Path, files: set[str], dirs: set[str], names: set[str] | None = None,
+             nested: bool = True) -> str | None:
     """The strong kind of a folder from its own entries (and a peek into a
     named child or two), or "generic" for a folder with logs or event files,
     or None."""
@@ -102,6 +103,11 @@ def classify(folder: Path, files: set[str], dirs: set[str], names: set[str] | No
             "sample" in dirs or any(d.endswith("-state") for d in dirs) or "logs" in dirs
             or any(n.endswith(GENERIC_LOGS) for n in files))):
         return "kohya"
+    for child in ("outputs", "output") if nested else ():
+        # A workspace: its logs beside the trainer's output folder are one run, not a generic run and an output.
+        inner = classify(folder / child, *_names(folder / child), nested=False) if child in dirs else None
+        if inner in ("trainer", "kohya"):
+            return inner
     if folder.name != "logs" and (any(n.endswith(GENERIC_LOGS) or n.startswith("events.out.tfevents") for n in names)
                                   or ("logs" in dirs and _names(folder / "logs")[0])):
         return "generic"

@@ -172,3 +172,17 @@ def test_a_known_results_shape_near_miss_is_read(tmp_path, run_health):
     write(h / "episode_00" / "episode.json", ep)
     write(h / "episode_00" / "results.json", {"scores": [{"player_id": "a", "score": 3}, {"player_id": "b", "score": 1}]})
     assert run_health(h, args=("-k", "RH505", *FAST)).outcome("RH505") == "passed"
+
+
+def test_a_workspace_is_one_run_with_its_output_folder(tmp_path):
+    ws = tmp_path / "ws"  # no config.yaml: logs/ beside an LTX-2 output folder
+    (ws / "logs").mkdir(parents=True)
+    (ws / "logs" / "train.log").write_text("Step 20/100 - Loss: 0.1\n")
+    ltx_output(ws / "outputs")
+    assert [(f.path, f.kind) for f in discover(ws).runs] == [(ws, "trainer")]
+    kohya_run = tmp_path / "k"  # a kohya run: its captured log beside output/
+    (kohya_run / "train.log").parent.mkdir(parents=True)
+    (kohya_run / "train.log").write_text("steps: 10%\n")
+    kohya_output(kohya_run / "output", "lora")
+    assert [(f.path, f.kind) for f in discover(kohya_run).runs] == [(kohya_run, "kohya")]
+    assert [f.label(tmp_path) for f in discover(tmp_path).runs] == ["k", "ws"]
