@@ -138,21 +138,30 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
 
     seen = walk(root, max_depth=depth, visit=visit)
     strong += _harvests(root, rounds, strong, generic)
-    taken = [f.path for f in strong]
-    kept: list[Path] = []
+    taken = {f.path for f in strong}
+    holds_run = _with_ancestors(taken)
+    kept: set[Path] = set()
     for g in sorted(generic, key=lambda p: len(p.parts)):
-        if any(_within(t, g) or _within(g, t) for t in taken) or any(_within(g, k) for k in kept):
-            continue  # a stronger run below or above it, or inside a generic run already kept
-        kept.append(g)
-    found = strong + [Found(g, "generic") for g in kept]
+        if g in holds_run or _inside(g, taken) or _inside(g, kept):
+            continue  # a stronger run at or below it, one above it, or inside a generic run already kept
+        kept.add(g)
+    found = strong + [Found(g, "generic") for g in sorted(kept)]
     if not found:
         found = [Found(root, "unrecognised")]
     found.sort(key=lambda f: f.path.parts)
     return Discovery(root, found, len(seen.outside_links), seen.truncated)
 
 
-def _within(inner: Path, outer: Path) -> bool:
-    return inner == outer or outer in inner.parents
+def _with_ancestors(paths: set[Path]) -> set[Path]:
+    out = set(paths)
+    for p in paths:
+        out.update(p.parents)
+    return out
+
+
+def _inside(path: Path, folders: set[Path]) -> bool:
+    """``path`` is one of ``folders`` or below one of them."""
+    return path in folders or any(parent in folders for parent in path.parents)
 
 
 def _harvests(root: Path, rounds: list[Path], strong: list[Found], generic: list[Path]) -> list[Found]:
@@ -166,10 +175,12 @@ def _harvests(root: Path, rounds: list[Path], strong: list[Found], generic: list
             out.append(Found(r, "harvest", [r]))
         else:
             by_parent.setdefault(r.parent, []).append(r)
+    # Folders with another run (not their own round folders, not their own logs) at or below them.
+    holds_other = _with_ancestors({f.path for f in strong})
+    holds_other |= {a for g in generic for a in g.parents}  # a generic P itself is P's own logs
+    holds_other |= {a for r in rounds for a in r.parent.parents}  # rounds deeper than a child
     for parent, rs in by_parent.items():
-        others = [f.path for f in strong] + [g for g in generic if g != parent]
-        others += [o for o in rounds if o.parent != parent]
-        if any(_within(o, parent) for o in others):
+        if parent in holds_other:
             out += [Found(r, "harvest", [r]) for r in rs]
         else:
             out.append(Found(parent, "harvest", sorted(rs)))
