@@ -3,9 +3,10 @@ skipped with a sentence saying what was looked for and where."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .context import Target
+if TYPE_CHECKING:  # at run time needs.py imports nothing of ours: registry.py reads NEEDS
+    from .context import Target
 
 
 def _ledger(t: Target) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from . import __version__, hookspecs, prelaunch, scale, severity
+from . import __version__, discovery, hookspecs, prelaunch, scale, severity
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
@@ -39,6 +39,7 @@ STATE = SESSION  # the stash key's former name; read ``session.SESSION`` (``sess
 SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.catalogue",
     "pytest_runhealth.checks",
+    "pytest_runhealth.discovery",
     "pytest_runhealth.eval.plugin",
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.prelaunch",
@@ -121,8 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except (RegistryError, ConfigError) as exc:
         raise pytest.UsageError(str(exc)) from None
     cli_dirs = list(config.getoption("runhealth_run_dirs") or [])
-    paths = [Path(p) for p in cli_dirs] or [Path(p) for p in config.getini("runhealth_run_dirs")]
-    run_dirs = label_run_dirs(paths)
+    run_dirs = discovery.run_dirs_for(config, discovery.given_paths(config))  # every run below each path, once (discovery.py)
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     run_dirs += extra
@@ -133,16 +133,6 @@ def pytest_configure(config: pytest.Config) -> None:
         add_health_module(config, replace=bool(cli_dirs) or bool(extra))
         scale.prefer_loadgroup(config)
     scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
-
-
-def label_run_dirs(paths: list[Path]) -> list[RunDir]:
-    seen: dict[str, int] = {}
-    out = []
-    for path in paths:
-        label = Path(path).absolute().name or str(path)
-        seen[label] = seen.get(label, 0) + 1
-        out.append(RunDir(path, label if seen[label] == 1 else f"{label}~{seen[label]}"))
-    return out
 
 
 def add_health_module(config: pytest.Config, replace: bool) -> None:

@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from .needs import NEEDS
+
 BUILTIN_PREFIX = "RH"
 BUILTIN_OWNER = "pytest-runhealth"
 # The one grammar of check IDs: an ID prefix (a capital letter, then at most 9
@@ -121,6 +123,8 @@ def check(
                 return ctx.fail("config", "unknown", "warm-up never finished")
     """
 
+    needs = tuple(needs)
+
     def mark(func: Callable[..., Any]) -> Callable[..., Any]:
         if scope not in SCOPES:
             raise RegistryError(f"{id}: scope must be one of {SCOPES}, not {scope!r}")
@@ -129,6 +133,9 @@ def check(
         bad = [p for p in phases if p not in PHASES]
         if bad:
             raise RegistryError(f"{id}: unknown phase(s) {bad}; phases are {PHASES}")
+        unknown = [n for n in needs if n not in NEEDS]
+        if unknown:  # a typo would otherwise never skip, silently
+            raise RegistryError(f"{id}: unknown need(s) {unknown}; needs are {tuple(NEEDS)}")
         spec = CheckSpec(
             id=id,
             slug=slug,

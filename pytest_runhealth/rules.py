@@ -384,22 +384,26 @@ def files_for(rule: Rule, ctx) -> tuple[list[Path], str]:
         logs = ctx.run_dir.runs[0].logs if not ctx.run_dir.is_sweep and ctx.run_dir.runs else []
     if rule.files is None:
         return list(logs), f"logs in {root} (logs/*.log and *.log)"
+    # The base is the run (``logs/*.log``); a glob written from the run dir
+    # (``runs/*/logs/stdout.log`` in a sweep) matches the same run's files too.
+    base = ctx.run_dir.path
     found = []
     for path in files:
         try:
             rel = path.relative_to(root).as_posix()
         except ValueError:
             continue
-        if glob_match(rel, rule.files):
+        if glob_match(rel, rule.files) or (root != base and glob_match(ctx.run_dir.rel(path), rule.files)):
             found.append(path)
-    return sorted(found), f"'{rule.files}' in {root}"
+    also = f" or in {base}" if root != base else ""
+    return sorted(found), f"'{rule.files}' in {root}{also}"
 
 
 # -- the check ----------------------------------------------------------------------
 def evaluate(rule: Rule, ctx) -> Any:
     files, where = files_for(rule, ctx)
     if not files:
-        pytest.skip(f"{rule.id}: no file matches {where}")
+        pytest.skip(f"{rule.id}: {NO_MATCH} {where}")
     thresholds = ctx.thresholds
     count = thresholds.get("count") or rule.count
     scans = [ctx.run_dir.cached(("rule", rule.id, path, tuple(sorted(thresholds.items()))),
@@ -477,3 +481,26 @@ def pytest_runhealth_register_checks(registry, config) -> None:
     config.stash[RULES] = rules
     for rule in rules:
         registry.add(as_check(rule), owner=f"rules in {path}")
+
+
+NO_MATCH = "no file matches"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """A rule whose files matched nothing in any run says so once, not only
+    as one skip per target (a glob with the wrong base looks like a pass)."""
+    from .plugin import STATE
+
+    state = config.stash.get(STATE, None)
+    rules = config.stash.get(RULES, [])
+    if state is None or not rules or hasattr(config, "workerinput"):
+        return
+    results = list(state.collector.results.values())
+    for rule in rules:
+        mine = [r for r in results if r["check"] == rule.id]
+        if mine and all(r["outcome"] == "skipped" and NO_MATCH in (r.get("note") or "") for r in mine):
+            terminalreporter.write_line(
+                f"rule {rule.id}: files '{rule.files or 'the run logs'}' matched nothing in any of {len(mine)} "
+                "target(s); a glob is relative to each run (logs/*.log) or to its run dir (runs/*/logs/stdout.log)")
+

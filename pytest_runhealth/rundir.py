@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .ledger import Ledger, LedgerRow, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
@@ -22,6 +22,29 @@ KOHYA_CKPT = re.compile(r"^(?P<name>.+?)(?:-step(?P<step>\d{8})|-(?P<epoch>\d{6}
 LTX_CKPT = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safetensors$")
 
 
+ROUND_FILES = ("experience_request.json", "round.json")
+
+
+def is_round_folder(folder: Path) -> bool:
+    """An evaluation round: a folder holding the request or round it was harvested from."""
+    return any((folder / name).is_file() for name in ROUND_FILES)
+
+
+def round_folders(root: Path) -> list[Path]:
+    """The rounds of a harvest: ``root`` itself when it holds a round file,
+    then ``rounds/<name>/`` and ``<name>/`` folders that do (a folder of
+    round folders). Links are not followed; episode folders are not rounds."""
+    found = [root] if is_round_folder(root) else []
+    for base in (root / "rounds", root):
+        try:
+            subs = sorted(Path(e.path) for e in os.scandir(base)
+                          if e.is_dir(follow_symlinks=False) and not e.name.startswith("episode"))
+        except OSError:
+            continue
+        found += [sub for sub in subs if is_round_folder(sub)]
+    return found
+
+
 @dataclass
 class Walk:
     files: list[Path] = field(default_factory=list)
@@ -31,17 +54,24 @@ class Walk:
     truncated: bool = False
 
 
-def walk(root: Path) -> Walk:
+def walk(root: Path, max_depth: int | None = None,
+         visit: Callable[[Path, list[os.DirEntry]], bool] | None = None) -> Walk:
     """Every regular file below ``root``; links are not followed, links that
-    lead out of ``root`` are reported, and the walk is bounded."""
+    lead out of ``root`` are reported, and the walk is bounded.
+
+    ``max_depth`` stops at folders that many levels below ``root`` (root is 0);
+    ``visit(folder, entries)`` sees each folder first and returns False to leave
+    it out, contents and all (run discovery prunes a recognised run this way)."""
     out = Walk()
-    stack = [root]
+    stack = [(root, 0)]
     while stack:
-        folder = stack.pop()
+        folder, depth = stack.pop()
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             out.unreadable.append((Path(folder), exc.strerror or str(exc)))
+            continue
+        if visit is not None and not visit(Path(folder), entries):
             continue
         for entry in entries:
             path = Path(entry.path)
@@ -56,7 +86,8 @@ def walk(root: Path) -> Walk:
                         out.files.append(path)
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(path)
+                    if max_depth is None or depth < max_depth:
+                        stack.append((path, depth + 1))
                 elif entry.is_file(follow_symlinks=False):
                     out.files.append(path)
             except OSError as exc:
@@ -169,8 +200,7 @@ class RunDir:
         if any(f.suffix == ".safetensors" and KOHYA_CKPT.match(f.name) and not LTX_CKPT.match(f.name)
                for f in self._top_files()):
             found.append("kohya")
-        if (p / "experience_request.json").is_file() or (p / "round.json").is_file() \
-                or (p / "rounds").is_dir():  # rounds/<name>/: a harvest of several rounds
+        if (p / "rounds").is_dir() or round_folders(p):  # one round, rounds/<name>/, or a folder of round folders
             found.append("harvest")
         found.append("generic")
         return tuple(found)

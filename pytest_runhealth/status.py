@@ -54,7 +54,7 @@ from .session import session_of
 MIN_STEADY = 3
 RECENT = 20  # step-time measurements the ETA averages over
 SLOW_FACTOR = 2.0  # a step this much slower than the median is a validation pass
-LTX_SAMPLE = re.compile(r"^step_(?P<n>\d{6})_\d+\.(?P<ext>png|mp4|wav)$")
+LTX_SAMPLE = re.compile(r"^step_(?P<n>\d+)_\d+\.(?P<ext>png|mp4|wav)$")  # LTX-2 writes 6 digits; runbooks write 5
 KOHYA_SAMPLE = re.compile(r"^(?:(?P<name>.+)_)?(?P<n>e?\d{6})_\d{2}_\d{14}(?:_\d+)?(?:_\d{3})?\.(?P<ext>png|jpg|mp4|webp)$")
 PID_NAMES = ("train.pid", "trainer.pid", "run.pid", "pid")
 COMPACT_FROM = 8  # more runs than this: one status line per run
@@ -232,7 +232,7 @@ def latest_samples(run) -> tuple[str | None, int]:
     def order(key):
         files = groups[key]
         newest = max((mtime(f) for f in files), default=0.0)
-        num = re.search(r"e?(\d{6})", key[1])
+        num = re.search(r"e?(\d+)_\*$", key[1])
         return (newest, int(num.group(1)) if num else -1)
 
     best = max(groups, key=order)

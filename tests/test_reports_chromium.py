@@ -131,3 +131,25 @@ def test_the_fetch_probe_sees_a_page_that_does_fetch(tmp_path):
                      '<body><img src="http://runhealth.invalid/plot.png"></body></html>')
     assert sorted(page_requests(leaky, tmp_path)) == [
         "http://runhealth.invalid/plot.png", "https://fonts.runhealth.invalid/f.css"]
+
+
+@needs_chromium
+def test_twelve_run_labels_do_not_overlap_as_chromium_lays_them_out(tmp_path):
+    """The bar chart's x labels measured by the browser (getBBox), not by our
+    character-width estimate: at 12 runs of 16-character names, none overlap."""
+    from pytest_runhealth.reports.html import STYLE
+    from pytest_runhealth.reports.svg import Bar, bar_chart
+
+    svg = bar_chart([Bar(f"cur-{i:03d}-s0-lr1e-4"[:16], 100.0 + i) for i in range(12)], series="steps-per-run",
+                    title="steps reached per run")
+    probe = tmp_path / "labels.html"
+    probe.write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{STYLE}</style></head><body>{svg}<script>"
+        "const boxes=[...document.querySelectorAll('svg text.tick[text-anchor=middle]')].map(t=>t.getBBox());"
+        "let overlaps=0;for(let i=1;i<boxes.length;i++){if(boxes[i].x<boxes[i-1].x+boxes[i-1].width)overlaps++;}"
+        "document.body.setAttribute('data-labels',boxes.length);document.body.setAttribute('data-overlaps',overlaps);"
+        "</script></body></html>")
+    dom = chromium(probe, tmp_path / "profile")
+    labels = int(re.search(r'data-labels="(\d+)"', dom).group(1))
+    overlaps = int(re.search(r'data-overlaps="(\d+)"', dom).group(1))
+    assert labels >= 2 and overlaps == 0, (labels, overlaps)

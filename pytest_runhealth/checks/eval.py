@@ -282,11 +282,19 @@ def real_scores(ctx):
         if rnd.status != "completed":
             continue
         for ep in completed_episodes(rnd) or []:
+            if ep.format_problem:
+                out.append(ctx.fail("not-evaluable", "format-not-understood",
+                                    f"{rnd.label()} {ep.name}: {ep.format_problem}. Its scores are unknown, not "
+                                    "missing: the round is not evidence until the file is in a shape the checks read.",
+                                    [ctx.evidence(ep.format_source, None, ep.format_shape)],
+                                    fix="write the scores in a documented shape (docs/layouts.md, results.json), "
+                                    "or convert the harvest before checking it."))
+                continue
             why = score_problem(ep, rnd.players)
             if why:
                 shown = ", ".join(f"{s.player}={s.value}" for s in (ep.scores or [])[:8]) or "none"
                 out.append(ctx.fail("infra", "missing-scores",
-                                    f"{rnd.label()} {ep.name} completed with {why}.",
+                                    f"{rnd.label()} {ep.name} completed, but its scores are not real: {why}.",
                                     [ctx.evidence(ep.source, None, f"scores: {shown}")]))
             else:
                 scored += 1

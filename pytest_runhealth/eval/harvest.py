@@ -3,6 +3,7 @@ builds (LAYOUTS.md, "Evaluation harvest"):
 
     experience_request.json | round.json     one round at the top, or
     rounds/<name>/experience_request.json     several, one folder each
+    <name>/experience_request.json            (or a folder of round folders)
     <round>/episode_NN/episode.json, results.json, *.log (game and policy logs)
     summary.json                              the harvester's, optional (fetched_at)
     leaderboard.json, memberships.json | division.json   (or divisions/<id>/...)
@@ -17,10 +18,11 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from ..rundir import RunDir
+from ..rundir import RunDir, round_folders
 from ..safeio import outside_link
 from .jsondoc import JsonRead, read_json
-from .model import Episode, Evaluation, JsonProblem, Leaderboard, Round, parse_scores, parse_time
+from .model import (Episode, Evaluation, JsonProblem, Leaderboard, Round, not_understood, parse_scores, parse_time,
+                    scores_understood, shape_of)
 
 ROUND_FILES = (("experience_request.json", "experience-request"), ("round.json", "round"))
 CLOCK_KEYS = ("fetched_at", "harvested_at", "server_time", "server_now")
@@ -49,12 +51,7 @@ class _Reader:
 
 
 def round_dirs(root: Path) -> list[Path]:
-    found = [root] if any((root / name).is_file() for name, _ in ROUND_FILES) else []
-    try:
-        subs = sorted(p for p in (root / "rounds").iterdir() if p.is_dir() and not p.is_symlink())
-    except OSError:
-        subs = []
-    return found + [p for p in subs if any((p / name).is_file() for name, _ in ROUND_FILES)]
+    return round_folders(root)
 
 
 def load_harvest(run_dir: RunDir) -> Evaluation:
@@ -137,8 +134,12 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
         ep.has_results = results.is_file()
         if ep.has_results:
             res = reader.json(results)
-            if res.ok and ep.scores is None:
-                ep.scores = parse_scores(res.data)
+            if res.ok and ep.scores is None and ep.format_problem is None:
+                if scores_understood(res.data):
+                    ep.scores = parse_scores(res.data)
+                else:  # a shape this reader does not know: unknown scores, not missing ones
+                    ep.format_problem, ep.format_source = not_understood(rd.rel(results)), rd.rel(results)
+                    ep.format_shape = shape_of(res.data)
             if res.ok and ep.players is None and isinstance(res.data, dict):
                 ep.players = Episode.from_json("", "", res.data).players
         ep.logs = [p for p in rd.walk.files if ep_dir in p.parents and p.name.endswith(LOG_SUFFIXES)]

@@ -7,6 +7,7 @@ field that is missing is recorded as unknown rather than guessed."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -115,6 +116,38 @@ def parse_scores(raw: Any) -> list[Score] | None:
     return out
 
 
+SCORES_EXPECTED = ('a list of scores ([3.0, 1.0] or [{"player_id": ..., "score": 3.0}]), '
+                   '{"scores": [...]}, or {"<player>": <score>}')
+
+
+def scores_understood(raw: Any) -> bool:
+    """Whether ``raw`` is one of the score shapes :func:`parse_scores` reads.
+
+    An unknown shape (``{"results": {"players": [...]}}``) must be named as a
+    format problem on its file, not read as a round whose scores are missing."""
+    if raw is None:
+        return True
+    if isinstance(raw, dict):
+        if "scores" in raw:
+            return scores_understood(raw["scores"])
+        return all(v is None or (isinstance(v, (int, float, str)) and not isinstance(v, bool)) for v in raw.values())
+    if isinstance(raw, list):
+        return all(not isinstance(v, (dict, list)) or (isinstance(v, dict) and ("score" in v or "value" in v))
+                   for v in raw)
+    return False
+
+
+def shape_of(data: Any) -> str:
+    try:
+        return json.dumps(data, default=str)[:300]
+    except (TypeError, ValueError):
+        return repr(data)[:300]
+
+
+def not_understood(source: str) -> str:
+    return f"format not understood: {source}, expected {SCORES_EXPECTED}"
+
+
 @dataclass
 class Episode:
     """One episode request of an experience request (V2EpisodeRequestRow)."""
@@ -129,6 +162,10 @@ class Episode:
     logs: list[Any] = field(default_factory=list)  # Paths of game and policy logs (harvest only)
     has_results: bool | None = None  # results.json present (harvest only; None live)
     raw: dict = field(default_factory=dict)
+    # "format not understood: <file>, expected …": its scores are unknown, not missing
+    format_problem: str | None = None
+    format_source: str = ""  # the file (or URL) whose shape was not understood
+    format_shape: str = ""  # the start of that document, as JSON (the evidence)
 
     @classmethod
     def from_json(cls, name: str, source: str, data: dict) -> "Episode":
@@ -139,15 +176,19 @@ class Episode:
                 break
         if players is None:
             players = _int(data.get("num_players") or data.get("player_count"))
+        understood = scores_understood(data.get("scores"))
         return cls(
             name=name,
             source=source,
             status=str(data.get("status") or "").strip().lower(),
             error_type=data.get("error_type") if isinstance(data.get("error_type"), str) else None,
             error=str(data["error"]) if data.get("error") not in (None, "") else None,
-            scores=parse_scores(data.get("scores")),
+            scores=parse_scores(data.get("scores")) if understood else None,
             players=players,
             raw=data,
+            format_problem=None if understood else not_understood(source),
+            format_source="" if understood else source,
+            format_shape="" if understood else shape_of(data),
         )
 
 

@@ -106,6 +106,8 @@ def results_missing(ep: Episode) -> bool:
 
 def score_problem(ep: Episode, players: int | None) -> str | None:
     """Why an episode's scores are not real per-player scores, or None."""
+    if ep.format_problem:
+        return ep.format_problem
     if ep.scores is None or not ep.scores:
         return "no scores"
     values = [s.value for s in ep.scores]
@@ -151,6 +153,10 @@ def classify(rnd: Round, terminal: tuple[str, ...], tail_of: Callable | None = N
                           before.text if before else "no score, player error or policy log shows a player ran",
                           before.cause if before else "unknown", [before] if before else [])
     eps = completed_episodes(rnd) if rnd.status == "completed" else rnd.episodes
+    for ep in eps:
+        if ep.format_problem:  # scores unknown, not missing: not-evaluable, pointing at the file
+            return RoundState(rnd, False, "format not understood: not-evaluable", f"{ep.name}: {ep.format_problem}",
+                              "format-not-understood")
     for ep in eps:
         hit = teardown_race(ep, tail_of)
         if hit:

@@ -166,6 +166,21 @@ def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
     return "".join(out)
 
 
+def render_rounds(rows: list[dict[str, Any]]) -> str:
+    """A harvest's rounds: status, episodes, scores, and whether each counts
+    as policy evidence (and why not)."""
+    out = ['<table class="runs rounds" data-table="rounds"><thead><tr><th>round</th><th>status</th><th>episodes</th>'
+           "<th>scores</th><th>evidence</th></tr></thead><tbody>"]
+    for r in rows:
+        cls = "cell-passed" if r["counted"] else "cell-failed"
+        verdict = "counted" if r["counted"] else f"not counted: {r['why']}"
+        out.append(f'<tr data-round="{_e(r["round"])}"><td title="{_e(r["source"])}">{_e(r["round"])}</td>'
+                   f'<td>{_e(r["status"])}</td><td>{_e(r["episodes"])}</td><td>{_e(r["scores"])}</td>'
+                   f'<td class="{cls}">{_e(verdict)}</td></tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
 def render_run_dir(view: RunDirView, registry: Any) -> str:
     rd = view.run_dir
     out = [f'<section class="rundir" data-run-dir="{_e(rd.name)}">',
@@ -187,6 +202,8 @@ def render_run_dir(view: RunDirView, registry: Any) -> str:
                                  reference=view.wall_limit,
                                  reference_label=f"wall clock {view.wall_limit:.0f}s" if view.wall_limit else ""))
         out.append("</div>")
+    if view.rounds:
+        out.append(render_rounds(view.rounds))
     head = "".join(f"<th>{_e(f)}</th>" for f in view.families)
     out.append(f'<table class="runs"><thead><tr><th>run</th>{head}<th>steps</th><th>step time</th><th>loss</th>'
                "</tr></thead><tbody>")

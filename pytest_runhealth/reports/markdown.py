@@ -48,6 +48,15 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
         "",
         f"{counts} · pytest-runhealth {cell(view.version, 40)}",
         "",
+    ]
+    causes: dict[str, int] = {}
+    for r in view.results:
+        if r["outcome"] in ("failed", "error") and r.get("cause"):
+            causes[r["cause"]] = causes.get(r["cause"], 0) + 1
+    if causes:  # the same line as the terminal summary's
+        ranked = sorted(causes.items(), key=lambda kv: -kv[1])
+        lines += ["causes: " + ", ".join(f"{cell(c, 60)} ×{n}" for c, n in ranked), ""]
+    lines += [
         "| result | check | run | verdict | cause | diagnosis | fix |",
         "|---|---|---|---|---|---|---|",
     ]

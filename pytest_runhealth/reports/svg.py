@@ -140,8 +140,13 @@ def line_chart(
     sy = _Scale(y_lo, y_hi, height - pad_b, pad_t, log)
     x0, x1, yb, yt = pad_l, width - pad_r, height - pad_b, pad_t
     out.append(f'<path class="axis" d="M{x0},{yt}V{yb}H{x1}"/>')
-    out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{_fmt(y_hi)}{text(unit)}</text>')
-    out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">{_fmt(y_lo)}{text(unit)}</text>')
+    lo_label, hi_label = tick_labels(y_lo, y_hi)
+    if hi_label:
+        out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{hi_label}{text(unit)}</text>')
+        out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">{lo_label}{text(unit)}</text>')
+    else:  # flat: one label where the line is drawn (mid-height)
+        ym = (yt + yb) / 2 + 4
+        out.append(f'<text class="tick" x="{x0 - 3}" y="{ym:.0f}" text-anchor="end">{lo_label}{text(unit)}</text>')
     if log:
         out.append(f'<text class="tick" x="{x0 - 3}" y="{(yt + yb) / 2:.0f}" text-anchor="end">log</text>')
     out.append(f'<text class="tick" x="{x0}" y="{height - 4}">{_fmt(min(xs))}</text>')
@@ -167,6 +172,38 @@ def line_chart(
         )
     out.append("</svg>")
     return "".join(out)
+
+
+CHAR_W = 6.0  # px per character of a tick label (10px system-ui, digits and lower case)
+
+
+def label_spacing(labels: Sequence[str], slot: float) -> tuple[int, int]:
+    """(label every n-th bar, characters each may use) so that no two x
+    labels overlap: 12 run names of 16 characters need ~100 px each, more
+    than a 640 px chart gives a bar."""
+    longest = max((len(x) for x in labels), default=0)
+    every = 1
+    while every < len(labels) and longest * CHAR_W + 4 > every * slot and every * slot < 12 * CHAR_W:
+        every += 1
+    return every, max(3, int((every * slot - 4) // CHAR_W))
+
+
+def _shorten(label: str, room: int) -> str:
+    return label if len(label) <= room else label[: max(1, room - 1)] + "…"
+
+
+def tick_labels(lo: float, hi: float) -> tuple[str, str]:
+    """Axis labels for ``lo`` and ``hi`` with enough digits to differ (a
+    3-step loss from 0.1412 to 0.1389 is not ``0.14 … 0.14``); equal values
+    (a flat series) give one label and an empty one."""
+    if lo == hi:
+        return _fmt(lo), ""
+    a, b = _fmt(lo), _fmt(hi)
+    digits = 3
+    while a == b and digits <= 8:
+        a, b = f"{lo:.{digits}g}", f"{hi:.{digits}g}"
+        digits += 1
+    return a, b
 
 
 def bar_chart(
@@ -212,9 +249,13 @@ def bar_chart(
             f"<title>{text(bar.label)}: {_fmt(bar.value)}{text(unit)}</title></rect>"
         )
     if len(bars) <= 12:
+        every, room = label_spacing([b.label[:16] for b in bars], slot)
         for i, bar in enumerate(bars):
+            if i % every:
+                continue
             cx = x0 + (i + 0.5) * slot
-            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">{text(bar.label[:16])}</text>')
+            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">'
+                       f'{text(_shorten(bar.label[:16], room))}</text>')
     else:
         out.append(f'<text class="tick" x="{x0}" y="{height - 8}">{text(bars[0].label[:20])}</text>')
         out.append(f'<text class="tick" x="{x1}" y="{height - 8}" text-anchor="end">{text(bars[-1].label[:20])}</text>')

@@ -72,6 +72,7 @@ class RunDirView:
     steps_per_run: list[tuple[str, float | None, bool]] = field(default_factory=list)  # (run, n_steps, flagged)
     duration_per_run: list[tuple[str, float | None, bool]] = field(default_factory=list)
     wall_limit: float | None = None
+    rounds: list[dict[str, Any]] = field(default_factory=list)  # a harvest's rounds, one row each
 
 
 @dataclass
@@ -198,7 +199,44 @@ def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, rela
         _add_log_series(rd, rv)
         rv.status = show_status(rv, statuses.get((rd.name, rv.name)))
     _add_sweep_series(rd, view)
+    view.rounds = round_rows(rd)
     return view
+
+
+def _episode_scores(ep) -> str:
+    if ep.format_problem:
+        return "format not understood"
+    shown = [f"{s.player}={'null' if s.value is None else f'{s.value:g}'}" for s in (ep.scores or [])[:4]]
+    return ", ".join(shown) or "none"
+
+
+def round_rows(rd: RunDir) -> list[dict[str, Any]]:
+    """One row per round of a harvest: what the server said and whether the
+    round counts as policy evidence (the triage the checks and the gate use)."""
+    if "harvest" not in rd.layouts:
+        return []
+    from ..eval import evaluation_of
+    from ..eval.model import DEFAULT_TERMINAL
+    from ..eval.triage import classify
+
+    try:
+        ev = evaluation_of(rd)
+    except Exception as exc:  # the page must render whatever the harvest holds
+        return [{"round": "?", "source": "", "status": "", "episodes": "", "scores": "",
+                 "counted": False, "why": f"harvest unreadable: {describe_error(exc)}"}]
+    rows = []
+    for rnd in ev.rounds:
+        if rnd.unreadable:
+            rows.append({"round": rnd.id, "source": rnd.source, "status": "unreadable", "episodes": "",
+                         "scores": "", "counted": False, "why": rnd.unreadable})
+            continue
+        state = classify(rnd, DEFAULT_TERMINAL, rd.log_tail)
+        done = sum(1 for ep in rnd.episodes if ep.status == "completed")
+        scores = "; ".join(_episode_scores(ep) for ep in rnd.episodes[:4]) + ("; …" if len(rnd.episodes) > 4 else "")
+        rows.append({"round": rnd.id, "source": rnd.source, "status": rnd.status or "?",
+                     "episodes": f"{done}/{len(rnd.episodes)} completed", "scores": scores,
+                     "counted": state.counted, "why": state.category if not state.counted else state.detail})
+    return rows
 
 
 def _flagged(rv: RunView) -> bool:

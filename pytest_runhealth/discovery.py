@@ -1,0 +1,299 @@
+"""Run discovery: ``--run-dir ROOT`` checks every run below ROOT, whatever its
+kind (docs/layouts.md), not ROOT as one run.
+
+One bounded walk of ROOT (:func:`rundir.walk`, links never followed): each
+folder is classified from its own entries, and a recognised run is pruned
+from the walk, so a run inside a run (a sweep's ``runs/<id>/``, a harvest's
+episodes) is never counted twice. Generic runs (a folder with logs or event
+files) are the weakest kind: a folder that holds a stronger run below it is
+not itself a run.
+
+Options: ``--runhealth-depth N`` (ini ``runhealth_depth``): how many folder
+levels below ROOT a run may sit; ``--runhealth-list-runs`` prints what was
+found and exits."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .rundir import LTX_CKPT, ROUND_FILES, RunDir, round_folders, walk
+
+DEFAULT_DEPTH = 4
+KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
+GENERIC_LOGS = (".log", ".out", ".err")
+KINDS = ("trainer", "kohya", "sweep", "harvest", "generic")
+NOUNS = {"trainer": ("trainer run", "trainer runs"), "kohya": ("kohya run", "kohya runs"),
+         "sweep": ("sweep session", "sweep sessions"), "harvest": ("harvest", "harvests"),
+         "generic": ("generic run", "generic runs"), "unrecognised": ("unrecognised folder", "unrecognised folders")}
+
+
+@dataclass
+class Found:
+    """One run found below a root: where, what kind, and how many inner units
+    (a sweep's runs, a harvest's rounds) it stands for."""
+
+    path: Path
+    kind: str  # trainer, kohya, sweep, harvest, generic; "unrecognised" for a root where nothing was found
+    rounds: list[Path] = field(default_factory=list)  # a harvest's round folders
+
+    def label(self, root: Path) -> str:
+        rel = self.path.relative_to(root).as_posix()
+        return root.absolute().name or str(root) if rel == "." else rel
+
+
+@dataclass
+class Discovery:
+    root: Path
+    runs: list[Found]
+    links_out: int = 0
+    truncated: bool = False
+
+
+def _names(folder: Path) -> tuple[set[str], set[str], set[str]]:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return set(), set(), set()
+    return _split(entries)
+
+
+def _split(entries: list[os.DirEntry]) -> tuple[set[str], set[str], set[str]]:
+    """(regular files, folders, every name): marker files are looked for by
+    name whatever they are (a ledger.jsonl that is a folder or a link out is
+    still that run's broken ledger, for its checks to report)."""
+    files, dirs, names = set(), set(), set()
+    for e in entries:
+        names.add(e.name)
+        try:
+            if e.is_dir(follow_symlinks=False):
+                dirs.add(e.name)
+            elif e.is_file(follow_symlinks=False):
+                files.add(e.name)
+        except OSError:
+            continue
+    return files, dirs, names
+
+
+def classify(folder: Path, files: set[str], dirs: set[str], names: set[str] | None = None,
+             nested: bool = True) -> str | None:
+    """The strong kind of a folder from its own entries (and a peek into a
+    named child or two), or "generic" for a folder with logs or event files,
+    or None."""
+    names = files | dirs if names is None else names
+    if "ledger.jsonl" in names or ("runs" in dirs and any((folder / "runs" / d / "logs").is_dir()
+                                                           for d in sorted(_names(folder / "runs")[1])[:8])):
+        return "sweep"
+    if any(name in names for name in ROUND_FILES):
+        return "round"
+    if "rounds" in dirs and round_folders(folder):
+        return "harvest"
+    if "config.yaml" in names and ({"logs", "outputs"} & dirs):
+        return "trainer"  # an LTX-2 workspace
+    if "checkpoints" in dirs and any(LTX_CKPT.match(n) for n in _names(folder / "checkpoints")[0]):
+        return "trainer"  # an LTX-2 output folder
+    weights = [n for n in names if n.endswith(".safetensors") and not LTX_CKPT.match(n)]
+    if any(KOHYA_STEPPED.match(n) for n in weights) or (weights and (
+            "sample" in dirs or any(d.endswith("-state") for d in dirs) or "logs" in dirs
+            or any(n.endswith(GENERIC_LOGS) for n in files))):
+        return "kohya"
+    for child in ("outputs", "output") if nested else ():
+        # A workspace: its logs beside the trainer's output folder are one run, not a generic run and an output.
+        inner = classify(folder / child, *_names(folder / child), nested=False) if child in dirs else None
+        if inner in ("trainer", "kohya"):
+            return inner
+    if folder.name != "logs" and (any(n.endswith(GENERIC_LOGS) or n.startswith("events.out.tfevents") for n in names)
+                                  or ("logs" in dirs and _names(folder / "logs")[0])):
+        return "generic"
+    return None
+
+
+def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
+    """Every run below ``root`` (``root`` itself when it is one), each once."""
+    root = Path(root).absolute()
+    if not root.is_dir():
+        return Discovery(root, [Found(root, "unrecognised")])
+    strong: list[Found] = []
+    rounds: list[Path] = []
+    generic: list[Path] = []
+
+    def visit(folder: Path, entries: list[os.DirEntry]) -> bool:
+        kind = classify(folder, *_split(entries))
+        if kind == "round":
+            rounds.append(folder)
+            return False
+        if kind == "generic":
+            generic.append(folder)
+            return True
+        if kind is not None:
+            strong.append(Found(folder, kind, round_folders(folder) if kind == "harvest" else []))
+            return False
+        return True
+
+    seen = walk(root, max_depth=depth, visit=visit)
+    strong += _harvests(root, rounds, strong, generic)
+    taken = {f.path for f in strong}
+    holds_run = _with_ancestors(taken)
+    kept: set[Path] = set()
+    for g in sorted(generic, key=lambda p: len(p.parts)):
+        if g in holds_run or _inside(g, taken) or _inside(g, kept):
+            continue  # a stronger run at or below it, one above it, or inside a generic run already kept
+        kept.add(g)
+    found = strong + [Found(g, "generic") for g in sorted(kept)]
+    if not found:
+        found = [Found(root, "unrecognised")]
+    found.sort(key=lambda f: f.path.parts)
+    return Discovery(root, found, len(seen.outside_links), seen.truncated)
+
+
+def _with_ancestors(paths: set[Path]) -> set[Path]:
+    out = set(paths)
+    for p in paths:
+        out.update(p.parents)
+    return out
+
+
+def _inside(path: Path, folders: set[Path]) -> bool:
+    """``path`` is one of ``folders`` or below one of them."""
+    return path in folders or any(parent in folders for parent in path.parents)
+
+
+def _harvests(root: Path, rounds: list[Path], strong: list[Found], generic: list[Path]) -> list[Found]:
+    """Round folders grouped into harvests: the folder that holds them is one
+    harvest when it holds no other run (its own logs aside); else each round
+    stands alone."""
+    out = []
+    by_parent: dict[Path, list[Path]] = {}
+    for r in rounds:
+        if r == root:
+            out.append(Found(r, "harvest", [r]))
+        else:
+            by_parent.setdefault(r.parent, []).append(r)
+    # Folders with another run (not their own round folders, not their own logs) at or below them.
+    holds_other = _with_ancestors({f.path for f in strong})
+    holds_other |= {a for g in generic for a in g.parents}  # a generic P itself is P's own logs
+    holds_other |= {a for r in rounds for a in r.parent.parents}  # rounds deeper than a child
+    for parent, rs in by_parent.items():
+        if parent in holds_other:
+            out += [Found(r, "harvest", [r]) for r in rs]
+        else:
+            out.append(Found(parent, "harvest", sorted(rs)))
+    return out
+
+
+def run_count(found: Found, run_dir: RunDir) -> int:
+    if found.kind == "sweep":
+        return len(run_dir.runs)
+    if found.kind == "harvest":
+        return len(found.rounds)
+    return 1
+
+
+def headline(d: Discovery, counts: dict[Path, int]) -> str:
+    """``ROOT: 27 trainer runs, 2 sweep sessions (61 runs), 1 harvest (5 rounds)``."""
+    by_kind = Counter(f.kind for f in d.runs)
+    inner = Counter()
+    for f in d.runs:
+        inner[f.kind] += counts.get(f.path, 1)
+    parts = []
+    for kind in (*KINDS, "unrecognised"):
+        n = by_kind.get(kind, 0)
+        if not n:
+            continue
+        text = f"{n} {NOUNS[kind][n != 1]}"
+        if kind == "sweep":
+            text += f" ({inner[kind]} run{'s' if inner[kind] != 1 else ''})"
+        elif kind == "harvest":
+            text += f" ({inner[kind]} round{'s' if inner[kind] != 1 else ''})"
+        parts.append(text)
+    extra = []
+    if d.links_out:
+        extra.append(f"{d.links_out} link(s) out not followed")
+    if d.truncated:
+        extra.append("walk stopped at its file limit")
+    return f"{d.root}: " + ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
+
+
+# -- pytest ----------------------------------------------------------------------
+DISCOVERED = pytest.StashKey[list]()  # [(Discovery, {path: count})], for the header
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("runhealth")
+    group.addoption("--runhealth-depth", type=int, metavar="N", default=None,
+                    help=f"find runs up to N folder levels below each --run-dir (default {DEFAULT_DEPTH}, "
+                    "ini runhealth_depth)")
+    group.addoption("--runhealth-list-runs", action="store_true", default=False,
+                    help="print the runs found below each --run-dir, with their kind, and exit")
+    parser.addini("runhealth_depth", "folder levels below a --run-dir searched for runs", default=str(DEFAULT_DEPTH))
+
+
+def depth_of(config: pytest.Config) -> int:
+    value = config.getoption("runhealth_depth", None)
+    if value is None:
+        value = config.getini("runhealth_depth")
+    try:
+        depth = int(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"runhealth_depth must be a whole number, not {value!r}") from None
+    if depth < 0:
+        raise pytest.UsageError(f"runhealth_depth must be 0 or more, not {depth}")
+    return depth
+
+
+def given_paths(config: pytest.Config) -> list[Path]:
+    cli = list(config.getoption("runhealth_run_dirs") or [])
+    return [Path(p) for p in cli] or [Path(p) for p in config.getini("runhealth_run_dirs")]
+
+
+def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
+    """A RunDir per run found below each path; labels are paths relative to
+    their root (the root's name when the root is the run), made unique."""
+    depth = depth_of(config)
+    seen: dict[str, int] = {}
+    out: list[RunDir] = []
+    report = []
+    for path in paths:
+        d = discover(path, depth)
+        counts = {}
+        for f in d.runs:
+            label = f.label(d.root) if f.path != d.root else (Path(path).absolute().name or str(path))
+            seen[label] = seen.get(label, 0) + 1
+            rd = RunDir(f.path if f.path != d.root else path, label if seen[label] == 1 else f"{label}~{seen[label]}")
+            counts[f.path] = run_count(f, rd)
+            out.append(rd)
+        report.append((d, counts))
+    config.stash[DISCOVERED] = report
+    return out
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    report = config.stash.get(DISCOVERED, None)
+    if not report or all(len(d.runs) == 1 and d.runs[0].path == d.root for d, _ in report):
+        return None  # one run per --run-dir, as given: nothing to announce
+    return [headline(d, counts) for d, counts in report]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config):
+    if not config.getoption("runhealth_list_runs", False):
+        return None
+    paths = given_paths(config)
+    if not paths:
+        raise pytest.UsageError("--runhealth-list-runs needs --run-dir PATH (or ini runhealth_run_dirs)")
+    depth = depth_of(config)
+    for path in paths:
+        d = discover(path, depth)
+        counts = {f.path: run_count(f, RunDir(f.path)) for f in d.runs}
+        sys.stdout.write(headline(d, counts) + "\n")
+        for f in d.runs:
+            n = counts[f.path]
+            what = {"sweep": f"  ({n} run{'s' if n != 1 else ''})", "harvest": f"  ({n} round{'s' if n != 1 else ''})"}
+            sys.stdout.write(f"  {f.kind:<12} {f.label(d.root)}{what.get(f.kind, '')}\n")
+    return 0

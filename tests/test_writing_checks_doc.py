@@ -1,0 +1,68 @@
+"""docs/writing-checks.md documents the whole CheckContext API: every public
+member is documented, and every documented member exists. Also: an unknown
+``needs=`` name is refused at registration; a rule glob written from the
+sweep's folder matches; a rule that matches nothing anywhere says so once."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_runhealth import RegistryError, check
+from pytest_runhealth.context import CheckContext, Target
+from pytest_runhealth.registry import CheckSpec
+from pytest_runhealth.rundir import RunDir
+from sweep_builders import healthy_session
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "writing-checks.md"
+
+
+def documented() -> set[str]:
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## CheckContext members", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^### ctx\.(\w+)$", section, re.M))
+
+
+def public_members(tmp_path) -> set[str]:
+    spec = CheckSpec("X001", "x", lambda ctx: None)
+    ctx = CheckContext(spec, Target(RunDir(tmp_path), None, "t"), {}, None)
+    names = {n for n in dir(CheckContext) if not n.startswith("_")} | {n for n in vars(ctx) if not n.startswith("_")}
+    return names
+
+
+def test_every_public_member_is_documented_and_every_documented_member_exists(tmp_path):
+    doc, api = documented(), public_members(tmp_path)
+    assert doc, "no ### ctx.<member> headings found"
+    assert api - doc == set(), f"undocumented: {sorted(api - doc)}"
+    assert doc - api == set(), f"documented but missing: {sorted(doc - api)}"
+
+
+def test_an_unknown_need_is_refused_when_the_check_is_declared():
+    with pytest.raises(RegistryError, match=r"TEAM001: unknown need\(s\) \['log'\]"):
+        check("TEAM001", "typo", needs=["log"])(lambda ctx: None)
+    assert check("TEAM002", "fine", needs=("logs", "ledger"))(lambda ctx: None)  # near miss
+
+
+def rules_config(tmp_path: Path, files: str) -> str:
+    cfg = tmp_path / "runhealth.yaml"
+    cfg.write_text(json.dumps({"rules": [{"id": "TEAM301", "slug": "saved", "files": files,
+                                          "literal": "saving checkpoint", "fail_when": "absent", "verdict": "infra"}]}))
+    return str(cfg)
+
+
+def test_a_rule_glob_from_the_sweep_folder_matches_each_runs_log(tmp_path, run_health):
+    sweep = healthy_session(tmp_path / "s")
+    res = run_health(sweep, args=("-k", "TEAM301", "--runhealth-config", rules_config(tmp_path, "runs/*/logs/stdout.log")))
+    outcomes = {r["run"]: r["outcome"] for r in res.results("TEAM301")}
+    assert outcomes and set(outcomes.values()) == {"passed"}, outcomes
+    assert "matched nothing" not in res.stdout
+
+
+def test_a_rule_that_matches_nothing_anywhere_says_so_once(tmp_path, run_health):
+    sweep = healthy_session(tmp_path / "s")
+    res = run_health(sweep, args=("-k", "TEAM301", "--runhealth-config", rules_config(tmp_path, "runs/*/log/stdout.log")))
+    assert {r["outcome"] for r in res.results("TEAM301")} == {"skipped"}
+    assert res.stdout.count("rule TEAM301: files 'runs/*/log/stdout.log' matched nothing in any of") == 1
