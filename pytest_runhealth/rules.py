@@ -487,16 +487,13 @@ NO_MATCH = "no file matches"
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
     """A rule whose files matched nothing in any run says so once, not only
     as one skip per target (a glob with the wrong base looks like a pass)."""
-    from .plugin import STATE
-
-    state = config.stash.get(STATE, None)
     rules = config.stash.get(RULES, [])
-    if state is None or not rules or hasattr(config, "workerinput"):
+    if not rules:
         return
-    results = list(state.collector.results.values())
+    results = list(session.collector.results.values())
     for rule in rules:
         mine = [r for r in results if r["check"] == rule.id]
         if mine and all(r["outcome"] == "skipped" and NO_MATCH in (r.get("note") or "") for r in mine):
