@@ -46,7 +46,7 @@ from typing import Any
 import pytest
 
 from .checkpoints import find_checkpoints, latest
-from .errors import classify
+from .rootcause import diagnose
 from .logscan import LogScan, StepPoint
 from .safeio import mtime, read_head
 
@@ -124,7 +124,7 @@ class RunFacts:
         if self.log is not None and self.error is None:
             tail = rd.log_tail(self.log)
             after = self.last.line if self.last is not None else 0
-            self.fatal = classify(tail, after, finished=self.finished)
+            self.fatal = diagnose(tail, after, finished=self.finished)
         self.alive = pid_alive(run)
 
     @property
