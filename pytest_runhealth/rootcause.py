@@ -196,6 +196,8 @@ PREFIX = re.compile(
     | \((?:[A-Za-z_]\w*\s+)?pid=(?P<pid>\d+)(?:,\s*ip=[\d.]+)?\)        # (pid=1234)  (RayWorker pid=…)
     | \d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?
         (?:\s*\|\s*[A-Z]+\s*\|\s*[\w.<>]+:[\w<>]+:\d+\s+-)?            # timestamps, loguru's "| INFO | m:f:642 -"
+    | (?:DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*\d{4}-\d{2}-\d{2}\s[\d:.,]+\s*\|\s*
+        [\w.<>]+:[\w<>]+:\d+\s+-                                          # loguru, level first
     | (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:[\w.]+:)?                # logging's INFO:root:
     | (?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s{2,}                       # Rich's level column
     | \d{1,2}:\d{2}:\d{2}\s+(?=\S)                                      # a bare time column
@@ -218,6 +220,8 @@ BENIGN = re.compile(
 # A message that says the problem was handled, or only warns: not where a run died.
 HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|\bretry(?:ing)?\b|will retry|\bignor(?:ed|ing)\b|skipp(?:ed|ing)")
 WARNS = re.compile(r"(?i)\bwarn(?:ing)?s?\b|\bhint\b|\btip\b")
+# A logger's warning record (logging's "WARNING:root:", Rich's "WARNING  "), possibly after a time column.
+WARNING_RECORD = re.compile(r"^\W*(?:[\d\-:.,T ]+\s)?(?:WARNING|WARN)\b")
 THREAD_TRACEBACK = re.compile(r"Exception in thread|Exception ignored in")
 # Outside a traceback, a message-like row counts only this close to the end.
 BARE_WINDOW = 12
@@ -303,9 +307,10 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     ``finished`` (the run reached its last step) only a traceback of the main
     thread counts: a thread's traceback or a crash at interpreter exit after
     the final step did not end the training."""
-    lines = [ln for ln in logical_lines(tail, after_line) if not BENIGN.search(ln.text)]
+    lines = logical_lines(tail, after_line)
     if not lines:
         return None
+    benign = [bool(BENIGN.search(ln.text)) for ln in lines]
     n = len(lines)
     # Where tracebacks start, which of them are another thread's, and which were handled.
     in_tb = [False] * n
@@ -313,16 +318,21 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     tb_starts = [i for i, ln in enumerate(lines) if TRACEBACK_START.search(ln.text)]
     for k, start in enumerate(tb_starts):
         end = tb_starts[k + 1] if k + 1 < len(tb_starts) else n
-        opener = lines[start - 1].text if start > 0 else ""
-        thread = bool(THREAD_TRACEBACK.search(opener) or THREAD_TRACEBACK.search(lines[start].text))
+        opener = lines[start - 1] if start > 0 else None
+        thread = bool(THREAD_TRACEBACK.search(opener.text if opener else "") or THREAD_TRACEBACK.search(lines[start].text))
         exc = next((j for j in range(start + 1, end) if EXCEPTION_LINE.search(lines[j].text)), None)
-        handled = exc is not None and any(HANDLED.search(lines[j].text) for j in range(exc + 1, min(end, exc + 3)))
+        # Handled: retried or fallen back from right after it, a benign exception (xformers'
+        # missing triton), or a traceback a logger printed under a WARNING record.
+        handled = exc is not None and (benign[exc] or any(HANDLED.search(lines[j].text)
+                                                          for j in range(exc + 1, min(end, exc + 3))))
+        handled = handled or bool(opener and WARNING_RECORD.search(opener.tail.text)
+                                  and not TRACEBACK_START.search(opener.text))
         for j in range(start, end):
             in_tb[j] = True
             ignored[j] = (thread and finished) or handled
     hits: list[tuple[int, Row]] = []
     for i, ln in enumerate(lines):
-        if ignored[i]:
+        if ignored[i] or benign[i]:
             continue
         row = _match(ln.text)
         if row is None:
@@ -335,7 +345,12 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
                 continue
         hits.append((i, row))
     wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]
-    roots = [(i, row) for i, row in hits if row.role == ROOT] or [(i, row) for i, row in hits if row.role == CASCADE]
+    # Strong evidence first: a line inside a traceback, or a death that needs none. A message
+    # outside any traceback only counts when nothing stronger is there.
+    strong = [(i, row) for i, row in hits if in_tb[i] or row.anywhere]
+    weak = [(i, row) for i, row in hits if not (in_tb[i] or row.anywhere)]
+    roots = ([h for h in strong if h[1].role == ROOT] or [h for h in strong if h[1].role == CASCADE]
+             or [h for h in weak if h[1].role == ROOT] or [h for h in weak if h[1].role == CASCADE])
     if roots:
         i, row = roots[0]
         cause = CAUSES[row.cause]
@@ -347,7 +362,7 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     # No known pattern: the root traceback's exception line (the first of a chain), not the launcher's.
     wrapper_at = {i for i, row in hits if row.role == WRAPPER}
     first = live_tbs[0] if live_tbs else 0
-    exc_i = next((i for i in range(first, n) if not ignored[i] and i not in wrapper_at
+    exc_i = next((i for i in range(first, n) if not ignored[i] and not benign[i] and i not in wrapper_at
                   and EXCEPTION_LINE.search(lines[i].text)), None)
     if exc_i is None:
         exc_i = next(i for i in range(n) if i in wrapper_at) if wrapper_at else n - 1

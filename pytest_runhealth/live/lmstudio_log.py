@@ -34,7 +34,7 @@ TOKEN_IGNORED = re.compile(r"server is not configured to authenticate")
 REQUEST = re.compile(r"Received (?P<method>[A-Z]+) request to (?P<path>\S+)")
 # Errors serving a request (RH407), in LM Studio's own words.
 SERVER_ERRORS = (
-    ("context-overflow", re.compile(r"Trying to keep the first \d+ tokens when context the overflows|"
+    ("context-overflow", re.compile(r"Trying to keep the first \d+ tokens when context (?:the )?overflows|"
                                     r"context (?:length|window) (?:exceeded|overflow)", re.I)),
     ("no-model-loaded", re.compile(r"No models? (?:is |are )?loaded\.? Please load a model", re.I)),
     ("model-load-failed", re.compile(r"\bload-error\b|Failed to load (?:the )?model|Error loading model", re.I)),
