@@ -151,7 +151,7 @@ ROWS: tuple[Row, ...] = (
     Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?Killed\b(?:\s+\S+.*)?$|Out of memory: Killed process|\boom-kill"),
         "host-oom", ROOT, anywhere=True),
     Row("dataloader-worker-killed",
-        _r(r"DataLoader worker \(pids?\)?\s*\(?[\d, ]+\)? (?:is killed by signal|exited unexpectedly)"),
+        _r(r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)"),
         "dataloader-worker-killed", ROOT, anywhere=True),
     Row("segfault", _r(r"(?i)segmentation fault|\bSIGSEGV\b|Signals\.SIGSEGV"), "segfault", ROOT, anywhere=True),
     Row("nccl-timeout",
