@@ -216,7 +216,9 @@ def _line_at(path: Path, offset: int, scan: LogScan | None) -> int:
 
 
 def _count_newlines(path: Path, start: int, upto: int) -> int:
-    """Newlines in ``[start, upto)``, through one reused 1 MiB buffer."""
+    """Newlines in ``[start, upto)``, through one reused 1 MiB buffer. A
+    sparse hole holds no newline and is skipped unread, so the tail of a
+    preallocated or crash-zeroed 1 GB log costs what a 1 MB one does."""
     count = 0
     buf = bytearray(1 << 20)
     view = memoryview(buf)
@@ -224,6 +226,11 @@ def _count_newlines(path: Path, start: int, upto: int) -> int:
         fh.seek(start)
         left = upto - start
         while left > 0:
+            hole = min(_hole_ahead(fh), left)
+            if hole:
+                fh.seek(hole, os.SEEK_CUR)
+                left -= hole
+                continue
             n = fh.readinto(view[: min(len(buf), left)])
             if not n:
                 break
@@ -439,7 +446,8 @@ def scan_log(path: Path) -> LogScan:
         lineno = 1
         offset = 0  # file offset of buf[0]
         while True:
-            hole = _hole_ahead(fh) // CHUNK * CHUNK  # whole chunks: reads stay on the chunk grid
+            hole = _hole_ahead(fh)
+            hole = hole if hole >= CHUNK else 0  # a hole shorter than a chunk is read like data
             if hole:
                 # A sparse hole (a writer that died between preallocating and
                 # writing, a crash-zeroed log): NUL bytes and no newline, so it

@@ -29,7 +29,7 @@ the tests; a new cause also needs its entry in ``CAUSES``."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .logscan import LogTail, TailLine
 
@@ -125,6 +125,7 @@ class Row:
     role: str
     backend: str | None = None
     anywhere: bool = False  # decisive even outside a traceback and far from the end (a death, not a message)
+    hints: tuple[str, ...] = ()  # see HINTS
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -183,6 +184,34 @@ ROWS: tuple[Row, ...] = (
            r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
            r"is not a local folder and is not a valid model identifier"), "missing-model-file", ROOT),
 )
+
+# For each row, lower-case words one of which every match contains: a plain
+# substring test rules most lines out before any regex runs.
+HINTS: dict[str, tuple[str, ...]] = {
+    "accelerate-calledprocesserror": ("calledprocesserror",),
+    "torchrun-childfailederror": ("childfailederror",),
+    "torchrun-failed": ("exitcode",),
+    "deepspeed-return-code": ("return code",),
+    "gui-training-failed": ("training",),
+    "hip-oom": ("hip",),
+    "mps-oom": ("mps backend",),
+    "xpu-oom": ("xpu", "ur_result", "pi_error"),
+    "cuda-oom": ("out of memory", "outofmemoryerror", "cublas", "cudaerror"),
+    "oom-killer": ("killed", "oom-kill"),
+    "dataloader-worker-killed": ("dataloader worker",),
+    "segfault": ("segmentation", "sigsegv"),
+    "nccl-timeout": ("watchdog", "nccl", "timeout"),
+    "disk-full": ("errno 28", "no space", "code: 28"),
+    "host-memoryerror": ("memoryerror", "memory allocation", "cannot allocate", "bad_alloc", "panicked"),
+    "fused-optimizer-keyerror": ("beta1",),
+    "module-not-found": ("no module named",),
+    "tensorboard-logdir": ("not a directory",),
+    "missing-cache-files": ("cache",),
+    "optimizer-scheduler-mismatch": ("state dict", "optimizer", "scheduler", "size of"),
+    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear"),
+}
+ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
+ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
 
 # Line prefixes other writers put in front of the text, applied repeatedly.
 # Group "rank" names the writer when the prefix says which.
@@ -295,8 +324,11 @@ def logical_lines(tail: LogTail, after_line: int = 0) -> list[Line]:
 
 
 def _match(text: str) -> Row | None:
+    low = text.lower()
+    if ANY_HINT.search(low) is None:
+        return None
     for row in ROWS:
-        if row.regex.search(text):
+        if any(h in low for h in row.hints) and row.regex.search(text):
             return row
     return None
 

@@ -384,8 +384,8 @@ SERVER_ERROR_CAUSES = {
     "where the reason is.",
     example="lmstudio-server.log:40 2025-02-10 11:02:31 [ERROR] Trying to keep the first 4862 tokens when context "
     "the overflows. However, the model is loaded with context length of only 4096 tokens",
-    fix="Depends on the cause: a larger context length for context overflows, load the judge before the session "
-    "for no-model-loaded, a smaller model or quantisation when it fails to load.",
+    fix="Depends on the cause; the finding names it and its fix:\n"
+    + "\n".join(f"- `{cause}`: {fix}" for cause, fix in SERVER_ERROR_CAUSES.values()),
 )
 def lmstudio_server_errors(ctx, lmstudio):
     lm = lmstudio

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..checkpoints import check_safetensors, find_checkpoints, latest
 from ..registry import check
+from ..rootcause import CAUSES
 from ..status import readable_facts
 from ..tfevents import is_loss_tag, read_event_file
 
@@ -47,8 +48,8 @@ def _tfevents(ctx, path: Path):
     "`[rank0]:` prefix; re-launching without reading it repeats the failure.",
     example="logs/train.log:212 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. "
     "GPU 0 has a total capacity of 39.56 GiB ...",
-    fix="Depends on the cause; each known cause names its fix (smaller batch or gradient checkpointing for "
-    "cuda-oom, the model path for missing-model-file, `uv sync` for missing-trainer-module, ...).",
+    fix="Depends on the cause; the finding names it and its fix:\n"
+    + "\n".join(f"- `{name}` ({cause.doc}): {cause.fix}" for name, cause in CAUSES.items()),
 )
 def trainer_error(ctx):
     f = readable_facts(ctx)
