@@ -133,11 +133,15 @@ def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 ROWS: tuple[Row, ...] = (
+    # -- a launcher's report that names the signal: a segfault (-11, SIGSEGV, Windows' 0xC0000005)
+    Row("wrapper-sigsegv",
+        _r(r"exits with return code\s*=\s*-11\b|exit status 3221225477\b|exitcode\s*:\s*-11\b|Signals\.SIGSEGV"),
+        "segfault", CASCADE, anywhere=True),
     # -- launcher wrappers: the consequence, never the cause
     Row("accelerate-calledprocesserror",
         _r(r"CalledProcessError: Command .*(?:returned non-zero exit status|died with <Signals)"), None, WRAPPER),
     Row("torchrun-childfailederror", _r(r"ChildFailedError"), None, WRAPPER),
-    Row("torchrun-failed", _r(r"elastic\.multiprocessing\.api:\[?\s*(?:ERROR\]?\s*)?failed \(exitcode"), None, WRAPPER),
+    Row("torchrun-failed", _r(r"failed \(exitcode: -?\d+\) local_rank"), None, WRAPPER),
     Row("deepspeed-return-code", _r(r"exits with return code\s*=\s*-?\d+"), None, WRAPPER),
     Row("gui-training-failed", _r(r"(?i)\btraining (?:has )?failed\b"), None, WRAPPER),
     # -- accelerator out of memory, one row per backend (the backend is named in the summary)
@@ -147,9 +151,9 @@ ROWS: tuple[Row, ...] = (
         "cuda-oom", ROOT, "XPU"),
     Row("cuda-oom",
         _r(r"CUDA out of memory|CUDA error: out of memory|(?<![\w.])(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b|"
-           r"CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation"), "cuda-oom", ROOT, "CUDA"),
+           r"cudaErrorMemoryAllocation"), "cuda-oom", ROOT, "CUDA"),
     # -- deaths without a traceback
-    Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?Killed\b(?:\s+\S+.*)?$|Out of memory: Killed process|\boom-kill"),
+    Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill"),
         "host-oom", ROOT, anywhere=True),
     Row("dataloader-worker-killed",
         _r(r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)"),
@@ -182,7 +186,8 @@ ROWS: tuple[Row, ...] = (
            r"No such file or directory: ['\"].*\.(?:safetensors|ckpt|pt|pth|bin|gguf)['\"]|"
            r"(?i:\bmodel(?: file| path| checkpoint)? (?:was )?not found\b|(?:can ?not|can't|could not|unable to) "
            r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
-           r"is not a local folder and is not a valid model identifier"), "missing-model-file", ROOT),
+           r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist"),
+        "missing-model-file", ROOT),
 )
 
 # For each row, lower-case words one of which every match contains: a plain
@@ -196,8 +201,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     "hip-oom": ("hip",),
     "mps-oom": ("mps backend",),
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
-    "cuda-oom": ("out of memory", "outofmemoryerror", "cublas", "cudaerror"),
-    "oom-killer": ("killed", "oom-kill"),
+    "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
+    "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror"),
+    "oom-killer": ("killed", "oom-kill", "已杀死"),
     "dataloader-worker-killed": ("dataloader worker",),
     "segfault": ("segmentation", "sigsegv"),
     "nccl-timeout": ("watchdog", "nccl", "timeout"),
@@ -208,7 +214,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "tensorboard-logdir": ("not a directory",),
     "missing-cache-files": ("cache",),
     "optimizer-scheduler-mismatch": ("state dict", "optimizer", "scheduler", "size of"),
-    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear"),
+    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear", "tried to find"),
 }
 ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
 ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
@@ -251,7 +257,7 @@ HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|\bretry(?:ing)?\b|will retry|\big
 WARNS = re.compile(r"(?i)\bwarn(?:ing)?s?\b|\bhint\b|\btip\b")
 # A logger's warning record (logging's "WARNING:root:", Rich's "WARNING  "), possibly after a time column.
 WARNING_RECORD = re.compile(r"^\W*(?:[\d\-:.,T ]+\s)?(?:WARNING|WARN)\b")
-THREAD_TRACEBACK = re.compile(r"Exception in thread|Exception ignored in")
+THREAD_TRACEBACK = re.compile(r"Exception in thread|Unhandled exception in thread|Exception ignored in")
 # Outside a traceback, a message-like row counts only this close to the end.
 BARE_WINDOW = 12
 
@@ -340,6 +346,18 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     thread counts: a thread's traceback or a crash at interpreter exit after
     the final step did not end the training."""
     lines = logical_lines(tail, after_line)
+    if lines or finished or not after_line:
+        return _read(lines, finished)
+    # The log ends at the last step's own line. stdout and stderr interleave, so a death
+    # printed just before the last bar redraw is still the end: read the lines between the
+    # bar before it and it, but only a known cause counts there.
+    prev = next((tl.line for tl in reversed(tail.lines) if tl.line < after_line and BAR_END.search(tl.text)), 0)
+    found = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < after_line], finished)
+    return found if found is not None and found.cause != "unknown" else None
+
+
+def _read(lines: list[Line], finished: bool) -> RootCause | None:
+    """The root cause among the window's lines (see ``diagnose``)."""
     if not lines:
         return None
     benign = [bool(BENIGN.search(ln.text)) for ln in lines]
@@ -351,7 +369,9 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     for k, start in enumerate(tb_starts):
         end = tb_starts[k + 1] if k + 1 < len(tb_starts) else n
         opener = lines[start - 1] if start > 0 else None
-        thread = bool(THREAD_TRACEBACK.search(opener.text if opener else "") or THREAD_TRACEBACK.search(lines[start].text))
+        # A thread's traceback (its opener up to three lines back: threads' tracebacks interleave)
+        # does not end the process; the main thread's does.
+        thread = any(THREAD_TRACEBACK.search(lines[j].text) for j in range(max(0, start - 3), start + 1))
         exc = next((j for j in range(start + 1, end) if EXCEPTION_LINE.search(lines[j].text)), None)
         # Handled: retried or fallen back from right after it, a benign exception (xformers'
         # missing triton), or a traceback a logger printed under a WARNING record.
@@ -361,11 +381,13 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
                                   and not TRACEBACK_START.search(opener.text))
         for j in range(start, end):
             in_tb[j] = True
-            ignored[j] = (thread and finished) or handled
+            ignored[j] = thread or handled
     hits: list[tuple[int, Row]] = []
     for i, ln in enumerate(lines):
         if ignored[i] or benign[i]:
             continue
+        if EXCEPTION_LINE.search(ln.text):
+            in_tb[i] = True  # an exception line is a traceback's end even when the paste cut its start
         row = _match(ln.text)
         if row is None:
             continue
@@ -373,7 +395,7 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
             if finished:
                 continue
             if not row.anywhere and (i < n - BARE_WINDOW or HANDLED.search(ln.text)
-                                    or WARNS.search(ln.text)):
+                                    or WARNS.search(ln.tail.text)):
                 continue
         hits.append((i, row))
     wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]

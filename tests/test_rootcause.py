@@ -141,9 +141,17 @@ def test_thread_traceback_after_final_step_is_not_fatal(tmp_path):
     assert read(tmp_path, log, finished=True) is None
 
 
-def test_a_traceback_before_the_last_step_is_history(tmp_path):
-    log = TB + "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB\n" + BAR + "\n"
+def test_a_traceback_before_the_last_steps_is_history(tmp_path):
+    bar2 = BAR.replace("36/96", "37/96")
+    log = TB + "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB\n" + BAR + "\n" + bar2 + "\n"
     assert read(tmp_path, log) is None
+
+
+def test_an_error_just_before_the_last_bar_redraw_is_the_end(tmp_path):
+    # bmaltais/kohya_ss#1202: stderr and stdout interleave, so the OOM lands before the last redraw
+    log = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 6.00 GiB total capacity; 5.24 GiB already\n"
+           "steps:   0%|          | 1/2100 [00:03<2:05:34,  3.59s/it, loss=0.473]\n")
+    assert read(tmp_path, log).cause == "cuda-oom"
 
 
 def test_strip_prefix_forms():
