@@ -55,9 +55,11 @@ GENERIC_TIME = re.compile(rb"(?:time/step|step_time|s/step|sec/step)\s*[:=]?\s*(
 # "Loss: NaN", "train_loss=inf", prose "loss is nan". Not "grad_norm: nan", not "loss_scale: inf",
 # not "nan" inside a word or a file name.
 LOSS_NONFINITE = re.compile(
-    rb"(?i)(?<![a-z])loss['\"]?\s*(?:[:=]|\bis\b|\bwas\b|\bbecame\b|\bbecomes\b|\bwent\b(?: to)?)\s*['\"]?"
+    rb"(?i)(?<![a-z])loss['\"\]]?\s*(?:[:=]|\bis\b|\bwas\b|\bbecame\b|\bbecomes\b|\bwent\b(?: to)?)?\s*['\"]?"
     rb"(nan|[-+]?inf(?:inity)?)(?![\w.])"
 )
+# A trainer that prints bare "<step> <loss>" pairs (no word "loss" at all): only a line that is exactly that.
+BARE_PAIR_NONFINITE = re.compile(rb"^\s*(\d+)\s+(nan|-?inf)\s*$", re.I)
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
 # The trainer reached its training loop (FORMATS.md §1.2, §2).
@@ -324,12 +326,18 @@ class _Scanner:
                 m = LOSS_NONFINITE.search(seg)
                 if m:
                     self.nonfinite_text(seg, lineno, m.group(1))
+        elif len(seg) < 40 and (b"nan" in seg or b"inf" in seg):
+            m = BARE_PAIR_NONFINITE.match(seg)
+            if m:
+                self.nonfinite_text(seg, lineno, m.group(2), int(m.group(1)))
         return False
 
-    def nonfinite_text(self, seg: bytes, lineno: int, raw: bytes) -> None:
+    def nonfinite_text(self, seg: bytes, lineno: int, raw: bytes, step: int | None = None) -> None:
         """A non-finite loss in a line that is no step record: counted and kept
-        as evidence at the step last seen, but not a point of any series."""
-        step = max((p.step for p in self.last.values()), default=0)
+        as evidence at the step it names or the step last seen, but not a
+        point of any series."""
+        if step is None:
+            step = max((p.step for p in self.last.values()), default=0)
         value = float(raw.lower().replace(b"inity", b""))
         self.scan.nonfinite_count += 1
         if len(self.scan.nonfinite) < MAX_NONFINITE:

@@ -371,7 +371,7 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         opener = lines[start - 1] if start > 0 else None
         # A thread's traceback (its opener up to three lines back: threads' tracebacks interleave)
         # does not end the process; the main thread's does.
-        thread = any(THREAD_TRACEBACK.search(lines[j].text) for j in range(max(0, start - 3), start + 1))
+        thread = _thread_opened(lines, start)
         exc = next((j for j in range(start + 1, end) if EXCEPTION_LINE.search(lines[j].text)), None)
         # Handled: retried or fallen back from right after it, a benign exception (xformers'
         # missing triton), or a traceback a logger printed under a WARNING record.
@@ -412,7 +412,16 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
                          row.backend, lines[i].rank, wrappers, row.id)
     live_tbs = [s for s in tb_starts if not ignored[s]]
     if not live_tbs and not wrappers:
-        return None
+        # No traceback, but the log ends in an exception line (a paste that kept only it, ranks'
+        # lines glued together): that line is the root, cause unknown.
+        tail_exc = [i for i in range(max(0, n - BARE_WINDOW), n) if not ignored[i] and not benign[i]
+                    and EXCEPTION_LINE.search(lines[i].text) and not WARNS.search(lines[i].tail.text)]
+        if finished or not tail_exc:
+            return None
+        unknown = CAUSES["unknown"]
+        i = tail_exc[0]
+        return RootCause("unknown", unknown.verdict, unknown.fix, lines[i].tail, _context(lines, i, tb_starts),
+                         None, lines[i].rank, [], None)
     # No known pattern: the root traceback's exception line (the first of a chain), not the launcher's.
     wrapper_at = {i for i, row in hits if row.role == WRAPPER}
     first = live_tbs[0] if live_tbs else 0
@@ -423,6 +432,19 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     unknown = CAUSES["unknown"]
     return RootCause("unknown", unknown.verdict, unknown.fix, lines[exc_i].tail, _context(lines, exc_i, tb_starts),
                      None, lines[exc_i].rank, [w for w in wrappers if w is not lines[exc_i].tail], None)
+
+
+def _thread_opened(lines: list[Line], start: int) -> bool:
+    """Whether the traceback starting at ``start`` is a thread's: its opener is on
+    the line, or up to 12 lines back through other tracebacks' lines (threads'
+    tracebacks interleave and glue together)."""
+    for j in range(start, max(-1, start - 13), -1):
+        if THREAD_TRACEBACK.search(lines[j].text):
+            return True
+        if j < start and not (TRACEBACK_START.search(lines[j].text) or lines[j].text.startswith("File ")
+                              or lines[j].tail.text[:1] in (" ", "\t")):
+            return False
+    return False
 
 
 def _context(lines: list[Line], at: int, tb_starts: list[int]) -> list[TailLine]:

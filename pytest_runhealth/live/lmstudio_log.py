@@ -37,7 +37,8 @@ SERVER_ERRORS = (
     ("context-overflow", re.compile(r"Trying to keep the first \d+ tokens when context (?:the )?overflows|"
                                     r"context (?:length|window) (?:exceeded|overflow)", re.I)),
     ("no-model-loaded", re.compile(r"No models? (?:is |are )?loaded\.? Please load a model", re.I)),
-    ("model-load-failed", re.compile(r"\bload-error\b|Failed to load (?:the )?model|Error loading model", re.I)),
+    ("model-load-failed", re.compile(r"\bload-error\b|Failed to load (?:the )?model|Error loading model|"
+                                     r"\[Endpoint=loadModel\][^\n]*\berror\b|Model is unloaded", re.I)),
     ("prediction-error", re.compile(r"received prediction-error|\bprediction-error\b", re.I)),
 )
 FINISHED_STREAM = re.compile(r"Finished streaming response")
@@ -155,6 +156,11 @@ def parse_entries(lines) -> list[LogEntry]:
     current: LogEntry | None = None
     for lineno, text in lines:
         headers = list(HEADER.finditer(text))
+        if not headers and current is None and text.strip():
+            # Text before the first header (a paste or a window that starts mid-entry, a
+            # client's echo of the server's reply): an entry without time or level.
+            current = LogEntry(lineno, "", "", "")
+            entries.append(current)
         if not headers:
             if current is not None and text.strip() and len(current.message) < MAX_MESSAGE:
                 if not current.message:
