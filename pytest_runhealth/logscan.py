@@ -454,8 +454,7 @@ def scan_log(path: Path) -> LogScan:
         lineno = 1
         offset = 0  # file offset of buf[0]
         while True:
-            hole = _hole_ahead(fh)
-            hole = hole if hole >= CHUNK else 0  # a hole shorter than a chunk is read like data
+            hole = _hole_ahead(fh) // CHUNK * CHUNK  # whole chunks: reads stay on the chunk grid
             if hole:
                 # A sparse hole (a writer that died between preallocating and
                 # writing, a crash-zeroed log): NUL bytes and no newline, so it
