@@ -1,7 +1,7 @@
 """A team's own check, in a conftest.py: decorated checks here are found
 without any hook. Run it from this folder:
 
-    cd examples/conftest_check && pytest --run-dir cases/disk-full
+    cd examples/conftest_check && pytest --run-dir=cases/disk-full
 """
 
 from __future__ import annotations
