@@ -46,8 +46,8 @@ from typing import Any
 import pytest
 
 from .checkpoints import find_checkpoints, latest
-from .rootcause import diagnose
 from .logscan import LogScan, StepPoint
+from .rootcause import diagnose
 from .safeio import mtime, read_head
 
 MIN_STEADY = 3

@@ -51,7 +51,7 @@ def field_results(tmp_path_factory) -> dict[Path, list[dict]]:
     for case in CASES:
         cmd += ["--run-dir", str(case / "run")]
     # --lmstudio-log is not given: each case's *lmstudio*.log is found in its run dir.
-    proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True, timeout=600, check=False)
     assert report.is_file(), proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "INTERNALERROR" not in proc.stdout, proc.stdout[-4000:]
     doc = json.loads(report.read_text())

@@ -63,10 +63,12 @@ FAILING = {
     "old-cuda-oom": ("cuda-oom", "CUDA", TB + "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 8.00 GiB total capacity)\n"),
     "hf-model-not-found": ("missing-model-file", None, TB + "OSError: stabilityai/sdxl-vae is not a local folder and is not a valid "
                            "model identifier listed on 'https://huggingface.co/models'\n"),
-    "ray-worker-prefix": ("cuda-oom", "CUDA", "(RayWorker pid=1234) Traceback (most recent call last):\n"
-                          "(RayWorker pid=1234) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n"),
-    "capture-wrapper-prefix": ("missing-trainer-module", None, "[08:03:35] [STDERR] Traceback (most recent call last):\n"
-                               "[08:03:35] [STDERR] ModuleNotFoundError: No module named 'musubi_tuner'\n"),
+    "ray-worker-prefix": ("cuda-oom", "CUDA", (
+        "(RayWorker pid=1234) Traceback (most recent call last):\n"
+        "(RayWorker pid=1234) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n")),
+    "capture-wrapper-prefix": ("missing-trainer-module", None, (
+        "[08:03:35] [STDERR] Traceback (most recent call last):\n"
+        "[08:03:35] [STDERR] ModuleNotFoundError: No module named 'musubi_tuner'\n")),
     "paste-line-numbers": ("segfault", None, "[0041] " + BAR + "\n[0042] Segmentation fault (core dumped)\n"),
     "logging-prefix": ("host-oom", None, "INFO:root:Traceback (most recent call last):\nINFO:root:MemoryError\n"),
 }
