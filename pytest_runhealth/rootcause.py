@@ -139,7 +139,8 @@ ROWS: tuple[Row, ...] = (
         "segfault", CASCADE, anywhere=True),
     # -- launcher wrappers: the consequence, never the cause
     Row("accelerate-calledprocesserror",
-        _r(r"CalledProcessError: Command .*(?:returned non-zero exit status|died with <Signals)"), None, WRAPPER),
+        _r(r"CalledProcessError: Command .*(?:returned non-zero exit status|died with <Signals)|"
+           r"raise subprocess\.CalledProcessError\("), None, WRAPPER),
     Row("torchrun-childfailederror", _r(r"ChildFailedError"), None, WRAPPER),
     Row("torchrun-failed", _r(r"failed \(exitcode: -?\d+\) local_rank"), None, WRAPPER),
     Row("deepspeed-return-code", _r(r"exits with return code\s*=\s*-?\d+"), None, WRAPPER),
