@@ -342,10 +342,10 @@ def _match(text: str) -> Row | None:
 
 def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> RootCause | None:
     """The root cause of the run's death, or None when the window after the
-    last training step (``after_line``) holds no decisive error. With
-    ``finished`` (the run reached its last step) only a traceback of the main
-    thread counts: a thread's traceback or a crash at interpreter exit after
-    the final step did not end the training."""
+    last training step (``after_line``) holds no decisive error. A thread's
+    traceback never counts (it does not end the process). With ``finished``
+    (the run reached its last step) only a main-thread traceback counts: a
+    crash at interpreter exit after the final step did not end the training."""
     lines = logical_lines(tail, after_line)
     if lines or finished or not after_line:
         return _read(lines, finished)
@@ -370,8 +370,7 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     for k, start in enumerate(tb_starts):
         end = tb_starts[k + 1] if k + 1 < len(tb_starts) else n
         opener = lines[start - 1] if start > 0 else None
-        # A thread's traceback (its opener up to three lines back: threads' tracebacks interleave)
-        # does not end the process; the main thread's does.
+        # A thread's traceback does not end the process; the main thread's does.
         thread = _thread_opened(lines, start)
         exc = next((j for j in range(start + 1, end) if EXCEPTION_LINE.search(lines[j].text)), None)
         # Handled: retried or fallen back from right after it, a benign exception (xformers'
