@@ -8,7 +8,16 @@ The log has the shape MEASURED.md describes (~100 tqdm `\\r` redraws per
 newline-terminated line, a log record glued after each bar line), ends with a
 traceback, and is scanned by a real `pytest --run-dir` session running every
 check that reads logs (RH002, RH201, RH202, RH208, plus the status block).
-The issue's aim: at most 2x grep's time."""
+The issue's aim: at most 2x grep's time.
+
+    python benchmarks/logscan.py --diagnosis  # issue 13: a failed 1 GB log vs a 1 MB one
+
+With ``--diagnosis`` it writes two failed runs with the same ending (bars,
+then a torchrun-wrapped rank OOM): one a 1 MB log, one a 1 GB log whose
+first part is a sparse hole (a preallocated or crash-zeroed log), and times
+the root-cause diagnosis of each (the tail reader and the root-cause reader,
+in process) and a `pytest --run-dir -k RH201` session on each. The aim: the
+1 GB diagnosis within 0.1 s of the 1 MB one."""
 
 from __future__ import annotations
 
@@ -59,10 +68,73 @@ def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
     return wall, cpu, out
 
 
+FAILED_TAIL = (
+    "".join(f"steps:  {i}%|▍         | {i}/96 [00:{i:02d}<01:00, 21.93s/it, avr_loss=0.0{i:03d}]\n" for i in range(1, 40))
+    + "[rank1]: Traceback (most recent call last):\n[rank1]:   File \"train.py\", line 9, in <module>\n"
+    "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB.\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+).encode()
+
+
+def _failed_run(root: Path, name: str, size: int, sparse: bool) -> Path:
+    run = root / name
+    run.mkdir()
+    log = run / "train.log"
+    line = b"INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 1, epoch: 2\n"
+    body = line * (((1 << 20) - len(FAILED_TAIL)) // len(line)) + FAILED_TAIL  # the last MB, the same in both
+    with open(log, "wb") as fh:
+        if sparse:
+            fh.truncate(size - len(body))  # a hole: the rest of the gigabyte, never written
+            fh.seek(0, 2)
+        fh.write(body)
+    return run
+
+
+def diagnosis(tmp: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from pytest_runhealth.logscan import read_log_tail
+    from pytest_runhealth.rootcause import diagnose
+
+    small = _failed_run(tmp, "small", 1 << 20, sparse=False)
+    big = _failed_run(tmp, "big", 1 << 30, sparse=True)
+
+    def diag(run: Path) -> tuple[float, str]:
+        times, cause = [], ""
+        for _ in range(7):
+            t = time.perf_counter()
+            found = diagnose(read_log_tail(run / "train.log"))
+            times.append(time.perf_counter() - t)
+            cause = found.describe() if found else "none"
+        return sorted(times)[3], cause
+
+    (s_t, s_cause), (b_t, b_cause) = diag(small), diag(big)
+    assert s_cause == b_cause == "cuda-oom (CUDA) on rank 1", (s_cause, b_cause)
+    print(f"diagnosis, 1 MB log:  {s_t * 1000:7.2f} ms  ({s_cause})")
+    print(f"diagnosis, 1 GB log:  {b_t * 1000:7.2f} ms  (sparse; {(big / 'train.log').stat().st_size / 1e9:.2f} GB)")
+    print(f"ratio: {b_t / s_t:.2f}x, difference {abs(b_t - s_t) * 1000:.1f} ms; aim: within 100 ms")
+    sessions = {}
+    for run in (small, big):
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio", "-q",
+               "--run-dir", str(run), "-k", "RH201"]
+        rounds = [timed(cmd) for _ in range(3)]
+        assert "cuda-oom" in rounds[0][2].stdout, rounds[0][2].stdout[-2000:]
+        sessions[run.name] = sorted(r[0] for r in rounds)[1]
+    print(f"pytest -k RH201 session: 1 MB {sessions['small']:.2f} s, 1 GB {sessions['big']:.2f} s wall; "
+          f"ratio {sessions['big'] / sessions['small']:.2f}x, difference {abs(sessions['big'] - sessions['small']) * 1000:.0f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--diagnosis", action="store_true", help="issue 13: diagnose a failed 1 GB log vs a 1 MB one")
     args = ap.parse_args()
+    if args.diagnosis:
+        tmp = Path(tempfile.mkdtemp(prefix="rh-diagnosis-"))
+        try:
+            diagnosis(tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="rh-logscan-"))
     try:
         run = tmp / "kohya-run"

@@ -51,6 +51,15 @@ GENERIC = re.compile(
     rb"\b[Ss]tep\b\s*[:=]?\s*(\d+)(?:\s*/\s*(\d+))?[^\r\n]{0,120}?\b[Ll]oss\b\s*[:=]?\s*(" + _NUM + rb")"
 )
 GENERIC_TIME = re.compile(rb"(?:time/step|step_time|s/step|sec/step)\s*[:=]?\s*([\d.]+)", re.I)
+# A non-finite loss in any other wording: transformers' "{'loss': nan, ...}", "loss: nan",
+# "Loss: NaN", "train_loss=inf", prose "loss is nan". Not "grad_norm: nan", not "loss_scale: inf",
+# not "nan" inside a word or a file name.
+LOSS_NONFINITE = re.compile(
+    rb"(?i)(?<![a-z])loss['\"\]]?\s*(?:[:=]|\bis\b|\bwas\b|\bbecame\b|\bbecomes\b|\bwent\b(?: to)?)?\s*['\"]?"
+    rb"(nan|[-+]?inf(?:inity)?)(?![\w.])"
+)
+# A trainer that prints bare "<step> <loss>" pairs (no word "loss" at all): only a line that is exactly that.
+BARE_PAIR_NONFINITE = re.compile(rb"^\s*(\d+)\s+(nan|-?inf)\s*$", re.I)
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
 # The trainer reached its training loop (FORMATS.md §1.2, §2).
@@ -209,7 +218,9 @@ def _line_at(path: Path, offset: int, scan: LogScan | None) -> int:
 
 
 def _count_newlines(path: Path, start: int, upto: int) -> int:
-    """Newlines in ``[start, upto)``, through one reused 1 MiB buffer."""
+    """Newlines in ``[start, upto)``, through one reused 1 MiB buffer. A
+    sparse hole holds no newline and is skipped unread, so the tail of a
+    preallocated or crash-zeroed 1 GB log costs what a 1 MB one does."""
     count = 0
     buf = bytearray(1 << 20)
     view = memoryview(buf)
@@ -217,6 +228,11 @@ def _count_newlines(path: Path, start: int, upto: int) -> int:
         fh.seek(start)
         left = upto - start
         while left > 0:
+            hole = min(_hole_ahead(fh), left)
+            if hole:
+                fh.seek(hole, os.SEEK_CUR)
+                left -= hole
+                continue
             n = fh.readinto(view[: min(len(buf), left)])
             if not n:
                 break
@@ -306,7 +322,26 @@ class _Scanner:
                     int(m.group(1)), int(m.group(2)) if m.group(2) else None,
                     _num(t.group(1)) if t else None, _num(m.group(3)), lineno, "generic"), seg)
                 return True
+            if (b"nan" in seg or b"NaN" in seg or b"inf" in seg or b"NAN" in seg) and not SCALER_NOISE.search(seg):
+                m = LOSS_NONFINITE.search(seg)
+                if m:
+                    self.nonfinite_text(seg, lineno, m.group(1))
+        elif len(seg) < 40 and (b"nan" in seg or b"inf" in seg):
+            m = BARE_PAIR_NONFINITE.match(seg)
+            if m:
+                self.nonfinite_text(seg, lineno, m.group(2), int(m.group(1)))
         return False
+
+    def nonfinite_text(self, seg: bytes, lineno: int, raw: bytes, step: int | None = None) -> None:
+        """A non-finite loss in a line that is no step record: counted and kept
+        as evidence at the step it names or the step last seen, but not a
+        point of any series."""
+        if step is None:
+            step = max((p.step for p in self.last.values()), default=0)
+        value = float(raw.lower().replace(b"inity", b""))
+        self.scan.nonfinite_count += 1
+        if len(self.scan.nonfinite) < MAX_NONFINITE:
+            self.scan.nonfinite.append((StepPoint(step, None, None, value, lineno, "text"), _decode(seg)))
 
     def markers(self, line: bytes, lineno: int) -> None:
         if self.scan.started_line is None and TRAINING_STARTED.search(line):

@@ -46,8 +46,8 @@ from typing import Any
 import pytest
 
 from .checkpoints import find_checkpoints, latest
-from .errors import classify
 from .logscan import LogScan, StepPoint
+from .rootcause import diagnose
 from .safeio import mtime, read_head
 from .session import session_of
 
@@ -125,7 +125,7 @@ class RunFacts:
         if self.log is not None and self.error is None:
             tail = rd.log_tail(self.log)
             after = self.last.line if self.last is not None else 0
-            self.fatal = classify(tail, after, finished=self.finished)
+            self.fatal = diagnose(tail, after, finished=self.finished)
         self.alive = pid_alive(run)
 
     @property

@@ -346,6 +346,68 @@ def lmstudio_requests_valid(ctx, lmstudio):
     return ctx.fail("infra", cause, summary, _log_evidence(ctx, lm, bad))
 
 
+SERVER_ERROR_CAUSES = {
+    "context-overflow": ("lmstudio-context-overflow",
+                         "the prompt (image tokens included) is longer than the loaded context: load the judge with a "
+                         "larger context length (`lms load <model> --context-length N`, or the model's load settings), "
+                         "or send smaller images / shorter prompts."),
+    "prediction-error": ("lmstudio-prediction-error",
+                         "the model failed while generating: read the lines before it in the server log (often a "
+                         "context overflow or an unsupported input such as an image for a text-only model); reload the "
+                         "model, and update LM Studio's runtime (llama.cpp/MLX engine)."),
+    "no-model-loaded": ("lmstudio-no-model-loaded",
+                        "no model was loaded when the request came and just-in-time loading did not load the judge: "
+                        "`lms load <judge model>` before the session, or enable JIT loading and send the exact model "
+                        "key the server lists in /v1/models."),
+    "model-load-failed": ("lmstudio-model-load-failed",
+                          "the model failed to load (not enough VRAM/RAM for its size and context, a broken download, "
+                          "an engine that does not support the architecture): pick a smaller quantisation or context, "
+                          "re-download it, or update the runtime."),
+}
+
+
+@check(
+    "RH407",
+    "lmstudio-server-errors",
+    scope="session",
+    phases=["live", "postmortem"],
+    verdicts=["infra"],
+    detects="The LM Studio server log shows errors serving requests: a context overflow (\"Trying to keep the "
+    "first N tokens when context the overflows\"), `received prediction-error`, `No models loaded. Please load a "
+    "model` (just-in-time loading did not load the judge), or a model that failed to load (`load-error`). Same "
+    "inputs as RH405 (--lmstudio-log, a `*lmstudio*.log` in the run dir, the server's log folder). `Client "
+    "disconnected` right after `Finished streaming response` is the normal end of a stream, not an error.",
+    why="The client sees only an empty or error reply and the judge scores nothing (RH103/RH104); the server log is "
+    "where the reason is.",
+    example="lmstudio-server.log:40 2025-02-10 11:02:31 [ERROR] Trying to keep the first 4862 tokens when context "
+    "the overflows. However, the model is loaded with context length of only 4096 tokens",
+    fix="Depends on the cause; the finding names it and its fix:\n"
+    + "\n".join(f"- `{cause}`: {fix}" for cause, fix in SERVER_ERROR_CAUSES.values()),
+)
+def lmstudio_server_errors(ctx, lmstudio):
+    lm = lmstudio
+    log = _server_log_or_none(ctx, lm)
+    if log is None:
+        ctx.skip("no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir, or ~/.lmstudio/server-logs for a sweep)")
+    if log.error:
+        return ctx.fail("not-evaluable", None, f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
+                        fix="point --lmstudio-log at a readable server log file.")
+    bad = log.of(*SERVER_ERROR_CAUSES)
+    if not bad:
+        return f"{log.path.name}: {len(log.entries)} entries, no error serving a request"
+    counts: dict[str, int] = {}
+    for e in bad:
+        counts[e.kind] = counts.get(e.kind, 0) + 1
+    # The first error is the root: a context overflow is what makes the prediction-error after it.
+    cause, fix = SERVER_ERROR_CAUSES[bad[0].kind]
+    summary = (f"{len(bad)} error(s) serving requests in {log.path.name}, first {bad[0].kind} at line {bad[0].entry.line}: "
+               + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    others = [SERVER_ERROR_CAUSES[k][1] for k in counts if k != bad[0].kind]
+    if others:
+        fix += " Also: " + " ".join(others[:2])
+    return ctx.fail("infra", cause, summary, _log_evidence(ctx, lm, bad), fix=fix)
+
+
 @check(
     "RH406",
     "judge-answers-json",

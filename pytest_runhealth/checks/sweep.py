@@ -15,7 +15,7 @@ import statistics
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from .. import errors
+from .. import rootcause
 from ..finding import Evidence
 from ..ledger import LedgerRow
 from ..logscan import LogScan, StepPoint
@@ -240,8 +240,10 @@ DIED = ("disqualified", "exit_code", "duration_s", "n_steps", "error")
     phases=["postmortem"],
     verdicts=["config", "infra", "not-evaluable"],
     detects="A run disqualified `empty_tfevents`: the trainer wrote no scalar. The cause is read from the tail of "
-    "runs/<run_id>/logs/stdout.log: fused-optimizer-keyerror (KeyError 'beta1' with --fused_backward_pass), "
-    "missing-model-file, cuda-oom, missing-trainer-module, or unknown with the last traceback quoted.",
+    "runs/<run_id>/logs/stdout.log by the root-cause reader RH201 uses (through launcher wrappers and exception "
+    "chains): fused-optimizer-keyerror (KeyError 'beta1' with --fused_backward_pass), missing-model-file, cuda-oom, "
+    "missing-trainer-module, host-oom, segfault, disk-full, ..., or unknown with the root traceback's exception "
+    "line quoted.",
     why="A sweep of instantly dying candidates scores nothing and spends its whole budget learning nothing; the "
     "ledger only says empty_tfevents, and the reason is in each run's log.",
     example="cand-000-s0 was disqualified empty_tfevents: the trainer died before its first logged scalar "
@@ -268,15 +270,16 @@ def trainer_died_instantly(ctx):
     except OSError as exc:
         return ctx.fail("not-evaluable", "unknown", head + f"\n{ctx.run.rel(log)} cannot be read: {exc.strerror or exc}.",
                         [_quote_row(ctx, row, *DIED)], fix="make the log readable by this user and re-run the check.")
-    fatal = errors.classify(tail)
+    fatal = rootcause.diagnose(tail)
     if fatal is None:
         last = [tl for tl in tail.lines if tl.text.strip()][-3:]
         return ctx.fail("infra", "unknown", head + "\nIts log ends without a traceback or a known error.",
                         [_quote_row(ctx, row, *DIED)] + [ctx.evidence(log, tl.line, tl.text) for tl in last],
                         fix="read the end of the quoted log; if it is cut off, the trainer was killed from outside "
                         "(the OOM killer, a watchdog).")
-    what = fatal.cause if fatal.cause != "unknown" else "an error matching no known pattern"
+    what = fatal.describe() if fatal.cause != "unknown" else "an error matching no known pattern"
     evidence = [_quote_row(ctx, row, *DIED), ctx.evidence(log, fatal.line.line, fatal.line.text)]
+    evidence += [ctx.evidence(log, tl.line, tl.text) for tl in fatal.consequences[-1:]]
     fix = RUNBOOK_FIXES.get(fatal.cause, "")
     fix = f"{fix} ({fatal.fix})" if fix else fatal.fix
     return ctx.fail(fatal.verdict, fatal.cause, head + f"\nIts log ends in {what}: {fatal.line.text.strip()[:160]}",
@@ -538,7 +541,7 @@ def early_exit_config(ctx):
     log = ctx.run.main_log
     if log is not None:
         try:
-            fatal = errors.classify(ctx.log_tail(log))
+            fatal = rootcause.diagnose(ctx.log_tail(log))
         except OSError:
             fatal = None
         if fatal is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..checkpoints import check_safetensors, find_checkpoints, latest
 from ..registry import check
+from ..rootcause import CAUSES
 from ..status import readable_facts
 from ..tfevents import is_loss_tag, read_event_file
 
@@ -29,19 +30,26 @@ def _tfevents(ctx, path: Path):
     needs=["logs"],
     phases=["live", "postmortem"],
     verdicts=["config", "infra"],
-    detects="The log ends in a fatal error: cuda-oom (old `RuntimeError: CUDA out of memory` and "
-    "`torch.OutOfMemoryError`, plain or inside a Rich traceback box), missing-model-file, "
-    "missing-trainer-module, fused-optimizer-keyerror, tensorboard-logdir-not-directory, "
-    "missing-cache-files, optimizer-scheduler-mismatch; any other traceback the run stopped at is "
-    "`unknown`, quoted. Only what follows the last training step counts: an error the run trained past "
+    detects="The run died of a known fatal error, read as the root cause: the earliest decisive error after "
+    "the last training step, followed through exception chains (root first) and launcher wrappers "
+    "(accelerate's `CalledProcessError`, torchrun's `ChildFailedError`, DeepSpeed's `exits with return code`, "
+    "a GUI's `training failed`: named as consequences), with rank, timestamp, Ray, logger and capture-wrapper "
+    "prefixes stripped and text glued after a progress bar split off; of interleaved ranks, the first to fail "
+    "is the root. Causes: cuda-oom (CUDA old and new wording, HIP, MPS, XPU; the backend is named), "
+    "host-oom (`MemoryError`, the OOM killer's bare `Killed`), dataloader-worker-killed, segfault, "
+    "nccl-timeout, disk-full (`[Errno 28]`), missing-model-file (also a trainer's own \"model not found\"), "
+    "missing-trainer-module (any `ModuleNotFoundError` that ends the run), fused-optimizer-keyerror, "
+    "tensorboard-logdir-not-directory, missing-cache-files, optimizer-scheduler-mismatch; with no known "
+    "pattern, `unknown` quoting the root traceback's exception line (not the launcher's). Only the tail "
+    "window is read. Only what follows the last training step counts: an error the run trained past "
     "(a handled fallback, an OOM hint, loss-scaler overflow skips, a NaN gradient norm) is not fatal, and "
     "neither is another thread's traceback after the final step.",
     why="A dead run's cause is in the last lines of its log, often inside a Rich box or behind a "
     "`[rank0]:` prefix; re-launching without reading it repeats the failure.",
     example="logs/train.log:212 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. "
     "GPU 0 has a total capacity of 39.56 GiB ...",
-    fix="Depends on the cause; each known cause names its fix (smaller batch or gradient checkpointing for "
-    "cuda-oom, the model path for missing-model-file, `uv sync` for missing-trainer-module, ...).",
+    fix="Depends on the cause; the finding names it and its fix:\n"
+    + "\n".join(f"- `{name}` ({cause.doc}): {cause.fix}" for name, cause in CAUSES.items()),
 )
 def trainer_error(ctx):
     f = readable_facts(ctx)
@@ -54,11 +62,15 @@ def trainer_error(ctx):
     main = ctx.evidence(f.log, err.line.line, err.line.text)
     evidence = [main] + [e for e in quoted if e != main]
     where = f"after step {f.last.step}" if f.last is not None else "before the first training step"
+    root = err.line.text.strip()[:200]
     if err.cause == "unknown":
-        summary = (f"the run stopped at a traceback ({where}) that matches no known pattern: "
-                   f"{err.line.text.strip()[:200]}")
+        summary = f"the run stopped at a traceback ({where}) that matches no known pattern: {root}"
     else:
-        summary = f"the log ends in {err.cause} ({where}): {err.line.text.strip()[:200]}"
+        summary = f"the run died of {err.describe()} ({where}): {root}"
+    if err.consequences:
+        summary += "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
+        evidence += [ctx.evidence(f.log, tl.line, tl.text) for tl in err.consequences[-2:]
+                     if ctx.evidence(f.log, tl.line, tl.text) not in evidence]
     return ctx.fail(err.verdict, err.cause, summary, evidence, fix=err.fix)
 
 
@@ -68,8 +80,10 @@ def trainer_error(ctx):
     "loss-finite",
     phases=["live", "postmortem", "gate"],
     verdicts=["config"],
-    detects="A loss value is NaN or inf: `avr_loss=nan` in a kohya bar, `Loss: nan` in an LTX-2 step "
-    "line, a generic `step N ... loss nan`, or a non-finite scalar under a loss tag in an event file. "
+    detects="A loss value is NaN or inf: `avr_loss=nan` / `loss=nan` in a tqdm postfix, `Loss: nan` in an LTX-2 "
+    "step line, a generic `step N ... loss nan`, the transformers Trainer's `{'loss': nan, ...}`, `loss: nan`, "
+    "`Loss: NaN`, prose such as `loss is nan`, or a non-finite scalar under a loss tag in an event file. A NaN "
+    "followed by finite values is still a NaN event (the first step and the count are reported). "
     "A NaN learning rate, gradient norm or loss scale is not a NaN loss.",
     why="Once the loss is NaN the weights are NaN too: every checkpoint saved after it is unusable, and "
     "the run keeps burning GPU time.",
@@ -88,7 +102,10 @@ def loss_finite(ctx):
             point, text = scan.nonfinite[0]
             first_step = point.step
             evidence.append(ctx.evidence(log, point.line, text))
-            sources.append(f"{scan.nonfinite_count} non-finite loss value(s) in {ctx.run_dir.rel(log)}")
+            finite_after = bool(scan.last_step and scan.last_step.line > point.line and scan.last_step.loss_finite)
+            sources.append(f"{scan.nonfinite_count} non-finite loss value(s) in {ctx.run_dir.rel(log)}, the first at "
+                           f"step {point.step} (line {point.line})"
+                           + ("; finite values follow, but weights updated with a NaN loss are suspect" if finite_after else ""))
     tf_checked = 0
     for path in run.event_files:
         read = _tfevents(ctx, path)

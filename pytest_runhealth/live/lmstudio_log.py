@@ -32,6 +32,17 @@ INVALID_JSON = re.compile(r"Received request for (?P<path>\S+) with invalid JSON
 AUTH_MISSING = re.compile(r"invalid_api_key|API token is required")
 TOKEN_IGNORED = re.compile(r"server is not configured to authenticate")
 REQUEST = re.compile(r"Received (?P<method>[A-Z]+) request to (?P<path>\S+)")
+# Errors serving a request (RH407), in LM Studio's own words.
+SERVER_ERRORS = (
+    ("context-overflow", re.compile(r"Trying to keep the first \d+ tokens when context (?:the )?overflows|"
+                                    r"context (?:length|window) (?:exceeded|overflow)", re.I)),
+    ("no-model-loaded", re.compile(r"No models? (?:is |are )?loaded\.? Please load a model", re.I)),
+    ("model-load-failed", re.compile(r"\bload-error\b|Failed to load (?:the )?model|Error loading model|"
+                                     r"\[Endpoint=loadModel\][^\n]*\berror\b|Model is unloaded", re.I)),
+    ("prediction-error", re.compile(r"received prediction-error|\bprediction-error\b", re.I)),
+)
+FINISHED_STREAM = re.compile(r"Finished streaming response")
+CLIENT_DISCONNECTED = re.compile(r"Client disconnected")
 
 
 @dataclass
@@ -45,15 +56,17 @@ class LogEntry:
 @dataclass
 class LogEvent:
     """One entry classified. ``kind`` is ``unload-noop``, ``unexpected-endpoint``,
-    ``invalid-json``, ``auth-missing``, ``request`` (a client request seen), or
-    noise: ``preflight``, ``false-positive-models``, ``token-ignored``."""
+    ``invalid-json``, ``auth-missing``, ``request`` (a client request seen), a
+    server error (``context-overflow``, ``prediction-error``, ``no-model-loaded``,
+    ``model-load-failed``), or noise: ``preflight``, ``false-positive-models``,
+    ``token-ignored``, ``client-disconnected`` (the stream had finished)."""
 
     kind: str
     entry: LogEntry
     method: str = ""
     path: str = ""
 
-    NOISE = ("preflight", "false-positive-models", "token-ignored")
+    NOISE = ("preflight", "false-positive-models", "token-ignored", "client-disconnected")
 
     @property
     def noise(self) -> bool:
@@ -93,6 +106,9 @@ def classify(entry: LogEntry) -> LogEvent | None:
         return LogEvent("auth-missing", entry)
     if TOKEN_IGNORED.search(msg):
         return LogEvent("token-ignored", entry)
+    for kind, pattern in SERVER_ERRORS:
+        if pattern.search(msg):
+            return LogEvent(kind, entry)
     m = REQUEST.search(msg)
     if m:
         return LogEvent("request", entry, m["method"], m["path"])
@@ -140,6 +156,11 @@ def parse_entries(lines) -> list[LogEntry]:
     current: LogEntry | None = None
     for lineno, text in lines:
         headers = list(HEADER.finditer(text))
+        if not headers and current is None and text.strip():
+            # Text before the first header (a paste or a window that starts mid-entry, a
+            # client's echo of the server's reply): an entry without time or level.
+            current = LogEntry(lineno, "", "", "")
+            entries.append(current)
         if not headers:
             if current is not None and text.strip() and len(current.message) < MAX_MESSAGE:
                 if not current.message:
@@ -160,7 +181,13 @@ def read_server_log(path: Path) -> ServerLog:
         entries = parse_entries(_lines(path))
     except OSError as exc:
         return ServerLog(Path(path), [], [], error=f"cannot read {path}: {exc.strerror or exc}")
-    events = [ev for ev in map(classify, entries) if ev is not None]
+    events = []
+    for i, entry in enumerate(entries):
+        ev = classify(entry)
+        if ev is None and CLIENT_DISCONNECTED.search(entry.message) and i and FINISHED_STREAM.search(entries[i - 1].message):
+            ev = LogEvent("client-disconnected", entry)  # the normal end of a stream
+        if ev is not None:
+            events.append(ev)
     return ServerLog(Path(path), entries, events)
 
 

@@ -1,0 +1,455 @@
+"""The root-cause reader: why a trainer run died, read from the tail of its log
+the way a person would read it (issue 13).
+
+Real logs are not one clean traceback. Several writers share them (ranks,
+Ray workers, capture wrappers, loggers), each with its own line prefix; a
+launcher wraps the trainer's death in its own traceback, printed last
+(accelerate's ``CalledProcessError``, torchrun's ``ChildFailedError``,
+DeepSpeed's ``exits with return code``); Python prints a chain of
+exceptions root first; and some deaths leave no traceback at all (the OOM
+killer's bare ``Killed``, a segfault), often glued to the last progress-bar
+redraw. So the reader:
+
+1. takes the lines after the last training step (the window; the tail only,
+   so a 1 GB log costs what a 1 MB one does),
+2. splits text glued after a bar and strips the known prefixes, noting the
+   rank a line came from,
+3. matches each line against ``ROWS`` (a registry of patterns, each a
+   ``root``, a ``cascade`` -- a real cause, but one another root usually
+   triggers, such as an NCCL timeout on the ranks that waited for a dead one
+   -- or a launcher ``wrapper``),
+4. and names the earliest root (else the earliest cascade) as the cause, the
+   wrapper lines as its consequences. With no known pattern anywhere the
+   cause is ``unknown`` and the quoted line is the root traceback's exception
+   line (the first of the chain), not the launcher's.
+
+Adding a pattern is one row here plus a failing and a near-miss log line in
+the tests; a new cause also needs its entry in ``CAUSES``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from .logscan import LogTail, TailLine
+
+ROOT, CASCADE, WRAPPER = "root", "cascade", "wrapper"
+
+
+@dataclass(frozen=True)
+class Cause:
+    verdict: str
+    fix: str
+    doc: str  # one line for the catalogue: what the cause means
+
+
+CAUSES: dict[str, Cause] = {
+    "fused-optimizer-keyerror": Cause(
+        "config",
+        "--fused_backward_pass patches Adafactor's fused step onto the optimizer; an AdamW param group has no "
+        "'beta1'. Use Adafactor with --fused_backward_pass, or drop the flag for AdamW (exclude the combination "
+        "from the search space).",
+        "KeyError 'beta1': --fused_backward_pass with an optimizer other than Adafactor"),
+    "cuda-oom": Cause(
+        "config",
+        "lower the batch size or resolution, enable gradient checkpointing or block swap, or pick a smaller VRAM "
+        "tier; free VRAM held by other processes first (RH301/RH302); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+        "helps fragmentation.",
+        "the accelerator ran out of memory (CUDA, HIP/ROCm, MPS or XPU; the summary names which)"),
+    "host-oom": Cause(
+        "infra",
+        "the machine ran out of RAM (Python MemoryError, or the kernel's OOM killer printed `Killed`): lower the "
+        "dataloader workers and batch size, cache latents to disk instead of RAM, add swap, or stop other jobs; "
+        "`dmesg | grep -i oom` confirms the OOM killer.",
+        "host RAM exhausted: `MemoryError` (also a Rust extension's allocation panic) or the OOM killer's bare `Killed`"),
+    "dataloader-worker-killed": Cause(
+        "infra",
+        "a DataLoader worker process was killed (almost always by the OOM killer, or /dev/shm too small in a "
+        "container): lower --max_data_loader_n_workers / num_workers, raise the container's --shm-size, or disable "
+        "persistent workers.",
+        "a DataLoader worker process died (`is killed by signal`, `exited unexpectedly`)"),
+    "segfault": Cause(
+        "infra",
+        "a native extension crashed (segmentation fault): mismatched torch/CUDA/xformers/bitsandbytes builds are the "
+        "usual cause; reinstall them as a matching set, and try without xformers or with fewer dataloader workers.",
+        "the process crashed in native code (`Segmentation fault (core dumped)`, SIGSEGV)"),
+    "nccl-timeout": Cause(
+        "infra",
+        "a collective operation timed out: one rank stopped (look for its own error first, earlier in the log) or "
+        "was much slower (uneven data, a rank-0-only save or eval); raise the process group timeout only after "
+        "ruling that out.",
+        "NCCL watchdog timeout (`Watchdog caught collective operation timeout`)"),
+    "disk-full": Cause(
+        "infra",
+        "the disk filled up (usually while a checkpoint was saved): free space or point the output dir at a bigger "
+        "disk, keep fewer checkpoints (--save_last_n_*, keep_last_n); the checkpoint being written is truncated "
+        "(RH206).",
+        "no space left on the device (`[Errno 28]`)"),
+    "missing-trainer-module": Cause(
+        "infra",
+        "the trainer's environment is incomplete (a ModuleNotFoundError ended the run): install the missing package "
+        "into the trainer's venv, or the trainer itself editable (pip install -e vendor/musubi-tuner; for LTX-2 "
+        "`uv sync` and start with `uv run python scripts/train.py`).",
+        "a `ModuleNotFoundError` ended the run, whichever module it names"),
+    "tensorboard-logdir-not-directory": Cause(
+        "config",
+        "the TensorBoard logging_dir (or a parent) exists as a file or cannot be created: point --logging_dir at a "
+        "writable directory.",
+        "the TensorBoard logging_dir is not a directory"),
+    "missing-cache-files": Cause(
+        "config",
+        "pre-compute the caches before training (musubi: cache_latents.py and cache_text_encoder_outputs.py with the "
+        "same dataset config).",
+        "latent or text-encoder caches were not computed"),
+    "optimizer-scheduler-mismatch": Cause(
+        "config",
+        "the resumed optimizer/scheduler state was saved with a different optimizer or parameter set: resume with the "
+        "same optimizer settings, or start fresh (checkpoints.no_resume: true / drop --resume).",
+        "the resumed optimizer/scheduler state does not match the parameters"),
+    "missing-model-file": Cause(
+        "config",
+        "a model path is wrong: check the BRACKET_*_PATH variables in .env, the --dit/--vae/--text_encoder paths, or "
+        "model.model_path in config.yaml.",
+        "a model file or folder does not exist (`FileNotFoundError`, or the trainer's own \"model not found\")"),
+    "unknown": Cause(
+        "infra", "read the quoted traceback; it matches no known pattern.",
+        "a traceback the run stopped at that matches no known pattern (the root exception line is quoted)"),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    regex: re.Pattern[str]
+    cause: str | None  # None for a wrapper
+    role: str
+    backend: str | None = None
+    anywhere: bool = False  # decisive even outside a traceback and far from the end (a death, not a message)
+    hints: tuple[str, ...] = ()  # see HINTS
+
+
+def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+ROWS: tuple[Row, ...] = (
+    # -- a launcher's report that names the signal: a segfault (-11, SIGSEGV, Windows' 0xC0000005)
+    Row("wrapper-sigsegv",
+        _r(r"exits with return code\s*=\s*-11\b|exit status 3221225477\b|exitcode\s*:\s*-11\b|Signals\.SIGSEGV"),
+        "segfault", CASCADE, anywhere=True),
+    # -- launcher wrappers: the consequence, never the cause
+    Row("accelerate-calledprocesserror",
+        _r(r"CalledProcessError: Command .*(?:returned non-zero exit status|died with <Signals)|"
+           r"raise subprocess\.CalledProcessError\("), None, WRAPPER),
+    Row("torchrun-childfailederror", _r(r"ChildFailedError"), None, WRAPPER),
+    Row("torchrun-failed", _r(r"failed \(exitcode: -?\d+\) local_rank"), None, WRAPPER),
+    Row("deepspeed-return-code", _r(r"exits with return code\s*=\s*-?\d+"), None, WRAPPER),
+    Row("gui-training-failed", _r(r"(?i)\btraining (?:has )?failed\b"), None, WRAPPER),
+    # -- accelerator out of memory, one row per backend (the backend is named in the summary)
+    Row("hip-oom", _r(r"HIP out of memory|hipErrorOutOfMemory"), "cuda-oom", ROOT, "HIP"),
+    Row("mps-oom", _r(r"MPS backend out of memory"), "cuda-oom", ROOT, "MPS"),
+    Row("xpu-oom", _r(r"XPU out of memory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES"),
+        "cuda-oom", ROOT, "XPU"),
+    Row("cuda-oom",
+        _r(r"CUDA out of memory|CUDA error: out of memory|(?<![\w.])(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b|"
+           r"cudaErrorMemoryAllocation"), "cuda-oom", ROOT, "CUDA"),
+    # -- deaths without a traceback
+    Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill"),
+        "host-oom", ROOT, anywhere=True),
+    Row("dataloader-worker-killed",
+        _r(r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)"),
+        "dataloader-worker-killed", ROOT, anywhere=True),
+    Row("segfault", _r(r"(?i)segmentation fault|\bSIGSEGV\b|Signals\.SIGSEGV"), "segfault", ROOT, anywhere=True),
+    Row("nccl-timeout",
+        _r(r"Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|"
+           r"ProcessGroupNCCL.*[Tt]imeout\(ms\)"), "nccl-timeout", CASCADE, anywhere=True),
+    Row("disk-full", _r(r"\[Errno 28\]|No space left on device|\bcode: 28, kind: (?:StorageFull|Other)"),
+        "disk-full", ROOT, anywhere=True),
+    Row("host-memoryerror",
+        _r(r"(?<![A-Za-z])MemoryError\b(?!: CUDA)|memory allocation of \d+ bytes failed|Cannot allocate memory|"
+           r"std::bad_alloc|panicked at .*(?:capacity overflow|out of memory)"), "host-oom", ROOT),
+    # -- configuration and environment
+    Row("fused-optimizer-keyerror", _r(r"KeyError: ['\"]beta1['\"]"), "fused-optimizer-keyerror", ROOT),
+    Row("module-not-found", _r(r"ModuleNotFoundError: No module named|ImportError: No module named|"
+                               r"No module named ['\"]?(?:musubi_tuner|ltx_trainer|library|networks|sd_scripts)\b"),
+        "missing-trainer-module", ROOT),
+    Row("tensorboard-logdir", _r(r"FailedPreconditionError: .* is not a directory|logging_dir.* is not a directory"),
+        "tensorboard-logdir-not-directory", ROOT),
+    Row("missing-cache-files",
+        _r(r"(?i)no (?:latent |text encoder |te )?cache files? (?:found|exist)|cache file(?:s)? (?:not found|missing)|"
+           r"run cache_latents|cache_text_encoder_outputs"), "missing-cache-files", ROOT),
+    Row("optimizer-scheduler-mismatch",
+        _r(r"(?i)(?:loaded state dict (?:contains|has) a different number of parameter groups|"
+           r"optimizer.*state.*does(?:n't| not) match|scheduler.*(?:mismatch|does not match)|size of optimizer's group)"),
+        "optimizer-scheduler-mismatch", ROOT),
+    Row("missing-model-file",
+        _r(r"FileNotFoundError: .*(?:No such file or directory|does not exist)|Model path does not exist|"
+           r"No such file or directory: ['\"].*\.(?:safetensors|ckpt|pt|pth|bin|gguf)['\"]|"
+           r"(?i:\bmodel(?: file| path| checkpoint)? (?:was )?not found\b|(?:can ?not|can't|could not|unable to) "
+           r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
+           r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist"),
+        "missing-model-file", ROOT),
+)
+
+# For each row, lower-case words one of which every match contains: a plain
+# substring test rules most lines out before any regex runs.
+HINTS: dict[str, tuple[str, ...]] = {
+    "accelerate-calledprocesserror": ("calledprocesserror",),
+    "torchrun-childfailederror": ("childfailederror",),
+    "torchrun-failed": ("exitcode",),
+    "deepspeed-return-code": ("return code",),
+    "gui-training-failed": ("training",),
+    "hip-oom": ("hip",),
+    "mps-oom": ("mps backend",),
+    "xpu-oom": ("xpu", "ur_result", "pi_error"),
+    "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
+    "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror"),
+    "oom-killer": ("killed", "oom-kill", "已杀死"),
+    "dataloader-worker-killed": ("dataloader worker",),
+    "segfault": ("segmentation", "sigsegv"),
+    "nccl-timeout": ("watchdog", "nccl", "timeout"),
+    "disk-full": ("errno 28", "no space", "code: 28"),
+    "host-memoryerror": ("memoryerror", "memory allocation", "cannot allocate", "bad_alloc", "panicked"),
+    "fused-optimizer-keyerror": ("beta1",),
+    "module-not-found": ("no module named",),
+    "tensorboard-logdir": ("not a directory",),
+    "missing-cache-files": ("cache",),
+    "optimizer-scheduler-mismatch": ("state dict", "optimizer", "scheduler", "size of"),
+    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear", "tried to find"),
+}
+ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
+ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
+
+# Line prefixes other writers put in front of the text, applied repeatedly.
+# Group "rank" names the writer when the prefix says which.
+PREFIX = re.compile(
+    r"""^\s*(?:
+      \[(?:rank|default|RANK)\s*(?P<rank>\d+)\]:?                       # [rank3]:  [default0]:  [rank 1]
+    | \[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|STDERR|STDOUT)\]:?    # [INFO]  [STDERR]
+    | \[\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]                               # [08:03:35]
+    | \[\d{4}-\d{2}-\d{2}[ T][\d:.,]+\]                                 # [2024-05-01 10:00:00,123]
+    | \[\d{1,6}\]                                                       # [0042] paste/viewer line numbers
+    | \((?:[A-Za-z_]\w*\s+)?pid=(?P<pid>\d+)(?:,\s*ip=[\d.]+)?\)        # (pid=1234)  (RayWorker pid=…)
+    | \d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?
+        (?:\s*\|\s*[A-Z]+\s*\|\s*[\w.<>]+:[\w<>]+:\d+\s+-)?            # timestamps, loguru's "| INFO | m:f:642 -"
+    | (?:DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*\d{4}-\d{2}-\d{2}\s[\d:.,]+\s*\|\s*
+        [\w.<>]+:[\w<>]+:\d+\s+-                                          # loguru, level first
+    | (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:[\w.]+:)?                # logging's INFO:root:
+    | (?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s{2,}                       # Rich's level column
+    | \d{1,2}:\d{2}:\d{2}\s+(?=\S)                                      # a bare time column
+    | rank\s?(?P<rank2>\d+):                                            # rank1:
+    | \[rank\s(?P<rank3>\d+)\]                                          # LTX-2's [rank 1]
+    | [│┃|]\s                                                           # a Rich box's left border
+    )\s*""",
+    re.X,
+)
+BOX_RIGHT = re.compile(r"\s*[│┃]\s*$")
+# The end of a tqdm bar: text after it on the same line was glued on by a writer without a newline.
+BAR_END = re.compile(r"\d+/\d+\s*\[[^\]\r\n]*(?:s/it|it/s)[^\]\r\n]{0,400}\]")
+TRACEBACK_START = re.compile(r"Traceback \(most recent call last\)|^[─━╭]+ Traceback")
+EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)|KeyError|Killed)\b(?::|\s*$)")
+BENIGN = re.compile(
+    r"Gradient overflow\.\s*Skipping step|OVERFLOW!.*Skipping step|overflow detected|"
+    r"No module named ['\"]triton|grad[_ ]?norm[^\n]*(?:nan|inf)",
+    re.I,
+)
+# A message that says the problem was handled, or only warns: not where a run died.
+HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|\bretry(?:ing)?\b|will retry|\bignor(?:ed|ing)\b|skipp(?:ed|ing)")
+WARNS = re.compile(r"(?i)\bwarn(?:ing)?s?\b|\bhint\b|\btip\b")
+# A logger's warning record (logging's "WARNING:root:", Rich's "WARNING  "), possibly after a time column.
+WARNING_RECORD = re.compile(r"^\W*(?:[\d\-:.,T ]+\s)?(?:WARNING|WARN)\b")
+THREAD_TRACEBACK = re.compile(r"Exception in thread|Unhandled exception in thread|Exception ignored in")
+# Outside a traceback, a message-like row counts only this close to the end.
+BARE_WINDOW = 12
+
+
+@dataclass
+class Line:
+    """One logical line: a tail line, or text glued onto one, prefixes stripped."""
+
+    tail: TailLine
+    text: str
+    rank: str | None
+
+
+@dataclass
+class RootCause:
+    cause: str
+    verdict: str
+    fix: str
+    line: TailLine  # the root line (file line number and its text as logged)
+    context: list[TailLine]  # the traceback or lines around the root
+    backend: str | None = None  # for cuda-oom: CUDA, HIP, MPS, XPU
+    rank: str | None = None
+    consequences: list[TailLine] = field(default_factory=list)  # launcher wrapper lines
+    pattern: str | None = None  # the row id that matched
+
+    @property
+    def text(self) -> str:
+        return strip_prefix(self.line.text)[0]
+
+    def describe(self) -> str:
+        """The cause as a summary names it: ``cuda-oom (HIP)``, ``segfault on rank 3``."""
+        out = self.cause + (f" ({self.backend})" if self.backend else "")
+        return out + (f" on rank {self.rank}" if self.rank is not None else "")
+
+
+def strip_prefix(text: str) -> tuple[str, str | None]:
+    """The text without the writers' prefixes, and the rank they named."""
+    rank = None
+    text = BOX_RIGHT.sub("", text)
+    for _ in range(8):
+        m = PREFIX.match(text)
+        if not m or m.end() == 0:
+            break
+        rank = rank or m.group("rank") or m.group("rank2") or m.group("rank3")
+        text = text[m.end():]
+    return text.strip(), rank
+
+
+def logical_lines(tail: LogTail, after_line: int = 0) -> list[Line]:
+    """The window's lines, split where text was glued after a bar, stripped."""
+    out: list[Line] = []
+    for tl in tail.lines:
+        if tl.line < after_line or not tl.text.strip():
+            continue
+        parts = [tl.text]
+        m = None
+        for m in BAR_END.finditer(tl.text):
+            pass
+        if m is not None:
+            parts = [tl.text[: m.end()], tl.text[m.end():]]
+        if tl.line == after_line:
+            parts = parts[1:]  # the last step's own line: only what was glued after it
+        for part in parts:
+            if not part.strip():
+                continue
+            text, rank = strip_prefix(part)
+            if text:
+                out.append(Line(tl if part is tl.text else TailLine(tl.line, part), text, rank))
+    return out
+
+
+def _match(text: str) -> Row | None:
+    low = text.lower()
+    if ANY_HINT.search(low) is None:
+        return None
+    for row in ROWS:
+        if any(h in low for h in row.hints) and row.regex.search(text):
+            return row
+    return None
+
+
+def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> RootCause | None:
+    """The root cause of the run's death, or None when the window after the
+    last training step (``after_line``) holds no decisive error. A thread's
+    traceback never counts (it does not end the process). With ``finished``
+    (the run reached its last step) only a main-thread traceback counts: a
+    crash at interpreter exit after the final step did not end the training."""
+    lines = logical_lines(tail, after_line)
+    if lines or finished or not after_line:
+        return _read(lines, finished)
+    # The log ends at the last step's own line. stdout and stderr interleave, so a death
+    # printed just before the last bar redraw is still the end: read the lines between the
+    # bar before it and it, but only a known cause counts there.
+    prev = next((tl.line for tl in reversed(tail.lines) if tl.line < after_line and BAR_END.search(tl.text)), 0)
+    found = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < after_line], finished)
+    return found if found is not None and found.cause != "unknown" else None
+
+
+def _read(lines: list[Line], finished: bool) -> RootCause | None:
+    """The root cause among the window's lines (see ``diagnose``)."""
+    if not lines:
+        return None
+    benign = [bool(BENIGN.search(ln.text)) for ln in lines]
+    n = len(lines)
+    # Where tracebacks start, which of them are another thread's, and which were handled.
+    in_tb = [False] * n
+    ignored = [False] * n
+    tb_starts = [i for i, ln in enumerate(lines) if TRACEBACK_START.search(ln.text)]
+    for k, start in enumerate(tb_starts):
+        end = tb_starts[k + 1] if k + 1 < len(tb_starts) else n
+        opener = lines[start - 1] if start > 0 else None
+        # A thread's traceback does not end the process; the main thread's does.
+        thread = _thread_opened(lines, start)
+        exc = next((j for j in range(start + 1, end) if EXCEPTION_LINE.search(lines[j].text)), None)
+        # Handled: retried or fallen back from right after it, a benign exception (xformers'
+        # missing triton), or a traceback a logger printed under a WARNING record.
+        handled = exc is not None and (benign[exc] or any(HANDLED.search(lines[j].text)
+                                                          for j in range(exc + 1, min(end, exc + 3))))
+        handled = handled or bool(opener and WARNING_RECORD.search(opener.tail.text)
+                                  and not TRACEBACK_START.search(opener.text))
+        for j in range(start, end):
+            in_tb[j] = True
+            ignored[j] = thread or handled
+    hits: list[tuple[int, Row]] = []
+    for i, ln in enumerate(lines):
+        if ignored[i] or benign[i]:
+            continue
+        if EXCEPTION_LINE.search(ln.text):
+            in_tb[i] = True  # an exception line is a traceback's end even when the paste cut its start
+        row = _match(ln.text)
+        if row is None:
+            continue
+        if row.role != WRAPPER and not in_tb[i]:
+            if finished:
+                continue
+            if not row.anywhere and (i < n - BARE_WINDOW or HANDLED.search(ln.text)
+                                    or WARNS.search(ln.tail.text)):
+                continue
+        hits.append((i, row))
+    wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]
+    # Strong evidence first: a line inside a traceback, or a death that needs none. A message
+    # outside any traceback only counts when nothing stronger is there.
+    strong = [(i, row) for i, row in hits if in_tb[i] or row.anywhere]
+    weak = [(i, row) for i, row in hits if not (in_tb[i] or row.anywhere)]
+    roots = ([h for h in strong if h[1].role == ROOT] or [h for h in strong if h[1].role == CASCADE]
+             or [h for h in weak if h[1].role == ROOT] or [h for h in weak if h[1].role == CASCADE])
+    if roots:
+        i, row = roots[0]
+        cause = CAUSES[row.cause]
+        return RootCause(row.cause, cause.verdict, cause.fix, lines[i].tail, _context(lines, i, tb_starts),
+                         row.backend, lines[i].rank, wrappers, row.id)
+    live_tbs = [s for s in tb_starts if not ignored[s]]
+    if not live_tbs and not wrappers:
+        # No traceback, but the log ends in an exception line (a paste that kept only it, ranks'
+        # lines glued together): that line is the root, cause unknown.
+        tail_exc = [i for i in range(max(0, n - BARE_WINDOW), n) if not ignored[i] and not benign[i]
+                    and EXCEPTION_LINE.search(lines[i].text) and not WARNS.search(lines[i].tail.text)]
+        if finished or not tail_exc:
+            return None
+        unknown = CAUSES["unknown"]
+        i = tail_exc[0]
+        return RootCause("unknown", unknown.verdict, unknown.fix, lines[i].tail, _context(lines, i, tb_starts),
+                         None, lines[i].rank, [], None)
+    # No known pattern: the root traceback's exception line (the first of a chain), not the launcher's.
+    wrapper_at = {i for i, row in hits if row.role == WRAPPER}
+    first = live_tbs[0] if live_tbs else 0
+    exc_i = next((i for i in range(first, n) if not ignored[i] and not benign[i] and i not in wrapper_at
+                  and EXCEPTION_LINE.search(lines[i].text)), None)
+    if exc_i is None:
+        exc_i = next(i for i in range(n) if i in wrapper_at) if wrapper_at else n - 1
+    unknown = CAUSES["unknown"]
+    return RootCause("unknown", unknown.verdict, unknown.fix, lines[exc_i].tail, _context(lines, exc_i, tb_starts),
+                     None, lines[exc_i].rank, [w for w in wrappers if w is not lines[exc_i].tail], None)
+
+
+def _thread_opened(lines: list[Line], start: int) -> bool:
+    """Whether the traceback starting at ``start`` is a thread's: its opener is on
+    the line, or up to 12 lines back through other tracebacks' lines (threads'
+    tracebacks interleave and glue together)."""
+    for j in range(start, max(-1, start - 13), -1):
+        if THREAD_TRACEBACK.search(lines[j].text):
+            return True
+        if j < start and not (TRACEBACK_START.search(lines[j].text) or lines[j].text.startswith("File ")
+                              or lines[j].tail.text[:1] in (" ", "\t")):
+            return False
+    return False
+
+
+def _context(lines: list[Line], at: int, tb_starts: list[int]) -> list[TailLine]:
+    """The traceback holding line ``at`` (from its start, at most 12 lines up to
+    and including it), or the few lines before it."""
+    start = max([s for s in tb_starts if s <= at], default=max(0, at - 4))
+    start = max(start, at - 11)
+    return [ln.tail for ln in lines[start: at + 1]]

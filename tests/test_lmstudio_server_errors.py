@@ -1,0 +1,44 @@
+"""RH407's reading of the LM Studio server log (issue 13): each server error in
+LM Studio's own words (from lmstudio-ai issues and the issue text), and the look-alikes
+that are normal serving."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_runhealth.live.lmstudio_log import read_server_log
+
+ERRORS = {
+    # lmstudio-ai/lmstudio-bug-tracker#546
+    "context-overflow": "2025-03-24 18:30:59 [ERROR]\nTrying to keep the first 111490 tokens when context the overflows. "
+                        "However, the model is loaded with context length of only 32768 tokens, which is not enough.\n",
+    # n4ze3m/page-assist#356 quotes a build without "the"
+    "context-overflow-no-the": "[2025-02-08 10:00:00][ERROR] Trying to keep the first 6547 tokens when context overflows. "
+                               "However, the model is loaded with a context length of only 4096 tokens\n",
+    "no-model-loaded": "[2025-01-01 10:00:00][ERROR] No models loaded. Please load a model in the developer page or use "
+                       "the `lms load` command\n",
+    # lmstudio-ai/lmstudio-bug-tracker#914
+    "model-load-failed": "[2025-08-20 00:33:09.005] [error] [LMSInternal][Client=LM Studio][Endpoint=loadModel] "
+                         "No instance reference assigned before error\n",
+    "prediction-error": "2025-05-01 10:00:00 [ERROR]\n[LM STUDIO SERVER] received prediction-error\n",
+}
+
+
+@pytest.mark.parametrize("kind", ERRORS)
+def test_server_error(tmp_path, kind):
+    path = tmp_path / "lmstudio-server.log"
+    path.write_text(ERRORS[kind])
+    kinds = {e.kind for e in read_server_log(path).events}
+    assert kind.removesuffix("-no-the") in kinds, kinds
+
+
+def test_stream_end_and_policy_lines_are_normal(tmp_path):
+    path = tmp_path / "lmstudio-server.log"
+    path.write_text(
+        "2025-01-24 13:15:34  [INFO] \n[LM STUDIO SERVER] Context Overflow Policy is: Rolling Window\n"
+        "2025-01-24 13:15:40  [INFO] \n[LM STUDIO SERVER] Finished streaming response\n"
+        "2025-01-24 13:15:40  [INFO] \n[LM STUDIO SERVER] Client disconnected. Stopping generation... "
+        "(If the model is busy processing the prompt, it will finish first.)\n")
+    log = read_server_log(path)
+    assert [e.kind for e in log.events] == ["client-disconnected"]
+    assert all(e.noise for e in log.events)
