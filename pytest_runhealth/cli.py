@@ -64,8 +64,15 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["check"]:  # pytest options pass through untouched, so not argparse
+        from .trust_boundary import check_main
+
+        return check_main(argv[1:])
     parser = argparse.ArgumentParser(prog="pytest-runhealth", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("check", help="check run dirs you did not write: pytest with its ini file and rootdir pinned to "
+                   "your project (pytest-runhealth check PATH... [pytest options])")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     merge.add_argument("-o", "--output", required=True, metavar="ALL.json")

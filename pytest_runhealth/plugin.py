@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from . import __version__, packs, scale, severity
+from . import __version__, packs, scale, severity, trust_boundary
 from .context import CheckContext, Target
 from .finding import Finding
 from .needs import missing_need
@@ -55,6 +55,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.selftest",
     "pytest_runhealth.severity",
     "pytest_runhealth.status",
+    "pytest_runhealth.trust_boundary",  # a run dir never configures the session
     "pytest_runhealth.waivers",
 )
 
@@ -140,7 +141,7 @@ def config_path(config: pytest.Config) -> Path | None:
         return Path(given)
     # The invocation dir first: pytest reads ``--run-dir /elsewhere`` as a path
     # when it picks the rootdir, so rootdir can be an ancestor of both.
-    for folder in dict.fromkeys((config.invocation_params.dir, config.rootpath)):
+    for folder in trust_boundary.project_folders(config):  # never a folder inside or around a run dir
         default = Path(folder) / "runhealth.yaml"
         if default.is_file():
             return default
