@@ -10,12 +10,16 @@ lifetime and a stop event, and they stop themselves."""
 
 from __future__ import annotations
 
+import functools
+import gzip
 import shutil
 import socket
 import ssl
 import subprocess
 import threading
 import time
+import tracemalloc
+import zlib
 from pathlib import Path
 
 import pytest
@@ -136,6 +140,12 @@ class Hostile:
         while self.live() and self.sent < TEN_GB:
             conn.sendall(block)  # BrokenPipe/ConnectionReset once the client stops reading
             self.sent += len(block)
+
+    def _gzip_bomb(self, conn) -> None:
+        body = bomb()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip, gzip\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.sent += len(body)
 
     def _redirect(self, conn) -> None:
         conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n" % self.location.encode())
@@ -288,3 +298,54 @@ def test_flooding_eval_server_is_a_finding(tmp_path, run_health):
     assert failed and all("the check itself raised" not in r["summary"] for r in failed)
     assert any("cap" in r["summary"] for r in failed), [r["summary"] for r in failed]
     assert srv.hits <= 2  # one attempt per request: the cap is not retried
+
+
+# -- decompression bombs (#14 item 3) ---------------------------------------------------------------
+BOMB_DECODED = 256 << 20
+
+
+@functools.lru_cache(maxsize=1)
+def bomb() -> bytes:
+    """256 MiB of zeros, gzip inside gzip: a few kB on the wire."""
+    inner = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1 << 20)
+    layer1 = b"".join(inner.compress(block) for _ in range(BOMB_DECODED >> 20)) + inner.flush()
+    return gzip.compress(layer1, 9)
+
+
+def peak_bytes(fn):
+    tracemalloc.start()
+    try:
+        result = fn()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_probe_counts_decoded_bytes_of_stacked_gzip():
+    with Hostile("gzip-bomb") as srv:
+        reply, peak = peak_bytes(lambda: request_json("GET", srv.url + "/api/session", timeout=30.0,
+                                                      max_bytes=1 << 20))
+    assert len(bomb()) < 1 << 20 < BOMB_DECODED
+    assert reply.problem == "too-large" and "cap" in reply.detail, (reply.problem, reply.detail)
+    assert peak < 16 << 20, f"decoding held {peak >> 20} MiB for a 1 MiB cap"
+
+
+def test_eval_client_counts_decoded_bytes_of_stacked_gzip():
+    with Hostile("gzip-bomb") as srv, eval_client(srv.url, read_timeout_s=30.0, max_response_bytes=1 << 20) as c:
+        (err, _elapsed), peak = peak_bytes(lambda: timed(lambda: c.get("experience_request", id="xr-1")))
+    assert isinstance(err, FetchError) and "cap" in str(err), err
+    assert peak < 16 << 20, f"decoding held {peak >> 20} MiB for a 1 MiB cap"
+
+
+def test_probe_still_reads_an_honest_gzip_answer():
+    body = gzip.compress(OK_BODY)
+
+    class Gz(Hostile):
+        def _ok(self, conn) -> None:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    with Gz("ok") as srv:
+        reply = request_json("GET", srv.url + "/v1/models", timeout=5.0)
+    assert reply.ok and reply.data == {"data": [], "object": "list"}, (reply.problem, reply.detail)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
+from ..live.bounded_decode import ACCEPT_ENCODING
 from .model import parse_time
 from .settings import EvalSettings
 
@@ -55,7 +56,7 @@ class EvalClient:
             raise ValueError("no evaluation server configured (--eval-server URL)")
         self.settings = settings
         self.sleep = sleep
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         if settings.token:
             headers["Authorization"] = f"Bearer {settings.token}"
         self._httpx = httpx
@@ -117,6 +118,9 @@ class EvalClient:
     def _get_capped(self, path: str) -> tuple[int, bytes, Any]:
         """One attempt, bounded in bytes and in wall-clock time (connect +
         read timeout in all, however slowly the server drips)."""
+        import zlib
+
+        from ..live.bounded_decode import UnsupportedEncoding, decoded_chunks
         from ..live.http import Watchdog
 
         cap = self.settings.max_response_bytes
@@ -124,7 +128,8 @@ class EvalClient:
         try:
             with dog, self.http.stream("GET", path, extensions={"trace": dog.trace}) as resp:
                 parts, size = [], 0
-                for chunk in resp.iter_bytes():
+                # Decoded in bounded pieces: the cap counts decoded bytes (live/bounded_decode.py).
+                for chunk in decoded_chunks(resp.iter_raw(), resp.headers.get("content-encoding")):
                     size += len(chunk)
                     if size > cap:
                         raise self._httpx.HTTPError(f"answer larger than the {cap}-byte cap (max_response_bytes)")
@@ -132,6 +137,8 @@ class EvalClient:
                         raise _Cut(dog.seconds)
                     parts.append(chunk)
                 return resp.status_code, b"".join(parts), resp.headers
+        except (UnsupportedEncoding, zlib.error) as exc:
+            raise self._httpx.DecodingError(f"the answer could not be decoded: {exc}") from None
         except (self._httpx.HTTPError, OSError):
             if dog.fired:
                 raise _Cut(dog.seconds) from None
