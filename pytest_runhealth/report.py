@@ -8,6 +8,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from .redact import redact
 
 SCHEMA = "runhealth-report/1"
 OUTCOMES = ("passed", "failed", "skipped", "error", "warned")  # warned: failed, severity warn (observe mode)
@@ -83,7 +84,7 @@ class ResultCollector:
             "schema": SCHEMA,
             "plugin_version": version,
             "started_at": self.started_at,
-            "run_dirs": run_dirs,
+            "run_dirs": [redact(d) for d in run_dirs],  # a path or address may carry credentials
             "results": results,
             "summary": self.summary(),
             **({"status": dict(sorted(self.status.items()))} if self.status else {}),
