@@ -8,6 +8,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
 from .redact import redact
 
 SCHEMA = "runhealth-report/1"

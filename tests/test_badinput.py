@@ -375,6 +375,40 @@ def test_bad_runhealth_config_is_a_usage_error(tmp_path, big_files, run_health):
             assert len(err) < 4000, (case, err[:400])  # a message, not a dump of the file
 
 
+LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{b}: &{b} [{', '.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+YAML_BOMBS = {"self-reference": "a: &x [*x]\n", "self-reference-map": "a: &x {b: *x}\n", "billion-laughs": LAUGHS}
+
+
+@pytest.mark.parametrize("case", sorted(YAML_BOMBS))
+def test_runhealth_config_bomb_is_a_usage_error(tmp_path, run_health, case):
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    config = tmp_path / "runhealth.yaml"
+    config.write_text(YAML_BOMBS[case])
+    assert case != "billion-laughs" or len(LAUGHS) < 400
+    res = run_health(run, args=("--runhealth-config", str(config), "-k", "RH003"))
+    err = res.result.stderr.str()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, (res.stdout, err)
+    assert f"runhealth config {config} is refused" in err and "Traceback" not in err, err
+
+
+def test_yaml_aliases_that_repeat_small_nodes_still_load():
+    from pytest_runhealth import yamlsafe
+
+    text = "base: &b {fps: 24}\nthresholds:\n  RH502: *b\n  RH503: *b\n"
+    assert yamlsafe.load(text) == {"base": {"fps": 24}, "thresholds": {"RH502": {"fps": 24}, "RH503": {"fps": 24}}}
+
+
+def test_workspace_config_bomb_is_a_finding_not_a_hang(tmp_path):
+    from pytest_runhealth.workspace import read_workspace_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text(LAUGHS)
+    found = read_workspace_config(path)
+    assert not found.data and "YAML bomb" in (found.error or ""), (found.data, found.error)
+
+
 def test_unreadable_runhealth_config(tmp_path):
     if not can_drop_caps(tmp_path / "probe"):
         pytest.skip("running as root without setpriv: chmod 000 does not stop this user reading the file")
