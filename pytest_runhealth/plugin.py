@@ -49,6 +49,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.eval.plugin",
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.packs",
+    "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.prelaunch",
     "pytest_runhealth.reports.plugin",
     "pytest_runhealth.rules",

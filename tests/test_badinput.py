@@ -629,3 +629,23 @@ def test_workspace_config_reader_property(tmp_path_factory, doc, junk, spoil):
             if isinstance(key, str) and "." not in key and key:
                 cfg.get(key)
                 cfg.line_of(key)
+
+
+# -- terminal escapes in names (#14 item 9) --------------------------------------------------------
+def test_escape_sequences_in_run_ids_and_file_names_never_reach_any_output_raw(pytester, tmp_path, run_health):
+    evil = "r\x1b]0;pwned\x07\x1b[2Jx"
+    session = tmp_path / "session"
+    logs = session / "runs" / evil / "logs"
+    logs.mkdir(parents=True)
+    (logs / f"train{evil}.log").write_text("Traceback (most recent call last):\n  File x\n"
+                                           "RuntimeError: CUDA out of memory\n")
+    (session / "ledger.jsonl").write_text(json.dumps({"run_id": evil, "n_steps": 3}) + "\n")
+    xml, html, md = pytester.path / "j.xml", pytester.path / "r.html", pytester.path / "r.md"
+    res = run_health(session, args=("--junitxml", str(xml), "--runhealth-html", str(html),
+                                    "--runhealth-markdown", str(md), "-rA"))
+    outputs = {"terminal": res.stdout + res.result.stderr.str(), "junit": xml.read_text(), "html": html.read_text(),
+               "markdown": md.read_text()}
+    assert "RH201" in outputs["terminal"]
+    for where, text in outputs.items():
+        assert "\x1b" not in text and "\x07" not in text, where
+    assert "\\x1b]0;pwned\\x07" in outputs["terminal"]  # shown, visibly
