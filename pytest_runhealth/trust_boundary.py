@@ -200,3 +200,21 @@ def check_main(argv: list[str]) -> int:
         return int(pytest.ExitCode.USAGE_ERROR)
     with tempfile.TemporaryDirectory(prefix="runhealth-check-") as tmp:
         return int(pytest.main(check_args(run_dirs, rest, Path.cwd(), Path(tmp))))
+
+
+# -- nothing written into a run dir ---------------------------------------------------
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """The JSON report (and the gate's verdict record beside it) is refused
+    inside a run dir, like the HTML and markdown reports (reports/plugin.py)."""
+    given = config.getoption("runhealth_report", None) or config.getini("runhealth_report")
+    if not given:
+        return
+    path = Path(os.path.expanduser(str(given)))
+    if not path.is_absolute():
+        path = Path(config.invocation_params.dir) / path  # where the plugin writes it (cwd-relative)
+    holder = containing_run_dir(path, run_dir_paths(config))
+    if holder is not None:
+        raise pytest.UsageError(f"--runhealth-report {given} is inside the run dir {holder}; pytest-runhealth never "
+                                "writes into a run dir (nor the verdict record beside the report). Write the report "
+                                "next to it instead.")

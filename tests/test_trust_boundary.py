@@ -117,3 +117,18 @@ def test_a_session_started_inside_a_run_dir_leaves_it_byte_for_byte_unchanged(tm
     proc = run([str(BIN / "pytest"), "-q", *form], session, tmp_path / "m")  # pytest's cache provider left on
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
     assert tree(session) == before
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_json_report_inside_a_run_dir_is_refused_like_html(pytester, how):
+    run = pytester.mkdir("run")
+    (run / "logs").mkdir()
+    (run / "logs" / "train.log").write_text("step 1 loss 0.5\n")
+    if how == "ini":
+        pytester.makeini(f"[pytest]\nrunhealth_report = {run / 'r.json'}\n")
+        res = pytester.runpytest(f"--run-dir={run}", "--runhealth-gate")
+    else:
+        res = pytester.runpytest(f"--run-dir={run}", "--runhealth-report", str(run / "r.json"), "--runhealth-gate")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "is inside the run dir" in res.stderr.str()
+    assert sorted(p.name for p in run.iterdir()) == ["logs"]
