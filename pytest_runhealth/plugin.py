@@ -188,7 +188,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if run_dirs:
         add_health_module(config, replace=bool(cli_dirs) or bool(extra))
         scale.prefer_loadgroup(config)
-    scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
+    shard = scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
+    state.collector.shard = f"{shard[0]}/{shard[1]}" if shard else None  # merge checks every shard is there
 
 
 def label_run_dirs(paths: list[Path]) -> list[RunDir]:

@@ -21,6 +21,7 @@ class ResultCollector:
     def __init__(self) -> None:
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.results: dict[str, dict[str, Any]] = {}
+        self.shard: str | None = None  # "K/N" under --runhealth-shard: merge refuses missing or twice-given shards
         # Per-run status blocks ({run: {...}}), filled by status.py; the
         # report carries a top-level "status" only when there is one.
         self.status: dict[str, dict[str, Any]] = {}
@@ -88,6 +89,7 @@ class ResultCollector:
             "run_dirs": [redact(d) for d in run_dirs],  # a path or address may carry credentials
             "results": results,
             "summary": self.summary(),
+            **({"shard": self.shard} if self.shard else {}),
             **({"status": dict(sorted(self.status.items()))} if self.status else {}),
         }
 

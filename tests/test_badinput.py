@@ -649,3 +649,85 @@ def test_escape_sequences_in_run_ids_and_file_names_never_reach_any_output_raw(p
     for where, text in outputs.items():
         assert "\x1b" not in text and "\x07" not in text, where
     assert "\\x1b]0;pwned\\x07" in outputs["terminal"]  # shown, visibly
+
+
+# -- hostile merge inputs (#14 item 10) -------------------------------------------------------------
+def _report(**extra):
+    doc = {"schema": "runhealth-report/1", "plugin_version": "0.1.0", "started_at": "x", "run_dirs": [],
+           "results": [{"nodeid": "a", "check": "X", "run": "r", "outcome": "passed"}], "summary": {"passed": 1}}
+    doc.update(extra)
+    return doc
+
+
+MERGE_BAD = {
+    "top-level-list": [],
+    "no-nodeid": _report(results=[{"check": "X", "outcome": "passed"}]),
+    "outcome-FAILED": _report(results=[{"nodeid": "a", "outcome": "FAILED"}]),
+    "results-not-a-list": _report(results={"a": 1}),
+    "deep-nesting": None,  # written raw below
+}
+
+
+@pytest.mark.parametrize("case", sorted(MERGE_BAD))
+def test_merge_refuses_hostile_reports_with_one_line(tmp_path, capsys, case):
+    from pytest_runhealth.cli import main as cli_main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("[" * 100_000 + "]" * 100_000 if case == "deep-nesting" else json.dumps(MERGE_BAD[case]))
+    assert cli_main(["merge", str(bad), "-o", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pytest-runhealth merge: ") and err.count("\n") == 1, err
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_merge_refuses_fifos_and_devices(tmp_path, capsys, special):
+    from pytest_runhealth.cli import main as cli_main
+
+    path = "/dev/zero"
+    if special == "fifo":
+        path = str(tmp_path / "pipe")
+        os.mkfifo(path)  # nobody writes: a reader that opens it blocking would hang
+    assert cli_main(["merge", path, "-o", str(tmp_path / "m.json")]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shards, problem", [
+    (["1/3"], "2/3, 3/3 missing"),
+    (["1/2", "1/2", "2/2"], "1/2 given more than once"),
+    (["1/2", "2/3"], "different splits"),
+    (["1/2", None], "some reports are shards"),
+])
+def test_merge_needs_every_shard_once(tmp_path, capsys, shards, problem):
+    from pytest_runhealth.cli import main as cli_main
+
+    paths = []
+    for i, shard in enumerate(shards):
+        doc = _report(results=[{"nodeid": f"n{i}", "outcome": "passed"}], **({"shard": shard} if shard else {}))
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(doc))
+    assert cli_main(["merge", *map(str, paths), "-o", str(tmp_path / "m.json")]) == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_merge_of_a_complete_shard_set_passes(tmp_path):
+    from pytest_runhealth.cli import main as cli_main
+
+    paths = []
+    for k in (1, 2):
+        paths.append(tmp_path / f"{k}.json")
+        paths[-1].write_text(json.dumps(_report(results=[{"nodeid": f"n{k}", "outcome": "passed"}], shard=f"{k}/2")))
+    assert cli_main(["merge", *map(str, paths), "-o", str(tmp_path / "m.json")]) == 0
+    merged = json.loads((tmp_path / "m.json").read_text())
+    assert merged["summary"]["passed"] == 2 and "shard" not in merged
+
+
+def test_published_report_schema_is_in_the_package_data():
+    from pytest_runhealth.cli import REPORT_SCHEMA_FILE
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    assert REPORT_SCHEMA_FILE.is_file()
+    globs = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["pytest_runhealth"]
+    assert any(REPORT_SCHEMA_FILE.match(g) for g in globs)
