@@ -731,3 +731,11 @@ def test_published_report_schema_is_in_the_package_data():
     globs = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["pytest_runhealth"]
     assert any(REPORT_SCHEMA_FILE.match(g) for g in globs)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://host", "localhost:1234", "http://host:99999"])
+def test_unparseable_lmstudio_url_is_a_usage_error(pytester, url):
+    run = pytester.mkdir("run")
+    res = pytester.runpytest(f"--run-dir={run}", f"--lmstudio-url={url}", "-p", "no:cacheprovider")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, res.stdout.str()[-2000:]
+    assert "--lmstudio-url" in res.stderr.str() and "Traceback" not in res.stderr.str()

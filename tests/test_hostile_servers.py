@@ -349,3 +349,38 @@ def test_probe_still_reads_an_honest_gzip_answer():
     with Gz("ok") as srv:
         reply = request_json("GET", srv.url + "/v1/models", timeout=5.0)
     assert reply.ok and reply.data == {"data": [], "object": "list"}, (reply.problem, reply.detail)
+
+
+# -- Retry-After: nan, and the session's retry budget (#14 low items) -----------------------------------
+class _Busy(Hostile):
+    def __init__(self, retry_after: str, **kw) -> None:
+        super().__init__("ok", **kw)
+        self.retry_after = retry_after
+
+    def _ok(self, conn) -> None:
+        conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: %s\r\nContent-Length: 0\r\n\r\n"
+                     % self.retry_after.encode())
+
+
+def test_retry_after_nan_is_no_delay_value_and_no_crash():
+    slept = []
+    with _Busy("nan") as srv:
+        settings = EvalSettings(server=srv.url, connect_timeout_s=1.0, read_timeout_s=1.0, retries=2,
+                                retry_backoff_s=0.01)
+        with EvalClient(settings, sleep=slept.append) as c:
+            err, _ = timed(lambda: c.get("experience_request", id="xr-1"))
+    assert isinstance(err, FetchError) and "503" in str(err), err
+    assert slept == [0.01, 0.02]  # the backoff, not nan
+
+
+def test_retries_stop_when_the_session_budget_is_spent():
+    slept = []
+    with _Busy("30") as srv:
+        settings = EvalSettings(server=srv.url, connect_timeout_s=1.0, read_timeout_s=1.0, retries=3,
+                                retry_backoff_s=0.0)
+        with EvalClient(settings, sleep=slept.append) as c:
+            for _ in range(3):
+                timed(lambda: c.get("experience_request", id="xr-1"))
+    from pytest_runhealth.eval.client import MAX_RETRY_BUDGET_S
+
+    assert sum(slept) <= MAX_RETRY_BUDGET_S < 3 * 3 * 30

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +19,7 @@ from .model import parse_time
 from .settings import EvalSettings
 
 MAX_RETRY_AFTER_S = 30.0
+MAX_RETRY_BUDGET_S = 120.0  # the most one session waits on Retry-After and backoff, all requests together
 
 
 def is_transient(status: int) -> bool:
@@ -56,6 +58,7 @@ class EvalClient:
             raise ValueError("no evaluation server configured (--eval-server URL)")
         self.settings = settings
         self.sleep = sleep
+        self.retry_budget_s = MAX_RETRY_BUDGET_S  # all retries of this client (one per session) together
         headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         if settings.token:
             headers["Authorization"] = f"Bearer {settings.token}"
@@ -111,7 +114,12 @@ class EvalClient:
                 return Answer(full, status, data, hashlib.sha256(raw).hexdigest(), parse_time(headers.get("date")))
             if not is_transient(status) or attempt == attempts:
                 break
-            self.sleep(self._delay(attempt, headers.get("retry-after")))
+            delay = self._delay(attempt, headers.get("retry-after"))
+            if delay > self.retry_budget_s:  # the session's waiting is bounded, not each request's alone
+                attempts = attempt
+                break
+            self.retry_budget_s -= delay
+            self.sleep(delay)
         tried = f" after {attempts} attempts" if attempts > 1 and is_transient(last_status or 0) else ""
         raise FetchError(full, f"HTTP {last_status}{tried}", last_status, attempts)
 
@@ -148,9 +156,11 @@ class EvalClient:
         base = self.settings.retry_backoff_s * (2 ** (attempt - 1))
         if retry_after:
             try:
-                return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_S)
+                seconds = float(retry_after)
             except ValueError:
-                pass
+                seconds = math.nan
+            if not math.isnan(seconds):  # "nan" parses as a float; it is not a delay
+                return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
         return base
 
 
