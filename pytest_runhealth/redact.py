@@ -27,7 +27,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
     ("pem", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)"),
      MASK),
     # A quoted line that is all base64 (the body of a PEM block quoted line by line).
-    ("pem-body", re.compile(r"^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*$", re.M), MASK),
+    # Mixed case required: a hex digest (sha256 of a file, a commit) is not a key.
+    ("pem-body", re.compile(r"^(?=[^\n]*[A-Z])(?=[^\n]*[a-z])[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*$", re.M), MASK),
     # Authorization / Proxy-Authorization headers, any scheme.
     ("authorization", re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|"
                                  r"digest|negotiate)\s+)?[^\s\"',}]+"), r"\1" + MASK),

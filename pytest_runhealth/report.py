@@ -102,6 +102,31 @@ def write_text(path: Path, text: str) -> None:
     """Written atomically so a reader never sees half a report."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(path)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _remove_orphans(path: Path) -> None:
+    """A writer killed with ``kill -9`` leaves ``<report>.tmpPID`` behind;
+    the next writer removes those whose process is gone."""
+    try:
+        siblings = list(path.parent.glob(path.name + ".tmp*"))
+    except OSError:
+        return
+    for tmp in siblings[:100]:
+        pid = tmp.name[len(path.name) + 4:]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running: its write may be in progress
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, OSError):
+            continue  # someone else's process, or not a pid at all
+        try:
+            tmp.unlink()
+        except OSError:
+            pass

@@ -739,3 +739,47 @@ def test_unparseable_lmstudio_url_is_a_usage_error(pytester, url):
     res = pytester.runpytest(f"--run-dir={run}", f"--lmstudio-url={url}", "-p", "no:cacheprovider")
     assert res.ret == pytest.ExitCode.USAGE_ERROR, res.stdout.str()[-2000:]
     assert "--lmstudio-url" in res.stderr.str() and "Traceback" not in res.stderr.str()
+
+
+# -- low items (#14): FIFOs where artefacts belong, markdown markup, orphan temp files -----------------
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_fifo_where_an_event_file_belongs_is_named(tmp_path, run_health):
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "train.log").write_text("step 1 loss 0.5\n")
+    os.mkfifo(run / "logs" / "events.out.tfevents.1.host")
+    os.mkfifo(run / "notes.fifo")
+    res = run_health(run, args=("-k", "RH006"))
+    r = res.result_of("RH006")
+    assert r["outcome"] == "failed" and r["cause"] == "artefact-not-a-file", r
+    assert any("events.out.tfevents.1.host" in e["path"] for e in r["evidence"])
+    assert "notes.fifo" in r["summary"]
+
+
+def test_markdown_cells_render_no_image_link_or_mention():
+    from pytest_runhealth.reports.markdown import cell
+
+    text = cell("run ![x](http://evil.example/p.png) [click](http://evil.example) cc @octocat")
+    assert "![" not in text and "](" not in text.replace("\\](", "") and "@octocat" not in text
+    assert "octocat" in text and "evil.example" in text  # still shown, as text
+
+
+def test_orphan_temp_report_of_a_killed_writer_is_removed(tmp_path):
+    from pytest_runhealth.report import write_text
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = tmp_path / f"r.json.tmp{dead.pid}"
+    orphan.write_text("half a rep")
+    alive = tmp_path / f"r.json.tmp{os.getpid() if os.getppid() == 1 else os.getppid()}"
+    alive.write_text("a writer still at work")
+    write_text(tmp_path / "r.json", "{}\n")
+    assert not orphan.exists() and alive.exists()
+    assert (tmp_path / "r.json").read_text() == "{}\n"
+
+
+def test_rh502_to_rh504_are_not_evaluable_when_the_eval_server_returned_nothing(run_health):
+    res = run_health(args=("--eval-server", "http://127.0.0.1:9", "--eval-request", "xr-1", "-k", "RH50"))
+    for check in ("RH502", "RH503", "RH504"):
+        r = res.result_of(check)
+        assert r["outcome"] == "failed" and r["verdict"] == "not-evaluable", (check, r)

@@ -137,3 +137,10 @@ def test_every_planted_form_is_redacted_in_every_output(pytester, tmp_path, run_
                "json": (pytester.path / "runhealth-report.json").read_text()}
     leaks = [(where, secret) for where, text in outputs.items() for _, secret in CORPUS[-40:] if secret in text]
     assert leaks == []
+
+
+def test_digests_and_ids_survive_redaction():
+    from pytest_runhealth.redact import redact
+
+    for kept in ("3f" * 32, "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3", "0123456789abcdef" * 4):
+        assert redact(kept) == kept
