@@ -28,7 +28,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
      MASK),
     # A quoted line that is all base64 (the body of a PEM block quoted line by line).
     # Mixed case required: a hex digest (sha256 of a file, a commit) is not a key.
-    ("pem-body", re.compile(r"^(?=[^\n]*[A-Z])(?=[^\n]*[a-z])[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*$", re.M), MASK),
+    ("pem-body", re.compile(r"^(?=[^\n]*[A-Z])(?=[^\n]*[a-z])[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*$", re.MULTILINE), MASK),
     # Authorization / Proxy-Authorization headers, any scheme.
     ("authorization", re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|"
                                  r"digest|negotiate)\s+)?[^\s\"',}]+"), r"\1" + MASK),

@@ -29,7 +29,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self._weight: dict[int, int] = {}  # id(node) -> nodes it stands for, aliases expanded
         self._open: list[str] = []  # anchors of the collections being composed
 
-    def compose_node(self, parent, index):  # noqa: ANN001 (PyYAML's signature)
+    def compose_node(self, parent, index):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open:

@@ -204,8 +204,8 @@ def test_a_50_mb_record_checks_in_bounded_memory_and_python_steps(tmp_path, monk
     sqrt(length) (the old reader looped per byte position: 50 million)."""
     import tracemalloc
 
-    import tensorboard.summary.writer.record_writer as record_writer
     from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer import record_writer
 
     from pytest_runhealth import tfevents
 
