@@ -18,12 +18,53 @@ class MergeError(Exception):
     pass
 
 
+MAX_REPORT_BYTES = 512 << 20
+REPORT_SCHEMA_FILE = Path(__file__).with_name("runhealth-report-1.schema.json")
+
+
+def validate_report(doc: Any, where: str) -> None:
+    """Against the published schema (runhealth-report-1.schema.json, shipped in the package)."""
+    import jsonschema
+
+    schema = json.loads(REPORT_SCHEMA_FILE.read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    if error is not None:
+        at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise MergeError(f"{where} is not a runhealth-report/1 document: at {at}: {error.message[:300]}")
+
+
+def check_shards(docs: list[dict[str, Any]]) -> None:
+    """Shard reports merge only as a complete set: each K of one N, once."""
+    shards = [d.get("shard") for d in docs]
+    if not any(shards):
+        return
+    if not all(shards):
+        raise MergeError("some reports are shards (--runhealth-shard) and some are not; merge one session's shards")
+    totals = {int(s.split("/")[1]) for s in shards}
+    if len(totals) > 1:
+        raise MergeError(f"the reports are shards of different splits ({', '.join(sorted(set(shards)))})")
+    total = totals.pop()
+    given = [int(s.split("/")[0]) for s in shards]
+    twice = sorted({k for k in given if given.count(k) > 1})
+    missing = sorted(set(range(1, total + 1)) - set(given))
+    if twice:
+        raise MergeError(f"shard {', '.join(f'{k}/{total}' for k in twice)} given more than once")
+    if missing:
+        raise MergeError(f"shard {', '.join(f'{k}/{total}' for k in missing)} missing: merge all {total} shards")
+
+
 def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
     if not docs:
         raise MergeError("nothing to merge")
     for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise MergeError(f"report #{i + 1} is a JSON {type(doc).__name__}, not a runhealth-report/1 object")
+    for i, doc in enumerate(docs):
         if doc.get("schema") != SCHEMA:
             raise MergeError(f"report #{i + 1} has schema {doc.get('schema')!r}, not {SCHEMA}")
+    for i, doc in enumerate(docs):
+        validate_report(doc, f"report #{i + 1}")
+    check_shards(docs)
     versions = sorted({d.get("plugin_version") for d in docs})
     if len(versions) > 1:
         raise MergeError(f"reports come from different plugin versions {versions}; re-run the shards with one version")
@@ -48,15 +89,32 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _load(path: str) -> dict[str, Any]:
+    """A regular file only (a FIFO would block, /dev/zero never ends), read
+    capped, parsed with its nesting bounded by the stack."""
+    from .safeio import open_readonly
+
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        with open_readonly(path) as fh:  # O_NONBLOCK and S_ISREG: FIFOs and devices refused
+            raw = fh.read(MAX_REPORT_BYTES + 1)
+        if len(raw) > MAX_REPORT_BYTES:
+            raise MergeError(f"report {path} is over {MAX_REPORT_BYTES >> 20} MiB: not a runhealth report")
+        return json.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise MergeError(f"cannot read report {path}: {exc}") from None
+    except RecursionError:
+        raise MergeError(f"report {path} is nested too deeply to be a runhealth report") from None
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["check"]:  # pytest options pass through untouched, so not argparse
+        from .trust_boundary import check_main
+
+        return check_main(argv[1:])
     parser = argparse.ArgumentParser(prog="pytest-runhealth", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("check", help="check run dirs you did not write: pytest with its ini file and rootdir pinned to "
+                   "your project (pytest-runhealth check PATH... [pytest options])")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     merge.add_argument("-o", "--output", required=True, metavar="ALL.json")

@@ -91,6 +91,8 @@ def read_config_data(path: Path) -> Any:
     ConfigError saying why there is none (the rules reader shares it)."""
     import yaml
 
+    from . import yamlsafe  # imports yaml: only when a runhealth.yaml is read
+
     try:
         with open_readonly(path) as fh:
             raw = fh.read(MAX_CONFIG_BYTES + 1)
@@ -100,7 +102,9 @@ def read_config_data(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read runhealth config {path}: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yamlsafe.load(text)  # aliases bounded: a bomb or a self-reference is refused while loading
+    except yamlsafe.YAMLBomb as exc:
+        raise ConfigError(f"runhealth config {path} is refused: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"runhealth config {path} is not valid YAML: {exc}") from None
     except RecursionError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .printable import printable
 from .redact import redact
 
 VERDICTS = ("infra", "config", "policy", "healthy", "not-evaluable")
@@ -26,11 +27,11 @@ class Evidence:
     def __post_init__(self) -> None:
         # However it was built, a quote is redacted and bounded before anyone sees it.
         text = self.text.decode("utf-8", "replace") if isinstance(self.text, bytes) else str(self.text)
-        text = redact(text.replace("\r", " ").strip())
+        text = printable(redact(text.replace("\r", " ").strip()))
         if len(text) > MAX_QUOTE:
             text = text[: MAX_QUOTE - 1] + "…"
         object.__setattr__(self, "text", text)
-        object.__setattr__(self, "path", redact(str(self.path)))
+        object.__setattr__(self, "path", printable(redact(str(self.path))))
 
     @classmethod
     def quote(cls, path: str | Path, line: int | None, text: str | bytes) -> "Evidence":
@@ -64,9 +65,10 @@ class Finding:
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r} is not one of {', '.join(VERDICTS)}")
-        self.summary = redact(self.summary)
-        self.note = redact(self.note)
-        self.fix = redact(self.fix)
+        self.summary = printable(redact(self.summary))
+        self.note = printable(redact(self.note))
+        self.fix = printable(redact(self.fix))
+        self.run = printable(self.run)
 
     @property
     def passed(self) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from . import __version__, discovery, hookspecs, prelaunch, scale, severity
+from . import __version__, discovery, hookspecs, prelaunch, scale, severity, trust_boundary
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
@@ -42,11 +42,13 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.discovery",
     "pytest_runhealth.eval.plugin",
     "pytest_runhealth.live.fixtures",
+    "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.prelaunch",
     "pytest_runhealth.reports.plugin",
     "pytest_runhealth.rules",
     "pytest_runhealth.selftest",
     "pytest_runhealth.status",
+    "pytest_runhealth.trust_boundary",  # a run dir never configures the session
     "pytest_runhealth.waivers",
 )
 
@@ -132,7 +134,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if run_dirs:
         add_health_module(config, replace=bool(cli_dirs) or bool(extra))
         scale.prefer_loadgroup(config)
-    scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
+    shard = scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
+    state.collector.shard = f"{shard[0]}/{shard[1]}" if shard else None  # merge checks every shard is there
 
 
 def add_health_module(config: pytest.Config, replace: bool) -> None:

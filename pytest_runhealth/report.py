@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .redact import redact
+
 SCHEMA = "runhealth-report/1"
 OUTCOMES = ("passed", "failed", "skipped", "error", "warned")  # warned: failed, severity warn (observe mode)
 
@@ -93,6 +95,7 @@ class ResultCollector:
     def __init__(self) -> None:
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.results: dict[str, Result] = {}
+        self.shard: str | None = None  # "K/N" under --runhealth-shard: merge refuses missing or twice-given shards
         # Per-run status blocks ({run: {...}}), filled by status.py; the
         # report carries a top-level "status" only when there is one.
         self.status: dict[str, dict[str, Any]] = {}
@@ -135,11 +138,11 @@ class ResultCollector:
         return count_outcomes(self.results.values())
 
     def document(self, run_dirs: list[str], version: str) -> dict[str, Any]:
-        return report_document(self.results.values(), run_dirs, version, self.started_at, self.status)
+        return report_document(self.results.values(), run_dirs, version, self.started_at, self.status, self.shard)
 
 
 def report_document(results: Iterable[Result], run_dirs: list[str], version: str, started_at: str,
-                    status: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+                    status: dict[str, dict[str, Any]] | None = None, shard: str | None = None) -> dict[str, Any]:
     """The ``runhealth-report/1`` document; the top-level ``status`` (per-run
     trainer status blocks) only when there is one."""
     ordered = sorted_results(results)
@@ -147,10 +150,12 @@ def report_document(results: Iterable[Result], run_dirs: list[str], version: str
         "schema": SCHEMA,
         "plugin_version": version,
         "started_at": started_at,
-        "run_dirs": run_dirs,
+        "run_dirs": [redact(d) for d in run_dirs],  # a path or address may carry credentials
         "results": [r.to_json() for r in ordered],
         "summary": count_outcomes(ordered),
     }
+    if shard:
+        doc["shard"] = shard
     if status:
         doc["status"] = dict(sorted(status.items()))
     return doc
@@ -164,6 +169,31 @@ def write_text(path: Path, text: str) -> None:
     """Written atomically so a reader never sees half a report."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(path)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _remove_orphans(path: Path) -> None:
+    """A writer killed with ``kill -9`` leaves ``<report>.tmpPID`` behind;
+    the next writer removes those whose process is gone."""
+    try:
+        siblings = list(path.parent.glob(path.name + ".tmp*"))
+    except OSError:
+        return
+    for tmp in siblings[:100]:
+        pid = tmp.name[len(path.name) + 4:]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running: its write may be in progress
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, OSError):
+            continue  # someone else's process, or not a pid at all
+        try:
+            tmp.unlink()
+        except OSError:
+            pass

@@ -51,6 +51,7 @@ class Walk:
     outside_links: list[tuple[Path, Path]] = field(default_factory=list)  # (link, where it leads)
     broken_links: list[Path] = field(default_factory=list)
     unreadable: list[tuple[Path, str]] = field(default_factory=list)
+    special: list[Path] = field(default_factory=list)  # FIFOs, devices, sockets: never opened, named by RH006
     truncated: bool = False
 
 
@@ -90,6 +91,8 @@ def walk(root: Path, max_depth: int | None = None,
                         stack.append((path, depth + 1))
                 elif entry.is_file(follow_symlinks=False):
                     out.files.append(path)
+                else:
+                    out.special.append(path)
             except OSError as exc:
                 out.unreadable.append((path, exc.strerror or str(exc)))
             if len(out.files) >= MAX_WALK:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import trust_boundary
 from .registry import SPEC_ATTR, CheckSpec, Registry
 from .report import ResultCollector
 from .rundir import RunDir
@@ -77,13 +78,13 @@ def spec_of(item: Any) -> CheckSpec | None:
 
 def config_path(config: pytest.Config) -> Path | None:
     """runhealth.yaml: ``--runhealth-config``, ini ``runhealth_config``, else
-    ./runhealth.yaml in the invocation dir or the rootdir."""
+    ./runhealth.yaml in the user's project (trust_boundary.project_folders)."""
     given = config.getoption("runhealth_config") or config.getini("runhealth_config")
     if given:
         return Path(given)
     # The invocation dir first: pytest reads ``--run-dir /elsewhere`` as a path
     # when it picks the rootdir, so rootdir can be an ancestor of both.
-    for folder in dict.fromkeys((config.invocation_params.dir, config.rootpath)):
+    for folder in trust_boundary.project_folders(config):  # never a folder inside or around a run dir
         default = Path(folder) / "runhealth.yaml"
         if default.is_file():
             return default

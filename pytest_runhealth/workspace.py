@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import yamlsafe
 from .safeio import open_readonly
 
 MAX_CONFIG_BYTES = 4 << 20
@@ -62,7 +63,7 @@ def read_workspace_config(path: Path) -> WorkspaceConfig:
         return WorkspaceConfig(path, None, f"{path.name} is over {MAX_CONFIG_BYTES >> 20} MiB; not a config file")
     try:
         text = raw.decode("utf-8", "replace")
-        data = yaml.safe_load(text)
+        data = yamlsafe.load(text)  # a bomb or a self-reference becomes this finding, not a hang
     except (yaml.YAMLError, RecursionError) as exc:
         return WorkspaceConfig(path, None, f"{path.name} is not valid YAML: {str(exc)[:200]}")
     if data is not None and not isinstance(data, dict):

@@ -375,6 +375,40 @@ def test_bad_runhealth_config_is_a_usage_error(tmp_path, big_files, run_health):
             assert len(err) < 4000, (case, err[:400])  # a message, not a dump of the file
 
 
+LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{b}: &{b} [{', '.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+YAML_BOMBS = {"self-reference": "a: &x [*x]\n", "self-reference-map": "a: &x {b: *x}\n", "billion-laughs": LAUGHS}
+
+
+@pytest.mark.parametrize("case", sorted(YAML_BOMBS))
+def test_runhealth_config_bomb_is_a_usage_error(tmp_path, run_health, case):
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    config = tmp_path / "runhealth.yaml"
+    config.write_text(YAML_BOMBS[case])
+    assert case != "billion-laughs" or len(LAUGHS) < 400
+    res = run_health(run, args=("--runhealth-config", str(config), "-k", "RH003"))
+    err = res.result.stderr.str()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, (res.stdout, err)
+    assert f"runhealth config {config} is refused" in err and "Traceback" not in err, err
+
+
+def test_yaml_aliases_that_repeat_small_nodes_still_load():
+    from pytest_runhealth import yamlsafe
+
+    text = "base: &b {fps: 24}\nthresholds:\n  RH502: *b\n  RH503: *b\n"
+    assert yamlsafe.load(text) == {"base": {"fps": 24}, "thresholds": {"RH502": {"fps": 24}, "RH503": {"fps": 24}}}
+
+
+def test_workspace_config_bomb_is_a_finding_not_a_hang(tmp_path):
+    from pytest_runhealth.workspace import read_workspace_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text(LAUGHS)
+    found = read_workspace_config(path)
+    assert not found.data and "YAML bomb" in (found.error or ""), (found.data, found.error)
+
+
 def test_unreadable_runhealth_config(tmp_path):
     if not can_drop_caps(tmp_path / "probe"):
         pytest.skip("running as root without setpriv: chmod 000 does not stop this user reading the file")
@@ -595,3 +629,157 @@ def test_workspace_config_reader_property(tmp_path_factory, doc, junk, spoil):
             if isinstance(key, str) and "." not in key and key:
                 cfg.get(key)
                 cfg.line_of(key)
+
+
+# -- terminal escapes in names (#14 item 9) --------------------------------------------------------
+def test_escape_sequences_in_run_ids_and_file_names_never_reach_any_output_raw(pytester, tmp_path, run_health):
+    evil = "r\x1b]0;pwned\x07\x1b[2Jx"
+    session = tmp_path / "session"
+    logs = session / "runs" / evil / "logs"
+    logs.mkdir(parents=True)
+    (logs / f"train{evil}.log").write_text("Traceback (most recent call last):\n  File x\n"
+                                           "RuntimeError: CUDA out of memory\n")
+    (session / "ledger.jsonl").write_text(json.dumps({"run_id": evil, "n_steps": 3}) + "\n")
+    xml, html, md = pytester.path / "j.xml", pytester.path / "r.html", pytester.path / "r.md"
+    res = run_health(session, args=("--junitxml", str(xml), "--runhealth-html", str(html),
+                                    "--runhealth-markdown", str(md), "-rA"))
+    outputs = {"terminal": res.stdout + res.result.stderr.str(), "junit": xml.read_text(), "html": html.read_text(),
+               "markdown": md.read_text()}
+    assert "RH201" in outputs["terminal"]
+    for where, text in outputs.items():
+        assert "\x1b" not in text and "\x07" not in text, where
+    assert "\\x1b]0;pwned\\x07" in outputs["terminal"]  # shown, visibly
+
+
+# -- hostile merge inputs (#14 item 10) -------------------------------------------------------------
+def _report(**extra):
+    doc = {"schema": "runhealth-report/1", "plugin_version": "0.1.0", "started_at": "x", "run_dirs": [],
+           "results": [{"nodeid": "a", "check": "X", "run": "r", "outcome": "passed"}], "summary": {"passed": 1}}
+    doc.update(extra)
+    return doc
+
+
+MERGE_BAD = {
+    "top-level-list": [],
+    "no-nodeid": _report(results=[{"check": "X", "outcome": "passed"}]),
+    "outcome-FAILED": _report(results=[{"nodeid": "a", "outcome": "FAILED"}]),
+    "results-not-a-list": _report(results={"a": 1}),
+    "deep-nesting": None,  # written raw below
+}
+
+
+@pytest.mark.parametrize("case", sorted(MERGE_BAD))
+def test_merge_refuses_hostile_reports_with_one_line(tmp_path, capsys, case):
+    from pytest_runhealth.cli import main as cli_main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("[" * 100_000 + "]" * 100_000 if case == "deep-nesting" else json.dumps(MERGE_BAD[case]))
+    assert cli_main(["merge", str(bad), "-o", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pytest-runhealth merge: ") and err.count("\n") == 1, err
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_merge_refuses_fifos_and_devices(tmp_path, capsys, special):
+    from pytest_runhealth.cli import main as cli_main
+
+    path = "/dev/zero"
+    if special == "fifo":
+        path = str(tmp_path / "pipe")
+        os.mkfifo(path)  # nobody writes: a reader that opens it blocking would hang
+    assert cli_main(["merge", path, "-o", str(tmp_path / "m.json")]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shards, problem", [
+    (["1/3"], "2/3, 3/3 missing"),
+    (["1/2", "1/2", "2/2"], "1/2 given more than once"),
+    (["1/2", "2/3"], "different splits"),
+    (["1/2", None], "some reports are shards"),
+])
+def test_merge_needs_every_shard_once(tmp_path, capsys, shards, problem):
+    from pytest_runhealth.cli import main as cli_main
+
+    paths = []
+    for i, shard in enumerate(shards):
+        doc = _report(results=[{"nodeid": f"n{i}", "outcome": "passed"}], **({"shard": shard} if shard else {}))
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(doc))
+    assert cli_main(["merge", *map(str, paths), "-o", str(tmp_path / "m.json")]) == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_merge_of_a_complete_shard_set_passes(tmp_path):
+    from pytest_runhealth.cli import main as cli_main
+
+    paths = []
+    for k in (1, 2):
+        paths.append(tmp_path / f"{k}.json")
+        paths[-1].write_text(json.dumps(_report(results=[{"nodeid": f"n{k}", "outcome": "passed"}], shard=f"{k}/2")))
+    assert cli_main(["merge", *map(str, paths), "-o", str(tmp_path / "m.json")]) == 0
+    merged = json.loads((tmp_path / "m.json").read_text())
+    assert merged["summary"]["passed"] == 2 and "shard" not in merged
+
+
+def test_published_report_schema_is_in_the_package_data():
+    from pytest_runhealth.cli import REPORT_SCHEMA_FILE
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    assert REPORT_SCHEMA_FILE.is_file()
+    globs = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["pytest_runhealth"]
+    assert any(REPORT_SCHEMA_FILE.match(g) for g in globs)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://host", "localhost:1234", "http://host:99999"])
+def test_unparseable_lmstudio_url_is_a_usage_error(pytester, url):
+    run = pytester.mkdir("run")
+    res = pytester.runpytest(f"--run-dir={run}", f"--lmstudio-url={url}", "-p", "no:cacheprovider")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, res.stdout.str()[-2000:]
+    assert "--lmstudio-url" in res.stderr.str() and "Traceback" not in res.stderr.str()
+
+
+# -- low items (#14): FIFOs where artefacts belong, markdown markup, orphan temp files -----------------
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_fifo_where_an_event_file_belongs_is_named(tmp_path, run_health):
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "train.log").write_text("step 1 loss 0.5\n")
+    os.mkfifo(run / "logs" / "events.out.tfevents.1.host")
+    os.mkfifo(run / "notes.fifo")
+    res = run_health(run, args=("-k", "RH006"))
+    r = res.result_of("RH006")
+    assert r["outcome"] == "failed" and r["cause"] == "artefact-not-a-file", r
+    assert any("events.out.tfevents.1.host" in e["path"] for e in r["evidence"])
+    assert "notes.fifo" in r["summary"]
+
+
+def test_markdown_cells_render_no_image_link_or_mention():
+    from pytest_runhealth.reports.markdown import cell
+
+    text = cell("run ![x](http://evil.example/p.png) [click](http://evil.example) cc @octocat")
+    assert "![" not in text and "](" not in text.replace("\\](", "") and "@octocat" not in text
+    assert "octocat" in text and "evil.example" in text  # still shown, as text
+
+
+def test_orphan_temp_report_of_a_killed_writer_is_removed(tmp_path):
+    from pytest_runhealth.report import write_text
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = tmp_path / f"r.json.tmp{dead.pid}"
+    orphan.write_text("half a rep")
+    alive = tmp_path / f"r.json.tmp{os.getpid() if os.getppid() == 1 else os.getppid()}"
+    alive.write_text("a writer still at work")
+    write_text(tmp_path / "r.json", "{}\n")
+    assert not orphan.exists() and alive.exists()
+    assert (tmp_path / "r.json").read_text() == "{}\n"
+
+
+def test_rh502_to_rh504_are_not_evaluable_when_the_eval_server_returned_nothing(run_health):
+    res = run_health(args=("--eval-server", "http://127.0.0.1:9", "--eval-request", "xr-1", "-k", "RH50"))
+    for check in ("RH502", "RH503", "RH504"):
+        r = res.result_of(check)
+        assert r["outcome"] == "failed" and r["verdict"] == "not-evaluable", (check, r)

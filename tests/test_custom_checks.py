@@ -72,7 +72,8 @@ def test_pack_id_colliding_with_a_conftest_is_a_clear_error(pytester):
         def mine(ctx):
             return None
     """)
-    res = pytester.runpytest("-p", "runhealth_acme.plugin", "--run-dir", str(pytester.path))
+    run = pytester.mkdir("run")  # not pytester.path: a run dir holding the ini file is refused first
+    res = pytester.runpytest("-p", "runhealth_acme.plugin", "--run-dir", str(run))
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     err = res.stderr.str()
     assert "ACME101" in err and "conftest" in err and "runhealth-acme-pack" in err, err

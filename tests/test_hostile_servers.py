@@ -10,12 +10,16 @@ lifetime and a stop event, and they stop themselves."""
 
 from __future__ import annotations
 
+import functools
+import gzip
 import shutil
 import socket
 import ssl
 import subprocess
 import threading
 import time
+import tracemalloc
+import zlib
 from pathlib import Path
 
 import pytest
@@ -136,6 +140,12 @@ class Hostile:
         while self.live() and self.sent < TEN_GB:
             conn.sendall(block)  # BrokenPipe/ConnectionReset once the client stops reading
             self.sent += len(block)
+
+    def _gzip_bomb(self, conn) -> None:
+        body = bomb()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip, gzip\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.sent += len(body)
 
     def _redirect(self, conn) -> None:
         conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n" % self.location.encode())
@@ -288,3 +298,89 @@ def test_flooding_eval_server_is_a_finding(tmp_path, run_health):
     assert failed and all("the check itself raised" not in r["summary"] for r in failed)
     assert any("cap" in r["summary"] for r in failed), [r["summary"] for r in failed]
     assert srv.hits <= 2  # one attempt per request: the cap is not retried
+
+
+# -- decompression bombs (#14 item 3) ---------------------------------------------------------------
+BOMB_DECODED = 256 << 20
+
+
+@functools.lru_cache(maxsize=1)
+def bomb() -> bytes:
+    """256 MiB of zeros, gzip inside gzip: a few kB on the wire."""
+    inner = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1 << 20)
+    layer1 = b"".join(inner.compress(block) for _ in range(BOMB_DECODED >> 20)) + inner.flush()
+    return gzip.compress(layer1, 9)
+
+
+def peak_bytes(fn):
+    tracemalloc.start()
+    try:
+        result = fn()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_probe_counts_decoded_bytes_of_stacked_gzip():
+    with Hostile("gzip-bomb") as srv:
+        reply, peak = peak_bytes(lambda: request_json("GET", srv.url + "/api/session", timeout=30.0,
+                                                      max_bytes=1 << 20))
+    assert len(bomb()) < 1 << 20 < BOMB_DECODED
+    assert reply.problem == "too-large" and "cap" in reply.detail, (reply.problem, reply.detail)
+    assert peak < 16 << 20, f"decoding held {peak >> 20} MiB for a 1 MiB cap"
+
+
+def test_eval_client_counts_decoded_bytes_of_stacked_gzip():
+    with Hostile("gzip-bomb") as srv, eval_client(srv.url, read_timeout_s=30.0, max_response_bytes=1 << 20) as c:
+        (err, _elapsed), peak = peak_bytes(lambda: timed(lambda: c.get("experience_request", id="xr-1")))
+    assert isinstance(err, FetchError) and "cap" in str(err), err
+    assert peak < 16 << 20, f"decoding held {peak >> 20} MiB for a 1 MiB cap"
+
+
+def test_probe_still_reads_an_honest_gzip_answer():
+    body = gzip.compress(OK_BODY)
+
+    class Gz(Hostile):
+        def _ok(self, conn) -> None:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    with Gz("ok") as srv:
+        reply = request_json("GET", srv.url + "/v1/models", timeout=5.0)
+    assert reply.ok and reply.data == {"data": [], "object": "list"}, (reply.problem, reply.detail)
+
+
+# -- Retry-After: nan, and the session's retry budget (#14 low items) -----------------------------------
+class _Busy(Hostile):
+    def __init__(self, retry_after: str, **kw) -> None:
+        super().__init__("ok", **kw)
+        self.retry_after = retry_after
+
+    def _ok(self, conn) -> None:
+        conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: %s\r\nContent-Length: 0\r\n\r\n"
+                     % self.retry_after.encode())
+
+
+def test_retry_after_nan_is_no_delay_value_and_no_crash():
+    slept = []
+    with _Busy("nan") as srv:
+        settings = EvalSettings(server=srv.url, connect_timeout_s=1.0, read_timeout_s=1.0, retries=2,
+                                retry_backoff_s=0.01)
+        with EvalClient(settings, sleep=slept.append) as c:
+            err, _ = timed(lambda: c.get("experience_request", id="xr-1"))
+    assert isinstance(err, FetchError) and "503" in str(err), err
+    assert slept == [0.01, 0.02]  # the backoff, not nan
+
+
+def test_retries_stop_when_the_session_budget_is_spent():
+    slept = []
+    with _Busy("30") as srv:
+        settings = EvalSettings(server=srv.url, connect_timeout_s=1.0, read_timeout_s=1.0, retries=3,
+                                retry_backoff_s=0.0)
+        with EvalClient(settings, sleep=slept.append) as c:
+            for _ in range(3):
+                timed(lambda: c.get("experience_request", id="xr-1"))
+    from pytest_runhealth.eval.client import MAX_RETRY_BUDGET_S
+
+    assert sum(slept) <= MAX_RETRY_BUDGET_S < 3 * 3 * 30

@@ -101,3 +101,47 @@ def test_sweep_reads_the_default_log_under_home(pytester, tmp_path, run_health):
     plain = tmp_path / "plain"
     plain.mkdir()
     assert run_health(plain, args=("--runhealth-probe-timeout", "0.3", "-k", "RH402")).outcome("RH402") == "skipped"
+
+
+def test_sparse_20_gib_log_skips_holes_and_keeps_line_numbers(tmp_path, monkeypatch):
+    """A 20 GiB log that is mostly hole: the part before the tail window is
+    not read byte by byte (holes hold no newline), and line numbers stay right."""
+    import os
+
+    from pytest_runhealth.live import lmstudio_log
+
+    path = tmp_path / "server.log"
+    early = b"2025-03-01 10:00:00 [INFO] started\n" * 3
+    late = b"[2025-03-01 10:00:01][ERROR] Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200\n"
+    with open(path, "wb") as fh:
+        fh.write(early)
+        fh.seek(20 << 30)
+        fh.write(b"\n" + late)
+    if not hasattr(os, "SEEK_DATA") or os.stat(path).st_blocks * 512 > 64 << 20:
+        pytest.skip("this filesystem keeps no sparse files")
+    read_bytes = {"n": 0}
+    real_open = lmstudio_log.open_readonly
+
+    class Counting:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def read(self, n=-1):
+            data = self.fh.read(n)
+            read_bytes["n"] += len(data)
+            return data
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+    monkeypatch.setattr(lmstudio_log, "open_readonly", lambda p: Counting(real_open(p)))
+    log = lmstudio_log.read_server_log(path)
+    assert read_bytes["n"] <= lmstudio_log.MAX_WINDOW + 2 * lmstudio_log.CHUNK, read_bytes  # not 20 GiB
+    (event,) = log.of("unload-noop")
+    assert event.entry.line == 5  # three early lines, the newline after the hole, then this one

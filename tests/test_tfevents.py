@@ -185,3 +185,60 @@ def test_grouped_reading_equals_event_pb2_record_by_record(tmp_path, monkeypatch
     assert [(n.tag, n.step, n.index) for n in fast.nonfinite] == [(n.tag, n.step, n.index) for n in slow.nonfinite]
     assert fast.nonfinite_count == slow.nonfinite_count and fast.events == slow.events
     assert fast.file_version == slow.file_version == "brain.Event:2"
+
+
+# -- one large record (#14 item 6) ---------------------------------------------------------------
+@pytest.mark.parametrize("length", [65537, 300_001, 1 << 20, 1_048_583])
+def test_long_record_crc_matches_tensorboards_own(length):
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    buf = np.random.default_rng(length).integers(0, 256, length + 7, dtype=np.uint8).tobytes()
+    assert int(masked_crcs(buf, [5], [length])[0]) == masked_crc32c(buf[5:5 + length])
+
+
+def test_a_50_mb_record_checks_in_bounded_memory_and_python_steps(tmp_path, monkeypatch):
+    """tensorboard's RecordWriter frames the record; its pure-Python CRC would
+    take minutes over 50 MB, so it computes with ours, checked against
+    tensorboard's own above. The work bound: Python-level steps, counted by
+    the per-byte table look-ups of the tail and the column steps, stay near
+    sqrt(length) (the old reader looped per byte position: 50 million)."""
+    import tracemalloc
+
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer import record_writer
+
+    from pytest_runhealth import tfevents
+
+    monkeypatch.setattr(record_writer, "masked_crc32c",
+                        lambda data: int(masked_crcs(data, [0], [len(data)])[0]))
+    big = summary_pb2.Summary.Value(tag="blob", metadata=summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text", content=bytes(50 << 20))))
+    path = tmp_path / "events.out.tfevents.1.host"
+    with open(path, "wb") as fh:
+        writer = record_writer.RecordWriter(fh)
+        for step, value in ((1, 0.5), (2, 0.4)):
+            writer.write(event_pb2.Event(step=step, summary=summary_pb2.Summary(
+                value=[summary_pb2.Summary.Value(tag="loss", simple_value=value)])).SerializeToString())
+        writer.write(event_pb2.Event(step=3, summary=summary_pb2.Summary(value=[big])).SerializeToString())
+    steps = {"n": 0}
+    real_long_crc = tfevents._long_crc
+
+    def counted(data, offset, length, table):
+        steps["n"] += max(256, int(length ** 0.5) // 4) + length // max(256, int(length ** 0.5) // 4)
+        return real_long_crc(data, offset, length, table)
+
+    monkeypatch.setattr(tfevents, "_long_crc", counted)
+    tracemalloc.start()
+    try:
+        read = read_event_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert read.problems == [] and read.records == 3 and read.scalar_count == 2, read.problems
+    assert 0 < steps["n"] < 100_000, steps
+    assert peak < 400 << 20, f"{peak >> 20} MiB for one 50 MB record"
+    # The same record with one byte changed mid-way is caught by the CRC.
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    assert [p.kind for p in read_event_file(path).problems] == ["data-crc"]

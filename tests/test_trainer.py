@@ -134,6 +134,30 @@ def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path, run_health):
 
 
 # -- RH208 ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("line", ["## Training config", "# How this was launched", "#" * 200])
+def test_rh207_summary_patterns_stay_linear_on_a_mebibyte_of_headings(line):
+    """1 MiB of headings with no content after them: each section is searched
+    once from its first heading (the old lazy pattern rescanned the rest of the
+    file from every heading: 267 s). A subprocess with a hang guard, not a speed claim."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pytest_runhealth.checks.trainer import SUMMARY_PARTS; "
+            "text = (sys.argv[1] + '\\n') * ((1 << 20) // (len(sys.argv[1]) + 1)); "
+            "print(sorted(k for k, p in SUMMARY_PARTS.items() if p.search(text)))")
+    proc = subprocess.run([sys.executable, "-c", code, line], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr[-2000:]
+
+
+def test_rh207_sections_still_need_their_content_after_the_heading():
+    from pytest_runhealth.checks.trainer import SUMMARY_PARTS
+
+    config = SUMMARY_PARTS["config table"]
+    assert config.search("## Training config\n| k | v |\n|---|---|\n")
+    assert not config.search("|---|---|\n## Training config\nno table\n")
+    assert SUMMARY_PARTS["launch command"].search("## How this was launched\n```\npython train.py\n```\n")
+
+
 def test_rh208_live_process_in_pid_file_passes(tmp_path, run_health):
     ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 400), weights=[], states=[])
     (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")

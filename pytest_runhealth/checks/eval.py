@@ -45,6 +45,19 @@ def _rounds(ctx):
     return ev
 
 
+def _nothing_returned(ctx, ev):
+    """RH502-RH504 judge readable rounds; when there is none (the server
+    returned nothing, every round unreadable) they cannot pass: not-evaluable.
+    RH501 and RH004 report the cause itself."""
+    if ev.rounds and any(not rnd.unreadable for rnd in ev.rounds):
+        return None
+    if not (ev.fetch_error or any(rnd.server_failed for rnd in ev.rounds)):  # unreadable local files: RH004's
+        return None
+    why = ev.fetch_error or "; ".join(f"{rnd.id}: {rnd.unreadable}" for rnd in ev.rounds[:5])
+    return ctx.fail("not-evaluable", "eval-server-error",
+                    f"no round could be read, so none was judged: {why}", fix=SOURCE_FIX)
+
+
 
 # -- RH004 ---------------------------------------------------------------------
 @check(
@@ -142,6 +155,8 @@ def round_terminal(ctx):
 )
 def within_budget(ctx):
     ev = _rounds(ctx)
+    if (nothing := _nothing_returned(ctx, ev)) is not None:
+        return nothing
     th = ctx.thresholds
     terminal = terminal_statuses(ctx.config)
     out, notes = [], []
@@ -199,6 +214,8 @@ def within_budget(ctx):
 )
 def players_started(ctx):
     ev = _rounds(ctx)
+    if (nothing := _nothing_returned(ctx, ev)) is not None:
+        return nothing
     terminal = terminal_statuses(ctx.config)
     out, failed = [], 0
     for rnd in ev.rounds:
@@ -233,6 +250,8 @@ def players_started(ctx):
 )
 def teardown_race_check(ctx):
     ev = _rounds(ctx)
+    if (nothing := _nothing_returned(ctx, ev)) is not None:
+        return nothing
     terminal = terminal_statuses(ctx.config)
     out = []
     for rnd in ev.rounds:

@@ -14,7 +14,7 @@ MAX_LISTED = 20
 # is judged without it: that is a finding, not a note.
 ARTEFACT = re.compile(
     r"(^|/)(ledger\.jsonl|config\.yaml|experience_request\.json|round\.json|[^/]*\.(log|pid|safetensors)"
-    r"|events\.out\.tfevents\.[^/]*)$"
+    r"|events\.out\.tfevents\.[^/]*|[^/]*\.(json|pt|bin|ckpt))$"
 )
 
 
@@ -26,7 +26,8 @@ ARTEFACT = re.compile(
     verdicts=["not-evaluable", "healthy"],
     detects="symbolic links under the run dir that lead outside it, or nowhere; they are not followed, so what they "
     "point to is not checked. Fails when such a link stands where an artefact the checks read should be (a ledger, "
-    "a log, config.yaml, an event file, a checkpoint, a pid file); other links pass with a note.",
+    "a log, config.yaml, an event file, a checkpoint, a pid file), or a FIFO, device or socket stands there "
+    "(cause artefact-not-a-file); other links pass with a note.",
     why="A health tool that silently follows a link can read (and quote) someone else's files, and a check that "
     "silently skips it can miss the log that mattered. Either way the user must be told.",
     example="note: 2 links lead out of the run dir and were not read: logs/stdout.log -> /scratch/job-17/stdout.log",
@@ -44,9 +45,22 @@ def links_stay_inside(ctx):
     if walk.unreadable:
         shown = ", ".join(f"{ctx.run_dir.rel(p)} ({why})" for p, why in walk.unreadable[:MAX_LISTED])
         parts.append(f"{len(walk.unreadable)} folder(s) could not be listed: {shown}")
+    special = getattr(walk, "special", [])
+    if special:
+        shown = ", ".join(ctx.run_dir.rel(p) for p in special[:MAX_LISTED])
+        parts.append(f"{len(special)} entr(ies) are FIFOs, devices or sockets, not files, and were not read: {shown}")
     if walk.truncated:
         parts.append("the run dir holds over 200,000 files; only the first 200,000 were looked at")
     hidden = [(p, t) for p, t in walk.outside_links if ARTEFACT.search(ctx.run_dir.rel(p).replace("\\", "/"))]
+    odd = [p for p in special if ARTEFACT.search(ctx.run_dir.rel(p).replace("\\", "/"))]
+    if odd and not hidden:
+        return ctx.fail(
+            "not-evaluable",
+            "artefact-not-a-file",
+            f"{len(odd)} artefact(s) are FIFOs, devices or sockets where a file belongs; they were not read, so the "
+            "checks that need them skipped or judged without them.\n" + "; ".join(parts),
+            [ctx.evidence(p, None, "not a regular file (FIFO, device or socket)") for p in odd[:MAX_LISTED]],
+        )
     if hidden:
         return ctx.fail(
             "not-evaluable",

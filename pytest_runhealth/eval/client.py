@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
+from ..live.bounded_decode import ACCEPT_ENCODING
 from .model import parse_time
 from .settings import EvalSettings
 
 MAX_RETRY_AFTER_S = 30.0
+MAX_RETRY_BUDGET_S = 120.0  # the most one session waits on Retry-After and backoff, all requests together
 
 
 def is_transient(status: int) -> bool:
@@ -55,7 +58,8 @@ class EvalClient:
             raise ValueError("no evaluation server configured (--eval-server URL)")
         self.settings = settings
         self.sleep = sleep
-        headers = {"Accept": "application/json"}
+        self.retry_budget_s = MAX_RETRY_BUDGET_S  # all retries of this client (one per session) together
+        headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         if settings.token:
             headers["Authorization"] = f"Bearer {settings.token}"
         self._httpx = httpx
@@ -110,13 +114,21 @@ class EvalClient:
                 return Answer(full, status, data, hashlib.sha256(raw).hexdigest(), parse_time(headers.get("date")))
             if not is_transient(status) or attempt == attempts:
                 break
-            self.sleep(self._delay(attempt, headers.get("retry-after")))
+            delay = self._delay(attempt, headers.get("retry-after"))
+            if delay > self.retry_budget_s:  # the session's waiting is bounded, not each request's alone
+                attempts = attempt
+                break
+            self.retry_budget_s -= delay
+            self.sleep(delay)
         tried = f" after {attempts} attempts" if attempts > 1 and is_transient(last_status or 0) else ""
         raise FetchError(full, f"HTTP {last_status}{tried}", last_status, attempts)
 
     def _get_capped(self, path: str) -> tuple[int, bytes, Any]:
         """One attempt, bounded in bytes and in wall-clock time (connect +
         read timeout in all, however slowly the server drips)."""
+        import zlib
+
+        from ..live.bounded_decode import UnsupportedEncoding, decoded_chunks
         from ..live.http import Watchdog
 
         cap = self.settings.max_response_bytes
@@ -124,7 +136,8 @@ class EvalClient:
         try:
             with dog, self.http.stream("GET", path, extensions={"trace": dog.trace}) as resp:
                 parts, size = [], 0
-                for chunk in resp.iter_bytes():
+                # Decoded in bounded pieces: the cap counts decoded bytes (live/bounded_decode.py).
+                for chunk in decoded_chunks(resp.iter_raw(), resp.headers.get("content-encoding")):
                     size += len(chunk)
                     if size > cap:
                         raise self._httpx.HTTPError(f"answer larger than the {cap}-byte cap (max_response_bytes)")
@@ -132,6 +145,8 @@ class EvalClient:
                         raise _Cut(dog.seconds)
                     parts.append(chunk)
                 return resp.status_code, b"".join(parts), resp.headers
+        except (UnsupportedEncoding, zlib.error) as exc:
+            raise self._httpx.DecodingError(f"the answer could not be decoded: {exc}") from None
         except (self._httpx.HTTPError, OSError):
             if dog.fired:
                 raise _Cut(dog.seconds) from None
@@ -141,9 +156,11 @@ class EvalClient:
         base = self.settings.retry_backoff_s * (2 ** (attempt - 1))
         if retry_after:
             try:
-                return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_S)
+                seconds = float(retry_after)
             except ValueError:
-                pass
+                seconds = math.nan
+            if not math.isnan(seconds):  # "nan" parses as a float; it is not a delay
+                return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
         return base
 
 

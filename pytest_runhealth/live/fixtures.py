@@ -193,8 +193,26 @@ def live_services(config: pytest.Config) -> LiveServices:
     return config.stash[LIVE]
 
 
+def server_url(config: pytest.Config) -> None:
+    """An LM Studio address that cannot be a URL (``http://[::1``) is a usage
+    mistake, said once now, not "the check itself raised InvalidURL" later."""
+    from urllib.parse import urlsplit
+
+    value, where = setting(config, "lmstudio_url", "runhealth_lmstudio_url", "LMSTUDIO_URL")
+    if value is None:
+        return
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  (raises ValueError for a port out of range)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{where}: {value!r} is not a URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise pytest.UsageError(f"{where}: {value!r} is not an http(s)://host[:port] URL")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     probe_timeout(config)  # a bad value is a usage error now, not N check failures later
+    server_url(config)
 
 
 @pytest.fixture(scope="session")

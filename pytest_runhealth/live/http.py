@@ -8,8 +8,11 @@ import json
 import socket
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
+
+from .bounded_decode import ACCEPT_ENCODING, UnsupportedEncoding, decoded_chunks
 
 DEFAULT_TIMEOUT = 5.0
 MAX_BODY = 4 << 20
@@ -125,6 +128,7 @@ def request_json(
     dog = Watchdog(timeout)
     try:
         client = _client(url.startswith("https:"))
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
         with dog, client.stream(method, url, headers=headers, json=body, timeout=httpx.Timeout(timeout),
                                 extensions={"trace": dog.trace}) as resp:
             reply.status = resp.status_code
@@ -134,7 +138,8 @@ def request_json(
                                 f"not followed (a probe asks only the server it was given)")
                 return _done(reply, start)
             parts, size = [], 0
-            for chunk in resp.iter_bytes():
+            # Decoded here, in bounded pieces: the cap counts decoded bytes (bounded_decode.py).
+            for chunk in decoded_chunks(resp.iter_raw(), resp.headers.get("content-encoding")):
                 parts.append(chunk)
                 size += len(chunk)
                 if size > max_bytes:
@@ -148,6 +153,8 @@ def request_json(
             raw = b"".join(parts)
     except httpx.TimeoutException as exc:
         reply.problem, reply.detail = "timeout", f"no answer within {timeout:g} s ({type(exc).__name__})"
+    except (UnsupportedEncoding, zlib.error) as exc:
+        reply.problem, reply.detail = "invalid-json", f"the answer could not be decoded: {exc}"
     except (httpx.HTTPError, OSError, ValueError) as exc:
         if dog.fired:  # the watchdog cut a server that kept dripping
             reply.problem, reply.detail = "timeout", f"no complete answer within {timeout:g} s; gave up"

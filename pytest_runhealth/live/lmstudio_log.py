@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..logscan import _hole_ahead as hole_ahead
 from ..safeio import open_readonly
 
 MAX_WINDOW = 64 << 20  # the most of a server log that is parsed (its end)
@@ -122,13 +123,17 @@ def _lines(path: Path):
         start = max(0, size - MAX_WINDOW)
         lineno = 1
         if start:
-            left = start
-            while left > 0:
-                chunk = fh.read(min(CHUNK, left))
+            # Line numbers before the window: newlines counted in C, and sparse
+            # holes (no newline in them) skipped, not read (a 20 GiB sparse log).
+            while fh.tell() < start:
+                hole = hole_ahead(fh)
+                if hole:
+                    fh.seek(min(start, fh.tell() + hole))
+                    continue
+                chunk = fh.read(min(CHUNK, start - fh.tell()))
                 if not chunk:
                     break
                 lineno += chunk.count(b"\n")
-                left -= len(chunk)
         pending = b""
         first = bool(start)
         while True:

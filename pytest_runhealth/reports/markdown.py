@@ -8,6 +8,7 @@ not listed."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .svg import _CONTROL
@@ -18,10 +19,15 @@ MAX_CELL = 300
 ICON = {"failed": "❌ failed", "error": "💥 error", "warned": "⚠️ warned", "passed": "✅ passed", "skipped": "⏭️ skipped"}
 
 
+_MARKUP = re.compile(r"[\[\]]")  # no brackets, no image or link
+
+
 def cell(value: Any, limit: int = MAX_CELL) -> str:
     """Table-safe: no pipes, no newlines, bounded length, no raw HTML."""
     text = " ".join(_CONTROL.sub("\ufffd", str(value or "")).split())
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    # Quoted names and text must not render as images, links or @mentions (a run id "![x](http://…)").
+    text = _MARKUP.sub(lambda m: "\\" + m.group(), text).replace("@", "@\u2060")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
