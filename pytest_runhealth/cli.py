@@ -1,5 +1,6 @@
 """``pytest-runhealth``: the few jobs that happen outside a pytest session.
 
+``watch`` follows runs while they train (docs/watching.md).
 ``merge`` joins the JSON reports of ``--runhealth-shard K/N`` sessions (a CI
 matrix, a Slurm array) into one report of the same schema."""
 
@@ -63,7 +64,18 @@ def _load(path: str) -> dict[str, Any]:
         raise MergeError(f"cannot read report {path}: {exc}") from None
 
 
+def watch_command(argv: list[str]) -> int:
+    """``pytest-runhealth watch``: its own options and pass-through pytest
+    options, so it parses them itself (pytest_runhealth.watch.loop)."""
+    from .watch.loop import main as watch_main
+
+    return watch_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["watch"]:
+        return watch_command(argv[1:])
     parser = argparse.ArgumentParser(prog="pytest-runhealth", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")
