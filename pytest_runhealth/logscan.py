@@ -531,6 +531,11 @@ class LogFollower:
         if len(rest) > MAX_PENDING:
             scan.overlong_lines += 1
             rest = rest[-4096:]
+        if rest.rstrip().endswith(b"]"):
+            # The redraw in progress looks whole (a bar ends in "]"): the
+            # current step. Parsed again when its line goes on; a redraw of
+            # the same step replaces its point rather than adding one.
+            self._scanner.segment(rest.lstrip(b"\r"), self.lineno)
         self.pending = rest
         scan.lines = self.lineno - 1
 

@@ -17,9 +17,10 @@ from ..checkpoints import find_checkpoints, latest
 from ..errors import classify
 from ..rundir import Run, RunDir
 from ..status import (format_duration, latest_samples, pid_alive, planned_steps, render, steady_step_time,
-                      trainer_kind, training_points)
+                      trainer_kind)
 from .tail import EventsTailer, LogTailer
 
+TAIL_POINTS = 64
 MILESTONES = 10  # a line each time the step crosses another tenth of the plan
 STEP_MILESTONE_WITHOUT_PLAN = 1000
 
@@ -91,7 +92,9 @@ class TrainerWatch:
     # -- status -------------------------------------------------------------------
     def _status(self, run: Run, grew: bool) -> dict[str, Any]:
         scan = self.log.follower.scan if self.log and self.log.follower else None
-        points = training_points(scan) if scan else []
+        # The newest points only: the ETA averages the last RECENT step times,
+        # and a tick must not cost the whole (bounded, but 2,000-point) series.
+        points = [p for p in scan.steps[-TAIL_POINTS:] if p.step > 0] if scan else []
         last = max(points, key=lambda p: (p.step, p.line)) if points else None
         total = planned_steps(run, scan)
         completion = None

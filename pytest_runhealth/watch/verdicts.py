@@ -92,7 +92,7 @@ class VerdictRunner:
         self.sessions = 0
 
     def args(self, report: Path) -> list[str]:
-        args = ["-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--runhealth-report", str(report)]
+        args = ["-p", "no:cacheprovider", "--assert=plain", "-q", "--no-header", "-rN", "--runhealth-report", str(report)]
         for rd in self.run_dirs:
             args.append(f"--run-dir={rd}")
         return args + self.extra_args
