@@ -6,7 +6,8 @@ message on stdin (``notify-send``, ntfy, mail). Every message is redacted
 first, like all evidence. Sending happens on one background thread with a
 short timeout and a bounded queue: a hung, slow or failing endpoint costs
 the watch nothing, never blocks a tick and never ends the watch; failures
-are counted and said once on stderr."""
+are counted and said once on stderr. Each target has its own thread, so
+a hung webhook delays only its own messages."""
 
 from __future__ import annotations
 
@@ -34,52 +35,53 @@ class Notifier:
         self.failures = 0
         self.dropped = 0
         self._warned: set[str] = set()
-        self._queue: queue.Queue[str | None] = queue.Queue(maxsize=QUEUE_MAX)
-        self._thread: threading.Thread | None = None
-        if self.urls or self.commands:
-            self._thread = threading.Thread(target=self._work, name="runhealth-notify", daemon=True)
-            self._thread.start()
+        self._lanes: list[tuple[queue.Queue, threading.Thread]] = []
+        targets = [(u, self._post) for u in self.urls] + [(c, self._run) for c in self.commands]
+        for where, how in targets:
+            q: queue.Queue[str | None] = queue.Queue(maxsize=QUEUE_MAX)
+            t = threading.Thread(target=self._work, args=(q, where, how), name="runhealth-notify", daemon=True)
+            t.start()
+            self._lanes.append((q, t))
 
     @property
     def active(self) -> bool:
-        return self._thread is not None
+        return bool(self._lanes)
 
     def send(self, text: str) -> None:
-        """Queue one message; returns at once."""
-        if self._thread is None:
-            return
+        """Queue one message for every target; returns at once."""
         msg = redact(text)
-        while True:
-            try:
-                self._queue.put_nowait(msg)
-                return
-            except queue.Full:
+        for q, _ in self._lanes:
+            while True:
                 try:
-                    self._queue.get_nowait()
-                    self.dropped += 1
-                except queue.Empty:
-                    pass
+                    q.put_nowait(msg)
+                    break
+                except queue.Full:
+                    try:
+                        q.get_nowait()
+                        self.dropped += 1
+                    except queue.Empty:
+                        pass
 
     def close(self, wait_s: float = TIMEOUT_S) -> None:
-        """Let queued messages go out for at most ``wait_s``; a hung endpoint
-        is left behind (the thread is a daemon)."""
-        if self._thread is None:
-            return
-        try:
-            self._queue.put(None, timeout=0.1)
-        except queue.Full:
-            pass
-        self._thread.join(wait_s)
+        """Let queued messages go out for at most ``wait_s`` in all; a hung
+        endpoint is left behind (its thread is a daemon)."""
+        import time
 
-    def _work(self) -> None:
+        deadline = time.monotonic() + wait_s
+        for q, _ in self._lanes:
+            try:
+                q.put_nowait(None)
+            except queue.Full:
+                pass
+        for _, t in self._lanes:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def _work(self, q: queue.Queue, where: str, how) -> None:
         while True:
-            msg = self._queue.get()
+            msg = q.get()
             if msg is None:
                 return
-            for url in self.urls:
-                self._attempt(url, lambda u=url: self._post(u, msg))
-            for cmd in self.commands:
-                self._attempt(cmd, lambda c=cmd: self._run(c, msg))
+            self._attempt(where, lambda: how(where, msg))
 
     def _attempt(self, where: str, send) -> None:
         try:

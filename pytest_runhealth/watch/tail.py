@@ -22,15 +22,21 @@ READ_CAP = 8 << 20  # most bytes one tick reads from one log; the rest waits for
 START_WINDOW = 4 << 20  # a log already this large when first seen is followed from its last START_WINDOW bytes
 
 
+FINGERPRINT = 64  # bytes before the offset, compared each tick: a file rewritten past the old size is caught too
+
+
 @dataclass
 class Cursor:
-    """Where a follower stands in one file, and which file that was."""
+    """Where a follower stands in one file, which file that was, and the
+    last bytes read (a log truncated and rewritten between two ticks can be
+    longer than before; its bytes at the old offset are not the same)."""
 
     offset: int = 0
     inode: tuple[int, int] | None = None
+    last_bytes: bytes = b""
 
     def check(self, st: os.stat_result) -> str | None:
-        """``truncated`` or ``rotated`` when the file is no longer the one
+        """``truncated`` or ``rotated`` (``rewritten``: see ``LogTailer.poll``) when the file is no longer the one
         (or the length) this cursor was reading, else None."""
         ident = (st.st_dev, st.st_ino)
         if self.inode is not None and ident != self.inode:
@@ -63,6 +69,11 @@ class LogTailer:
         with fh:
             st = os.fstat(fh.fileno())
             reset = self.cursor.check(st) if self.follower is not None else None
+            if reset is None and self.follower is not None and self.cursor.last_bytes:
+                n = len(self.cursor.last_bytes)
+                fh.seek(self.cursor.offset - n)
+                if fh.read(n) != self.cursor.last_bytes:
+                    reset = "rewritten"
             if reset is not None:
                 self.restarts += 1
                 self.follower = None
@@ -78,6 +89,7 @@ class LogTailer:
             fh.seek(self.cursor.offset)
             data = fh.read(want)
         self.cursor.offset += len(data)
+        self.cursor.last_bytes = (self.cursor.last_bytes + data[-FINGERPRINT:])[-FINGERPRINT:]
         self.bytes_read += len(data)
         self.follower.feed(data, st.st_size)
         return len(data), reset
