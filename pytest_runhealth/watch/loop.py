@@ -146,6 +146,9 @@ class Watch:
                 self.units[key] = HarvestWatch(path)
             else:
                 self.units[key] = TrainerWatch(path)
+            if self.args.every is None:  # the runbooks' cadence: 10 s when only evaluations are watched
+                evals_only = all(isinstance(u, (ServerRequestWatch, HarvestWatch)) for u in self.units.values())
+                self.every = DEFAULT_EVERY_EVAL_S if evals_only and ready else DEFAULT_EVERY_S
         return ready
 
     # -- one tick ---------------------------------------------------------------------
