@@ -27,9 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from sweep_builders import bar, startup  # noqa: E402
+from sweep_builders import bar, startup
 
-from pytest_runhealth.watch.trainer import TrainerWatch  # noqa: E402
+from pytest_runhealth.watch.trainer import TrainerWatch
 
 TOTAL = 10_000_000
 

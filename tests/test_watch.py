@@ -17,8 +17,6 @@ import tracemalloc
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
-
 from eval_builders import episode, request
 from servers.eval_server import EvalServer, Seq
 from servers.lmstudio import FakeLMStudio, Model
@@ -36,7 +34,7 @@ def trainer(run_dir: Path, mode: str, *args: str) -> subprocess.Popen:
 
 def watch(*args: str, cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest_runhealth.cli", "watch", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sweep_builders import TRACEBACKS, bar, startup  # noqa: E402
+from sweep_builders import TRACEBACKS, bar, startup
 
 
 def save_checkpoint(path: Path) -> None:
@@ -50,7 +50,7 @@ def main() -> int:
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
     writer = EventFileWriter(str(logs), flush_secs=3600)
-    log = open(logs / "stdout.log", "ab", buffering=0)
+    log = open(logs / "stdout.log", "ab", buffering=0)  # noqa: SIM115 - reopened on a restart
     total = a.steps
 
     def write(text: str) -> None:
@@ -80,7 +80,7 @@ def main() -> int:
         if a.mode == "restart" and not restarted and s == total // 2:
             restarted = True
             log.close()
-            log = open(logs / "stdout.log", "wb", buffering=0)  # a relaunch into the same log
+            log = open(logs / "stdout.log", "wb", buffering=0)  # noqa: SIM115 - a relaunch into the same log
             write(startup(total) + f"Resuming training from step {s}\n")
         s += 1
     if a.mode == "oom":

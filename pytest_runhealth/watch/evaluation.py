@@ -33,7 +33,7 @@ class ServerRequestWatch:
         try:
             with EvalClient(settings) as client:
                 ev = fetch_evaluation(client, self.requests)
-        except Exception as exc:  # a bad URL: said once, the checks name it
+        except Exception as exc:  # noqa: BLE001 - a bad URL: said once, the checks name it
             if not self.unreachable:
                 out.lines.append(f"evaluation server {self.server}: {type(exc).__name__}: {exc}")
             self.unreachable = True

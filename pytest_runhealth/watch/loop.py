@@ -214,7 +214,7 @@ class Watch:
             self.say(f"stopping at the first failure ({len(failing)} failing)")
             return EXIT_FAILED
         if stayed:
-            first = v.results[sorted(stayed)[0]]
+            first = v.results[min(stayed)]
             self.say(f"stopping: {first.check} {first.slug} failed again on the next check ({len(stayed)} failing)")
             return EXIT_FAILED
         self.confirm = bool(failing)  # a new failure is checked once more before the watch ends on it

@@ -16,8 +16,15 @@ from typing import Any
 from ..checkpoints import find_checkpoints, latest
 from ..errors import classify
 from ..rundir import Run, RunDir
-from ..status import (format_duration, latest_samples, pid_alive, planned_steps, render, steady_step_time,
-                      trainer_kind)
+from ..status import (
+    format_duration,
+    latest_samples,
+    pid_alive,
+    planned_steps,
+    render,
+    steady_step_time,
+    trainer_kind,
+)
 from .tail import EventsTailer, LogTailer
 
 TAIL_POINTS = 64
