@@ -237,6 +237,26 @@ def test_eval_request_that_wedges_exits_3(tmp_path):
     assert "RH502 within-budget" in res.stdout and "wedged" in res.stdout
 
 
+def test_harvest_folder_filled_while_watched(tmp_path):
+    from eval_builders import harvest
+
+    root = tmp_path / "harvest"
+    harvest(root, [request("xr-7", "running", [episode("completed"), episode("running", None)])],
+            fetched_at="2026-06-20T10:05:00Z")
+    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(root), "--every", "0.2"],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "harvest" in w.stdout.readline()
+        time.sleep(1.0)
+        harvest(root, [request("xr-7", "completed")], fetched_at="2026-06-20T10:09:00Z")  # the harvester's next pass
+        out, err = w.communicate(timeout=90)
+    finally:
+        if w.poll() is None:
+            w.kill()
+    assert w.returncode == 0, out + err
+    assert "harvest grew" in out and "policy evidence" in out
+
+
 # -- notifications ---------------------------------------------------------------------------
 class Receiver:
     """A webhook on 127.0.0.1 that records posts, hangs, or answers 500."""

@@ -75,6 +75,8 @@ class HarvestWatch:
         self.label = label or self.path.name
         self.signature: tuple | None = None
         self.bytes_read = 0
+        self.ended = False
+        self.completed: str | None = None
 
     def tick(self) -> Tick:
         from ..rundir import walk
@@ -96,12 +98,14 @@ class HarvestWatch:
                 out.lines.append(f"harvest grew: {len(sig)} files (was {len(self.signature)})")
             self.signature = sig_t
             out.evidence = out.grew = True
+            self.ended = False  # new files: the checks say again whether every round is terminal
+        out.ended, out.completed = self.ended, self.completed
         return out
 
-    def after_verdicts(self, verdicts, out: Tick) -> None:
-        """Terminal when RH501 says every round is terminal."""
+    def after_verdicts(self, verdicts) -> None:
+        """Terminal when RH501 passes: every round of the harvest is terminal
+        (it fails with ``not-evaluable`` while one is pending or running)."""
         rh501 = [r for r in verdicts.results.values() if r.check == "RH501"]
-        if rh501 and all(r.outcome in ("passed", "failed") for r in rh501):
-            out.ended = True
-            bad = [r for r in verdicts.results.values() if r.check.startswith("RH5") and r.bad]
-            out.completed = None if bad else "every round is terminal"
+        self.ended = bool(rh501) and all(r.outcome == "passed" for r in rh501)
+        bad = [r for r in verdicts.results.values() if r.check.startswith("RH5") and r.bad]
+        self.completed = "every round of the harvest is terminal" if self.ended and not bad else None

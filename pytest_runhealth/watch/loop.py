@@ -180,14 +180,14 @@ class Watch:
         run_checks = (evidence or self.confirm or self.ended_ticks == 1 or self.verdicts is None
                       or self.quiet_ticks >= self.args.verdict_every)
         if run_checks:
-            code = self._verdicts(ticks)
+            code = self._verdicts()
             if code is not None:
                 return code
         if self.ended_ticks >= 2:  # the end seen twice: not a trainer in the middle of a restart
             return self._finish(ticks)
         return None
 
-    def _verdicts(self, ticks: dict[str, Tick]) -> int | None:
+    def _verdicts(self) -> int | None:
         self.quiet_ticks = 0
         v = self.runner.run()
         if v.error:
@@ -200,7 +200,7 @@ class Watch:
         for unit in self.units.values():
             hook = getattr(unit, "after_verdicts", None)
             if hook is not None:
-                hook(v, ticks.setdefault(str(getattr(unit, "path", "")), Tick()))
+                hook(v)  # a unit whose end only the checks can tell (a harvest): said on its next tick
         # "Not evidence yet" (a round still running, RH501) is the normal state
         # of a live run, not a failure to stop on; it counts at the end.
         failing = {r.nodeid for r in v.failed() if r.verdict != "not-evaluable"}
