@@ -275,10 +275,13 @@ class Receiver:
                 if owner.mode == "hang":
                     time.sleep(20)
                 owner.posts.append(json.loads(body))
-                self.send_response(500 if owner.mode == "500" else 200)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
+                try:
+                    self.send_response(500 if owner.mode == "500" else 200)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                except OSError:
+                    pass  # the client gave up on a hung answer, as it should
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -358,12 +361,17 @@ def test_many_ticks_over_a_growing_log_stay_flat(tmp_path):
             before = w.bytes_read
             w.tick()
             per_tick.append((w.bytes_read - before, len(chunk.encode())))
-            if i in (200, 999):
+            if i % 10 == 0:
                 mem[i] = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     assert all(read == wrote for read, wrote in per_tick)  # exactly the new bytes, never the file again
     assert w.status["step"] == step
-    assert mem[999] - mem[200] < 256 * 1024, mem
+    # The step series is capped (logscan.MAX_POINTS, halved when full): memory
+    # saw-tooths under a bound instead of growing with the ticks.
+    early = max(v for i, v in mem.items() if 400 <= i < 700)
+    late = max(v for i, v in mem.items() if i >= 700)
+    assert late <= early + 64 * 1024, (early, late)
+    assert max(mem.values()) < 2 << 20
 
 
 def test_log_follower_agrees_with_a_full_scan(tmp_path):
