@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return watch_command(argv[1:])
     parser = argparse.ArgumentParser(prog="pytest-runhealth", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("watch", help="watch runs while they train, print only on change (pytest-runhealth watch --help)")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     merge.add_argument("-o", "--output", required=True, metavar="ALL.json")

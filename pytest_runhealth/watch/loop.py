@@ -45,7 +45,12 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pytest-runhealth watch", description="watch runs while they train; print only on change")
+    p = argparse.ArgumentParser(
+        prog="pytest-runhealth watch", description="watch runs while they train; print only on change",
+        epilog="Other pytest options go to the checks: --lmstudio-url URL, --orchestrator-url URL, "
+        "--runhealth-config FILE, -m live, -k EXPR, any --opt=value, and everything after --. "
+        "Exit codes: 0 completed healthy, 1 a check failed and stayed failed, 3 wedged, 4 usage, 130 Ctrl-C. "
+        "See docs/watching.md.")
     p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR")
     p.add_argument("--every", type=float, metavar="SECONDS",
                    help="seconds between ticks (default 60; 10 when only evaluation requests are watched)")
@@ -59,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="POST each change as JSON {\"text\": ...} to this webhook (repeatable)")
     p.add_argument("--notify-command", action="append", default=[], metavar="CMD",
                    help="run CMD with each change on stdin (repeatable)")
-    p.add_argument("--eval-server", metavar="URL")
-    p.add_argument("--eval-request", action="append", default=[], metavar="ID")
+    p.add_argument("--eval-server", metavar="URL", help="the evaluation server to poll (with --eval-request)")
+    p.add_argument("--eval-request", action="append", default=[], metavar="ID",
+                   help="an experience request (xr-1) or league round (round:42) to poll to a terminal status")
     for opt in PASS_VALUE:
         p.add_argument(opt, dest="pass_" + opt.lstrip("-").replace("-", "_"), action="append", default=[],
                        help=argparse.SUPPRESS)
