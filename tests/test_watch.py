@@ -97,7 +97,7 @@ def test_hung_trainer_is_wedged_exit_3(tmp_path):
     finally:
         stop(proc)
     assert res.returncode == 3, res.stdout + res.stderr
-    assert "RH204 run-not-stalled" in res.stdout and "wedged" in res.stdout
+    assert "RH204 run-not-stalled [run]: " in res.stdout and "wedged (RH204 run-not-stalled, stalled): exit 3" in res.stdout
 
 
 def test_waits_for_the_run_dir_then_follows_it(tmp_path):

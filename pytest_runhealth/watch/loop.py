@@ -207,14 +207,14 @@ class Watch:
             hook = getattr(unit, "after_verdicts", None)
             if hook is not None:
                 hook(v)  # a unit whose end only the checks can tell (a harvest): said on its next tick
-        # "Not evidence yet" (a round still running, RH501) is the normal state
-        # of a live run, not a failure to stop on; it counts at the end.
-        failing = {r.nodeid for r in v.failed() if r.verdict != "not-evaluable"}
+        # "Not evidence yet" (a round still running, RH501; a server that did not
+        # answer this time) is the normal state of a live run; it counts at the end.
+        failing = {r.nodeid for r in v.failed_now()}
         stayed = failing & self.failing
         self.verdicts, self.failing = v, failing
         wedged = v.wedged()
         if wedged:
-            self.say(f"wedged: {describe(wedged[0], None)}")
+            self.say(f"wedged ({wedged[0].check} {wedged[0].slug}, {wedged[0].cause}): exit 3")
             return EXIT_WEDGED
         if failing and self.args.until == "first-failure":
             self.say(f"stopping at the first failure ({len(failing)} failing)")
@@ -228,6 +228,8 @@ class Watch:
 
     def _finish(self, ticks: dict[str, Tick]) -> int:
         self._eval_verdict()
+        for res in self.verdicts.after_run() if self.verdicts else []:
+            self.say(f"after the run: {describe(res, None)}")
         failing = self.verdicts.failed() if self.verdicts else []
         if failing:
             self.say(f"ended with {len(failing)} failing check(s): exit 1")

@@ -30,6 +30,12 @@ from pathlib import Path
 from ..redact import redact
 
 WEDGE_CHECKS = ("RH204", "RH502")  # a stall or budget rule: the run is wedged (exit 3)
+# Work that follows the end of training (the launch runbook writes run-summary.md
+# after the run completes): said when the watch ends, never the reason it fails.
+AFTER_RUN_CHECKS = ("RH207",)
+# Not evidence yet: a round still pending or running (not-evaluable), a server
+# that did not answer this time. The normal state of a live run, not a stop.
+TRANSIENT_CAUSES = ("eval-server-error",)
 
 
 @dataclass
@@ -63,7 +69,15 @@ class Verdicts:
     error: str | None = None  # the session itself could not run (usage error, bad config)
 
     def failed(self) -> list[Result]:
-        return [r for r in self.results.values() if r.bad]
+        """Failures the watch acts on (not the after-run paperwork)."""
+        return [r for r in self.results.values() if r.bad and r.check not in AFTER_RUN_CHECKS]
+
+    def failed_now(self) -> list[Result]:
+        """Failures that can stop a live watch: not the "not evidence yet" kind."""
+        return [r for r in self.failed() if r.verdict != "not-evaluable" and r.cause not in TRANSIENT_CAUSES]
+
+    def after_run(self) -> list[Result]:
+        return [r for r in self.results.values() if r.bad and r.check in AFTER_RUN_CHECKS]
 
     def wedged(self) -> list[Result]:
         return [r for r in self.failed() if r.check in WEDGE_CHECKS]
