@@ -78,6 +78,17 @@ def test_oom_is_a_failure_with_its_diagnosis(tmp_path):
     assert "CUDA out of memory" in res.stdout
 
 
+def test_finished_run_without_its_summary_yet_is_still_healthy(tmp_path):
+    """The summary is written after training (RH207): said at the end, not a failure of the watch."""
+    import shutil
+
+    run = tmp_path / "ltx"
+    shutil.copytree(HERE.parent / "examples" / "ltx-no-run-summary", run, symlinks=True)
+    res = watch(run, "--every", "0.1", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("RH207") == 1 and "after the run: RH207 run-summary" in res.stdout
+
+
 def test_until_first_failure_stops_at_the_first(tmp_path):
     run = tmp_path / "run"
     proc = trainer(run, "oom", "--steps", "10", "--dt", "0.01")

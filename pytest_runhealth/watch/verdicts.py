@@ -142,9 +142,12 @@ class VerdictRunner:
 
 def transitions(before: Verdicts | None, after: Verdicts) -> list[tuple[Result, str | None]]:
     """(result, its previous outcome) for every result whose outcome changed;
-    on the first verdict, only the failures (the status block says the rest)."""
+    on the first verdict, only the failures (the status block says the rest).
+    After-run checks are left to the end of the watch."""
     out = []
     for nodeid, res in after.results.items():
+        if res.check in AFTER_RUN_CHECKS:
+            continue  # said once, when the watch ends
         prev = before.results.get(nodeid) if before is not None else None
         if prev is None:
             if res.bad:
