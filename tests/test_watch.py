@@ -19,7 +19,7 @@ from pathlib import Path
 
 from eval_builders import episode, request
 from servers.eval_server import EvalServer, Seq
-from servers.lmstudio import FakeLMStudio, Model
+from servers.lmstudio import FakeLMStudio, JsonServer, Model
 from sweep_builders import T0, bar, healthy_log, row, startup
 
 HERE = Path(__file__).resolve().parent
@@ -197,17 +197,19 @@ def test_sweep_collapse_caught_at_the_first_collapsed_run(tmp_path):
     sweep = tmp_path / "session"
     script = tmp_path / "orchestrator.py"
     script.write_text(ORCHESTRATOR)
-    with FakeLMStudio(lifetime_s=90, models=[Model("qwen2.5-vl-7b-instruct", loaded=True)]) as lms:
+    with FakeLMStudio(lifetime_s=90, models=[Model("qwen2.5-vl-7b-instruct", loaded=True)]) as lms, \
+            JsonServer({"/api/session": {"status": "running", "total_runs": 9}}, lifetime_s=90) as dashboard:
         orch = subprocess.Popen([sys.executable, str(script), str(sweep), str(HERE)])
         try:
             started = time.monotonic()
-            res = watch(sweep, "--every", "0.2", "--timeout", "30", f"--lmstudio-url={lms.url}", cwd=tmp_path)
+            res = watch(sweep, "--every", "0.2", "--timeout", "30", f"--lmstudio-url={lms.url}",
+                        "--orchestrator-url", dashboard.url, cwd=tmp_path)
             took = time.monotonic() - started
         finally:
             stop(orch)
     out = res.stdout
     assert res.returncode == 1, out + res.stderr
-    assert "baseline-000-s0" in out and "cur-000-s0" in out
+    assert "run 1/9 done: baseline-000-s0" in out and "cur-000-s0" in out  # progress: done / planned
     assert "RH101 step-count-collapse [cur-000-s0]" in out
     assert "cur-001-s0" not in out and took < 55  # stopped at the first collapsed run
     # The live LM Studio evidence gathered at that moment: the judge is still loaded.

@@ -147,7 +147,8 @@ class Watch:
                 continue
             rd = RunDir(path)
             if rd.is_sweep:
-                self.units[key] = SweepWatch(path)
+                orch = self.args.pass_orchestrator_url
+                self.units[key] = SweepWatch(path, orchestrator_url=orch[-1] if orch else None)
             elif "harvest" in rd.layouts:
                 self.units[key] = HarvestWatch(path)
             else:

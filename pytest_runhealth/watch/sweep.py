@@ -1,6 +1,7 @@
 """A sweep session, watched: rows as they land in the ledger (read once
-each), the run in progress followed like any trainer run, and its step time
-against the sweep's first healthy run. The step-count collapse itself is
+each; "run 3/9 done" when ``--orchestrator-url`` says how many are planned),
+the run in progress followed like any trainer run, and its step time against
+the sweep's first healthy run. The step-count collapse itself is
 RH101's verdict: the watcher runs the checks as soon as a new row lands, so
 the collapse is reported at the first collapsed run, with the live LM Studio
 evidence (RH302/RH402, given ``--lmstudio-url``) gathered at that moment."""
@@ -15,15 +16,40 @@ from ..status import pid_alive
 from .tail import LedgerTailer
 from .trainer import Tick, TrainerWatch
 
+# Where an orchestrator's GET /api/session may say how many runs the session
+# plans (the dashboard's "5/9"); the completed count is RH109's reader.
+PLANNED_KEYS = ("planned_runs", "total_runs", "runs_planned", "n_runs", "planned", "total")
+
+
+def planned_runs(session_url: str | None) -> int | None:
+    """The session's planned run count from the orchestrator, when it says one."""
+    if not session_url:
+        return None
+    from ..checks.orchestrator import NESTS
+    from ..live.http import request_json
+
+    reply = request_json("GET", session_url.rstrip("/") + "/api/session", timeout=5.0)
+    data = reply.data if reply.ok else None
+    if not isinstance(data, dict):
+        return None
+    for obj in [data] + [data[k] for k in NESTS if isinstance(data.get(k), dict)]:
+        for key in PLANNED_KEYS:
+            val = obj.get(key)
+            if isinstance(val, int) and not isinstance(val, bool) and val > 0:
+                return val
+    return None
+
 
 def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 class SweepWatch:
-    def __init__(self, path: Path, label: str | None = None) -> None:
+    def __init__(self, path: Path, label: str | None = None, orchestrator_url: str | None = None) -> None:
         self.path = Path(path)
         self.label = label or self.path.name
+        self.orchestrator_url = orchestrator_url
+        self.planned: int | None = None
         self.ledger = LedgerTailer(self.path / "ledger.jsonl")
         self.current: TrainerWatch | None = None
         self.reference: tuple[str, float] | None = None  # (run id, s/step) of the first healthy run
@@ -35,17 +61,21 @@ class SweepWatch:
 
     def tick(self) -> Tick:
         out = Tick()
-        if not self.started:
+        first = not self.started
+        if first:
             out.lines.append(f"sweep session {self.path}")
             out.evidence = self.started = True
         rows, reset = self.ledger.poll()
+        if rows or first:
+            self.planned = planned_runs(self.orchestrator_url) or self.planned
         if reset:
             out.lines.append(f"ledger.jsonl was {reset}: reading it from the start")
         for row in rows:
             out.evidence = out.grew = True
             steps, took = row.get("n_steps"), _number(row.get("duration_s"))
             how = "killed by timeout" if row.get("killed_by_timeout") is True else f"exit {row.get('exit_code')}"
-            out.lines.append(f"run {len(self.ledger.rows) - len(rows) + rows.index(row) + 1} done: {row.run_id} "
+            of = f"/{self.planned}" if self.planned else ""
+            out.lines.append(f"run {len(self.ledger.rows) - len(rows) + rows.index(row) + 1}{of} done: {row.run_id} "
                              f"({row.get('role') or '?'}) {steps} steps in {took if took is not None else '?'} s, "
                              f"{how}, score {row.get('score')}")
             if self.reference is None and row.get("exit_code") == 0 and isinstance(steps, int) and steps > 0 \
