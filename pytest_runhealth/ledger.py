@@ -104,6 +104,7 @@ class Ledger:
     aliases: dict[str, str] = field(default_factory=dict)  # canonical -> spelling read, where they differ
     read_error: str | None = None
     resume_at: int = 0  # offset after the last newline-terminated line: where a follower reads on from
+    resume_line: int = 1  # the line number found there
 
     def __iter__(self) -> Iterator[LedgerRow]:
         return iter(self.rows)
@@ -166,7 +167,7 @@ def read_ledger(path: Path, max_line_bytes: int = 8 << 20, start: int = 0, first
     ``first_line`` its line number) only the rows appended since: a watcher
     reads each row once. With ``follow`` a last line without its newline is
     one still being written: left for the next read, not a problem."""
-    ledger = Ledger(path, resume_at=start)
+    ledger = Ledger(path, resume_at=start, resume_line=first_line)
     alias_cache: dict[frozenset, dict[str, str]] = {}
     seen: dict[str, int] = {}
     try:
@@ -181,6 +182,7 @@ def read_ledger(path: Path, max_line_bytes: int = 8 << 20, start: int = 0, first
         for lineno, (line, complete, overlong, nbytes) in enumerate(_lines(fh, max_line_bytes), start=first_line):
             if complete:
                 ledger.resume_at += nbytes
+                ledger.resume_line = lineno + 1
             elif follow:
                 break  # a cut last line: still being written; the next read starts at it
             if overlong:

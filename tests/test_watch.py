@@ -440,7 +440,7 @@ def test_ledger_read_on_from_the_last_row(tmp_path):
     path.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[1]) + "\n" + json.dumps(rows[2]) + "\n")
     more = read_ledger(path, start=first.resume_at, first_line=2, follow=True)
     assert [(r.run_id, r.line) for r in more.rows] == [("r1", 2), ("r2", 3)]
-    assert more.resume_at == path.stat().st_size
+    assert (more.resume_at, more.resume_line) == (path.stat().st_size, 4)
 
 
 def test_watch_is_not_a_pytest_usage_error_for_pytest_options(tmp_path):

@@ -160,9 +160,6 @@ class LedgerTailer:
         if st.st_size <= self.cursor.offset:
             return [], reset
         ledger = read_ledger(self.path, start=self.cursor.offset, first_line=self.line, follow=True)
-        self.cursor.offset = ledger.resume_at
-        self.line = (ledger.rows[-1].line + 1) if ledger.rows else self.line
-        if ledger.problems:
-            self.line = max(self.line, max(p.line for p in ledger.problems) + 1)
+        self.cursor.offset, self.line = ledger.resume_at, ledger.resume_line
         self.rows += ledger.rows
         return ledger.rows, reset
