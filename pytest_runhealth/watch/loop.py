@@ -121,15 +121,22 @@ class Watch:
         self.ended_ticks = 0
         self.waiting_since: float | None = None
         self.said_waiting: set[Path] = set()
+        self.unsent: list[str] = []
 
     # -- output ---------------------------------------------------------------------
-    def say(self, text: str, notify: bool = True) -> None:
+    def say(self, text: str) -> None:
+        """Print one line now; it goes to the notifiers with the rest of its
+        tick, as one message (a status block is one post, not five)."""
         stamp = datetime.now().strftime("%H:%M:%S")
         text = redact(text)
         self.out.write(f"[{stamp}] {text}\n")
         self.out.flush()
-        if notify:
-            self.notifier.send(text)
+        self.unsent.append(text)
+
+    def flush_notes(self) -> None:
+        if self.unsent:
+            self.notifier.send("\n".join(self.unsent))
+            self.unsent = []
 
     # -- units ----------------------------------------------------------------------
     def _attach(self) -> bool:
@@ -161,6 +168,12 @@ class Watch:
     # -- one tick ---------------------------------------------------------------------
     def tick(self) -> int | None:
         """One round; an exit code when the watch is over."""
+        try:
+            return self._tick()
+        finally:
+            self.flush_notes()
+
+    def _tick(self) -> int | None:
         ready = self._attach()
         if not ready:
             if self.waiting_since is None:
@@ -215,12 +228,14 @@ class Watch:
         self.verdicts, self.failing = v, failing
         wedged = v.wedged()
         if wedged:
+            self._eval_verdict()
             self.say(f"wedged ({wedged[0].check} {wedged[0].slug}, {wedged[0].cause}): exit 3")
             return EXIT_WEDGED
         if failing and self.args.until == "first-failure":
             self.say(f"stopping at the first failure ({len(failing)} failing)")
             return EXIT_FAILED
         if stayed:
+            self._eval_verdict()
             first = v.results[min(stayed)]
             self.say(f"stopping: {first.check} {first.slug} failed again on the next check ({len(stayed)} failing)")
             return EXIT_FAILED
@@ -281,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stdout.write("\npytest-runhealth watch: interrupted (Ctrl-C); nothing was written\n")
         sys.stdout.flush()
+        watch.notifier.close(wait_s=1.0)  # what was already said goes out; a hung endpoint is not waited for
         return EXIT_INTERRUPTED
     finally:
         watch.close()

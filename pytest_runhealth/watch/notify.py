@@ -36,6 +36,7 @@ class Notifier:
         self.dropped = 0
         self._warned: set[str] = set()
         self._lanes: list[tuple[queue.Queue, threading.Thread]] = []
+        self._closed = False
         targets = [(u, self._post) for u in self.urls] + [(c, self._run) for c in self.commands]
         for where, how in targets:
             q: queue.Queue[str | None] = queue.Queue(maxsize=QUEUE_MAX)
@@ -67,6 +68,9 @@ class Notifier:
         endpoint is left behind (its thread is a daemon)."""
         import time
 
+        if self._closed:
+            return
+        self._closed = True
         deadline = time.monotonic() + wait_s
         for q, _ in self._lanes:
             try:
