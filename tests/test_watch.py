@@ -113,13 +113,22 @@ def test_hung_trainer_is_wedged_exit_3(tmp_path):
 
 def test_waits_for_the_run_dir_then_follows_it(tmp_path):
     run = tmp_path / "later"
-    proc = trainer(run, "finish", "--steps", "20", "--dt", "0.05", "--delay", "1.0")
+    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2",
+                          "--timeout", "60"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = None
     try:
-        res = watch(run, "--every", "0.2", "--timeout", "60", cwd=tmp_path)
+        first = w.stdout.readline()
+        assert "waiting for" in first and "launch pending" in first, first + w.stderr.read()
+        time.sleep(0.5)
+        proc = trainer(run, "finish", "--steps", "20", "--dt", "0.05")  # the launch, after the watch began
+        out, err = w.communicate(timeout=90)
     finally:
-        stop(proc)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.index("waiting for") < res.stdout.index("completed healthy")
+        if proc is not None:
+            stop(proc)
+        if w.poll() is None:
+            w.kill()
+    assert w.returncode == 0, out + err
+    assert "completed healthy" in out
 
 
 def test_launch_that_never_happens_times_out(tmp_path):
