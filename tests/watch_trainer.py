@@ -40,6 +40,7 @@ def main() -> int:
     ap.add_argument("--dt", type=float, default=0.02)
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--save-every", type=int, default=10)
+    ap.add_argument("--restart-when", help="restart mode: wait for this file before restarting (the test's cue)")
     a = ap.parse_args()
     time.sleep(a.delay)
     root = Path(a.run_dir)
@@ -79,6 +80,10 @@ def main() -> int:
             write(bar(s, total, elapsed, loss))
         if a.mode == "restart" and not restarted and s == total // 2:
             restarted = True
+            for _ in range(600):
+                if not a.restart_when or Path(a.restart_when).exists():
+                    break
+                time.sleep(0.05)
             log.close()
             log = open(logs / "stdout.log", "wb", buffering=0)  # noqa: SIM115 - a relaunch into the same log
             write(startup(total) + f"Resuming training from step {s}\n")
