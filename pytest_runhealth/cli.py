@@ -1,5 +1,6 @@
 """``pytest-runhealth``: the few jobs that happen outside a pytest session.
 
+``watch`` follows runs while they train (docs/watching.md).
 ``merge`` joins the JSON reports of ``--runhealth-shard K/N`` sessions (a CI
 matrix, a Slurm array) into one report of the same schema."""
 
@@ -105,16 +106,28 @@ def _load(path: str) -> dict[str, Any]:
         raise MergeError(f"report {path} is nested too deeply to be a runhealth report") from None
 
 
+def watch_command(argv: list[str]) -> int:
+    """``pytest-runhealth watch``: its own options and pass-through pytest
+    options, so it parses them itself (pytest_runhealth.watch.loop)."""
+    from .watch.loop import main as watch_main
+
+    return watch_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["check"]:  # pytest options pass through untouched, so not argparse
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # check and watch pass pytest options through untouched, so they parse their own arguments.
+    if argv[:1] == ["check"]:
         from .trust_boundary import check_main
 
         return check_main(argv[1:])
+    if argv[:1] == ["watch"]:
+        return watch_command(argv[1:])
     parser = argparse.ArgumentParser(prog="pytest-runhealth", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("check", help="check run dirs you did not write: pytest with its ini file and rootdir pinned to "
                    "your project (pytest-runhealth check PATH... [pytest options])")
+    sub.add_parser("watch", help="watch runs while they train, print only on change (pytest-runhealth watch --help)")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     merge.add_argument("-o", "--output", required=True, metavar="ALL.json")

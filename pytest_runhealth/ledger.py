@@ -103,6 +103,8 @@ class Ledger:
     problems: list[LedgerProblem] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # canonical -> spelling read, where they differ
     read_error: str | None = None
+    resume_at: int = 0  # offset after the last newline-terminated line: where a follower reads on from
+    resume_line: int = 1  # the line number found there
 
     def __iter__(self) -> Iterator[LedgerRow]:
         return iter(self.rows)
@@ -159,8 +161,13 @@ def _schema_message(row: LedgerRow) -> str:
     return f"{where}{suffix}: {err.message}"
 
 
-def read_ledger(path: Path, max_line_bytes: int = 8 << 20) -> Ledger:
-    ledger = Ledger(path)
+def read_ledger(path: Path, max_line_bytes: int = 8 << 20, start: int = 0, first_line: int = 1,
+                follow: bool = False) -> Ledger:
+    """The whole ledger, or (``start``: a previous read's ``resume_at``, with
+    ``first_line`` its line number) only the rows appended since: a watcher
+    reads each row once. With ``follow`` a last line without its newline is
+    one still being written: left for the next read, not a problem."""
+    ledger = Ledger(path, resume_at=start, resume_line=first_line)
     alias_cache: dict[frozenset, dict[str, str]] = {}
     seen: dict[str, int] = {}
     try:
@@ -169,8 +176,15 @@ def read_ledger(path: Path, max_line_bytes: int = 8 << 20) -> Ledger:
         ledger.read_error = f"cannot read {path.name}: {exc.strerror or exc}"
         return ledger
     with fh:
-        lineno = 0
-        for lineno, (line, complete, overlong) in enumerate(_lines(fh, max_line_bytes), start=1):
+        if start:
+            fh.seek(start)
+        lineno = first_line - 1
+        for lineno, (line, complete, overlong, nbytes) in enumerate(_lines(fh, max_line_bytes), start=first_line):
+            if complete:
+                ledger.resume_at += nbytes
+                ledger.resume_line = lineno + 1
+            elif follow:
+                break  # a cut last line: still being written; the next read starts at it
             if overlong:
                 ledger.problems.append(LedgerProblem(lineno, "not-json", f"line is over {max_line_bytes >> 20} MiB"))
                 continue
@@ -207,7 +221,7 @@ def read_ledger(path: Path, max_line_bytes: int = 8 << 20) -> Ledger:
             else:
                 seen[rid] = lineno
             ledger.rows.append(row)
-        if lineno == 0:
+        if lineno == 0 and not start:
             ledger.problems.append(LedgerProblem(0, "empty", f"{path.name} is empty"))
     for fields in alias_cache.values():
         for canonical, spelled in fields.items():
@@ -216,11 +230,12 @@ def read_ledger(path: Path, max_line_bytes: int = 8 << 20) -> Ledger:
     return ledger
 
 
-def _lines(fh, max_line_bytes: int) -> Iterator[tuple[bytes, bool, bool]]:
-    """Binary lines as (text, ended-in-newline, overlong); an overlong line is
-    dropped as it streams past so memory stays bounded."""
+def _lines(fh, max_line_bytes: int) -> Iterator[tuple[bytes, bool, bool, int]]:
+    """Binary lines as (text, ended-in-newline, overlong, bytes it took with
+    its newline); an overlong line is dropped as it streams past so memory
+    stays bounded."""
     pending = b""
-    overlong = False
+    overlong = 0  # bytes of an overlong line dropped so far
     while True:
         chunk = fh.read(1 << 20)
         if not chunk:
@@ -228,9 +243,10 @@ def _lines(fh, max_line_bytes: int) -> Iterator[tuple[bytes, bool, bool]]:
         parts = (pending + chunk).split(b"\n")
         pending = parts.pop()
         for part in parts:
-            yield (b"", True, True) if overlong else (part, True, False)
-            overlong = False
+            yield (b"", True, True, overlong + len(part) + 1) if overlong else (part, True, False, len(part) + 1)
+            overlong = 0
         if len(pending) > max_line_bytes:
-            pending, overlong = b"", True
+            overlong += len(pending)
+            pending = b""
     if overlong or pending:
-        yield pending, False, overlong
+        yield pending, False, bool(overlong), overlong + len(pending)

@@ -97,6 +97,7 @@ class EventFileRead:
     problem_count: int = 0
     stopped_early: bool = False  # early exit asked for, and taken
     error: str | None = None  # the file could not be opened or read
+    resume_at: int = 0  # offset after the last whole record: where a follower reads on from
 
     @property
     def scalar_count(self) -> int:
@@ -496,12 +497,16 @@ def _u32_at(buf: bytes, offsets: list[int]):
     return np.ascontiguousarray(data[idx]).view("<u4").reshape(-1)
 
 
-def read_event_file(path: Path, tags: set[str] | None = None, first_scalar_only: bool = False) -> EventFileRead:
+def read_event_file(path: Path, tags: set[str] | None = None, first_scalar_only: bool = False,
+                    start: int = 0) -> EventFileRead:
     """Read one event file, CRC-checked, streaming in chunks.
 
     ``tags`` keeps only those scalar tags (records without the tag's bytes are
     not even parsed); ``first_scalar_only`` stops at the first scalar, which
-    answers "did this trainer log anything?" without reading the rest."""
+    answers "did this trainer log anything?" without reading the rest.
+    ``start`` (a previous read's ``resume_at``) reads only the records
+    written since: a watcher's tick costs the new records, not the file; a
+    record cut at the end is then one still being written."""
     import numpy as np
 
     out = EventFileRead(Path(path))
@@ -515,7 +520,10 @@ def read_event_file(path: Path, tags: set[str] | None = None, first_scalar_only:
     with fh:
         out.size = os.fstat(fh.fileno()).st_size
         pending = b""
-        base = 0  # file offset of buf[0]
+        base = start  # file offset of buf[0]
+        out.resume_at = start
+        if start:
+            fh.seek(start)
         index = 0
         while True:
             try:
@@ -573,6 +581,7 @@ def read_event_file(path: Path, tags: set[str] | None = None, first_scalar_only:
                 reader.problem(index, base + at, kind, detail + "; nothing after it can be read")
                 return out
             consumed = starts[-1] + lengths[-1] + 4 if starts else 0
+            out.resume_at = base + consumed
             if not chunk:
                 # End of file with bytes left over: the last record was cut short.
                 left = len(buf) - consumed

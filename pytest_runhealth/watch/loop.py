@@ -1,0 +1,302 @@
+"""``pytest-runhealth watch RUN_DIR...``: the loop.
+
+Each tick asks every watched unit (a trainer run, a sweep, a harvest, an
+evaluation request) what changed, prints only that, and runs the checks
+(``verdicts.VerdictRunner``) only when there is new evidence, to confirm a
+failure or an end, or after a whole quiet verdict interval. Exit codes:
+
+* 0 -- every unit ended with evidence of completion and no check failed
+* 1 -- a check failed and stayed failed (seen again by the next session, or
+  the run ended with it); ``--until first-failure``: the first failure; also
+  a run that ended with no evidence of completion
+* 3 -- wedged: a stall or budget rule (RH204, RH502) failed, or the run dir
+  never appeared within ``--timeout``
+* 4 -- a usage mistake (one line on stderr)
+* 130 -- Ctrl-C: the watch stops cleanly (it writes nothing to keep)"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from ..redact import redact
+from ..rundir import RunDir
+from .evaluation import HarvestWatch, ServerRequestWatch
+from .notify import Notifier
+from .sweep import SweepWatch
+from .trainer import Tick, TrainerWatch
+from .verdicts import VerdictRunner, Verdicts, describe, transitions
+
+DEFAULT_EVERY_S = 60.0  # trainer runs and sweeps (the trainer runbook's status interval)
+DEFAULT_EVERY_EVAL_S = 10.0  # evaluation requests (the triage runbook's poll cadence)
+QUIET_VERDICT_TICKS = 10  # quiet for this many ticks: run the checks anyway (stall and budget rules need time)
+EXIT_OK, EXIT_FAILED, EXIT_WEDGED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 3, 4, 130
+
+# pytest options the watch forwards to the verdict sessions, with a value each.
+PASS_VALUE = ("--lmstudio-url", "--lmstudio-log", "--lmstudio-judge-model", "--orchestrator-url",
+              "--runhealth-probe-timeout", "--runhealth-config", "--eval-body", "-m", "-k")
+
+
+class UsageError(Exception):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pytest-runhealth watch", description="watch runs while they train; print only on change",
+        epilog="Other pytest options go to the checks: --lmstudio-url URL, --orchestrator-url URL, "
+        "--runhealth-config FILE, -m live, -k EXPR, any --opt=value, and everything after --. "
+        "Exit codes: 0 completed healthy, 1 a check failed and stayed failed, 3 wedged, 4 usage, 130 Ctrl-C. "
+        "See docs/watching.md.")
+    p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR")
+    p.add_argument("--every", type=float, metavar="SECONDS",
+                   help="seconds between ticks (default 60; 10 when only evaluation requests are watched)")
+    p.add_argument("--until", choices=("end", "first-failure"), default="end",
+                   help="stop at the run's end (default) or at the first failing check")
+    p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
+                   help="how long to wait for a run dir that does not exist yet (default 3600)")
+    p.add_argument("--verdict-every", type=int, default=QUIET_VERDICT_TICKS, metavar="TICKS",
+                   help="run the checks after this many quiet ticks even without new evidence (default 10)")
+    p.add_argument("--notify", action="append", default=[], metavar="URL",
+                   help="POST each change as JSON {\"text\": ...} to this webhook (repeatable)")
+    p.add_argument("--notify-command", action="append", default=[], metavar="CMD",
+                   help="run CMD with each change on stdin (repeatable)")
+    p.add_argument("--eval-server", metavar="URL", help="the evaluation server to poll (with --eval-request)")
+    p.add_argument("--eval-request", action="append", default=[], metavar="ID",
+                   help="an experience request (xr-1) or league round (round:42) to poll to a terminal status")
+    for opt in PASS_VALUE:
+        p.add_argument(opt, dest="pass_" + opt.lstrip("-").replace("-", "_"), action="append", default=[],
+                       help=argparse.SUPPRESS)
+    return p
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, tail = argv[:cut], argv[cut + 1:]
+    else:
+        tail = []
+    args, unknown = build_parser().parse_known_args(argv)
+    bad = [u for u in unknown if not u.startswith("-")]
+    if bad:
+        raise UsageError(f"unexpected argument {bad[0]!r} (pytest options with a value: write --opt=value)")
+    passthrough = list(unknown)
+    for opt in PASS_VALUE:
+        for value in getattr(args, "pass_" + opt.lstrip("-").replace("-", "_")):
+            passthrough += [opt, value]
+    if args.eval_server:
+        passthrough += ["--eval-server", args.eval_server]
+    for rid in args.eval_request:
+        passthrough += ["--eval-request", rid]
+    if args.eval_request and not args.eval_server:
+        raise UsageError("--eval-request needs --eval-server URL")
+    if not args.run_dirs and not args.eval_request:
+        raise UsageError("nothing to watch: give RUN_DIR or --eval-server URL --eval-request ID")
+    if args.every is not None and args.every <= 0:
+        raise UsageError("--every must be a positive number of seconds")
+    return args, passthrough + tail
+
+
+class Watch:
+    """The state of one watch: its units, the last verdicts, what to say."""
+
+    def __init__(self, args: argparse.Namespace, passthrough: list[str], out=None, clock=time.monotonic) -> None:
+        self.args = args
+        self.out = out or sys.stdout
+        self.clock = clock
+        self.paths = [Path(p) for p in args.run_dirs]
+        self.units: dict[str, object] = {}
+        if args.eval_server and args.eval_request:
+            self.units["eval"] = ServerRequestWatch(args.eval_server, args.eval_request)
+        self.every = args.every or (DEFAULT_EVERY_EVAL_S if not self.paths else DEFAULT_EVERY_S)
+        self.runner = VerdictRunner(self.paths, passthrough)
+        self.notifier = Notifier(args.notify, args.notify_command)
+        self.verdicts: Verdicts | None = None
+        self.failing: set[str] = set()  # nodeids failing in the last session
+        self.quiet_ticks = 0
+        self.confirm = False
+        self.ended_ticks = 0
+        self.waiting_since: float | None = None
+        self.said_waiting: set[Path] = set()
+        self.unsent: list[str] = []
+
+    # -- output ---------------------------------------------------------------------
+    def say(self, text: str) -> None:
+        """Print one line now; it goes to the notifiers with the rest of its
+        tick, as one message (a status block is one post, not five)."""
+        stamp = datetime.now().strftime("%H:%M:%S")
+        text = redact(text)
+        self.out.write(f"[{stamp}] {text}\n")
+        self.out.flush()
+        self.unsent.append(text)
+
+    def flush_notes(self) -> None:
+        if self.unsent:
+            self.notifier.send("\n".join(self.unsent))
+            self.unsent = []
+
+    # -- units ----------------------------------------------------------------------
+    def _attach(self) -> bool:
+        """Make a unit for each run dir that exists now; False while any is missing."""
+        ready = True
+        for path in self.paths:
+            key = str(path)
+            if key in self.units:
+                continue
+            if not path.is_dir():
+                ready = False
+                if path not in self.said_waiting:
+                    self.said_waiting.add(path)
+                    self.say(f"waiting for {path} (launch pending; up to {self.args.timeout:g} s)")
+                continue
+            rd = RunDir(path)
+            if rd.is_sweep:
+                orch = self.args.pass_orchestrator_url
+                self.units[key] = SweepWatch(path, orchestrator_url=orch[-1] if orch else None)
+            elif "harvest" in rd.layouts:
+                self.units[key] = HarvestWatch(path)
+            else:
+                self.units[key] = TrainerWatch(path)
+            if self.args.every is None:  # the runbooks' cadence: 10 s when only evaluations are watched
+                evals_only = all(isinstance(u, (ServerRequestWatch, HarvestWatch)) for u in self.units.values())
+                self.every = DEFAULT_EVERY_EVAL_S if evals_only and ready else DEFAULT_EVERY_S
+        return ready
+
+    # -- one tick ---------------------------------------------------------------------
+    def tick(self) -> int | None:
+        """One round; an exit code when the watch is over."""
+        try:
+            return self._tick()
+        finally:
+            self.flush_notes()
+
+    def _tick(self) -> int | None:
+        ready = self._attach()
+        if not ready:
+            if self.waiting_since is None:
+                self.waiting_since = self.clock()
+            if self.clock() - self.waiting_since > self.args.timeout:
+                missing = [str(p) for p in self.paths if str(p) not in self.units]
+                self.say(f"gave up: {', '.join(missing)} did not appear within {self.args.timeout:g} s "
+                         "(the launch never happened)")
+                return EXIT_WEDGED
+            if not self.units:
+                return None
+        ticks: dict[str, Tick] = {}
+        for key, unit in self.units.items():
+            t = unit.tick()
+            ticks[key] = t
+            prefix = f"{unit.label}: " if len(self.units) > 1 else ""
+            for line in t.lines:
+                self.say(prefix + line)
+        evidence = any(t.evidence for t in ticks.values())
+        grew = any(t.grew for t in ticks.values())
+        self.quiet_ticks = 0 if grew else self.quiet_ticks + 1
+        all_ended = ready and bool(ticks) and all(t.ended for t in ticks.values())
+        self.ended_ticks = self.ended_ticks + 1 if all_ended else 0
+        run_checks = (evidence or self.confirm or self.ended_ticks == 1 or self.verdicts is None
+                      or self.quiet_ticks >= self.args.verdict_every)
+        if run_checks:
+            code = self._verdicts()
+            if code is not None:
+                return code
+        if self.ended_ticks >= 2:  # the end seen twice: not a trainer in the middle of a restart
+            return self._finish(ticks)
+        return None
+
+    def _verdicts(self) -> int | None:
+        self.quiet_ticks = 0
+        v = self.runner.run()
+        if v.error:
+            self.say(f"checks could not run: {v.error}")
+            if self.verdicts is None:
+                return EXIT_USAGE
+            return None
+        for res, prev in transitions(self.verdicts, v):
+            self.say(describe(res, prev))
+        for unit in self.units.values():
+            hook = getattr(unit, "after_verdicts", None)
+            if hook is not None:
+                hook(v)  # a unit whose end only the checks can tell (a harvest): said on its next tick
+        # "Not evidence yet" (a round still running, RH501; a server that did not
+        # answer this time) is the normal state of a live run; it counts at the end.
+        failing = {r.nodeid for r in v.failed_now()}
+        stayed = failing & self.failing
+        self.verdicts, self.failing = v, failing
+        wedged = v.wedged()
+        if wedged:
+            self._eval_verdict()
+            self.say(f"wedged ({wedged[0].check} {wedged[0].slug}, {wedged[0].cause}): exit 3")
+            return EXIT_WEDGED
+        if failing and self.args.until == "first-failure":
+            self.say(f"stopping at the first failure ({len(failing)} failing)")
+            return EXIT_FAILED
+        if stayed:
+            self._eval_verdict()
+            first = v.results[min(stayed)]
+            self.say(f"stopping: {first.check} {first.slug} failed again on the next check ({len(stayed)} failing)")
+            return EXIT_FAILED
+        self.confirm = bool(failing)  # a new failure is checked once more before the watch ends on it
+        return None
+
+    def _finish(self, ticks: dict[str, Tick]) -> int:
+        self._eval_verdict()
+        for res in self.verdicts.after_run() if self.verdicts else []:
+            self.say(f"after the run: {describe(res, None)}")
+        failing = self.verdicts.failed() if self.verdicts else []
+        if failing:
+            self.say(f"ended with {len(failing)} failing check(s): exit 1")
+            return EXIT_FAILED
+        missing = [k for k, t in ticks.items() if not t.completed]
+        if missing:
+            names = ", ".join(getattr(self.units[k], "label", k) for k in missing)
+            self.say(f"ended without evidence of completion: {names}: exit 1")
+            return EXIT_FAILED
+        evidence = "; ".join(t.completed for t in ticks.values() if t.completed)
+        self.say(f"completed healthy ({evidence}): exit 0")
+        return EXIT_OK
+
+    def _eval_verdict(self) -> None:
+        """The triage runbook's last word for evaluation requests: infra or policy."""
+        if self.verdicts is None or not any(isinstance(u, (ServerRequestWatch, HarvestWatch)) for u in self.units.values()):
+            return
+        rh5 = [r for r in self.verdicts.results.values() if r.check.startswith("RH5")]
+        infra = [r for r in rh5 if r.bad and r.verdict == "infra"]
+        if infra:
+            self.say(f"verdict: INFRA ({infra[0].cause}): not policy evidence; do not revert the policy")
+        elif any(r.bad for r in rh5):
+            bad = next(r for r in rh5 if r.bad)
+            self.say(f"verdict: {(bad.verdict or 'not-evaluable').upper()} ({bad.check} {bad.cause})")
+        elif rh5:
+            self.say("verdict: terminal, completed, real per-player scores: policy evidence")
+
+    def close(self) -> None:
+        self.notifier.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args, passthrough = parse(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        print(f"pytest-runhealth watch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:  # argparse's own usage errors
+        return EXIT_USAGE if exc.code else 0
+    watch = Watch(args, passthrough)
+    try:
+        while True:
+            started = time.monotonic()
+            code = watch.tick()
+            if code is not None:
+                return code
+            time.sleep(max(0.0, watch.every - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        sys.stdout.write("\npytest-runhealth watch: interrupted (Ctrl-C); nothing was written\n")
+        sys.stdout.flush()
+        watch.notifier.close(wait_s=1.0)  # what was already said goes out; a hung endpoint is not waited for
+        return EXIT_INTERRUPTED
+    finally:
+        watch.close()

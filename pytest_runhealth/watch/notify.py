@@ -1,0 +1,125 @@
+"""Notifications: each change the watch prints, also sent elsewhere.
+
+``--notify URL`` posts ``{"text": message}`` (Slack and Discord incoming
+webhooks accept that body); ``--notify-command CMD`` runs CMD with the
+message on stdin (``notify-send``, ntfy, mail). Every message is redacted
+first, like all evidence. Sending happens on one background thread with a
+short timeout and a bounded queue: a hung, slow or failing endpoint costs
+the watch nothing, never blocks a tick and never ends the watch; failures
+are counted and said once on stderr. Each target has its own thread, so
+a hung webhook delays only its own messages."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+
+from ..redact import redact
+
+TIMEOUT_S = 5.0
+QUEUE_MAX = 100  # messages waiting; beyond it the oldest are dropped (and counted)
+
+
+class Notifier:
+    def __init__(self, urls: list[str], commands: list[str], timeout_s: float = TIMEOUT_S) -> None:
+        self.urls = list(urls)
+        self.commands = list(commands)
+        self.timeout_s = timeout_s
+        self.sent = 0
+        self.failures = 0
+        self.dropped = 0
+        self._warned: set[str] = set()
+        self._lanes: list[tuple[queue.Queue, threading.Thread]] = []
+        self._closed = False
+        targets = [(u, self._post) for u in self.urls] + [(c, self._run) for c in self.commands]
+        for where, how in targets:
+            q: queue.Queue[str | None] = queue.Queue(maxsize=QUEUE_MAX)
+            t = threading.Thread(target=self._work, args=(q, where, how), name="runhealth-notify", daemon=True)
+            t.start()
+            self._lanes.append((q, t))
+
+    @property
+    def active(self) -> bool:
+        return bool(self._lanes)
+
+    def send(self, text: str) -> None:
+        """Queue one message for every target; returns at once."""
+        msg = redact(text)
+        for q, _ in self._lanes:
+            while True:
+                try:
+                    q.put_nowait(msg)
+                    break
+                except queue.Full:
+                    try:
+                        q.get_nowait()
+                        self.dropped += 1
+                    except queue.Empty:
+                        pass
+
+    def close(self, wait_s: float = TIMEOUT_S) -> None:
+        """Let queued messages go out for at most ``wait_s`` in all; a hung
+        endpoint is left behind (its thread is a daemon)."""
+        import time
+
+        if self._closed:
+            return
+        self._closed = True
+        deadline = time.monotonic() + wait_s
+        for q, _ in self._lanes:
+            try:
+                q.put_nowait(None)
+            except queue.Full:
+                pass
+        for _, t in self._lanes:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def _work(self, q: queue.Queue, where: str, how) -> None:
+        while True:
+            msg = q.get()
+            if msg is None:
+                return
+            self._attempt(where, lambda m=msg: how(where, m))
+
+    def _attempt(self, where: str, send) -> None:
+        try:
+            send()
+            self.sent += 1
+        except Exception as exc:  # noqa: BLE001 - a notification must never end the watch
+            self.failures += 1
+            if where not in self._warned:
+                self._warned.add(where)
+                print(f"pytest-runhealth watch: notification to {_where(where)} failed "
+                      f"({type(exc).__name__}: {redact(str(exc))[:200]}); the watch goes on", file=sys.stderr)
+
+    def _post(self, url: str, msg: str) -> None:
+        body = json.dumps({"text": msg}).encode()
+        req = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json", "User-Agent": "pytest-runhealth"})
+        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            resp.read(4096)
+            if resp.status >= 300:
+                raise urllib.error.HTTPError(url, resp.status, "not accepted", resp.headers, None)
+
+    def _run(self, cmd: str, msg: str) -> None:
+        proc = subprocess.run(shlex.split(cmd), input=msg.encode(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=self.timeout_s * 2, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"exited {proc.returncode}")
+
+
+def _where(target: str) -> str:
+    """A webhook named by its host only: the path of a Slack or Discord
+    webhook URL is its secret."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(target)
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{parts.hostname}{':' + str(parts.port) if parts.port else ''}/..."
+    return redact(shlex.split(target)[0] if target.strip() else target)

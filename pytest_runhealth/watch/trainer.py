@@ -1,0 +1,204 @@
+"""One trainer run, watched: what changed since the last tick.
+
+Each tick lists the run's files (checkpoints, samples, pid file: cheap, and
+bounded by the number of files, not their size), reads the log and event
+files on from where the last tick stopped, and runs the tail diagnosis
+(``errors.classify``) only when the log grew. The status it keeps has the
+keys of ``status.run_status``, so the first block is drawn by
+``status.render``, the runbook's format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..checkpoints import find_checkpoints, latest
+from ..errors import classify
+from ..rundir import Run, RunDir
+from ..status import (
+    format_duration,
+    latest_samples,
+    pid_alive,
+    planned_steps,
+    render,
+    steady_step_time,
+    trainer_kind,
+)
+from .tail import EventsTailer, LogTailer
+
+TAIL_POINTS = 64
+MILESTONES = 10  # a line each time the step crosses another tenth of the plan
+STEP_MILESTONE_WITHOUT_PLAN = 1000
+
+
+@dataclass
+class Tick:
+    """What one tick found: lines to print, whether it is new evidence for
+    the checks, and whether the run has reached an end."""
+
+    lines: list[str] = field(default_factory=list)
+    evidence: bool = False
+    ended: bool = False
+    completed: str | None = None  # the evidence that the run completed, when it did
+    grew: bool = False  # any byte or file changed at all
+
+
+class TrainerWatch:
+    def __init__(self, path: Path, label: str | None = None, run: Run | None = None) -> None:
+        self.path = Path(path)
+        self.label = label or self.path.name
+        self._run = run  # a sweep's run (its ledger row); None: the run dir is the run
+        self.log: LogTailer | None = None
+        self.events = EventsTailer()
+        self.status: dict[str, Any] | None = None
+        self.fatal = None
+        self.milestone = -1
+        self.eta_said = False
+        self.file_count = -1
+
+    @property
+    def bytes_read(self) -> int:
+        return (self.log.bytes_read if self.log else 0) + self.events.bytes_read
+
+    def run(self) -> Run:
+        if self._run is not None:
+            return Run(self._run.name, self._run.path, RunDir(self._run.run_dir.path), self._run.row)
+        return RunDir(self.path, self.label).runs[0]
+
+    def tick(self) -> Tick:
+        out = Tick()
+        run = self.run()
+        log_path = run.main_log
+        if log_path is not None and (self.log is None or self.log.path != log_path):
+            self.log = LogTailer(log_path)
+        new_bytes, reset = self.log.poll() if self.log else (0, None)
+        if reset:
+            out.lines.append(f"{run.rel(self.log.path)} was {reset}: the trainer restarted; reading it from the start")
+            out.evidence = True
+            self.fatal = None
+        new_records = self.events.poll(run.event_files)
+        if len(run.files) != self.file_count:
+            self.file_count = len(run.files)
+            out.grew = True
+        out.grew = out.grew or bool(new_bytes or new_records or reset)
+        st = self._status(run, new_bytes > 0 or reset is not None)
+        prev, self.status = self.status, st
+        if prev is None:
+            out.lines += render(st)
+            out.evidence = True
+        else:
+            out.evidence |= self._changes(prev, st, out.lines)
+        self._milestone(st, out, first=prev is None)
+        if st["state"] in ("finished", "failed", "stopped"):
+            out.ended = True
+            if st["state"] == "finished":
+                out.completed = st["_completion"]
+        return out
+
+    # -- status -------------------------------------------------------------------
+    def _status(self, run: Run, grew: bool) -> dict[str, Any]:
+        scan = self.log.follower.scan if self.log and self.log.follower else None
+        # The newest points only: the ETA averages the last RECENT step times,
+        # and a tick must not cost the whole (bounded, but 2,000-point) series.
+        points = [p for p in scan.steps[-TAIL_POINTS:] if p.step > 0] if scan else []
+        last = max(points, key=lambda p: (p.step, p.line)) if points else None
+        total = planned_steps(run, scan)
+        completion = None
+        if last is not None and total and last.step >= total:
+            completion = f"step {last.step} of {total} reached"
+        elif scan is not None and scan.finished_line is not None:
+            completion = f"the log says training finished (line {scan.finished_line} of what was read)"
+        if grew and self.log is not None and self.log.follower is not None:
+            self.fatal = classify(self.log.follower.tail(), last.line if last else 0, finished=bool(completion))
+        alive = pid_alive(run)
+        if completion:
+            state = "finished"
+        elif self.fatal:
+            state = "failed"
+        elif alive:
+            state = "running"
+        elif alive is False or run.row is not None:
+            state = "stopped"
+        else:
+            state = "running" if points else "unknown"
+        losses = [p.loss for p in points if p.loss is not None][-5:] or list(self.events.loss_tail)
+        ckpt = latest(find_checkpoints(run.checkpoints))
+        sec, n = steady_step_time(points)
+        step = last.step if last else (ckpt.step if ckpt else None)
+        eta_s = None
+        if state == "finished":
+            eta = "done"
+        elif state in ("failed", "stopped"):
+            eta = None
+        elif sec is None:
+            eta = "measuring step time"
+        elif step is not None and total:
+            eta_s = max(0, total - step) * sec
+            eta = format_duration(eta_s)
+        else:
+            eta = None
+        samples, count = latest_samples(run)
+        return {
+            "run": self.label, "run_dir": str(self.path), "trainer": trainer_kind(run), "state": state,
+            "error": self.fatal.cause if self.fatal else None,
+            "log": run.rel(self.log.path) if self.log else None,
+            "step": step, "total": total,
+            "percent": round(100.0 * step / total, 1) if step is not None and total else None,
+            "last_losses": losses, "loss_source": "log" if points and losses else None,
+            "step_time_s": round(sec, 3) if sec is not None else None, "steady_samples": n,
+            "eta_s": round(eta_s) if eta_s is not None else None, "eta": eta,
+            "latest_checkpoint": run.rel(ckpt.path) if ckpt else None,
+            "checkpoint_step": ckpt.step if ckpt else None,
+            "latest_samples": samples, "sample_count": count,
+            "_completion": completion,
+            "_fatal_line": self.fatal.line.text.strip()[:300] if self.fatal else None,
+        }
+
+    # -- what changed ----------------------------------------------------------------
+    def _changes(self, prev: dict, st: dict, lines: list[str]) -> bool:
+        evidence = False
+        if st["state"] != prev["state"]:
+            what = f"state: {prev['state']} -> {st['state']}"
+            if st["state"] == "finished":
+                what += f" ({st['_completion']})"
+            elif st["error"]:
+                what += f" ({st['error']}: {st['_fatal_line']})"
+            lines.append(what)
+            evidence = True
+        if st["latest_checkpoint"] and st["latest_checkpoint"] != prev["latest_checkpoint"]:
+            step = f" (step {st['checkpoint_step']})" if st["checkpoint_step"] is not None else ""
+            lines.append(f"new checkpoint: {st['latest_checkpoint']}{step}")
+            evidence = True
+        if st["latest_samples"] and st["latest_samples"] != prev["latest_samples"]:
+            lines.append(f"new validation samples: {st['latest_samples']} ({st['sample_count']} files)")
+            evidence = True
+        return evidence
+
+    def _milestone(self, st: dict, out: Tick, first: bool) -> None:
+        step, total = st["step"], st["total"]
+        if step is None:
+            return
+        mark = (MILESTONES * step // total) if total else step // STEP_MILESTONE_WITHOUT_PLAN
+        if mark > self.milestone:
+            if not first and self.milestone >= 0:
+                out.lines.append(self.progress_line(st))
+                out.evidence = True
+            self.milestone = mark
+        if not self.eta_said and st["eta_s"] is not None:
+            self.eta_said = True
+            if not first:
+                out.lines.append(f"ETA: {st['eta']} (grounded: {st['step_time_s']:.3g} s/step over "
+                                 f"{st['steady_samples']} steady steps)")
+
+    @staticmethod
+    def progress_line(st: dict) -> str:
+        text = f"Step {st['step']}"
+        if st["total"]:
+            text += f" / {st['total']} ({st['percent']:.0f}%)"
+        losses = [x for x in st["last_losses"] if isinstance(x, (int, float))]
+        if losses:
+            text += f" — loss ~{losses[-1]:.4g}"
+        if st["eta_s"] is not None:
+            text += f" | ETA {st['eta']}"
+        return text

@@ -1,0 +1,471 @@
+"""``pytest-runhealth watch``: real trainers (tests/watch_trainer.py, a
+subprocess writing a kohya log, event files, checkpoints and samples on a
+fast clock), a real sweep orchestrator, a real evaluation server and real
+webhook receivers on 127.0.0.1; the watcher runs as a real subprocess and
+its printed transitions and exit codes are asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from eval_builders import episode, request
+from servers.eval_server import EvalServer, Seq
+from servers.lmstudio import FakeLMStudio, JsonServer, Model
+from sweep_builders import T0, bar, healthy_log, row, startup
+
+HERE = Path(__file__).resolve().parent
+TRAINER = HERE / "watch_trainer.py"
+XR = "/v2/experience-requests/{}"
+
+
+def trainer(run_dir: Path, mode: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(TRAINER), str(run_dir), mode, *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def watch(*args: str, cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_runhealth.cli", "watch", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(10)
+
+
+def files_of(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+# -- trainer runs ------------------------------------------------------------------------
+def test_finishing_run_exits_0_with_completion_evidence(tmp_path):
+    run = tmp_path / "run"
+    proc = trainer(run, "finish", "--steps", "60", "--dt", "0.08")
+    try:
+        res = watch(run, "--every", "0.2", cwd=tmp_path)
+    finally:
+        stop(proc)
+    out = res.stdout
+    assert res.returncode == 0, out + res.stderr
+    assert "Step " in out and "Latest checkpoint" in out  # the first status block
+    # The final checkpoint: a new one on the way, or already there at the first look on a loaded machine.
+    assert "new checkpoint: lora.safetensors" in out or "Latest checkpoint: lora.safetensors" in out
+    assert "completed healthy (step 60 of 60 reached" in out or "completed healthy (the log says" in out
+    # Only changes are printed: far fewer lines than ticks.
+    assert len(out.splitlines()) < 40
+    # Nothing written inside the run dir: only what the trainer wrote is there.
+    assert not [f for f in files_of(run) if "cache" in f or f.endswith((".pyc", ".json", ".tmp"))]
+
+
+def test_oom_is_a_failure_with_its_diagnosis(tmp_path):
+    run = tmp_path / "run"
+    proc = trainer(run, "oom", "--steps", "40", "--dt", "0.05")
+    try:
+        res = watch(run, "--every", "0.2", cwd=tmp_path)
+    finally:
+        stop(proc)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "RH201 trainer-error [run]: " in res.stdout and "cuda-oom" in res.stdout
+    assert "CUDA out of memory" in res.stdout
+
+
+def test_finished_run_without_its_summary_yet_is_still_healthy(tmp_path):
+    """The summary is written after training (RH207): said at the end, not a failure of the watch."""
+    import shutil
+
+    run = tmp_path / "ltx"
+    shutil.copytree(HERE.parent / "examples" / "ltx-no-run-summary", run, symlinks=True)
+    res = watch(run, "--every", "0.1", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("RH207") == 1 and "after the run: RH207 run-summary" in res.stdout
+
+
+def test_until_first_failure_stops_at_the_first(tmp_path):
+    run = tmp_path / "run"
+    proc = trainer(run, "oom", "--steps", "10", "--dt", "0.01")
+    proc.wait(30)
+    res = watch(run, "--every", "0.2", "--until", "first-failure", cwd=tmp_path)
+    assert res.returncode == 1
+    assert "stopping at the first failure" in res.stdout
+
+
+def test_hung_trainer_is_wedged_exit_3(tmp_path):
+    run = tmp_path / "run"
+    cfg = tmp_path / "runhealth.yaml"
+    cfg.write_text("thresholds:\n  RH204:\n    min_stall_s: 1\n    stall_factor: 1\n    stall_s_without_step_time: 1\n")
+    proc = trainer(run, "hang", "--steps", "20", "--dt", "0.02")
+    try:
+        res = watch(run, "--every", "0.25", "--verdict-every", "4", f"--runhealth-config={cfg}", cwd=tmp_path)
+    finally:
+        stop(proc)
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "RH204 run-not-stalled [run]: " in res.stdout and "wedged (RH204 run-not-stalled, stalled): exit 3" in res.stdout
+
+
+def test_waits_for_the_run_dir_then_follows_it(tmp_path):
+    run = tmp_path / "later"
+    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2",
+                          "--timeout", "60"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = None
+    try:
+        first = w.stdout.readline()
+        assert "waiting for" in first and "launch pending" in first, first + w.stderr.read()
+        time.sleep(0.5)
+        proc = trainer(run, "finish", "--steps", "20", "--dt", "0.05")  # the launch, after the watch began
+        out, err = w.communicate(timeout=90)
+    finally:
+        if proc is not None:
+            stop(proc)
+        if w.poll() is None:
+            w.kill()
+    assert w.returncode == 0, out + err
+    assert "completed healthy" in out
+
+
+def test_launch_that_never_happens_times_out(tmp_path):
+    res = watch(tmp_path / "never", "--every", "0.1", "--timeout", "0.5", cwd=tmp_path)
+    assert res.returncode == 3
+    assert "did not appear within 0.5 s" in res.stdout
+
+
+def test_restart_into_the_same_log_is_followed(tmp_path):
+    run = tmp_path / "run"
+    cue = tmp_path / "restart-now"
+    proc = trainer(run, "restart", "--steps", "40", "--dt", "0.05", "--restart-when", str(cue))
+    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.15"],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [w.stdout.readline() for _ in range(2)]  # the first status block: the watch has read the log
+        assert any("Step" in ln for ln in lines), lines
+        cue.touch()  # now the trainer is relaunched into the same log
+        out, err = w.communicate(timeout=90)
+    finally:
+        stop(proc)
+        if w.poll() is None:
+            w.kill()
+    assert w.returncode == 0, out + err
+    assert "was truncated" in out or "was rewritten" in out
+
+
+def test_ctrl_c_exits_130_cleanly(tmp_path):
+    run = tmp_path / "run"
+    proc = trainer(run, "hang", "--steps", "10", "--dt", "0.01")
+    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2"],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = w.stdout.readline()
+        assert first, w.stderr.read()
+        time.sleep(0.5)
+        w.send_signal(signal.SIGINT)
+        out, err = w.communicate(timeout=60)
+    finally:
+        stop(proc)
+        if w.poll() is None:
+            w.kill()
+    assert w.returncode == 130, out + err
+    assert "interrupted" in out and "Traceback" not in err
+
+
+def test_usage_mistakes_exit_4(tmp_path):
+    assert watch(cwd=tmp_path).returncode == 4
+    assert watch("--eval-request", "xr-1", cwd=tmp_path).returncode == 4
+    assert watch(tmp_path, "--every", "0", cwd=tmp_path).returncode == 4
+
+
+# -- sweeps ---------------------------------------------------------------------------
+ORCHESTRATOR = r"""
+import json, sys, time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from sweep_builders import bar, healthy_log, row, startup
+root = Path(sys.argv[1]); (root / "runs").mkdir(parents=True, exist_ok=True)
+t0 = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+def append(r):
+    with open(root / "ledger.jsonl", "a") as fh:
+        fh.write(json.dumps(r) + "\n")
+log = root / "runs" / "baseline-000-s0" / "logs"; log.mkdir(parents=True)
+(log / "stdout.log").write_text(healthy_log(total=100, s_per_it=1.5))
+append(row("baseline-000-s0", "baseline", at=t0, duration_s=150, n_steps=100, config={"max_train_steps": 100}))
+time.sleep(1.0)
+log = root / "runs" / "cur-000-s0" / "logs"; log.mkdir(parents=True)
+with open(log / "stdout.log", "w") as fh:
+    fh.write(startup(100) + bar(0, 100, 0, None))
+    for s in (1, 2, 3):
+        fh.write("\r" + bar(s, 100, 600.0 * s, 0.1)); fh.flush(); time.sleep(0.3)
+append(row("cur-000-s0", "curated", at=t0 + timedelta(seconds=200), duration_s=1800, n_steps=3, score=None,
+           exit_code=-9, killed_by_timeout=True, error="timeout", disqualified="timeout"))
+time.sleep(60)  # the rest of the night: the watch must not wait for it
+append(row("cur-001-s0", "curated", at=t0 + timedelta(seconds=2100), duration_s=1800, n_steps=3, score=None,
+           exit_code=-9, killed_by_timeout=True, error="timeout"))
+"""
+
+
+def test_sweep_collapse_caught_at_the_first_collapsed_run(tmp_path):
+    sweep = tmp_path / "session"
+    script = tmp_path / "orchestrator.py"
+    script.write_text(ORCHESTRATOR)
+    with FakeLMStudio(lifetime_s=90, models=[Model("qwen2.5-vl-7b-instruct", loaded=True)]) as lms, \
+            JsonServer({"/api/session": {"status": "running", "total_runs": 9}}, lifetime_s=90) as dashboard:
+        orch = subprocess.Popen([sys.executable, str(script), str(sweep), str(HERE)])
+        try:
+            started = time.monotonic()
+            res = watch(sweep, "--every", "0.2", "--timeout", "30", f"--lmstudio-url={lms.url}",
+                        "--orchestrator-url", dashboard.url, cwd=tmp_path)
+            took = time.monotonic() - started
+        finally:
+            stop(orch)
+    out = res.stdout
+    assert res.returncode == 1, out + res.stderr
+    assert "run 1/9 done: baseline-000-s0" in out and "cur-000-s0" in out  # progress: done / planned
+    assert "RH101 step-count-collapse [cur-000-s0]" in out
+    assert "cur-001-s0" not in out and took < 55  # stopped at the first collapsed run
+    # The live LM Studio evidence gathered at that moment: the judge is still loaded.
+    assert "RH402" in out and "qwen2.5-vl-7b-instruct" in out
+
+
+# -- evaluation requests ---------------------------------------------------------------------
+def quick_eval_config(tmp_path: Path) -> Path:
+    cfg = tmp_path / "runhealth.yaml"
+    cfg.write_text(json.dumps({"eval": {"retry_backoff_s": 0, "retries": 2, "read_timeout_s": 2}}))
+    return cfg
+
+
+def test_eval_request_pending_running_completed(tmp_path):
+    with EvalServer(lifetime_s=90) as srv:
+        running = request("xr-1", "running", [episode("completed"), episode("running", None)], started_at=srv.iso())
+        srv.objects[XR.format("xr-1")] = Seq(
+            request("xr-1", "pending", [episode("pending", None)] * 2, started_at=None),
+            request("xr-1", "pending", [episode("pending", None)] * 2, started_at=None),
+            running, running, running, running,
+            request("xr-1", "completed", started_at=srv.iso()))
+        srv.statuses[XR.format("xr-1")] = [503]  # a transient status first: retried, not a verdict
+        res = watch("--eval-server", srv.url, "--eval-request", "xr-1", "--every", "0.2",
+                    f"--runhealth-config={quick_eval_config(tmp_path)}", cwd=tmp_path)
+    out = res.stdout
+    assert res.returncode == 0, out + res.stderr
+    assert out.index("pending") < out.index("-> running") < out.index("-> completed")
+    assert "verdict: terminal, completed, real per-player scores: policy evidence" in out
+
+
+def test_eval_request_that_wedges_exits_3(tmp_path):
+    with EvalServer(lifetime_s=90) as srv:
+        srv.objects[XR.format("xr-1")] = request("xr-1", "running", [episode("running", None)] * 3,
+                                                 started_at=srv.iso(-5000))
+        res = watch("--eval-server", srv.url, "--eval-request", "xr-1", "--every", "0.2",
+                    f"--runhealth-config={quick_eval_config(tmp_path)}", cwd=tmp_path)
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "RH502 within-budget" in res.stdout and "wedged" in res.stdout
+
+
+def test_harvest_folder_filled_while_watched(tmp_path):
+    from eval_builders import harvest
+
+    root = tmp_path / "harvest"
+    harvest(root, [request("xr-7", "running", [episode("completed"), episode("running", None)])],
+            fetched_at="2026-06-20T10:05:00Z")
+    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(root), "--every", "0.2"],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "harvest" in w.stdout.readline()
+        time.sleep(1.0)
+        harvest(root, [request("xr-7", "completed")], fetched_at="2026-06-20T10:09:00Z")  # the harvester's next pass
+        out, err = w.communicate(timeout=90)
+    finally:
+        if w.poll() is None:
+            w.kill()
+    assert w.returncode == 0, out + err
+    assert "harvest grew" in out and "policy evidence" in out
+
+
+# -- notifications ---------------------------------------------------------------------------
+class Receiver:
+    """A webhook on 127.0.0.1 that records posts, hangs, or answers 500."""
+
+    def __init__(self, mode: str = "record") -> None:
+        self.posts: list[dict] = []
+        self.mode = mode
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if owner.mode == "hang":
+                    time.sleep(20)
+                owner.posts.append(json.loads(body))
+                try:
+                    self.send_response(500 if owner.mode == "500" else 200)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                except OSError:
+                    pass  # the client gave up on a hung answer, as it should
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/services/T000/B000/secret-path"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_notifications_reach_webhooks_and_commands_and_never_block(tmp_path):
+    run = tmp_path / "run"
+    trainer(run, "finish", "--steps", "10", "--dt", "0.01").wait(30)
+    good, hung, broken = Receiver(), Receiver("hang"), Receiver("500")
+    got = tmp_path / "got.txt"
+    cmd = f"{sys.executable} -c \"import sys; open({str(got)!r}, 'a').write(sys.stdin.read() + chr(10))\""
+    try:
+        started = time.monotonic()
+        res = watch(run, "--every", "0.2", "--notify", hung.url, "--notify", broken.url, "--notify", good.url,
+                    "--notify-command", cmd, cwd=tmp_path)
+        took = time.monotonic() - started
+    finally:
+        for r in (good, hung, broken):
+            r.close()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert took < 19  # the hung endpoint (20 s) held nothing up
+    texts = [p["text"] for p in good.posts]
+    assert any("completed healthy" in t for t in texts)
+    assert broken.posts  # it was tried; its 500 did not end the watch
+    assert "completed healthy" in got.read_text()
+    assert "secret-path" not in res.stderr  # a webhook's path is its secret: never printed
+    assert "notification to http://127.0.0.1" in res.stderr
+
+
+def test_notifications_are_redacted():
+    from pytest_runhealth.watch.notify import Notifier
+
+    rec = Receiver()
+    try:
+        n = Notifier([rec.url], [])
+        n.send("resumed with HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123")
+        n.close(5)
+    finally:
+        rec.close()
+    assert rec.posts and "hf_abcdef" not in rec.posts[0]["text"] and "[REDACTED]" in rec.posts[0]["text"]
+
+
+# -- cost per tick -------------------------------------------------------------------------
+def test_many_ticks_over_a_growing_log_stay_flat(tmp_path):
+    """Thousands of ticks: each reads only what was appended, and memory
+    does not grow with the log (the scan's series is bounded)."""
+    from pytest_runhealth.watch.trainer import TrainerWatch
+
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    log = run / "logs" / "stdout.log"
+    log.write_text(startup(100_000))
+    w = TrainerWatch(run)
+    w.tick()
+    tracemalloc.start()
+    per_tick = []
+    mem = {}
+    step = 0
+    with open(log, "a") as fh:
+        for i in range(1000):
+            chunk = "".join("\r" + bar(step + k, 100_000, 1.5 * (step + k), 0.1) for k in range(1, 6))
+            if i % 50 == 0:
+                chunk += "\nINFO: epoch is incremented\n"
+            step += 5
+            fh.write(chunk)
+            fh.flush()
+            before = w.bytes_read
+            w.tick()
+            per_tick.append((w.bytes_read - before, len(chunk.encode())))
+            if i % 10 == 0:
+                mem[i] = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert all(read == wrote for read, wrote in per_tick)  # exactly the new bytes, never the file again
+    assert w.status["step"] == step
+    # The step series is capped (logscan.MAX_POINTS, halved when full): memory
+    # saw-tooths under a bound instead of growing with the ticks.
+    early = max(v for i, v in mem.items() if 400 <= i < 700)
+    late = max(v for i, v in mem.items() if i >= 700)
+    assert late <= early + 64 * 1024, (early, late)
+    assert max(mem.values()) < 2 << 20
+
+
+def test_log_follower_agrees_with_a_full_scan(tmp_path):
+    from pytest_runhealth.logscan import LogFollower, scan_log
+
+    text = healthy_log(total=300, s_per_it=1.2, save_every=100)
+    path = tmp_path / "stdout.log"
+    path.write_text(text)
+    full = scan_log(path)
+    f = LogFollower(path)
+    data = text.encode()
+    for i in range(0, len(data), 777):  # cut anywhere, mid-line and mid-redraw
+        f.feed(data[i:i + 777], len(data))
+    assert (f.scan.last_step.step, f.scan.total, f.scan.finished_line) == \
+        (full.last_step.step, full.total, full.finished_line)
+    assert f.scan.lines == full.lines
+    assert f.tail().lines[-1].text == "model saved."
+
+
+def test_event_file_read_on_from_the_last_record(tmp_path):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    from pytest_runhealth.tfevents import read_event_file
+
+    writer = EventFileWriter(str(tmp_path), flush_secs=3600)
+
+    def add(step):
+        writer.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(
+            value=[summary_pb2.Summary.Value(tag="loss", simple_value=step / 10)])))
+
+    for s in range(1, 6):
+        add(s)
+    writer.flush()
+    (path,) = tmp_path.iterdir()
+    first = read_event_file(path)
+    for s in range(6, 9):
+        add(s)
+    writer.close()
+    more = read_event_file(path, start=first.resume_at)
+    assert list(more.scalars["loss"].steps) == [6, 7, 8] and not more.problems
+    assert more.resume_at == os.path.getsize(path)
+
+
+def test_ledger_read_on_from_the_last_row(tmp_path):
+    from pytest_runhealth.ledger import read_ledger
+
+    path = tmp_path / "ledger.jsonl"
+    rows = [row(f"r{i}", at=T0, duration_s=10, n_steps=5) for i in range(3)]
+    path.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[1])[:40])  # the second still being written
+    first = read_ledger(path, follow=True)
+    assert [r.run_id for r in first.rows] == ["r0"] and not first.problems
+    path.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[1]) + "\n" + json.dumps(rows[2]) + "\n")
+    more = read_ledger(path, start=first.resume_at, first_line=2, follow=True)
+    assert [(r.run_id, r.line) for r in more.rows] == [("r1", 2), ("r2", 3)]
+    assert (more.resume_at, more.resume_line) == (path.stat().st_size, 4)
+
+
+def test_watch_is_not_a_pytest_usage_error_for_pytest_options(tmp_path):
+    from pytest_runhealth.watch.loop import parse
+
+    args, passthrough = parse([str(tmp_path), "--lmstudio-url", "http://127.0.0.1:1", "-m", "live", "--runhealth-x=1"])
+    assert passthrough[:1] == ["--runhealth-x=1"]
+    assert ["--lmstudio-url", "http://127.0.0.1:1"] == passthrough[1:3] and ["-m", "live"] == passthrough[3:5]
+    assert args.run_dirs == [str(tmp_path)]
+
