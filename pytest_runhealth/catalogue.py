@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from .collection import build_registry
-from .registry import CheckSpec, Registry, RegistryError
+from .registry import PHASES, CheckSpec, Registry, RegistryError
 
 MARKDOWN_HEAD = [
     "# Check catalogue",
@@ -57,6 +57,7 @@ def render_markdown(specs: list[CheckSpec]) -> str:
         first = first_sentence(spec.detects or "(undocumented)").replace("|", "\\|").replace("\n", " ")
         out.append(f"| [{spec.id}](#{spec.id.lower()}-{spec.slug}) | {spec.slug} | {spec.family} | {first} |")
     out.append("")
+    out += render_phase_table(specs)
     for spec in specs:
         out += [f"## {spec.id} {spec.slug}", ""]
         out += [" · ".join(f"{k}: {v}" for k, v in _facts(spec)), ""]
@@ -66,6 +67,16 @@ def render_markdown(specs: list[CheckSpec]) -> str:
             out += ["### Thresholds", "", f"Defaults; change them under `thresholds: {spec.id}:` in runhealth.yaml.", ""]
             out += [f"- `{line}`" for line in _thresholds(spec)] + [""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def render_phase_table(specs: list[CheckSpec]) -> list[str]:
+    """Which moments each check belongs to (its phase markers): ``-m prelaunch``,
+    ``-m live``, the plain post-mortem session and ``-m gate`` select these."""
+    out = ["## Phases", "", "| check | " + " | ".join(PHASES) + " |", "|---|" + ":-:|" * len(PHASES)]
+    for spec in specs:
+        ticks = " | ".join("✓" if phase in spec.phases else "" for phase in PHASES)
+        out.append(f"| {spec.id} {spec.slug} | {ticks} |")
+    return out + [""]
 
 
 def render_page(spec: CheckSpec) -> str:
@@ -79,7 +90,7 @@ def render_page(spec: CheckSpec) -> str:
         out.append(f"Thresholds (runhealth.yaml: thresholds: {spec.id}: ...)")
         out += ["  " + line for line in _thresholds(spec)]
         out.append("")
-    out.append(f"Run it: pytest --run-dir PATH -k {spec.id}")
+    out.append(f"Run it: pytest --run-dir=PATH -k {spec.id}")
     return "\n".join(out) + "\n"
 
 

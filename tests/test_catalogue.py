@@ -108,7 +108,7 @@ def test_explain_prints_one_page(pytester):
     assert res.ret == 0
     res.stdout.fnmatch_lines([
         "RH001 ledger-readable", "*family: evidence*", "What it detects", "*ledger.jsonl*",
-        "Why it matters", "Example evidence", "Fix", "Run it: pytest --run-dir PATH -k RH001",
+        "Why it matters", "Example evidence", "Fix", "Run it: pytest --run-dir=PATH -k RH001",
     ])
     by_slug = pytester.runpytest("--runhealth-explain", "ledger-readable")
     assert by_slug.stdout.str() == res.stdout.str()
