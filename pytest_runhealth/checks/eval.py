@@ -404,19 +404,24 @@ def request_shape(ctx):
     "exist; then re-run the gate.",
 )
 def promotion_gate(ctx):
-    from ..eval.plugin import decision_for, gate_mode
+    from ..eval.plugin import decision_for, gate_mode, gated_run_dirs
 
     if not gate_mode(ctx.config):
         ctx.skip("not a promotion gate (run with --runhealth-gate, or mark a test runhealth_gate)")
+    gated = gated_run_dirs(ctx.config, ctx.run_dir)
+    if gated and gated[0] is not ctx.run_dir:
+        ctx.skip(f"the session is one decision, judged once under RH508[{gated[0].name}] over the rounds of "
+                 f"{len(gated)} run dirs")
     decision = decision_for(ctx.run_dir, ctx.config)
     if decision.passed:
         return f"{len(decision.shown)} of {len(decision.states)} rounds count and show the claimed result (K={decision.k})"
-    evidence = [ctx.evidence(s.round.source, None, f"{s.round.id}: {s.category}" + (f" ({s.detail})" if s.detail else ""))
+    by_label = {decision.label(s): s for s in decision.states}
+    evidence = [ctx.evidence(s.round.source, None, f"{decision.label(s)}: {s.category}" + (f" ({s.detail})" if s.detail else ""))
                 for s in decision.excluded[:10]]
-    evidence += [ctx.evidence(next(s.round.source for s in decision.counted if s.round.id == r), None, f"{r}: {why}")
-                 for r, why in decision.contradicted[:10]]
+    evidence += [ctx.evidence(by_label[r].round.source, None, f"{r}: {why}") for r, why in decision.contradicted[:10]]
     summary = f"promotion blocked: {decision.missing()}."
     if decision.source_error:
         summary += f"\n{decision.source_error}"
     verdict = decision.verdict
-    return ctx.fail(verdict, "insufficient-evidence" if verdict == "not-evaluable" else None, summary, evidence)
+    cause = "no-claim" if decision.no_claim else "insufficient-evidence" if verdict == "not-evaluable" else None
+    return ctx.fail(verdict, cause, summary, evidence)

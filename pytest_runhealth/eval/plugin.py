@@ -32,6 +32,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a request body to validate against the server's /openapi.json (RH507)")
     group.addoption("--runhealth-gate", dest="runhealth_gate", action="store_true", default=False,
                     help="promotion gate: RH508 runs, and every not-evaluable finding blocks")
+    group.addoption("--runhealth-candidate", dest="runhealth_candidate", metavar="PLAYER",
+                    help="the gate's candidate: the player whose per-round scores must show the claim "
+                         "(overrides gate.candidate in runhealth.yaml)")
+    group.addoption("--runhealth-claim", dest="runhealth_claim", choices=("wins", "loses"),
+                    help="what the candidate claims: wins (a promotion, the default) or loses (a regression); "
+                         "overrides gate.claim")
     parser.addini("runhealth_eval_server", "evaluation server URL", default="")
     parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
     parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
@@ -52,7 +58,12 @@ def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
     from ..plugin import STATE
 
     state = config.stash.get(STATE, None) if config is not None else None
-    return validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate")
+    gate = dict(validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate"))
+    for key in ("candidate", "claim"):  # the command line wins over runhealth.yaml
+        given = config.getoption(f"runhealth_{key}", None) if config is not None else None
+        if given:
+            gate[key] = given
+    return gate
 
 
 # -- targets -------------------------------------------------------------------
@@ -138,7 +149,18 @@ def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
     return decision_for(run_dir, request.config)
 
 
-def decision_for(run_dir: RunDir, config: pytest.Config | None):
+def gated_run_dirs(config: pytest.Config | None, fallback: RunDir | None = None) -> list[RunDir]:
+    """The session's run dirs whose rounds the gate counts: every harvest."""
+    from ..plugin import STATE
+
+    state = config.stash.get(STATE, None) if config is not None else None
+    found = [rd for rd in (state.run_dirs if state else []) if "harvest" in rd.layouts]
+    return found or ([fallback] if fallback is not None else [])
+
+
+def decision_for(run_dir: RunDir | None, config: pytest.Config | None):
+    """The session's one decision: every round of every harvest run dir of
+    the session counts toward K (``run_dir`` is used only outside a session)."""
     from ..plugin import STATE
     from . import evaluation_of, terminal_statuses
     from .gate import decide
@@ -150,8 +172,8 @@ def decision_for(run_dir: RunDir, config: pytest.Config | None):
         if spec is not None:
             k = int(state.settings.thresholds_for(spec).get("min_rounds", 3))
     gate = gate_settings(config)
-    return decide(evaluation_of(run_dir), terminal_statuses(config), k, gate.get("candidate"),
-                  gate.get("claim", "wins"), run_dir.log_tail)
+    sources = [(rd.name, evaluation_of(rd), rd.log_tail) for rd in gated_run_dirs(config, run_dir)]
+    return decide(sources, terminal_statuses(config), k, gate.get("candidate"), gate.get("claim", "wins"))
 
 
 # -- the gate at the end of the session ----------------------------------------
@@ -198,15 +220,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from ..report import write_json
     from .gate import record_path, verdict_record
 
+    from . import evaluation_of
+
     results = list(state.collector.results.values())
     blockers = _blockers(results)
-    decisions = {}
-    for rd in state.run_dirs:
-        if "harvest" in rd.layouts:
-            from . import evaluation_of
-
-            decisions[rd.name] = (decision_for(rd, config), evaluation_of(rd))
-    record = verdict_record(decisions, blockers, __version__, _check_versions(results, state.registry))
+    gated = gated_run_dirs(config)
+    decision = decision_for(None, config) if gated else None
+    evaluations = {rd.name: evaluation_of(rd) for rd in gated}
+    record = verdict_record(decision, evaluations, blockers, __version__, _check_versions(results, state.registry))
     config.stash[GATE_RESULT] = record
     out = config.getoption("runhealth_report") or config.getini("runhealth_report")
     if out:
