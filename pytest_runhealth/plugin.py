@@ -17,6 +17,7 @@ import pytest
 from . import __version__, packs, scale, severity
 from .context import CheckContext, Target
 from .finding import Finding
+from .given import usable_paths
 from .needs import missing_need
 from .registry import PHASES, SPEC_ATTR, CheckSpec, Registry, RegistryError
 from .report import ResultCollector, write_json
@@ -47,6 +48,7 @@ FINDING = pytest.StashKey[Finding]()
 SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.catalogue",
     "pytest_runhealth.eval.plugin",
+    "pytest_runhealth.given",
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.packs",
     "pytest_runhealth.prelaunch",
@@ -176,7 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     cli_dirs = list(config.getoption("runhealth_run_dirs") or [])
     paths = [Path(p) for p in cli_dirs] or [Path(p) for p in config.getini("runhealth_run_dirs")]
-    run_dirs = label_run_dirs(paths)
+    run_dirs = label_run_dirs(usable_paths(paths))
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     run_dirs += extra
