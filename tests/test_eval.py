@@ -80,8 +80,10 @@ def test_running_inside_budget_waits_past_budget_fails(tmp_path, run_health):
     running = request("xr-1", "running", [episode("running", None), episode("completed")], started_at=T0)
     inside = harvest(tmp_path / "inside", [running], fetched_at="2026-06-20T10:20:00Z")
     past = harvest(tmp_path / "past", [running], fetched_at="2026-06-20T10:26:00Z")
-    res = run_health(inside, past, args=RH5)
-    assert res.result_of("RH501", "inside")["cause"] == "round-not-terminal"
+    res = run_health(inside, past, args=(*RH5, "-rs"))
+    # issue 18: running inside its budget is not a failure outside the gate (20 of 25 min of its budget)
+    r = res.result_of("RH501", "inside")
+    assert r["outcome"] == "skipped" and "not evidence yet (xr-1: running, 20 of 25 min of its budget" in r["note"]
     r = res.result_of("RH502", "inside")
     assert r["outcome"] == "passed" and "still working" in r["note"]
     r = res.result_of("RH502", "past")
@@ -95,6 +97,14 @@ def test_zero_completed_past_wedge_grace_is_a_wedged_participant(tmp_path, run_h
     r = res.result_of("RH502")
     assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "infra", "wedged-participant")
     assert "zero episodes completed" in r["summary"] and "fetched_at" in r["evidence"][0]["text"]
+
+
+def test_a_running_round_blocks_under_the_gate_but_is_skipped_outside_it(tmp_path, run_health):
+    running = request("xr-1", "running", [episode("running", None), episode("completed")], started_at=T0)
+    h = harvest(tmp_path / "h", [running], fetched_at="2026-06-20T10:12:00Z")
+    assert run_health(h, args=(*FAST, "-k", "RH501")).outcome("RH501") == "skipped"
+    r = run_health(h, args=(*FAST, "-k", "RH501", "--runhealth-gate")).result_of("RH501")
+    assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "not-evaluable", "round-not-terminal")
 
 
 def test_auth_failure_before_startup_is_infra_and_scores_not_evaluable(tmp_path, run_health):
