@@ -399,7 +399,7 @@ def _end_evidence(ctx, f, row) -> str | None:
 def _still_running(ctx, f) -> str:
     silent = _silence(f)
     ago = f", last line {_human(silent)} ago" if silent is not None else ""
-    limit, how = _silence_limit(ctx, f)
+    _, how = _silence_limit(ctx, f)
     return (f"still running: step {f.last.step}/{f.total}{ago} (no pid file, ledger row or summary says it "
             f"ended; silence would count after {how})")
 

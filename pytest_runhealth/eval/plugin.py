@@ -218,9 +218,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from .. import __version__
     from ..report import write_json
-    from .gate import record_path, verdict_record
-
     from . import evaluation_of
+    from .gate import record_path, verdict_record
 
     results = list(state.collector.results.values())
     blockers = _blockers(results)
