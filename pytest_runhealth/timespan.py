@@ -3,8 +3,10 @@
 A machine-wide log (``~/.lmstudio/server-logs``) keeps months of lines: an
 unload no-op from a session long gone says nothing about this run. The span
 runs from the earliest to the latest of the ledger's ``started_at`` /
-``finished_at`` (and ``finished_at - duration_s``) and the run dir's file
-times, widened by ``SLACK_S`` either side: log lines carry local time without
+``finished_at`` (and ``finished_at - duration_s``), its end extended to the
+run dir's newest file time, widened by ``SLACK_S`` either side. Without
+ledger times there is no span (a file time only says when a file was last
+written) and nothing is left out. Log lines: log lines carry local time without
 a zone, so a day absorbs a log written in another time zone and a clock that
 is off, and still leaves out a line from last month."""
 
@@ -51,14 +53,15 @@ def _span(run_dir) -> Span | None:
         if end is not None and took is not None:
             found.append(end.timestamp() - took)
         times += found
-    if times:
-        basis.append("ledger started_at/finished_at")
-    stamps = [t for t in (mtime(f) for f in run_dir.walk.files[:MAX_FILES]) if t > 0]
-    if stamps:
-        times += [min(stamps), max(stamps)]
-        basis.append("file times")
     if not times:
+        # A file's time is when it was last written, so file times alone bound
+        # only the end of a run (and a copy resets them): no span, nothing left out.
         return None
+    basis.append("ledger started_at/finished_at")
+    stamps = [t for t in (mtime(f) for f in run_dir.walk.files[:MAX_FILES]) if t > 0]
+    if stamps and max(stamps) > max(times):
+        times.append(max(stamps))  # a run still writing: its newest file extends the end
+        basis.append("file times")
     return Span(min(times), max(times), " and ".join(basis))
 
 
