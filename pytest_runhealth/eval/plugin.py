@@ -143,9 +143,10 @@ def eval_server(pytestconfig: pytest.Config):
 
 @pytest.fixture
 def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
-    """The gate's decision for the run dir (``.passed``, ``.missing()``,
-    ``.counted``, ``.excluded``); ``.require()`` fails the test with what is
-    missing. Marking the test ``@pytest.mark.runhealth_gate`` turns gate mode on."""
+    """The gate's one decision for the session, over the rounds of every
+    harvest run dir (``.passed``, ``.missing()``, ``.counted``, ``.excluded``);
+    it needs a candidate (gate.candidate or --runhealth-candidate) to pass.
+    Marking the test ``@pytest.mark.runhealth_gate`` turns gate mode on."""
     return decision_for(run_dir, request.config)
 
 
