@@ -24,6 +24,7 @@ from . import __version__, discovery, hookspecs, prelaunch, scale, severity, tru
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
+from .given import usable_paths
 from .judging import FINDING
 from .registry import PHASES, RegistryError
 from .report import write_json
@@ -41,6 +42,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.checks",
     "pytest_runhealth.discovery",
     "pytest_runhealth.eval.plugin",
+    "pytest_runhealth.given",
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.prelaunch",
@@ -124,7 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except (RegistryError, ConfigError) as exc:
         raise pytest.UsageError(str(exc)) from None
     cli_dirs = list(config.getoption("runhealth_run_dirs") or [])
-    run_dirs = discovery.run_dirs_for(config, discovery.given_paths(config))  # every run below each path, once (discovery.py)
+    run_dirs = discovery.run_dirs_for(config, usable_paths(discovery.given_paths(config)))  # every run below each path, once
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     run_dirs += extra

@@ -374,6 +374,21 @@ def slow_steps_session(root: Path) -> Path:
     return write_session(root, rows, logs)
 
 
+def deadlock_session(root: Path, s_per_it: float = 2900.0, steps: int = 2, wall: int = 7200) -> Path:
+    """The runbook's pipe deadlock seen with defaults: every run, the first
+    included, crawls from its first step and is killed by the wall clock after
+    one or two; musubi's bar lines end in newlines (tqdm on a pipe), so the
+    log is line-based. With ``s_per_it`` of a slow but healthy GPU (60 s/it) it
+    is the near-miss: slow, not deadlocked."""
+    rows, logs = [], {}
+    for i, (rid, role) in enumerate((("baseline-000-s0", "baseline"), ("cur-000-s0", "curated"), ("cand-000-s0", "candidate"))):
+        rows.append(row(rid, role, at=at(i * 125), duration_s=wall + 0.3, n_steps=steps, score=None, judge=None,
+                        disqualified="timeout", exit_code=-9, killed_by_timeout=True, error="timeout", wall_secs=wall))
+        bars = [bar(0, 1500, 0, None)] + [bar(s, 1500, s * (s_per_it + 7 * i), 0.12) for s in range(1, steps + 1)]
+        logs[rid] = startup(1500) + "".join(b + "\n" for b in bars)
+    return write_session(root, rows, logs)
+
+
 def degrading_session(root: Path) -> Path:
     """One run's step time climbs 29 → 44 → 77 s/it (VRAM spilling to system memory)."""
     rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=43600.0, n_steps=1500, score=0.72, wall_secs=172800)]

@@ -80,8 +80,10 @@ def test_running_inside_budget_waits_past_budget_fails(tmp_path, run_health):
     running = request("xr-1", "running", [episode("running", None), episode("completed")], started_at=T0)
     inside = harvest(tmp_path / "inside", [running], fetched_at="2026-06-20T10:20:00Z")
     past = harvest(tmp_path / "past", [running], fetched_at="2026-06-20T10:26:00Z")
-    res = run_health(inside, past, args=RH5)
-    assert res.result_of("RH501", "inside")["cause"] == "round-not-terminal"
+    res = run_health(inside, past, args=(*RH5, "-rs"))
+    # issue 18: running inside its budget is not a failure outside the gate (20 of 25 min of its budget)
+    r = res.result_of("RH501", "inside")
+    assert r["outcome"] == "skipped" and "not evidence yet (xr-1: running, 20 of 25 min of its budget" in r["note"]
     r = res.result_of("RH502", "inside")
     assert r["outcome"] == "passed" and "still working" in r["note"]
     r = res.result_of("RH502", "past")
@@ -95,6 +97,14 @@ def test_zero_completed_past_wedge_grace_is_a_wedged_participant(tmp_path, run_h
     r = res.result_of("RH502")
     assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "infra", "wedged-participant")
     assert "zero episodes completed" in r["summary"] and "fetched_at" in r["evidence"][0]["text"]
+
+
+def test_a_running_round_blocks_under_the_gate_but_is_skipped_outside_it(tmp_path, run_health):
+    running = request("xr-1", "running", [episode("running", None), episode("completed")], started_at=T0)
+    h = harvest(tmp_path / "h", [running], fetched_at="2026-06-20T10:12:00Z")
+    assert run_health(h, args=(*FAST, "-k", "RH501")).outcome("RH501") == "skipped"
+    r = run_health(h, args=(*FAST, "-k", "RH501", "--runhealth-gate")).result_of("RH501")
+    assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "not-evaluable", "round-not-terminal")
 
 
 def test_auth_failure_before_startup_is_infra_and_scores_not_evaluable(tmp_path, run_health):
@@ -231,7 +241,7 @@ def test_gate_with_enough_evidence_against_the_claim_is_policy(tmp_path, run_hea
 def test_gate_blocks_on_any_not_evaluable_finding_even_with_enough_rounds(tmp_path, run_health, pytester):
     h = harvest(tmp_path / "h", [scored(f"xr-{i}", 9, 3) for i in range(3)], fetched_at=T0)
     (h / "notes.json").write_text('{"cut": ')
-    res = run_health(h, args=(*RH5, "--runhealth-gate"))
+    res = run_health(h, args=(*RH5, "--runhealth-gate", "--runhealth-candidate", "pv-0"))
     assert res.outcome("RH508") == "passed" and res.ret == 1
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert record["decision"] == "blocked" and [b["check"] for b in record["blockers"]] == ["RH004"]
@@ -264,3 +274,49 @@ def test_a_marked_user_gate_test_turns_gate_mode_on(tmp_path, run_health, pytest
     assert res.ret == 1
     res.result.stdout.fnmatch_lines(["*AssertionError: 1 of 2 rounds still running*", "FAILED test_gate.py::test_promote*"])
     assert res.outcome("RH508") == "failed"
+
+
+# -- issue 18: the gate judges a named candidate, once for the session ----------
+def test_gate_without_a_candidate_refuses_a_loser_no_claim(tmp_path, run_health, pytester):
+    """The issue's case: three completed rounds, the candidate scoring 4 against the champion's 15.5."""
+    h = harvest(tmp_path / "h", [scored(f"xr-{i}", 4, 15.5) for i in range(3)], fetched_at=T0)
+    res = run_health(h, args=(*FAST, "--runhealth-gate", "-k", "RH508"))
+    r = res.result_of("RH508")
+    assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "not-evaluable", "no-claim")
+    assert "no candidate named" in r["summary"] and res.ret == 1 and "PROMOTE" not in res.stdout
+    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
+    assert record["decision"] == "blocked" and record["session"]["candidate"] is None
+
+
+def test_gate_refuses_a_named_loser_and_promotes_a_named_winner(tmp_path, run_health):
+    loser = harvest(tmp_path / "loser", [scored(f"xr-{i}", 4, 15.5) for i in range(3)], fetched_at=T0)
+    res = run_health(loser, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate", "pv-0"))
+    r = res.result_of("RH508")
+    assert (r["outcome"], r["verdict"]) == ("failed", "policy") and res.ret == 1
+    assert "pv-0 scored 4 against pv-1's 15.5" in res.stdout
+    winner = harvest(tmp_path / "winner", [scored(f"xr-{i}", 15.5, 4) for i in range(3)], fetched_at=T0)
+    res = run_health(winner, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate", "pv-0"))
+    assert res.outcome("RH508") == "passed" and res.ret == 0 and "PROMOTE" in res.stdout
+    # the champion's side of a regression claim, from the command line
+    res = run_health(winner, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate", "pv-1",
+                                   "--runhealth-claim", "loses"))
+    assert res.outcome("RH508") == "passed"
+
+
+def test_gate_counts_every_round_of_every_run_dir_as_one_decision(tmp_path, run_health, pytester):
+    """Two harvests of two rounds each: neither has K=3 alone, the session has 4."""
+    a = harvest(tmp_path / "a", [scored(f"xr-{i}", 9, 3) for i in range(2)], fetched_at=T0)
+    b = harvest(tmp_path / "b", [scored(f"xr-{i}", 9, 3) for i in range(2)], fetched_at=T0)
+    cfg = gate_config(tmp_path, candidate="pv-0", claim="wins")
+    res = run_health(a, b, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-config", cfg))
+    assert res.ret == 0, res.stdout
+    assert [x["outcome"] for x in res.results() if x["check"] == "RH508"] == ["passed", "skipped"]
+    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
+    assert record["decision"] == "promote"
+    assert sorted((c["run_dir"], c["round"]) for c in record["session"]["counted"]) == \
+        [("a", "xr-0"), ("a", "xr-1"), ("b", "xr-0"), ("b", "xr-1")]
+    assert [c["round"] for c in record["targets"]["b"]["counted"]] == ["xr-0", "xr-1"]
+    # two of the four rounds contradict the claim: only 2 show it, the session is blocked
+    b2 = harvest(tmp_path / "b2", [scored("xr-0", 2, 8), scored("xr-1", 2, 8)], fetched_at=T0)
+    res = run_health(a, b2, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-config", cfg))
+    assert res.ret == 1 and "2 of the 3 rounds needed show the claimed result" in res.result_of("RH508", "a")["summary"]

@@ -107,7 +107,8 @@ def test_statuses_move_from_pending_to_running_to_completed(server, tmp_path, ru
         res = run_health(args=live_args(server, tmp_path, "xr-1", extra=("-k", "RH501")))
         r = res.result_of("RH501")
         seen.append((r["outcome"], r["cause"]))
-    assert seen == [("failed", "round-not-terminal"), ("failed", "round-not-terminal"), ("passed", None)]
+    # live, outside the gate: pending and running are normal states, skipped until terminal (issue 18)
+    assert seen == [("skipped", None), ("skipped", None), ("passed", None)]
 
 
 def test_running_past_budget_by_the_servers_clock(server, tmp_path, run_health):
@@ -174,7 +175,7 @@ def test_harvest_and_live_give_the_same_verdicts(server, tmp_path, run_health):
     assert outcomes(live)["RH502"] == ("failed", "infra", "wedged-participant")
     assert outcomes(live)["RH503"] == ("failed", "infra", "auth-before-startup")
     assert outcomes(live)["RH505"][0] == "failed"
-    assert outcomes(live)["RH508"] == ("failed", "not-evaluable", "insufficient-evidence")
+    assert outcomes(live)["RH508"] == ("failed", "not-evaluable", "no-claim")  # no candidate named (issue 18)
 
 
 def test_eval_server_fixture_in_a_users_test(server, tmp_path, pytester):

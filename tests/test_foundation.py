@@ -68,10 +68,39 @@ def test_missing_artifact_skips_with_reason(tmp_path, run_health):
     assert "is not a sweep session" in res.stdout
 
 
-def test_missing_run_dir_skips(tmp_path, run_health):
-    res = run_health(tmp_path / "nope", args=("-rs",))
-    assert res.ret == 0
-    assert "does not exist" in res.stdout
+def test_missing_run_dir_is_a_usage_error(tmp_path, pytester):
+    """Issue 18: a mistyped --run-dir is exit 4 with one line naming it, not a green session of skips."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    for path, why in ((tmp_path / "nope", "does not exist"), (a_file, "is not a directory")):
+        res = pytester.runpytest("-p", "no:anyio", "-p", "no:cacheprovider", "--run-dir", str(path))
+        assert res.ret == 4
+        res.stderr.fnmatch_lines([f"*--run-dir {path}: {why}*"])
+
+
+def test_same_run_dir_twice_is_checked_once(tmp_path, run_health):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "train.log").write_text("step 1 loss 0.5\n")
+    once = run_health(plain, args=("-k", "RH001 or RH002"))
+    twice = run_health(plain, plain / ".", args=("-k", "RH001 or RH002"))
+    assert [r["nodeid"] for r in twice.results()] == [r["nodeid"] for r in once.results()]
+
+
+def test_a_session_that_checked_nothing_says_so_and_blocks_the_gate(tmp_path, run_health):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    res = run_health(plain, args=("-k", "RH001"))
+    assert res.ret == 0 and "run-health: nothing was checked: all 1 run-health items were skipped" in res.stdout
+    assert "is not a sweep session" in res.stdout  # the why, without -rs
+    res = run_health(plain, args=("-k", "RH001", "--runhealth-gate"))
+    assert res.ret != 0 and "nothing was checked" in res.stdout
+    # near-miss: one item checked something, no such line
+    from trainerfiles import kohya_log
+
+    (plain / "train.log").write_text(kohya_log(20))
+    res = run_health(plain, args=("-k", "RH001 or RH002"))
+    assert res.outcome("RH002") == "passed" and "nothing was checked" not in res.stdout
 
 
 def test_list_prints_catalogue(pytester):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -45,6 +46,9 @@ def sweep(tmp_path):
     d = tmp_path / "session"
     d.mkdir()
     (d / "ledger.jsonl").write_text(json.dumps({"run_id": "baseline-000-s0", "role": "baseline"}) + "\n")
+    # A run of this sweep is running here (this process): the GPUs probed are the sweep's own (issue 18).
+    (d / "runs" / "baseline-000-s0" / "logs").mkdir(parents=True)
+    (d / "runs" / "baseline-000-s0" / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
     return d
 
 
@@ -74,6 +78,14 @@ def test_judge_holding_vram_fails_both(sweep, pytester, run_health):
     r301, r302 = res.result_of("RH301"), res.result_of("RH302")
     assert r301["cause"] == "gpu-occupied" and "pid 4242 'LM Studio' holds 13312 MiB" in r301["summary"]
     assert r302["cause"] == "vram-resident" and "GPU 0 has 10.0 GiB free" in r302["summary"]
+
+
+def test_a_sweep_from_another_machine_is_not_probed_on_this_one(sweep, pytester, run_health):
+    stand_in(pytester, JUDGE_ON_GPU0)
+    (sweep / "runs" / "baseline-000-s0" / "logs" / "train.pid").write_text("4194305\n")  # not a process here
+    res = run_health(sweep, args=("-k", "RH301 or RH302", "-rs"))
+    assert {r["outcome"] for r in res.results()} == {"skipped"}
+    assert "nothing shows this run is on this machine" in res.stdout
 
 
 def test_launch_on_the_free_gpu_passes(sweep, pytester, run_health, monkeypatch):

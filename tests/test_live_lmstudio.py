@@ -249,8 +249,40 @@ def test_full_round_against_healthy_server(plain, run_health, tmp_path, monkeypa
 # -- RH403: the lms CLI, as real executables -----------------------------------
 def test_lms_on_path_resolves(plain, run_health, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(fake_lms(tmp_path / "bin").parent))
-    res = run_health(plain, args=("--lmstudio-log", str(tmp_path / "none.log"), "-k", "RH403", "-rA"))
+    # LM Studio named on localhost: it runs on this machine, so this machine's CLI matters
+    res = run_health(plain, args=("--lmstudio-url", "http://127.0.0.1:9", "--runhealth-probe-timeout", "0.3",
+                                  "-k", "RH403", "-rA"))
     assert res.outcome("RH403") == "passed" and "lms on PATH" in res.result_of("RH403")["note"]
+
+
+def test_a_log_from_another_machine_does_not_probe_this_ones_cli(plain, run_health, tmp_path, monkeypatch):
+    """Issue 18: --lmstudio-log on a copied run dir says nothing about this machine: no RH403."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("BRACKET_LMS_BIN", raising=False)
+    log = tmp_path / "server.log"
+    log.write_text("2026-03-14 10:00:00 [INFO] Server started.\n")
+    res = run_health(plain, args=("--lmstudio-log", str(log), "--runhealth-probe-timeout", "0.3", "-k", "RH403",
+                                  "-rs"))
+    assert res.outcome("RH403") == "skipped" and "not in use on this machine" in res.stdout
+
+
+def test_prelaunch_of_an_lmstudio_sweep_checks_the_cli(tmp_path, run_health, monkeypatch):
+    """Issue 18: -m prelaunch on a sweep whose ledger says judge_method: lmstudio checks RH403, and a
+    missing CLI blocks the launch instead of a skip beside 'ready to launch'."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("BRACKET_LMS_BIN", raising=False)
+    session = tmp_path / "session"
+    session.mkdir()
+    row = {"run_id": "setup-000", "role": "setup", "config": {"judge_method": "lmstudio"}}
+    (session / "ledger.jsonl").write_text(json.dumps(row) + "\n")
+    res = run_health(session, args=("-m", "prelaunch", "-k", "RH403", "--runhealth-probe-timeout", "0.3"))
+    r = res.result_of("RH403")
+    assert (r["outcome"], r["cause"]) == ("failed", "lms-cli-missing")
+    assert "ready to launch" not in res.stdout
+    # near-miss: the same sweep judged by something else is not LM Studio's business
+    (session / "ledger.jsonl").write_text(json.dumps(dict(row, config={"judge_method": "none"})) + "\n")
+    res = run_health(session, args=("-m", "prelaunch", "-k", "RH403", "--runhealth-probe-timeout", "0.3"))
+    assert res.outcome("RH403") == "skipped"
 
 
 def test_bracket_lms_bin_resolves_and_a_broken_one_is_named(plain, run_health, tmp_path, monkeypatch):

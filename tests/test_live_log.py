@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 
 import pytest
 
@@ -92,8 +93,13 @@ def test_sweep_reads_the_default_log_under_home(pytester, tmp_path, run_health):
     logs.mkdir(parents=True)
     (logs / "2025-03-01.1.log").write_text(f"2025-03-01 10:35:03 [ERROR]\n {NOOP}\n")
     d = tmp_path / "session"
-    d.mkdir()
-    (d / "ledger.jsonl").write_text(json.dumps({"run_id": "baseline-000-s0"}) + "\n")
+    (d / "runs" / "baseline-000-s0" / "logs").mkdir(parents=True)
+    # a sweep of that day, with a run still going on this machine (this process): the home log speaks for it
+    row = {"run_id": "baseline-000-s0", "started_at": "2025-03-01T09:00:00", "finished_at": "2025-03-01T11:00:00"}
+    (d / "ledger.jsonl").write_text(json.dumps(row) + "\n")
+    (d / "runs" / "baseline-000-s0" / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    for f in (d / "ledger.jsonl", d / "runs" / "baseline-000-s0" / "logs" / "train.pid"):
+        os.utime(f, (datetime(2025, 3, 1, 11).timestamp(),) * 2)
     res = run_health(d, args=("--runhealth-probe-timeout", "0.3", "-k", "RH402"))
     r = res.result_of("RH402")
     assert r["cause"] == "lmstudio-unload-noop" and r["evidence"][0]["line"] == 2
@@ -145,3 +151,31 @@ def test_sparse_20_gib_log_skips_holes_and_keeps_line_numbers(tmp_path, monkeypa
     assert read_bytes["n"] <= lmstudio_log.MAX_WINDOW + 2 * lmstudio_log.CHUNK, read_bytes  # not 20 GiB
     (event,) = log.of("unload-noop")
     assert event.entry.line == 5  # three early lines, the newline after the hole, then this one
+
+
+def test_a_months_old_unload_noop_in_the_home_log_is_ignored(pytester, tmp_path, run_health):
+    """Issue 18: a line from outside the run's time span is not evidence about the run."""
+    logs = pytester.path / ".lmstudio" / "server-logs" / "2025-03"
+    logs.mkdir(parents=True)
+    (logs / "2025-03-01.1.log").write_text(f"2025-03-01 10:35:03 [ERROR]\n {NOOP}\n")
+    d = tmp_path / "session"
+    (d / "runs" / "baseline-000-s0" / "logs").mkdir(parents=True)
+    row = {"run_id": "baseline-000-s0", "started_at": "2025-07-14T09:00:00", "finished_at": "2025-07-14T11:00:00"}
+    (d / "ledger.jsonl").write_text(json.dumps(row) + "\n")
+    (d / "runs" / "baseline-000-s0" / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    for f in (d / "ledger.jsonl", d / "runs" / "baseline-000-s0" / "logs" / "train.pid"):
+        os.utime(f, (datetime(2025, 7, 14, 11).timestamp(),) * 2)
+    res = run_health(d, args=("--runhealth-probe-timeout", "0.3", "-k", "RH402", "-rA"))
+    r = res.result_of("RH402")
+    assert r["outcome"] == "passed", r
+    assert "1 unload no-op line(s) of 2025-03-01.1.log ignored, outside the run's time span" in r["note"]
+
+
+def test_the_home_log_does_not_speak_for_a_sweep_from_another_machine(pytester, tmp_path, run_health):
+    logs = pytester.path / ".lmstudio" / "server-logs" / "2025-03"
+    logs.mkdir(parents=True)
+    (logs / "2025-03-01.1.log").write_text(f"2025-03-01 10:35:03 [ERROR]\n {NOOP}\n")
+    d = tmp_path / "session"
+    d.mkdir()
+    (d / "ledger.jsonl").write_text(json.dumps({"run_id": "baseline-000-s0", "started_at": "2025-03-01T09:00:00"}) + "\n")
+    assert run_health(d, args=("--runhealth-probe-timeout", "0.3", "-k", "RH402")).outcome("RH402") == "skipped"

@@ -299,14 +299,19 @@ def test_ready_line_and_exit_code(run_health):
     assert res.stdout.index("pre-launch: ready") > res.stdout.index("checks: ")  # after the run-health summary
 
 
-@pytest.mark.parametrize("make", [False, True], ids=["missing-dir", "empty-dir"])
-def test_nothing_checked_is_not_ready(tmp_path, run_health, make):
+def test_nothing_checked_is_not_ready(tmp_path, run_health):
     target = tmp_path / "not-a-workspace"
-    if make:
-        target.mkdir()  # RH006 passes (it only ever notes): that alone is no evidence of readiness
+    target.mkdir()  # RH006 passes (it only ever notes): that alone is no evidence of readiness
     res = run_health(target, args=PRELAUNCH + WORKSPACE_ONLY)
     assert res.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert prelaunch_line(res.stdout).startswith("pre-launch: nothing checked")
+
+
+def test_a_missing_run_dir_is_a_usage_error_not_a_prelaunch_verdict(tmp_path, run_health):
+    """Issue 18: a mistyped --run-dir is exit 4 with one line naming it."""
+    res = run_health(tmp_path / "not-a-workspace", args=PRELAUNCH + WORKSPACE_ONLY)
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--run-dir" in res.result.stderr.str() and "not-a-workspace: does not exist" in res.result.stderr.str()
 
 
 def test_plain_session_leaves_out_prelaunch_only_checks(run_health):

@@ -203,6 +203,27 @@ def test_rh107_pipe_deadlock_and_a_healthy_sweep(tmp_path, run_health):
     assert {r["outcome"] for r in res.results() if label(r).startswith("healthy/")} == {"passed"}
 
 
+def test_pipe_deadlock_is_found_with_defaults_and_a_slow_healthy_gpu_is_not(tmp_path, run_health):
+    """Issue 18: every run slow from its first step, no healthy run, 2900 s/it: the deadlock without
+    expected_s_per_it; and RH002 stays quiet on a musubi log whose bar lines end in newlines."""
+    stuck = sb.deadlock_session(tmp_path / "stuck")
+    slow_gpu = sb.deadlock_session(tmp_path / "slowgpu", s_per_it=60.0, steps=100, wall=7200)
+    res = run_health(stuck, slow_gpu, args=("-k", "RH107 or RH002", "-rA"))
+    for rid in ("baseline-000-s0", "cur-000-s0", "cand-000-s0"):
+        r = of(res, "RH107", f"stuck/{rid}")
+        assert (r["outcome"], r["cause"]) == ("failed", "pipe-deadlock"), r
+        assert "from its first timed step" in r["summary"] and "subprocess.Popen" in r["fix"]
+        assert of(res, "RH002", f"stuck/{rid}")["outcome"] == "passed"
+        assert of(res, "RH107", f"slowgpu/{rid}")["outcome"] == "skipped"
+        assert of(res, "RH002", f"slowgpu/{rid}")["outcome"] == "passed"
+
+
+def test_rh002_still_fires_on_a_log_of_only_carriage_return_redraws(tmp_path, run_health):
+    run = generic_run(tmp_path / "bars", sb.startup(1500) + "".join("\r" + sb.bar(0, 1500, 0, None) for _ in range(50)))
+    r = run_health(run, args=only("RH002")).result_of("RH002")
+    assert (r["outcome"], r["cause"]) == ("failed", "progress-bar-only-log")
+
+
 def test_rh107_on_plain_runs_needs_an_expected_figure(tmp_path, run_health, pytester):
     fast = generic_run(tmp_path / "fast", sb.healthy_log(300, 0.25, every=10))  # tqdm prints it/s under 1 s a step
     slow = generic_run(tmp_path / "slow", sb.healthy_log(300, 0.5, every=10))

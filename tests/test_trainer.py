@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -163,6 +165,45 @@ def test_rh208_live_process_in_pid_file_passes(tmp_path, run_health):
     (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
     r = run_health(ws, args=("-k", "RH208", "-rA")).result_of("RH208")
     assert r["outcome"] == "passed" and "still running" in r["note"]
+
+
+def test_rh208_live_log_seconds_old_passes_with_a_note_and_fails_once_its_pid_is_gone(tmp_path, run_health):
+    """Issue 18: no evidence of an end is a run in progress; a gone pid is that evidence."""
+    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000])
+    r = run_health(ws, args=("-k", "RH208", "-rA")).result_of("RH208")
+    assert r["outcome"] == "passed", r
+    assert re.search(r"still running: step 1240/2000, last line \d+ s ago", r["note"]), r["note"]
+    (ws / "logs" / "train.pid").write_text("4194305\n")  # above any pid_max: gone
+    r = run_health(ws, args=("-k", "RH208")).result_of("RH208")
+    assert (r["outcome"], r["cause"]) == ("failed", "steps-incomplete")
+    assert "the process in its pid file is gone" in r["summary"]
+
+
+def test_rh208_silence_past_its_own_step_time_is_an_end_and_the_floor_holds(tmp_path, run_health):
+    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000])
+    log = ws / "logs" / "train.log"
+    now = time.time()
+    os.utime(log, (now - 600, now - 600))  # 10 min: above 20 x ~4 s steps, but under the 900 s floor
+    r = run_health(ws, args=("-k", "RH208", "-rA")).result_of("RH208")
+    assert r["outcome"] == "passed" and "still running" in r["note"] and "10 min ago" in r["note"]
+    os.utime(log, (now - 3 * 3600, now - 3 * 3600))
+    r = run_health(ws, args=("-k", "RH208")).result_of("RH208")
+    assert r["outcome"] == "failed" and "silent for 3 h 0 min, longer than 900 s" in r["summary"]
+
+
+def test_rh208_ledger_row_with_all_steps_wins_over_a_short_last_redraw(tmp_path, run_health):
+    session = tmp_path / "s"
+    logs = session / "runs" / "r1" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "stdout.log").write_text(kohya_log(1500, stop_at=1480, finish=False))  # the buffer was cut at 1480
+    row = {"run_id": "r1", "role": "candidate", "exit_code": 0, "n_steps": 1500, "killed_by_timeout": False}
+    (session / "ledger.jsonl").write_text(json.dumps(row) + "\n")
+    r = run_health(session, args=("-k", "RH208", "-rA")).result_of("RH208")
+    assert r["outcome"] == "passed" and "all 1500 of 1500 steps finished" in r["note"]
+    # the failing side: the row records an end (exit 1) short of the plan
+    (session / "ledger.jsonl").write_text(json.dumps(dict(row, n_steps=1480, exit_code=1)) + "\n")
+    r = run_health(session, args=("-k", "RH208")).result_of("RH208")
+    assert r["outcome"] == "failed" and "exit code 1" in r["summary"]
 
 
 def test_rh208_error_in_log_is_rh201s_finding(tmp_path, run_health):

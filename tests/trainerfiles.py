@@ -342,8 +342,10 @@ def build_examples(root: Path = EXAMPLES, only: set[str] | None = None) -> list[
         "WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n", "") + redraws
     ltx_workspace(fresh("ltx-progress-bars-only"), log=bars_log, weights=[500], states=[500])
 
-    ltx_workspace(fresh("ltx-interrupted"), log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500],
-                  samples=[500, 1000])
+    interrupted = ltx_workspace(fresh("ltx-interrupted"), log=ltx_step_lines(2000, 1240), weights=[500, 1000],
+                                states=[500], samples=[500, 1000])
+    # Above any pid_max (2**22): a process that cannot exist, the evidence that the run ended (RH208).
+    (interrupted / "logs" / "train.pid").write_text("4194305\n")
     ws = ltx_workspace(fresh("ltx-truncated-checkpoint"), log=ltx_step_lines(2000, 2000, finish=True),
                        weights=[1500, 2000], states=[1500, 2000], summary=True, samples=[1500, 2000])
     last = ws / "outputs" / "checkpoints" / "lora_weights_step_02000.safetensors"

@@ -104,7 +104,10 @@ def json_not_preambled(ctx):
     verdicts=["not-evaluable", "infra"],
     detects="A round or experience request is pending, submitted, claimed or running (any status outside the "
     "terminal set completed/failed/canceled/cancelled, configurable as eval.terminal_statuses), so it is "
-    "not evidence yet. Also a round the server would not give back (infra).",
+    "not evidence yet. In the live and post-mortem phases that is a normal state: the check is skipped "
+    "saying how much of its budget each round has used (RH502's wedge/stall formulas decide when waiting "
+    "is a failure); under --runhealth-gate it fails and blocks. Also a round the server would not give "
+    "back (infra).",
     why="Only a terminal round with real per-player scores is policy evidence; acting on a round that is "
     "still running reverts or resubmits on nothing.",
     example="experience_request.json status: running (2 running, 1 completed)",
@@ -112,17 +115,24 @@ def json_not_preambled(ctx):
     "on too long.",
 )
 def round_terminal(ctx):
+    from ..eval.plugin import gate_mode
+
     ev = _rounds(ctx)
     if ev.fetch_error and not ev.rounds:
         return ctx.fail("infra", "eval-server-error", ev.fetch_error, fix=SOURCE_FIX)
     terminal = terminal_statuses(ctx.config)
+    gate = gate_mode(ctx.config)
     out = []
+    waiting = []
     done: dict[str, int] = {}
     for rnd in ev.rounds:
         if rnd.unreadable:
             out.append(_unread(ctx, rnd, "its status is unknown"))
         elif rnd.status not in terminal:
             counts = classify(rnd, terminal).detail
+            if not gate:  # a round at work is a normal live state; RH502's formulas judge when it is a wedge
+                waiting.append(f"{rnd.id}: {rnd.status or 'without a status'}, {_budget_used(ctx, rnd)}")
+                continue
             out.append(ctx.fail(
                 "not-evaluable", "round-not-terminal",
                 f"{rnd.label()} is {rnd.status or 'without a status'}" + (f" ({counts})" if counts else "")
@@ -130,9 +140,46 @@ def round_terminal(ctx):
                 [_ev(ctx, rnd, f"status: {rnd.status}" + (f"; {counts}" if counts else ""))]))
         else:
             done[rnd.status] = done.get(rnd.status, 0) + 1
-    if not out:
-        return f"{len(ev.rounds)} round(s) terminal: " + ", ".join(f"{n} {s}" for s, n in sorted(done.items()))
-    return out
+    if out:
+        return out
+    if waiting:
+        ctx.skip("not evidence yet (" + "; ".join(waiting[:5]) + (f"; {len(waiting) - 5} more" if len(waiting) > 5 else "")
+                 + "); RH502 says when waiting has become a wedge, and the gate blocks on it")
+    return f"{len(ev.rounds)} round(s) terminal: " + ", ".join(f"{n} {s}" for s, n in sorted(done.items()))
+
+
+BUDGET = {"fps": 24, "budget_factor": 3, "budget_slack_s": 900, "wedge_slack_s": 600, "max_ticks": None}
+
+
+def _budget_thresholds(ctx) -> dict:
+    """RH502's thresholds (runhealth.yaml may change them): RH501 states the same budget."""
+    from ..plugin import STATE
+
+    state = ctx.config.stash.get(STATE, None) if ctx.config is not None else None
+    spec = state.registry.get("RH502") if state is not None else None
+    return state.settings.thresholds_for(spec) if spec is not None else dict(BUDGET)
+
+
+def _budget(rnd, th: dict) -> tuple[float, float, float | None, int] | None:
+    """(elapsed s, wedge grace s, budget s or None, completed episodes) by the
+    server's clock, or None when the start, the clock or maxTicks is unknown."""
+    start = rnd.time("started_at") or rnd.time("created_at")
+    ticks = rnd.max_ticks or th.get("max_ticks")
+    if start is None or rnd.server_now is None or not ticks:
+        return None
+    per_episode = float(ticks) / th["fps"] * th["budget_factor"]
+    num = rnd.episode_count
+    budget = (num * per_episode + th["budget_slack_s"]) if num else None
+    return (rnd.server_now - start).total_seconds(), per_episode + th["wedge_slack_s"], budget, rnd.counter("completed") or 0
+
+
+def _budget_used(ctx, rnd) -> str:
+    got = _budget(rnd, _budget_thresholds(ctx))
+    if got is None:
+        return "budget unknown (no start time, server clock or maxTicks)"
+    elapsed, wedge, budget, _ = got
+    limit = budget if budget is not None else wedge
+    return f"{elapsed / 60:.0f} of {limit / 60:.0f} min of its budget"
 
 
 # -- RH502 ---------------------------------------------------------------------
@@ -143,7 +190,7 @@ def round_terminal(ctx):
     scope="session",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    thresholds={"fps": 24, "budget_factor": 3, "budget_slack_s": 900, "wedge_slack_s": 600, "max_ticks": None},
+    thresholds=dict(BUDGET),
     detects="A running request is past its budget `num × maxTicks/24 × 3 + 900` s, or no episode completed "
     "after `maxTicks/24 × 3 + 600` s (a wedged participant). num and maxTicks are the request's own; the "
     "clock is the server's (the Date of the answer, or the harvester's fetched_at), never this machine's.",
@@ -171,12 +218,8 @@ def within_budget(ctx):
         if not ticks:
             notes.append(f"{rnd.id}: maxTicks unknown (set thresholds.RH502.max_ticks), budget not judged")
             continue
-        per_episode = float(ticks) / th["fps"] * th["budget_factor"]
-        elapsed = (rnd.server_now - start).total_seconds()
-        completed = rnd.counter("completed") or 0
+        elapsed, wedge, budget, completed = _budget(rnd, th)
         num = rnd.episode_count
-        wedge = per_episode + th["wedge_slack_s"]
-        budget = (num * per_episode + th["budget_slack_s"]) if num else None
         basis = (f"started {start.isoformat()}, server time {rnd.server_now.isoformat()} ({rnd.clock_source}); "
                  f"maxTicks {ticks}, {num or '?'} episode(s), {completed} completed")
         evidence = [_ev(ctx, rnd, f"status: {rnd.status}; {basis}")]
@@ -431,19 +474,24 @@ def request_shape(ctx):
     "exist; then re-run the gate.",
 )
 def promotion_gate(ctx):
-    from ..eval.state import decision_for, gate_mode
+    from ..eval.state import decision_for, gate_mode, gated_run_dirs
 
     if not gate_mode(ctx.config):
         ctx.skip("not a promotion gate (run with --runhealth-gate, or mark a test runhealth_gate)")
+    gated = gated_run_dirs(ctx.config, ctx.run_dir)
+    if gated and gated[0] is not ctx.run_dir:
+        ctx.skip(f"the session is one decision, judged once under RH508[{gated[0].name}] over the rounds of "
+                 f"{len(gated)} run dirs")
     decision = decision_for(ctx.run_dir, ctx.config)
     if decision.passed:
         return f"{len(decision.shown)} of {len(decision.states)} rounds count and show the claimed result (K={decision.k})"
-    evidence = [ctx.evidence(s.round.source, None, f"{s.round.id}: {s.category}" + (f" ({s.detail})" if s.detail else ""))
+    by_label = {decision.label(s): s for s in decision.states}
+    evidence = [ctx.evidence(s.round.source, None, f"{decision.label(s)}: {s.category}" + (f" ({s.detail})" if s.detail else ""))
                 for s in decision.excluded[:10]]
-    evidence += [ctx.evidence(next(s.round.source for s in decision.counted if s.round.id == r), None, f"{r}: {why}")
-                 for r, why in decision.contradicted[:10]]
+    evidence += [ctx.evidence(by_label[r].round.source, None, f"{r}: {why}") for r, why in decision.contradicted[:10]]
     summary = f"promotion blocked: {decision.missing()}."
     if decision.source_error:
         summary += f"\n{decision.source_error}"
     verdict = decision.verdict
-    return ctx.fail(verdict, "insufficient-evidence" if verdict == "not-evaluable" else None, summary, evidence)
+    cause = "no-claim" if decision.no_claim else "insufficient-evidence" if verdict == "not-evaluable" else None
+    return ctx.fail(verdict, cause, summary, evidence)

@@ -69,7 +69,8 @@ def ledger_readable(ctx):
     "training`, a progress bar) but fewer than two distinct steps can be read from it: the progress went "
     "to carriage-return redraws (Rich) or to a terminal, and no newline-terminated step or loss line "
     "reached the file. A log whose tqdm redraws carry step and loss, or that has step lines beside its "
-    "bars, passes.",
+    "bars, passes; so does a line-based log that holds a single step so far (a bar whose lines end in "
+    "newlines, a run killed one step in): that is a slow or short run, not a logging problem.",
     why="Without step lines nothing downstream can judge the run: no loss trend, no ETA, no stall "
     "detection; the runbook's monitor falls back to polling nvidia-smi.",
     example="logs/train.log:41 🚀 Starting training... (then 212 carriage-return redraws, no step line)",
@@ -101,6 +102,11 @@ def log_has_step_lines(ctx):
         # that is RH201's finding, not a logging problem.
         return f"the run died before a second step (RH201: {fatal.cause}); no step lines were due"
     rel = ctx.run_dir.rel(log)
+    if scan.newline_step_lines:
+        # Line-based, only short (a musubi bar whose lines end in newlines, killed a step in): the log is fine,
+        # the run is slow or young; RH107 and RH208 judge that, and no flag would add step lines (issue 18).
+        return (f"{rel} is line-based ({scan.newline_step_lines} newline-terminated step line(s)) but holds "
+                f"only {distinct} step so far: too few to judge, not a progress-bar-only log")
     evidence = []
     tail = ctx.run_dir.log_tail(log)
     if scan.started_line is not None:

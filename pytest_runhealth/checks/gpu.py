@@ -12,6 +12,11 @@ NVML_WHERE = "nvml"
 
 
 def _devices_or_skip(ctx, gpu):
+    from ..locality import NOT_LOCAL, local_reason
+
+    # This machine's GPUs say something only about a run on this machine (issue 18).
+    if local_reason(ctx.run_dir, ctx.config, prelaunch_any=True) is None:
+        ctx.skip(NOT_LOCAL)
     reason = gpu.unavailable()
     if reason:
         ctx.skip(f"no GPU can be read: {reason}")

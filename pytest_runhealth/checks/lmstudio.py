@@ -134,7 +134,14 @@ def lmstudio_unloads(ctx, lmstudio):
         return ctx.fail("not-evaluable", None, f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
                         fix="point --lmstudio-log at a readable server log file.")
     if log is not None:
-        noops = log.of("unload-noop")
+        from ..timespan import run_span, split_by_span
+
+        # A machine-wide log keeps months of lines: only those inside the run's span count (issue 18).
+        span = run_span(ctx.run_dir)
+        noops, stale = split_by_span(log.of("unload-noop"), span, lambda e: e.entry.ts)
+        if stale:
+            notes.append(f"{len(stale)} unload no-op line(s) of {log.path.name} ignored, outside the run's time "
+                         f"span {span.describe()}: the newest is from {stale[-1].entry.ts}")
         if noops:
             routes = sorted({f"{e.method} {e.path}" for e in noops})
             scoring = len({e.entry.ts[:16] for e in noops})
@@ -209,8 +216,10 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     phases=["prelaunch", "live"],
     verdicts=["infra"],
     detects="None of BRACKET_LMS_BIN, `lms` on PATH and ~/.lmstudio/bin/lms is an executable that starts "
-    "(each is tried with `lms version`). Checked when LM Studio is in use: named by --lmstudio-url, "
-    "--lmstudio-log or BRACKET_LMS_BIN, or reachable from a sweep run dir.",
+    "(each is tried with `lms version`). Checked only where LM Studio is used on this machine: a localhost "
+    "--lmstudio-url, BRACKET_LMS_BIN, a pid file of a process running here, a sweep whose ledger says "
+    "judge_method: lmstudio prepared here (-m prelaunch), or a sweep with a reachable local server. A server "
+    "log copied from elsewhere (--lmstudio-log) says nothing about this machine.",
     why="Without the CLI the orchestrator falls back to an HTTP unload that LM Studio silently ignores, so the "
     "judge stays in VRAM after every scoring pass (RH402, RH101). The server log then says "
     "`LMStudio: 'lms' CLI not found — cannot unload …`.",
@@ -219,11 +228,15 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     "to the lms executable; then restart the orchestrator so it reads the variable.",
 )
 def lms_cli_resolvable(ctx, lmstudio):
+    from ..locality import is_local_url, local_reason
+
     lm = lmstudio
-    if not (lm.requested or lm.log_path is not None or os.environ.get("BRACKET_LMS_BIN")
-            or ctx.run_dir.is_sweep and lm.down() is None):
-        ctx.skip("LM Studio is not in use here (not named by --lmstudio-url / --lmstudio-log / BRACKET_LMS_BIN, "
-                 "and no sweep with a reachable server): the lms CLI is not needed")
+    # Only LM Studio on this machine needs this machine's lms CLI: a log copied from elsewhere does not (issue 18).
+    if not (local_reason(ctx.run_dir, ctx.config)
+            or ctx.run_dir.is_sweep and not lm.requested and is_local_url(lm.url) and lm.down() is None):
+        ctx.skip("LM Studio is not in use on this machine (no LM Studio URL on localhost, no BRACKET_LMS_BIN, no "
+                 "sweep with judge_method: lmstudio prepared here with -m prelaunch, no reachable local server; "
+                 "a server log from --lmstudio-log says nothing about this machine): the lms CLI is not needed")
     tried = []
     for source, path in _lms_candidates():
         problem = _try_lms(path, lmstudio.timeout)

@@ -669,10 +669,12 @@ def _fmt_rate(sec: float) -> str:
     scope="run",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    thresholds={"slow_factor": 100, "expected_s_per_it": None},
+    thresholds={"slow_factor": 100, "expected_s_per_it": None, "deadlock_s_per_it": 1000},
     detects="The run's median step time (tqdm's s/it or it/s) is at least slow_factor times the median of the "
     "sweep's healthy runs, or of expected_s_per_it where that is configured (then any run dir with a step "
-    "series gets this check, sweep or not).",
+    "series gets this check, sweep or not). With neither (no run of the sweep trained normally), a run "
+    "slower than deadlock_s_per_it (1000 s/it, half the runbook's lowest pipe-deadlock figure) from its "
+    "first timed step is the pipe deadlock.",
     why="A 1000x slower step is not a slow config: on a sweep it is the stdout pipe deadlock (trainer writing to "
     "an unread subprocess.PIPE) when the collapse is sudden and steady, or swap when the judge kept VRAM (RH101).",
     example="cur-000-s0 runs at 2960.00 s/it, 1233x the sweep's healthy runs (2.40 s/it). evidence: "
@@ -697,8 +699,8 @@ def slow_steps(ctx):
         if not healthy:
             if ctx.run.name in medians:
                 return f"{ctx.run.name} is the sweep's only healthy run with step times ({_fmt_rate(own)}): the reference"
-            ctx.skip(f"no healthy run of the sweep has step times to compare {ctx.run.name} with; "
-                     "set thresholds.RH107.expected_s_per_it")
+            # No healthy run to compare with: the runbook's own signature of the pipe deadlock (issue 18).
+            return _deadlock_without_reference(ctx, scan, pts, own)
         ref = statistics.median(healthy)
         against = f"the sweep's {len(healthy)} healthy runs ({_fmt_rate(ref)})"
     else:
@@ -716,6 +718,23 @@ def slow_steps(ctx):
         summary += "\nThe collapse is there from its first timed step: the stdout pipe deadlock."
         fix = None
     return ctx.fail("infra", cause, summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])], fix=fix)
+
+
+def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: float):
+    """The runbook's pipe deadlock where no run of the sweep trained normally:
+    every step, the first included, beyond ``deadlock_s_per_it`` (default
+    1000 s/it: half the runbook's lowest deadlock figure, 2000-4000 s/it, and
+    ~400x its healthy 2-3 s/it; no trainer's healthy step is that slow)."""
+    limit = float(ctx.thresholds.get("deadlock_s_per_it") or 1000)
+    first = pts[0].sec_per_step
+    if own < limit or first < limit:
+        ctx.skip(f"no healthy run of the sweep has step times to compare {ctx.run.name} with ({_fmt_rate(own)}, "
+                 f"under the {limit:g} s/it no trainer reaches); set thresholds.RH107.expected_s_per_it")
+    summary = (f"{ctx.run.name} runs at {_fmt_rate(own)} from its first timed step ({_fmt_rate(first)}), and no run "
+               f"of the sweep trained at a normal speed: beyond {limit:g} s/it, orders of magnitude slower than any "
+               f"trainer's healthy step. This is the stdout pipe deadlock (the runbook's 2000-4000 s/it instead of "
+               f"2-3 s/it).")
+    return ctx.fail("infra", "pipe-deadlock", summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])])
 
 
 @check(

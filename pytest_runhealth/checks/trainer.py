@@ -317,14 +317,21 @@ def run_summary(ctx):
     needs=["logs"],
     phases=["postmortem", "gate"],
     verdicts=["infra"],
-    detects="The run stopped short of its planned steps (the last logged step is below "
-    "`optimization.steps` in config.yaml, or below the bar's total) and its log ends in no error. A run "
-    "whose pid file names a live process is still going and passes; one that ended with an error is "
-    "RH201's finding, not this one; a sweep run its ledger row says the wall clock or the user stopped "
-    "is RH101's, RH106's and RH107's to judge.",
+    thresholds={"silent_steps": 20, "silent_floor_s": 900},
+    detects="The run **ended** short of its planned steps (the last logged step is below "
+    "`optimization.steps` in config.yaml, or below the bar's total) and its log ends in no error. Ended "
+    "needs evidence: the pid file's process is gone, a ledger row or run summary says how it ended, or "
+    "the log has been silent longer than `silent_steps` (20) of its own steady step times, and never "
+    "less than `silent_floor_s` (900 s: a validation pass or a checkpoint save can be that long). A "
+    "ledger row saying all planned steps finished wins over the log's last progress redraw (redraws "
+    "are throttled and captured logs cut). Without evidence either way the run is still going: it "
+    "passes with a note. A run that ended with an error is RH201's finding; a sweep run its ledger row "
+    "says the wall clock or the user stopped is RH101's, RH106's and RH107's to judge.",
     why="A run killed from outside (OOM killer, a wall-clock limit, a closed terminal, a preempted node) "
-    "leaves no traceback: its last checkpoint looks final but is not.",
-    example="logs/train.log:1302 Step 1240/2000 - Loss: 0.0712, LR: 1.00e-04, Time/Step: 4.12s",
+    "leaves no traceback: its last checkpoint looks final but is not. A run still writing its log has "
+    "not been killed, however far from its plan it is.",
+    example="logs/train.log:1302 Step 1240/2000 - Loss: 0.0712, LR: 1.00e-04, Time/Step: 4.12s "
+    "(logs/train.pid names a process that is gone)",
     fix="Find what killed the process (dmesg for the OOM killer, the scheduler's wall-clock limit, the "
     "session that launched it) and resume from the newest checkpoint pair (model.load_checkpoint).",
 )
@@ -336,11 +343,14 @@ def steps_complete(ctx):
         ctx.skip("no planned step count (optimization.steps in config.yaml, or a step total in the log)")
     if f.finished:
         return f"reached step {f.last.step} of {f.total}"
+    row = ctx.run.row if ctx.target.run is not None else None
+    done = _row_finished(row, f.total)
+    if done:
+        return done
     if f.fatal is not None:
         return f"stopped at step {f.last.step} of {f.total} with an error (RH201: {f.fatal.cause})"
     if f.alive:
         return f"step {f.last.step} of {f.total}; the process in the pid file is still running"
-    row = ctx.run.row
     if row is not None:
         # A sweep stops runs on purpose: its wall clock, or the user. Whether
         # that came too early is RH101's, RH106's and RH107's call, not this one.
@@ -350,9 +360,12 @@ def steps_complete(ctx):
                     f"(ledger.jsonl:{row.line}); RH101/RH107 judge whether that was too early")
         if "stopped_by_user" in why:
             return f"stopped at step {f.last.step} of {f.total} by the user (ledger.jsonl:{row.line}; see RH106)"
+    ended = _end_evidence(ctx, f, row)
+    if ended is None:
+        return _still_running(ctx, f)
     ckpt = latest([c for c in find_checkpoints(ctx.run.checkpoints) if c.step is not None])
-    summary = (f"the run stopped at step {f.last.step} of {f.total} planned, and its log ends without an error: "
-               f"something outside the trainer ended it")
+    summary = (f"the run stopped at step {f.last.step} of {f.total} planned ({ended}), and its log ends without "
+               f"an error: something outside the trainer ended it")
     if ckpt is not None:
         summary += f". Newest checkpoint to resume from: {ctx.run_dir.rel(ckpt.path)}"
     ev = [ctx.evidence(f.log, f.last.line, _line_text(ctx, f))]
@@ -360,6 +373,75 @@ def steps_complete(ctx):
     if tail.lines and tail.lines[-1].line != f.last.line:
         ev.append(ctx.evidence(f.log, tail.lines[-1].line, tail.lines[-1].text))
     return ctx.fail("infra", "steps-incomplete", summary, ev)
+
+
+def _row_finished(row, total: int) -> str | None:
+    """The ledger row's word that every planned step ran (it beats the log's last redraw)."""
+    if row is None:
+        return None
+    steps, planned, code = row.get("n_steps"), row.get("planned_steps"), row.get("exit_code")
+    target = planned if isinstance(planned, int) and planned > 0 else total
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps >= target and code in (0, None):
+        return (f"the ledger row says all {steps} of {target} steps finished (ledger.jsonl:{row.line}); "
+                f"the log's last progress redraw is earlier (redraws are throttled, captured logs cut)")
+    return None
+
+
+def _silence_limit(ctx, f) -> tuple[float, str]:
+    """How long the log may be silent before that is evidence of an end: the
+    run's own steady step time times ``silent_steps``, never under the floor."""
+    from ..status import steady_step_time
+
+    floor = float(ctx.thresholds.get("silent_floor_s", 900))
+    sec, _ = steady_step_time(f.points)
+    if sec is None:
+        return floor, f"the {floor:.0f} s floor (no steady step time yet)"
+    limit = max(floor, float(ctx.thresholds.get("silent_steps", 20)) * sec)
+    return limit, f"{limit:.0f} s ({ctx.thresholds.get('silent_steps', 20)} steps of {sec:.3g} s, floor {floor:.0f} s)"
+
+
+def _silence(f) -> float | None:
+    import time
+
+    from ..safeio import mtime
+
+    written = mtime(f.log) if f.log is not None else 0.0
+    return max(0.0, time.time() - written) if written else None
+
+
+def _end_evidence(ctx, f, row) -> str | None:
+    """What says the run ended (not merely paused between redraws), or None."""
+    if f.alive is False:
+        return "the process in its pid file is gone"
+    if row is not None:
+        code = row.get("exit_code")
+        return f"its ledger row records the end, exit code {code} (ledger.jsonl:{row.line})" if code is not None \
+            else f"its ledger row records the end (ledger.jsonl:{row.line})"
+    summary = ctx.run.path / "outputs" / SUMMARY_NAME
+    if summary.is_file():
+        return f"{ctx.run_dir.rel(summary)} was written"
+    silent = _silence(f)
+    limit, how = _silence_limit(ctx, f)
+    if silent is not None and silent > limit:
+        return f"its log has been silent for {_human(silent)}, longer than {how}"
+    return None
+
+
+def _still_running(ctx, f) -> str:
+    silent = _silence(f)
+    ago = f", last line {_human(silent)} ago" if silent is not None else ""
+    _, how = _silence_limit(ctx, f)
+    return (f"still running: step {f.last.step}/{f.total}{ago} (no pid file, ledger row or summary says it "
+            f"ended; silence would count after {how})")
+
+
+def _human(seconds: float) -> str:
+    s = int(seconds)
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def _line_text(ctx, f) -> str:

@@ -20,7 +20,7 @@ from . import evaluation_of
 from .gate import record_path, verdict_record
 from .model import Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
-from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode
+from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode, gated_run_dirs
 
 GATE_RESULT = pytest.StashKey[dict]()
 
@@ -35,6 +35,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a request body to validate against the server's /openapi.json (RH507)")
     group.addoption("--runhealth-gate", dest="runhealth_gate", action="store_true", default=False,
                     help="promotion gate: RH508 runs, and every not-evaluable finding blocks")
+    group.addoption("--runhealth-candidate", dest="runhealth_candidate", metavar="PLAYER",
+                    help="the gate's candidate: the player whose per-round scores must show the claim "
+                         "(overrides gate.candidate in runhealth.yaml)")
+    group.addoption("--runhealth-claim", dest="runhealth_claim", choices=("wins", "loses"),
+                    help="what the candidate claims: wins (a promotion, the default) or loses (a regression); "
+                         "overrides gate.claim")
     parser.addini("runhealth_eval_server", "evaluation server URL", default="")
     parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
     parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
@@ -119,9 +125,10 @@ def eval_server(pytestconfig: pytest.Config):
 
 @pytest.fixture
 def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
-    """The gate's decision for the run dir (``.passed``, ``.missing()``,
-    ``.counted``, ``.excluded``); ``.require()`` fails the test with what is
-    missing. Marking the test ``@pytest.mark.runhealth_gate`` turns gate mode on."""
+    """The gate's one decision for the session, over the rounds of every
+    harvest run dir (``.passed``, ``.missing()``, ``.counted``, ``.excluded``);
+    it needs a candidate (gate.candidate or --runhealth-candidate) to pass.
+    Marking the test ``@pytest.mark.runhealth_gate`` turns gate mode on."""
     return decision_for(run_dir, request.config)
 
 
@@ -161,14 +168,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session_of(config)
     if state is None or not is_controller(config) or not gate_mode(config):
         return
-
     results = list(state.collector.results.values())
     blockers = _blockers(results)
-    decisions = {}
-    for rd in state.run_dirs:
-        if "harvest" in rd.layouts:
-            decisions[rd.name] = (decision_for(rd, config), evaluation_of(rd))
-    record = verdict_record(decisions, blockers, __version__, _check_versions(results, state.registry))
+    gated = gated_run_dirs(config)
+    decision = decision_for(None, config) if gated else None
+    evaluations = {rd.name: evaluation_of(rd) for rd in gated}
+    record = verdict_record(decision, evaluations, blockers, __version__, _check_versions(results, state.registry))
     config.stash[GATE_RESULT] = record
     out = report_path(config, "report")
     if out:

@@ -47,8 +47,12 @@ GATE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "candidate": {"type": ["string", "integer"]},
-        "claim": {"enum": ["wins", "loses"]},
+        "candidate": {"type": ["string", "integer"],
+                      "description": "the player (policy version) whose per-player scores the gate judges; "
+                                     "without it RH508 refuses (not-evaluable, cause no-claim)"},
+        "claim": {"enum": ["wins", "loses"],
+                  "description": "wins: the candidate's mean score beats every other player's in each counted "
+                                 "round (a promotion, the default); loses: it trails them (a regression)"},
     },
 }
 

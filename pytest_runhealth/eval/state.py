@@ -47,12 +47,25 @@ def gate_mode(config: pytest.Config | None) -> bool:
 
 def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
     state = session_of(config)
-    return validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate")
+    gate = dict(validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate"))
+    for key in ("candidate", "claim"):  # the command line wins over runhealth.yaml
+        given = config.getoption(f"runhealth_{key}", None) if config is not None else None
+        if given:
+            gate[key] = given
+    return gate
+
+
+def gated_run_dirs(config: pytest.Config | None, fallback=None) -> list:
+    """The session's run dirs whose rounds the gate counts: every harvest."""
+    state = session_of(config)
+    found = [rd for rd in (state.run_dirs if state else []) if "harvest" in rd.layouts]
+    return found or ([fallback] if fallback is not None else [])
 
 
 def decision_for(run_dir, config: pytest.Config | None):
-    """The promotion gate's decision for ``run_dir`` (RH508's threshold
-    ``min_rounds`` is K, runhealth.yaml's ``gate:`` the candidate and claim)."""
+    """The session's one decision: every round of every harvest run dir of
+    the session counts toward K (RH508's threshold ``min_rounds``);
+    ``run_dir`` is used only outside a session."""
     state = session_of(config)
     k = 3
     if state is not None:
@@ -60,5 +73,5 @@ def decision_for(run_dir, config: pytest.Config | None):
         if spec is not None:
             k = int(state.settings.thresholds_for(spec).get("min_rounds", 3))
     gate = gate_settings(config)
-    return decide(evaluation_of(run_dir), terminal_statuses(config), k, gate.get("candidate"),
-                  gate.get("claim", "wins"), run_dir.log_tail)
+    sources = [(rd.name, evaluation_of(rd), rd.log_tail) for rd in gated_run_dirs(config, run_dir)]
+    return decide(sources, terminal_statuses(config), k, gate.get("candidate"), gate.get("claim", "wins"))

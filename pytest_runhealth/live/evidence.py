@@ -23,7 +23,9 @@ def rh101_live_evidence(ctx, already: list[Evidence] = ()) -> list[Evidence]:
     lm = live.lmstudio
     log = lm.server_log(ctx.run_dir)
     if log is not None and not log.error and ctx.run_dir.rel(log.path) not in seen:
-        noops = log.of("unload-noop")
+        from ..timespan import run_span, split_by_span
+
+        noops, _ = split_by_span(log.of("unload-noop"), run_span(ctx.run_dir), lambda e: e.entry.ts)  # issue 18
         for ev in noops[-SHOWN:]:
             out.append(ctx.evidence(log.path, ev.entry.line, f"{ev.entry.ts} [{ev.entry.level}] {ev.entry.message}"))
     out += _gpu_evidence(ctx, live.gpu)

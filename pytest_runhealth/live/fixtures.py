@@ -87,6 +87,7 @@ class LMStudio:
         self.log_path = Path(log).expanduser() if log else None
         self.judge_model, _ = setting(config, "lmstudio_judge_model", "runhealth_lmstudio_judge_model")
         self._logs: dict[Path, Any] = {}
+        self.config = config
 
     @property
     def url(self) -> str:
@@ -133,11 +134,17 @@ class LMStudio:
                 if f.suffix in (".log", ".txt") and any(n in run_dir.rel(f).lower() for n in LMSTUDIO_LOG_NAMES)]
         if kept:
             return max(kept, key=mtime), "found in the run dir"
-        if run_dir.is_sweep or self.requested:
+        if (run_dir.is_sweep or self.requested) and self._local(run_dir):
             newest = newest_log()
             if newest is not None:
                 return newest, "newest in ~/.lmstudio/server-logs"
         return None, ""
+
+    def _local(self, run_dir) -> bool:
+        """This machine's ~/.lmstudio logs speak only for a run on this machine (issue 18)."""
+        from ..locality import local_reason
+
+        return local_reason(run_dir, self.config) is not None
 
     def server_log(self, run_dir):
         from .lmstudio_log import ServerLog, read_server_log
