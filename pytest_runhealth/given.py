@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from .eval.state import gate_mode
+from .session import is_controller, session_of
+
 
 def usable_paths(paths: list[Path]) -> list[Path]:
     """The run dirs to check, each once (by resolved path, first spelling
@@ -56,25 +59,21 @@ def nothing_checked(results: list[dict]) -> str | None:
     return f"nothing was checked: all {len(results)} run-health items were skipped: {top}{more}"
 
 
-def _results(config: pytest.Config) -> list[dict] | None:
-    from .plugin import STATE
-
-    state = config.stash.get(STATE, None)
-    if state is None or hasattr(config, "workerinput") or not state.run_dirs:
+def _results(config: pytest.Config) -> list | None:
+    state = session_of(config)
+    if state is None or not is_controller(config) or not state.run_dirs:
         return None
     return list(state.collector.results.values())
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    from .eval.plugin import gate_mode
-
     results = _results(session.config)
     if results is not None and nothing_checked(results) and gate_mode(session.config) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
     results = _results(config)
     line = nothing_checked(results) if results is not None else None
     if line:

@@ -36,26 +36,24 @@ def sweep_judges_with_lmstudio(run_dir) -> bool:
     return False
 
 
-def local_reason(run_dir, config, *, prelaunch_any: bool = False) -> str | None:
+def local_reason(run_dir, config, lmstudio=None, *, prelaunch_any: bool = False) -> str | None:
     """Why the run is taken to be on this machine, or None without evidence.
 
-    ``prelaunch_any``: any run dir of a ``-m prelaunch`` session is being
-    prepared here (the GPUs it is about to use are this machine's)."""
-    return run_dir.cached(("locality", prelaunch_any), lambda: _reason(run_dir, config, prelaunch_any))
+    ``lmstudio``: the session's LM Studio service (``live.fixtures.LMStudio``),
+    passed down by the caller. ``prelaunch_any``: any run dir of a
+    ``-m prelaunch`` session is being prepared here (the GPUs it is about to
+    use are this machine's)."""
+    return run_dir.cached(("locality", prelaunch_any), lambda: _reason(run_dir, config, lmstudio, prelaunch_any))
 
 
-def _reason(run_dir, config, prelaunch_any: bool) -> str | None:
+def _reason(run_dir, config, lm, prelaunch_any: bool) -> str | None:
     from .prelaunch import is_prelaunch_session
     from .status import pid_alive
 
     if os.environ.get("BRACKET_LMS_BIN"):
         return "BRACKET_LMS_BIN is set here"
-    if config is not None:
-        from .live.fixtures import live_services
-
-        lm = live_services(config).lmstudio
-        if lm.requested and is_local_url(lm.url):
-            return f"LM Studio is named at {lm.url} ({lm.url_source})"
+    if lm is not None and lm.requested and is_local_url(lm.url):
+        return f"LM Studio is named at {lm.url} ({lm.url_source})"
     for run in run_dir.runs[:MAX_PID_RUNS]:
         if pid_alive(run):
             return f"the pid file of {run.name} names a process running here"

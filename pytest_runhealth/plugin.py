@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from . import __version__, discovery, hookspecs, prelaunch, scale, severity, trust_boundary
+from . import __version__, discovery, hookspecs, prelaunch, scale, severity
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from .values import finite_number, timestamp
+
 SLACK_S = 24 * 3600.0
 MAX_FILES = 5000  # file times read per run dir (the walk is already bounded)
 
@@ -40,15 +42,15 @@ def run_span(run_dir) -> Span | None:
 
 
 def _span(run_dir) -> Span | None:
-    from .checks.sweep import _number, _timestamp  # the ledger's time reader (ISO text or Unix time)
+
     from .safeio import mtime
 
     times: list[float] = []
     basis = []
     ledger = run_dir.ledger if run_dir.is_sweep else None
     for row in ledger or ():
-        start, end = _timestamp(row.get("started_at")), _timestamp(row.get("finished_at"))
-        took = _number(row.get("duration_s"))
+        start, end = timestamp(row.get("started_at")), timestamp(row.get("finished_at"))
+        took = finite_number(row.get("duration_s"))
         found = [t.timestamp() for t in (start, end) if t is not None]
         if end is not None and took is not None:
             found.append(end.timestamp() - took)

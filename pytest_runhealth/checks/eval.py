@@ -115,7 +115,7 @@ def json_not_preambled(ctx):
     "on too long.",
 )
 def round_terminal(ctx):
-    from ..eval.plugin import gate_mode
+    from ..eval.state import gate_mode
 
     ev = _rounds(ctx)
     if ev.fetch_error and not ev.rounds:
@@ -153,9 +153,7 @@ BUDGET = {"fps": 24, "budget_factor": 3, "budget_slack_s": 900, "wedge_slack_s":
 
 def _budget_thresholds(ctx) -> dict:
     """RH502's thresholds (runhealth.yaml may change them): RH501 states the same budget."""
-    from ..plugin import STATE
-
-    state = ctx.config.stash.get(STATE, None) if ctx.config is not None else None
+    state = ctx.session
     spec = state.registry.get("RH502") if state is not None else None
     return state.settings.thresholds_for(spec) if spec is not None else dict(BUDGET)
 

@@ -12,10 +12,12 @@ NVML_WHERE = "nvml"
 
 
 def _devices_or_skip(ctx, gpu):
+    from ..live.fixtures import live_services
     from ..locality import NOT_LOCAL, local_reason
 
     # This machine's GPUs say something only about a run on this machine (issue 18).
-    if local_reason(ctx.run_dir, ctx.config, prelaunch_any=True) is None:
+    lmstudio = live_services(ctx.config).lmstudio if ctx.config is not None else None
+    if local_reason(ctx.run_dir, ctx.config, lmstudio, prelaunch_any=True) is None:
         ctx.skip(NOT_LOCAL)
     reason = gpu.unavailable()
     if reason:

@@ -232,7 +232,7 @@ def lms_cli_resolvable(ctx, lmstudio):
 
     lm = lmstudio
     # Only LM Studio on this machine needs this machine's lms CLI: a log copied from elsewhere does not (issue 18).
-    if not (local_reason(ctx.run_dir, ctx.config)
+    if not (local_reason(ctx.run_dir, ctx.config, lm)
             or ctx.run_dir.is_sweep and not lm.requested and is_local_url(lm.url) and lm.down() is None):
         ctx.skip("LM Studio is not in use on this machine (no LM Studio URL on localhost, no BRACKET_LMS_BIN, no "
                  "sweep with judge_method: lmstudio prepared here with -m prelaunch, no reachable local server; "

@@ -12,7 +12,7 @@ import math
 import os
 import re
 import statistics
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Iterable
 
 from .. import rootcause
@@ -20,18 +20,13 @@ from ..finding import Evidence
 from ..ledger import LedgerRow
 from ..logscan import LogScan, StepPoint
 from ..registry import check
+from ..values import finite_number, timestamp
 
 NOT_TRAINING_ROLES = {"setup"}  # every other role (baseline, curated, candidate, finalist) trains
 RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9}
 
 
 # -- reading rows -------------------------------------------------------------------
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -79,33 +74,13 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _timestamp(value: Any) -> datetime | None:
-    """ISO 8601 text or a Unix time (seconds, or milliseconds)."""
-    num = _number(value)
-    if num is not None:
-        if num > 1e11:
-            num /= 1000.0
-        try:
-            return datetime.fromtimestamp(num, tz=timezone.utc)
-        except (OverflowError, OSError, ValueError):
-            return None
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip().replace("Z", "+00:00")
-    try:
-        stamp = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
-
-
 # -- RH101 ------------------------------------------------------------------------------
 def _collapsed(row: LedgerRow, th: dict) -> bool:
     """A handful of steps, then the wall clock: the VRAM-leak signature."""
     steps = _int(row.get("n_steps"))
     if steps is None or steps > th["handful_steps"] or not _timed_out(row) or not _trains(row):
         return False
-    wall, took = _number(row.get("wall_secs")), _number(row.get("duration_s"))
+    wall, took = finite_number(row.get("wall_secs")), finite_number(row.get("duration_s"))
     return not (wall and took is not None and took < th["wall_fraction"] * wall)
 
 
@@ -198,16 +173,16 @@ def step_count_collapse(ctx):
         return (f"{row.run_id} hit the wall clock after {row.get('n_steps')} steps, but no earlier run of the "
                 "sweep trained fully, so this is not the step-count collapse (see RH107 for slow steps).")
     how = "killed_by_timeout" if row.get("killed_by_timeout") is True else 'error "timeout"'
-    summary = (f"{ref.run_id} trained {ref.get('n_steps')} steps in {_secs(_number(ref.get('duration_s')))}; "
-               f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(_number(row.get('duration_s')))} ({how})")
+    summary = (f"{ref.run_id} trained {ref.get('n_steps')} steps in {_secs(finite_number(ref.get('duration_s')))}; "
+               f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(finite_number(row.get('duration_s')))} ({how})")
     place = places[row.line]
     after = len(collapsed) - place - 1
     if place == 0:
         summary += f", and so did the {_plural(after, 'run')} after it." if after else "."
     else:
         summary += f": collapse {place + 1} of {len(collapsed)} since {collapsed[0].run_id}."
-    ref_rate = (_int(ref.get("n_steps")) or 0) / (_number(ref.get("duration_s")) or math.inf)
-    own_rate = (_int(row.get("n_steps")) or 0) / (_number(row.get("duration_s")) or math.inf)
+    ref_rate = (_int(ref.get("n_steps")) or 0) / (finite_number(ref.get("duration_s")) or math.inf)
+    own_rate = (_int(row.get("n_steps")) or 0) / (finite_number(row.get("duration_s")) or math.inf)
     if ref_rate and own_rate:
         summary += f"\nIt ran {ref_rate / own_rate:.0f}x slower per step than {ref.run_id}: the VRAM-leak signature."
     fields = ("n_steps", "duration_s", "killed_by_timeout", "error", "wall_secs", "exit_code")
@@ -316,7 +291,7 @@ def _setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
     "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
 )
 def judge_not_called(ctx):
-    scored = [r for r in ctx.ledger if _trains(r) and _number(r.get("score")) is not None]
+    scored = [r for r in ctx.ledger if _trains(r) and finite_number(r.get("score")) is not None]
     if len(scored) < ctx.thresholds["min_scored_rows"]:
         return None
     if any(r.get("judge_report") not in (None, {}, []) for r in scored):
@@ -513,7 +488,7 @@ def _healthy_by_role(ctx) -> dict[str, _HealthyKnobs]:
 )
 def early_exit_config(ctx):
     row, th = _row(ctx), ctx.thresholds
-    code, took = _int(row.get("exit_code")), _number(row.get("duration_s"))
+    code, took = _int(row.get("exit_code")), finite_number(row.get("duration_s"))
     if code in (None, 0) or took is None or took > th["early_exit_s"]:
         return None
     role = _text(row.get("role"))
@@ -551,10 +526,10 @@ def early_exit_config(ctx):
 
 # -- RH106 ------------------------------------------------------------------------------
 def _stopped_at(row: LedgerRow) -> datetime | None:
-    end = _timestamp(row.get("finished_at"))
+    end = timestamp(row.get("finished_at"))
     if end is not None:
         return end
-    start, took = _timestamp(row.get("started_at")), _number(row.get("duration_s"))
+    start, took = timestamp(row.get("started_at")), finite_number(row.get("duration_s"))
     return start + timedelta(seconds=took) if start is not None and took is not None else None
 
 
@@ -689,7 +664,7 @@ def slow_steps(ctx):
     if not pts:
         return None
     own = statistics.median(p.sec_per_step for p in pts)
-    expected = _number(ctx.thresholds.get("expected_s_per_it"))
+    expected = finite_number(ctx.thresholds.get("expected_s_per_it"))
     row = ctx.run.row
     if expected:
         ref, against = expected, f"the expected {_fmt_rate(expected)}"

@@ -144,7 +144,7 @@ class LMStudio:
         """This machine's ~/.lmstudio logs speak only for a run on this machine (issue 18)."""
         from ..locality import local_reason
 
-        return local_reason(run_dir, self.config) is not None
+        return local_reason(run_dir, self.config, self) is not None
 
     def server_log(self, run_dir):
         from .lmstudio_log import ServerLog, read_server_log

@@ -1,0 +1,35 @@
+"""Typed reads of values from JSON a run wrote (ledger rows, harvest files):
+a number is finite and not a bool, a time is ISO 8601 text or a Unix time.
+Shared by the checks and the time-span rule, so both read a row alike."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+
+def finite_number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def timestamp(value: Any) -> datetime | None:
+    """ISO 8601 text or a Unix time (seconds, or milliseconds)."""
+    num = finite_number(value)
+    if num is not None:
+        if num > 1e11:
+            num /= 1000.0
+        try:
+            return datetime.fromtimestamp(num, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
