@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -91,7 +92,7 @@ class LedgerRow:
 @dataclass
 class LedgerProblem:
     line: int
-    kind: str  # not-json, not-object, truncated-last-line, schema, duplicate-run-id, empty
+    kind: str  # not-json, not-object, truncated-last-line, schema, duplicate-run-id, run-id-unusable, empty
     message: str
     text: str = ""
 
@@ -200,6 +201,12 @@ def read_ledger(path: Path, max_line_bytes: int = 8 << 20) -> Ledger:
                 if bad == "run_id":
                     continue
             rid = row.run_id
+            why = unusable_run_id(rid)
+            if why:
+                shown = rid if len(rid) <= 60 else rid[:57] + "..."
+                ledger.problems.append(LedgerProblem(lineno, "run-id-unusable", f"run_id {shown!r} is unusable: {why}; "
+                                                     "its run folder is not read", row.text[:200]))
+                continue
             if rid in seen:
                 ledger.problems.append(
                     LedgerProblem(lineno, "duplicate-run-id", f"run_id {rid!r} already on line {seen[rid]}", row.text[:200])
@@ -214,6 +221,32 @@ def read_ledger(path: Path, max_line_bytes: int = 8 << 20) -> Ledger:
             if canonical != spelled:
                 ledger.aliases[canonical] = spelled
     return ledger
+
+
+NAME_MAX = 255  # bytes in one file name on every common filesystem (ext4, xfs, btrfs, APFS, NTFS in UTF-16 units)
+
+
+def unusable_run_id(rid: str) -> str | None:
+    """Why ``rid`` cannot name a folder under ``runs/`` (None when it can).
+
+    A run id is a name, never a path: ``runs/<id>`` with ``../../x``, ``/etc`` or
+    ``/`` would read (and quote) files outside the run dir, so such a row's
+    folder is never opened."""
+    if not rid:
+        return "it is empty"
+    if "\x00" in rid:
+        return "it contains a NUL byte"
+    if rid in (".", ".."):
+        return "it names the runs/ folder itself or its parent"
+    if "/" in rid or "\\" in rid:
+        return "it is a path (absolute, or with a path separator), not a name"
+    try:
+        size = len(os.fsencode(rid))
+    except (UnicodeError, ValueError):
+        return "it cannot be encoded as a file name"
+    if size > NAME_MAX:
+        return f"it is {size} bytes long; a file name holds at most {NAME_MAX}"
+    return None
 
 
 def _lines(fh, max_line_bytes: int) -> Iterator[tuple[bytes, bool, bool]]:

@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .ledger import Ledger, LedgerRow, read_ledger
+from .ledger import Ledger, LedgerRow, read_ledger, unusable_run_id
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
 from .safeio import outside_link
 
@@ -201,7 +201,7 @@ class RunDir:
         if self.ledger is not None:
             for row in self.ledger.rows:
                 rid = row.run_id
-                if rid not in runs:
+                if rid not in runs and unusable_run_id(rid) is None:  # the ledger reports it (RH001)
                     runs[rid] = Run(rid, self.path / "runs" / rid, self, row)
         try:
             folders = sorted(e.name for e in os.scandir(self.path / "runs") if e.is_dir(follow_symlinks=False))

@@ -13,12 +13,15 @@ from ..registry import check
     phases=["live", "postmortem", "gate"],
     verdicts=["not-evaluable"],
     detects="ledger.jsonl is missing where a sweep needs it, a line is not JSON, a row breaks the row schema, "
-    "a run_id repeats, or the last line is cut short.",
+    "a run_id repeats, the last line is cut short, or a run_id cannot name a folder (`run-id-unusable`: absolute, "
+    "with a path separator or `..`, a NUL, or longer than a file name may be; that row's run folder is never "
+    "opened).",
     why="Every sweep check reads the ledger; a dropped line hides exactly the run that went wrong, and a "
     "truncated last line means the writer is still appending or crashed mid-write.",
     example="ledger.jsonl:7 {\"run_id\": \"cur-002-s0\", \"n_steps\": 3, \"durat",
     fix="If the sweep is still running, wait and re-check; otherwise repair or remove the named lines "
-    "(keep a copy) and re-run the orchestrator's ledger writer.",
+    "(keep a copy) and re-run the orchestrator's ledger writer. `run-id-unusable`: a run_id is a folder name "
+    "under runs/, never a path; fix the orchestrator that wrote it (or the row) so run_id is a plain name.",
 )
 def ledger_readable(ctx):
     rd = ctx.run_dir
@@ -38,6 +41,7 @@ def ledger_readable(ctx):
             note += "; fields read as " + ", ".join(f"{c}←{s}" for c, s in sorted(ledger.aliases.items()))
         return note
     kinds = sorted({p.kind for p in ledger.problems})
+    cause = "run-id-unusable" if "run-id-unusable" in kinds else None
     only_tail = kinds == ["truncated-last-line"]
     path = rd.rel(rd.ledger_path)
     shown = ledger.problems[:8]
@@ -53,7 +57,7 @@ def ledger_readable(ctx):
         summary += f"\n… and {more} more"
     return ctx.fail(
         "not-evaluable",
-        None,
+        cause,
         summary,
         [ctx.evidence(path, p.line or None, p.text or p.message) for p in shown],
     )
