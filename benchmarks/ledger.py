@@ -71,11 +71,14 @@ def json_reference(ledger: Path) -> float:
     return time.perf_counter() - t
 
 
-def pytest_run(root: Path, *extra: str) -> tuple[float, str]:
-    cmd = [sys.executable, "-m", "pytest", "--run-dir", str(root), "-k", "RH1", "-q", "-p", "no:anyio",
+def pytest_run(root: Path, *extra: str, code: Path | None = None) -> tuple[float, str]:
+    cmd = [sys.executable, "-m", "pytest", f"--run-dir={root}", "-k", "RH1", "-q", "-p", "no:anyio",
            "-p", "no:cacheprovider", *extra]
+    env = dict(os.environ)
+    if code is not None:  # another checkout's pytest_runhealth first on the path (same machine, same run)
+        env["PYTHONPATH"] = str(code)
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root.parent)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root.parent, env=env)
     took = time.perf_counter() - t
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     return took, (lines[-1] if lines else proc.stderr[-300:])
@@ -85,21 +88,32 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--folders", type=int, default=1_000)
-    ap.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir, removed)")
+    ap.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir, removed); "
+                    "an existing build there is reused")
+    ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package "
+                    "(e.g. `git archive v0.1 pytest_runhealth | tar -x -C DIR`), timed in the same run")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = (args.keep or Path(tmp)) / "session-bench"
-        t = time.perf_counter()
-        build(root, args.rows, args.folders)
-        print(f"built {args.rows:,} rows, {args.folders:,} run folders, "
-              f"{(root / 'ledger.jsonl').stat().st_size / 1e6:.1f} MB ledger in {time.perf_counter() - t:.1f} s")
-        ref = min(json_reference(root / "ledger.jsonl") for _ in range(3))
+        if not (root / "ledger.jsonl").is_file():
+            t = time.perf_counter()
+            build(root, args.rows, args.folders)
+            print(f"built {args.rows:,} rows, {args.folders:,} run folders in {time.perf_counter() - t:.1f} s")
+        print(f"ledger: {(root / 'ledger.jsonl').stat().st_size / 1e6:.1f} MB")
+        ref = min(json_reference(root / "ledger.jsonl") for _ in range(2))
         print(f"json.loads per line:            {ref:8.2f} s  (1.0x)")
-        collect, tail = pytest_run(root, "--collect-only")
-        print(f"pytest -k RH1 --collect-only:   {collect:8.2f} s  ({collect / ref:.1f}x)  {tail}")
-        full, tail = pytest_run(root)
-        print(f"pytest -k RH1 (all checks):     {full:8.2f} s  ({full / ref:.1f}x)  {tail}")
-        print(f"ratio (checks vs json.loads): {full / ref:.1f}x (aim: < 3x); the collect-only line is the part "
+        versions = [("this checkout", None)] + ([("baseline", args.baseline)] if args.baseline else [])
+        ours = 0.0
+        for name, code in versions:
+            collect, tail = pytest_run(root, "--collect-only", code=code)
+            print(f"[{name}] pytest -k RH1 --collect-only: {collect:8.2f} s  ({collect / ref:.1f}x)  {tail}")
+            full, tail = pytest_run(root, code=code)
+            print(f"[{name}] pytest -k RH1 (all checks):   {full:8.2f} s  ({full / ref:.1f}x)  {tail}")
+            ours = ours or full
+        ref2 = min(json_reference(root / "ledger.jsonl") for _ in range(2))
+        ref = min(ref, ref2)
+        print(f"json.loads per line, again:     {ref2:8.2f} s (the machine's load moved by {ref2 / ref:.2f}x)")
+        print(f"ratio (checks vs json.loads): {ours / ref:.1f}x (aim: < 3x); the collect-only line is the part "
               "that is not the checks themselves")
 
 

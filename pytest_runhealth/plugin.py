@@ -50,6 +50,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.packs",
     "pytest_runhealth.prelaunch",
+    "pytest_runhealth.release",
     "pytest_runhealth.reports.plugin",
     "pytest_runhealth.rules",
     "pytest_runhealth.selftest",
