@@ -92,6 +92,7 @@ def main() -> None:
                     "an existing build there is reused")
     ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package "
                     "(e.g. `git archive v0.1 pytest_runhealth | tar -x -C DIR`), timed in the same run")
+    ap.add_argument("--candidate", type=Path, help="like --baseline, for the version measured as 'this checkout'")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = (args.keep or Path(tmp)) / "session-bench"
@@ -102,7 +103,7 @@ def main() -> None:
         print(f"ledger: {(root / 'ledger.jsonl').stat().st_size / 1e6:.1f} MB")
         ref = min(json_reference(root / "ledger.jsonl") for _ in range(2))
         print(f"json.loads per line:            {ref:8.2f} s  (1.0x)")
-        versions = [("this checkout", None)] + ([("baseline", args.baseline)] if args.baseline else [])
+        versions = [("this checkout", args.candidate)] + ([("baseline", args.baseline)] if args.baseline else [])
         ours = 0.0
         for name, code in versions:
             collect, tail = pytest_run(root, "--collect-only", code=code)
