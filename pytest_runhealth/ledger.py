@@ -14,9 +14,10 @@ from typing import Any, Iterator
 from .safeio import open_readonly
 
 try:  # optional speed-up, same results (see _decode_row)
+    from orjson import dumps as _fast_dumps
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
-    _fast_loads = None
+    _fast_dumps = _fast_loads = None
 
 FREEZE_FROM = 20_000  # rows; smaller ledgers cost the collector next to nothing
 
@@ -189,6 +190,19 @@ def _decode_row(line: bytes) -> Any:
         except ValueError:
             pass
     return json.loads(line)
+
+
+def dumps_lower(value: Any) -> bytes | None:
+    """``value`` as JSON text, ASCII letters lower-cased, for a quick "is this
+    ASCII needle anywhere in it" test before walking it (None when it cannot
+    be serialised). JSON escapes only quotes, backslashes and control
+    characters, so a needle without those appears verbatim if it is there."""
+    try:
+        if _fast_dumps is not None:
+            return _fast_dumps(value).lower()
+        return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass").lower()
+    except (TypeError, ValueError):
+        return None
 
 
 def read_ledger(path: Path, max_line_bytes: int = 8 << 20) -> Ledger:
