@@ -13,6 +13,7 @@ The issue's aim: at most 2x grep's time."""
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import subprocess
@@ -59,9 +60,25 @@ def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
     return wall, cpu, out
 
 
+IN_PROCESS = ("import sys, time; from pathlib import Path; from pytest_runhealth.logscan import scan_log, read_log_tail; "
+              "p = Path(sys.argv[1]); t = time.perf_counter(); s = scan_log(p); read_log_tail(p, scan=s); "
+              "print(time.perf_counter() - t)")
+
+
+def in_process(log: Path, code: Path | None) -> float:
+    """The shared scan and tail alone, timed inside one interpreter (no start-up at all)."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    out = subprocess.run([sys.executable, "-c", IN_PROCESS, str(log)], capture_output=True, text=True, env=env)
+    return float(out.stdout.strip())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package: "
+                    "its in-process scan is timed beside this checkout's")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="rh-logscan-"))
     try:
@@ -80,13 +97,17 @@ def main() -> None:
               f"count {grep[0][2].stdout.strip()}")
 
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio", "-q",
-               "--run-dir", str(run), "-k", LOG_CHECKS]
+               f"--run-dir={run}", "-k", LOG_CHECKS]
         suite = [timed(cmd) for _ in range(3)]
         s_wall, s_cpu = sorted(s[0] for s in suite)[1], sorted(s[1] for s in suite)[1]
         out = suite[0][2].stdout
         assert "cuda-oom" in out, out[-2000:]
         print(f"log checks (pytest):  {s_wall:6.2f} s wall, {s_cpu:6.2f} s CPU  ({size / s_wall / 1e6:,.0f} MB/s), "
               f"incl. interpreter and pytest start-up")
+
+        for name, code in [("this checkout", None)] + ([("baseline", args.baseline)] if args.baseline else []):
+            scans = sorted(in_process(log, code) for _ in range(3))
+            print(f"[{name}] scan + tail in-process: {scans[1]:6.2f} s ({scans[1] / g_wall:.2f}x grep's wall time)")
 
         idle = [timed(cmd[:-2] + ["-k", "nothing_matches_this"]) for _ in range(3)]
         i_wall = sorted(i[0] for i in idle)[1]
