@@ -150,7 +150,8 @@ def main() -> None:
             print(f"{n:>6} {items:>7} {collect_s:>9.2f} {serial_s:>8.2f} {serial_s / n:>7.4f} {plain_s:>8.2f} "
                   f"{(serial_s - plain_s) / max(items, 1) * 1000:>6.2f}ms {par_s:>8.2f} {serial_s / par_s:>6.2f}x "
                   f"{peak_mb:>8.0f}")
-            if len(slopes) > 1:
+            subprocess.run(["rm", "-rf", str(root)])
+        if len(slopes) > 1:
             print(f"time per run from N={sizes[0]} to N={sizes[-1]}: {slopes[-1] / slopes[0]:.2f}x (flat = 1.00x)")
             for name, pts in peaks.items():
                 (n0, m0), (n1, m1) = pts[0], pts[-1]
