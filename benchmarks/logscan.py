@@ -60,7 +60,8 @@ def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
     return wall, cpu, out
 
 
-IN_PROCESS = ("import sys, time; from pathlib import Path; from pytest_runhealth.logscan import scan_log, read_log_tail; "
+IN_PROCESS = ("import sys, time; from pathlib import Path; "
+              "from pytest_runhealth.logscan import scan_log, read_log_tail; "
               "p = Path(sys.argv[1]); t, c = time.perf_counter(), time.process_time(); s = scan_log(p); "
               "read_log_tail(p, scan=s); print(time.perf_counter() - t, time.process_time() - c)")
 

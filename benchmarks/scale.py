@@ -134,8 +134,8 @@ def main() -> None:
                 base_s, out = timed(session, tmp, args.baseline)
                 base_mb = int(re.search(r"PEAK_KB (\d+)", out).group(1)) / 1024
                 peaks.setdefault("baseline", []).append((n, base_mb))
-                print(f"{n:>6} baseline: -n0 {base_s:.2f} s, peak {base_mb:.0f} MB; this checkout: -n0 {serial_s:.2f} s, "
-                      f"peak {peak_mb:.0f} MB")
+                print(f"{n:>6} baseline: -n0 {base_s:.2f} s, peak {base_mb:.0f} MB; "
+                      f"this checkout: -n0 {serial_s:.2f} s, peak {peak_mb:.0f} MB")
             if args.memory_only:
                 slopes.append(serial_s / n)
                 print(f"{n:>6} {items:>7} {collect_s:>9.2f} {serial_s:>8.2f} {serial_s / n:>7.4f} {'-':>8} {'-':>8} "
