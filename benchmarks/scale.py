@@ -81,8 +81,11 @@ def build(root: Path, n: int, log: Path, events: Path) -> None:
     (root / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+# The session's own peak: VmHWM (ru_maxrss also carries the forking parent's peak across exec).
 PEAK = ("import resource, sys, pytest; rc = pytest.main(sys.argv[1:]); "
-        "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)")
+        "hwm = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM')] "
+        "if sys.platform == 'linux' else []; "
+        "print('PEAK_KB', hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)")
 
 
 def timed(cmd: list[str], cwd: Path, code: Path | None = None) -> tuple[float, str]:
