@@ -10,8 +10,10 @@ Builds a sweep with ``--rows`` ledger rows (every field, unique run_ids) and
 * ``pytest --run-dir X -k RH1 --collect-only`` (collection alone);
 * ``pytest --run-dir X -k RH1`` (collection plus every RH1xx check),
 
-each as a fresh subprocess, and prints the ratios. Numbers vary by machine;
-the ratio is what to compare.
+each as a fresh subprocess, and prints the ratios, in wall and CPU time, each
+against a json.loads pass timed just before it (a shared machine's load moves
+by 2x within minutes). ``--baseline DIR`` times another version's package in
+the same run (``git archive v0.1 pytest_runhealth | tar -x -C DIR``).
 
 Measured (2026-11-30, 2 shared cores, every family of checks installed), 100,000
 rows / 1,000 folders, json.loads 1.1 s:
@@ -20,10 +22,14 @@ rows / 1,000 folders, json.loads 1.1 s:
   functions took under 3 % of that: pytest's ~3 ms per item was the cost.
 * with run-scope checks batched into one item per check above
   --runhealth-batch-above (2,000 runs): collect-only 13.6 s (12x), all RH1xx
-  checks 29.5 s (27x). Of the ~21 s in-session, reading the ledger into rows
-  and runs takes ~8 s, the artefact probes (`needs`) ~3 s, the 1,000 log scans
-  ~1.5 s, RH104's walk of every judge_report ~3 s, RH105's per-role knob table
-  ~2.5 s. The 3x aim is still missed.
+  checks 29.5 s (27x).
+
+Measured 2026-12-01 (same machine kind, oversubscribed ~8x by other sessions, so
+CPU time): collect-only 1.3x json.loads (v0.1 in the same run: 5.8x); all RH1xx
+checks 5.9x (v0.1: see docs/performance.md). Wall, an earlier run: collect-only
+35.3 s vs v0.1 55.8 s, all checks 70.6 s vs 103.1 s. What remains is the
+per-(check, run) judging inside batched items (plugin.judge_batch) and the
+1,000 logs themselves.
 """
 
 from __future__ import annotations
