@@ -224,10 +224,11 @@ def _count_newlines(path: Path, start: int, upto: int) -> int:
 
 
 def _count_byte(path: Path, start: int, upto: int, byte: bytes) -> int:
-    """``byte`` (never NUL) in ``[start, upto)``, through one reused 8 MiB
-    buffer; sparse holes (all NUL) are skipped, not read."""
+    """``byte`` (never NUL) in ``[start, upto)``, through one reused 1 MiB
+    buffer (the tail reader's memory bound); sparse holes (all NUL) are
+    skipped, not read."""
     count = 0
-    buf = bytearray(CHUNK)
+    buf = bytearray(1 << 20)
     view = memoryview(buf)
     with open_readonly(path) as fh:
         fh.seek(start)
