@@ -26,7 +26,7 @@ rows / 1,000 folders, json.loads 1.1 s:
 
 Measured 2026-12-01 (same machine kind, oversubscribed ~8x by other sessions, so
 CPU time): collect-only 1.3x json.loads (v0.1 in the same run: 5.8x); all RH1xx
-checks 5.9x (v0.1: see docs/performance.md). Wall, an earlier run: collect-only
+checks 5.9x (v0.1: 12.4x). Wall, an earlier run: collect-only
 35.3 s vs v0.1 55.8 s, all checks 70.6 s vs 103.1 s. What remains is the
 per-(check, run) judging inside batched items (plugin.judge_batch) and the
 1,000 logs themselves.
