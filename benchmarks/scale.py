@@ -107,9 +107,12 @@ def main() -> None:
     ap.add_argument("--memory-only", action="store_true", help="only the -n 0 session and its peak RSS")
     ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package, "
                     "whose -n 0 session is measured beside this checkout's")
+    ap.add_argument("--pytest-args", default="", help="more arguments for every session, e.g. "
+                    "'--runhealth-batch-above=20' to see the slope once runs are batched")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    py = [sys.executable, "-m", "pytest", "-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q"]
+    py = [sys.executable, "-m", "pytest", "-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q",
+          *args.pytest_args.split()]
     with tempfile.TemporaryDirectory(prefix="runhealth-scale-") as tmp:
         tmp = Path(tmp)
         log, events = tmp / "template.log", tmp / "tb"
