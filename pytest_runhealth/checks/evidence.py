@@ -20,8 +20,7 @@ from ..registry import check
     "truncated last line means the writer is still appending or crashed mid-write.",
     example="ledger.jsonl:7 {\"run_id\": \"cur-002-s0\", \"n_steps\": 3, \"durat",
     fix="If the sweep is still running, wait and re-check; otherwise repair or remove the named lines "
-    "(keep a copy) and re-run the orchestrator's ledger writer. `run-id-unusable`: a run_id is a folder name "
-    "under runs/, never a path; fix the orchestrator that wrote it (or the row) so run_id is a plain name.",
+    "(keep a copy) and re-run the orchestrator's ledger writer.",
 )
 def ledger_readable(ctx):
     rd = ctx.run_dir
@@ -60,7 +59,12 @@ def ledger_readable(ctx):
         cause,
         summary,
         [ctx.evidence(path, p.line or None, p.text or p.message) for p in shown],
+        fix=RUN_ID_FIX if cause else None,
     )
+
+
+RUN_ID_FIX = ("A run_id names a folder under runs/, never a path: fix the orchestrator (or the row) so every "
+              "run_id is a plain name (no '/', '\\', '..', NUL, at most 255 bytes). The row's run folder was not read.")
 
 
 @check(
