@@ -10,8 +10,10 @@ Builds a sweep with ``--rows`` ledger rows (every field, unique run_ids) and
 * ``pytest --run-dir X -k RH1 --collect-only`` (collection alone);
 * ``pytest --run-dir X -k RH1`` (collection plus every RH1xx check),
 
-each as a fresh subprocess, and prints the ratios. Numbers vary by machine;
-the ratio is what to compare.
+each as a fresh subprocess, and prints the ratios, in wall and CPU time, each
+against a json.loads pass timed just before it (a shared machine's load moves
+by 2x within minutes). ``--baseline DIR`` times another version's package in
+the same run (``git archive v0.1 pytest_runhealth | tar -x -C DIR``).
 
 Measured (2026-11-30, 2 shared cores, every family of checks installed), 100,000
 rows / 1,000 folders, json.loads 1.1 s:
@@ -20,10 +22,14 @@ rows / 1,000 folders, json.loads 1.1 s:
   functions took under 3 % of that: pytest's ~3 ms per item was the cost.
 * with run-scope checks batched into one item per check above
   --runhealth-batch-above (2,000 runs): collect-only 13.6 s (12x), all RH1xx
-  checks 29.5 s (27x). Of the ~21 s in-session, reading the ledger into rows
-  and runs takes ~8 s, the artefact probes (`needs`) ~3 s, the 1,000 log scans
-  ~1.5 s, RH104's walk of every judge_report ~3 s, RH105's per-role knob table
-  ~2.5 s. The 3x aim is still missed.
+  checks 29.5 s (27x).
+
+Measured 2026-12-01 (same machine kind, oversubscribed ~8x by other sessions, so
+CPU time): collect-only 1.3x json.loads (v0.1 in the same run: 5.8x); all RH1xx
+checks 5.9x (v0.1: 12.4x). Wall, an earlier run: collect-only
+35.3 s vs v0.1 55.8 s, all checks 70.6 s vs 103.1 s. What remains is the
+per-(check, run) judging inside batched items (plugin.judge_batch) and the
+1,000 logs themselves.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -62,47 +69,82 @@ def build(root: Path, rows: int, folders: int) -> None:
         (logs / "stdout.log").write_bytes(log if i % 50 != 49 else sb.died_log("cuda-oom").encode())
 
 
-def json_reference(ledger: Path) -> float:
-    t = time.perf_counter()
+def json_reference(ledger: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of json.loads over every line."""
+    t, c = time.perf_counter(), time.process_time()
     with open(ledger, "rb") as fh:
         for line in fh:
             if line.strip():
                 json.loads(line)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
 
 
-def pytest_run(root: Path, *extra: str) -> tuple[float, str]:
-    cmd = [sys.executable, "-m", "pytest", "--run-dir", str(root), "-k", "RH1", "-q", "-p", "no:anyio",
+def session_env(code: Path | None) -> dict[str, str]:
+    """The environment of a timed session: ``code`` (another checkout's
+    pytest_runhealth) first on the path, and bytecode caching left on, as in
+    a user's environment (pytest rewrites every module of an installed plugin;
+    without its cached .pyc that costs ~1 s per session, measured here)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    return env
+
+
+def warm_up(code: Path | None) -> None:
+    """One untimed session that loads the plugin, so the timed ones find its bytecode cached."""
+    subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, env=session_env(code))
+
+
+def pytest_run(root: Path, *extra: str, code: Path | None = None) -> tuple[float, float, str]:
+    """(wall, CPU, last line) of one pytest session in a fresh process."""
+    cmd = [sys.executable, "-m", "pytest", f"--run-dir={root}", "-k", "RH1", "-q", "-p", "no:anyio",
            "-p", "no:cacheprovider", *extra]
+    env = session_env(code)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root.parent)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root.parent, env=env)
     took = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    return took, (lines[-1] if lines else proc.stderr[-300:])
+    return took, cpu, (lines[-1] if lines else proc.stderr[-300:])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--folders", type=int, default=1_000)
-    ap.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir, removed)")
+    ap.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir, removed); "
+                    "an existing build there is reused")
+    ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package "
+                    "(e.g. `git archive v0.1 pytest_runhealth | tar -x -C DIR`), timed in the same run")
+    ap.add_argument("--candidate", type=Path, help="like --baseline, for the version measured as 'this checkout'")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = (args.keep or Path(tmp)) / "session-bench"
-        t = time.perf_counter()
-        build(root, args.rows, args.folders)
-        print(f"built {args.rows:,} rows, {args.folders:,} run folders, "
-              f"{(root / 'ledger.jsonl').stat().st_size / 1e6:.1f} MB ledger in {time.perf_counter() - t:.1f} s")
-        ref = min(json_reference(root / "ledger.jsonl") for _ in range(3))
-        print(f"json.loads per line:            {ref:8.2f} s  (1.0x)")
-        collect, tail = pytest_run(root, "--collect-only")
-        print(f"pytest -k RH1 --collect-only:   {collect:8.2f} s  ({collect / ref:.1f}x)  {tail}")
-        full, tail = pytest_run(root)
-        print(f"pytest -k RH1 (all checks):     {full:8.2f} s  ({full / ref:.1f}x)  {tail}")
-        print(f"ratio (checks vs json.loads): {full / ref:.1f}x (aim: < 3x); the collect-only line is the part "
-              "that is not the checks themselves")
+        if not (root / "ledger.jsonl").is_file():
+            t = time.perf_counter()
+            build(root, args.rows, args.folders)
+            print(f"built {args.rows:,} rows, {args.folders:,} run folders in {time.perf_counter() - t:.1f} s")
+        print(f"ledger: {(root / 'ledger.jsonl').stat().st_size / 1e6:.1f} MB")
+        # On a shared machine the load moves by 2x within minutes: every session is
+        # compared with a json.loads pass timed just before it.
+        versions = [("this checkout", args.candidate)] + ([("baseline", args.baseline)] if args.baseline else [])
+        fulls: dict[str, float] = {}
+        for name, code in versions:
+            warm_up(code)
+            for label, extra in (("--collect-only", ("--collect-only",)), ("all RH1xx checks", ())):
+                ref, ref_cpu = json_reference(root / "ledger.jsonl")
+                took, cpu, tail = pytest_run(root, *extra, code=code)
+                print(f"[{name}] {label:17s} wall {took:7.2f} s = {took / ref:4.1f}x json.loads ({ref:.2f} s just "
+                      f"before); CPU {cpu:7.2f} s = {cpu / ref_cpu:4.1f}x ({ref_cpu:.2f} s)  {tail}", flush=True)
+                if not extra:
+                    fulls[name] = cpu / ref_cpu
+        if "baseline" in fulls:
+            print(f"all RH1xx checks, CPU: {fulls['this checkout']:.1f}x json.loads, baseline {fulls['baseline']:.1f}x")
+        print(f"aim: <= 3x json.loads for collection plus every RH1xx check; now {fulls['this checkout']:.1f}x (CPU)")
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     main()

@@ -22,6 +22,7 @@ in process) and a `pytest --run-dir -k RH201` session on each. The aim: the
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import subprocess
@@ -123,10 +124,29 @@ def diagnosis(tmp: Path) -> None:
           f"ratio {sessions['big'] / sessions['small']:.2f}x, difference {abs(sessions['big'] - sessions['small']) * 1000:.0f} ms")
 
 
+IN_PROCESS = ("import sys, time; from pathlib import Path; "
+              "from pytest_runhealth.logscan import scan_log, read_log_tail; "
+              "p = Path(sys.argv[1]); t, c = time.perf_counter(), time.process_time(); s = scan_log(p); "
+              "read_log_tail(p, scan=s); print(time.perf_counter() - t, time.process_time() - c)")
+
+
+def in_process(log: Path, code: Path | None) -> tuple[float, float]:
+    """The shared scan and tail alone, timed inside one interpreter (no start-up
+    at all): (wall, CPU) seconds. On a loaded machine CPU time is the steadier."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    out = subprocess.run([sys.executable, "-c", IN_PROCESS, str(log)], capture_output=True, text=True, env=env)
+    wall, cpu = out.stdout.split()
+    return float(wall), float(cpu)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--diagnosis", action="store_true", help="issue 13: diagnose a failed 1 GB log vs a 1 MB one")
+    ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package: "
+                    "its in-process scan is timed beside this checkout's")
     args = ap.parse_args()
     if args.diagnosis:
         tmp = Path(tempfile.mkdtemp(prefix="rh-diagnosis-"))
@@ -152,13 +172,19 @@ def main() -> None:
               f"count {grep[0][2].stdout.strip()}")
 
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio", "-q",
-               "--run-dir", str(run), "-k", LOG_CHECKS]
+               f"--run-dir={run}", "-k", LOG_CHECKS]
         suite = [timed(cmd) for _ in range(3)]
         s_wall, s_cpu = sorted(s[0] for s in suite)[1], sorted(s[1] for s in suite)[1]
         out = suite[0][2].stdout
         assert "cuda-oom" in out, out[-2000:]
         print(f"log checks (pytest):  {s_wall:6.2f} s wall, {s_cpu:6.2f} s CPU  ({size / s_wall / 1e6:,.0f} MB/s), "
               f"incl. interpreter and pytest start-up")
+
+        for name, code in [("this checkout", None)] + ([("baseline", args.baseline)] if args.baseline else []):
+            scans = [in_process(log, code) for _ in range(3)]
+            wall, cpu = sorted(w for w, _ in scans)[1], sorted(c for _, c in scans)[1]
+            print(f"[{name}] scan + tail in-process: {wall:6.2f} s wall ({wall / g_wall:.2f}x grep's), "
+                  f"{cpu:6.2f} s CPU ({cpu / g_cpu:.2f}x grep's)")
 
         idle = [timed(cmd[:-2] + ["-k", "nothing_matches_this"]) for _ in range(3)]
         i_wall = sorted(i[0] for i in idle)[1]

@@ -10,8 +10,13 @@ Logs and event files are hard links to one template each, so 5,000 runs of
 10 MB fit on any disk; the page cache then serves them, which measures the
 plugin's CPU cost rather than the disk's.
 
-    python benchmarks/scale.py                      # N = 100, 1000, 5000
+    python benchmarks/scale.py                      # N = 100, 1000, 10000
     python benchmarks/scale.py --sizes 100,500 --log-mb 2
+    python benchmarks/scale.py --memory-only --baseline DIR   # peak RSS of this checkout and another
+
+Peak memory is each session's own (``ru_maxrss`` read inside the pytest
+process), and the slope is the growth of that peak per added run between the
+smallest and the largest N: flat in N means a slope near 0.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -77,9 +81,19 @@ def build(root: Path, n: int, log: Path, events: Path) -> None:
     (root / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
+# The session's own peak: VmHWM (ru_maxrss also carries the forking parent's peak across exec).
+PEAK = ("import resource, sys, pytest; rc = pytest.main(sys.argv[1:]); "
+        "hwm = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM')] "
+        "if sys.platform == 'linux' else []; "
+        "print('PEAK_KB', hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)")
+
+
+def timed(cmd: list[str], cwd: Path, code: Path | None = None) -> tuple[float, str]:
+    env = dict(os.environ)
+    if code is not None:  # another checkout's pytest_runhealth first on the path
+        env["PYTHONPATH"] = str(code)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -88,11 +102,17 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="100,1000,5000")
+    ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--log-mb", type=int, default=10)
+    ap.add_argument("--memory-only", action="store_true", help="only the -n 0 session and its peak RSS")
+    ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package, "
+                    "whose -n 0 session is measured beside this checkout's")
+    ap.add_argument("--pytest-args", default="", help="more arguments for every session, e.g. "
+                    "'--runhealth-batch-above=20' to see the slope once runs are batched")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    py = [sys.executable, "-m", "pytest", "-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q"]
+    py = [sys.executable, "-m", "pytest", "-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q",
+          *args.pytest_args.split()]
     with tempfile.TemporaryDirectory(prefix="runhealth-scale-") as tmp:
         tmp = Path(tmp)
         log, events = tmp / "template.log", tmp / "tb"
@@ -104,14 +124,30 @@ def main() -> None:
         print(f"{'N':>6} {'items':>7} {'collect s':>9} {'-n0 s':>8} {'s/run':>7} {'plain s':>8} "
               f"{'overhead':>8} {'-n2 s':>8} {'speedup':>7} {'peak MB':>8}")
         slopes = []
+        peaks: dict[str, list[tuple[int, float]]] = {}
         for n in sizes:
             root = tmp / f"sweep-{n}"
             build(root, n, log, event_file)
             collect_s, out = timed(py + ["--run-dir", str(root), "--collect-only"], tmp)
             found = re.search(r"(\d+)(?:/\d+)? tests? collected", out)
             items = int(found.group(1)) if found else 0
-            serial_s, _ = timed(py + ["--run-dir", str(root), "--runhealth-report", str(tmp / f"r{n}.json")], tmp)
-            peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            session = [sys.executable, "-c", PEAK] + py[3:] + [f"--run-dir={root}",
+                                                                "--runhealth-report", str(tmp / f"r{n}.json")]
+            serial_s, out = timed(session, tmp)
+            peak_mb = int(re.search(r"PEAK_KB (\d+)", out).group(1)) / 1024
+            peaks.setdefault("this checkout", []).append((n, peak_mb))
+            if args.baseline:
+                base_s, out = timed(session, tmp, args.baseline)
+                base_mb = int(re.search(r"PEAK_KB (\d+)", out).group(1)) / 1024
+                peaks.setdefault("baseline", []).append((n, base_mb))
+                print(f"{n:>6} baseline: -n0 {base_s:.2f} s, peak {base_mb:.0f} MB; "
+                      f"this checkout: -n0 {serial_s:.2f} s, peak {peak_mb:.0f} MB")
+            if args.memory_only:
+                slopes.append(serial_s / n)
+                print(f"{n:>6} {items:>7} {collect_s:>9.2f} {serial_s:>8.2f} {serial_s / n:>7.4f} {'-':>8} {'-':>8} "
+                      f"{'-':>8} {'-':>7} {peak_mb:>8.0f}", flush=True)
+                subprocess.run(["rm", "-rf", str(root)])
+                continue
             plain = tmp / f"test_plain_{n}.py"
             plain.write_text(f"import pytest\n\n@pytest.mark.parametrize('i', range({items}))\ndef test_plain(i):\n    pass\n")
             plain_s, _ = timed(py + [str(plain)], tmp)
@@ -123,6 +159,10 @@ def main() -> None:
             subprocess.run(["rm", "-rf", str(root)])
         if len(slopes) > 1:
             print(f"time per run from N={sizes[0]} to N={sizes[-1]}: {slopes[-1] / slopes[0]:.2f}x (flat = 1.00x)")
+            for name, pts in peaks.items():
+                (n0, m0), (n1, m1) = pts[0], pts[-1]
+                print(f"peak RSS slope ({name}), N={n0}..{n1}: {(m1 - m0) / (n1 - n0) * 1024:.1f} kB per run "
+                      f"({m0:.0f} -> {m1:.0f} MB)")
         print("'overhead' = (plugin session - plain parametrised session with the same item count) / item; "
               "it includes the checks' own work.")
 

@@ -93,7 +93,8 @@ class LogScan:
     path: Path
     size: int = 0
     lines: int = 0  # physical (newline) lines
-    redraws: int = 0  # carriage-return segments beyond the first of each line
+    carriage_returns: int | None = 0  # every \r byte; None: a big log, counted when first asked (``redraws``)
+    crlf: int = 0  # lines ending "\r\n": a Windows line end, not a redraw
     newline_step_lines: int = 0  # lines that carry a step/loss record without \r redraws
     overlong_lines: int = 0
     nul_bytes: int = 0
@@ -104,6 +105,15 @@ class LogScan:
     finished_line: int | None = None  # last "training finished" marker
     marks: list[tuple[int, int]] = field(default_factory=list)  # (byte offset, line number there)
     error: str | None = None
+
+    @property
+    def redraws(self) -> int:
+        """Carriage-return segments beyond the first of each line. In a big
+        log this count is a pass of its own that only RH002's failure message
+        needs, so it is made on first use, not during every scan."""
+        if self.carriage_returns is None:
+            self.carriage_returns = _count_byte(self.path, 0, self.size, b"\r") if not self.error else 0
+        return self.carriage_returns - self.crlf
 
     @property
     def steps(self) -> list[StepPoint]:
@@ -218,9 +228,14 @@ def _line_at(path: Path, offset: int, scan: LogScan | None) -> int:
 
 
 def _count_newlines(path: Path, start: int, upto: int) -> int:
-    """Newlines in ``[start, upto)``, through one reused 1 MiB buffer. A
-    sparse hole holds no newline and is skipped unread, so the tail of a
-    preallocated or crash-zeroed 1 GB log costs what a 1 MB one does."""
+    """Newlines in ``[start, upto)``, through one reused 1 MiB buffer."""
+    return _count_byte(path, start, upto, b"\n")
+
+
+def _count_byte(path: Path, start: int, upto: int, byte: bytes) -> int:
+    """``byte`` (never NUL) in ``[start, upto)``, through one reused 1 MiB
+    buffer (the tail reader's memory bound); sparse holes (all NUL) are
+    skipped, not read."""
     count = 0
     buf = bytearray(1 << 20)
     view = memoryview(buf)
@@ -236,7 +251,7 @@ def _count_newlines(path: Path, start: int, upto: int) -> int:
             n = fh.readinto(view[: min(len(buf), left)])
             if not n:
                 break
-            count += buf.count(b"\n", 0, n)
+            count += buf.count(byte, 0, n)
             left -= n
     return count
 
@@ -358,7 +373,7 @@ class _Scanner:
         nan/inf, which spares the per-line search. Redraws and NUL bytes are
         counted per chunk by the caller."""
         if line[-1:] == b"\r":
-            self.scan.redraws -= 1  # "\r\n": a Windows line end, not a redraw
+            self.scan.crlf += 1  # "\r\n": a Windows line end, not a redraw
         hinted = may_hint and any(h in line for h in _NONFINITE_HINT)
         if self.stride and not hinted:
             self.since += len(line) + 1
@@ -442,12 +457,15 @@ def scan_log(path: Path) -> LogScan:
 
     def consumed(buf: bytes, lo: int, hi: int) -> None:
         """Bytes done with: count their redraws and NUL bytes in C, once."""
-        scan.redraws += buf.count(b"\r", lo, hi)  # line() takes back Windows line ends
+        if scan.carriage_returns is not None:
+            scan.carriage_returns += buf.count(b"\r", lo, hi)  # line() counts Windows line ends apart
         if buf.find(b"\x00", lo, hi) >= 0:
             scan.nul_bytes += buf.count(b"\x00", lo, hi)
 
     with fh:
         scan.size = os.fstat(fh.fileno()).st_size
+        if scan.size > STRIDE_FROM:
+            scan.carriage_returns = None  # counted on first use of scan.redraws
         scanner = _Scanner(scan)
         line = scanner.line
         pending = b""

@@ -9,10 +9,16 @@ if TYPE_CHECKING:  # at run time needs.py imports nothing of ours: registry.py r
     from .context import Target
 
 
+_LEDGER_KEY = ("needs", "ledger")
+_EXISTS_KEY = ("needs", "exists")
+
+
 def _ledger(t: Target) -> str | None:
     # Asked once per run-scope target: a 100,000-run sweep must not stat the ledger 100,000 times.
     rd = t.run_dir
-    there = rd.cached(("needs", "ledger"), lambda: rd.ledger_path.exists() or rd.ledger_path.is_symlink())
+    there = rd._store.get(_LEDGER_KEY)
+    if there is None:
+        there = rd.cached(_LEDGER_KEY, lambda: rd.ledger_path.exists() or rd.ledger_path.is_symlink())
     return None if there else f"no ledger.jsonl in {t.run_dir.path}"
 
 
@@ -21,9 +27,11 @@ def _sweep(t: Target) -> str | None:
 
 
 def _logs(t: Target) -> str | None:
-    where = t.run.path if t.run is not None else t.run_dir.path
     logs = t.run.logs if t.run is not None else t.run_dir.runs[0].logs if not t.run_dir.is_sweep else []
-    return None if logs else f"no log in {where} (looked for logs/*.log and *.log)"
+    if logs:
+        return None
+    where = t.run.path if t.run is not None else t.run_dir.path  # built only to say what is missing
+    return f"no log in {where} (looked for logs/*.log and *.log)"
 
 
 def _tfevents(t: Target) -> str | None:
@@ -53,7 +61,9 @@ def _pidfile(t: Target) -> str | None:
 
 
 def _exists(t: Target) -> str | None:
-    there = t.run_dir.cached(("needs", "exists"), lambda: t.run_dir.exists)
+    there = t.run_dir._store.get(_EXISTS_KEY)  # asked for every target: no closure, no key tuple per call
+    if there is None:
+        there = t.run_dir.cached(_EXISTS_KEY, lambda: t.run_dir.exists)
     return None if there else f"run dir {t.run_dir.path} does not exist or is not a directory"
 
 

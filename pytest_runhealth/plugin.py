@@ -46,6 +46,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.prelaunch",
+    "pytest_runhealth.release",
     "pytest_runhealth.reports.plugin",
     "pytest_runhealth.rules",
     "pytest_runhealth.selftest",

@@ -104,13 +104,32 @@ def walk(root: Path, max_depth: int | None = None,
 class Run:
     """One training run: a row of a sweep ledger and/or a folder.
 
-    For a run dir that is not a sweep, the run dir itself is the one run."""
+    For a run dir that is not a sweep, the run dir itself is the one run.
+    ``path`` is built when a check first asks for it: a 100,000-row ledger
+    with 1,000 run folders must not cost 100,000 path joins at collection."""
 
-    def __init__(self, name: str, path: Path, run_dir: "RunDir", row: LedgerRow | None = None) -> None:
+    def __init__(self, name: str, path: Path | None, run_dir: "RunDir", row: LedgerRow | None = None) -> None:
         self.name = name
-        self.path = path
+        self._path = path
         self.run_dir = run_dir
         self.row = row
+
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = self.run_dir.path / "runs" / self.name
+        return self._path
+
+    @path.setter
+    def path(self, value: Path) -> None:
+        self._path = value
+
+    @property
+    def has_folder(self) -> bool:
+        """Whether ``runs/<name>`` exists as a folder (one scandir per run dir, not a stat per run)."""
+        if self._path is not None and self._path == self.run_dir.path:
+            return True
+        return self.name in self.run_dir.run_folders
 
     def __repr__(self) -> str:
         return f"Run({self.name!r})"
@@ -119,11 +138,13 @@ class Run:
     def files(self) -> list[Path]:
         if self.path == self.run_dir.path:
             return self.run_dir.walk.files
-        return walk(self.path).files if self.path.is_dir() else []
+        return walk(self.path).files if self.has_folder and self.path.is_dir() else []
 
     @cached_property
     def logs(self) -> list[Path]:
         """Logs, the trainer's main log first (stdout.log, train.log)."""
+        if not self.has_folder:
+            return []
         found = []
         for folder in (self.path / "logs", self.path):
             try:
@@ -170,6 +191,8 @@ class RunDir:
         self.path = Path(path).absolute()
         self.name = label or self.path.name or str(self.path)
         self._store: dict[Any, Any] = {}
+        self._run_keys: dict[str, list[Any]] = {}  # run name -> the _store keys that read inside its folder
+        self._runs_prefix = os.path.join(str(self.path), "runs", "")
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -234,22 +257,55 @@ class RunDir:
         if self.ledger is not None:
             for row in self.ledger.rows:
                 rid = row.run_id
-                if rid not in runs:
-                    runs[rid] = Run(rid, self.path / "runs" / rid, self, row)
-        try:
-            folders = sorted(e.name for e in os.scandir(self.path / "runs") if e.is_dir(follow_symlinks=False))
-        except OSError:
-            folders = []
-        for name in folders:
+                if rid not in runs:  # read_ledger keeps no row whose run_id cannot name a folder (RH001)
+                    runs[rid] = Run(rid, None, self, row)
+        for name in sorted(self.run_folders):
             if name not in runs:
-                runs[name] = Run(name, self.path / "runs" / name, self)
+                runs[name] = Run(name, None, self)
         return list(runs.values())
 
+    @cached_property
+    def run_folders(self) -> frozenset[str]:
+        """Names of the folders under ``runs/`` (links are not followed)."""
+        try:
+            with os.scandir(self.path / "runs") as entries:
+                return frozenset(e.name for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            return frozenset()
+
     def cached(self, key: Any, build):
-        """One value per key per session: the 'one pass per artefact' rule."""
-        if key not in self._store:
-            self._store[key] = build()
-        return self._store[key]
+        """One value per key per session: the 'one pass per artefact' rule.
+
+        A key that holds a path inside ``runs/<name>/`` belongs to that run and
+        is dropped by ``release_run`` once the run's items have run."""
+        try:
+            return self._store[key]
+        except KeyError:
+            pass
+        value = self._store[key] = build()
+        owner = self._owner(key)
+        if owner is not None:
+            self._run_keys.setdefault(owner, []).append(key)
+        return value
+
+    def _owner(self, key: Any) -> str | None:
+        for part in key if isinstance(key, tuple) else (key,):
+            if isinstance(part, Path):
+                text = str(part)
+                if text.startswith(self._runs_prefix):
+                    return text[len(self._runs_prefix):].split(os.sep, 1)[0]
+        return None
+
+    def release_run(self, run: "Run") -> None:
+        """Forget what was read for ``run`` (scans, tails, event series, its
+        file list): its checks are done, and a 10,000-run session must not hold
+        10,000 runs' reads. Reading again later is correct, only slower."""
+        for key in self._run_keys.pop(run.name, ()):
+            self._store.pop(key, None)
+        if run.path != self.path:
+            run.__dict__.pop("files", None)
+            run.__dict__.pop("event_files", None)
+            run.__dict__.pop("checkpoints", None)
 
     def log_scan(self, path: Path) -> LogScan:
         return self.cached(("scan", path), lambda: scan_log(path))

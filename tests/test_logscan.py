@@ -171,3 +171,18 @@ def test_big_log_keeps_the_exact_last_step_and_every_nan(tmp_path, monkeypatch):
     scan = scan_log(path)
     assert len(scan.steps) < 3000 and scan.last_step.step == 3000
     assert scan.nonfinite[0][0].step == 1234
+
+
+def test_big_logs_count_redraws_only_when_asked(tmp_path, monkeypatch):
+    """Above STRIDE_FROM the full-file \\r count is not part of the scan (only
+    RH002's failure message needs it); asked for, it equals the eager count,
+    Windows line ends and sparse holes included."""
+    import pytest_runhealth.logscan as logscan
+
+    text = kohya_log(96).replace("\n", "\r\n", 5)
+    eager = scan_log(write(tmp_path, text))
+    monkeypatch.setattr(logscan, "STRIDE_FROM", 0)
+    lazy = scan_log(write(tmp_path, text, "big.log"))
+    assert lazy.carriage_returns is None and lazy.crlf == eager.crlf == 5
+    assert lazy.redraws == eager.redraws and lazy.carriage_returns is not None
+    assert [(p.step, p.loss) for p in lazy.steps][-1] == [(p.step, p.loss) for p in eager.steps][-1]

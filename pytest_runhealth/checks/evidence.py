@@ -13,7 +13,9 @@ from ..registry import check
     phases=["live", "postmortem", "gate"],
     verdicts=["not-evaluable"],
     detects="ledger.jsonl is missing where a sweep needs it, a line is not JSON, a row breaks the row schema, "
-    "a run_id repeats, or the last line is cut short.",
+    "a run_id repeats, the last line is cut short, or a run_id cannot name a folder (`run-id-unusable`: absolute, "
+    "with a path separator or `..`, a NUL, or longer than a file name may be; that row's run folder is never "
+    "opened).",
     why="Every sweep check reads the ledger; a dropped line hides exactly the run that went wrong, and a "
     "truncated last line means the writer is still appending or crashed mid-write.",
     example="ledger.jsonl:7 {\"run_id\": \"cur-002-s0\", \"n_steps\": 3, \"durat",
@@ -38,6 +40,7 @@ def ledger_readable(ctx):
             note += "; fields read as " + ", ".join(f"{c}←{s}" for c, s in sorted(ledger.aliases.items()))
         return note
     kinds = sorted({p.kind for p in ledger.problems})
+    cause = "run-id-unusable" if "run-id-unusable" in kinds else None
     only_tail = kinds == ["truncated-last-line"]
     path = rd.rel(rd.ledger_path)
     shown = ledger.problems[:8]
@@ -53,10 +56,15 @@ def ledger_readable(ctx):
         summary += f"\n… and {more} more"
     return ctx.fail(
         "not-evaluable",
-        None,
+        cause,
         summary,
         [ctx.evidence(path, p.line or None, p.text or p.message) for p in shown],
+        fix=RUN_ID_FIX if cause else None,
     )
+
+
+RUN_ID_FIX = ("A run_id names a folder under runs/, never a path: fix the orchestrator (or the row) so every "
+              "run_id is a plain name (no '/', '\\', '..', NUL, at most 255 bytes). The row's run folder was not read.")
 
 
 @check(

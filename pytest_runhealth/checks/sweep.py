@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from .. import rootcause
 from ..finding import Evidence
-from ..ledger import LedgerRow
+from ..ledger import LedgerRow, dumps_lower
 from ..logscan import LogScan, StepPoint
 from ..registry import check
 from ..values import finite_number, timestamp
@@ -323,7 +323,14 @@ NO_JSON = "no json scores in response text"
 
 def _mentions(value: Any, needle: str) -> bool:
     """Whether any string inside ``value`` holds ``needle`` (lower case), at
-    any depth up to 6: one walk with a stack, since every row is walked."""
+    any depth up to 6: one walk with a stack, since every row is walked.
+    A container is first serialised in C (``ledger.dumps_lower``): a needle
+    absent from the whole text is absent from every string in it, so most
+    rows cost no walk at all."""
+    if isinstance(value, (dict, list)):
+        flat = dumps_lower(value)
+        if flat is not None and needle.encode() not in flat:
+            return False
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
@@ -424,6 +431,9 @@ def _knob(value: Any) -> Any:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
@@ -439,8 +449,17 @@ class _HealthyKnobs:
     def add(self, row: LedgerRow) -> None:
         self.rows.append(row)
         config = row.get("config")
-        for key, value in (config.items() if isinstance(config, dict) else ()):
-            self.values.setdefault(key, {}).setdefault(_knob(value), value)
+        if not isinstance(config, dict):
+            return
+        values = self.values
+        for key, value in config.items():
+            cls = value.__class__
+            knob = (cls.__name__, value) if cls in _SCALARS else _knob(value)  # _knob, inlined for the common case
+            seen = values.get(key)
+            if seen is None:
+                values[key] = {knob: value}
+            elif knob not in seen:
+                seen[knob] = value
 
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
         """Knobs whose value no healthy run used. A knob that is different on

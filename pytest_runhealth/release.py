@@ -1,0 +1,68 @@
+"""Memory flat in the number of runs: a run's cached reads (log scans, tails,
+event series, file lists) are dropped as soon as the last item that checks it
+has run.
+
+pytest orders items by test function, so one run's items are spread over the
+whole session (RH101 for every run, then RH102 for every run, ...) and a cache
+per run would live until the end. Here the items of one run (xdist's group,
+``scale.group_of``) are made contiguous, in their first-seen order, each group
+counts its items, and the run's caches go when the count reaches zero. The
+order is deterministic, so xdist workers still collect identical lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from .scale import _target, group_of
+
+COUNTS = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(trylast=True)  # after shard selection and deselection by -k
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups: dict[object, list[pytest.Item]] = {}
+    counts: dict[str, list] = {}
+    for item in items:
+        target = _target(item)
+        if target is None:
+            groups[id(item)] = [item]
+            continue
+        key = group_of(target)
+        groups.setdefault(key, []).append(item)
+        entry = counts.get(key)
+        if entry is None:
+            counts[key] = [1, target]
+        else:
+            entry[0] += 1
+    if not counts:
+        return
+    items[:] = [item for group in groups.values() for item in group]
+    config.stash[COUNTS] = counts
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    counts = item.config.stash.get(COUNTS, None)
+    if not counts:
+        return
+    target = _target(item)
+    if target is None:
+        return
+    entry = counts.get(group_of(target))
+    if entry is None:
+        return
+    entry[0] -= 1
+    if entry[0] <= 0:
+        release_target(entry[1])
+
+
+def release_target(target) -> None:
+    """Drop what the runs of ``target`` hold; session-scope targets keep the
+    run dir's shared reads (the ledger, the walk)."""
+    rd = target.run_dir
+    if target.batch is not None:
+        start, stop = target.batch
+        for run in rd.runs[start:stop]:
+            rd.release_run(run)
+    elif target.run is not None:
+        rd.release_run(target.run)
