@@ -567,7 +567,7 @@ class LogFollower:
             if nl < 0:
                 break
             line = buf[start:nl]
-            scan.redraws += line.count(b"\r")
+            scan.carriage_returns = (scan.carriage_returns or 0) + line.count(b"\r")
             if line.find(b"\x00") >= 0:
                 scan.nul_bytes += line.count(b"\x00")
             self._scanner.line(line, self.lineno, False, may_hint)
@@ -579,7 +579,7 @@ class LogFollower:
         if cut > 0:
             # Finished redraws of the line in progress: parsed now, as a part line.
             self._scanner.line(rest[:cut], self.lineno, True, may_hint)
-            scan.redraws += rest.count(b"\r", 0, cut)
+            scan.carriage_returns = (scan.carriage_returns or 0) + rest.count(b"\r", 0, cut)
             rest = rest[cut:]
         if len(rest) > MAX_PENDING:
             scan.overlong_lines += 1

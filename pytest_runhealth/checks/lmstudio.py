@@ -231,8 +231,10 @@ def lms_cli_resolvable(ctx, lmstudio):
     from ..locality import is_local_url, local_reason
 
     lm = lmstudio
-    # Only LM Studio on this machine needs this machine's lms CLI: a log copied from elsewhere does not (issue 18).
-    if not (local_reason(ctx.run_dir, ctx.config, lm)
+    # Only LM Studio in use on this machine needs this machine's lms CLI: a log copied from elsewhere does not,
+    # and neither does a trainer run that merely runs here (issue 18).
+    in_use = lm.requested or os.environ.get("BRACKET_LMS_BIN") or ctx.run_dir.is_sweep
+    if not (in_use and local_reason(ctx.run_dir, ctx.config, lm)
             or ctx.run_dir.is_sweep and not lm.requested and is_local_url(lm.url) and lm.down() is None):
         ctx.skip("LM Studio is not in use on this machine (no LM Studio URL on localhost, no BRACKET_LMS_BIN, no "
                  "sweep with judge_method: lmstudio prepared here with -m prelaunch, no reachable local server; "
