@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..consequences import worth_showing
 from . import svg
 from .view import ReportView, RunDirView, RunView, family_of
 
@@ -57,7 +58,7 @@ def _e(value: Any) -> str:
     return svg.text("" if value is None else str(value))
 
 
-def render_failure(r: dict[str, Any]) -> str:
+def render_failure(r: dict[str, Any], with_fix: bool = True) -> str:
     head = f"{_e(r['check'])} {_e(r.get('slug'))}"
     tags = [f"verdict: {_e(r.get('verdict'))}"]
     if r.get("cause"):
@@ -76,9 +77,46 @@ def render_failure(r: dict[str, Any]) -> str:
             where = ev.get("path", "") if ev.get("line") is None else f"{ev.get('path', '')}:{ev['line']}"
             out.append(f"<li><code>{_e(where)}</code> {_e(ev.get('text'))}</li>")
         out.append("</ul>")
-    if r.get("fix"):
+    if r.get("fix") and with_fix:
         out.append(f'<div class="fix">fix: {_e(r["fix"])}</div>')
     out.append("</div>")
+    return "".join(out)
+
+
+def render_diagnoses(results: list[dict[str, Any]]) -> list[str]:
+    """The cards of one run: each root finding, then its consequences folded
+    under it (consequences.py), without the fix the root already prints."""
+    out = [render_failure(r) for r in results if not r.get("consequence_of")]
+    by_root: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        if r.get("consequence_of"):
+            by_root.setdefault(r["consequence_of"], []).append(r)
+    for root, folded in by_root.items():
+        checks = ", ".join(_e(r["check"]) for r in folded)
+        out.append(f'<details class="consequences" data-consequence-of="{_e(root)}"><summary>{len(folded)} '
+                   f'consequence{"s" if len(folded) != 1 else ""} of {_e(root)} on this run: {checks} '
+                   "(same root cause; its fix above)</summary>")
+        out.extend(render_failure(r, with_fix=False) for r in folded)
+        out.append("</details>")
+    return out
+
+
+def render_root_causes(view: ReportView) -> str:
+    """One line per distinct root cause, leading the page, each fix once
+    (consequences.py); the per-run cards stay below, in their rows."""
+    if not worth_showing(view.root_causes):
+        return ""
+    many = len(view.run_dirs) > 1
+    out = ['<section class="root-causes"><h2>root causes</h2>']
+    for g in view.root_causes:
+        out.append(f'<div class="failure root-cause" data-check="{_e(g.check)}" data-cause="{_e(g.cause)}" '
+                   f'data-runs="{len(g.roots)}"><div class="head">{_e(g.line(with_run_dir=many))}</div>')
+        out.append(f'<div class="note">root: {_e(g.check)} {_e(g.slug)}, verdict {_e(g.verdict)}</div>')
+        out.extend(f'<div class="note">↳ {_e(line)}</div>' for line in g.consequence_lines())
+        if g.fix:
+            out.append(f'<div class="fix">fix: {_e(g.fix)}</div>')
+        out.append("</div>")
+    out.append("</section>")
     return "".join(out)
 
 
@@ -154,7 +192,7 @@ def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
         out.append(f'<tr class="{diag_cls}" data-run="{_e(rv.name)}"><td colspan="{width}">')
         if rv.diagnosed:
             out.append('<div class="cards">')
-            out.extend(render_failure(r) for r in rv.diagnosed)
+            out.extend(render_diagnoses(rv.diagnosed))
             out.append("</div>")
         if rv.plot_note:
             out.append(f'<div class="note">{_e(rv.plot_note)}</div>')
@@ -229,6 +267,7 @@ def render_page(view: ReportView, registry: Any = None) -> str:
         "saw slow or degrading steps begin, a red × a non-finite loss. Hover a cell or a mark for details.</div>"
         "</header>",
     ]
+    out.append(render_root_causes(view))
     out.extend(render_run_dir(v, registry) for v in view.run_dirs)
     if view.unplaced:
         out.append('<section class="other"><h2>other results</h2>')
