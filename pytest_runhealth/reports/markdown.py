@@ -84,10 +84,9 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
     for r in failing[:max_failures]:
         summary = (r.get("summary") or "").strip().splitlines()
         folded_here = consequences.get((r.get("run_dir"), r.get("run"), r["check"]))
-        if folded_here:
-            summary = [(summary[0] if summary else "") + f" · consequences on this run: {', '.join(folded_here)}"]
+        also = f" (+ consequences on this run: {cell(', '.join(folded_here))})" if folded_here else ""
         lines.append(
-            f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))} | {cell(_run_label(r, many_dirs))} "
+            f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))}{also} | {cell(_run_label(r, many_dirs))} "
             f"| {cell(r.get('verdict'))} | {cell(r.get('cause'))} | {cell(summary[0] if summary else '')}{_evidence(r)} "
             f"| {cell(r.get('fix'))} |"
         )
