@@ -49,7 +49,8 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("RH201", "RH105", None, "the early exit is the fatal error; the differing knobs say where to look"),
     Relation("RH102", "RH005", EMPTY, "a trainer that died before its first step logged no scalar"),
     Relation("RH102", "RH105", None, "the early exit is the instant death; the differing knobs say where to look"),
-    Relation("RH101", "RH107", frozenset({"swap-slowdown"}), "the judge kept the VRAM, so this run's steps ran from swap"),
+    Relation("RH101", "RH107", frozenset({"swap-slowdown"}),
+             "the judge kept the VRAM, so this run's steps ran from swap"),
 )
 # Roots whose groups read "N of M runs died of <cause>"; others "N of M runs failed <check> <slug> (<cause>)".
 DEATHS = ("RH201", "RH102")
@@ -153,7 +154,8 @@ class RootGroup:
         return f"{who} {what}" + (f": {quote}" if quote else "") + listed
 
     def consequence_lines(self) -> list[str]:
-        """One line per consequence check: ``RH102 trainer-died-instantly (cuda-oom) on 4 runs: consequence of RH201``."""
+        """One line per consequence check:
+        ``RH102 trainer-died-instantly (cuda-oom) on 4 runs: consequence of RH201 (...)``."""
         counts: dict[tuple[str, str, str], int] = {}
         for res in self.consequences:
             key = (res.check or "", res.slug or "", res.cause or "")

@@ -277,8 +277,9 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
     terminalreporter.write_sep("-", "run-health")
     terminalreporter.write_line(f"checks: {line}")
     if causes:
-        terminalreporter.write_line("causes: " + ", ".join(f"{c} ×{n}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1]))
-                                    + (f" (+{folded} consequence{'s' if folded != 1 else ''} of these)" if folded else ""))
+        ranked = ", ".join(f"{c} ×{n}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1]))
+        more = f" (+{folded} consequence{'s' if folded != 1 else ''} of these)" if folded else ""
+        terminalreporter.write_line("causes: " + ranked + more)
     out = config.getoption("runhealth_report") or config.getini("runhealth_report")
     if out:
         terminalreporter.write_line(f"report: {os.fspath(out)}")

@@ -163,7 +163,8 @@ def _res(check, cause, run="r1", verdict="infra", outcome="failed"):
 def test_the_table_needs_the_cause_it_names():
     """A corrupt event file is its own problem, not a consequence of the
     trainer's death; a waived or passed root explains nothing."""
-    root, corrupt = _res("RH201", "cuda-oom", verdict="config"), _res("RH005", "corrupt-tfevents", verdict="not-evaluable")
+    root = _res("RH201", "cuda-oom", verdict="config")
+    corrupt = _res("RH005", "corrupt-tfevents", verdict="not-evaluable")
     assert apply([root, corrupt]) == [] and corrupt.verdict == "not-evaluable"
     empty = _res("RH005", "empty-tfevents", verdict="not-evaluable")
     assert apply([root, empty]) == [empty] and (empty.consequence_of, empty.verdict) == ("RH201", "config")

@@ -51,17 +51,18 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
         "",
     ]
     causes: dict[str, int] = {}
-    folded = 0  # consequences (consequences.py): counted under their root, not as causes of their own
+    n_consequences = 0  # consequences.py: counted under their root, not as causes of their own
     for r in view.results:
         if r["outcome"] in ("failed", "error") and r.get("cause"):
             if r.get("consequence_of"):
-                folded += 1
+                n_consequences += 1
                 continue
             causes[r["cause"]] = causes.get(r["cause"], 0) + 1
     if causes:  # the same line as the terminal summary's
         ranked = sorted(causes.items(), key=lambda kv: -kv[1])
         lines += ["causes: " + ", ".join(f"{cell(c, 60)} ×{n}" for c, n in ranked)
-                  + (f" (+{folded} consequence{'s' if folded != 1 else ''} of these)" if folded else ""), ""]
+                  + (f" (+{n_consequences} consequence{'s' if n_consequences != 1 else ''} of these)"
+                     if n_consequences else ""), ""]
     grouped = worth_showing(view.root_causes)
     if grouped:  # one line per distinct root cause, each fix once; the per-run rows fold below
         lines += ["**Root causes**", ""]
@@ -86,7 +87,8 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
         folded_here = consequences.get((r.get("run_dir"), r.get("run"), r["check"]))
         also = f" (+ consequences on this run: {cell(', '.join(folded_here))})" if folded_here else ""
         lines.append(
-            f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))}{also} | {cell(_run_label(r, many_dirs))} "
+            f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))}{also} "
+            f"| {cell(_run_label(r, many_dirs))} "
             f"| {cell(r.get('verdict'))} | {cell(r.get('cause'))} | {cell(summary[0] if summary else '')}{_evidence(r)} "
             f"| {cell(r.get('fix'))} |"
         )
