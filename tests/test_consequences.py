@@ -117,13 +117,14 @@ def test_two_independent_failures_on_one_run_stay_two_roots(run_health):
     assert "consequence" not in h.stdout
 
 
-def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(run_health):
+def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(pytester, run_health):
     """The shipped sweep-died-cuda-oom: four runs, each RH201 with RH102 as its
     consequence, read as one line; sweep-vram-leak: RH107 swap-slowdown is
     RH101's consequence on every collapsed run. Under ``-n 2`` the report is
     the same."""
     dirs = (EXAMPLES / "sweep-died-cuda-oom", EXAMPLES / "sweep-vram-leak")
-    plain = run_health(*dirs, args=("--tb=no",))
+    html = pytester.path / "page.html"
+    plain = run_health(*dirs, args=("--tb=no", "--runhealth-html", str(html)))
     text = section(plain.stdout, "run-health: root causes")
     assert re.search(r"^sweep-died-cuda-oom: 4 of 5 runs died of cuda-oom: torch\.OutOfMemoryError: .*"
                      r" · cand-000-s0, cand-001-s0, cand-002-s0, cand-003-s0$", text, re.M), text
@@ -138,6 +139,12 @@ def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(run_
         return sorted((r["nodeid"], r.get("consequence_of"), r["verdict"]) for r in report["results"]
                       if r["outcome"] == "failed")
 
+    # The page leads with the line; each run's cards fold below it (their fix is told once, above).
+    page = html.read_text()
+    lead = page.split('<section class="root-causes">')[1].split("</section>")[0]
+    assert lead.count("The judge VLM stayed resident in VRAM") == 1 and 'data-runs="4"' in lead
+    oom = page.split('data-run-dir="sweep-died-cuda-oom"')[1].split("</section>")[0]
+    assert oom.count('<details class="detail"><summary>RH201 cuda-oom: the root cause of several runs') == 4
     marked = [g for g in grouping(plain.report) if g[1]]
     assert len(marked) == 4 + 5
     xdist = run_health(*dirs, args=("--tb=no", "-n", "2"), subprocess=True)

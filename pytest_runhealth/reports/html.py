@@ -171,7 +171,11 @@ def _plot_cell(rv: RunView, which: str) -> str:
     return f'<td class="plot-cell">{chart}</td>'
 
 
-def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
+def render_run_row(rv: RunView, families: list[str], registry: Any,
+                   shared: frozenset[tuple[str, str, str]] = frozenset()) -> str:
+    """``shared``: (run dir, run, check) of the roots that ended several runs
+    (consequences.py); a row whose every root is one of them folds its cards:
+    the page's root-cause lines above already say it once."""
     cls = "run has-failure" if rv.failures else "run"
     out = [f'<tr class="{cls}" data-run="{_e(rv.name)}">', f'<td class="name"><b>{_e(rv.name)}</b>']
     if rv.status:
@@ -191,9 +195,17 @@ def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
         diag_cls = "diag has-failure" if rv.failures else "diag"
         out.append(f'<tr class="{diag_cls}" data-run="{_e(rv.name)}"><td colspan="{width}">')
         if rv.diagnosed:
+            roots = [r for r in rv.diagnosed if not r.get("consequence_of")]
+            fold = bool(roots) and all((r.get("run_dir") or "", r.get("run") or "", r["check"]) in shared for r in roots)
+            if fold:
+                told = ", ".join(f"{_e(r['check'])} {_e(r.get('cause') or '')}".strip() for r in roots)
+                out.append(f'<details class="detail"><summary>{told}: the root cause of several runs, '
+                           "told once under root causes above</summary>")
             out.append('<div class="cards">')
             out.extend(render_diagnoses(rv.diagnosed))
             out.append("</div>")
+            if fold:
+                out.append("</details>")
         if rv.plot_note:
             out.append(f'<div class="note">{_e(rv.plot_note)}</div>')
         if skipped:
@@ -219,7 +231,7 @@ def render_rounds(rows: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def render_run_dir(view: RunDirView, registry: Any) -> str:
+def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str, str, str]] = frozenset()) -> str:
     rd = view.run_dir
     out = [f'<section class="rundir" data-run-dir="{_e(rd.name)}">',
            f'<h2>{_e(rd.name)}</h2><div class="path">{_e(view.shown_path)} · layouts: {_e(", ".join(rd.layouts))}</div>']
@@ -245,7 +257,7 @@ def render_run_dir(view: RunDirView, registry: Any) -> str:
     head = "".join(f"<th>{_e(f)}</th>" for f in view.families)
     out.append(f'<table class="runs"><thead><tr><th>run</th>{head}<th>steps</th><th>step time</th><th>loss</th>'
                "</tr></thead><tbody>")
-    out.extend(render_run_row(rv, view.families, registry) for rv in view.runs)
+    out.extend(render_run_row(rv, view.families, registry, shared) for rv in view.runs)
     out.append("</tbody></table></section>")
     return "".join(out)
 
@@ -268,7 +280,8 @@ def render_page(view: ReportView, registry: Any = None) -> str:
         "</header>",
     ]
     out.append(render_root_causes(view))
-    out.extend(render_run_dir(v, registry) for v in view.run_dirs)
+    shared = frozenset((g.run_dir, r.run or "", g.check) for g in view.root_causes if len(g.roots) > 1 for r in g.roots)
+    out.extend(render_run_dir(v, registry, shared) for v in view.run_dirs)
     if view.unplaced:
         out.append('<section class="other"><h2>other results</h2>')
         out.extend(render_failure(r) for r in view.unplaced if r["outcome"] in ("failed", "error", "warned"))
