@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .consequences import apply as group_consequences
 from .report import SCHEMA, Result, report_document, write_json
 
 
@@ -80,6 +81,7 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
     run_dirs: list[str] = []
     for doc in docs:
         run_dirs += [d for d in doc.get("run_dirs", []) if d not in run_dirs]
+    group_consequences(results.values())  # one root cause, one diagnosis: over every shard's runs
     merged = report_document(results.values(), run_dirs, versions[0], min(d.get("started_at") or "" for d in docs))
     # Per-run sections other features add (e.g. "status") merge key by key.
     for doc in docs:

@@ -53,6 +53,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.status",
     "pytest_runhealth.trust_boundary",  # a run dir never configures the session
     "pytest_runhealth.waivers",
+    "pytest_runhealth.consequences",
 )
 
 
@@ -271,14 +272,20 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
         return
     counts = session.collector.summary()
     causes: dict[str, int] = {}
+    folded = 0  # consequences of another failure on their run (consequences.py): counted once, under the root
     for res in session.collector.results.values():
         if res.outcome == "failed" and res.cause:
+            if res.consequence_of:
+                folded += 1
+                continue
             causes[res.cause] = causes.get(res.cause, 0) + 1
     line = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     terminalreporter.write_sep("-", "run-health")
     terminalreporter.write_line(f"checks: {line}")
     if causes:
-        terminalreporter.write_line("causes: " + ", ".join(f"{c} ×{n}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1])))
+        ranked = ", ".join(f"{c} ×{n}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1]))
+        more = f" (+{folded} consequence{'s' if folded != 1 else ''} of these)" if folded else ""
+        terminalreporter.write_line("causes: " + ranked + more)
     out = config.getoption("runhealth_report") or config.getini("runhealth_report")
     if out:
         terminalreporter.write_line(f"report: {os.fspath(out)}")

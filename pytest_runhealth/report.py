@@ -24,7 +24,8 @@ class Result(Mapping):
     and Markdown reports and ``pytest-runhealth merge`` read.
 
     :meth:`to_json` gives the ``runhealth-report/1`` form (keys in this
-    order; ``summary`` only when the finding had one), :meth:`from_json`
+    order; ``summary`` only when the finding had one, ``consequence_of``
+    only on a consequence), :meth:`from_json`
     reads it back (keys it does not know are kept, so a merge loses nothing).
     It is also a read-only mapping of that form (``r["outcome"]``,
     ``r.get("cause")``), for code written against the dicts it replaces."""
@@ -43,6 +44,7 @@ class Result(Mapping):
     duration_s: float = 0.0
     waived: dict[str, Any] | None = None  # the waiver (runhealth.yaml) that turned this failure into an xfail
     summary: str | None = None
+    consequence_of: str | None = None  # the check whose failure on this run explains this one (consequences.py)
     extra: dict[str, Any] = field(default_factory=dict)  # keys of a newer report, kept as they came
 
     @property
@@ -54,12 +56,14 @@ class Result(Mapping):
         out: dict[str, Any] = {name: getattr(self, name) for name in _JSON_KEYS}
         if self.summary is not None:
             out["summary"] = self.summary
+        if self.consequence_of is not None:
+            out["consequence_of"] = self.consequence_of
         out.update(self.extra)
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Result:
-        known = {k: v for k, v in data.items() if k in _JSON_KEYS or k == "summary"}
+        known = {k: v for k, v in data.items() if k in _JSON_KEYS or k in _OPTIONAL_KEYS}
         return cls(**known, extra={k: v for k, v in data.items() if k not in known})
 
     # -- read-only mapping of the JSON form --------------------------------------
@@ -75,6 +79,7 @@ class Result(Mapping):
 
 _JSON_KEYS = ("nodeid", "check", "slug", "run", "run_dir", "outcome", "verdict", "cause", "evidence", "fix",
               "note", "duration_s", "waived")
+_OPTIONAL_KEYS = ("summary", "consequence_of")  # written only when set
 
 
 def count_outcomes(results: Iterable[Result]) -> dict[str, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..consequences import worth_showing
 from . import svg
 from .view import ReportView, RunDirView, RunView, family_of
 
@@ -57,7 +58,7 @@ def _e(value: Any) -> str:
     return svg.text("" if value is None else str(value))
 
 
-def render_failure(r: dict[str, Any]) -> str:
+def render_failure(r: dict[str, Any], with_fix: bool = True) -> str:
     head = f"{_e(r['check'])} {_e(r.get('slug'))}"
     tags = [f"verdict: {_e(r.get('verdict'))}"]
     if r.get("cause"):
@@ -76,9 +77,46 @@ def render_failure(r: dict[str, Any]) -> str:
             where = ev.get("path", "") if ev.get("line") is None else f"{ev.get('path', '')}:{ev['line']}"
             out.append(f"<li><code>{_e(where)}</code> {_e(ev.get('text'))}</li>")
         out.append("</ul>")
-    if r.get("fix"):
+    if r.get("fix") and with_fix:
         out.append(f'<div class="fix">fix: {_e(r["fix"])}</div>')
     out.append("</div>")
+    return "".join(out)
+
+
+def render_diagnoses(results: list[dict[str, Any]]) -> list[str]:
+    """The cards of one run: each root finding, then its consequences folded
+    under it (consequences.py), without the fix the root already prints."""
+    out = [render_failure(r) for r in results if not r.get("consequence_of")]
+    by_root: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        if r.get("consequence_of"):
+            by_root.setdefault(r["consequence_of"], []).append(r)
+    for root, folded in by_root.items():
+        checks = ", ".join(_e(r["check"]) for r in folded)
+        out.append(f'<details class="consequences" data-consequence-of="{_e(root)}"><summary>{len(folded)} '
+                   f'consequence{"s" if len(folded) != 1 else ""} of {_e(root)} on this run: {checks} '
+                   "(same root cause; its fix above)</summary>")
+        out.extend(render_failure(r, with_fix=False) for r in folded)
+        out.append("</details>")
+    return out
+
+
+def render_root_causes(view: ReportView) -> str:
+    """One line per distinct root cause, leading the page, each fix once
+    (consequences.py); the per-run cards stay below, in their rows."""
+    if not worth_showing(view.root_causes):
+        return ""
+    many = len(view.run_dirs) > 1
+    out = ['<section class="root-causes"><h2>root causes</h2>']
+    for g in view.root_causes:
+        out.append(f'<div class="failure root-cause" data-check="{_e(g.check)}" data-cause="{_e(g.cause)}" '
+                   f'data-runs="{len(g.roots)}"><div class="head">{_e(g.line(with_run_dir=many))}</div>')
+        out.append(f'<div class="note">root: {_e(g.check)} {_e(g.slug)}, verdict {_e(g.verdict)}</div>')
+        out.extend(f'<div class="note">↳ {_e(line)}</div>' for line in g.consequence_lines())
+        if g.fix:
+            out.append(f'<div class="fix">fix: {_e(g.fix)}</div>')
+        out.append("</div>")
+    out.append("</section>")
     return "".join(out)
 
 
@@ -133,7 +171,11 @@ def _plot_cell(rv: RunView, which: str) -> str:
     return f'<td class="plot-cell">{chart}</td>'
 
 
-def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
+def render_run_row(rv: RunView, families: list[str], registry: Any,
+                   shared: frozenset[tuple[str, str, str]] = frozenset()) -> str:
+    """``shared``: (run dir, run, check) of the roots that ended several runs
+    (consequences.py); a row whose every root is one of them folds its cards:
+    the page's root-cause lines above already say it once."""
     cls = "run has-failure" if rv.failures else "run"
     out = [f'<tr class="{cls}" data-run="{_e(rv.name)}">', f'<td class="name"><b>{_e(rv.name)}</b>']
     if rv.status:
@@ -153,9 +195,17 @@ def render_run_row(rv: RunView, families: list[str], registry: Any) -> str:
         diag_cls = "diag has-failure" if rv.failures else "diag"
         out.append(f'<tr class="{diag_cls}" data-run="{_e(rv.name)}"><td colspan="{width}">')
         if rv.diagnosed:
+            roots = [r for r in rv.diagnosed if not r.get("consequence_of")]
+            fold = bool(roots) and all((r.get("run_dir") or "", r.get("run") or "", r["check"]) in shared for r in roots)
+            if fold:
+                told = ", ".join(f"{_e(r['check'])} {_e(r.get('cause') or '')}".strip() for r in roots)
+                out.append(f'<details class="detail"><summary>{told}: the root cause of several runs, '
+                           "told once under root causes above</summary>")
             out.append('<div class="cards">')
-            out.extend(render_failure(r) for r in rv.diagnosed)
+            out.extend(render_diagnoses(rv.diagnosed))
             out.append("</div>")
+            if fold:
+                out.append("</details>")
         if rv.plot_note:
             out.append(f'<div class="note">{_e(rv.plot_note)}</div>')
         if skipped:
@@ -181,7 +231,7 @@ def render_rounds(rows: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def render_run_dir(view: RunDirView, registry: Any) -> str:
+def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str, str, str]] = frozenset()) -> str:
     rd = view.run_dir
     out = [f'<section class="rundir" data-run-dir="{_e(rd.name)}">',
            f'<h2>{_e(rd.name)}</h2><div class="path">{_e(view.shown_path)} · layouts: {_e(", ".join(rd.layouts))}</div>']
@@ -207,7 +257,7 @@ def render_run_dir(view: RunDirView, registry: Any) -> str:
     head = "".join(f"<th>{_e(f)}</th>" for f in view.families)
     out.append(f'<table class="runs"><thead><tr><th>run</th>{head}<th>steps</th><th>step time</th><th>loss</th>'
                "</tr></thead><tbody>")
-    out.extend(render_run_row(rv, view.families, registry) for rv in view.runs)
+    out.extend(render_run_row(rv, view.families, registry, shared) for rv in view.runs)
     out.append("</tbody></table></section>")
     return "".join(out)
 
@@ -229,7 +279,9 @@ def render_page(view: ReportView, registry: Any = None) -> str:
         "saw slow or degrading steps begin, a red × a non-finite loss. Hover a cell or a mark for details.</div>"
         "</header>",
     ]
-    out.extend(render_run_dir(v, registry) for v in view.run_dirs)
+    out.append(render_root_causes(view))
+    shared = frozenset((g.run_dir, r.run or "", g.check) for g in view.root_causes if len(g.roots) > 1 for r in g.roots)
+    out.extend(render_run_dir(v, registry, shared) for v in view.run_dirs)
     if view.unplaced:
         out.append('<section class="other"><h2>other results</h2>')
         out.extend(render_failure(r) for r in view.unplaced if r["outcome"] in ("failed", "error", "warned"))

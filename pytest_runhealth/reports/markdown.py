@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..consequences import worth_showing
 from .svg import _CONTROL
 from .view import ReportView
 
@@ -56,21 +57,44 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
         "",
     ]
     causes: dict[str, int] = {}
+    n_consequences = 0  # consequences.py: counted under their root, not as causes of their own
     for r in view.results:
         if r["outcome"] in ("failed", "error") and r.get("cause"):
+            if r.get("consequence_of"):
+                n_consequences += 1
+                continue
             causes[r["cause"]] = causes.get(r["cause"], 0) + 1
     if causes:  # the same line as the terminal summary's
         ranked = sorted(causes.items(), key=lambda kv: -kv[1])
-        lines += ["causes: " + ", ".join(f"{cell(c, 60)} ×{n}" for c, n in ranked), ""]
+        lines += ["causes: " + ", ".join(f"{cell(c, 60)} ×{n}" for c, n in ranked)
+                  + (f" (+{n_consequences} consequence{'s' if n_consequences != 1 else ''} of these)"
+                     if n_consequences else ""), ""]
+    grouped = worth_showing(view.root_causes)
+    if grouped:  # one line per distinct root cause, each fix once; the per-run rows fold below
+        lines += ["**Root causes**", ""]
+        for g in view.root_causes:
+            lines.append(f"- {cell(g.line(with_run_dir=many_dirs), 400)}")
+            lines += [f"  - ↳ {cell(line, 200)}" for line in g.consequence_lines()]
+            if g.fix:
+                lines.append(f"  - fix: {cell(g.fix)}")
+        lines += ["", "<details><summary>per-run detail</summary>", ""]
     lines += [
         "| result | check | run | verdict | cause | diagnosis | fix |",
         "|---|---|---|---|---|---|---|",
     ]
     failing = [r for r in view.results if r["outcome"] not in ("passed", "skipped")]  # failed, error, warned
+    consequences: dict[tuple[Any, Any, Any], list[str]] = {}
+    for r in failing:
+        if r.get("consequence_of"):
+            consequences.setdefault((r.get("run_dir"), r.get("run"), r["consequence_of"]), []).append(r["check"])
+    failing = [r for r in failing if not r.get("consequence_of")]  # folded into their root's row
     for r in failing[:max_failures]:
         summary = (r.get("summary") or "").strip().splitlines()
+        folded_here = consequences.get((r.get("run_dir"), r.get("run"), r["check"]))
+        also = f" (+ consequences on this run: {cell(', '.join(folded_here))})" if folded_here else ""
         lines.append(
-            f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))} | {cell(_run_label(r, many_dirs))} "
+            f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))}{also} "
+            f"| {cell(_run_label(r, many_dirs))} "
             f"| {cell(r.get('verdict'))} | {cell(r.get('cause'))} | {cell(summary[0] if summary else '')}{_evidence(r)} "
             f"| {cell(r.get('fix'))} |"
         )
@@ -92,4 +116,6 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
             f"| {ICON[outcome]} | {cell(check)} {cell(slug)} | {n} target{'s' if n != 1 else ''} ({what}) "
             f"| | | {cell(reason, 160)} | |"
         )
+    if grouped:
+        lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

@@ -16,8 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..consequences import RootGroup, root_groups
 from ..logscan import StepPoint
 from ..registry import FAMILIES
+from ..report import Result
 from ..rundir import Run, RunDir
 from ..safeio import describe_error
 
@@ -84,6 +86,7 @@ class ReportView:
     run_dirs: list[RunDirView]
     results: list[dict[str, Any]]  # every health result, failures first
     unplaced: list[dict[str, Any]] = field(default_factory=list)
+    root_causes: list[RootGroup] = field(default_factory=list)  # one per distinct root cause (consequences.py)
 
 
 def family_of(check_id: str | None, registry: Any = None) -> str:
@@ -170,7 +173,8 @@ def build_view(
     ]
     names = [rd.name for rd in run_dirs]
     title = "Run health: " + (", ".join(names) if len(names) <= 3 else f"{len(names)} run dirs") if names else "Run health"
-    return ReportView(title, generated_at(started_at), version, counts, views, results, unplaced)
+    groups = root_groups(r if isinstance(r, Result) else Result.from_json(r) for r in results)
+    return ReportView(title, generated_at(started_at), version, counts, views, results, unplaced, groups)
 
 
 def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, relative_to: Path | None,

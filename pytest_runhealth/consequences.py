@@ -1,0 +1,274 @@
+"""One root cause, one diagnosis: which failing checks on one run are
+consequences of another one's root cause, and which runs died of the same one.
+
+A trainer that dies at step 0 fails RH201 (the fatal error), RH102 (the sweep
+disqualified it ``empty_tfevents``), RH005 (its event file holds no scalar) and
+RH105 (it exited early): four failures, one cause. A sweep collapsed by the
+judge's VRAM leak fails RH101 and, on the same runs, RH107 ``swap-slowdown``.
+:data:`RELATIONS` says which check explains which; :func:`apply` marks each
+consequence with ``consequence_of`` (the root's check ID) and gives it the
+root's verdict, so the two never disagree. pytest's outcomes are not touched:
+a consequence is still a failed item and the exit code stays what it was.
+
+Why from :class:`~pytest_runhealth.report.Result` objects, once, after every
+result is in: the grouping is then the same with or without pytest-xdist,
+and ``pytest-runhealth merge`` applies it to the merged shard reports too.
+The terminal section, the HTML page and the Markdown summary read
+:func:`root_groups` (one group per distinct root cause, over runs)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import pytest
+
+from .report import Result
+from .session import RunHealthSession, is_controller, session_of
+
+DIAGNOSED = ("failed", "error", "warned")  # a waived failure (skipped, xfail) is not grouped
+_BATCH = re.compile(r":runs-\d+-\d+$")  # a batch item stands for many runs: never grouped by run
+
+
+@dataclass(frozen=True)
+class Relation:
+    """On one run, a failing ``consequence`` check (with one of ``causes``;
+    None: any cause) is explained by a failing ``root`` check."""
+
+    root: str
+    consequence: str
+    causes: frozenset[str] | None
+    why: str
+
+
+EMPTY = frozenset({"empty-tfevents"})
+RELATIONS: tuple[Relation, ...] = (
+    Relation("RH201", "RH102", None, "the fatal error in its log is why the run was disqualified"),
+    Relation("RH201", "RH005", EMPTY, "a trainer that died before its first step logged no scalar"),
+    Relation("RH201", "RH105", None, "the early exit is the fatal error; the differing knobs say where to look"),
+    Relation("RH102", "RH005", EMPTY, "a trainer that died before its first step logged no scalar"),
+    Relation("RH102", "RH105", None, "the early exit is the instant death; the differing knobs say where to look"),
+    Relation("RH101", "RH107", frozenset({"swap-slowdown"}),
+             "the judge kept the VRAM, so this run's steps ran from swap"),
+)
+# Roots whose groups read "N of M runs died of <cause>"; others "N of M runs failed <check> <slug> (<cause>)".
+DEATHS = ("RH201", "RH102")
+SHOWN_RUNS = 6
+HEADLINE = 110
+
+
+def _diagnosed(res: Result) -> bool:
+    return res.outcome in DIAGNOSED and not res.waived and not _BATCH.search(res.run or "")
+
+
+def _covers(rel: Relation, res: Result) -> bool:
+    return rel.causes is None or (res.cause or "") in rel.causes
+
+
+def _root_check(check: str, on_run: dict[str, Result], seen: frozenset[str] = frozenset()) -> str:
+    """The check whose failure on this run explains ``check``'s, through
+    chains (RH005 -> RH102 -> RH201); the earlier relation wins a tie."""
+    for rel in RELATIONS:
+        if rel.consequence == check and rel.root in on_run and rel.root not in seen and _covers(rel, on_run[check]):
+            return _root_check(rel.root, on_run, seen | {check})
+    return check
+
+
+def why(root: str, consequence: str) -> str:
+    """The table's one line on how ``root`` explains ``consequence`` ('' for a chain's far end)."""
+    return next((rel.why for rel in RELATIONS if rel.root == root and rel.consequence == consequence), "")
+
+
+def apply(results: Iterable[Result]) -> list[Result]:
+    """Mark the consequences among ``results`` (in place): ``consequence_of``
+    is the root's check ID and ``verdict`` the root's. Idempotent, so a merge
+    of reports that were already grouped gives the same answer. Returns the
+    results marked."""
+    by_run: dict[tuple[str, str], dict[str, Result]] = {}
+    for res in results:
+        if _diagnosed(res) and res.check:
+            by_run.setdefault((res.run_dir or "", res.run or ""), {}).setdefault(res.check, res)
+    marked = []
+    for on_run in by_run.values():
+        for check, res in on_run.items():
+            root = _root_check(check, on_run)
+            res.consequence_of = None if root == check else root
+            if res.consequence_of:
+                res.verdict = on_run[root].verdict
+                marked.append(res)
+    return marked
+
+
+@dataclass
+class RootGroup:
+    """One distinct root cause (check and cause) in one run dir, and the runs
+    it ended: what the summaries lead with."""
+
+    run_dir: str
+    check: str
+    slug: str
+    cause: str
+    verdict: str
+    roots: list[Result] = field(default_factory=list)
+    consequences: list[Result] = field(default_factory=list)
+    total_runs: int = 0
+
+    @property
+    def runs(self) -> list[str]:
+        return [r.run or "" for r in self.roots]
+
+    @property
+    def fix(self) -> str:
+        return next((r.fix for r in self.roots if r.fix), "")
+
+    @property
+    def headline(self) -> str:
+        """What the first root quotes: for a death, the error line of its log
+        (not the ledger row); else the first line of its diagnosis."""
+        first = self.roots[0]
+        text = ""
+        if first.check in DEATHS:
+            text = next((ev.get("text") or "" for ev in first.evidence
+                         if not str(ev.get("path", "")).endswith("ledger.jsonl")), "")
+        if not text:
+            text = (first.summary or "").strip().splitlines()[0] if (first.summary or "").strip() else ""
+        text = " ".join(text.split())
+        return text if len(text) <= HEADLINE else text[: HEADLINE - 1] + "…"
+
+    def line(self, with_run_dir: bool = False) -> str:
+        """``4 of 5 runs died of cuda-oom: torch.OutOfMemoryError: … · cand-000-s0, cand-001-s0, …``"""
+        n, runs = len(self.roots), self.runs
+        if runs == [self.run_dir] or not self.total_runs:
+            who, listed = self.run_dir, ""  # a session-scope root, or a run dir that is the run
+        else:
+            who = f"{n} of {self.total_runs} run{'s' if self.total_runs != 1 else ''}"
+            listed = " · " + ", ".join(runs[:SHOWN_RUNS]) + (f", … (+{n - SHOWN_RUNS})" if n > SHOWN_RUNS else "")
+            if with_run_dir:
+                who = f"{self.run_dir}: {who}"
+        if self.check in DEATHS:
+            what = f"died of {self.cause or 'an unknown error'}"
+        else:
+            what = f"failed {self.check} {self.slug}" + (f" ({self.cause})" if self.cause else "")
+        quote = self.headline
+        return f"{who} {what}" + (f": {quote}" if quote else "") + listed
+
+    def consequence_lines(self) -> list[str]:
+        """One line per consequence check:
+        ``RH102 trainer-died-instantly (cuda-oom) on 4 runs: consequence of RH201 (...)``."""
+        counts: dict[tuple[str, str, str], int] = {}
+        for res in self.consequences:
+            key = (res.check or "", res.slug or "", res.cause or "")
+            counts[key] = counts.get(key, 0) + 1
+        out = []
+        for (check, slug, cause), n in sorted(counts.items()):
+            where = f" on {n} runs" if n > 1 else ""
+            reason = why(self.check, check)
+            out.append(f"{check} {slug}" + (f" ({cause})" if cause else "") + f"{where}: consequence of {self.check}"
+                       + (f" ({reason})" if reason else ""))
+        return out
+
+
+def _runs_per_dir(results: list[Result]) -> dict[str, int]:
+    """Runs judged per run dir, as the results show them (a session-scope
+    result's ``run`` is the run dir itself)."""
+    runs: dict[str, set[str]] = {}
+    for res in results:
+        if res.run and res.run != res.run_dir and not _BATCH.search(res.run):
+            runs.setdefault(res.run_dir or "", set()).add(res.run)
+    return {k: len(v) for k, v in runs.items()}
+
+
+def root_groups(results: Iterable[Result]) -> list[RootGroup]:
+    """The distinct root causes of the diagnosed results, most runs first,
+    each with its consequences. Call after :func:`apply`."""
+    results = list(results)
+    totals = _runs_per_dir(results)
+    groups: dict[tuple[str, str, str], RootGroup] = {}
+    roots_at: dict[tuple[str, str, str], RootGroup] = {}  # (run_dir, run, check) -> the root's group
+    ordered = sorted(results, key=lambda r: r.sort_key)
+    for res in ordered:
+        if not _diagnosed(res) or res.consequence_of or not res.check:
+            continue
+        key = (res.run_dir or "", res.check, res.cause or "")
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = RootGroup(key[0], res.check, res.slug or "", res.cause or "", res.verdict or "",
+                                            total_runs=totals.get(key[0], 0))
+        group.roots.append(res)
+        roots_at[(key[0], res.run or "", res.check)] = group
+    for res in ordered:
+        if _diagnosed(res) and res.consequence_of:
+            group = roots_at.get((res.run_dir or "", res.run or "", res.consequence_of))
+            if group is not None:
+                group.consequences.append(res)
+    return sorted(groups.values(), key=lambda g: (-len(g.roots), g.run_dir, g.check, g.cause))
+
+
+def worth_showing(groups: list[RootGroup]) -> bool:
+    """A root-cause section says something only where a consequence was
+    folded or one cause ended several runs."""
+    return any(g.consequences or len(g.roots) > 1 for g in groups)
+
+
+# -- the pytest side: once, in the controller ------------------------------------------
+@pytest.hookimpl(tryfirst=True)  # before the JSON, HTML, Markdown and JUnit reports are written
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = session_of(config)
+    if state is None or not is_controller(config):
+        return
+    marked = apply(state.collector.results.values())
+    if marked:
+        _junit_properties(config, marked)
+
+
+def _junit_properties(config: pytest.Config, marked: list[Result]) -> None:
+    """JUnit XML: ``consequence_of`` beside ``check`` on each consequence's
+    testcase, and its ``verdict`` property made the root's. The testcases are
+    pytest's own XML elements, still in memory until its sessionfinish writes
+    them; where pytest's internals differ, the properties are left out."""
+    try:
+        from _pytest.junitxml import mangle_test_address, xml_key
+
+        xml = config.stash.get(xml_key, None)
+        reporters = list(getattr(xml, "node_reporters_ordered", None) or [])
+    except Exception:  # noqa: BLE001 - another pytest: the JSON report still says it
+        return
+    wanted = {}
+    for res in marked:
+        names = mangle_test_address(res.nodeid)
+        wanted[(".".join(names[:-1]), names[-1])] = res
+    for reporter in reporters:
+        try:
+            case = reporter.to_xml()
+        except Exception:  # noqa: BLE001
+            continue
+        name = re.sub(r"@[^\]]*$", "", case.get("name") or "")  # xdist loadgroup's suffix
+        res = wanted.get((case.get("classname") or "", name))
+        if res is None:
+            continue
+        props = case.find("properties")
+        if props is None:
+            import xml.etree.ElementTree as ET
+
+            props = ET.SubElement(case, "properties")
+        for prop in props.iter("property"):
+            if prop.get("name") == "verdict":
+                prop.set("value", res.verdict or "")
+        props.append(props.makeelement("property", {"name": "consequence_of", "value": res.consequence_of or ""}))
+
+
+def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session: RunHealthSession) -> None:
+    groups = root_groups(session.collector.results.values())
+    if not worth_showing(groups):
+        return
+    many = len({g.run_dir for g in groups}) > 1
+    terminalreporter.write_sep("-", "run-health: root causes")
+    for group in groups:
+        terminalreporter.write_line(group.line(with_run_dir=many))
+        terminalreporter.write_line(f"  root: {group.check} {group.slug}, verdict {group.verdict}")
+        for line in group.consequence_lines():
+            terminalreporter.write_line(f"  ↳ {line}")
+        if group.fix:
+            terminalreporter.write_line(f"  fix: {group.fix}")

@@ -1,0 +1,186 @@
+"""One root cause, one diagnosis (issue 18, item 7): failures on one run that
+share a root cause are reported as the root and its consequences, with one
+verdict; runs that died of the same error lead the summaries as one line.
+
+The sessions are real pytest sessions on sweeps as Bracket leaves them
+(tests/sweep_builders.py), with an event file written by tensorboard's own
+writer; the grouping is read back from the JSON report, the terminal, the
+JUnit XML, the HTML page and the Markdown summary."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import sweep_builders as sb
+from trainerfiles import write_events
+
+from pytest_runhealth.cli import merge_reports
+from pytest_runhealth.consequences import apply, root_groups
+from pytest_runhealth.report import Result
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DEAD = "cand-001-s0"
+
+
+def dead_run_sweep(root: Path) -> Path:
+    """Two runs train; cand-001-s0 dies of CUDA OOM before its first step
+    (batch 8, dim 128): RH201, RH102 (disqualified empty_tfevents), RH005 (its
+    event file holds only the header) and RH105 (an early exit with knobs the
+    healthy candidate did not use) all fail on it."""
+    rows = [sb.row("baseline-000-s0", "baseline", at=sb.at(0), duration_s=2230.0, n_steps=1500, score=0.72),
+            sb.row("cand-000-s0", "candidate", at=sb.at(40), duration_s=2240.0, n_steps=1500, score=0.7,
+                   config=sb.knobs(learning_rate=2e-4)),
+            sb.row(DEAD, "candidate", at=sb.at(80), duration_s=27.4, n_steps=0, score=None, judge=None,
+                   disqualified="empty_tfevents", exit_code=1, error="trainer exited with code 1",
+                   config=sb.knobs(train_batch_size=8, network_dim=128))]
+    logs = {"baseline-000-s0": sb.healthy_log(1500, 1.47), "cand-000-s0": sb.healthy_log(1500, 1.48),
+            DEAD: sb.died_log("cuda-oom")}
+    sb.write_session(root, rows, logs)
+    write_events(root / "runs" / DEAD / "logs" / "tb", [])
+    return root
+
+
+def section(stdout: str, title: str) -> str:
+    """One terminal-summary section, up to the next ``----- x -----`` line."""
+    m = re.search(rf"^-+ {re.escape(title)} -+$\n(.*?)(?=^[-=]+ .* [-=]+$)", stdout, re.M | re.S)
+    assert m, stdout
+    return m.group(1)
+
+
+def test_a_dead_run_is_one_root_cause_with_three_consequences(tmp_path, pytester, run_health):
+    sweep = dead_run_sweep(tmp_path / "dead")
+    xml, html, md = pytester.path / "junit.xml", pytester.path / "page.html", pytester.path / "summary.md"
+    h = run_health(sweep, args=("--tb=line", "--junitxml", str(xml), "--runhealth-html", str(html),
+                                "--runhealth-markdown", str(md)))
+    # pytest stays honest: four failed items, exit code 1.
+    assert h.result.ret == 1
+    failing = {r["check"]: r for r in h.results(run=DEAD) if r["outcome"] == "failed"}
+    assert sorted(failing) == ["RH005", "RH102", "RH105", "RH201"]
+    root = failing["RH201"]
+    assert "consequence_of" not in root and root["cause"] == "cuda-oom"
+    for check in ("RH005", "RH102", "RH105"):
+        assert failing[check]["consequence_of"] == "RH201"
+        assert failing[check]["verdict"] == root["verdict"]  # one verdict: RH105 (config-knob) takes the root's
+    assert failing["RH005"]["cause"] == "empty-tfevents" and failing["RH105"]["cause"] == "config-knob"
+
+    # Terminal: the root first, one indented line per consequence, the fix once.
+    text = section(h.stdout, "run-health: root causes")
+    lines = text.splitlines()
+    assert re.fullmatch(r"1 of 3 runs died of cuda-oom: torch\.OutOfMemoryError: CUDA out of memory\..* · cand-001-s0",
+                        lines[0]), text
+    assert lines[1] == "  root: RH201 trainer-error, verdict " + root["verdict"]
+    pytester_lines = [ln for ln in lines if ln.startswith("  ↳ ")]
+    assert [ln.split()[1] for ln in pytester_lines] == ["RH005", "RH102", "RH105"]
+    assert all("consequence of RH201" in ln for ln in pytester_lines)
+    assert sum(ln.startswith("  fix: ") for ln in lines) == 1
+    h.result.stdout.fnmatch_lines(["causes: cuda-oom ×1 (+3 consequences of these)"])
+
+    # JUnit: consequence_of beside check, and the root's verdict.
+    cases = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        name = re.sub(r"@[^\]]*$", "", case.get("name"))
+        cases[name] = {p.get("name"): p.get("value") for p in case.iter("property")}
+    for check, slug in (("RH005", "tfevents-readable"), ("RH102", "trainer-died-instantly"),
+                        ("RH105", "early-exit-config")):
+        props = cases[f"{check}-{slug}[dead/{DEAD}]"]
+        assert props["consequence_of"] == "RH201" and props["verdict"] == root["verdict"], props
+    assert "consequence_of" not in cases[f"RH201-trainer-error[dead/{DEAD}]"]
+
+    # HTML: the root card, then its consequences folded under it without the fix; the fix once per run.
+    page = html.read_text()
+    assert '<section class="root-causes">' in page and 'data-runs="1"' in page
+    row = page.split(f'<tr class="diag has-failure" data-run="{DEAD}">')[1].split("</tr>")[0]
+    folded = row.split('<details class="consequences" data-consequence-of="RH201">')[1].split("</details>")[0]
+    assert "3 consequences of RH201 on this run: RH005, RH102, RH105" in folded
+    assert all(f'data-check="{c}"' in folded for c in ("RH005", "RH102", "RH105"))
+    assert 'data-check="RH201"' not in folded and 'class="fix"' not in folded
+    assert row.count('class="fix"') == 1
+
+    # Markdown: the root leads; its row names the consequences, which have no row of their own.
+    summary = md.read_text()
+    assert "**Root causes**" in summary and "- 1 of 3 runs died of cuda-oom" in summary
+    failed_rows = [ln for ln in summary.splitlines() if ln.startswith("| ❌ failed")]
+    assert len(failed_rows) == 1 and "RH201 trainer-error" in failed_rows[0]
+    assert "consequences on this run: RH005, RH102, RH105" in failed_rows[0]
+
+
+def test_two_independent_failures_on_one_run_stay_two_roots(run_health):
+    """The near-miss: an interrupted LTX-2 run fails RH205 (no resume state) and
+    RH208 (steps incomplete); neither explains the other."""
+    h = run_health(EXAMPLES / "ltx-interrupted", args=("--tb=no",))
+    failing = [r for r in h.report["results"] if r["outcome"] == "failed"]
+    assert sorted(r["check"] for r in failing) == ["RH205", "RH208"]
+    assert all("consequence_of" not in r for r in failing)
+    assert "run-health: root causes" not in h.stdout
+    assert "consequence" not in h.stdout
+
+
+def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(pytester, run_health):
+    """The shipped sweep-died-cuda-oom: four runs, each RH201 with RH102 as its
+    consequence, read as one line; sweep-vram-leak: RH107 swap-slowdown is
+    RH101's consequence on every collapsed run. Under ``-n 2`` the report is
+    the same."""
+    dirs = (EXAMPLES / "sweep-died-cuda-oom", EXAMPLES / "sweep-vram-leak")
+    html = pytester.path / "page.html"
+    plain = run_health(*dirs, args=("--tb=no", "--runhealth-html", str(html)))
+    text = section(plain.stdout, "run-health: root causes")
+    assert re.search(r"^sweep-died-cuda-oom: 4 of 5 runs died of cuda-oom: torch\.OutOfMemoryError: .*"
+                     r" · cand-000-s0, cand-001-s0, cand-002-s0, cand-003-s0$", text, re.M), text
+    assert "  ↳ RH102 trainer-died-instantly (cuda-oom) on 4 runs: consequence of RH201" in text
+    assert re.search(r"^sweep-vram-leak: 5 of 6 runs failed RH101 step-count-collapse \(vram-leak-step-collapse\)",
+                     text, re.M), text
+    assert "  ↳ RH107 slow-steps (swap-slowdown) on 5 runs: consequence of RH101" in text
+    # The long RH101 fix (RH107 swap-slowdown repeats it) is printed once in the section.
+    assert text.count("The judge VLM stayed resident in VRAM") == 1
+
+    def grouping(report):
+        return sorted((r["nodeid"], r.get("consequence_of"), r["verdict"]) for r in report["results"]
+                      if r["outcome"] == "failed")
+
+    # The page leads with the line; each run's cards fold below it (their fix is told once, above).
+    page = html.read_text()
+    lead = page.split('<section class="root-causes">')[1].split("</section>")[0]
+    assert lead.count("The judge VLM stayed resident in VRAM") == 1 and 'data-runs="4"' in lead
+    oom = page.split('data-run-dir="sweep-died-cuda-oom"')[1].split("</section>")[0]
+    assert oom.count('<details class="detail"><summary>RH201 cuda-oom: the root cause of several runs') == 4
+    marked = [g for g in grouping(plain.report) if g[1]]
+    assert len(marked) == 4 + 5
+    xdist = run_health(*dirs, args=("--tb=no", "-n", "2"), subprocess=True)
+    assert grouping(xdist.report) == grouping(plain.report)
+
+
+def test_merge_groups_the_shards_results(run_health):
+    """``pytest-runhealth merge`` applies the same table: shard reports written
+    without the grouping (an older plugin) come out grouped."""
+    h = run_health(EXAMPLES / "sweep-died-cuda-oom", args=("--tb=no",))
+    results = [dict(r) for r in h.report["results"]]
+    for r in results:
+        r.pop("consequence_of", None)
+    shards = [dict(h.report, results=results[::2]), dict(h.report, results=results[1::2])]
+    merged = merge_reports(shards)
+    assert merged["results"] == h.report["results"]
+
+
+def _res(check, cause, run="r1", verdict="infra", outcome="failed"):
+    return Result(f"runhealth::{check}[{run}]", check, "slug", run, "s", outcome, verdict, cause)
+
+
+def test_the_table_needs_the_cause_it_names():
+    """A corrupt event file is its own problem, not a consequence of the
+    trainer's death; a waived or passed root explains nothing."""
+    root = _res("RH201", "cuda-oom", verdict="config")
+    corrupt = _res("RH005", "corrupt-tfevents", verdict="not-evaluable")
+    assert apply([root, corrupt]) == [] and corrupt.verdict == "not-evaluable"
+    empty = _res("RH005", "empty-tfevents", verdict="not-evaluable")
+    assert apply([root, empty]) == [empty] and (empty.consequence_of, empty.verdict) == ("RH201", "config")
+    passed = _res("RH201", None, verdict="healthy", outcome="passed")
+    other = _res("RH102", "cuda-oom", run="r2")
+    assert apply([passed, _res("RH102", "cuda-oom"), other]) == []
+    # A chain resolves to its far end: RH005 -> RH102 -> RH201, all on RH201.
+    chain = [_res("RH201", "cuda-oom", verdict="config"), _res("RH102", "unknown"), _res("RH005", "empty-tfevents")]
+    apply(chain)
+    assert [r.consequence_of for r in chain] == [None, "RH201", "RH201"]
+    (group,) = root_groups(chain)
+    assert group.check == "RH201" and [r.check for r in group.consequences] == ["RH005", "RH102"]
