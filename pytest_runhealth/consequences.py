@@ -10,16 +10,23 @@ consequence with ``consequence_of`` (the root's check ID) and gives it the
 root's verdict, so the two never disagree. pytest's outcomes are not touched:
 a consequence is still a failed item and the exit code stays what it was.
 
-Why from :class:`~pytest_runhealth.report.Result` objects, once, after every
-result is in: the grouping is then the same with or without pytest-xdist,
-and ``pytest-runhealth merge`` applies it to the merged shard reports too.
+Decided twice, with one table, through pytest's public API only. At judge
+time (judging.py), each run's items run in one process with the roots first
+(release.py orders them by :func:`run_order`), so a consequence finds its
+root in :func:`judged`'s per-run record and says so in its own item:
+``consequence_of`` and the root's ``verdict`` in ``item.user_properties``
+(hence in the JUnit XML) and a "consequence of RH201 on this run" line in its
+failure text. At session end, :func:`apply` marks the
+:class:`~pytest_runhealth.report.Result` objects the same way for the JSON
+report, the HTML page and the Markdown summary, the same with or without
+pytest-xdist; ``pytest-runhealth merge`` applies it to merged shard reports.
 The terminal section, the HTML page and the Markdown summary read
 :func:`root_groups` (one group per distinct root cause, over runs)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import pytest
@@ -62,11 +69,11 @@ def _diagnosed(res: Result) -> bool:
     return res.outcome in DIAGNOSED and not res.waived and not _BATCH.search(res.run or "")
 
 
-def _covers(rel: Relation, res: Result) -> bool:
+def _covers(rel: Relation, res: Result | Earlier) -> bool:
     return rel.causes is None or (res.cause or "") in rel.causes
 
 
-def _root_check(check: str, on_run: dict[str, Result], seen: frozenset[str] = frozenset()) -> str:
+def _root_check(check: str, on_run: Mapping[str, Result | Earlier], seen: frozenset[str] = frozenset()) -> str:
     """The check whose failure on this run explains ``check``'s, through
     chains (RH005 -> RH102 -> RH201); the earlier relation wins a tie."""
     for rel in RELATIONS:
@@ -211,52 +218,63 @@ def worth_showing(groups: list[RootGroup]) -> bool:
     return any(g.consequences or len(g.roots) > 1 for g in groups)
 
 
-# -- the pytest side: once, in the controller ------------------------------------------
-@pytest.hookimpl(tryfirst=True)  # before the JSON, HTML, Markdown and JUnit reports are written
+# -- at judge time: per process, per run, roots judged first -----------------------------
+def _depth(check: str, seen: frozenset[str] = frozenset()) -> int:
+    """0 for a check that explains others or stands alone; one more than its
+    deepest root for a consequence (RH201 0, RH102 1, RH005 and RH105 2)."""
+    roots = [rel.root for rel in RELATIONS if rel.consequence == check and rel.root not in seen]
+    return max((1 + _depth(root, seen | {check}) for root in roots), default=0)
+
+
+def run_order(check: str | None) -> int:
+    """Where ``check``'s item goes among its run's items (a stable sort key):
+    the roots of :data:`RELATIONS` before the checks they explain, so a
+    consequence is judged after its root and can name it."""
+    return _depth(check) if check else 0
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """A diagnosed failure judged earlier on this run, as judge time knows it."""
+
+    check: str
+    verdict: str
+    cause: str | None
+
+
+EARLIER = pytest.StashKey[dict]()  # group_of(target) -> {check: Earlier}, in this process; dropped by forget()
+
+
+def judged(config: pytest.Config, run_key: str, check: str, verdict: str, cause: str | None) -> Earlier | None:
+    """Record a diagnosed failure of ``check`` on run ``run_key`` and return
+    the earlier root failure on the same run that explains it (through chains,
+    as :func:`apply` resolves them), or None. The items are ordered by
+    :func:`run_order` and one run's items run in one process, so the root is
+    known by now; :func:`apply` at session end reaches the same answer."""
+    on_run = config.stash.setdefault(EARLIER, {}).setdefault(run_key, {})
+    on_run.setdefault(check, Earlier(check, verdict, cause))
+    root = _root_check(check, on_run)
+    return None if root == check else on_run[root]
+
+
+def forget(config: pytest.Config, run_key: str) -> None:
+    """The run's items are done (release.py): its record goes, so memory stays flat."""
+    config.stash.get(EARLIER, {}).pop(run_key, None)
+
+
+def failure_line(root: Earlier) -> str:
+    """The line a consequence adds to its own failure text."""
+    return f"consequence of {root.check} on this run" + (f" ({root.cause})" if root.cause else "") + ": see there"
+
+
+# -- the session end: once, in the controller, for the JSON/HTML/Markdown reports -------
+@pytest.hookimpl(tryfirst=True)  # before the JSON, HTML and Markdown reports are written
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = session_of(config)
     if state is None or not is_controller(config):
         return
-    marked = apply(state.collector.results.values())
-    if marked:
-        _junit_properties(config, marked)
-
-
-def _junit_properties(config: pytest.Config, marked: list[Result]) -> None:
-    """JUnit XML: ``consequence_of`` beside ``check`` on each consequence's
-    testcase, and its ``verdict`` property made the root's. The testcases are
-    pytest's own XML elements, still in memory until its sessionfinish writes
-    them; where pytest's internals differ, the properties are left out."""
-    try:
-        from _pytest.junitxml import mangle_test_address, xml_key
-
-        xml = config.stash.get(xml_key, None)
-        reporters = list(getattr(xml, "node_reporters_ordered", None) or [])
-    except Exception:  # noqa: BLE001 - another pytest: the JSON report still says it
-        return
-    wanted = {}
-    for res in marked:
-        names = mangle_test_address(res.nodeid)
-        wanted[(".".join(names[:-1]), names[-1])] = res
-    for reporter in reporters:
-        try:
-            case = reporter.to_xml()
-        except Exception:  # noqa: BLE001
-            continue
-        name = re.sub(r"@[^\]]*$", "", case.get("name") or "")  # xdist loadgroup's suffix
-        res = wanted.get((case.get("classname") or "", name))
-        if res is None:
-            continue
-        props = case.find("properties")
-        if props is None:
-            import xml.etree.ElementTree as ET
-
-            props = ET.SubElement(case, "properties")
-        for prop in props.iter("property"):
-            if prop.get("name") == "verdict":
-                prop.set("value", res.verdict or "")
-        props.append(props.makeelement("property", {"name": "consequence_of", "value": res.consequence_of or ""}))
+    apply(state.collector.results.values())
 
 
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session: RunHealthSession) -> None:

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from . import severity
+from . import consequences, severity
 from .context import CheckContext, Target
 from .finding import Finding
 from .needs import missing_need
 from .registry import CheckSpec
+from .scale import group_of
 from .session import SESSION, session_of
 
 FINDING = pytest.StashKey[Finding]()
@@ -31,16 +32,24 @@ def run_check(spec: CheckSpec, target: Target, request: pytest.FixtureRequest, f
     judge_one = judge_batch if target.batch else judge
     finding = judge_one(spec, target, state.settings.thresholds_for(spec), request.config, fixtures)
     item.stash[FINDING] = finding
+    verdict_at = len(item.user_properties)
     item.user_properties.append(("verdict", finding.verdict))
     if finding.cause:
         item.user_properties.append(("cause", finding.cause))
+    root = None
     # Settled first (a waiver's note added, or xfail), so the hook sees the finding the report shows.
     try:
         fails = not finding.passed and not severity.settle(item, spec, target, finding)  # waived → xfail, warn → pass
+        if not finding.passed and target.batch is None and severity.WAIVED not in item.stash:
+            root = consequences.judged(request.config, group_of(target), spec.id, finding.verdict, finding.cause)
+        if root is not None:  # one root cause, one verdict: the root's (consequences.py)
+            item.user_properties[verdict_at] = ("verdict", root.verdict)
+            item.user_properties.append(("consequence_of", root.check))
     finally:
         request.config.hook.pytest_runhealth_finding(finding=finding, item=item)
     if fails:
-        pytest.fail(finding.render(), pytrace=False)
+        text = finding.render()
+        pytest.fail(text + ("\n" + consequences.failure_line(root) if root is not None else ""), pytrace=False)
 
 
 def judge(spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config,

@@ -6,14 +6,19 @@ pytest orders items by test function, so one run's items are spread over the
 whole session (RH101 for every run, then RH102 for every run, ...) and a cache
 per run would live until the end. Here the items of one run (xdist's group,
 ``scale.group_of``) are made contiguous, in their first-seen order, each group
-counts its items, and the run's caches go when the count reaches zero. The
-order is deterministic, so xdist workers still collect identical lists."""
+counts its items, and the run's caches go when the count reaches zero (with
+the run's record of earlier failures, consequences.forget). Within a run the
+roots of consequences.RELATIONS come before the checks they explain, so a
+consequence is judged knowing its root. The order is deterministic, so xdist
+workers still collect identical lists."""
 
 from __future__ import annotations
 
 import pytest
 
+from .consequences import forget, run_order
 from .scale import _target, group_of
+from .session import spec_of
 
 COUNTS = pytest.StashKey[dict]()
 
@@ -36,6 +41,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             entry[0] += 1
     if not counts:
         return
+    for group in groups.values():  # roots before the checks they explain (consequences.py), stable otherwise
+        group.sort(key=lambda item: run_order((spec := spec_of(item)) and spec.id))
     items[:] = [item for group in groups.values() for item in group]
     config.stash[COUNTS] = counts
 
@@ -54,6 +61,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     entry[0] -= 1
     if entry[0] <= 0:
         release_target(entry[1])
+        forget(item.config, group_of(target))
 
 
 def release_target(target) -> None:

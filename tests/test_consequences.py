@@ -87,6 +87,11 @@ def test_a_dead_run_is_one_root_cause_with_three_consequences(tmp_path, pytester
         props = cases[f"{check}-{slug}[dead/{DEAD}]"]
         assert props["consequence_of"] == "RH201" and props["verdict"] == root["verdict"], props
     assert "consequence_of" not in cases[f"RH201-trainer-error[dead/{DEAD}]"]
+    assert junit_grouping(xml) == json_grouping(h.report)
+
+    # Each consequence's own failure text names its root; the root's does not.
+    h.result.stdout.fnmatch_lines(["*consequence of RH201 on this run (cuda-oom): see there*"])
+    assert h.stdout.count("consequence of RH201 on this run (cuda-oom): see there") == 3
 
     # HTML: the root card, then its consequences folded under it without the fix; the fix once per run.
     page = html.read_text()
@@ -104,6 +109,47 @@ def test_a_dead_run_is_one_root_cause_with_three_consequences(tmp_path, pytester
     failed_rows = [ln for ln in summary.splitlines() if ln.startswith("| ❌ failed")]
     assert len(failed_rows) == 1 and "RH201 trainer-error" in failed_rows[0]
     assert "consequences on this run: RH005, RH102, RH105" in failed_rows[0]
+
+
+def junit_grouping(xml: Path) -> dict[str, tuple[str | None, str | None]]:
+    """Each failed testcase's ``consequence_of`` and ``verdict`` properties, by test name."""
+    out = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        if case.find("failure") is None:
+            continue
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        out[re.sub(r"@[^\]]*$", "", case.get("name"))] = (props.get("consequence_of"), props.get("verdict"))
+    return out
+
+
+def json_grouping(report: dict) -> dict[str, tuple[str | None, str | None]]:
+    return {r["nodeid"].split("::")[-1]: (r.get("consequence_of"), r["verdict"]) for r in report["results"]
+            if r["outcome"] == "failed"}
+
+
+def test_the_junit_properties_agree_with_the_json_report_with_or_without_xdist(pytester, run_health):
+    """Judge time (JUnit, through ``item.user_properties``) and the session
+    end (the JSON report) decide the grouping apart; they must agree, also when
+    the runs are spread over two workers."""
+    dirs = (EXAMPLES / "sweep-died-cuda-oom", EXAMPLES / "sweep-vram-leak")
+    xml = pytester.path / "junit.xml"
+    plain = run_health(*dirs, args=("--tb=no", "--junitxml", str(xml)))
+    expected = json_grouping(plain.report)
+    assert sum(1 for root, _ in expected.values() if root) == 4 + 5
+    assert junit_grouping(xml) == expected
+    xml.unlink()
+    xdist = run_health(*dirs, args=("--tb=no", "--junitxml", str(xml), "-n", "2"), subprocess=True)
+    assert json_grouping(xdist.report) == expected
+    assert junit_grouping(xml) == expected
+
+
+def test_roots_run_before_the_checks_they_explain(pytester, run_health):
+    """Within a run, RH201 before RH102 before RH005 and RH105, RH101 before RH107."""
+    h = run_health(EXAMPLES / "sweep-died-cuda-oom", args=("--collect-only", "-q"))
+    ids = [ln for ln in h.stdout.splitlines() if "[sweep-died-cuda-oom/cand-000-s0]" in ln]
+    pos = {ln.split("::")[-1].split("-")[0]: i for i, ln in enumerate(ids)}
+    assert pos["RH201"] < pos["RH102"] < min(pos["RH005"], pos["RH105"]), ids
+    assert pos["RH101"] < pos["RH107"], ids
 
 
 def test_two_independent_failures_on_one_run_stay_two_roots(run_health):
