@@ -127,19 +127,32 @@ def json_grouping(report: dict) -> dict[str, tuple[str | None, str | None]]:
             if r["outcome"] == "failed"}
 
 
-def test_the_junit_properties_agree_with_the_json_report_with_or_without_xdist(pytester, run_health):
+AGREE_DIRS = (EXAMPLES / "sweep-died-cuda-oom", EXAMPLES / "sweep-vram-leak")
+
+
+def test_the_junit_properties_agree_with_the_json_report(pytester, run_health):
     """Judge time (JUnit, through ``item.user_properties``) and the session
-    end (the JSON report) decide the grouping apart; they must agree, also when
-    the runs are spread over two workers."""
-    dirs = (EXAMPLES / "sweep-died-cuda-oom", EXAMPLES / "sweep-vram-leak")
+    end (the JSON report) decide the grouping apart; they must agree."""
     xml = pytester.path / "junit.xml"
-    plain = run_health(*dirs, args=("--tb=no", "--junitxml", str(xml)))
+    plain = run_health(*AGREE_DIRS, args=("--tb=no", "--junitxml", str(xml)))
     expected = json_grouping(plain.report)
     assert sum(1 for root, _ in expected.values() if root) == 4 + 5
     assert junit_grouping(xml) == expected
-    xml.unlink()
-    xdist = run_health(*dirs, args=("--tb=no", "--junitxml", str(xml), "-n", "2"), subprocess=True)
-    assert json_grouping(xdist.report) == expected
+
+
+def test_the_junit_properties_agree_with_the_json_report_under_xdist(pytester, run_health):
+    """The same under ``-n 2``: one run's items run on one worker (its
+    xdist_group), roots first, so each worker knows the roots of its runs."""
+    xml = pytester.path / "junit.xml"
+    expected = json_grouping(run_health(*AGREE_DIRS, args=("--tb=no",)).report)
+    xdist = run_health(*AGREE_DIRS, args=("--tb=no", "-v", "--junitxml", str(xml), "-n", "2"), subprocess=True)
+    assert json_grouping(xdist.report) == expected  # the session end: right whatever the workers did
+    if "@sweep-died-cuda-oom/cand-000-s0" not in xdist.stdout:
+        # pytest >= 9.2 with pytest-xdist <= 3.8: loadgroup no longer tags the node ids, so xdist spreads one
+        # run's items over workers (pytest-dev/pytest-xdist#1386) and a consequence may not see its root.
+        import pytest
+
+        pytest.xfail("pytest-xdist ignores xdist_group on this pytest (pytest-xdist#1386)")
     assert junit_grouping(xml) == expected
 
 
