@@ -13,6 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 import sweep_builders as sb
 from trainerfiles import write_events
 
@@ -150,8 +151,6 @@ def test_the_junit_properties_agree_with_the_json_report_under_xdist(pytester, r
     if "@sweep-died-cuda-oom/cand-000-s0" not in xdist.stdout:
         # pytest >= 9.2 with pytest-xdist <= 3.8: loadgroup no longer tags the node ids, so xdist spreads one
         # run's items over workers (pytest-dev/pytest-xdist#1386) and a consequence may not see its root.
-        import pytest
-
         pytest.xfail("pytest-xdist ignores xdist_group on this pytest (pytest-xdist#1386)")
     assert junit_grouping(xml) == expected
 
