@@ -242,3 +242,20 @@ def test_the_table_needs_the_cause_it_names():
     assert [r.consequence_of for r in chain] == [None, "RH201", "RH201"]
     (group,) = root_groups(chain)
     assert group.check == "RH201" and [r.check for r in group.consequences] == ["RH005", "RH102"]
+
+
+def test_the_per_run_record_is_released_with_the_run(pytester):
+    """Judge time remembers a run's failures only while its items run: when
+    the session ends, every run's record is gone (memory flat in runs)."""
+    from pytest_runhealth.consequences import EARLIER
+
+    seen_at_end = []
+
+    class Probe:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_sessionfinish(self, session):
+            seen_at_end.append(dict(session.config.stash.get(EARLIER, {})))
+
+    pytester.inline_run("-p", "no:cacheprovider", "--tb=no", "--run-dir", str(EXAMPLES / "sweep-died-cuda-oom"),
+                        plugins=[Probe()])
+    assert seen_at_end == [{}]
