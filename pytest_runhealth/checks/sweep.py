@@ -703,10 +703,18 @@ def slow_steps(ctx):
     if ratio < ctx.thresholds["slow_factor"]:
         return None
     swap = row is not None and ctx.run_dir.ledger is not None and row.line in _collapse_story(ctx, RH101_DEFAULTS)[2]
-    cause = "swap-slowdown" if swap else "pipe-deadlock"
+    # Still running (no ledger row yet) after a healthy run of the same sweep: the launcher is the same, so
+    # not the pipe deadlock (which slows every run from the first); the VRAM leak's swap, until RH101 confirms.
+    live_after_healthy = row is None and not expected and ctx.run_dir.is_sweep
+    cause = "swap-slowdown" if swap or live_after_healthy else "pipe-deadlock"
     summary = f"{ctx.run.name} runs at {_fmt_rate(own)}, {ratio:.0f}x {against}."
     if swap:
         summary += "\nIt follows RH101's signature (a handful of steps, then the wall clock, after a full run): swap."
+        fix = RH101_FIX
+    elif live_after_healthy:
+        summary += ("\nIt is still running, and an earlier run of this sweep trained at the normal rate: the "
+                    "judge's VRAM leak pushing the trainer into swap (RH101 confirms it once the run's ledger row "
+                    "shows the wall clock).")
         fix = RH101_FIX
     else:
         summary += "\nThe collapse is there from its first timed step: the stdout pipe deadlock."
