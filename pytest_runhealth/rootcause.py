@@ -143,6 +143,10 @@ ROWS: tuple[Row, ...] = (
            r"raise subprocess\.CalledProcessError\("), None, WRAPPER),
     Row("torchrun-childfailederror", _r(r"ChildFailedError"), None, WRAPPER),
     Row("torchrun-failed", _r(r"failed \(exitcode: -?\d+\) local_rank"), None, WRAPPER),
+    # torchrun's "Root Cause (first observed failure)" table, printed under ChildFailedError
+    Row("torchrun-summary",
+        _r(r"^exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)|To enable traceback see: \S*pytorch\.org/docs/\S*elastic/errors"),
+        None, WRAPPER),
     Row("deepspeed-return-code", _r(r"exits with return code\s*=\s*-?\d+"), None, WRAPPER),
     Row("gui-training-failed", _r(r"(?i)\btraining (?:has )?failed\b"), None, WRAPPER),
     # -- accelerator out of memory, one row per backend (the backend is named in the summary)
@@ -152,9 +156,15 @@ ROWS: tuple[Row, ...] = (
         "cuda-oom", ROOT, "XPU"),
     Row("cuda-oom",
         _r(r"CUDA out of memory|CUDA error: out of memory|(?<![\w.])(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b|"
-           r"cudaErrorMemoryAllocation"), "cuda-oom", ROOT, "CUDA"),
+           r"cudaErrorMemoryAllocation|cuda runtime error \(2\) : out of memory|THCudaCheck FAIL .*: out of memory"),
+        "cuda-oom", ROOT, "CUDA"),
     # -- deaths without a traceback
     Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill"),
+        "host-oom", ROOT, anywhere=True),
+    # Ray's memory monitor kills workers when the node's RAM runs out (raylet's summary, the task's error)
+    Row("ray-memory-monitor",
+        _r(r"killed due to memory pressure \(OOM\)|exceeds the memory usage threshold|"
+           r"Ray killed this worker .*(?:memory|most recently scheduled)|ray\.exceptions\.OutOfMemoryError"),
         "host-oom", ROOT, anywhere=True),
     Row("dataloader-worker-killed",
         _r(r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)"),
@@ -187,7 +197,9 @@ ROWS: tuple[Row, ...] = (
            r"No such file or directory: ['\"].*\.(?:safetensors|ckpt|pt|pth|bin|gguf)['\"]|"
            r"(?i:\bmodel(?: file| path| checkpoint)? (?:was )?not found\b|(?:can ?not|can't|could not|unable to) "
            r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
-           r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist"),
+           r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist|"
+           r"Can't load (?:the )?(?:tokenizer|config(?:uration)?|model|weights|feature extractor|image processor|"
+           r"processor) for ['\"]|Error no file named .* found in directory"),
         "missing-model-file", ROOT),
 )
 
@@ -204,6 +216,8 @@ HINTS: dict[str, tuple[str, ...]] = {
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
     "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror"),
+    "ray-memory-monitor": ("memory pressure", "memory usage threshold", "ray killed", "outofmemoryerror"),
+    "torchrun-summary": ("exitcode", "to enable traceback"),
     "oom-killer": ("killed", "oom-kill", "已杀死"),
     "dataloader-worker-killed": ("dataloader worker",),
     "segfault": ("segmentation", "sigsegv"),
@@ -215,7 +229,8 @@ HINTS: dict[str, tuple[str, ...]] = {
     "tensorboard-logdir": ("not a directory",),
     "missing-cache-files": ("cache",),
     "optimizer-scheduler-mismatch": ("state dict", "optimizer", "scheduler", "size of"),
-    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear", "tried to find"),
+    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear", "tried to find", "can't load",
+                           "no file named"),
 }
 ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
 ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
@@ -254,11 +269,14 @@ BENIGN = re.compile(
     re.I,
 )
 # A message that says the problem was handled, or only warns: not where a run died.
-HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|\bretry(?:ing)?\b|will retry|\bignor(?:ed|ing)\b|skipp(?:ed|ing)")
+HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|\bdefaulting to\b|\bretry(?:ing)?\b|will retry|\bignor(?:ed|ing)\b|skipp(?:ed|ing)")
 WARNS = re.compile(r"(?i)\bwarn(?:ing)?s?\b|\bhint\b|\btip\b")
 # A logger's warning record (logging's "WARNING:root:", Rich's "WARNING  "), possibly after a time column.
 WARNING_RECORD = re.compile(r"^\W*(?:[\d\-:.,T ]+\s)?(?:WARNING|WARN)\b")
 THREAD_TRACEBACK = re.compile(r"Exception in thread|Unhandled exception in thread|Exception ignored in")
+# A GUI trainer that trains in a thread (OneTrainer's "Exception in thread Thread-1 (__training_thread_function):"):
+# that thread's death is the run's.
+TRAINING_THREAD = re.compile(r"(?i)Exception in thread .*train")
 # Outside a traceback, a message-like row counts only this close to the end.
 BARE_WINDOW = 12
 
@@ -382,6 +400,12 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         for j in range(start, end):
             in_tb[j] = True
             ignored[j] = thread or handled
+    # How far from the end a line is, in lines outside tracebacks: a launcher's or a job runner's
+    # summary ("Error running job: CUDA out of memory", then "- 1 failure") printed just before a long
+    # re-raised traceback is still the last thing the run said.
+    from_end = [0] * n
+    for i in range(n - 2, -1, -1):
+        from_end[i] = from_end[i + 1] + (not in_tb[i + 1])
     hits: list[tuple[int, Row]] = []
     for i, ln in enumerate(lines):
         if ignored[i] or benign[i]:
@@ -394,7 +418,8 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         if row.role != WRAPPER and not in_tb[i]:
             if finished:
                 continue
-            if not row.anywhere and (i < n - BARE_WINDOW or HANDLED.search(ln.text)
+            handled_next = i + 1 < n and bool(HANDLED.search(lines[i + 1].text))
+            if not row.anywhere and (from_end[i] >= BARE_WINDOW or HANDLED.search(ln.text) or handled_next
                                     or WARNS.search(ln.tail.text)):
                 continue
         hits.append((i, row))
@@ -440,7 +465,7 @@ def _thread_opened(lines: list[Line], start: int) -> bool:
     tracebacks interleave and glue together)."""
     for j in range(start, max(-1, start - 13), -1):
         if THREAD_TRACEBACK.search(lines[j].text):
-            return True
+            return not TRAINING_THREAD.search(lines[j].text)
         if j < start and not (TRACEBACK_START.search(lines[j].text) or lines[j].text.startswith("File ")
                               or lines[j].tail.text[:1] in (" ", "\t")):
             return False
