@@ -60,8 +60,12 @@ LOSS_NONFINITE = re.compile(
     rb"(?i)(?<![a-z])loss['\"\]]?\s*(?:[:=]|\bis\b|\bwas\b|\bbecame\b|\bbecomes\b|\bwent\b(?: to)?)?\s*['\"]?"
     rb"(nan|[-+]?inf(?:inity)?)(?![\w.])"
 )
-# A trainer that prints bare "<step> <loss>" pairs (no word "loss" at all): only a line that is exactly that.
-BARE_PAIR_NONFINITE = re.compile(rb"^\s*(\d+)\s+(nan|-?inf)\s*$", re.I)
+# A trainer that prints bare "<step> <loss>" pairs (no word "loss" at all): only a line that is exactly that,
+# after the prefixes other writers put in front of lines ("[rank3]: ", timestamps, "(pid=12) ", "INFO:root:",
+# loguru's "| INFO | m:f:642 - ").
+_PAIR_PREFIX = (rb"(?:\[[^\]\r\n]{0,40}\]:?\s*|\([^)\r\n]{0,40}\)\s*|[\d\-:.,TZ]{8,32}\s+|"
+                rb"(?:DEBUG|INFO|WARNING|ERROR):[\w.]*:|\|\s*[A-Z]+\s*\|\s*[\w.<>]+:[\w<>]+:\d+\s+-\s*)*")
+BARE_PAIR_NONFINITE = re.compile(rb"^\s*" + _PAIR_PREFIX + rb"(\d+)\s+(nan|-?inf)\s*$", re.I)
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
 # The trainer reached its training loop (FORMATS.md §1.2, §2).
@@ -328,7 +332,7 @@ class _Scanner:
                 m = LOSS_NONFINITE.search(seg)
                 if m:
                     self.nonfinite_text(seg, lineno, m.group(1))
-        elif len(seg) < 40 and (b"nan" in seg or b"inf" in seg):
+        elif len(seg) < 160 and (b"nan" in seg or b"inf" in seg):
             m = BARE_PAIR_NONFINITE.match(seg)
             if m:
                 self.nonfinite_text(seg, lineno, m.group(2), int(m.group(1)))

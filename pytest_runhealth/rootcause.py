@@ -365,14 +365,21 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     (the run reached its last step) only a main-thread traceback counts: a
     crash at interpreter exit after the final step did not end the training."""
     lines = logical_lines(tail, after_line)
-    if lines or finished or not after_line:
-        return _read(lines, finished)
-    # The log ends at the last step's own line. stdout and stderr interleave, so a death
-    # printed just before the last bar redraw is still the end: read the lines between the
-    # bar before it and it, but only a known cause counts there.
+    found = _read(lines, finished)
+    if finished or not after_line or (found is not None and found.cause != "unknown"):
+        return found
+    # Nothing known after the last step (nothing at all, or only a launcher's wrapper or an
+    # unknown traceback). stdout and stderr interleave, so a death printed just before the last
+    # bar redraw is still the end: read the lines between the bar before it and it, but only a
+    # known cause counts there; what came after the bar is its consequence.
     prev = next((tl.line for tl in reversed(tail.lines) if tl.line < after_line and BAR_END.search(tl.text)), 0)
-    found = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < after_line], finished)
-    return found if found is not None and found.cause != "unknown" else None
+    before = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < after_line], finished)
+    if before is None or before.cause == "unknown":
+        return found
+    if found is not None:
+        before.consequences = before.consequences + [tl for tl in [found.line, *found.consequences]
+                                                     if tl not in before.consequences]
+    return before
 
 
 def _read(lines: list[Line], finished: bool) -> RootCause | None:

@@ -5,10 +5,14 @@ message formats; logs are read through the real tail reader."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from pytest_runhealth.logscan import read_log_tail, scan_log
 from pytest_runhealth.rootcause import diagnose, strip_prefix
+from pytest_runhealth.status import training_points
 
 BAR = "steps:  38%|███▊      | 36/96 [13:09<21:55, 21.93s/it, avr_loss=0.0796]"  # musubi-tuner#477
 TB = "Traceback (most recent call last):\n  File \"train_network.py\", line 1012, in <module>\n    trainer.train(args)\n"
@@ -205,3 +209,106 @@ def test_nan_then_finite_is_still_a_nan_event(tmp_path):
     scan = scan_log(path)
     assert scan.nonfinite_count == 2
     assert scan.nonfinite[0][0].step == 5
+
+
+# -- robustness beyond the corpus: every must-alarm excerpt, re-wrapped ---------------
+# Each real prefix form the reader claims to strip (rootcause.PREFIX), put in front of every
+# line of every RH201/RH202 field excerpt, and CRLF line endings, must leave the diagnosis as
+# it was; so must a launcher's wrapper tail appended after the excerpt. The reader works on
+# text: one small file per example, no pytest session.
+FIELD = Path(__file__).parent / "field"
+
+
+def _field_logs(check: str) -> list[Path]:
+    out = []
+    for case in sorted(FIELD.glob("*/case.yaml")):
+        spec = yaml.safe_load(case.read_text(encoding="utf-8"))
+        log = case.parent / "run" / "train.log"
+        if isinstance(spec["expect"], dict) and spec["expect"]["check"] == check and log.is_file():
+            out.append(log)
+    return out
+
+
+RH201_LOGS = _field_logs("RH201")
+RH202_LOGS = _field_logs("RH202")
+PREFIXES = {
+    "rank": lambda i: "[rank3]: ",
+    "default": lambda i: "[default0]:",
+    "info-rank": lambda i: "[INFO] [rank1]: ",
+    "iso-timestamp": lambda i: f"2026-02-07T19:33:{i % 60:02d}.629Z ",
+    "platform-timestamp": lambda i: f"2024-11-20 14:38:{i % 60:02d}   ",
+    "loguru": lambda i: f"2026-02-07 19:33:57.{i % 1000:03d} | INFO     | acestep.training:start_training:642 - ",
+    "ray-worker": lambda i: "(RayWorker pid=123) ",
+    "paste-line-numbers": lambda i: f"[{i:04d}] ",
+    "capture-wrapper": lambda i: "[08:03:35] [STDERR] ",
+    "logging-root": lambda i: "INFO:root:",
+}
+WRAPPER_TAILS = {
+    "accelerate": ACCEL,
+    "torchrun": (
+        "Traceback (most recent call last):\n  File \"/usr/local/bin/torchrun\", line 8, in <module>\n    sys.exit(main())\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\ntrain.py FAILED\n"
+        "------------------------------------------------------------\nFailures:\n  <NO_OTHER_FAILURES>\n"
+        "------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n"
+        "  time      : 2024-11-20_14:37:28\n  host      : node-1\n  rank      : 0 (local_rank: 0)\n"
+        "  exitcode  : 1 (pid: 96)\n  error_file: <N/A>\n"
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+        "============================================================\n"),
+    "deepspeed": ("[2024-05-01 10:00:00,123] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+                  "'train.py', '--local_rank=0'] exits with return code = 1\n"),
+}
+
+
+def _diagnose_text(path: Path, text: str):
+    """What RH201 reads (status.RunFacts): the window after the last training step."""
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    scan = scan_log(path)
+    points = training_points(scan)
+    last = max(points, key=lambda p: (p.step, p.line)) if points else None
+    finished = bool((last is not None and last.total and last.step >= last.total) or scan.finished_line is not None)
+    found = diagnose(read_log_tail(path, scan=scan), last.line if last else 0, finished=finished)
+    return found.cause if found else None
+
+
+def _rewrap(text: str, prefix) -> str:
+    lines = text.split("\n")
+    return "\n".join(prefix(i) + ln if ln.strip() else ln for i, ln in enumerate(lines, 1))
+
+
+def _original(tmp_path, log: Path) -> str:
+    cause = _diagnose_text(tmp_path / "orig.log", log.read_bytes().decode("utf-8", "surrogateescape"))
+    assert cause is not None, log.parent.parent.name
+    return cause
+
+
+@pytest.mark.parametrize("log", RH201_LOGS, ids=[p.parent.parent.name for p in RH201_LOGS])
+def test_prefixes_and_crlf_keep_the_cause(tmp_path, log):
+    text = log.read_bytes().decode("utf-8", "surrogateescape")
+    want = _original(tmp_path, log)
+    got = {name: _diagnose_text(tmp_path / f"{name}.log", _rewrap(text, prefix)) for name, prefix in PREFIXES.items()}
+    got["crlf"] = _diagnose_text(tmp_path / "crlf.log", text.replace("\r\n", "\n").replace("\n", "\r\n"))
+    assert {k: v for k, v in got.items() if v != want} == {}, want
+
+
+@pytest.mark.parametrize("log", RH201_LOGS, ids=[p.parent.parent.name for p in RH201_LOGS])
+def test_a_launcher_tail_keeps_the_root_cause(tmp_path, log):
+    text = log.read_bytes().decode("utf-8", "surrogateescape")
+    want = _original(tmp_path, log)
+    body = text if text.endswith("\n") else text + "\n"
+    got = {name: _diagnose_text(tmp_path / f"{name}.log", body + tail) for name, tail in WRAPPER_TAILS.items()}
+    assert {k: v for k, v in got.items() if v != want} == {}, want
+
+
+@pytest.mark.parametrize("log", RH202_LOGS, ids=[p.parent.parent.name for p in RH202_LOGS])
+def test_prefixes_and_crlf_keep_a_nan_loss(tmp_path, log):
+    text = log.read_bytes().decode("utf-8", "surrogateescape")
+    variants = {name: _rewrap(text, prefix) for name, prefix in PREFIXES.items()}
+    variants["crlf"] = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    missed = []
+    for name, variant in variants.items():
+        path = tmp_path / f"{name}.log"
+        path.write_bytes(variant.encode("utf-8", "surrogateescape"))
+        if not scan_log(path).nonfinite_count:
+            missed.append(name)
+    assert missed == []
