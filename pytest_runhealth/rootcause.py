@@ -156,10 +156,16 @@ ROWS: tuple[Row, ...] = (
         "cuda-oom", ROOT, "XPU"),
     Row("cuda-oom",
         _r(r"CUDA out of memory|CUDA error: out of memory|(?<![\w.])(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b|"
-           r"cudaErrorMemoryAllocation|cuda runtime error \(2\) : out of memory|THCudaCheck FAIL .*: out of memory"),
+           r"cudaErrorMemoryAllocation|cuda runtime error \(2\) : out of memory|THCudaCheck FAIL .*: out of memory|"
+           r"CUBLAS_STATUS_ALLOC_FAILED"),
         "cuda-oom", ROOT, "CUDA"),
+    # TensorFlow's and JAX/XLA's words ("Resource exhausted: OOM when allocating tensor", "RESOURCE_EXHAUSTED: Out
+    # of memory while trying to allocate"; a terminal may wrap the line right after "Out")
+    Row("xla-oom", _r(r"(?i:resource[ _]exhausted):\s*(?:OOM\b|Out\b)|ResourceExhaustedError\b.*\bOOM when allocating"),
+        "cuda-oom", ROOT, "TensorFlow/XLA"),
     # -- deaths without a traceback
-    Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill"),
+    Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill|"
+                         r"\boom_kill event|^srun: error: .*: Out Of Memory$"),
         "host-oom", ROOT, anywhere=True),
     # Ray's memory monitor kills workers when the node's RAM runs out (raylet's summary, the task's error)
     Row("ray-memory-monitor",
@@ -215,10 +221,11 @@ HINTS: dict[str, tuple[str, ...]] = {
     "mps-oom": ("mps backend",),
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
-    "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror"),
+    "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror", "cublas_status_alloc"),
     "ray-memory-monitor": ("memory pressure", "memory usage threshold", "ray killed", "outofmemoryerror"),
     "torchrun-summary": ("exitcode", "to enable traceback"),
-    "oom-killer": ("killed", "oom-kill", "已杀死"),
+    "oom-killer": ("killed", "oom-kill", "已杀死", "oom_kill", "srun"),
+    "xla-oom": ("exhausted",),
     "dataloader-worker-killed": ("dataloader worker",),
     "segfault": ("segmentation", "sigsegv"),
     "nccl-timeout": ("watchdog", "nccl", "timeout"),
