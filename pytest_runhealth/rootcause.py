@@ -464,8 +464,9 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     # No known pattern: the root traceback's exception line (the first of a chain), not the launcher's.
     wrapper_at = {i for i, row in hits if row.role == WRAPPER}
     first = live_tbs[0] if live_tbs else 0
-    exc_i = next((i for i in range(first, n) if not ignored[i] and not benign[i] and i not in wrapper_at
-                  and EXCEPTION_LINE.search(lines[i].text)), None)
+    # A paste may cut the root traceback's start and keep its exception line above the next one.
+    exc_i = next((i for i in [*range(first, n), *range(first)] if not ignored[i] and not benign[i]
+                  and i not in wrapper_at and EXCEPTION_LINE.search(lines[i].text)), None)
     if exc_i is None:
         exc_i = next(i for i in range(n) if i in wrapper_at) if wrapper_at else n - 1
     unknown = CAUSES["unknown"]
