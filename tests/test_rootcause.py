@@ -75,6 +75,48 @@ FAILING = {
         "[08:03:35] [STDERR] ModuleNotFoundError: No module named 'musubi_tuner'\n")),
     "paste-line-numbers": ("segfault", None, "[0041] " + BAR + "\n[0042] Segmentation fault (core dumped)\n"),
     "logging-prefix": ("host-oom", None, "INFO:root:Traceback (most recent call last):\nINFO:root:MemoryError\n"),
+    # -- issue 13, second pass (wordings from the holdout and x- field cases) --
+    # facebookarchive/loop#36: 2017 PyTorch, glued to a bar
+    "thc-oom": ("cuda-oom", "CUDA", BAR + "THCudaCheck FAIL file=/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu "
+                "line=66 error=2 : out of memory\n" + TB + "RuntimeError: cuda runtime error (2) : out of memory at "
+                "/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu:66\n"),
+    # QwenLM/Qwen3#873
+    "cublas-alloc": ("cuda-oom", "CUDA", TB + "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+                     "`cublasCreate(handle)`\n"),
+    # tensorflow/tensorflow#4735, patrickbryant1/AFProfile#8, jax-ml/jax#788 (wrapped after "Out ")
+    "tf-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", "ResourceExhaustedError (see above for traceback): OOM when "
+                              "allocating tensor with shape[256,112,112,64]\n" + TB + "    raise\n"),
+    "xla-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: "
+                               "Out of memory while trying to allocate 4770354232 bytes.\nBufferAssignment OOM Debugging.\n"),
+    "xla-wrapped": ("cuda-oom", "TensorFlow/XLA", "[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/"
+                    "compiler/xla/python/local_client.cc:672] Execution of replica 0 failed: Resource exhausted: Out \n"
+                    "of memory while trying to allocate 5520758552 bytes.\n"),
+    # hiyouga/EasyR1#185, vllm-project/vllm#2669: Ray's memory monitor
+    "raylet-oom": ("host-oom", None, BAR + "\n(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: "
+                   "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons\n"
+                   + TB),
+    "ray-killed-worker": ("host-oom", None, "Memory on the node (IP: 169.254.181.2) where the task was running was 12.49GB / "
+                          "13.15GB (0.950003), which exceeds the memory usage threshold of 0.95. Ray killed this worker "
+                          "(ID: 79a5) because it was the most recently scheduled task\n"),
+    # brain-score/vision#950, chrisknewman/tusas#149: SLURM's cgroup OOM handler, old and new wording
+    "slurm-oom-kill": ("host-oom", None, "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=37205392.0.\n"
+                       "srun: error: node107: task 0: Out Of Memory\n"),
+    "slurm-oom-kill-underscore": ("host-oom", None, "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some "
+                                  "of the step tasks have been OOM Killed.\n"),
+    # huggingface/diffusers#1156 and chflame163/ComfyUI_CogView4_Wrapper#7: the Hub's and diffusers' wordings
+    "hf-cant-load-tokenizer": ("missing-model-file", None, TB + "OSError: Can't load tokenizer for "
+                               "'CompVis/stable-diffusion-v1-4'. If you were trying to load it from "
+                               "'https://huggingface.co/models', make sure you don't have a local directory with the same "
+                               "name.\n" + ACCEL),
+    "diffusers-no-file-named": ("missing-model-file", None, "!!! Exception during processing !!! Error no file named "
+                                "diffusion_pytorch_model.bin found in directory E:\\models\\CogView4-6B\\vae.\n" + TB),
+    # ostris/ai-toolkit#45: the job runner's summary before a long re-raised traceback
+    "summary-before-reraise": ("cuda-oom", "CUDA", "Error running job: CUDA out of memory. Tried to allocate 48.00 MiB.\n\n"
+                               "========================================\nResult:\n - 0 completed jobs\n - 1 failure\n"
+                               "========================================\n" + TB * 4),
+    # Nerogar/OneTrainer#172: the training thread's death is the run's
+    "training-thread": ("unknown", None, "Exception in thread Thread-1 (__training_thread_function):\n" + TB
+                        + "FileNotFoundError: [WinError 2] The system cannot find the file specified\n"),
 }
 
 
@@ -132,7 +174,26 @@ NEAR_MISSES = {
                                  "ModuleNotFoundError: No module named 'triton'\n"),
     "error-word-in-info": BAR + "\nINFO: computing mean squared error over 4 buckets\n",
     "loss-scaler-overflow": BAR + "\n[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n",
+    # tensorflow/tensorflow#23953: the BFC allocator says itself that this is not a failure
+    "tf-allocator-not-a-failure": ("2018-11-25 19:04:59.501703: W tensorflow/core/common_runtime/bfc_allocator.cc:215] Allocator "
+                                   "(GPU_0_bfc) ran out of memory trying to allocate 217.69MiB. The caller indicates that this "
+                                   "is not a failure, but may mean that there could be performance gains if more memory were "
+                                   "available.\n"),
+    # chflame163/ComfyUI_CogView4_Wrapper#7: a fetch error diffusers falls back from
+    "fetch-error-then-default": ("An error occurred while trying to fetch E:\\models\\vae: Error no file named "
+                                 "diffusion_pytorch_model.safetensors found in directory E:\\models\\vae.\n"
+                                 "Defaulting to unsafe serialization. Pass `allow_pickle=False` to raise an error instead.\n"),
+    "monitor-thread-traceback": "Exception in thread Thread-3 (_monitor):\n" + TB + "RuntimeError: cannot join current thread\n",
+    "xformers-warning": ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+                         "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n"
+                         "  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n"),
 }
+
+
+def test_illegal_memory_access_is_not_an_oom(tmp_path):
+    # pytorch/pytorch#34220: "memory" in a CUDA error does not make it an out-of-memory
+    found = read(tmp_path, TB + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert (found.cause, found.line.text) == ("unknown", "RuntimeError: CUDA error: an illegal memory access was encountered")
 
 
 @pytest.mark.parametrize("name", NEAR_MISSES)
