@@ -109,7 +109,8 @@ CAUSES: dict[str, Cause] = {
     "missing-model-file": Cause(
         "config",
         "a model path is wrong: check the BRACKET_*_PATH variables in .env, the --dit/--vae/--text_encoder paths, or "
-        "model.model_path in config.yaml.",
+        "model.model_path in config.yaml; for a Hub id (\"Can't load tokenizer for ...\"), check the id, accept a gated "
+        "model's licence and log in (HF_TOKEN), or point at a local copy.",
         "a model file or folder does not exist (`FileNotFoundError`, or the trainer's own \"model not found\")"),
     "unknown": Cause(
         "infra", "read the quoted traceback; it matches no known pattern.",
