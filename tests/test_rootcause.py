@@ -86,23 +86,23 @@ FAILING = {
     # tensorflow/tensorflow#4735, patrickbryant1/AFProfile#8, jax-ml/jax#788 (wrapped after "Out ")
     "tf-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", "ResourceExhaustedError (see above for traceback): OOM when "
                               "allocating tensor with shape[256,112,112,64]\n" + TB + "    raise\n"),
-    "xla-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: "
-                               "Out of memory while trying to allocate 4770354232 bytes.\nBufferAssignment OOM Debugging.\n"),
-    "xla-wrapped": ("cuda-oom", "TensorFlow/XLA", "[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/"
+    "xla-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: "
+                               "Out of memory while trying to allocate 4770354232 bytes.\nBufferAssignment OOM Debugging.\n")),
+    "xla-wrapped": ("cuda-oom", "TensorFlow/XLA", ("[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/"
                     "compiler/xla/python/local_client.cc:672] Execution of replica 0 failed: Resource exhausted: Out \n"
-                    "of memory while trying to allocate 5520758552 bytes.\n"),
+                    "of memory while trying to allocate 5520758552 bytes.\n")),
     # hiyouga/EasyR1#185, vllm-project/vllm#2669: Ray's memory monitor
     "raylet-oom": ("host-oom", None, BAR + "\n(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: "
                    "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons\n"
                    + TB),
-    "ray-killed-worker": ("host-oom", None, "Memory on the node (IP: 169.254.181.2) where the task was running was 12.49GB / "
+    "ray-killed-worker": ("host-oom", None, ("Memory on the node (IP: 169.254.181.2) where the task was running was 12.49GB / "
                           "13.15GB (0.950003), which exceeds the memory usage threshold of 0.95. Ray killed this worker "
-                          "(ID: 79a5) because it was the most recently scheduled task\n"),
+                          "(ID: 79a5) because it was the most recently scheduled task\n")),
     # brain-score/vision#950, chrisknewman/tusas#149: SLURM's cgroup OOM handler, old and new wording
-    "slurm-oom-kill": ("host-oom", None, "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=37205392.0.\n"
-                       "srun: error: node107: task 0: Out Of Memory\n"),
-    "slurm-oom-kill-underscore": ("host-oom", None, "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some "
-                                  "of the step tasks have been OOM Killed.\n"),
+    "slurm-oom-kill": ("host-oom", None, ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=37205392.0.\n"
+                       "srun: error: node107: task 0: Out Of Memory\n")),
+    "slurm-oom-kill-underscore": ("host-oom", None, ("slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some "
+                                  "of the step tasks have been OOM Killed.\n")),
     # huggingface/diffusers#1156 and chflame163/ComfyUI_CogView4_Wrapper#7: the Hub's and diffusers' wordings
     "hf-cant-load-tokenizer": ("missing-model-file", None, TB + "OSError: Can't load tokenizer for "
                                "'CompVis/stable-diffusion-v1-4'. If you were trying to load it from "
