@@ -43,7 +43,7 @@ _BETWEEN = re.compile(rb"\s*(?:\d{1,3}%\s*(?:\|[^|\r\n]{0,400}\|\s*)?)?")
 _DESC = re.compile(rb"[A-Za-z][A-Za-z _\-]{0,40}\Z")
 POSTFIX_LOSS = re.compile(rb"(?:avr_loss|loss)\s*=\s*(" + _NUM + rb")")
 # A loss in the bar's description instead (torchtune: "1|3|Loss: nan:   0%|     | 3/3073 [...]").
-DESC_LOSS = re.compile(rb"(?i)(?<![a-z])loss\s*[:=]\s*(" + _NUM + rb")(?![\w.])")
+DESC_LOSS = re.compile(rb"(?i)(?<![a-z])(?<!val_)(?<!eval_)(?<!test_)loss\s*[:=]\s*(" + _NUM + rb")(?![\w.])")
 # LTX-2 with --disable-progress-bars: "Step N/M - Loss: x, LR: y, Time/Step: zs, Total Time: ..."
 LTX = re.compile(rb"Step (\d+)/(\d+) - Loss: (" + _NUM + rb"),[^\r\n]*?Time/Step: ([\d.]+)s")
 # LTX-2's Rich info column, when it does reach a file: "Loss: x | LR: y | z s/step" next to "N/M".

@@ -238,6 +238,10 @@ NAN_WORDINGS = {
     "prose": "the loss is nan after 3 epochs, stopping\n",
     "tqdm-loss": "steps:   0%|          | 1/2100 [00:03<2:05:34,  3.59s/it, loss=nan]\n",
     "mmdet": "Iter [10100/316440]\tlr: 3.990e-04, frame_0_enc_loss_cls: nan, loss: nan, grad_norm: nan\n",
+    # meta-pytorch/torchtune#2776: the loss in the bar's description, pasted in backticks
+    "tqdm-description": "`|Loss: nan:   0%|                         | 3/3073 [00:15<4:04:50,  4.79s/it]`\n",
+    "bare-pair-behind-rank-prefix": "[rank3]: 76980 nan\n",
+    "bare-pair-behind-loguru": "2026-02-07 19:33:57.629 | INFO     | trainer:fit:642 - 76990 nan\n",
 }
 
 
@@ -253,6 +257,8 @@ NOT_NAN = {
     "nan-in-word": "loading nanodet weights; loss: 0.31\nmodel: nano-banana; Loss: 0.2\n",
     "nan-in-file-name": "saved samples/loss=nan.png for debugging: loss=0.12\n",
     "loss-scale-inf": "loss scale: inf | grad norm: nan | number of nan iterations: 0\n",
+    "val-loss-in-description": "Epoch 1 val_loss=nan:  10%|#   | 3/30 [00:15<04:50,  4.79s/it]\n",
+    "pair-behind-words": "epoch 3 inf\n",
 }
 
 
