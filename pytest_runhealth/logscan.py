@@ -42,6 +42,8 @@ TQDM = re.compile(
 _BETWEEN = re.compile(rb"\s*(?:\d{1,3}%\s*(?:\|[^|\r\n]{0,400}\|\s*)?)?")
 _DESC = re.compile(rb"[A-Za-z][A-Za-z _\-]{0,40}\Z")
 POSTFIX_LOSS = re.compile(rb"(?:avr_loss|loss)\s*=\s*(" + _NUM + rb")")
+# A loss in the bar's description instead (torchtune: "1|3|Loss: nan:   0%|     | 3/3073 [...]").
+DESC_LOSS = re.compile(rb"(?i)(?<![a-z])(?<!val_)(?<!eval_)(?<!test_)loss\s*[:=]\s*(" + _NUM + rb")(?![\w.])")
 # LTX-2 with --disable-progress-bars: "Step N/M - Loss: x, LR: y, Time/Step: zs, Total Time: ..."
 LTX = re.compile(rb"Step (\d+)/(\d+) - Loss: (" + _NUM + rb"),[^\r\n]*?Time/Step: ([\d.]+)s")
 # LTX-2's Rich info column, when it does reach a file: "Loss: x | LR: y | z s/step" next to "N/M".
@@ -58,8 +60,12 @@ LOSS_NONFINITE = re.compile(
     rb"(?i)(?<![a-z])loss['\"\]]?\s*(?:[:=]|\bis\b|\bwas\b|\bbecame\b|\bbecomes\b|\bwent\b(?: to)?)?\s*['\"]?"
     rb"(nan|[-+]?inf(?:inity)?)(?![\w.])"
 )
-# A trainer that prints bare "<step> <loss>" pairs (no word "loss" at all): only a line that is exactly that.
-BARE_PAIR_NONFINITE = re.compile(rb"^\s*(\d+)\s+(nan|-?inf)\s*$", re.I)
+# A trainer that prints bare "<step> <loss>" pairs (no word "loss" at all): only a line that is exactly that,
+# after the prefixes other writers put in front of lines ("[rank3]: ", timestamps, "(pid=12) ", "INFO:root:",
+# loguru's "| INFO | m:f:642 - ").
+_PAIR_PREFIX = (rb"(?:\[[^\]\r\n]{0,40}\]:?\s*|\([^)\r\n]{0,40}\)\s*|[\d\-:.,TZ]{8,32}\s+|"
+                rb"(?:DEBUG|INFO|WARNING|ERROR):[\w.]*:|\|\s*[A-Z]+\s*\|\s*[\w.<>]+:[\w<>]+:\d+\s+-\s*)*")
+BARE_PAIR_NONFINITE = re.compile(rb"^\s*" + _PAIR_PREFIX + rb"(\d+)\s+(nan|-?inf)\s*$", re.I)
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
 # The trainer reached its training loop (FORMATS.md §1.2, §2).
@@ -305,7 +311,7 @@ class _Scanner:
                 m = TQDM.search(seg, pos)
                 if m is None:
                     break
-                pos = m.end()
+                bar_from, pos = pos, m.end()
                 desc = _desc_before(seg, m.start())
                 if "valid" in desc or "sampl" in desc:
                     continue
@@ -314,7 +320,7 @@ class _Scanner:
                 if rate != b"?":
                     val = float(rate) if rate.count(b".") <= 1 else 0.0
                     sec = val if m.group(5) == b"s/it" else (1.0 / val if val else None)
-                loss_m = POSTFIX_LOSS.search(m.group(6))
+                loss_m = POSTFIX_LOSS.search(m.group(6)) or DESC_LOSS.search(seg, bar_from, m.start())
                 total = int(m.group(2))
                 self.add((desc, total if not desc else None), StepPoint(
                     int(m.group(1)), total, sec, _num(loss_m.group(1)) if loss_m else None, lineno, "tqdm",
@@ -341,7 +347,7 @@ class _Scanner:
                 m = LOSS_NONFINITE.search(seg)
                 if m:
                     self.nonfinite_text(seg, lineno, m.group(1))
-        elif len(seg) < 40 and (b"nan" in seg or b"inf" in seg):
+        elif len(seg) < 160 and (b"nan" in seg or b"inf" in seg):
             m = BARE_PAIR_NONFINITE.match(seg)
             if m:
                 self.nonfinite_text(seg, lineno, m.group(2), int(m.group(1)))

@@ -109,7 +109,8 @@ CAUSES: dict[str, Cause] = {
     "missing-model-file": Cause(
         "config",
         "a model path is wrong: check the BRACKET_*_PATH variables in .env, the --dit/--vae/--text_encoder paths, or "
-        "model.model_path in config.yaml.",
+        "model.model_path in config.yaml; for a Hub id (\"Can't load tokenizer for ...\"), check the id, accept a gated "
+        "model's licence and log in (HF_TOKEN), or point at a local copy.",
         "a model file or folder does not exist (`FileNotFoundError`, or the trainer's own \"model not found\")"),
     "unknown": Cause(
         "infra", "read the quoted traceback; it matches no known pattern.",
@@ -143,6 +144,10 @@ ROWS: tuple[Row, ...] = (
            r"raise subprocess\.CalledProcessError\("), None, WRAPPER),
     Row("torchrun-childfailederror", _r(r"ChildFailedError"), None, WRAPPER),
     Row("torchrun-failed", _r(r"failed \(exitcode: -?\d+\) local_rank"), None, WRAPPER),
+    # torchrun's "Root Cause (first observed failure)" table, printed under ChildFailedError
+    Row("torchrun-summary",
+        _r(r"^exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)|To enable traceback see: \S*pytorch\.org/docs/\S*elastic/errors"),
+        None, WRAPPER),
     Row("deepspeed-return-code", _r(r"exits with return code\s*=\s*-?\d+"), None, WRAPPER),
     Row("gui-training-failed", _r(r"(?i)\btraining (?:has )?failed\b"), None, WRAPPER),
     # -- accelerator out of memory, one row per backend (the backend is named in the summary)
@@ -152,9 +157,21 @@ ROWS: tuple[Row, ...] = (
         "cuda-oom", ROOT, "XPU"),
     Row("cuda-oom",
         _r(r"CUDA out of memory|CUDA error: out of memory|(?<![\w.])(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b|"
-           r"cudaErrorMemoryAllocation"), "cuda-oom", ROOT, "CUDA"),
+           r"cudaErrorMemoryAllocation|cuda runtime error \(2\) : out of memory|THCudaCheck FAIL .*: out of memory|"
+           r"CUBLAS_STATUS_ALLOC_FAILED"),
+        "cuda-oom", ROOT, "CUDA"),
+    # TensorFlow's and JAX/XLA's words ("Resource exhausted: OOM when allocating tensor", "RESOURCE_EXHAUSTED: Out
+    # of memory while trying to allocate"; a terminal may wrap the line right after "Out")
+    Row("xla-oom", _r(r"(?i:resource[ _]exhausted):\s*(?:OOM\b|Out\b)|ResourceExhaustedError\b.*\bOOM when allocating"),
+        "cuda-oom", ROOT, "TensorFlow/XLA"),
     # -- deaths without a traceback
-    Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill"),
+    Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill|"
+                         r"\boom_kill event|^srun: error: .*: Out Of Memory$"),
+        "host-oom", ROOT, anywhere=True),
+    # Ray's memory monitor kills workers when the node's RAM runs out (raylet's summary, the task's error)
+    Row("ray-memory-monitor",
+        _r(r"killed due to memory pressure \(OOM\)|exceeds the memory usage threshold|"
+           r"Ray killed this worker .*(?:memory|most recently scheduled)|ray\.exceptions\.OutOfMemoryError"),
         "host-oom", ROOT, anywhere=True),
     Row("dataloader-worker-killed",
         _r(r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)"),
@@ -187,7 +204,9 @@ ROWS: tuple[Row, ...] = (
            r"No such file or directory: ['\"].*\.(?:safetensors|ckpt|pt|pth|bin|gguf)['\"]|"
            r"(?i:\bmodel(?: file| path| checkpoint)? (?:was )?not found\b|(?:can ?not|can't|could not|unable to) "
            r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
-           r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist"),
+           r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist|"
+           r"Can't load (?:the )?(?:tokenizer|config(?:uration)?|model|weights|feature extractor|image processor|"
+           r"processor) for ['\"]|Error no file named .* found in directory"),
         "missing-model-file", ROOT),
 )
 
@@ -203,8 +222,11 @@ HINTS: dict[str, tuple[str, ...]] = {
     "mps-oom": ("mps backend",),
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
-    "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror"),
-    "oom-killer": ("killed", "oom-kill", "已杀死"),
+    "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror", "cublas_status_alloc"),
+    "ray-memory-monitor": ("memory pressure", "memory usage threshold", "ray killed", "outofmemoryerror"),
+    "torchrun-summary": ("exitcode", "to enable traceback"),
+    "oom-killer": ("killed", "oom-kill", "已杀死", "oom_kill", "srun"),
+    "xla-oom": ("exhausted",),
     "dataloader-worker-killed": ("dataloader worker",),
     "segfault": ("segmentation", "sigsegv"),
     "nccl-timeout": ("watchdog", "nccl", "timeout"),
@@ -215,7 +237,8 @@ HINTS: dict[str, tuple[str, ...]] = {
     "tensorboard-logdir": ("not a directory",),
     "missing-cache-files": ("cache",),
     "optimizer-scheduler-mismatch": ("state dict", "optimizer", "scheduler", "size of"),
-    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear", "tried to find"),
+    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear", "tried to find", "can't load",
+                           "no file named"),
 }
 ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
 ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
@@ -254,11 +277,14 @@ BENIGN = re.compile(
     re.I,
 )
 # A message that says the problem was handled, or only warns: not where a run died.
-HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|\bretry(?:ing)?\b|will retry|\bignor(?:ed|ing)\b|skipp(?:ed|ing)")
+HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|\bdefaulting to\b|\bretry(?:ing)?\b|will retry|\bignor(?:ed|ing)\b|skipp(?:ed|ing)")
 WARNS = re.compile(r"(?i)\bwarn(?:ing)?s?\b|\bhint\b|\btip\b")
 # A logger's warning record (logging's "WARNING:root:", Rich's "WARNING  "), possibly after a time column.
 WARNING_RECORD = re.compile(r"^\W*(?:[\d\-:.,T ]+\s)?(?:WARNING|WARN)\b")
 THREAD_TRACEBACK = re.compile(r"Exception in thread|Unhandled exception in thread|Exception ignored in")
+# A GUI trainer that trains in a thread (OneTrainer's "Exception in thread Thread-1 (__training_thread_function):"):
+# that thread's death is the run's.
+TRAINING_THREAD = re.compile(r"(?i)Exception in thread .*train")
 # Outside a traceback, a message-like row counts only this close to the end.
 BARE_WINDOW = 12
 
@@ -347,14 +373,21 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     (the run reached its last step) only a main-thread traceback counts: a
     crash at interpreter exit after the final step did not end the training."""
     lines = logical_lines(tail, after_line)
-    if lines or finished or not after_line:
-        return _read(lines, finished)
-    # The log ends at the last step's own line. stdout and stderr interleave, so a death
-    # printed just before the last bar redraw is still the end: read the lines between the
-    # bar before it and it, but only a known cause counts there.
+    found = _read(lines, finished)
+    if finished or not after_line or (found is not None and found.cause != "unknown"):
+        return found
+    # Nothing known after the last step (nothing at all, or only a launcher's wrapper or an
+    # unknown traceback). stdout and stderr interleave, so a death printed just before the last
+    # bar redraw is still the end: read the lines between the bar before it and it, but only a
+    # known cause counts there; what came after the bar is its consequence.
     prev = next((tl.line for tl in reversed(tail.lines) if tl.line < after_line and BAR_END.search(tl.text)), 0)
-    found = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < after_line], finished)
-    return found if found is not None and found.cause != "unknown" else None
+    before = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < after_line], finished)
+    if before is None or before.cause == "unknown":
+        return found
+    if found is not None:
+        before.consequences = before.consequences + [tl for tl in [found.line, *found.consequences]
+                                                     if tl not in before.consequences]
+    return before
 
 
 def _read(lines: list[Line], finished: bool) -> RootCause | None:
@@ -382,6 +415,12 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         for j in range(start, end):
             in_tb[j] = True
             ignored[j] = thread or handled
+    # How far from the end a line is, in lines outside tracebacks: a launcher's or a job runner's
+    # summary ("Error running job: CUDA out of memory", then "- 1 failure") printed just before a long
+    # re-raised traceback is still the last thing the run said.
+    from_end = [0] * n
+    for i in range(n - 2, -1, -1):
+        from_end[i] = from_end[i + 1] + (not in_tb[i + 1])
     hits: list[tuple[int, Row]] = []
     for i, ln in enumerate(lines):
         if ignored[i] or benign[i]:
@@ -394,7 +433,8 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         if row.role != WRAPPER and not in_tb[i]:
             if finished:
                 continue
-            if not row.anywhere and (i < n - BARE_WINDOW or HANDLED.search(ln.text)
+            handled_next = i + 1 < n and bool(HANDLED.search(lines[i + 1].text))
+            if not row.anywhere and (from_end[i] >= BARE_WINDOW or HANDLED.search(ln.text) or handled_next
                                     or WARNS.search(ln.tail.text)):
                 continue
         hits.append((i, row))
@@ -425,8 +465,9 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     # No known pattern: the root traceback's exception line (the first of a chain), not the launcher's.
     wrapper_at = {i for i, row in hits if row.role == WRAPPER}
     first = live_tbs[0] if live_tbs else 0
-    exc_i = next((i for i in range(first, n) if not ignored[i] and not benign[i] and i not in wrapper_at
-                  and EXCEPTION_LINE.search(lines[i].text)), None)
+    # A paste may cut the root traceback's start and keep its exception line above the next one.
+    exc_i = next((i for i in [*range(first, n), *range(first)] if not ignored[i] and not benign[i]
+                  and i not in wrapper_at and EXCEPTION_LINE.search(lines[i].text)), None)
     if exc_i is None:
         exc_i = next(i for i in range(n) if i in wrapper_at) if wrapper_at else n - 1
     unknown = CAUSES["unknown"]
@@ -440,7 +481,7 @@ def _thread_opened(lines: list[Line], start: int) -> bool:
     tracebacks interleave and glue together)."""
     for j in range(start, max(-1, start - 13), -1):
         if THREAD_TRACEBACK.search(lines[j].text):
-            return True
+            return not TRAINING_THREAD.search(lines[j].text)
         if j < start and not (TRACEBACK_START.search(lines[j].text) or lines[j].text.startswith("File ")
                               or lines[j].tail.text[:1] in (" ", "\t")):
             return False

@@ -21,6 +21,13 @@ ERRORS = {
     "model-load-failed": "[2025-08-20 00:33:09.005] [error] [LMSInternal][Client=LM Studio][Endpoint=loadModel] "
                          "No instance reference assigned before error\n",
     "prediction-error": "2025-05-01 10:00:00 [ERROR]\n[LM STUDIO SERVER] received prediction-error\n",
+    # lmstudio-ai/lmstudio-bug-tracker#2257: a v1/responses request whose engine prediction failed
+    "prediction-error-predict-request": '[2026-08-09 12:57:51][ERROR][Server Error] {\n  "error": {\n    '
+                                        '"message": "Engine protocol predict request failed: fetch failed",\n  }\n}\n',
+    # lmstudio-ai/lmstudio-bug-tracker#1347: the engine process died while generating
+    "model-crashed": "[2026-01-01 16:01:39.279] [error] [LMSInternal][Client=LM Studio][Endpoint=sendMessage] Error in RPC "
+                     "handler: Error: Rehydrated error\n- Caused By: Error: The model has crashed without additional "
+                     "information. (Exit code: 18446744072635812000)\n",
 }
 
 
@@ -29,7 +36,7 @@ def test_server_error(tmp_path, kind):
     path = tmp_path / "lmstudio-server.log"
     path.write_text(ERRORS[kind])
     kinds = {e.kind for e in read_server_log(path).events}
-    assert kind.removesuffix("-no-the") in kinds, kinds
+    assert kind.removesuffix("-no-the").removesuffix("-predict-request") in kinds, kinds
 
 
 def test_stream_end_and_policy_lines_are_normal(tmp_path):

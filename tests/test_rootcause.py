@@ -5,10 +5,14 @@ message formats; logs are read through the real tail reader."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from pytest_runhealth.logscan import read_log_tail, scan_log
 from pytest_runhealth.rootcause import diagnose, strip_prefix
+from pytest_runhealth.status import training_points
 
 BAR = "steps:  38%|███▊      | 36/96 [13:09<21:55, 21.93s/it, avr_loss=0.0796]"  # musubi-tuner#477
 TB = "Traceback (most recent call last):\n  File \"train_network.py\", line 1012, in <module>\n    trainer.train(args)\n"
@@ -71,6 +75,48 @@ FAILING = {
         "[08:03:35] [STDERR] ModuleNotFoundError: No module named 'musubi_tuner'\n")),
     "paste-line-numbers": ("segfault", None, "[0041] " + BAR + "\n[0042] Segmentation fault (core dumped)\n"),
     "logging-prefix": ("host-oom", None, "INFO:root:Traceback (most recent call last):\nINFO:root:MemoryError\n"),
+    # -- issue 13, second pass (wordings from the holdout and x- field cases) --
+    # facebookarchive/loop#36: 2017 PyTorch, glued to a bar
+    "thc-oom": ("cuda-oom", "CUDA", BAR + "THCudaCheck FAIL file=/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu "
+                "line=66 error=2 : out of memory\n" + TB + "RuntimeError: cuda runtime error (2) : out of memory at "
+                "/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu:66\n"),
+    # QwenLM/Qwen3#873
+    "cublas-alloc": ("cuda-oom", "CUDA", TB + "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+                     "`cublasCreate(handle)`\n"),
+    # tensorflow/tensorflow#4735, patrickbryant1/AFProfile#8, jax-ml/jax#788 (wrapped after "Out ")
+    "tf-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", "ResourceExhaustedError (see above for traceback): OOM when "
+                              "allocating tensor with shape[256,112,112,64]\n" + TB + "    raise\n"),
+    "xla-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: "
+                               "Out of memory while trying to allocate 4770354232 bytes.\nBufferAssignment OOM Debugging.\n")),
+    "xla-wrapped": ("cuda-oom", "TensorFlow/XLA", ("[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/"
+                    "compiler/xla/python/local_client.cc:672] Execution of replica 0 failed: Resource exhausted: Out \n"
+                    "of memory while trying to allocate 5520758552 bytes.\n")),
+    # hiyouga/EasyR1#185, vllm-project/vllm#2669: Ray's memory monitor
+    "raylet-oom": ("host-oom", None, BAR + "\n(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: "
+                   "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons\n"
+                   + TB),
+    "ray-killed-worker": ("host-oom", None, ("Memory on the node (IP: 169.254.181.2) where the task was running was 12.49GB / "
+                          "13.15GB (0.950003), which exceeds the memory usage threshold of 0.95. Ray killed this worker "
+                          "(ID: 79a5) because it was the most recently scheduled task\n")),
+    # brain-score/vision#950, chrisknewman/tusas#149: SLURM's cgroup OOM handler, old and new wording
+    "slurm-oom-kill": ("host-oom", None, ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=37205392.0.\n"
+                       "srun: error: node107: task 0: Out Of Memory\n")),
+    "slurm-oom-kill-underscore": ("host-oom", None, ("slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some "
+                                  "of the step tasks have been OOM Killed.\n")),
+    # huggingface/diffusers#1156 and chflame163/ComfyUI_CogView4_Wrapper#7: the Hub's and diffusers' wordings
+    "hf-cant-load-tokenizer": ("missing-model-file", None, TB + "OSError: Can't load tokenizer for "
+                               "'CompVis/stable-diffusion-v1-4'. If you were trying to load it from "
+                               "'https://huggingface.co/models', make sure you don't have a local directory with the same "
+                               "name.\n" + ACCEL),
+    "diffusers-no-file-named": ("missing-model-file", None, "!!! Exception during processing !!! Error no file named "
+                                "diffusion_pytorch_model.bin found in directory E:\\models\\CogView4-6B\\vae.\n" + TB),
+    # ostris/ai-toolkit#45: the job runner's summary before a long re-raised traceback
+    "summary-before-reraise": ("cuda-oom", "CUDA", "Error running job: CUDA out of memory. Tried to allocate 48.00 MiB.\n\n"
+                               "========================================\nResult:\n - 0 completed jobs\n - 1 failure\n"
+                               "========================================\n" + TB * 4),
+    # Nerogar/OneTrainer#172: the training thread's death is the run's
+    "training-thread": ("unknown", None, "Exception in thread Thread-1 (__training_thread_function):\n" + TB
+                        + "FileNotFoundError: [WinError 2] The system cannot find the file specified\n"),
 }
 
 
@@ -128,7 +174,26 @@ NEAR_MISSES = {
                                  "ModuleNotFoundError: No module named 'triton'\n"),
     "error-word-in-info": BAR + "\nINFO: computing mean squared error over 4 buckets\n",
     "loss-scaler-overflow": BAR + "\n[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n",
+    # tensorflow/tensorflow#23953: the BFC allocator says itself that this is not a failure
+    "tf-allocator-not-a-failure": ("2018-11-25 19:04:59.501703: W tensorflow/core/common_runtime/bfc_allocator.cc:215] Allocator "
+                                   "(GPU_0_bfc) ran out of memory trying to allocate 217.69MiB. The caller indicates that this "
+                                   "is not a failure, but may mean that there could be performance gains if more memory were "
+                                   "available.\n"),
+    # chflame163/ComfyUI_CogView4_Wrapper#7: a fetch error diffusers falls back from
+    "fetch-error-then-default": ("An error occurred while trying to fetch E:\\models\\vae: Error no file named "
+                                 "diffusion_pytorch_model.safetensors found in directory E:\\models\\vae.\n"
+                                 "Defaulting to unsafe serialization. Pass `allow_pickle=False` to raise an error instead.\n"),
+    "monitor-thread-traceback": "Exception in thread Thread-3 (_monitor):\n" + TB + "RuntimeError: cannot join current thread\n",
+    "xformers-warning": ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+                         "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n"
+                         "  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n"),
 }
+
+
+def test_illegal_memory_access_is_not_an_oom(tmp_path):
+    # pytorch/pytorch#34220: "memory" in a CUDA error does not make it an out-of-memory
+    found = read(tmp_path, TB + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert (found.cause, found.line.text) == ("unknown", "RuntimeError: CUDA error: an illegal memory access was encountered")
 
 
 @pytest.mark.parametrize("name", NEAR_MISSES)
@@ -173,6 +238,10 @@ NAN_WORDINGS = {
     "prose": "the loss is nan after 3 epochs, stopping\n",
     "tqdm-loss": "steps:   0%|          | 1/2100 [00:03<2:05:34,  3.59s/it, loss=nan]\n",
     "mmdet": "Iter [10100/316440]\tlr: 3.990e-04, frame_0_enc_loss_cls: nan, loss: nan, grad_norm: nan\n",
+    # meta-pytorch/torchtune#2776: the loss in the bar's description, pasted in backticks
+    "tqdm-description": "`|Loss: nan:   0%|                         | 3/3073 [00:15<4:04:50,  4.79s/it]`\n",
+    "bare-pair-behind-rank-prefix": "[rank3]: 76980 nan\n",
+    "bare-pair-behind-loguru": "2026-02-07 19:33:57.629 | INFO     | trainer:fit:642 - 76990 nan\n",
 }
 
 
@@ -188,6 +257,8 @@ NOT_NAN = {
     "nan-in-word": "loading nanodet weights; loss: 0.31\nmodel: nano-banana; Loss: 0.2\n",
     "nan-in-file-name": "saved samples/loss=nan.png for debugging: loss=0.12\n",
     "loss-scale-inf": "loss scale: inf | grad norm: nan | number of nan iterations: 0\n",
+    "val-loss-in-description": "Epoch 1 val_loss=nan:  10%|#   | 3/30 [00:15<04:50,  4.79s/it]\n",
+    "pair-behind-words": "epoch 3 inf\n",
 }
 
 
@@ -205,3 +276,106 @@ def test_nan_then_finite_is_still_a_nan_event(tmp_path):
     scan = scan_log(path)
     assert scan.nonfinite_count == 2
     assert scan.nonfinite[0][0].step == 5
+
+
+# -- robustness beyond the corpus: every must-alarm excerpt, re-wrapped ---------------
+# Each real prefix form the reader claims to strip (rootcause.PREFIX), put in front of every
+# line of every RH201/RH202 field excerpt, and CRLF line endings, must leave the diagnosis as
+# it was; so must a launcher's wrapper tail appended after the excerpt. The reader works on
+# text: one small file per example, no pytest session.
+FIELD = Path(__file__).parent / "field"
+
+
+def _field_logs(check: str) -> list[Path]:
+    out = []
+    for case in sorted(FIELD.glob("*/case.yaml")):
+        spec = yaml.safe_load(case.read_text(encoding="utf-8"))
+        log = case.parent / "run" / "train.log"
+        if isinstance(spec["expect"], dict) and spec["expect"]["check"] == check and log.is_file():
+            out.append(log)
+    return out
+
+
+RH201_LOGS = _field_logs("RH201")
+RH202_LOGS = _field_logs("RH202")
+PREFIXES = {
+    "rank": lambda i: "[rank3]: ",
+    "default": lambda i: "[default0]:",
+    "info-rank": lambda i: "[INFO] [rank1]: ",
+    "iso-timestamp": lambda i: f"2026-02-07T19:33:{i % 60:02d}.629Z ",
+    "platform-timestamp": lambda i: f"2024-11-20 14:38:{i % 60:02d}   ",
+    "loguru": lambda i: f"2026-02-07 19:33:57.{i % 1000:03d} | INFO     | acestep.training:start_training:642 - ",
+    "ray-worker": lambda i: "(RayWorker pid=123) ",
+    "paste-line-numbers": lambda i: f"[{i:04d}] ",
+    "capture-wrapper": lambda i: "[08:03:35] [STDERR] ",
+    "logging-root": lambda i: "INFO:root:",
+}
+WRAPPER_TAILS = {
+    "accelerate": ACCEL,
+    "torchrun": (
+        "Traceback (most recent call last):\n  File \"/usr/local/bin/torchrun\", line 8, in <module>\n    sys.exit(main())\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\ntrain.py FAILED\n"
+        "------------------------------------------------------------\nFailures:\n  <NO_OTHER_FAILURES>\n"
+        "------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n"
+        "  time      : 2024-11-20_14:37:28\n  host      : node-1\n  rank      : 0 (local_rank: 0)\n"
+        "  exitcode  : 1 (pid: 96)\n  error_file: <N/A>\n"
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+        "============================================================\n"),
+    "deepspeed": ("[2024-05-01 10:00:00,123] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+                  "'train.py', '--local_rank=0'] exits with return code = 1\n"),
+}
+
+
+def _diagnose_text(path: Path, text: str):
+    """What RH201 reads (status.RunFacts): the window after the last training step."""
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    scan = scan_log(path)
+    points = training_points(scan)
+    last = max(points, key=lambda p: (p.step, p.line)) if points else None
+    finished = bool((last is not None and last.total and last.step >= last.total) or scan.finished_line is not None)
+    found = diagnose(read_log_tail(path, scan=scan), last.line if last else 0, finished=finished)
+    return found.cause if found else None
+
+
+def _rewrap(text: str, prefix) -> str:
+    lines = text.split("\n")
+    return "\n".join(prefix(i) + ln if ln.strip() else ln for i, ln in enumerate(lines, 1))
+
+
+def _original(tmp_path, log: Path) -> str:
+    cause = _diagnose_text(tmp_path / "orig.log", log.read_bytes().decode("utf-8", "surrogateescape"))
+    assert cause is not None, log.parent.parent.name
+    return cause
+
+
+@pytest.mark.parametrize("log", RH201_LOGS, ids=[p.parent.parent.name for p in RH201_LOGS])
+def test_prefixes_and_crlf_keep_the_cause(tmp_path, log):
+    text = log.read_bytes().decode("utf-8", "surrogateescape")
+    want = _original(tmp_path, log)
+    got = {name: _diagnose_text(tmp_path / f"{name}.log", _rewrap(text, prefix)) for name, prefix in PREFIXES.items()}
+    got["crlf"] = _diagnose_text(tmp_path / "crlf.log", text.replace("\r\n", "\n").replace("\n", "\r\n"))
+    assert {k: v for k, v in got.items() if v != want} == {}, want
+
+
+@pytest.mark.parametrize("log", RH201_LOGS, ids=[p.parent.parent.name for p in RH201_LOGS])
+def test_a_launcher_tail_keeps_the_root_cause(tmp_path, log):
+    text = log.read_bytes().decode("utf-8", "surrogateescape")
+    want = _original(tmp_path, log)
+    body = text if text.endswith("\n") else text + "\n"
+    got = {name: _diagnose_text(tmp_path / f"{name}.log", body + tail) for name, tail in WRAPPER_TAILS.items()}
+    assert {k: v for k, v in got.items() if v != want} == {}, want
+
+
+@pytest.mark.parametrize("log", RH202_LOGS, ids=[p.parent.parent.name for p in RH202_LOGS])
+def test_prefixes_and_crlf_keep_a_nan_loss(tmp_path, log):
+    text = log.read_bytes().decode("utf-8", "surrogateescape")
+    variants = {name: _rewrap(text, prefix) for name, prefix in PREFIXES.items()}
+    variants["crlf"] = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    missed = []
+    for name, variant in variants.items():
+        path = tmp_path / f"{name}.log"
+        path.write_bytes(variant.encode("utf-8", "surrogateescape"))
+        if not scan_log(path).nonfinite_count:
+            missed.append(name)
+    assert missed == []

@@ -370,6 +370,11 @@ SERVER_ERROR_CAUSES = {
                          "the model failed while generating: read the lines before it in the server log (often a "
                          "context overflow or an unsupported input such as an image for a text-only model); reload the "
                          "model, and update LM Studio's runtime (llama.cpp/MLX engine)."),
+    "model-crashed": ("lmstudio-model-crashed",
+                      "the model's engine process crashed (\"The model has crashed\", an exit code): most often it ran "
+                      "out of VRAM or RAM while generating (lower the GPU offload or the context length, or pick a smaller "
+                      "quantisation), else an engine bug (update LM Studio's runtime). Reload the model: every request "
+                      "fails until it is loaded again."),
     "no-model-loaded": ("lmstudio-no-model-loaded",
                         "no model was loaded when the request came and just-in-time loading did not load the judge: "
                         "`lms load <judge model>` before the session, or enable JIT loading and send the exact model "
@@ -389,7 +394,8 @@ SERVER_ERROR_CAUSES = {
     verdicts=["infra"],
     detects="The LM Studio server log shows errors serving requests: a context overflow (\"Trying to keep the "
     "first N tokens when context the overflows\"), `received prediction-error`, `No models loaded. Please load a "
-    "model` (just-in-time loading did not load the judge), or a model that failed to load (`load-error`). Same "
+    "model` (just-in-time loading did not load the judge), a model that failed to load (`load-error`), or a model "
+    "that crashed (\"The model has crashed\"). Same "
     "inputs as RH405 (--lmstudio-log, a `*lmstudio*.log` in the run dir, the server's log folder). `Client "
     "disconnected` right after `Finished streaming response` is the normal end of a stream, not an error.",
     why="The client sees only an empty or error reply and the judge scores nothing (RH103/RH104); the server log is "

@@ -40,7 +40,10 @@ SERVER_ERRORS = (
     ("no-model-loaded", re.compile(r"No models? (?:is |are )?loaded\.? Please load a model", re.I)),
     ("model-load-failed", re.compile(r"\bload-error\b|Failed to load (?:the )?model|Error loading model|"
                                      r"\[Endpoint=loadModel\][^\n]*\berror\b|Model is unloaded", re.I)),
-    ("prediction-error", re.compile(r"received prediction-error|\bprediction-error\b", re.I)),
+    # The model's engine process died (a native crash, often VRAM exhausted): every request fails until reloaded.
+    ("model-crashed", re.compile(r"\bThe model has crashed\b|\bmodel (?:process )?(?:has )?crashed\b", re.I)),
+    ("prediction-error", re.compile(r"received prediction-error|\bprediction-error\b|"
+                                    r"\bpredict(?:ion)? request failed\b", re.I)),
 )
 FINISHED_STREAM = re.compile(r"Finished streaming response")
 CLIENT_DISCONNECTED = re.compile(r"Client disconnected")
@@ -59,7 +62,7 @@ class LogEvent:
     """One entry classified. ``kind`` is ``unload-noop``, ``unexpected-endpoint``,
     ``invalid-json``, ``auth-missing``, ``request`` (a client request seen), a
     server error (``context-overflow``, ``prediction-error``, ``no-model-loaded``,
-    ``model-load-failed``), or noise: ``preflight``, ``false-positive-models``,
+    ``model-load-failed``, ``model-crashed``), or noise: ``preflight``, ``false-positive-models``,
     ``token-ignored``, ``client-disconnected`` (the stream had finished)."""
 
     kind: str
