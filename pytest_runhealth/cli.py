@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .consequences import apply as group_consequences
-from .report import SCHEMA, Result, report_document, write_json
+from .results import SCHEMA, Result, report_document, write_json
 
 
 class MergeError(Exception):

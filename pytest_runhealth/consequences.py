@@ -17,7 +17,7 @@ root in :func:`judged`'s per-run record and says so in its own item:
 ``consequence_of`` and the root's ``verdict`` in ``item.user_properties``
 (hence in the JUnit XML) and a "consequence of RH201 on this run" line in its
 failure text. At session end, :func:`apply` marks the
-:class:`~pytest_runhealth.report.Result` objects the same way for the JSON
+:class:`~pytest_runhealth.results.Result` objects the same way for the JSON
 report, the HTML page and the Markdown summary, the same with or without
 pytest-xdist; ``pytest-runhealth merge`` applies it to merged shard reports.
 The terminal section, the HTML page and the Markdown summary read
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from .report import Result
+from .results import Result
 from .session import RunHealthSession, is_controller, session_of
 
 DIAGNOSED = ("failed", "error", "warned")  # a waived failure (skipped, xfail) is not grouped
@@ -56,6 +56,9 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("RH201", "RH105", None, "the early exit is the fatal error; the differing knobs say where to look"),
     Relation("RH102", "RH005", EMPTY, "a trainer that died before its first step logged no scalar"),
     Relation("RH102", "RH105", None, "the early exit is the instant death; the differing knobs say where to look"),
+    Relation("RH201", "RH203", None, "the process is gone because it died of the fatal error"),
+    Relation("RH201", "RH208", None, "the fatal error ended the run short of its planned steps"),
+    Relation("RH203", "RH208", None, "the process ended before its last step: that is why the steps stop short"),
     Relation("RH101", "RH107", frozenset({"swap-slowdown"}),
              "the judge kept the VRAM, so this run's steps ran from swap"),
 )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .eval.state import gate_mode
+from .evaluation.state import gate_mode
 from .session import is_controller, session_of
 
 

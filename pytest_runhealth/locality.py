@@ -47,7 +47,7 @@ def local_reason(run_dir, config, lmstudio=None, *, prelaunch_any: bool = False)
 
 
 def _reason(run_dir, config, lm, prelaunch_any: bool) -> str | None:
-    from .prelaunch import is_prelaunch_session
+    from .prelaunch_summary import is_prelaunch_session
     from .status import pid_alive
 
     if os.environ.get("BRACKET_LMS_BIN"):

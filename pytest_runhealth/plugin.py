@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from . import __version__, discovery, hookspecs, prelaunch, scale, severity
+from . import __version__, discovery, hookspecs, prelaunch_summary, scale, severity
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
 from .given import usable_paths
 from .judging import FINDING
 from .registry import PHASES, RegistryError
-from .report import write_json
+from .results import write_json
 from .rundir import RunDir
 from .session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of, spec_of
 
@@ -41,13 +41,13 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.catalogue",
     "pytest_runhealth.checks",
     "pytest_runhealth.discovery",
-    "pytest_runhealth.eval.plugin",
+    "pytest_runhealth.evaluation.pytest_hooks",
     "pytest_runhealth.given",
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
-    "pytest_runhealth.prelaunch",
+    "pytest_runhealth.prelaunch_summary",
     "pytest_runhealth.release",
-    "pytest_runhealth.reports.plugin",
+    "pytest_runhealth.reports.pytest_hooks",
     "pytest_runhealth.rules",
     "pytest_runhealth.selftest",
     "pytest_runhealth.status",
@@ -182,7 +182,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     dropped = scale.outside_shard(items, shard) if shard is not None else []
     dropped_ids = {id(item) for item in dropped}
     kept = [item for item in items if id(item) not in dropped_ids]
-    for select in (severity.deselect_off, prelaunch.deselect_prelaunch_only):
+    for select in (severity.deselect_off, prelaunch_summary.deselect_prelaunch_only):
         more = select(config, kept)
         if more:
             more_ids = {id(item) for item in more}

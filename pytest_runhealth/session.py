@@ -27,7 +27,7 @@ import pytest
 
 from . import trust_boundary
 from .registry import SPEC_ATTR, CheckSpec, Registry
-from .report import ResultCollector
+from .results import ResultCollector
 from .rundir import RunDir
 
 if TYPE_CHECKING:  # annotations only: config.py and severity.py sit above this module

@@ -206,7 +206,7 @@ def check_main(argv: list[str]) -> int:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """The JSON report (and the gate's verdict record beside it) is refused
-    inside a run dir, like the HTML and markdown reports (reports/plugin.py)."""
+    inside a run dir, like the HTML and markdown reports (reports/pytest_hooks.py)."""
     given = config.getoption("runhealth_report", None) or config.getini("runhealth_report")
     if not given:
         return

@@ -568,7 +568,7 @@ def test_lmstudio_log_parser_property(tmp_path_factory, lines, junk):
 @given(request_doc=JSON_VALUES, episode_doc=JSON_VALUES, results_doc=JSON_VALUES, summary_doc=JSON_VALUES,
        round_file=st.sampled_from(["experience_request.json", "round.json"]))
 def test_harvest_loader_takes_any_json(tmp_path_factory, request_doc, episode_doc, results_doc, summary_doc, round_file):
-    from pytest_runhealth.eval.harvest import load_harvest
+    from pytest_runhealth.evaluation.harvest import load_harvest
     from pytest_runhealth.rundir import RunDir
 
     root = tmp_path_factory.mktemp("harvest")
@@ -765,7 +765,7 @@ def test_markdown_cells_render_no_image_link_or_mention():
 
 
 def test_orphan_temp_report_of_a_killed_writer_is_removed(tmp_path):
-    from pytest_runhealth.report import write_text
+    from pytest_runhealth.results import write_text
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -19,7 +19,7 @@ from trainerfiles import write_events
 
 from pytest_runhealth.cli import merge_reports
 from pytest_runhealth.consequences import apply, root_groups
-from pytest_runhealth.report import Result
+from pytest_runhealth.results import Result
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEAD = "cand-001-s0"
@@ -165,14 +165,14 @@ def test_roots_run_before_the_checks_they_explain(pytester, run_health):
 
 
 def test_two_independent_failures_on_one_run_stay_two_roots(run_health):
-    """The near-miss: an interrupted LTX-2 run fails RH205 (no resume state) and
-    RH208 (steps incomplete); neither explains the other."""
+    """The near-miss: an interrupted LTX-2 run fails RH203 (its process is gone)
+    and RH205 (no resume state); neither explains the other, so both stay roots.
+    RH208 (steps incomplete) follows from the process ending."""
     h = run_health(EXAMPLES / "ltx-interrupted", args=("--tb=no",))
-    failing = [r for r in h.report["results"] if r["outcome"] == "failed"]
-    assert sorted(r["check"] for r in failing) == ["RH205", "RH208"]
-    assert all("consequence_of" not in r for r in failing)
-    assert "run-health: root causes" not in h.stdout
-    assert "consequence" not in h.stdout
+    failing = {r["check"]: r for r in h.report["results"] if r["outcome"] == "failed"}
+    assert sorted(failing) == ["RH203", "RH205", "RH208"]
+    assert "consequence_of" not in failing["RH203"] and "consequence_of" not in failing["RH205"]
+    assert failing["RH208"]["consequence_of"] == "RH203"
 
 
 def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(pytester, run_health):

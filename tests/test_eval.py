@@ -7,10 +7,10 @@ import json
 import pytest
 
 from eval_builders import NEW_BODY, OLD_BODY, T0, episode, harvest, request, write
-from pytest_runhealth.eval.jsondoc import parse_json_bytes
-from pytest_runhealth.eval.model import Episode, parse_scores
-from pytest_runhealth.eval.shape import validate_body
-from pytest_runhealth.eval.triage import score_problem
+from pytest_runhealth.evaluation.jsondoc import parse_json_bytes
+from pytest_runhealth.evaluation.model import Episode, parse_scores
+from pytest_runhealth.evaluation.shape import validate_body
+from pytest_runhealth.evaluation.triage import score_problem
 from servers.eval_server import ROSTER_SCHEMA
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")  # skip pytest's per-session gc passes

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from eval_builders import NEW_BODY, OLD_BODY, episode, request, write
-from pytest_runhealth.eval.client import EvalClient, FetchError
-from pytest_runhealth.eval.settings import EvalSettings
+from pytest_runhealth.evaluation.client import EvalClient, FetchError
+from pytest_runhealth.evaluation.settings import EvalSettings
 from servers.eval_server import EvalServer, Seq
 from test_eval import FAST, outcomes
 

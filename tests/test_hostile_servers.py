@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
-from pytest_runhealth.eval.client import EvalClient, FetchError
-from pytest_runhealth.eval.settings import EvalSettings
+from pytest_runhealth.evaluation.client import EvalClient, FetchError
+from pytest_runhealth.evaluation.settings import EvalSettings
 from pytest_runhealth.live.http import request_json
 
 warm_imports()
@@ -381,6 +381,6 @@ def test_retries_stop_when_the_session_budget_is_spent():
         with EvalClient(settings, sleep=slept.append) as c:
             for _ in range(3):
                 timed(lambda: c.get("experience_request", id="xr-1"))
-    from pytest_runhealth.eval.client import MAX_RETRY_BUDGET_S
+    from pytest_runhealth.evaluation.client import MAX_RETRY_BUDGET_S
 
     assert sum(slept) <= MAX_RETRY_BUDGET_S < 3 * 3 * 30

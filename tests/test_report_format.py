@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from pytest_runhealth.report import Result, count_outcomes, report_document
+from pytest_runhealth.results import Result, count_outcomes, report_document
 
 HERE = Path(__file__).parent
 EXAMPLE = HERE.parent / "examples" / "generic-oom-rich"

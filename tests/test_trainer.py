@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, ltx_workspace
 
-from pytest_runhealth.errors import classify
+from pytest_runhealth.rootcause import diagnose as classify
 from pytest_runhealth.logscan import read_log_tail
 from pytest_runhealth.status import steady_step_time
 from pytest_runhealth.logscan import StepPoint

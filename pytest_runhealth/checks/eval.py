@@ -1,6 +1,6 @@
 """RH004, RH5xx: evaluation rounds, infra versus policy (runbook 002).
 
-Each check reads the run dir's :class:`~pytest_runhealth.eval.model.Evaluation`
+Each check reads the run dir's :class:`~pytest_runhealth.evaluation.model.Evaluation`
 (a harvest on disk, or the server with ``--eval-server``), so both sources give
 the same verdict. Order of evidence: a round whose JSON could not be parsed,
 or that failed before any player started, is never read as policy evidence;
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..eval import evaluation_of, terminal_statuses
-from ..eval.triage import classify, completed_episodes, score_problem, teardown_race
+from ..evaluation import evaluation_of, terminal_statuses
+from ..evaluation.triage import classify, completed_episodes, score_problem, teardown_race
 from ..registry import check
 
 SOURCE_FIX = ("check the server's health and the URL/token, then re-run; a failed read is not evidence about the "
@@ -115,7 +115,7 @@ def json_not_preambled(ctx):
     "on too long.",
 )
 def round_terminal(ctx):
-    from ..eval.state import gate_mode
+    from ..evaluation.state import gate_mode
 
     ev = _rounds(ctx)
     if ev.fetch_error and not ev.rounds:
@@ -423,7 +423,7 @@ def leaderboard_not_dead(ctx):
     "re-fetch live members and validate every policy version right before launch.",
 )
 def request_shape(ctx):
-    from ..eval.shape import client_422s, validate_body
+    from ..evaluation.shape import client_422s, validate_body
 
     ev = evaluation_of(ctx.run_dir)
     hits = client_422s(ev.client_logs, ctx.run_dir.log_tail)
@@ -472,7 +472,7 @@ def request_shape(ctx):
     "exist; then re-run the gate.",
 )
 def promotion_gate(ctx):
-    from ..eval.state import decision_for, gate_mode, gated_run_dirs
+    from ..evaluation.state import decision_for, gate_mode, gated_run_dirs
 
     if not gate_mode(ctx.config):
         ctx.skip("not a promotion gate (run with --runhealth-gate, or mark a test runhealth_gate)")

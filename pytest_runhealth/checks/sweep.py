@@ -126,7 +126,7 @@ def extra_rh101_evidence(ctx) -> list[Evidence]:
             if hits:
                 more = f" (and {len(hits) - 1} more such lines)" if len(hits) > 1 else ""
                 found.append(ctx.evidence(path, hits[-1].line, hits[-1].text.strip() + more))
-        from ..live.evidence import rh101_live_evidence
+        from ..live.collapse_evidence import rh101_live_evidence
 
         return found + rh101_live_evidence(ctx, already=found)
 
@@ -136,8 +136,10 @@ def extra_rh101_evidence(ctx) -> list[Evidence]:
 RH101_FIX = (
     "The judge VLM stayed resident in VRAM after scoring: the orchestrator unloaded it through LM Studio's "
     "deprecated HTTP endpoint, which answers 200 and does nothing, so the next trainer found ~13 GB free "
-    "instead of ~21 GB, spilled to swap and ran ~170x slower. (1) Make the lms CLI resolvable: it lives at "
-    "~/.lmstudio/bin/lms (lms.exe on Windows) and the installer writes BRACKET_LMS_BIN=<that path> to .env; "
+    "instead of ~21 GB, spilled to swap and ran ~170x slower. Unload the judge with the lms CLI "
+    "(`lms unload --all`) after each scoring pass, not over HTTP. In Bracket (the sweep orchestrator whose "
+    "runbook this check comes from): (1) make the lms CLI resolvable: it lives at "
+    "~/.lmstudio/bin/lms (lms.exe on Windows) and Bracket's installer writes BRACKET_LMS_BIN=<that path> to .env; "
     "if it is missing, install LM Studio and re-run install.sh / install.ps1, or set BRACKET_LMS_BIN yourself. "
     "(2) Restart the Bracket server so the variable loads. (3) Start a new session and confirm the server log "
     "says 'LMStudio: ejected model <id> via lms CLI' after each scoring pass; if it says \"'lms' CLI not "
@@ -191,15 +193,18 @@ def step_count_collapse(ctx):
 
 
 # -- RH102 ------------------------------------------------------------------------------
+# Fixes in the words of Bracket, the sweep orchestrator whose runbook these checks encode (its .env, Setup tab,
+# install.sh); RH201 gives every trainer the generic fix for the same cause.
 RUNBOOK_FIXES = {
-    "fused-optimizer-keyerror": "AdamW with --fused_backward_pass is broken in musubi's *_train.py for some image "
+    "fused-optimizer-keyerror": "In Bracket: AdamW with --fused_backward_pass is broken in musubi's *_train.py for some image "
     "families, and Bracket's search spaces exclude AdamW from full fine-tune search: this is an outdated build or a "
     "custom trainer. Update Bracket, or drop AdamW (or --fused_backward_pass) from the search space.",
-    "missing-model-file": "The BRACKET_*_PATH variable in .env, or the model field on the Setup tab, names a file "
+    "missing-model-file": "In Bracket: the BRACKET_*_PATH variable in .env, or the model field on the Setup tab, names a file "
     "that does not exist (the quoted path is the one the trainer tried). Correct it and start a new session.",
-    "cuda-oom": "The batch size is too high for this GPU: reduce --seeds-per-config, drop --budget, or set a smaller "
+    "cuda-oom": "The batch size is too high for this GPU. In Bracket: reduce --seeds-per-config, drop --budget, or set a smaller "
     "VRAM tier in the trainer config; and make sure nothing else holds VRAM (RH302).",
-    "missing-trainer-module": "The trainer venv exists but musubi-tuner is not installed in it: re-run install.sh / "
+    "missing-trainer-module": "In Bracket: the trainer venv exists but musubi-tuner is not installed in it: re-run "
+    "Bracket's install.sh / "
     "install.ps1 (it runs pip install -e vendor/musubi-tuner), or run that inside the trainer venv.",
 }
 

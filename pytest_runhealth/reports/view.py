@@ -19,7 +19,7 @@ from typing import Any, Iterable
 from ..consequences import RootGroup, root_groups
 from ..logscan import StepPoint
 from ..registry import FAMILIES
-from ..report import Result
+from ..results import Result
 from ..rundir import Run, RunDir
 from ..safeio import describe_error
 
@@ -219,9 +219,9 @@ def round_rows(rd: RunDir) -> list[dict[str, Any]]:
     round counts as policy evidence (the triage the checks and the gate use)."""
     if "harvest" not in rd.layouts:
         return []
-    from ..eval import evaluation_of
-    from ..eval.model import DEFAULT_TERMINAL
-    from ..eval.triage import classify
+    from ..evaluation import evaluation_of
+    from ..evaluation.model import DEFAULT_TERMINAL
+    from ..evaluation.triage import classify
 
     try:
         ev = evaluation_of(rd)

@@ -23,10 +23,10 @@ class ServerRequestWatch:
         self.bytes_read = 0
 
     def tick(self) -> Tick:
-        from ..eval.client import EvalClient
-        from ..eval.live import fetch_evaluation
-        from ..eval.model import DEFAULT_TERMINAL
-        from ..eval.settings import EvalSettings
+        from ..evaluation.client import EvalClient
+        from ..evaluation.live import fetch_evaluation
+        from ..evaluation.model import DEFAULT_TERMINAL
+        from ..evaluation.settings import EvalSettings
 
         out = Tick()
         settings = EvalSettings(server=self.server, requests=self.requests)

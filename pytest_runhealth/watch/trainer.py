@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import find_checkpoints, latest
-from ..errors import classify
+from ..rootcause import diagnose as classify
 from ..rundir import Run, RunDir
 from ..status import (
     format_duration,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .. import __version__
-from ..report import write_text
+from ..results import write_text
 from ..session import is_controller, report_path, session_of
 from .gpu import add_gpu_lines
 from .html import render_page

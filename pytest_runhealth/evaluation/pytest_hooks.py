@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from .. import __version__
-from ..report import write_json
+from ..results import write_json
 from ..rundir import RunDir
 from ..session import is_controller, report_path, session_of
 from . import evaluation_of
@@ -111,7 +111,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # -- fixtures ------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def eval_server(pytestconfig: pytest.Config):
-    """An :class:`~pytest_runhealth.eval.client.EvalClient` on ``--eval-server``:
+    """An :class:`~pytest_runhealth.evaluation.client.EvalClient` on ``--eval-server``:
     ``eval_server.get("experience_request", id="xr-1").data``. Retries only the
     transient statuses, with timeouts and a response-size cap."""
     settings = pytestconfig.stash.get(SETTINGS, None)

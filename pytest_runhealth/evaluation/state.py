@@ -1,9 +1,9 @@
 """What the evaluation sub-plugin knows in one session, for the checks and
 the sub-plugin alike: the resolved ``--eval-*`` settings (``SETTINGS``,
-stashed by ``eval/plugin.py``), whether the session is a promotion gate, and
+stashed by ``evaluation/pytest_hooks.py``), whether the session is a promotion gate, and
 the gate's decision for a run dir.
 
-It sits below ``eval/plugin.py`` so that the RH5xx checks read it without
+It sits below ``evaluation/pytest_hooks.py`` so that the RH5xx checks read it without
 importing a sub-plugin (no import reaches upward)."""
 
 from __future__ import annotations
