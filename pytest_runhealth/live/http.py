@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_TIMEOUT = 5.0
+from ..options import DEFAULT_PROBE_TIMEOUT
+
+DEFAULT_TIMEOUT = DEFAULT_PROBE_TIMEOUT  # options.py shows it in --help
 MAX_BODY = 4 << 20
 
 
