@@ -62,6 +62,16 @@ def pytest_configure(config: pytest.Config) -> None:
         add_health_module(config, replace=bool(cli_dirs) or bool(extra))
         scale.prefer_loadgroup(config)
     scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
+    scale.runs_per_group(config)  # likewise a bad group size
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """Once, in the controller: say when ``-n`` cannot pay on this session's runs."""
+    state = session_of(config)
+    if state is None or not state.run_dirs or not is_controller(config):
+        return None
+    advice = scale.parallel_advice(state.run_dirs, len(state.registry), scale.workers_of(config))
+    return [f"runhealth: {advice}"] if advice else None
 
 
 def add_health_module(config: pytest.Config, replace: bool) -> None:
@@ -125,7 +135,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return report
     target = item.callspec.params.get("runhealth_target") if hasattr(item, "callspec") else None
     meta: dict[str, Any] = {"check": spec.id, "slug": spec.slug, "run": target.name if target else None,
-                            "group": scale.group_of(target) if target else None,
+                            "group": scale.xdist_group_of(item) if target else None,
                             "run_dir": target.run_dir.name if target else None}
     finding = item.stash.get(FINDING, None)
     if finding is not None and call.when == "call":
