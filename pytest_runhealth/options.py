@@ -58,7 +58,8 @@ def add_session_options(group: Any, parser: pytest.Parser) -> None:
         help="a run dir to check (repeatable); with no test paths, only the health checks are collected",
     )
     group.addoption("--runhealth-report", metavar="FILE", help="write the runhealth-report/1 JSON report here")
-    group.addoption("--runhealth-config", metavar="FILE", help="runhealth.yaml with thresholds (default: ./runhealth.yaml)")
+    group.addoption("--runhealth-config", metavar="FILE",
+                    help="runhealth.yaml with thresholds (default: ./runhealth.yaml)")
     group.addoption(
         "--runhealth-list",
         nargs="?",

@@ -121,7 +121,7 @@ def pack_groups(units: dict[str, object], workers: int, per_group: int | None = 
     budget = sum(weights) / max(1, workers * GROUPS_PER_WORKER)
     out: dict[str, str] = {}
     index, filled = 0, 0
-    for name, weight in zip(names, weights):
+    for name, weight in zip(names, weights, strict=True):
         if filled and filled + weight > budget:
             index, filled = index + 1, 0
         out[name] = f"runs-{index:05d}"

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("httpx", "psutil", "pynvml", "jsonschema", "yaml", "tbparse", "pandas", "tensorboard", "numpy")
-ENTRY_MODULES = {"pytest_runhealth", "pytest_runhealth.plugin", "pytest_runhealth.options", "pytest_runhealth.hookspecs"}
+ENTRY_MODULES = {"pytest_runhealth", "pytest_runhealth.plugin", "pytest_runhealth.options",
+                 "pytest_runhealth.hookspecs"}
 
 PROBE = """
 import json, sys, pytest
