@@ -38,17 +38,31 @@ class _Recorder:
         self._defaults[dest] = attrs.get("default")
 
 
+class _IniRecorder:
+    """Adds ini keys and remembers each one's default under ``ini:<name>``."""
+
+    def __init__(self, parser: pytest.Parser, defaults: dict[str, Any]) -> None:
+        self._parser = parser
+        self._defaults = defaults
+
+    def addini(self, name: str, help: str, **attrs: Any) -> None:
+        self._parser.addini(name, help, **attrs)
+        self._defaults[f"ini:{name}"] = attrs.get("default")
+
+
 def add_all(parser: pytest.Parser) -> dict[str, Any]:
-    """Add every option and ini key; returns ``{dest: default}`` of the options."""
+    """Add every option and ini key; returns ``{dest: default}`` of the options
+    and ``{"ini:<name>": default}`` of the ini keys."""
     defaults: dict[str, Any] = {}
     group = _Recorder(parser.getgroup("runhealth", "run-health checks for ML training and evaluation runs"), defaults)
+    inis = _IniRecorder(parser, defaults)
     for add in (add_session_options, add_catalogue_options, add_discovery_options, add_selftest_options,
                 add_status_options, add_eval_options, add_report_options, add_live_options):
-        add(group, parser)
+        add(group, inis)
     return defaults
 
 
-def add_session_options(group: Any, parser: pytest.Parser) -> None:
+def add_session_options(group: Any, parser: Any) -> None:
     group.addoption(
         "--run-dir",
         action="append",
@@ -95,7 +109,7 @@ def add_session_options(group: Any, parser: pytest.Parser) -> None:
     parser.addini("runhealth_runs_per_group", "runs per xdist group (default: sized by log bytes)", default="")
 
 
-def add_catalogue_options(group: Any, parser: pytest.Parser) -> None:
+def add_catalogue_options(group: Any, parser: Any) -> None:
     group.addoption(
         "--runhealth-explain",
         metavar="ID",
@@ -103,7 +117,7 @@ def add_catalogue_options(group: Any, parser: pytest.Parser) -> None:
     )
 
 
-def add_discovery_options(group: Any, parser: pytest.Parser) -> None:
+def add_discovery_options(group: Any, parser: Any) -> None:
     group.addoption("--runhealth-depth", type=int, metavar="N", default=None,
                     help=f"find runs up to N folder levels below each --run-dir (default {DEFAULT_DEPTH}, "
                     "ini runhealth_depth)")
@@ -112,7 +126,7 @@ def add_discovery_options(group: Any, parser: pytest.Parser) -> None:
     parser.addini("runhealth_depth", "folder levels below a --run-dir searched for runs", default=str(DEFAULT_DEPTH))
 
 
-def add_selftest_options(group: Any, parser: pytest.Parser) -> None:
+def add_selftest_options(group: Any, parser: Any) -> None:
     group.addoption(
         "--runhealth-selftest",
         nargs="?",
@@ -124,13 +138,13 @@ def add_selftest_options(group: Any, parser: pytest.Parser) -> None:
     )
 
 
-def add_status_options(group: Any, parser: pytest.Parser) -> None:
+def add_status_options(group: Any, parser: Any) -> None:
     group.addoption(
         "--runhealth-no-status", action="store_true", default=False,
         help="leave out the trainer status block (terminal summary and the JSON report's 'status')")
 
 
-def add_eval_options(group: Any, parser: pytest.Parser) -> None:
+def add_eval_options(group: Any, parser: Any) -> None:
     group.addoption("--eval-server", dest="runhealth_eval_server", metavar="URL",
                     help="evaluation server to read experience requests, rounds and leaderboards from")
     group.addoption("--eval-request", dest="runhealth_eval_requests", action="append", default=[], metavar="ID",
@@ -145,7 +159,7 @@ def add_eval_options(group: Any, parser: pytest.Parser) -> None:
     parser.addini("runhealth_gate", "run as a promotion gate", type="bool", default=False)
 
 
-def add_report_options(group: Any, parser: pytest.Parser) -> None:
+def add_report_options(group: Any, parser: Any) -> None:
     group.addoption("--runhealth-html", metavar="FILE",
                     help="write a self-contained HTML page (a row per run, inline SVG plots) here")
     group.addoption("--runhealth-markdown", metavar="FILE",
@@ -154,7 +168,7 @@ def add_report_options(group: Any, parser: pytest.Parser) -> None:
     parser.addini("runhealth_markdown", "path of the Markdown run-health summary", default="")
 
 
-def add_live_options(group: Any, parser: pytest.Parser) -> None:
+def add_live_options(group: Any, parser: Any) -> None:
     group.addoption("--lmstudio-url", metavar="URL",
                     help="LM Studio server to probe (else ini runhealth_lmstudio_url, $LMSTUDIO_URL, "
                     "default http://127.0.0.1:1234); naming it makes its checks fail when it is down")
@@ -195,16 +209,17 @@ def wants_runhealth(config: pytest.Config, defaults: dict[str, Any], look_at_cod
     ``runhealth_run_dirs``, which activate the session anyway."""
     given = config.known_args_namespace
     for dest, default in defaults.items():
+        if dest.startswith("ini:"):
+            continue
         value = getattr(given, dest, default)
         if value is not None and value != default:
             return f"option {dest}"
     for entry in getattr(given, "override_ini", None) or []:
         if str(entry).startswith(INI_PREFIX):
             return f"-o {entry.split('=', 1)[0]}"
-    inicfg = getattr(config, "inicfg", None) or {}
-    for key in inicfg:
-        if str(key).startswith(INI_PREFIX):
-            return f"ini {key}"
+    for key, default in defaults.items():
+        if key.startswith("ini:") and config.getini(key[4:]) not in (default, None, "", []):
+            return f"ini {key[4:]}"
     if not look_at_code:
         return None
     for name in list(sys.modules):
