@@ -12,6 +12,7 @@ plugin's CPU cost rather than the disk's.
 
     python benchmarks/scale.py                      # N = 100, 1000, 10000
     python benchmarks/scale.py --sizes 100,500 --log-mb 2
+    python benchmarks/scale.py --xdist --sizes 12,1000   # -n 2 against -n 0 only
     python benchmarks/scale.py --memory-only --baseline DIR   # peak RSS of this checkout and another
 
 Peak memory is each session's own (``ru_maxrss`` read inside the pytest
@@ -100,6 +101,57 @@ def timed(cmd: list[str], cwd: Path, code: Path | None = None) -> tuple[float, s
     return wall, proc.stdout
 
 
+def _burn(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def parallel_capacity(n: int = 10_000_000) -> float:
+    """How much faster two CPU-bound processes finish than the same work in
+    one, on this machine now: 2.0 on two idle cores, ~1.0 when other work
+    already fills them (then no ``-n`` can gain)."""
+    import multiprocessing
+
+    start = time.perf_counter()
+    _burn(n)
+    _burn(n)
+    one = time.perf_counter() - start
+    with multiprocessing.Pool(2) as pool:
+        start = time.perf_counter()
+        pool.map(_burn, [n, n])
+        two = time.perf_counter() - start
+    return one / two
+
+
+def xdist_main(sizes: list[int], log_mb: int, py: list[str]) -> None:
+    """The ``-n 2`` speed-up over ``-n 0``, with runs packed into groups by log
+    bytes (the default) and with one group per run (``--runhealth-runs-per-group 1``,
+    how v0.1 grouped), each measured in the same run."""
+    with tempfile.TemporaryDirectory(prefix="runhealth-xdist-") as tmp:
+        tmp = Path(tmp)
+        log, events = tmp / "template.log", tmp / "tb"
+        template_log(log, log_mb)
+        events.mkdir()
+        template_events(events)
+        event_file = next(events.iterdir())
+        print(f"template log {log.stat().st_size / 1e6:.1f} MB; {os.cpu_count()} CPUs; "
+              f"two CPU-bound processes now run {parallel_capacity():.2f}x as fast as one (2.00 = two free cores)")
+        print(f"{'N':>6} {'-n0 s':>8} {'-n2 s':>8} {'speed-up':>8} {'-n2 1/group s':>14} {'speed-up':>8}")
+        for n in sizes:
+            root = tmp / f"sweep-{n}"
+            build(root, n, log, event_file)
+            base = py + ["--run-dir", str(root)]
+            serial_s, _ = timed(base, tmp)
+            packed_s, _ = timed(base + ["-n", "2"], tmp)
+            single_s, _ = timed(base + ["-n", "2", "--runhealth-runs-per-group", "1"], tmp)
+            print(f"{n:>6} {serial_s:>8.2f} {packed_s:>8.2f} {serial_s / packed_s:>7.2f}x {single_s:>14.2f} "
+                  f"{serial_s / single_s:>7.2f}x", flush=True)
+            subprocess.run(["rm", "-rf", str(root)])
+        print(f"capacity after: {parallel_capacity():.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,1000,10000")
@@ -109,10 +161,14 @@ def main() -> None:
                     "whose -n 0 session is measured beside this checkout's")
     ap.add_argument("--pytest-args", default="", help="more arguments for every session, e.g. "
                     "'--runhealth-batch-above=20' to see the slope once runs are batched")
+    ap.add_argument("--xdist", action="store_true", help="measure only the -n 2 speed-up (packed and per-run groups)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     py = [sys.executable, "-m", "pytest", "-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q",
           *args.pytest_args.split()]
+    if args.xdist:
+        xdist_main(sizes, args.log_mb, py + ["-p", "no:hypothesispytest"])
+        return
     with tempfile.TemporaryDirectory(prefix="runhealth-scale-") as tmp:
         tmp = Path(tmp)
         log, events = tmp / "template.log", tmp / "tb"

@@ -117,14 +117,6 @@ def find(registry: Registry, name: str) -> CheckSpec:
 
 
 # -- the option (this module is a sub-plugin) -------------------------------------
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("runhealth").addoption(
-        "--runhealth-explain",
-        metavar="ID",
-        help="print one check's page (what it detects, why it matters, example evidence, fix) and exit",
-    )
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config):
     name = config.getoption("runhealth_explain", None)

@@ -20,7 +20,7 @@ How, and why this way:
   item ids such as ``runhealth::RH101-step-count-collapse[s1/cur-000-s0]`` are
   the same for a wheel and an editable install, and ``--lf`` finds the module
   again from the id. pytest is pointed at it through the empty anchor file
-  ``collect/runhealth.py`` (``plugin.add_health_module``): the anchor is the
+  ``collect/runhealth.py`` (``core.add_health_module``): the anchor is the
   only part of the collection that is a file."""
 
 from __future__ import annotations

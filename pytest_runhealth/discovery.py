@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from .options import DEFAULT_DEPTH
 from .rundir import LTX_CKPT, ROUND_FILES, RunDir, round_folders, walk
 
-DEFAULT_DEPTH = 4
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
 KINDS = ("trainer", "kohya", "sweep", "harvest", "generic")
@@ -222,16 +222,6 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
 
 # -- pytest ----------------------------------------------------------------------
 DISCOVERED = pytest.StashKey[list]()  # [(Discovery, {path: count})], for the header
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("runhealth")
-    group.addoption("--runhealth-depth", type=int, metavar="N", default=None,
-                    help=f"find runs up to N folder levels below each --run-dir (default {DEFAULT_DEPTH}, "
-                    "ini runhealth_depth)")
-    group.addoption("--runhealth-list-runs", action="store_true", default=False,
-                    help="print the runs found below each --run-dir, with their kind, and exit")
-    parser.addini("runhealth_depth", "folder levels below a --run-dir searched for runs", default=str(DEFAULT_DEPTH))
 
 
 def depth_of(config: pytest.Config) -> int:

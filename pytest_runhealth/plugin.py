@@ -1,43 +1,35 @@
-"""The pytest entry point (``pytest11: runhealth``): options, the session's
-set-up, and the few hooks that need the whole picture.
+"""The pytest entry point (``pytest11: runhealth``): cheap in every session,
+the whole plugin only in a run-health session.
 
-Kept cheap to import: nothing heavy (tbparse, pandas, httpx, pynvml) is
-imported here; checks import what they need when they run.
+An installed plugin is loaded by every pytest session of its environment;
+most never check a run. So this module imports only pytest, ``options`` and
+``hookspecs``: it adds every option and ini key (``--help`` lists them all)
+and the fixtures users' tests request, and registers the feature modules
+(:data:`SUBPLUGINS`, ``core`` first: the session's set-up, collection and
+reporting hooks) only when :func:`options.wants_runhealth` says the session
+uses them: a runhealth option or ini key, a conftest or pack that imports
+this package or implements a ``pytest_runhealth_*`` hook.
 
-This module sits at the top: it builds the
-:class:`~pytest_runhealth.session.RunHealthSession` and stashes it under
-``session.SESSION``; nothing in the package imports this module. The
-collection engine is ``collection.py``, the judging of one item
-``judging.py``."""
+Nothing in the package imports this module. ``-p no:runhealth`` blocks it,
+and with it every feature module."""
 
 from __future__ import annotations
 
 import importlib
-import os
-import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import __version__, discovery, hookspecs, prelaunch_summary, scale, severity
-from .catalogue import render_catalogue
-from .collection import HEALTH_DIR, build_registry, collect_file, generate_tests
-from .config import ConfigError, load_config
-from .given import usable_paths
-from .judging import FINDING
-from .registry import PHASES, RegistryError
-from .results import write_json
-from .rundir import RunDir
-from .session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of, spec_of
+from . import hookspecs, options
 
-STATE = SESSION  # the stash key's former name; read ``session.SESSION`` (``session_of(config)``) instead
+if TYPE_CHECKING:  # annotations only
+    from .rundir import RunDir
 
-
-# Feature modules with their own options, fixtures and hooks; registered with
-# this plugin (and so switched off with it by ``-p no:runhealth``). Each must be
-# cheap to import, and reads the session with ``session.session_of(config)``.
+# Feature modules with their own fixtures and hooks, registered in this order
+# in a run-health session. Each reads the session with
+# ``session.session_of(config)``; their options live in ``options.py``.
 SUBPLUGINS: tuple[str, ...] = (
+    "pytest_runhealth.core",
     "pytest_runhealth.catalogue",
     "pytest_runhealth.checks",
     "pytest_runhealth.discovery",
@@ -56,156 +48,64 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.consequences",
 )
 
+_DEFAULTS: dict[str, Any] = {}  # option dest -> default, filled by pytest_addoption (the same in every session)
+ACTIVE = pytest.StashKey[str]()  # why this session is a run-health session
 
-# -- options -------------------------------------------------------------------
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
-    for name in SUBPLUGINS:
-        if pluginmanager.get_plugin(name) is None:
-            pluginmanager.register(importlib.import_module(name), name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("runhealth", "run-health checks for ML training and evaluation runs")
-    group.addoption(
-        "--run-dir",
-        action="append",
-        dest="runhealth_run_dirs",
-        default=[],
-        metavar="PATH",
-        help="a run dir to check (repeatable); with no test paths, only the health checks are collected",
-    )
-    group.addoption("--runhealth-report", metavar="FILE", help="write the runhealth-report/1 JSON report here")
-    group.addoption("--runhealth-config", metavar="FILE", help="runhealth.yaml with thresholds (default: ./runhealth.yaml)")
-    group.addoption(
-        "--runhealth-list",
-        nargs="?",
-        const="text",
-        default=None,
-        choices=("text", "markdown"),
-        help="print the check catalogue and exit",
-    )
-    group.addoption(
-        "--runhealth-batch-above",
-        type=int,
-        metavar="N",
-        help="in a run dir with more than N runs, each run-scope check is one item per N runs "
-        "(pytest costs ~1 ms and ~10 kB per item); default 2000, ini runhealth_batch_above",
-    )
-    group.addoption(
-        "--runhealth-shard",
-        metavar="K/N",
-        help="check only shard K of N (a deterministic, balanced share of the runs); merge the shards' "
-        "reports with `pytest-runhealth merge`",
-    )
-    parser.addini("runhealth_run_dirs", "run dirs to check when --run-dir is not given", type="paths", default=[])
-    parser.addini("runhealth_config", "path of runhealth.yaml", default="")
-    parser.addini("runhealth_batch_above", "runs per run dir above which run-scope checks are batched", default="2000")
-    parser.addini("runhealth_report", "path of the JSON report", default="")
+    _DEFAULTS.update(options.add_all(parser))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config):
-    fmt = config.getoption("runhealth_list")
-    if fmt is None:
-        return None
-    try:
-        registry = build_registry(config)
-    except RegistryError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    sys.stdout.write(render_catalogue(registry, fmt))
-    return 0
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]):
+    """Options and ini keys are known before the conftests load: a session
+    that names one registers the features first, as a plugin loaded from an
+    entry point always was. Otherwise the conftests decide, once loaded."""
+    reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=False)
+    if reason:
+        activate(early_config, reason)
+    result = yield
+    if not reason:
+        reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=True)
+        if reason:
+            activate(early_config, reason)
+    return result
 
 
-# -- session set-up ------------------------------------------------------------
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "runhealth: a run-health check (pytest-runhealth)")
-    for phase in PHASES:
-        config.addinivalue_line("markers", f"{phase}: run-health checks for the {phase} moment")
-    try:
-        registry = build_registry(config)
-        settings = load_config(config_path(config), registry)
-    except (RegistryError, ConfigError) as exc:
-        raise pytest.UsageError(str(exc)) from None
-    cli_dirs = list(config.getoption("runhealth_run_dirs") or [])
-    run_dirs = discovery.run_dirs_for(config, usable_paths(discovery.given_paths(config)))  # every run below each path, once
-    # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
-    extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
-    run_dirs += extra
-    state = RunHealthSession(registry, settings, severity.Policy(settings), run_dirs, bool(cli_dirs))
-    config.stash[SESSION] = state
-    config.pluginmanager.register(state.collector, "runhealth-results")
-    if run_dirs:
-        add_health_module(config, replace=bool(cli_dirs) or bool(extra))
-        scale.prefer_loadgroup(config)
-    shard = scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
-    state.collector.shard = f"{shard[0]}/{shard[1]}" if shard else None  # merge checks every shard is there
+def activate(config: pytest.Config, reason: str) -> None:
+    """Register the feature modules (once per session)."""
+    config.stash[ACTIVE] = reason
+    manager = config.pluginmanager
+    for name in SUBPLUGINS:
+        if manager.get_plugin(name) is None and not manager.is_blocked(name):
+            manager.register(importlib.import_module(name), name)
 
 
-def add_health_module(config: pytest.Config, replace: bool) -> None:
-    """``pytest --run-dir X`` shows health results alone; with test paths
-    given too (``pytest --run-dir X tests/health``) the user's files join.
-    pytest is pointed at the folder of the anchor file ``collection.HEALTH_FILE``."""
-    health_path = str(HEALTH_DIR)
-    given_paths = config.args_source == pytest.Config.ArgsSource.ARGS
-    if health_path in config.args:
-        return
-    if replace and not given_paths:
-        config.args[:] = [health_path]
-    else:
-        config.args.append(health_path)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    state = session_of(config)
-    if state is not None:
-        config.pluginmanager.unregister(state.collector)
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    """The anchor does not match ``python_files``; collect it by path."""
-    return collect_file(file_path, parent)
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    generate_tests(metafunc)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The one selection of run-health items: this shard's runs, then no
-    check whose severity is ``off``, then (in a plain session) no
-    pre-launch-only check; the kept items get their xdist group."""
-    if session_of(config) is None:
-        return
-    shard = scale.parse_shard(config.getoption("runhealth_shard"))
-    dropped = scale.outside_shard(items, shard) if shard is not None else []
-    dropped_ids = {id(item) for item in dropped}
-    kept = [item for item in items if id(item) not in dropped_ids]
-    for select in (severity.deselect_off, prelaunch_summary.deselect_prelaunch_only):
-        more = select(config, kept)
-        if more:
-            more_ids = {id(item) for item in more}
-            kept = [item for item in kept if id(item) not in more_ids]
-            dropped += more
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
-    scale.add_xdist_groups(items, config)
+def is_active(config: pytest.Config) -> bool:
+    return ACTIVE in config.stash
 
 
 # -- fixtures for the user's own tests ----------------------------------------
+# Defined here, available in every session (each imports what it reads only
+# when a test requests it); outside a run-health session they skip with why.
 @pytest.fixture
 def run_dir(request: pytest.FixtureRequest) -> RunDir:
     """The run dir under test: what it holds (``layouts``, ``runs``, ``ledger``,
     ``walk.files``, ``scalars()``), read lazily and once per session.
 
-    Parametrised over every ``--run-dir`` when there are several."""
+    Parametrised over every ``--run-dir`` when there are several; a test that
+    requests it in a session without ``--run-dir`` is skipped ("no --run-dir given")."""
     if hasattr(request, "param"):
         return request.param
     target = getattr(request.node, "callspec", None)
     if target is not None and "runhealth_target" in target.params:
         return target.params["runhealth_target"].run_dir
+    from .session import session_of
+
     state = session_of(request.config)
     if state is None or not state.run_dirs:
         pytest.skip("no --run-dir given")
@@ -221,71 +121,59 @@ def ledger(run_dir: RunDir):
     return run_dir.ledger
 
 
-# -- results -------------------------------------------------------------------
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    report = yield
-    spec = spec_of(item)
-    if spec is None:
-        return report
-    target = item.callspec.params.get("runhealth_target") if hasattr(item, "callspec") else None
-    meta: dict[str, Any] = {"check": spec.id, "slug": spec.slug, "run": target.name if target else None,
-                            "group": scale.group_of(target) if target else None,
-                            "run_dir": target.run_dir.name if target else None}
-    finding = item.stash.get(FINDING, None)
-    if finding is not None and call.when == "call":
-        meta["finding"] = finding.to_dict()
-        meta.update(severity.disposition(item))
-        if finding.passed and finding.note:
-            report.sections.append(("runhealth note", finding.note))
-    if report.skipped and isinstance(report.longrepr, tuple):
-        meta["skip_reason"] = str(report.longrepr[2]).removeprefix("Skipped: ")
-        item.user_properties.append(("skip_reason", meta["skip_reason"]))  # JUnit: why, beside which check
-    report.runhealth = meta
-    return report
+@pytest.fixture(scope="session")
+def gpu(pytestconfig: pytest.Config):
+    """The GPUs through NVML (or the stand-in a ``pytest_runhealth_gpu_backend``
+    hook returns): ``gpu.devices()`` → devices with memory, utilisation and
+    compute processes (pid, name, memory). Raises ``GpuUnavailable`` with
+    NVML's error where there is no driver; ``gpu.unavailable()`` says why."""
+    from .live.fixtures import live_services
+
+    return live_services(pytestconfig).gpu
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    config = session.config
-    state = session_of(config)
-    if state is None or not is_controller(config):
-        return
-    out = report_path(config, "report")
-    if out:
-        doc = state.collector.document([str(rd.path) for rd in state.run_dirs], __version__)
-        write_json(out, doc)
+@pytest.fixture(scope="session")
+def lmstudio(pytestconfig: pytest.Config):
+    """LM Studio: ``lmstudio.client`` (bounded httpx requests to the
+    OpenAI-compatible, v0 and v1 routes), ``lmstudio.down()``, and
+    ``lmstudio.server_log(run_dir)`` (parsed entries and classified events)."""
+    from .live.fixtures import live_services
+
+    return live_services(pytestconfig).lmstudio
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    """The one run-health terminal summary: each section is a
-    ``pytest_runhealth_terminal_summary`` implementation (this module's
-    counts, waivers, trainer status, the promotion gate, the reports written,
-    the pre-launch line)."""
-    state = session_of(config)
-    if state is None or not is_controller(config):
-        return
-    config.hook.pytest_runhealth_terminal_summary(terminalreporter=terminalreporter, config=config, session=state)
+@pytest.fixture(scope="session")
+def processes(pytestconfig: pytest.Config):
+    """Pid files and freshness: ``processes.for_run(run)`` → alive / gone /
+    zombie / reused per pid file; ``processes.freshness(run)``."""
+    from .live.fixtures import live_services
+
+    return live_services(pytestconfig).processes
 
 
-def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session: RunHealthSession) -> None:
-    if not session.collector.results:
-        return
-    counts = session.collector.summary()
-    causes: dict[str, int] = {}
-    folded = 0  # consequences of another failure on their run (consequences.py): counted once, under the root
-    for res in session.collector.results.values():
-        if res.outcome == "failed" and res.cause:
-            if res.consequence_of:
-                folded += 1
-                continue
-            causes[res.cause] = causes.get(res.cause, 0) + 1
-    line = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-    terminalreporter.write_sep("-", "run-health")
-    terminalreporter.write_line(f"checks: {line}")
-    if causes:
-        ranked = ", ".join(f"{c} ×{n}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1]))
-        more = f" (+{folded} consequence{'s' if folded != 1 else ''} of these)" if folded else ""
-        terminalreporter.write_line("causes: " + ranked + more)
-    out = config.getoption("runhealth_report") or config.getini("runhealth_report")
-    if out:
-        terminalreporter.write_line(f"report: {os.fspath(out)}")
+@pytest.fixture(scope="session")
+def eval_server(pytestconfig: pytest.Config):
+    """An :class:`~pytest_runhealth.evaluation.client.EvalClient` on ``--eval-server``:
+    ``eval_server.get("experience_request", id="xr-1").data``. Retries only the
+    transient statuses, with timeouts and a response-size cap."""
+    from .evaluation.state import SETTINGS
+
+    settings = pytestconfig.stash.get(SETTINGS, None)
+    if settings is None or not settings.server:
+        pytest.skip("no --eval-server given (or ini runhealth_eval_server)")
+    from .evaluation.client import EvalClient
+
+    with EvalClient(settings) as client:
+        yield client
+
+
+@pytest.fixture
+def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
+    """The gate's one decision for the session, over the rounds of every
+    harvest run dir (``.passed``, ``.missing()``, ``.counted``, ``.excluded``;
+    ``.require()`` fails the test with what is missing); it needs a candidate
+    (gate.candidate or --runhealth-candidate) to pass. Marking the test
+    ``@pytest.mark.runhealth_gate`` turns gate mode on."""
+    from .evaluation.state import decision_for
+
+    return decision_for(run_dir, request.config)

@@ -205,18 +205,6 @@ def selftest(config: pytest.Config, prefix: str = "") -> int:
 
 
 # -- the option and the built-ins' examples (this module is a sub-plugin) ------------
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("runhealth").addoption(
-        "--runhealth-selftest",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="PREFIX",
-        help="run every check (or those whose ID starts with PREFIX, e.g. ACME) against its own good and bad "
-        "examples (built-ins, packs, rules) and exit",
-    )
-
-
 def pytest_runhealth_examples(config: pytest.Config) -> list[Path]:
     return [REPO_EXAMPLES] if REPO_EXAMPLES.is_dir() else []
 

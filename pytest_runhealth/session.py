@@ -2,7 +2,7 @@
 (settings, policy, registry, result collector, run dirs), and the few small
 helpers every sub-plugin needs.
 
-Why a module of its own, this low: the entry plugin (``plugin.py``) builds
+Why a module of its own, this low: the session hooks (``core.py``) build
 the session and puts it in ``config.stash[SESSION]``; every sub-plugin
 (severity, waivers, packs, catalogue, status, reports, eval, prelaunch, rules,
 selftest, live fixtures) and every check (through ``ctx.session``) reads it
@@ -10,7 +10,8 @@ from there. None of them imports ``plugin.py``, so there is no import cycle,
 and this module imports nothing of the package but the leaves it types
 (registry, report, rundir).
 
-A new sub-plugin: add its module name to ``plugin.SUBPLUGINS``, read the
+A new sub-plugin: add its module name to ``plugin.SUBPLUGINS`` (its options
+to ``options.py``), read the
 session with :func:`session_of` (``None`` outside a run-health session), ask
 :func:`is_controller` before writing a file or a summary, and add a
 terminal-summary section with the ``pytest_runhealth_summary_sections`` hook

@@ -340,12 +340,6 @@ def render(status: dict[str, Any]) -> list[str]:
 
 
 # -- hooks ----------------------------------------------------------------------------
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("runhealth").addoption(
-        "--runhealth-no-status", action="store_true", default=False,
-        help="leave out the trainer status block (terminal summary and the JSON report's 'status')")
-
-
 def _state(config):
     return session_of(config)
 

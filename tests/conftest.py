@@ -17,6 +17,17 @@ pytest_plugins = ["pytester"]
 import numpy  # noqa: E402,F401
 import tensorboard.compat.proto.event_pb2  # noqa: E402,F401
 
+# The plugin's feature modules are imported only in a run-health session
+# (plugin.activate); import them out here too, so every inner session uses these
+# same modules: a package attribute left by a dropped module (``from . import
+# severity``) would hand an inner session the previous session's module.
+import importlib  # noqa: E402
+
+from pytest_runhealth.plugin import SUBPLUGINS  # noqa: E402
+
+for _name in SUBPLUGINS:
+    importlib.import_module(_name)
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 

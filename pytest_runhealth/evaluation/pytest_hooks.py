@@ -1,6 +1,6 @@
 """The evaluation sub-plugin: ``--eval-server``/``--eval-request`` (a live
-target that runs the same RH5xx checks as a harvest on disk), the
-``eval_server`` and ``promotion_gate`` fixtures, and ``--runhealth-gate``
+target that runs the same RH5xx checks as a harvest on disk) and
+``--runhealth-gate`` (the ``eval_server`` and ``promotion_gate`` fixtures are in ``plugin.py``)
 (every not-evaluable finding blocks; the verdict record is written beside
 the JSON report)."""
 
@@ -23,28 +23,6 @@ from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, val
 from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode, gated_run_dirs
 
 GATE_RESULT = pytest.StashKey[dict]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("runhealth")
-    group.addoption("--eval-server", dest="runhealth_eval_server", metavar="URL",
-                    help="evaluation server to read experience requests, rounds and leaderboards from")
-    group.addoption("--eval-request", dest="runhealth_eval_requests", action="append", default=[], metavar="ID",
-                    help="experience request to check live (repeatable; 'round:ID' for a league round)")
-    group.addoption("--eval-body", dest="runhealth_eval_body", metavar="FILE",
-                    help="a request body to validate against the server's /openapi.json (RH507)")
-    group.addoption("--runhealth-gate", dest="runhealth_gate", action="store_true", default=False,
-                    help="promotion gate: RH508 runs, and every not-evaluable finding blocks")
-    group.addoption("--runhealth-candidate", dest="runhealth_candidate", metavar="PLAYER",
-                    help="the gate's candidate: the player whose per-round scores must show the claim "
-                         "(overrides gate.candidate in runhealth.yaml)")
-    group.addoption("--runhealth-claim", dest="runhealth_claim", choices=("wins", "loses"),
-                    help="what the candidate claims: wins (a promotion, the default) or loses (a regression); "
-                         "overrides gate.claim")
-    parser.addini("runhealth_eval_server", "evaluation server URL", default="")
-    parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
-    parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
-    parser.addini("runhealth_gate", "run as a promotion gate", type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -106,30 +84,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if any(item.get_closest_marker(GATE_MARK) for item in items):
         config.stash[GATE_ON] = True
-
-
-# -- fixtures ------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def eval_server(pytestconfig: pytest.Config):
-    """An :class:`~pytest_runhealth.evaluation.client.EvalClient` on ``--eval-server``:
-    ``eval_server.get("experience_request", id="xr-1").data``. Retries only the
-    transient statuses, with timeouts and a response-size cap."""
-    settings = pytestconfig.stash.get(SETTINGS, None)
-    if settings is None or not settings.server:
-        pytest.skip("no --eval-server given (or ini runhealth_eval_server)")
-    from .client import EvalClient
-
-    with EvalClient(settings) as client:
-        yield client
-
-
-@pytest.fixture
-def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
-    """The gate's one decision for the session, over the rounds of every
-    harvest run dir (``.passed``, ``.missing()``, ``.counted``, ``.excluded``);
-    it needs a candidate (gate.candidate or --runhealth-candidate) to pass.
-    Marking the test ``@pytest.mark.runhealth_gate`` turns gate mode on."""
-    return decision_for(run_dir, request.config)
 
 
 # -- the gate at the end of the session ----------------------------------------

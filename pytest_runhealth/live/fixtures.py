@@ -1,5 +1,5 @@
-"""Options, ini keys and fixtures of the live probes (a sub-plugin of
-``pytest_runhealth.plugin``): ``gpu``, ``lmstudio``, ``processes``.
+"""The live probes' settings and services, behind the ``gpu``, ``lmstudio``
+and ``processes`` fixtures (defined in ``plugin.py``; options in ``options.py``).
 
 Each setting resolves CLI option, then ini key, then environment, then
 default; a service named by the user is *requested*, and its checks fail
@@ -19,26 +19,6 @@ from .http import DEFAULT_TIMEOUT
 
 LIVE = pytest.StashKey["LiveServices"]()
 LMSTUDIO_LOG_NAMES = ("lmstudio", "lm-studio", "lm_studio")
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("runhealth")
-    group.addoption("--lmstudio-url", metavar="URL",
-                    help="LM Studio server to probe (else ini runhealth_lmstudio_url, $LMSTUDIO_URL, "
-                    "default http://127.0.0.1:1234); naming it makes its checks fail when it is down")
-    group.addoption("--lmstudio-log", metavar="FILE",
-                    help="LM Studio server log (default: the newest under ~/.lmstudio/server-logs/)")
-    group.addoption("--lmstudio-judge-model", metavar="MODEL",
-                    help="the judge model RH404/RH406 probe (else ini runhealth_lmstudio_judge_model)")
-    group.addoption("--orchestrator-url", metavar="URL",
-                    help="the sweep orchestrator whose /api/session RH109 compares with the ledger")
-    group.addoption("--runhealth-probe-timeout", metavar="SECONDS", type=float, default=None,
-                    help=f"how long each live probe waits (default {DEFAULT_TIMEOUT:g} s)")
-    parser.addini("runhealth_lmstudio_url", "LM Studio server URL", default="")
-    parser.addini("runhealth_lmstudio_log", "LM Studio server log file", default="")
-    parser.addini("runhealth_lmstudio_judge_model", "judge model id for RH404/RH406", default="")
-    parser.addini("runhealth_orchestrator_url", "sweep orchestrator URL for RH109", default="")
-    parser.addini("runhealth_probe_timeout", "seconds each live probe waits", default="")
 
 
 def setting(config: pytest.Config, option: str, ini: str, env: str | None = None) -> tuple[str | None, str]:
@@ -220,27 +200,3 @@ def server_url(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     probe_timeout(config)  # a bad value is a usage error now, not N check failures later
     server_url(config)
-
-
-@pytest.fixture(scope="session")
-def gpu(pytestconfig: pytest.Config):
-    """The GPUs through NVML (or the stand-in a ``pytest_runhealth_gpu_backend``
-    hook returns): ``gpu.devices()`` → devices with memory, utilisation and
-    compute processes (pid, name, memory). Raises ``GpuUnavailable`` with
-    NVML's error where there is no driver; ``gpu.unavailable()`` says why."""
-    return live_services(pytestconfig).gpu
-
-
-@pytest.fixture(scope="session")
-def lmstudio(pytestconfig: pytest.Config) -> LMStudio:
-    """LM Studio: ``lmstudio.client`` (bounded httpx requests to the
-    OpenAI-compatible, v0 and v1 routes), ``lmstudio.down()``, and
-    ``lmstudio.server_log(run_dir)`` (parsed entries and classified events)."""
-    return live_services(pytestconfig).lmstudio
-
-
-@pytest.fixture(scope="session")
-def processes(pytestconfig: pytest.Config):
-    """Pid files and freshness: ``processes.for_run(run)`` → alive / gone /
-    zombie / reused per pid file; ``processes.freshness(run)``."""
-    return live_services(pytestconfig).processes

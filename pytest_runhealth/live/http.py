@@ -12,9 +12,10 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..options import DEFAULT_PROBE_TIMEOUT
 from .bounded_decode import ACCEPT_ENCODING, UnsupportedEncoding, decoded_chunks
 
-DEFAULT_TIMEOUT = 5.0
+DEFAULT_TIMEOUT = DEFAULT_PROBE_TIMEOUT  # options.py shows it in --help
 MAX_BODY = 4 << 20
 
 

@@ -23,16 +23,6 @@ from .view import build_view
 WRITTEN = pytest.StashKey[list[str]]()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("runhealth")
-    group.addoption("--runhealth-html", metavar="FILE",
-                    help="write a self-contained HTML page (a row per run, inline SVG plots) here")
-    group.addoption("--runhealth-markdown", metavar="FILE",
-                    help="write a Markdown summary (one table, failures first) here, e.g. for $GITHUB_STEP_SUMMARY")
-    parser.addini("runhealth_html", "path of the HTML run-health page", default="")
-    parser.addini("runhealth_markdown", "path of the Markdown run-health summary", default="")
-
-
 def report_paths(config: pytest.Config) -> dict[str, Path]:
     """The HTML and Markdown paths asked for (``session.report_path``'s rule)."""
     return {kind: path for kind in ("html", "markdown") if (path := report_path(config, kind)) is not None}

@@ -1,0 +1,103 @@
+"""An installed plugin costs a session that never checks a run almost
+nothing (issue 16, item 4): only the entry module and the option definitions
+are imported, no feature module and no heavy library; the options, ini keys and
+fixtures are still there; a run-health option, ini key or conftest check turns
+the whole plugin on.
+
+Counted, not timed: the modules in ``sys.modules`` after ``pytest --co`` in a
+fresh interpreter, against the same session with ``-p no:runhealth``
+(``benchmarks/startup.py`` times it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("httpx", "psutil", "pynvml", "jsonschema", "yaml", "tbparse", "pandas", "tensorboard", "numpy")
+ENTRY_MODULES = {"pytest_runhealth", "pytest_runhealth.plugin", "pytest_runhealth.options",
+                 "pytest_runhealth.hookspecs"}
+
+PROBE = """
+import json, sys, pytest
+code = pytest.main(sys.argv[1:])
+mods = sorted(m for m in sys.modules if m == "pytest_runhealth" or m.startswith("pytest_runhealth."))
+heavy = [m for m in {heavy!r} if m in sys.modules]
+print("PROBE " + json.dumps({{"code": int(code), "modules": mods, "heavy": heavy}}))
+"""
+
+
+def probe(folder: Path, *args: str) -> dict:
+    """Run pytest in a fresh interpreter in ``folder``; what it imported."""
+    argv = [sys.executable, "-c", PROBE.format(heavy=HEAVY), "-p", "no:cacheprovider", "-p", "no:anyio", *args]
+    out = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=300).stdout
+    line = next((x for x in out.splitlines() if x.startswith("PROBE ")), None)
+    assert line is not None, out
+    return {**json.loads(line[len("PROBE "):]), "stdout": out}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project that has nothing to do with run health."""
+    (tmp_path / "test_unrelated.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    return tmp_path
+
+
+def test_an_unrelated_session_imports_only_the_entry_module(project):
+    used = probe(project, "--co", "-q")
+    assert used["code"] == 0, used["stdout"]
+    assert set(used["modules"]) <= ENTRY_MODULES, f"imported in a session that checks no run: {used['modules']}"
+    off = probe(project, "--co", "-q", "-p", "no:runhealth")
+    assert off["modules"] == [] or set(off["modules"]) <= {"pytest_runhealth"}, off["modules"]
+    extra_heavy = sorted(set(used["heavy"]) - set(off["heavy"]))
+    assert extra_heavy == [], f"heavy libraries imported by the plugin at load: {extra_heavy}"
+
+
+def test_options_ini_keys_and_fixtures_exist_without_activation(project):
+    (project / "test_fixtures.py").write_text(
+        "def test_run_dir(run_dir):\n    pass\n\n"
+        "def test_live(gpu, processes):\n    assert hasattr(processes, 'for_run') and hasattr(gpu, 'devices')\n")
+    ran = probe(project, "-rs", "-q")
+    assert ran["code"] == 0, ran["stdout"]
+    assert "no --run-dir given" in ran["stdout"]  # the user's run_dir test skips and says why
+    assert "2 passed, 1 skipped" in ran["stdout"], ran["stdout"]
+    assert "pytest_runhealth.core" not in ran["modules"]
+    helped = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"], cwd=project,
+                            capture_output=True, text=True, timeout=300).stdout
+    for name in ("--run-dir", "--runhealth-html", "--lmstudio-url", "--eval-server", "--runhealth-selftest",
+                 "--runhealth-depth", "runhealth_probe_timeout", "runhealth_markdown"):
+        assert name in helped, name
+
+
+ACTIVE_TEST = ("def test_active(pytestconfig):\n"
+               "    assert pytestconfig.pluginmanager.has_plugin('pytest_runhealth.core')\n")
+
+
+@pytest.mark.parametrize("how", ["option", "ini", "conftest-check", "conftest-hook"])
+def test_a_run_health_session_gets_the_whole_plugin(project, how):
+    (project / "test_active.py").write_text(ACTIVE_TEST)
+    args = ["-q", "test_active.py"]
+    if how == "option":
+        args += ["--runhealth-no-status"]
+    elif how == "ini":
+        (project / "pytest.ini").write_text("[pytest]\nrunhealth_depth = 2\n")
+    elif how == "conftest-check":
+        (project / "conftest.py").write_text(
+            "import pytest_runhealth as rh\n\n"
+            "@rh.check('ZZ001', 'always-ok', detects='d', why='w', fix='f')\n"
+            "def ok(ctx):\n    return None\n")
+    else:
+        (project / "conftest.py").write_text("def pytest_runhealth_register_checks(registry, config):\n    pass\n")
+    ran = probe(project, *args)
+    assert ran["code"] == 0, ran["stdout"]
+    assert "pytest_runhealth.core" in ran["modules"]
+
+
+def test_no_runhealth_blocks_the_feature_modules_too(project):
+    (project / "test_active.py").write_text(ACTIVE_TEST)
+    ran = probe(project, "-q", "-p", "no:runhealth", "--run-dir", str(project))
+    assert ran["code"] == 4  # --run-dir is unknown without the plugin: a usage error
+    assert "pytest_runhealth.core" not in ran["modules"]

@@ -1,0 +1,73 @@
+"""xdist that pays (issue 16, item 5): runs travel to workers in groups of
+several runs sized by log bytes, the same on every worker; a session too small
+to gain from ``-n`` is told so once. Speed-ups are measured in
+``benchmarks/scale.py --xdist``, not here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_runhealth.context import Target
+from pytest_runhealth.rundir import RunDir
+from pytest_runhealth.scale import GROUPS_PER_WORKER, pack_groups
+
+
+def make_sweep(root: Path, sizes: list[int]) -> Path:
+    rows = []
+    for i, size in enumerate(sizes):
+        rid = f"run-{i:03d}"
+        logs = root / "runs" / rid / "logs"
+        logs.mkdir(parents=True)
+        (logs / "stdout.log").write_text("step\n" * size + "ok\n")
+        rows.append(json.dumps({"run_id": rid, "n_steps": size}))
+    (root / "ledger.jsonl").write_text("\n".join(rows) + "\n")
+    return root
+
+
+def units_of(root: Path) -> dict[str, Target]:
+    rd = RunDir(root)
+    return {f"{rd.name}/{run.name}": Target(rd, run, run.name) for run in rd.runs}
+
+
+def test_runs_are_packed_by_log_bytes(tmp_path):
+    units = units_of(make_sweep(tmp_path / "sweep", [10] * 12 + [5000]))
+    packed = pack_groups(units, workers=2)
+    assert packed == pack_groups(units, workers=2)  # the same files, the same groups (every worker agrees)
+    groups = list(dict.fromkeys(packed.values()))
+    assert 2 <= len(groups) <= 2 * GROUPS_PER_WORKER + 1
+    assert packed["sweep/run-012"] not in {packed[f"sweep/run-{i:03d}"] for i in range(12)}  # the big log alone
+    order = [packed[name] for name in units]
+    assert order == sorted(order)  # consecutive runs share a group
+
+
+def test_a_fixed_group_size_packs_that_many_runs(tmp_path):
+    units = units_of(make_sweep(tmp_path / "sweep", [10] * 12))
+    packed = pack_groups(units, workers=2, per_group=5)
+    sizes = [list(packed.values()).count(g) for g in dict.fromkeys(packed.values())]
+    assert sizes == [5, 5, 2]
+
+
+def test_a_bad_group_size_is_a_usage_error(tmp_path, run_health):
+    sweep = make_sweep(tmp_path / "sweep", [10] * 3)
+    res = run_health(sweep, args=("--runhealth-runs-per-group", "0"))
+    assert res.ret == 4 and "runhealth_runs_per_group" in res.stdout + res.result.stderr.str()
+
+
+def test_a_small_sweep_is_told_n_does_not_pay(tmp_path, run_health):
+    sweep = make_sweep(tmp_path / "sweep", [10] * 12)
+    res = run_health(sweep, args=("-n", "2"), subprocess=True)
+    assert res.stdout.count("too few to gain") == 1, res.stdout
+    assert "-n 2 on 12 runs" in res.stdout
+    serial = run_health(sweep)
+    assert "too few to gain" not in serial.stdout  # nothing to say without -n
+    assert sorted(r["nodeid"] for r in res.report["results"]) == sorted(r["nodeid"] for r in serial.report["results"])
+
+
+@pytest.mark.parametrize("args", [("-n", "2", "--runhealth-runs-per-group", "5")])
+def test_grouped_items_report_the_same_ids(tmp_path, run_health, args):
+    sweep = make_sweep(tmp_path / "sweep", [10] * 12)
+    res = run_health(sweep, args=args, subprocess=True)
+    assert res.report is not None and not any("@" in r["nodeid"] for r in res.report["results"])
