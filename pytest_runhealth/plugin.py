@@ -68,6 +68,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=False)
     if reason:
         activate(early_config, reason)
+        from .trust_boundary import guard
+
+        guard(early_config)  # no file inside a run dir configures this session (refused before any conftest)
     result = yield
     if not reason:
         reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=True)

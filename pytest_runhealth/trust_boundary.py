@@ -101,9 +101,10 @@ def cache_dir(config: pytest.Config) -> Path | None:
     return path if path.is_absolute() else config.rootpath / path
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """Runs before pytest imports any initial conftest.py."""
+def guard(early_config: pytest.Config) -> None:
+    """Called by the entry plugin's ``pytest_load_initial_conftests`` wrapper
+    as soon as a session is known to be a run-health session, before pytest
+    imports any initial conftest.py."""
     reason = refusal(early_config)
     if reason is not None:
         raise pytest.UsageError(reason)
