@@ -57,11 +57,26 @@ def build(root: Path, rows: int, folders: int) -> None:
         for i in range(rows):
             rid = f"cand-{i:06d}-s0"
             if i % 50 == 49:
-                r = sb.row(rid, at=sb.at(i), duration_s=24.0, n_steps=0, score=None, judge=None,
-                           disqualified="empty_tfevents", exit_code=1, error="trainer exited with code 1")
+                r = sb.row(
+                    rid,
+                    at=sb.at(i),
+                    duration_s=24.0,
+                    n_steps=0,
+                    score=None,
+                    judge=None,
+                    disqualified="empty_tfevents",
+                    exit_code=1,
+                    error="trainer exited with code 1",
+                )
             else:
-                r = sb.row(rid, at=sb.at(i), duration_s=2230.0 + i % 17, n_steps=1500, score=0.7,
-                           config=sb.knobs(learning_rate=1e-4 * (1 + i % 7), seed=i))
+                r = sb.row(
+                    rid,
+                    at=sb.at(i),
+                    duration_s=2230.0 + i % 17,
+                    n_steps=1500,
+                    score=0.7,
+                    config=sb.knobs(learning_rate=1e-4 * (1 + i % 7), seed=i),
+                )
             fh.write(json.dumps(r) + "\n")
     for i in range(folders):
         logs = root / "runs" / f"cand-{i * (rows // max(folders, 1)):06d}-s0" / "logs"
@@ -98,8 +113,20 @@ def warm_up(code: Path | None) -> None:
 
 def pytest_run(root: Path, *extra: str, code: Path | None = None) -> tuple[float, float, str]:
     """(wall, CPU, last line) of one pytest session in a fresh process."""
-    cmd = [sys.executable, "-m", "pytest", f"--run-dir={root}", "-k", "RH1", "-q", "-p", "no:anyio",
-           "-p", "no:cacheprovider", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--run-dir={root}",
+        "-k",
+        "RH1",
+        "-q",
+        "-p",
+        "no:anyio",
+        "-p",
+        "no:cacheprovider",
+        *extra,
+    ]
     env = session_env(code)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
@@ -115,10 +142,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--folders", type=int, default=1_000)
-    ap.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir, removed); "
-                    "an existing build there is reused")
-    ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package "
-                    "(e.g. `git archive v0.1 pytest_runhealth | tar -x -C DIR`), timed in the same run")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        help="build here and keep it (default: a temp dir, removed); an existing build there is reused",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="a folder holding another version's pytest_runhealth package "
+        "(e.g. `git archive v0.1 pytest_runhealth | tar -x -C DIR`), timed in the same run",
+    )
     ap.add_argument("--candidate", type=Path, help="like --baseline, for the version measured as 'this checkout'")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -137,8 +171,11 @@ def main() -> None:
             for label, extra in (("--collect-only", ("--collect-only",)), ("all RH1xx checks", ())):
                 ref, ref_cpu = json_reference(root / "ledger.jsonl")
                 took, cpu, tail = pytest_run(root, *extra, code=code)
-                print(f"[{name}] {label:17s} wall {took:7.2f} s = {took / ref:4.1f}x json.loads ({ref:.2f} s just "
-                      f"before); CPU {cpu:7.2f} s = {cpu / ref_cpu:4.1f}x ({ref_cpu:.2f} s)  {tail}", flush=True)
+                print(
+                    f"[{name}] {label:17s} wall {took:7.2f} s = {took / ref:4.1f}x json.loads ({ref:.2f} s just "
+                    f"before); CPU {cpu:7.2f} s = {cpu / ref_cpu:4.1f}x ({ref_cpu:.2f} s)  {tail}",
+                    flush=True,
+                )
                 if not extra:
                     fulls[name] = cpu / ref_cpu
         if "baseline" in fulls:

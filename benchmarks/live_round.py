@@ -20,8 +20,19 @@ JUDGE = "qwen2.5-vl-7b-instruct"
 
 
 def session(run_dir: Path, *args: str) -> float:
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:anyio", "-p", "no:cacheprovider", "-q",
-           "--run-dir", str(run_dir), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:anyio",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--run-dir",
+        str(run_dir),
+        *args,
+    ]
     t = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return time.perf_counter() - t
@@ -42,7 +53,9 @@ def main() -> None:
         print(f"full live round:                   {full:.2f} s  (+{full - ref:.2f} s over the reference; limit 2 s)")
         with FakeLMStudio(hang_s=30, models=[Model(JUDGE)]) as srv:
             hang = session(run_dir, "--lmstudio-url", srv.url, "--runhealth-probe-timeout", "1", "-k", "RH401 or RH402")
-        print(f"hanging server, 1 s probe timeout: {hang:.2f} s  (+{hang - ref:.2f} s: one shared probe, given up at 1 s)")
+        print(
+            f"hanging server, 1 s probe timeout: {hang:.2f} s  (+{hang - ref:.2f} s: one shared probe, given up at 1 s)"
+        )
 
 
 if __name__ == "__main__":

@@ -47,15 +47,21 @@ def generate(path: Path, size: int) -> int:
             parts = []
             for _ in range(100):
                 step += 1
-                parts.append(f"\rsteps:  {step * 100 // total:2d}%|▍         | {step}/{total} "
-                             f"[{step // 3600:02d}:{step // 60 % 60:02d}:{step % 60:02d}<99:00:00,  1.00s/it, avr_loss=0.0{step % 997:03d}]")
-            parts.append("INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 1, epoch: 2\n")
+                parts.append(
+                    f"\rsteps:  {step * 100 // total:2d}%|▍         | {step}/{total} "
+                    f"[{step // 3600:02d}:{step // 60 % 60:02d}:{step % 60:02d}<99:00:00,  1.00s/it, avr_loss=0.0{step % 997:03d}]"
+                )
+            parts.append(
+                "INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 1, epoch: 2\n"
+            )
             block = "".join(parts).encode()
             fh.write(block)
             written += len(block)
             lines += 1
-        fh.write(b"Traceback (most recent call last):\n  File \"train.py\", line 1\n"
-                 b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB.\n")
+        fh.write(
+            b'Traceback (most recent call last):\n  File "train.py", line 1\n'
+            b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB.\n"
+        )
     return lines + 4
 
 
@@ -70,8 +76,10 @@ def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
 
 
 FAILED_TAIL = (
-    "".join(f"steps:  {i}%|▍         | {i}/96 [00:{i:02d}<01:00, 21.93s/it, avr_loss=0.0{i:03d}]\n" for i in range(1, 40))
-    + "[rank1]: Traceback (most recent call last):\n[rank1]:   File \"train.py\", line 9, in <module>\n"
+    "".join(
+        f"steps:  {i}%|▍         | {i}/96 [00:{i:02d}<01:00, 21.93s/it, avr_loss=0.0{i:03d}]\n" for i in range(1, 40)
+    )
+    + '[rank1]: Traceback (most recent call last):\n[rank1]:   File "train.py", line 9, in <module>\n'
     "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB.\n"
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
 ).encode()
@@ -115,19 +123,35 @@ def diagnosis(tmp: Path) -> None:
     print(f"ratio: {b_t / s_t:.2f}x, difference {abs(b_t - s_t) * 1000:.1f} ms; aim: within 100 ms")
     sessions = {}
     for run in (small, big):
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio", "-q",
-               "--run-dir", str(run), "-k", "RH201"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:anyio",
+            "-q",
+            "--run-dir",
+            str(run),
+            "-k",
+            "RH201",
+        ]
         rounds = [timed(cmd) for _ in range(3)]
         assert "cuda-oom" in rounds[0][2].stdout, rounds[0][2].stdout[-2000:]
         sessions[run.name] = sorted(r[0] for r in rounds)[1]
-    print(f"pytest -k RH201 session: 1 MB {sessions['small']:.2f} s, 1 GB {sessions['big']:.2f} s wall; "
-          f"ratio {sessions['big'] / sessions['small']:.2f}x, difference {abs(sessions['big'] - sessions['small']) * 1000:.0f} ms")
+    print(
+        f"pytest -k RH201 session: 1 MB {sessions['small']:.2f} s, 1 GB {sessions['big']:.2f} s wall; "
+        f"ratio {sessions['big'] / sessions['small']:.2f}x, difference {abs(sessions['big'] - sessions['small']) * 1000:.0f} ms"
+    )
 
 
-IN_PROCESS = ("import sys, time; from pathlib import Path; "
-              "from pytest_runhealth.logscan import scan_log, read_log_tail; "
-              "p = Path(sys.argv[1]); t, c = time.perf_counter(), time.process_time(); s = scan_log(p); "
-              "read_log_tail(p, scan=s); print(time.perf_counter() - t, time.process_time() - c)")
+IN_PROCESS = (
+    "import sys, time; from pathlib import Path; "
+    "from pytest_runhealth.logscan import scan_log, read_log_tail; "
+    "p = Path(sys.argv[1]); t, c = time.perf_counter(), time.process_time(); s = scan_log(p); "
+    "read_log_tail(p, scan=s); print(time.perf_counter() - t, time.process_time() - c)"
+)
 
 
 def in_process(log: Path, code: Path | None) -> tuple[float, float]:
@@ -145,8 +169,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--diagnosis", action="store_true", help="issue 13: diagnose a failed 1 GB log vs a 1 MB one")
-    ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package: "
-                    "its in-process scan is timed beside this checkout's")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="a folder holding another version's pytest_runhealth package: "
+        "its in-process scan is timed beside this checkout's",
+    )
     args = ap.parse_args()
     if args.diagnosis:
         tmp = Path(tempfile.mkdtemp(prefix="rh-diagnosis-"))
@@ -168,29 +196,48 @@ def main() -> None:
 
         grep = [timed(["grep", "-cE", STEP_RE, str(log)]) for _ in range(3)]
         g_wall, g_cpu = sorted(g[0] for g in grep)[1], sorted(g[1] for g in grep)[1]
-        print(f"grep -cE step regex:  {g_wall:6.2f} s wall, {g_cpu:6.2f} s CPU  ({size / g_wall / 1e6:,.0f} MB/s); "
-              f"count {grep[0][2].stdout.strip()}")
+        print(
+            f"grep -cE step regex:  {g_wall:6.2f} s wall, {g_cpu:6.2f} s CPU  ({size / g_wall / 1e6:,.0f} MB/s); "
+            f"count {grep[0][2].stdout.strip()}"
+        )
 
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio", "-q",
-               f"--run-dir={run}", "-k", LOG_CHECKS]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:anyio",
+            "-q",
+            f"--run-dir={run}",
+            "-k",
+            LOG_CHECKS,
+        ]
         suite = [timed(cmd) for _ in range(3)]
         s_wall, s_cpu = sorted(s[0] for s in suite)[1], sorted(s[1] for s in suite)[1]
         out = suite[0][2].stdout
         assert "cuda-oom" in out, out[-2000:]
-        print(f"log checks (pytest):  {s_wall:6.2f} s wall, {s_cpu:6.2f} s CPU  ({size / s_wall / 1e6:,.0f} MB/s), "
-              f"incl. interpreter and pytest start-up")
+        print(
+            f"log checks (pytest):  {s_wall:6.2f} s wall, {s_cpu:6.2f} s CPU  ({size / s_wall / 1e6:,.0f} MB/s), "
+            f"incl. interpreter and pytest start-up"
+        )
 
         for name, code in [("this checkout", None)] + ([("baseline", args.baseline)] if args.baseline else []):
             scans = [in_process(log, code) for _ in range(3)]
             wall, cpu = sorted(w for w, _ in scans)[1], sorted(c for _, c in scans)[1]
-            print(f"[{name}] scan + tail in-process: {wall:6.2f} s wall ({wall / g_wall:.2f}x grep's), "
-                  f"{cpu:6.2f} s CPU ({cpu / g_cpu:.2f}x grep's)")
+            print(
+                f"[{name}] scan + tail in-process: {wall:6.2f} s wall ({wall / g_wall:.2f}x grep's), "
+                f"{cpu:6.2f} s CPU ({cpu / g_cpu:.2f}x grep's)"
+            )
 
         idle = [timed(cmd[:-2] + ["-k", "nothing_matches_this"]) for _ in range(3)]
         i_wall = sorted(i[0] for i in idle)[1]
         print(f"pytest start-up alone: {i_wall:5.2f} s wall (same command, no check selected)")
-        print(f"ratio: {s_wall / g_wall:.2f}x grep's wall time, {s_cpu / g_cpu:.2f}x its CPU time "
-              f"({(s_wall - i_wall) / g_wall:.2f}x without pytest's own start-up); aim: <= 2x")
+        print(
+            f"ratio: {s_wall / g_wall:.2f}x grep's wall time, {s_cpu / g_cpu:.2f}x its CPU time "
+            f"({(s_wall - i_wall) / g_wall:.2f}x without pytest's own start-up); aim: <= 2x"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -46,10 +46,18 @@ def template_log(path: Path, mb: int, n_steps: int = 1500) -> None:
         written, i = len(head.encode()), 0
         while written < mb * 1_000_000:
             i = i % n_steps + 1
-            line = "\r" + BAR.format(pct=i * 100 // n_steps, bar="█" * (i * 10 // n_steps), i=i, n=n_steps,
-                                      rate=2.0 + (i % 7) / 100, loss=0.1 / (1 + i / 100))
+            line = "\r" + BAR.format(
+                pct=i * 100 // n_steps,
+                bar="█" * (i * 10 // n_steps),
+                i=i,
+                n=n_steps,
+                rate=2.0 + (i % 7) / 100,
+                loss=0.1 / (1 + i / 100),
+            )
             if i % 100 == 0:
-                line += "\nINFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 1, epoch: 2\n"
+                line += (
+                    "\nINFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 1, epoch: 2\n"
+                )
             fh.write(line)
             written += len(line.encode())
         fh.write("\n")
@@ -76,17 +84,32 @@ def build(root: Path, n: int, log: Path, events: Path) -> None:
         tb = root / "runs" / rid / "output" / "logs" / "20260101000000" / "network_train"
         tb.mkdir(parents=True)
         os.link(events, tb / events.name)
-        rows.append({"run_id": rid, "role": "candidate", "score": 0.5, "score_components": {"loss": 0.1},
-                     "judge_report": {"mean": 0.7}, "disqualified": None, "exit_code": 0, "duration_s": 3100.0,
-                     "n_steps": 1500, "killed_by_timeout": False, "error": None, "wall_secs": 3600})
+        rows.append(
+            {
+                "run_id": rid,
+                "role": "candidate",
+                "score": 0.5,
+                "score_components": {"loss": 0.1},
+                "judge_report": {"mean": 0.7},
+                "disqualified": None,
+                "exit_code": 0,
+                "duration_s": 3100.0,
+                "n_steps": 1500,
+                "killed_by_timeout": False,
+                "error": None,
+                "wall_secs": 3600,
+            }
+        )
     (root / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 # The session's own peak: VmHWM (ru_maxrss also carries the forking parent's peak across exec).
-PEAK = ("import resource, sys, pytest; rc = pytest.main(sys.argv[1:]); "
-        "hwm = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM')] "
-        "if sys.platform == 'linux' else []; "
-        "print('PEAK_KB', hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)")
+PEAK = (
+    "import resource, sys, pytest; rc = pytest.main(sys.argv[1:]); "
+    "hwm = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM')] "
+    "if sys.platform == 'linux' else []; "
+    "print('PEAK_KB', hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)"
+)
 
 
 def timed(cmd: list[str], cwd: Path, code: Path | None = None) -> tuple[float, str]:
@@ -136,8 +159,10 @@ def xdist_main(sizes: list[int], log_mb: int, py: list[str]) -> None:
         events.mkdir()
         template_events(events)
         event_file = next(events.iterdir())
-        print(f"template log {log.stat().st_size / 1e6:.1f} MB; {os.cpu_count()} CPUs; "
-              f"two CPU-bound processes now run {parallel_capacity():.2f}x as fast as one (2.00 = two free cores)")
+        print(
+            f"template log {log.stat().st_size / 1e6:.1f} MB; {os.cpu_count()} CPUs; "
+            f"two CPU-bound processes now run {parallel_capacity():.2f}x as fast as one (2.00 = two free cores)"
+        )
         print(f"{'N':>6} {'-n0 s':>8} {'-n2 s':>8} {'speed-up':>8} {'-n2 1/group s':>14} {'speed-up':>8}")
         for n in sizes:
             root = tmp / f"sweep-{n}"
@@ -146,8 +171,11 @@ def xdist_main(sizes: list[int], log_mb: int, py: list[str]) -> None:
             serial_s, _ = timed(base, tmp)
             packed_s, _ = timed(base + ["-n", "2"], tmp)
             single_s, _ = timed(base + ["-n", "2", "--runhealth-runs-per-group", "1"], tmp)
-            print(f"{n:>6} {serial_s:>8.2f} {packed_s:>8.2f} {serial_s / packed_s:>7.2f}x {single_s:>14.2f} "
-                  f"{serial_s / single_s:>7.2f}x", flush=True)
+            print(
+                f"{n:>6} {serial_s:>8.2f} {packed_s:>8.2f} {serial_s / packed_s:>7.2f}x {single_s:>14.2f} "
+                f"{serial_s / single_s:>7.2f}x",
+                flush=True,
+            )
             subprocess.run(["rm", "-rf", str(root)])
         print(f"capacity after: {parallel_capacity():.2f}x")
 
@@ -157,15 +185,34 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--log-mb", type=int, default=10)
     ap.add_argument("--memory-only", action="store_true", help="only the -n 0 session and its peak RSS")
-    ap.add_argument("--baseline", type=Path, help="a folder holding another version's pytest_runhealth package, "
-                    "whose -n 0 session is measured beside this checkout's")
-    ap.add_argument("--pytest-args", default="", help="more arguments for every session, e.g. "
-                    "'--runhealth-batch-above=20' to see the slope once runs are batched")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="a folder holding another version's pytest_runhealth package, "
+        "whose -n 0 session is measured beside this checkout's",
+    )
+    ap.add_argument(
+        "--pytest-args",
+        default="",
+        help="more arguments for every session, e.g. "
+        "'--runhealth-batch-above=20' to see the slope once runs are batched",
+    )
     ap.add_argument("--xdist", action="store_true", help="measure only the -n 2 speed-up (packed and per-run groups)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    py = [sys.executable, "-m", "pytest", "-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q",
-          *args.pytest_args.split()]
+    py = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:anyio",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *args.pytest_args.split(),
+    ]
     if args.xdist:
         xdist_main(sizes, args.log_mb, py + ["-p", "no:hypothesispytest"])
         return
@@ -177,8 +224,10 @@ def main() -> None:
         template_events(events)
         event_file = next(events.iterdir())
         print(f"template log {log.stat().st_size / 1e6:.1f} MB, event file {event_file.stat().st_size / 1e3:.0f} kB")
-        print(f"{'N':>6} {'items':>7} {'collect s':>9} {'-n0 s':>8} {'s/run':>7} {'plain s':>8} "
-              f"{'overhead':>8} {'-n2 s':>8} {'speedup':>7} {'peak MB':>8}")
+        print(
+            f"{'N':>6} {'items':>7} {'collect s':>9} {'-n0 s':>8} {'s/run':>7} {'plain s':>8} "
+            f"{'overhead':>8} {'-n2 s':>8} {'speedup':>7} {'peak MB':>8}"
+        )
         slopes = []
         peaks: dict[str, list[tuple[int, float]]] = {}
         for n in sizes:
@@ -187,8 +236,11 @@ def main() -> None:
             collect_s, out = timed(py + ["--run-dir", str(root), "--collect-only"], tmp)
             found = re.search(r"(\d+)(?:/\d+)? tests? collected", out)
             items = int(found.group(1)) if found else 0
-            session = [sys.executable, "-c", PEAK] + py[3:] + [f"--run-dir={root}",
-                                                                "--runhealth-report", str(tmp / f"r{n}.json")]
+            session = (
+                [sys.executable, "-c", PEAK]
+                + py[3:]
+                + [f"--run-dir={root}", "--runhealth-report", str(tmp / f"r{n}.json")]
+            )
             serial_s, out = timed(session, tmp)
             peak_mb = int(re.search(r"PEAK_KB (\d+)", out).group(1)) / 1024
             peaks.setdefault("this checkout", []).append((n, peak_mb))
@@ -196,31 +248,44 @@ def main() -> None:
                 base_s, out = timed(session, tmp, args.baseline)
                 base_mb = int(re.search(r"PEAK_KB (\d+)", out).group(1)) / 1024
                 peaks.setdefault("baseline", []).append((n, base_mb))
-                print(f"{n:>6} baseline: -n0 {base_s:.2f} s, peak {base_mb:.0f} MB; "
-                      f"this checkout: -n0 {serial_s:.2f} s, peak {peak_mb:.0f} MB")
+                print(
+                    f"{n:>6} baseline: -n0 {base_s:.2f} s, peak {base_mb:.0f} MB; "
+                    f"this checkout: -n0 {serial_s:.2f} s, peak {peak_mb:.0f} MB"
+                )
             if args.memory_only:
                 slopes.append(serial_s / n)
-                print(f"{n:>6} {items:>7} {collect_s:>9.2f} {serial_s:>8.2f} {serial_s / n:>7.4f} {'-':>8} {'-':>8} "
-                      f"{'-':>8} {'-':>7} {peak_mb:>8.0f}", flush=True)
+                print(
+                    f"{n:>6} {items:>7} {collect_s:>9.2f} {serial_s:>8.2f} {serial_s / n:>7.4f} {'-':>8} {'-':>8} "
+                    f"{'-':>8} {'-':>7} {peak_mb:>8.0f}",
+                    flush=True,
+                )
                 subprocess.run(["rm", "-rf", str(root)])
                 continue
             plain = tmp / f"test_plain_{n}.py"
-            plain.write_text(f"import pytest\n\n@pytest.mark.parametrize('i', range({items}))\ndef test_plain(i):\n    pass\n")
+            plain.write_text(
+                f"import pytest\n\n@pytest.mark.parametrize('i', range({items}))\ndef test_plain(i):\n    pass\n"
+            )
             plain_s, _ = timed(py + [str(plain)], tmp)
             par_s, _ = timed(py + ["--run-dir", str(root), "-n", "2"], tmp)
             slopes.append(serial_s / n)
-            print(f"{n:>6} {items:>7} {collect_s:>9.2f} {serial_s:>8.2f} {serial_s / n:>7.4f} {plain_s:>8.2f} "
-                  f"{(serial_s - plain_s) / max(items, 1) * 1000:>6.2f}ms {par_s:>8.2f} {serial_s / par_s:>6.2f}x "
-                  f"{peak_mb:>8.0f}")
+            print(
+                f"{n:>6} {items:>7} {collect_s:>9.2f} {serial_s:>8.2f} {serial_s / n:>7.4f} {plain_s:>8.2f} "
+                f"{(serial_s - plain_s) / max(items, 1) * 1000:>6.2f}ms {par_s:>8.2f} {serial_s / par_s:>6.2f}x "
+                f"{peak_mb:>8.0f}"
+            )
             subprocess.run(["rm", "-rf", str(root)])
         if len(slopes) > 1:
             print(f"time per run from N={sizes[0]} to N={sizes[-1]}: {slopes[-1] / slopes[0]:.2f}x (flat = 1.00x)")
             for name, pts in peaks.items():
                 (n0, m0), (n1, m1) = pts[0], pts[-1]
-                print(f"peak RSS slope ({name}), N={n0}..{n1}: {(m1 - m0) / (n1 - n0) * 1024:.1f} kB per run "
-                      f"({m0:.0f} -> {m1:.0f} MB)")
-        print("'overhead' = (plugin session - plain parametrised session with the same item count) / item; "
-              "it includes the checks' own work.")
+                print(
+                    f"peak RSS slope ({name}), N={n0}..{n1}: {(m1 - m0) / (n1 - n0) * 1024:.1f} kB per run "
+                    f"({m0:.0f} -> {m1:.0f} MB)"
+                )
+        print(
+            "'overhead' = (plugin session - plain parametrised session with the same item count) / item; "
+            "it includes the checks' own work."
+        )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,19 @@ def main() -> None:
     args = ap.parse_args()
     # hypothesis's and anyio's pytest plugins (test extras) take ~3 s and ~0.2 s to load here, in every
     # variant alike; left out so that the plugin's own cost is not lost in their noise.
-    base = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-            "-p", "no:anyio"]
+    base = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--co",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:hypothesispytest",
+        "-p",
+        "no:anyio",
+    ]
     variants = {
         "-p no:runhealth": base + ["-p", "no:runhealth"],
         "plugin installed, unused": base,

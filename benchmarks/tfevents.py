@@ -35,8 +35,10 @@ def main() -> None:
     try:
         t = time.perf_counter()
         path = write_events(tmp, [("loss/current", s, 0.1 + (s % 97) / 1000) for s in range(args.n)])
-        print(f"wrote {args.n:,} scalars, {path.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t:.1f} s "
-              f"(tensorboard EventFileWriter)")
+        print(
+            f"wrote {args.n:,} scalars, {path.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t:.1f} s "
+            f"(tensorboard EventFileWriter)"
+        )
 
         read_event_file(path, first_scalar_only=True)  # imports (numpy, event_pb2) out of the timing
         runs, cpu = [], []
@@ -63,10 +65,16 @@ def main() -> None:
         assert len(loss) == args.n, len(loss)
         assert abs(float(loss["value"].iloc[-1]) - ours.scalars["loss/current"].values[-1]) < 1e-6
 
-        print(f"pytest-runhealth (CRC-checked): {t_ours:6.2f} s wall, {c_ours:6.2f} s CPU  {args.n / t_ours:10,.0f} scalars/s")
-        print(f"tbparse .scalars:               {t_tb:6.2f} s wall, {c_tb:6.2f} s CPU  {args.n / t_tb:10,.0f} scalars/s")
-        print(f"ratio: {t_tb / t_ours:.1f}x faster than tbparse by wall clock, {c_tb / c_ours:.1f}x by CPU time "
-              f"(aim: >= 10x; on a busy machine the CPU ratio is the steadier one)")
+        print(
+            f"pytest-runhealth (CRC-checked): {t_ours:6.2f} s wall, {c_ours:6.2f} s CPU  {args.n / t_ours:10,.0f} scalars/s"
+        )
+        print(
+            f"tbparse .scalars:               {t_tb:6.2f} s wall, {c_tb:6.2f} s CPU  {args.n / t_tb:10,.0f} scalars/s"
+        )
+        print(
+            f"ratio: {t_tb / t_ours:.1f}x faster than tbparse by wall clock, {c_tb / c_ours:.1f}x by CPU time "
+            f"(aim: >= 10x; on a busy machine the CPU ratio is the steadier one)"
+        )
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -77,6 +77,7 @@ def measure(root: Path, label: str, size: int, ticks: int) -> dict:
     first = time.perf_counter() - t0
     times, reads = [], []
     with open(log, "ab") as fh:
+
         def one() -> None:
             nonlocal step
             fh.write("".join("\r" + bar(step + k, TOTAL, 1.5 * (step + k), 0.1) for k in range(5)).encode())
@@ -87,6 +88,7 @@ def measure(root: Path, label: str, size: int, ticks: int) -> dict:
             w.tick()
             times.append(time.perf_counter() - t)
             reads.append(w.bytes_read - before)
+
         for _ in range(ticks):
             one()
         tracemalloc.start()
@@ -95,9 +97,16 @@ def measure(root: Path, label: str, size: int, ticks: int) -> dict:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     assert w.status["step"] == step - 1, (w.status["step"], step)
-    return {"label": label, "size": os.path.getsize(log), "sparse": sparse, "first_s": first,
-            "tick_ms": statistics.median(times[:ticks]) * 1e3, "p95_ms": sorted(times[:ticks])[int(ticks * 0.95)] * 1e3,
-            "bytes_per_tick": statistics.median(reads), "peak_kb": peak / 1024}
+    return {
+        "label": label,
+        "size": os.path.getsize(log),
+        "sparse": sparse,
+        "first_s": first,
+        "tick_ms": statistics.median(times[:ticks]) * 1e3,
+        "p95_ms": sorted(times[:ticks])[int(ticks * 0.95)] * 1e3,
+        "bytes_per_tick": statistics.median(reads),
+        "peak_kb": peak / 1024,
+    }
 
 
 def main() -> int:
@@ -109,13 +118,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="runhealth-bench-watch-") as tmp:
         rows = [measure(Path(tmp), f"log-{s}", size, args.ticks) for s, size in zip(args.sizes.split(","), sizes)]
     ref = rows[0]
-    print(f"{'log':>10} {'bytes':>14} {'first tick':>11} {'tick ms':>8} {'p95 ms':>7} {'x ref':>6} "
-          f"{'read/tick':>10} {'peak KiB':>9} {'x ref':>6}")
+    print(
+        f"{'log':>10} {'bytes':>14} {'first tick':>11} {'tick ms':>8} {'p95 ms':>7} {'x ref':>6} "
+        f"{'read/tick':>10} {'peak KiB':>9} {'x ref':>6}"
+    )
     for r in rows:
         kind = " (sparse)" if r["sparse"] else ""
-        print(f"{r['label']:>10} {r['size']:>14,} {r['first_s']:>10.3f}s {r['tick_ms']:>8.2f} {r['p95_ms']:>7.2f} "
-              f"{r['tick_ms'] / ref['tick_ms']:>6.2f} {r['bytes_per_tick']:>10,.0f} {r['peak_kb']:>9.0f} "
-              f"{r['peak_kb'] / ref['peak_kb']:>6.2f}{kind}")
+        print(
+            f"{r['label']:>10} {r['size']:>14,} {r['first_s']:>10.3f}s {r['tick_ms']:>8.2f} {r['p95_ms']:>7.2f} "
+            f"{r['tick_ms'] / ref['tick_ms']:>6.2f} {r['bytes_per_tick']:>10,.0f} {r['peak_kb']:>9.0f} "
+            f"{r['peak_kb'] / ref['peak_kb']:>6.2f}{kind}"
+        )
     worst = max(r["tick_ms"] / ref["tick_ms"] for r in rows)
     print(f"\nper-tick time, largest over reference: {worst:.2f}x (aim: within 2x)")
     return 0

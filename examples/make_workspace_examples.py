@@ -99,14 +99,22 @@ def write_model(path: Path) -> None:
 def write_lora(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = "diffusion_model.transformer_blocks.0.attn1.to_k"
-    save_file({f"{prefix}.lora_A.weight": np.zeros((8, 16), dtype=np.float16),
-               f"{prefix}.lora_B.weight": np.zeros((16, 8), dtype=np.float16)}, str(path), metadata={"format": "pt"})
+    save_file(
+        {
+            f"{prefix}.lora_A.weight": np.zeros((8, 16), dtype=np.float16),
+            f"{prefix}.lora_B.weight": np.zeros((16, 8), dtype=np.float16),
+        },
+        str(path),
+        metadata={"format": "pt"},
+    )
 
 
 def write_training_state(path: Path, step: int) -> None:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
-        z.writestr("archive/data.pkl", pickle.dumps({"global_step": step, "scheduler": {"last_epoch": step}}, protocol=2))
+        z.writestr(
+            "archive/data.pkl", pickle.dumps({"global_step": step, "scheduler": {"last_epoch": step}}, protocol=2)
+        )
         z.writestr("archive/byteorder", "little")
         z.writestr("archive/version", "3\n")
     path.write_bytes(buf.getvalue())
@@ -124,7 +132,9 @@ def write_dataset(root: Path) -> None:
         (root / name / ".gitkeep").write_text("")
 
 
-def workspace(name: str, encoder: str = "models/gemma-3-12b-it", load: str = "null", dims: str = "768, 512, 97") -> Path:
+def workspace(
+    name: str, encoder: str = "models/gemma-3-12b-it", load: str = "null", dims: str = "768, 512, 97"
+) -> Path:
     ws = HERE / name
     shutil.rmtree(ws, ignore_errors=True)
     write_model(ws / "models" / "ltx-2.3-22b-dev.safetensors")

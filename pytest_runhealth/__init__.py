@@ -12,8 +12,14 @@ __version__ = "0.1.0"
 
 __all__ = ["check", "CheckSpec", "Evidence", "Finding", "Registry", "RegistryError", "__version__"]
 
-_LAZY = {"Evidence": "finding", "Finding": "finding", "CheckSpec": "registry", "Registry": "registry",
-         "RegistryError": "registry", "check": "registry"}
+_LAZY = {
+    "Evidence": "finding",
+    "Finding": "finding",
+    "CheckSpec": "registry",
+    "Registry": "registry",
+    "RegistryError": "registry",
+    "check": "registry",
+}
 
 if TYPE_CHECKING:
     from .finding import Evidence, Finding

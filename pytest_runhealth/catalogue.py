@@ -64,7 +64,12 @@ def render_markdown(specs: list[CheckSpec]) -> str:
         for title, text in spec.doc_sections().items():
             out += [f"### {title}", "", text.strip() or "(undocumented)", ""]
         if spec.thresholds:
-            out += ["### Thresholds", "", f"Defaults; change them under `thresholds: {spec.id}:` in runhealth.yaml.", ""]
+            out += [
+                "### Thresholds",
+                "",
+                f"Defaults; change them under `thresholds: {spec.id}:` in runhealth.yaml.",
+                "",
+            ]
             out += [f"- `{line}`" for line in _thresholds(spec)] + [""]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -81,7 +86,12 @@ def render_phase_table(specs: list[CheckSpec]) -> list[str]:
 
 def render_page(spec: CheckSpec) -> str:
     """One check's page, as ``--runhealth-explain`` prints it."""
-    out = [f"{spec.id} {spec.slug}", "  " + " · ".join(f"{k}: {v}" for k, v in _facts(spec)), f"  from: {spec.owner}", ""]
+    out = [
+        f"{spec.id} {spec.slug}",
+        "  " + " · ".join(f"{k}: {v}" for k, v in _facts(spec)),
+        f"  from: {spec.owner}",
+        "",
+    ]
     for title, text in spec.doc_sections().items():
         out.append(title)
         out += ["  " + line for line in (text.strip() or "(undocumented)").splitlines()]

@@ -29,10 +29,23 @@ KOHYA_STATE_DIR = re.compile(r"^(?P<stem>.+)-state$")
 # safetensors refuses headers over 100 MB (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER = 100_000_000
 DTYPE_BYTES = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1,
-    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4,
-    "I64": 8, "U64": 8, "F64": 8, "C64": 8,
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F8_E5M2": 1,
+    "F8_E4M3": 1,
+    "F8_E8M0": 1,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
+    "C64": 8,
 }
 
 
@@ -120,12 +133,25 @@ def check_safetensors(path: Path) -> HeaderCheck:
             size = os.fstat(fh.fileno()).st_size
             head = fh.read(8)
             if len(head) < 8:
-                return HeaderCheck(path, size, False, f"the file is {size} bytes: too short to hold the 8-byte header length")
+                return HeaderCheck(
+                    path, size, False, f"the file is {size} bytes: too short to hold the 8-byte header length"
+                )
             n = int.from_bytes(head, "little")
             if n > MAX_HEADER:
-                return HeaderCheck(path, size, False, f"header length field says {n} bytes (over safetensors' 100 MB limit): not a safetensors file, or its start is damaged")
+                return HeaderCheck(
+                    path,
+                    size,
+                    False,
+                    f"header length field says {n} bytes (over safetensors' 100 MB limit): not a safetensors file, or its start is damaged",
+                )
             if 8 + n > size:
-                return HeaderCheck(path, size, False, f"header length field says {n} bytes but the file has only {size - 8} after it: the write was cut short", n)
+                return HeaderCheck(
+                    path,
+                    size,
+                    False,
+                    f"header length field says {n} bytes but the file has only {size - 8} after it: the write was cut short",
+                    n,
+                )
             raw = fh.read(n)
     except OSError as exc:
         return HeaderCheck(path, 0, False, f"cannot read: {exc.strerror or exc}")
@@ -153,13 +179,34 @@ def check_safetensors(path: Path) -> HeaderCheck:
             return HeaderCheck(path, size, False, f"tensor {key!r} has offsets {begin}..{end}", n, tensors)
         width = DTYPE_BYTES.get(str(dtype))
         if width is not None and (end - begin) != count * width:
-            return HeaderCheck(path, size, False, f"tensor {key!r} ({dtype} {shape}) needs {count * width} bytes, offsets give {end - begin}", n, tensors)
+            return HeaderCheck(
+                path,
+                size,
+                False,
+                f"tensor {key!r} ({dtype} {shape}) needs {count * width} bytes, offsets give {end - begin}",
+                n,
+                tensors,
+            )
         end_max = max(end_max, end)
     if end_max > data_len:
-        return HeaderCheck(path, size, False,
-                           f"the header says {end_max} bytes of tensor data follow, the file holds {data_len}: "
-                           f"the write was cut short ({end_max - data_len} bytes missing)", n, tensors, end_max)
+        return HeaderCheck(
+            path,
+            size,
+            False,
+            f"the header says {end_max} bytes of tensor data follow, the file holds {data_len}: "
+            f"the write was cut short ({end_max - data_len} bytes missing)",
+            n,
+            tensors,
+            end_max,
+        )
     if end_max < data_len:
-        return HeaderCheck(path, size, False,
-                           f"{data_len - end_max} bytes follow the last tensor: safetensors refuses such a file", n, tensors, end_max)
+        return HeaderCheck(
+            path,
+            size,
+            False,
+            f"{data_len - end_max} bytes follow the last tensor: safetensors refuses such a file",
+            n,
+            tensors,
+            end_max,
+        )
     return HeaderCheck(path, size, True, "", n, tensors, end_max)

@@ -127,8 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         return watch_command(argv[1:])
     parser = argparse.ArgumentParser(prog="pytest-runhealth", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("check", help="check run dirs you did not write: pytest with its ini file and rootdir pinned to "
-                   "your project (pytest-runhealth check PATH... [pytest options])")
+    sub.add_parser(
+        "check",
+        help="check run dirs you did not write: pytest with its ini file and rootdir pinned to "
+        "your project (pytest-runhealth check PATH... [pytest options])",
+    )
     sub.add_parser("watch", help="watch runs while they train, print only on change (pytest-runhealth watch --help)")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
@@ -141,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     write_json(Path(args.output), doc)
     s = doc["summary"]
-    print(f"merged {len(args.reports)} reports: {len(doc['results'])} results "
-          f"({s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped, {s['error']} error) -> {args.output}")
+    print(
+        f"merged {len(args.reports)} reports: {len(doc['results'])} results "
+        f"({s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped, {s['error']} error) -> {args.output}"
+    )
     return 1 if s["failed"] or s["error"] else 0
 
 

@@ -112,8 +112,10 @@ def make_test(spec: CheckSpec):
     def test(runhealth_target: Target, request: pytest.FixtureRequest, **fixtures: Any) -> None:
         run_check(spec, runhealth_target, request, fixtures)
 
-    params = [inspect.Parameter("runhealth_target", inspect.Parameter.KEYWORD_ONLY),
-              inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY)]
+    params = [
+        inspect.Parameter("runhealth_target", inspect.Parameter.KEYWORD_ONLY),
+        inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY),
+    ]
     params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in spec.fixtures]
     test.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     test.__name__ = test.__qualname__ = spec.name

@@ -59,8 +59,9 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("RH201", "RH203", None, "the process is gone because it died of the fatal error"),
     Relation("RH201", "RH208", None, "the fatal error ended the run short of its planned steps"),
     Relation("RH203", "RH208", None, "the process ended before its last step: that is why the steps stop short"),
-    Relation("RH101", "RH107", frozenset({"swap-slowdown"}),
-             "the judge kept the VRAM, so this run's steps ran from swap"),
+    Relation(
+        "RH101", "RH107", frozenset({"swap-slowdown"}), "the judge kept the VRAM, so this run's steps ran from swap"
+    ),
 )
 # Roots whose groups read "N of M runs died of <cause>"; others "N of M runs failed <check> <slug> (<cause>)".
 DEATHS = ("RH201", "RH102")
@@ -139,8 +140,10 @@ class RootGroup:
         first = self.roots[0]
         text = ""
         if first.check in DEATHS:
-            text = next((ev.get("text") or "" for ev in first.evidence
-                         if not str(ev.get("path", "")).endswith("ledger.jsonl")), "")
+            text = next(
+                (ev.get("text") or "" for ev in first.evidence if not str(ev.get("path", "")).endswith("ledger.jsonl")),
+                "",
+            )
         if not text:
             text = (first.summary or "").strip().splitlines()[0] if (first.summary or "").strip() else ""
         text = " ".join(text.split())
@@ -174,8 +177,12 @@ class RootGroup:
         for (check, slug, cause), n in sorted(counts.items()):
             where = f" on {n} runs" if n > 1 else ""
             reason = why(self.check, check)
-            out.append(f"{check} {slug}" + (f" ({cause})" if cause else "") + f"{where}: consequence of {self.check}"
-                       + (f" ({reason})" if reason else ""))
+            out.append(
+                f"{check} {slug}"
+                + (f" ({cause})" if cause else "")
+                + f"{where}: consequence of {self.check}"
+                + (f" ({reason})" if reason else "")
+            )
         return out
 
 
@@ -203,8 +210,9 @@ def root_groups(results: Iterable[Result]) -> list[RootGroup]:
         key = (res.run_dir or "", res.check, res.cause or "")
         group = groups.get(key)
         if group is None:
-            group = groups[key] = RootGroup(key[0], res.check, res.slug or "", res.cause or "", res.verdict or "",
-                                            total_runs=totals.get(key[0], 0))
+            group = groups[key] = RootGroup(
+                key[0], res.check, res.slug or "", res.cause or "", res.verdict or "", total_runs=totals.get(key[0], 0)
+            )
         group.roots.append(res)
         roots_at[(key[0], res.run or "", res.check)] = group
     for res in ordered:

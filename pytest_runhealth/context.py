@@ -3,9 +3,10 @@ thresholds, and helpers that turn what it saw into a finding."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pytest
 
@@ -43,8 +44,14 @@ class CheckContext:
     (None when a check is called outside a run-health session, e.g. in a unit
     test); ``settings`` is its parsed runhealth.yaml (empty without one)."""
 
-    def __init__(self, spec: CheckSpec, target: Target, thresholds: dict[str, Any],
-                 config: pytest.Config | None = None, session: RunHealthSession | None = None):
+    def __init__(
+        self,
+        spec: CheckSpec,
+        target: Target,
+        thresholds: dict[str, Any],
+        config: pytest.Config | None = None,
+        session: RunHealthSession | None = None,
+    ):
         self.spec = spec
         self.target = target
         self.thresholds = thresholds

@@ -52,7 +52,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except (RegistryError, ConfigError) as exc:
         raise pytest.UsageError(str(exc)) from None
     cli_dirs = list(config.getoption("runhealth_run_dirs") or [])
-    run_dirs = discovery.run_dirs_for(config, usable_paths(discovery.given_paths(config)))  # every run below each path, once
+    run_dirs = discovery.run_dirs_for(
+        config, usable_paths(discovery.given_paths(config))
+    )  # every run below each path, once
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     run_dirs += extra
@@ -136,9 +138,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if spec is None:
         return report
     target = item.callspec.params.get("runhealth_target") if hasattr(item, "callspec") else None
-    meta: dict[str, Any] = {"check": spec.id, "slug": spec.slug, "run": target.name if target else None,
-                            "group": scale.xdist_group_of(item) if target else None,
-                            "run_dir": target.run_dir.name if target else None}
+    meta: dict[str, Any] = {
+        "check": spec.id,
+        "slug": spec.slug,
+        "run": target.name if target else None,
+        "group": scale.xdist_group_of(item) if target else None,
+        "run_dir": target.run_dir.name if target else None,
+    }
     finding = item.stash.get(FINDING, None)
     if finding is not None and call.when == "call":
         meta["finding"] = finding.to_dict()

@@ -29,9 +29,14 @@ from .rundir import LTX_CKPT, ROUND_FILES, RunDir, round_folders, walk
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
 KINDS = ("trainer", "kohya", "sweep", "harvest", "generic")
-NOUNS = {"trainer": ("trainer run", "trainer runs"), "kohya": ("kohya run", "kohya runs"),
-         "sweep": ("sweep session", "sweep sessions"), "harvest": ("harvest", "harvests"),
-         "generic": ("generic run", "generic runs"), "unrecognised": ("unrecognised folder", "unrecognised folders")}
+NOUNS = {
+    "trainer": ("trainer run", "trainer runs"),
+    "kohya": ("kohya run", "kohya runs"),
+    "sweep": ("sweep session", "sweep sessions"),
+    "harvest": ("harvest", "harvests"),
+    "generic": ("generic run", "generic runs"),
+    "unrecognised": ("unrecognised folder", "unrecognised folders"),
+}
 
 
 @dataclass
@@ -81,14 +86,16 @@ def _split(entries: list[os.DirEntry]) -> tuple[set[str], set[str], set[str]]:
     return files, dirs, names
 
 
-def classify(folder: Path, files: set[str], dirs: set[str], names: set[str] | None = None,
-             nested: bool = True) -> str | None:
+def classify(
+    folder: Path, files: set[str], dirs: set[str], names: set[str] | None = None, nested: bool = True
+) -> str | None:
     """The strong kind of a folder from its own entries (and a peek into a
     named child or two), or "generic" for a folder with logs or event files,
     or None."""
     names = files | dirs if names is None else names
-    if "ledger.jsonl" in names or ("runs" in dirs and any((folder / "runs" / d / "logs").is_dir()
-                                                           for d in sorted(_names(folder / "runs")[1])[:8])):
+    if "ledger.jsonl" in names or (
+        "runs" in dirs and any((folder / "runs" / d / "logs").is_dir() for d in sorted(_names(folder / "runs")[1])[:8])
+    ):
         return "sweep"
     if any(name in names for name in ROUND_FILES):
         return "round"
@@ -99,17 +106,25 @@ def classify(folder: Path, files: set[str], dirs: set[str], names: set[str] | No
     if "checkpoints" in dirs and any(LTX_CKPT.match(n) for n in _names(folder / "checkpoints")[0]):
         return "trainer"  # an LTX-2 output folder
     weights = [n for n in names if n.endswith(".safetensors") and not LTX_CKPT.match(n)]
-    if any(KOHYA_STEPPED.match(n) for n in weights) or (weights and (
-            "sample" in dirs or any(d.endswith("-state") for d in dirs) or "logs" in dirs
-            or any(n.endswith(GENERIC_LOGS) for n in files))):
+    if any(KOHYA_STEPPED.match(n) for n in weights) or (
+        weights
+        and (
+            "sample" in dirs
+            or any(d.endswith("-state") for d in dirs)
+            or "logs" in dirs
+            or any(n.endswith(GENERIC_LOGS) for n in files)
+        )
+    ):
         return "kohya"
     for child in ("outputs", "output") if nested else ():
         # A workspace: its logs beside the trainer's output folder are one run, not a generic run and an output.
         inner = classify(folder / child, *_names(folder / child), nested=False) if child in dirs else None
         if inner in ("trainer", "kohya"):
             return inner
-    if folder.name != "logs" and (any(n.endswith(GENERIC_LOGS) or n.startswith("events.out.tfevents") for n in names)
-                                  or ("logs" in dirs and _names(folder / "logs")[0])):
+    if folder.name != "logs" and (
+        any(n.endswith(GENERIC_LOGS) or n.startswith("events.out.tfevents") for n in names)
+        or ("logs" in dirs and _names(folder / "logs")[0])
+    ):
         return "generic"
     return None
 

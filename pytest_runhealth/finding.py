@@ -34,7 +34,7 @@ class Evidence:
         object.__setattr__(self, "path", printable(redact(str(self.path))))
 
     @classmethod
-    def quote(cls, path: str | Path, line: int | None, text: str | bytes) -> "Evidence":
+    def quote(cls, path: str | Path, line: int | None, text: str | bytes) -> Evidence:
         return cls(str(path), line, text)  # type: ignore[arg-type]
 
     def render(self) -> str:

@@ -52,8 +52,9 @@ def run_check(spec: CheckSpec, target: Target, request: pytest.FixtureRequest, f
         pytest.fail(text + ("\n" + consequences.failure_line(root) if root is not None else ""), pytrace=False)
 
 
-def judge(spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config,
-          fixtures: dict[str, Any]) -> Finding:
+def judge(
+    spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config, fixtures: dict[str, Any]
+) -> Finding:
     """One check on one target; pytest's skip where the target lacks what it needs."""
     reason = missing_need(spec, target)
     if not reason and spec.scope == "run" and target.run is None:
@@ -83,8 +84,9 @@ def judge(spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: p
 BATCH_SHOWN = 20
 
 
-def judge_batch(spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config,
-                fixtures: dict[str, Any]) -> Finding:
+def judge_batch(
+    spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config, fixtures: dict[str, Any]
+) -> Finding:
     """A chunk of the runs of a very large run dir in one item: the failing
     runs are named in one finding (the first ``BATCH_SHOWN`` quoted), the rest
     counted."""

@@ -7,9 +7,10 @@ import gc
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .safeio import open_readonly
 
@@ -36,9 +37,27 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "planned_steps": ("planned_steps", "max_train_steps", "total_steps", "target_steps", "max_steps"),
     "killed_by_timeout": ("killed_by_timeout", "timed_out", "timeout_killed"),
     "error": ("error", "error_message", "err"),
-    "wall_secs": ("wall_secs", "wall_s", "wall_clock_s", "wall_clock_secs", "timeout_s", "time_limit_s", "max_wall_secs"),
+    "wall_secs": (
+        "wall_secs",
+        "wall_s",
+        "wall_clock_s",
+        "wall_clock_secs",
+        "timeout_s",
+        "time_limit_s",
+        "max_wall_secs",
+    ),
     "started_at": ("started_at", "start_time", "started", "start_ts", "t_start"),
-    "finished_at": ("finished_at", "ended_at", "end_time", "completed_at", "finished", "end_ts", "timestamp", "ts", "time"),
+    "finished_at": (
+        "finished_at",
+        "ended_at",
+        "end_time",
+        "completed_at",
+        "finished",
+        "end_ts",
+        "timestamp",
+        "ts",
+        "time",
+    ),
     "config": ("config", "params", "hparams", "knobs", "args", "hyperparameters"),
 }
 
@@ -207,8 +226,9 @@ def dumps_lower(value: Any) -> bytes | None:
         return None
 
 
-def read_ledger(path: Path, max_line_bytes: int = 8 << 20, start: int = 0, first_line: int = 1,
-                follow: bool = False) -> Ledger:
+def read_ledger(
+    path: Path, max_line_bytes: int = 8 << 20, start: int = 0, first_line: int = 1, follow: bool = False
+) -> Ledger:
     """Every row and every problem of ``path``, or (``start``: a previous
     read's ``resume_at``, with ``first_line`` its line number) only the rows
     appended since: a watcher reads each row once. With ``follow`` a last line
@@ -269,8 +289,12 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                 continue
             if raw.__class__ is not dict:
                 problems.append(
-                    LedgerProblem(lineno, "not-object", f"a JSON {type(raw).__name__}, not an object",
-                                  line.strip()[:200].decode("utf-8", "replace"))
+                    LedgerProblem(
+                        lineno,
+                        "not-object",
+                        f"a JSON {type(raw).__name__}, not an object",
+                        line.strip()[:200].decode("utf-8", "replace"),
+                    )
                 )
                 continue
             keys = raw.keys()
@@ -292,8 +316,14 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
             why = unusable_run_id(rid)
             if why:
                 shown = rid if len(rid) <= 60 else rid[:57] + "..."
-                problems.append(LedgerProblem(lineno, "run-id-unusable", f"run_id {shown!r} is unusable: {why}; "
-                                              "its run folder is not read", row.text[:200]))
+                problems.append(
+                    LedgerProblem(
+                        lineno,
+                        "run-id-unusable",
+                        f"run_id {shown!r} is unusable: {why}; its run folder is not read",
+                        row.text[:200],
+                    )
+                )
                 continue
             first = seen.setdefault(rid, lineno)
             if first != lineno:

@@ -65,6 +65,8 @@ def _reason(run_dir, config, lm, prelaunch_any: bool) -> str | None:
     return None
 
 
-NOT_LOCAL = ("nothing shows this run is on this machine (no pid file of a process running here, no LM Studio "
-             "URL on localhost, no BRACKET_LMS_BIN, not a -m prelaunch session preparing it): a probe of this "
-             "machine says nothing about it")
+NOT_LOCAL = (
+    "nothing shows this run is on this machine (no pid file of a process running here, no LM Studio "
+    "URL on localhost, no BRACKET_LMS_BIN, not a -m prelaunch session preparing it): a probe of this "
+    "machine says nothing about it"
+)

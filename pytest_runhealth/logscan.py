@@ -28,7 +28,9 @@ TAIL_BYTES = 1 << 20
 TAIL_LINES = 400
 MAX_POINTS = 2_000  # enough for the plots and the trend checks; each point costs ~20 µs to parse and ~230 B to keep
 MAX_NONFINITE = 8
-STRIDE_FROM = 64 << 20  # logs larger than this parse lines by a byte stride  # non-finite loss points kept with their text, for evidence
+STRIDE_FROM = (
+    64 << 20
+)  # logs larger than this parse lines by a byte stride  # non-finite loss points kept with their text, for evidence
 
 _NUM = rb"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Inf|INF|-inf)"
 
@@ -36,9 +38,7 @@ _NUM = rb"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Inf|INF|-
 # The core starts at the counts, so a failed search is cheap at every
 # position; the "desc:  38%|bar| " before it is read backwards (_desc_before).
 # Groups: n, total, elapsed, rate, unit, postfix.
-TQDM = re.compile(
-    rb"(\d+)/(\d+)\s*\[([^\]<\r\n]*)<[^\],\r\n]*,\s*(\?|[\d.]+)\s*(s/it|it/s)([^\]\r\n]{0,400})\]"
-)
+TQDM = re.compile(rb"(\d+)/(\d+)\s*\[([^\]<\r\n]*)<[^\],\r\n]*,\s*(\?|[\d.]+)\s*(s/it|it/s)([^\]\r\n]{0,400})\]")
 _BETWEEN = re.compile(rb"\s*(?:\d{1,3}%\s*(?:\|[^|\r\n]{0,400}\|\s*)?)?")
 _DESC = re.compile(rb"[A-Za-z][A-Za-z _\-]{0,40}\Z")
 POSTFIX_LOSS = re.compile(rb"(?:avr_loss|loss)\s*=\s*(" + _NUM + rb")")
@@ -63,8 +63,10 @@ LOSS_NONFINITE = re.compile(
 # A trainer that prints bare "<step> <loss>" pairs (no word "loss" at all): only a line that is exactly that,
 # after the prefixes other writers put in front of lines ("[rank3]: ", timestamps, "(pid=12) ", "INFO:root:",
 # loguru's "| INFO | m:f:642 - ").
-_PAIR_PREFIX = (rb"(?:\[[^\]\r\n]{0,40}\]:?\s*|\([^)\r\n]{0,40}\)\s*|[\d\-:.,TZ]{8,32}\s+|"
-                rb"(?:DEBUG|INFO|WARNING|ERROR):[\w.]*:|\|\s*[A-Z]+\s*\|\s*[\w.<>]+:[\w<>]+:\d+\s+-\s*)*")
+_PAIR_PREFIX = (
+    rb"(?:\[[^\]\r\n]{0,40}\]:?\s*|\([^)\r\n]{0,40}\)\s*|[\d\-:.,TZ]{8,32}\s+|"
+    rb"(?:DEBUG|INFO|WARNING|ERROR):[\w.]*:|\|\s*[A-Z]+\s*\|\s*[\w.<>]+:[\w<>]+:\d+\s+-\s*)*"
+)
 BARE_PAIR_NONFINITE = re.compile(rb"^\s*" + _PAIR_PREFIX + rb"(\d+)\s+(nan|-?inf)\s*$", re.I)
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
@@ -199,8 +201,9 @@ def _interval(raw: bytes) -> float | None:
     return float(secs + days * 86400)
 
 
-def read_log_tail(path: Path, nbytes: int = TAIL_BYTES, max_lines: int = TAIL_LINES,
-                  scan: LogScan | None = None) -> LogTail:
+def read_log_tail(
+    path: Path, nbytes: int = TAIL_BYTES, max_lines: int = TAIL_LINES, scan: LogScan | None = None
+) -> LogTail:
     """The tail, tail-first: only the last ``nbytes`` are decoded. Line numbers
     need the newlines before the tail; a finished ``scan`` of the same file
     supplies checkpoints so only the bytes after the nearest one are counted."""
@@ -322,9 +325,19 @@ class _Scanner:
                     sec = val if m.group(5) == b"s/it" else (1.0 / val if val else None)
                 loss_m = POSTFIX_LOSS.search(m.group(6)) or DESC_LOSS.search(seg, bar_from, m.start())
                 total = int(m.group(2))
-                self.add((desc, total if not desc else None), StepPoint(
-                    int(m.group(1)), total, sec, _num(loss_m.group(1)) if loss_m else None, lineno, "tqdm",
-                    _interval(m.group(3))), seg)
+                self.add(
+                    (desc, total if not desc else None),
+                    StepPoint(
+                        int(m.group(1)),
+                        total,
+                        sec,
+                        _num(loss_m.group(1)) if loss_m else None,
+                        lineno,
+                        "tqdm",
+                        _interval(m.group(3)),
+                    ),
+                    seg,
+                )
                 found = True
                 if seg.find(b"/it", pos) < 0 and seg.find(b"it/s", pos) < 0:
                     break  # no second bar glued on: skip searching the rest
@@ -333,15 +346,27 @@ class _Scanner:
         if b"Loss" in seg or b"loss" in seg:
             m = LTX.search(seg) or LTX_RICH.search(seg)
             if m:
-                self.add(("ltx", None), StepPoint(int(m.group(1)), int(m.group(2)), _num(m.group(4)),
-                                                  _num(m.group(3)), lineno, "ltx"), seg)
+                self.add(
+                    ("ltx", None),
+                    StepPoint(int(m.group(1)), int(m.group(2)), _num(m.group(4)), _num(m.group(3)), lineno, "ltx"),
+                    seg,
+                )
                 return True
             m = GENERIC.search(seg)
             if m and not SCALER_NOISE.search(seg):
                 t = GENERIC_TIME.search(seg)
-                self.add(("generic", None), StepPoint(
-                    int(m.group(1)), int(m.group(2)) if m.group(2) else None,
-                    _num(t.group(1)) if t else None, _num(m.group(3)), lineno, "generic"), seg)
+                self.add(
+                    ("generic", None),
+                    StepPoint(
+                        int(m.group(1)),
+                        int(m.group(2)) if m.group(2) else None,
+                        _num(t.group(1)) if t else None,
+                        _num(m.group(3)),
+                        lineno,
+                        "generic",
+                    ),
+                    seg,
+                )
                 return True
             if (b"nan" in seg or b"NaN" in seg or b"inf" in seg or b"NAN" in seg) and not SCALER_NOISE.search(seg):
                 m = LOSS_NONFINITE.search(seg)
@@ -417,8 +442,9 @@ class _Scanner:
             segs = line.split(b"\r")
             stride = max(1, -(-len(segs) // budget))
             last = len(segs) - 1
-            picks = [s for i, s in enumerate(segs)
-                     if i % stride == 0 or i == last or any(h in s for h in _NONFINITE_HINT)]
+            picks = [
+                s for i, s in enumerate(segs) if i % stride == 0 or i == last or any(h in s for h in _NONFINITE_HINT)
+            ]
         elif budget >= n + 1:
             picks = line.split(b"\r")
         elif budget <= 2:

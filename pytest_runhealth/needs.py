@@ -3,7 +3,8 @@ skipped with a sentence saying what was looked for and where."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time needs.py imports nothing of ours: registry.py reads NEEDS
     from .context import Target
@@ -35,7 +36,11 @@ def _logs(t: Target) -> str | None:
 
 
 def _tfevents(t: Target) -> str | None:
-    files = t.run.event_files if t.run is not None else [f for f in t.run_dir.walk.files if f.name.startswith("events.out.tfevents")]
+    files = (
+        t.run.event_files
+        if t.run is not None
+        else [f for f in t.run_dir.walk.files if f.name.startswith("events.out.tfevents")]
+    )
     return None if files else f"no events.out.tfevents.* under {t.run.path if t.run else t.run_dir.path}"
 
 
@@ -50,7 +55,11 @@ def _config(t: Target) -> str | None:
 
 
 def _harvest(t: Target) -> str | None:
-    return None if "harvest" in t.run_dir.layouts else f"{t.run_dir.path} is not an evaluation harvest (no experience_request.json or round.json)"
+    return (
+        None
+        if "harvest" in t.run_dir.layouts
+        else f"{t.run_dir.path} is not an evaluation harvest (no experience_request.json or round.json)"
+    )
 
 
 def _pidfile(t: Target) -> str | None:

@@ -56,8 +56,16 @@ def add_all(parser: pytest.Parser) -> dict[str, Any]:
     defaults: dict[str, Any] = {}
     group = _Recorder(parser.getgroup("runhealth", "run-health checks for ML training and evaluation runs"), defaults)
     inis = _IniRecorder(parser, defaults)
-    for add in (add_session_options, add_catalogue_options, add_discovery_options, add_selftest_options,
-                add_status_options, add_eval_options, add_report_options, add_live_options):
+    for add in (
+        add_session_options,
+        add_catalogue_options,
+        add_discovery_options,
+        add_selftest_options,
+        add_status_options,
+        add_eval_options,
+        add_report_options,
+        add_live_options,
+    ):
         add(group, inis)
     return defaults
 
@@ -72,8 +80,9 @@ def add_session_options(group: Any, parser: Any) -> None:
         help="a run dir to check (repeatable); with no test paths, only the health checks are collected",
     )
     group.addoption("--runhealth-report", metavar="FILE", help="write the runhealth-report/1 JSON report here")
-    group.addoption("--runhealth-config", metavar="FILE",
-                    help="runhealth.yaml with thresholds (default: ./runhealth.yaml)")
+    group.addoption(
+        "--runhealth-config", metavar="FILE", help="runhealth.yaml with thresholds (default: ./runhealth.yaml)"
+    )
     group.addoption(
         "--runhealth-list",
         nargs="?",
@@ -118,11 +127,19 @@ def add_catalogue_options(group: Any, parser: Any) -> None:
 
 
 def add_discovery_options(group: Any, parser: Any) -> None:
-    group.addoption("--runhealth-depth", type=int, metavar="N", default=None,
-                    help=f"find runs up to N folder levels below each --run-dir (default {DEFAULT_DEPTH}, "
-                    "ini runhealth_depth)")
-    group.addoption("--runhealth-list-runs", action="store_true", default=False,
-                    help="print the runs found below each --run-dir, with their kind, and exit")
+    group.addoption(
+        "--runhealth-depth",
+        type=int,
+        metavar="N",
+        default=None,
+        help=f"find runs up to N folder levels below each --run-dir (default {DEFAULT_DEPTH}, ini runhealth_depth)",
+    )
+    group.addoption(
+        "--runhealth-list-runs",
+        action="store_true",
+        default=False,
+        help="print the runs found below each --run-dir, with their kind, and exit",
+    )
     parser.addini("runhealth_depth", "folder levels below a --run-dir searched for runs", default=str(DEFAULT_DEPTH))
 
 
@@ -140,25 +157,54 @@ def add_selftest_options(group: Any, parser: Any) -> None:
 
 def add_status_options(group: Any, parser: Any) -> None:
     group.addoption(
-        "--runhealth-no-status", action="store_true", default=False,
-        help="leave out the trainer status block (terminal summary and the JSON report's 'status')")
+        "--runhealth-no-status",
+        action="store_true",
+        default=False,
+        help="leave out the trainer status block (terminal summary and the JSON report's 'status')",
+    )
 
 
 def add_eval_options(group: Any, parser: Any) -> None:
-    group.addoption("--eval-server", dest="runhealth_eval_server", metavar="URL",
-                    help="evaluation server to read experience requests, rounds and leaderboards from")
-    group.addoption("--eval-request", dest="runhealth_eval_requests", action="append", default=[], metavar="ID",
-                    help="experience request to check live (repeatable; 'round:ID' for a league round)")
-    group.addoption("--eval-body", dest="runhealth_eval_body", metavar="FILE",
-                    help="a request body to validate against the server's /openapi.json (RH507)")
-    group.addoption("--runhealth-gate", dest="runhealth_gate", action="store_true", default=False,
-                    help="promotion gate: RH508 runs, and every not-evaluable finding blocks")
-    group.addoption("--runhealth-candidate", dest="runhealth_candidate", metavar="PLAYER",
-                    help="the gate's candidate: the player whose per-round scores must show the claim "
-                         "(overrides gate.candidate in runhealth.yaml)")
-    group.addoption("--runhealth-claim", dest="runhealth_claim", choices=("wins", "loses"),
-                    help="what the candidate claims: wins (a promotion, the default) or loses (a regression); "
-                         "overrides gate.claim")
+    group.addoption(
+        "--eval-server",
+        dest="runhealth_eval_server",
+        metavar="URL",
+        help="evaluation server to read experience requests, rounds and leaderboards from",
+    )
+    group.addoption(
+        "--eval-request",
+        dest="runhealth_eval_requests",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="experience request to check live (repeatable; 'round:ID' for a league round)",
+    )
+    group.addoption(
+        "--eval-body",
+        dest="runhealth_eval_body",
+        metavar="FILE",
+        help="a request body to validate against the server's /openapi.json (RH507)",
+    )
+    group.addoption(
+        "--runhealth-gate",
+        dest="runhealth_gate",
+        action="store_true",
+        default=False,
+        help="promotion gate: RH508 runs, and every not-evaluable finding blocks",
+    )
+    group.addoption(
+        "--runhealth-candidate",
+        dest="runhealth_candidate",
+        metavar="PLAYER",
+        help="the gate's candidate: the player whose per-round scores must show the claim "
+        "(overrides gate.candidate in runhealth.yaml)",
+    )
+    group.addoption(
+        "--runhealth-claim",
+        dest="runhealth_claim",
+        choices=("wins", "loses"),
+        help="what the candidate claims: wins (a promotion, the default) or loses (a regression); overrides gate.claim",
+    )
     parser.addini("runhealth_eval_server", "evaluation server URL", default="")
     parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
     parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
@@ -166,26 +212,49 @@ def add_eval_options(group: Any, parser: Any) -> None:
 
 
 def add_report_options(group: Any, parser: Any) -> None:
-    group.addoption("--runhealth-html", metavar="FILE",
-                    help="write a self-contained HTML page (a row per run, inline SVG plots) here")
-    group.addoption("--runhealth-markdown", metavar="FILE",
-                    help="write a Markdown summary (one table, failures first) here, e.g. for $GITHUB_STEP_SUMMARY")
+    group.addoption(
+        "--runhealth-html",
+        metavar="FILE",
+        help="write a self-contained HTML page (a row per run, inline SVG plots) here",
+    )
+    group.addoption(
+        "--runhealth-markdown",
+        metavar="FILE",
+        help="write a Markdown summary (one table, failures first) here, e.g. for $GITHUB_STEP_SUMMARY",
+    )
     parser.addini("runhealth_html", "path of the HTML run-health page", default="")
     parser.addini("runhealth_markdown", "path of the Markdown run-health summary", default="")
 
 
 def add_live_options(group: Any, parser: Any) -> None:
-    group.addoption("--lmstudio-url", metavar="URL",
-                    help="LM Studio server to probe (else ini runhealth_lmstudio_url, $LMSTUDIO_URL, "
-                    "default http://127.0.0.1:1234); naming it makes its checks fail when it is down")
-    group.addoption("--lmstudio-log", metavar="FILE",
-                    help="LM Studio server log (default: the newest under ~/.lmstudio/server-logs/)")
-    group.addoption("--lmstudio-judge-model", metavar="MODEL",
-                    help="the judge model RH404/RH406 probe (else ini runhealth_lmstudio_judge_model)")
-    group.addoption("--orchestrator-url", metavar="URL",
-                    help="the sweep orchestrator whose /api/session RH109 compares with the ledger")
-    group.addoption("--runhealth-probe-timeout", metavar="SECONDS", type=float, default=None,
-                    help=f"how long each live probe waits (default {DEFAULT_PROBE_TIMEOUT:g} s)")
+    group.addoption(
+        "--lmstudio-url",
+        metavar="URL",
+        help="LM Studio server to probe (else ini runhealth_lmstudio_url, $LMSTUDIO_URL, "
+        "default http://127.0.0.1:1234); naming it makes its checks fail when it is down",
+    )
+    group.addoption(
+        "--lmstudio-log",
+        metavar="FILE",
+        help="LM Studio server log (default: the newest under ~/.lmstudio/server-logs/)",
+    )
+    group.addoption(
+        "--lmstudio-judge-model",
+        metavar="MODEL",
+        help="the judge model RH404/RH406 probe (else ini runhealth_lmstudio_judge_model)",
+    )
+    group.addoption(
+        "--orchestrator-url",
+        metavar="URL",
+        help="the sweep orchestrator whose /api/session RH109 compares with the ledger",
+    )
+    group.addoption(
+        "--runhealth-probe-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help=f"how long each live probe waits (default {DEFAULT_PROBE_TIMEOUT:g} s)",
+    )
     parser.addini("runhealth_lmstudio_url", "LM Studio server URL", default="")
     parser.addini("runhealth_lmstudio_log", "LM Studio server log file", default="")
     parser.addini("runhealth_lmstudio_judge_model", "judge model id for RH404/RH406", default="")
@@ -197,8 +266,15 @@ def add_live_options(group: Any, parser: Any) -> None:
 # Modules of the package that every session loads (the entry plugin and what it
 # imports); any other module of the package in sys.modules was imported by the
 # session's own code (a conftest decorating a check, a pack, a test helper).
-ALWAYS_LOADED = frozenset({"pytest_runhealth", "pytest_runhealth.plugin", "pytest_runhealth.options",
-                           "pytest_runhealth.hookspecs", "pytest_runhealth.fixtures"})
+ALWAYS_LOADED = frozenset(
+    {
+        "pytest_runhealth",
+        "pytest_runhealth.plugin",
+        "pytest_runhealth.options",
+        "pytest_runhealth.hookspecs",
+        "pytest_runhealth.fixtures",
+    }
+)
 HOOK_PREFIX = "pytest_runhealth_"
 
 

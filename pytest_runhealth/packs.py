@@ -31,9 +31,11 @@ class PackError:
     error: str
 
     def message(self) -> str:
-        return (f"check pack {self.name!r} ({self.target}, from {self.dist}) failed to load: {self.error}. "
-                f"Its checks did not run; the other checks did. Fix or reinstall {self.dist}, "
-                f"or uninstall it.")
+        return (
+            f"check pack {self.name!r} ({self.target}, from {self.dist}) failed to load: {self.error}. "
+            f"Its checks did not run; the other checks did. Fix or reinstall {self.dist}, "
+            f"or uninstall it."
+        )
 
 
 ERRORS = pytest.StashKey[list[PackError]]()

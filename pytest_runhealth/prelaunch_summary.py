@@ -40,6 +40,7 @@ def summary_line(results: list[dict], many_run_dirs: bool = False, informative=f
     pass of a check that can fail. Skips, and the passes of ``informative``
     checks (those whose pass proves nothing about readiness, such as RH006), have not
     shown that the workspace is ready."""
+
     def name(r: dict) -> str:
         label = f"{r['check']} {r['slug']}"
         if r.get("cause"):
@@ -57,7 +58,11 @@ def summary_line(results: list[dict], many_run_dirs: bool = False, informative=f
     if blockers:
         return f"{LINE_PREFIX} NOT ready, {len(blockers)} blocker(s): " + "; ".join(map(name, blockers)), True
     if not checked:
-        what = f"no pre-launch check could judge this workspace (skipped: {skipped_ids})" if skipped else "no pre-launch check ran"
+        what = (
+            f"no pre-launch check could judge this workspace (skipped: {skipped_ids})"
+            if skipped
+            else "no pre-launch check ran"
+        )
         return f"{LINE_PREFIX} nothing checked, {what}; see the skip reasons (-rs)", False
     line = f"{LINE_PREFIX} ready to launch ({len(passed)} passed"
     if skipped:

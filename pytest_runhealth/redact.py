@@ -17,43 +17,72 @@ import re
 MASK = "[REDACTED]"
 
 # Words that make a key=value, "key": "value" or --key value pair secret.
-_SECRET_NAME = (r"(?:api[_-]?key|apikey|access[_-]?key(?:[_-]?id)?|secret(?:[_-]?access)?(?:[_-]?key)?|"
-                r"private[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|password|passwd|(?<=_)pwd|"
-                r"token|credentials?|client[_-]?secret)")
+_SECRET_NAME = (
+    r"(?:api[_-]?key|apikey|access[_-]?key(?:[_-]?id)?|secret(?:[_-]?access)?(?:[_-]?key)?|"
+    r"private[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|password|passwd|(?<=_)pwd|"
+    r"token|credentials?|client[_-]?secret)"
+)
 _VALUE = r"[^\s\"',;}&]+"
 
 _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
     # PEM private keys: the whole block when it is on one quote, the header line otherwise.
-    ("pem", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)"),
-     MASK),
+    (
+        "pem",
+        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)"),
+        MASK,
+    ),
     # A quoted line that is all base64 (the body of a PEM block quoted line by line).
     # Mixed case required: a hex digest (sha256 of a file, a commit) is not a key.
-    ("pem-body", re.compile(r"^(?=[^\n]*[A-Z])(?=[^\n]*[a-z])[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*$", re.MULTILINE), MASK),
+    (
+        "pem-body",
+        re.compile(r"^(?=[^\n]*[A-Z])(?=[^\n]*[a-z])[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*$", re.MULTILINE),
+        MASK,
+    ),
     # Authorization / Proxy-Authorization headers, any scheme.
-    ("authorization", re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|"
-                                 r"digest|negotiate)\s+)?[^\s\"',}]+"), r"\1" + MASK),
+    (
+        "authorization",
+        re.compile(
+            r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|"
+            r"digest|negotiate)\s+)?[^\s\"',}]+"
+        ),
+        r"\1" + MASK,
+    ),
     # Cookies and API-key headers: the value runs to the end of the header.
     ("cookie-header", re.compile(r"(?i)(\b(?:set-)?cookie[\"']?\s*:\s*)[^\r\n\"']+"), r"\1" + MASK),
-    ("key-header", re.compile(r"(?i)(\bx-(?:[a-z0-9]{1,30}-){0,4}(?:api-?key|key|token|secret|auth)[\"']?\s*:\s*[\"']?)"
-                              r"[^\s\"',}]+"), r"\1" + MASK),
+    (
+        "key-header",
+        re.compile(
+            r"(?i)(\bx-(?:[a-z0-9]{1,30}-){0,4}(?:api-?key|key|token|secret|auth)[\"']?\s*:\s*[\"']?)"
+            r"[^\s\"',}]+"
+        ),
+        r"\1" + MASK,
+    ),
     # A bare bearer credential anywhere ("Bearer eyJ...").
     ("bearer", re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + MASK),
     # JSON Web Tokens wherever they stand.
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?"), MASK),
     # Credentials inside URLs, any scheme case, user:password or a token alone; the
     # password may hold '/' or '@', so the userinfo runs to the token's last '@'.
-    ("url-userinfo", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)[^\s\"'<>@]*(?:@[^\s\"'<>@]*)*@(?=[^\s\"'<>@]*(?:[\s\"'<>]|$))"),
-     r"\1" + MASK + "@"),
+    (
+        "url-userinfo",
+        re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)[^\s\"'<>@]*(?:@[^\s\"'<>@]*)*@(?=[^\s\"'<>@]*(?:[\s\"'<>]|$))"),
+        r"\1" + MASK + "@",
+    ),
     # --hf-token X, --api-key=X, --password X (the last word of the option names the secret).
-    ("cli-option", re.compile(r"(?i)(--(?:[a-z0-9]{1,30}[-_]){0,8}" + _SECRET_NAME + r"(?:=|\s+))(?!-)" + _VALUE),
-     r"\1" + MASK),
+    (
+        "cli-option",
+        re.compile(r"(?i)(--(?:[a-z0-9]{1,30}[-_]){0,8}" + _SECRET_NAME + r"(?:=|\s+))(?!-)" + _VALUE),
+        r"\1" + MASK,
+    ),
     # "password": "x", 'token': 'x' (JSON, Python reprs, YAML flow).
-    ("quoted-field", re.compile(r"(?i)(" + _SECRET_NAME + r"[\"']\s*:\s*[\"'])[^\"']*"),
-     r"\1" + MASK),
+    ("quoted-field", re.compile(r"(?i)(" + _SECRET_NAME + r"[\"']\s*:\s*[\"'])[^\"']*"), r"\1" + MASK),
     # (Matched from the secret word on, so the name's prefix costs nothing to skip.)
     # NAME_API_KEY=value, HF_TOKEN: value, DB_PWD=x, passwd=x, AWS_SECRET_ACCESS_KEY=x ...
-    ("env-assignment", re.compile(r"(?i)(" + _SECRET_NAME + r"\b[\"']?\s*[=:]\s*[\"']?)(?![\s\"'])" + _VALUE),
-     r"\1" + MASK),
+    (
+        "env-assignment",
+        re.compile(r"(?i)(" + _SECRET_NAME + r"\b[\"']?\s*[=:]\s*[\"']?)(?![\s\"'])" + _VALUE),
+        r"\1" + MASK,
+    ),
     # Vendor token formats, recognisable without a name before them.
     ("huggingface", re.compile(r"\bhf_[A-Za-z0-9]{20,}"), MASK),
     ("openai-anthropic", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}"), MASK),

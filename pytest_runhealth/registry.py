@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .needs import NEEDS
 
@@ -77,9 +78,7 @@ class CheckSpec:
         """pytest fixtures the check asks for after its ``ctx`` argument."""
         params = list(inspect.signature(self.func).parameters.values())[1:]
         return tuple(
-            p.name
-            for p in params
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty
+            p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty
         )
 
     def doc_sections(self) -> dict[str, str]:
@@ -211,9 +210,7 @@ class Registry:
             other = self._checks[spec.id]
             if other.func is spec.func:
                 return
-            raise RegistryError(
-                f"duplicate check ID {spec.id}: {other.owner} ({other.slug}) and {owner} ({spec.slug})"
-            )
+            raise RegistryError(f"duplicate check ID {spec.id}: {other.owner} ({other.slug}) and {owner} ({spec.slug})")
         if not spec.family:
             spec.family = FAMILIES.get(m["num"][0], "custom") if prefix == BUILTIN_PREFIX else prefix.lower()
 

@@ -77,8 +77,21 @@ class Result(Mapping):
         return len(self.to_json())
 
 
-_JSON_KEYS = ("nodeid", "check", "slug", "run", "run_dir", "outcome", "verdict", "cause", "evidence", "fix",
-              "note", "duration_s", "waived")
+_JSON_KEYS = (
+    "nodeid",
+    "check",
+    "slug",
+    "run",
+    "run_dir",
+    "outcome",
+    "verdict",
+    "cause",
+    "evidence",
+    "fix",
+    "note",
+    "duration_s",
+    "waived",
+)
 _OPTIONAL_KEYS = ("summary", "consequence_of")  # written only when set
 
 
@@ -120,8 +133,9 @@ class ResultCollector:
             nodeid = nodeid[: -len(meta["group"]) - 1]  # xdist loadgroup's suffix: same ids with or without -n
         res = self.results.get(nodeid)
         if res is None:
-            res = self.results[nodeid] = Result(nodeid, meta.get("check"), meta.get("slug"), meta.get("run"),
-                                                meta.get("run_dir"))
+            res = self.results[nodeid] = Result(
+                nodeid, meta.get("check"), meta.get("slug"), meta.get("run"), meta.get("run_dir")
+            )
         res.duration_s = round(res.duration_s + (report.duration or 0.0), 6)
         finding = meta.get("finding")
         if finding:
@@ -146,8 +160,14 @@ class ResultCollector:
         return report_document(self.results.values(), run_dirs, version, self.started_at, self.status, self.shard)
 
 
-def report_document(results: Iterable[Result], run_dirs: list[str], version: str, started_at: str,
-                    status: dict[str, dict[str, Any]] | None = None, shard: str | None = None) -> dict[str, Any]:
+def report_document(
+    results: Iterable[Result],
+    run_dirs: list[str],
+    version: str,
+    started_at: str,
+    status: dict[str, dict[str, Any]] | None = None,
+    shard: str | None = None,
+) -> dict[str, Any]:
     """The ``runhealth-report/1`` document; the top-level ``status`` (per-run
     trainer status blocks) only when there is one."""
     ordered = sorted_results(results)
@@ -188,7 +208,7 @@ def _remove_orphans(path: Path) -> None:
     except OSError:
         return
     for tmp in siblings[:100]:
-        pid = tmp.name[len(path.name) + 4:]
+        pid = tmp.name[len(path.name) + 4 :]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
         try:

@@ -49,72 +49,86 @@ CAUSES: dict[str, Cause] = {
         "--fused_backward_pass patches Adafactor's fused step onto the optimizer; an AdamW param group has no "
         "'beta1'. Use Adafactor with --fused_backward_pass, or drop the flag for AdamW (exclude the combination "
         "from the search space).",
-        "KeyError 'beta1': --fused_backward_pass with an optimizer other than Adafactor"),
+        "KeyError 'beta1': --fused_backward_pass with an optimizer other than Adafactor",
+    ),
     "cuda-oom": Cause(
         "config",
         "lower the batch size or resolution, enable gradient checkpointing or block swap, or pick a smaller VRAM "
         "tier; free VRAM held by other processes first (RH301/RH302); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
         "helps fragmentation.",
-        "the accelerator ran out of memory (CUDA, HIP/ROCm, MPS or XPU; the summary names which)"),
+        "the accelerator ran out of memory (CUDA, HIP/ROCm, MPS or XPU; the summary names which)",
+    ),
     "host-oom": Cause(
         "infra",
         "the machine ran out of RAM (Python MemoryError, or the kernel's OOM killer printed `Killed`): lower the "
         "dataloader workers and batch size, cache latents to disk instead of RAM, add swap, or stop other jobs; "
         "`dmesg | grep -i oom` confirms the OOM killer.",
-        "host RAM exhausted: `MemoryError` (also a Rust extension's allocation panic) or the OOM killer's bare `Killed`"),
+        "host RAM exhausted: `MemoryError` (also a Rust extension's allocation panic) or the OOM killer's bare `Killed`",
+    ),
     "dataloader-worker-killed": Cause(
         "infra",
         "a DataLoader worker process was killed (almost always by the OOM killer, or /dev/shm too small in a "
         "container): lower --max_data_loader_n_workers / num_workers, raise the container's --shm-size, or disable "
         "persistent workers.",
-        "a DataLoader worker process died (`is killed by signal`, `exited unexpectedly`)"),
+        "a DataLoader worker process died (`is killed by signal`, `exited unexpectedly`)",
+    ),
     "segfault": Cause(
         "infra",
         "a native extension crashed (segmentation fault): mismatched torch/CUDA/xformers/bitsandbytes builds are the "
         "usual cause; reinstall them as a matching set, and try without xformers or with fewer dataloader workers.",
-        "the process crashed in native code (`Segmentation fault (core dumped)`, SIGSEGV)"),
+        "the process crashed in native code (`Segmentation fault (core dumped)`, SIGSEGV)",
+    ),
     "nccl-timeout": Cause(
         "infra",
         "a collective operation timed out: one rank stopped (look for its own error first, earlier in the log) or "
         "was much slower (uneven data, a rank-0-only save or eval); raise the process group timeout only after "
         "ruling that out.",
-        "NCCL watchdog timeout (`Watchdog caught collective operation timeout`)"),
+        "NCCL watchdog timeout (`Watchdog caught collective operation timeout`)",
+    ),
     "disk-full": Cause(
         "infra",
         "the disk filled up (usually while a checkpoint was saved): free space or point the output dir at a bigger "
         "disk, keep fewer checkpoints (--save_last_n_*, keep_last_n); the checkpoint being written is truncated "
         "(RH206).",
-        "no space left on the device (`[Errno 28]`)"),
+        "no space left on the device (`[Errno 28]`)",
+    ),
     "missing-trainer-module": Cause(
         "infra",
         "the trainer's environment is incomplete (a ModuleNotFoundError ended the run): install the missing package "
         "into the trainer's venv, or the trainer itself editable (pip install -e vendor/musubi-tuner; for LTX-2 "
         "`uv sync` and start with `uv run python scripts/train.py`).",
-        "a `ModuleNotFoundError` ended the run, whichever module it names"),
+        "a `ModuleNotFoundError` ended the run, whichever module it names",
+    ),
     "tensorboard-logdir-not-directory": Cause(
         "config",
         "the TensorBoard logging_dir (or a parent) exists as a file or cannot be created: point --logging_dir at a "
         "writable directory.",
-        "the TensorBoard logging_dir is not a directory"),
+        "the TensorBoard logging_dir is not a directory",
+    ),
     "missing-cache-files": Cause(
         "config",
         "pre-compute the caches before training (musubi: cache_latents.py and cache_text_encoder_outputs.py with the "
         "same dataset config).",
-        "latent or text-encoder caches were not computed"),
+        "latent or text-encoder caches were not computed",
+    ),
     "optimizer-scheduler-mismatch": Cause(
         "config",
         "the resumed optimizer/scheduler state was saved with a different optimizer or parameter set: resume with the "
         "same optimizer settings, or start fresh (checkpoints.no_resume: true / drop --resume).",
-        "the resumed optimizer/scheduler state does not match the parameters"),
+        "the resumed optimizer/scheduler state does not match the parameters",
+    ),
     "missing-model-file": Cause(
         "config",
         "a model path is wrong: check the BRACKET_*_PATH variables in .env, the --dit/--vae/--text_encoder paths, or "
-        "model.model_path in config.yaml; for a Hub id (\"Can't load tokenizer for ...\"), check the id, accept a gated "
+        'model.model_path in config.yaml; for a Hub id ("Can\'t load tokenizer for ..."), check the id, accept a gated '
         "model's licence and log in (HF_TOKEN), or point at a local copy.",
-        "a model file or folder does not exist (`FileNotFoundError`, or the trainer's own \"model not found\")"),
+        'a model file or folder does not exist (`FileNotFoundError`, or the trainer\'s own "model not found")',
+    ),
     "unknown": Cause(
-        "infra", "read the quoted traceback; it matches no known pattern.",
-        "a traceback the run stopped at that matches no known pattern (the root exception line is quoted)"),
+        "infra",
+        "read the quoted traceback; it matches no known pattern.",
+        "a traceback the run stopped at that matches no known pattern (the root exception line is quoted)",
+    ),
 }
 
 
@@ -135,79 +149,169 @@ def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 ROWS: tuple[Row, ...] = (
     # -- a launcher's report that names the signal: a segfault (-11, SIGSEGV, Windows' 0xC0000005)
-    Row("wrapper-sigsegv",
+    Row(
+        "wrapper-sigsegv",
         _r(r"exits with return code\s*=\s*-11\b|exit status 3221225477\b|exitcode\s*:\s*-11\b|Signals\.SIGSEGV"),
-        "segfault", CASCADE, anywhere=True),
+        "segfault",
+        CASCADE,
+        anywhere=True,
+    ),
     # -- launcher wrappers: the consequence, never the cause
-    Row("accelerate-calledprocesserror",
-        _r(r"CalledProcessError: Command .*(?:returned non-zero exit status|died with <Signals)|"
-           r"raise subprocess\.CalledProcessError\("), None, WRAPPER),
+    Row(
+        "accelerate-calledprocesserror",
+        _r(
+            r"CalledProcessError: Command .*(?:returned non-zero exit status|died with <Signals)|"
+            r"raise subprocess\.CalledProcessError\("
+        ),
+        None,
+        WRAPPER,
+    ),
     Row("torchrun-childfailederror", _r(r"ChildFailedError"), None, WRAPPER),
     Row("torchrun-failed", _r(r"failed \(exitcode: -?\d+\) local_rank"), None, WRAPPER),
     # torchrun's "Root Cause (first observed failure)" table, printed under ChildFailedError
-    Row("torchrun-summary",
+    Row(
+        "torchrun-summary",
         _r(r"^exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)|To enable traceback see: \S*pytorch\.org/docs/\S*elastic/errors"),
-        None, WRAPPER),
+        None,
+        WRAPPER,
+    ),
     Row("deepspeed-return-code", _r(r"exits with return code\s*=\s*-?\d+"), None, WRAPPER),
     Row("gui-training-failed", _r(r"(?i)\btraining (?:has )?failed\b"), None, WRAPPER),
     # -- accelerator out of memory, one row per backend (the backend is named in the summary)
     Row("hip-oom", _r(r"HIP out of memory|hipErrorOutOfMemory"), "cuda-oom", ROOT, "HIP"),
     Row("mps-oom", _r(r"MPS backend out of memory"), "cuda-oom", ROOT, "MPS"),
-    Row("xpu-oom", _r(r"XPU out of memory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES"),
-        "cuda-oom", ROOT, "XPU"),
-    Row("cuda-oom",
-        _r(r"CUDA out of memory|CUDA error: out of memory|(?<![\w.])(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b|"
-           r"cudaErrorMemoryAllocation|cuda runtime error \(2\) : out of memory|THCudaCheck FAIL .*: out of memory|"
-           r"CUBLAS_STATUS_ALLOC_FAILED"),
-        "cuda-oom", ROOT, "CUDA"),
+    Row(
+        "xpu-oom",
+        _r(r"XPU out of memory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES"),
+        "cuda-oom",
+        ROOT,
+        "XPU",
+    ),
+    Row(
+        "cuda-oom",
+        _r(
+            r"CUDA out of memory|CUDA error: out of memory|(?<![\w.])(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b|"
+            r"cudaErrorMemoryAllocation|cuda runtime error \(2\) : out of memory|THCudaCheck FAIL .*: out of memory|"
+            r"CUBLAS_STATUS_ALLOC_FAILED"
+        ),
+        "cuda-oom",
+        ROOT,
+        "CUDA",
+    ),
     # TensorFlow's and JAX/XLA's words ("Resource exhausted: OOM when allocating tensor", "RESOURCE_EXHAUSTED: Out
     # of memory while trying to allocate"; a terminal may wrap the line right after "Out")
-    Row("xla-oom", _r(r"(?i:resource[ _]exhausted):\s*(?:OOM\b|Out\b)|ResourceExhaustedError\b.*\bOOM when allocating"),
-        "cuda-oom", ROOT, "TensorFlow/XLA"),
+    Row(
+        "xla-oom",
+        _r(r"(?i:resource[ _]exhausted):\s*(?:OOM\b|Out\b)|ResourceExhaustedError\b.*\bOOM when allocating"),
+        "cuda-oom",
+        ROOT,
+        "TensorFlow/XLA",
+    ),
     # -- deaths without a traceback
-    Row("oom-killer", _r(r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill|"
-                         r"\boom_kill event|^srun: error: .*: Out Of Memory$"),
-        "host-oom", ROOT, anywhere=True),
+    Row(
+        "oom-killer",
+        _r(
+            r"^(?:.*\bline \d+:\s+\d+\s+)?(?:Killed\b(?:\s+\S+.*)?|已杀死)$|Out of memory: Killed process|\boom-kill|"
+            r"\boom_kill event|^srun: error: .*: Out Of Memory$"
+        ),
+        "host-oom",
+        ROOT,
+        anywhere=True,
+    ),
     # Ray's memory monitor kills workers when the node's RAM runs out (raylet's summary, the task's error)
-    Row("ray-memory-monitor",
-        _r(r"killed due to memory pressure \(OOM\)|exceeds the memory usage threshold|"
-           r"Ray killed this worker .*(?:memory|most recently scheduled)|ray\.exceptions\.OutOfMemoryError"),
-        "host-oom", ROOT, anywhere=True),
-    Row("dataloader-worker-killed",
+    Row(
+        "ray-memory-monitor",
+        _r(
+            r"killed due to memory pressure \(OOM\)|exceeds the memory usage threshold|"
+            r"Ray killed this worker .*(?:memory|most recently scheduled)|ray\.exceptions\.OutOfMemoryError"
+        ),
+        "host-oom",
+        ROOT,
+        anywhere=True,
+    ),
+    Row(
+        "dataloader-worker-killed",
         _r(r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)"),
-        "dataloader-worker-killed", ROOT, anywhere=True),
+        "dataloader-worker-killed",
+        ROOT,
+        anywhere=True,
+    ),
     Row("segfault", _r(r"(?i)segmentation fault|\bSIGSEGV\b|Signals\.SIGSEGV"), "segfault", ROOT, anywhere=True),
-    Row("nccl-timeout",
-        _r(r"Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|"
-           r"ProcessGroupNCCL.*[Tt]imeout\(ms\)"), "nccl-timeout", CASCADE, anywhere=True),
-    Row("disk-full", _r(r"\[Errno 28\]|No space left on device|\bcode: 28, kind: (?:StorageFull|Other)"),
-        "disk-full", ROOT, anywhere=True),
-    Row("host-memoryerror",
-        _r(r"(?<![A-Za-z])MemoryError\b(?!: CUDA)|memory allocation of \d+ bytes failed|Cannot allocate memory|"
-           r"std::bad_alloc|panicked at .*(?:capacity overflow|out of memory)"), "host-oom", ROOT),
+    Row(
+        "nccl-timeout",
+        _r(
+            r"Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|"
+            r"ProcessGroupNCCL.*[Tt]imeout\(ms\)"
+        ),
+        "nccl-timeout",
+        CASCADE,
+        anywhere=True,
+    ),
+    Row(
+        "disk-full",
+        _r(r"\[Errno 28\]|No space left on device|\bcode: 28, kind: (?:StorageFull|Other)"),
+        "disk-full",
+        ROOT,
+        anywhere=True,
+    ),
+    Row(
+        "host-memoryerror",
+        _r(
+            r"(?<![A-Za-z])MemoryError\b(?!: CUDA)|memory allocation of \d+ bytes failed|Cannot allocate memory|"
+            r"std::bad_alloc|panicked at .*(?:capacity overflow|out of memory)"
+        ),
+        "host-oom",
+        ROOT,
+    ),
     # -- configuration and environment
     Row("fused-optimizer-keyerror", _r(r"KeyError: ['\"]beta1['\"]"), "fused-optimizer-keyerror", ROOT),
-    Row("module-not-found", _r(r"ModuleNotFoundError: No module named|ImportError: No module named|"
-                               r"No module named ['\"]?(?:musubi_tuner|ltx_trainer|library|networks|sd_scripts)\b"),
-        "missing-trainer-module", ROOT),
-    Row("tensorboard-logdir", _r(r"FailedPreconditionError: .* is not a directory|logging_dir.* is not a directory"),
-        "tensorboard-logdir-not-directory", ROOT),
-    Row("missing-cache-files",
-        _r(r"(?i)no (?:latent |text encoder |te )?cache files? (?:found|exist)|cache file(?:s)? (?:not found|missing)|"
-           r"run cache_latents|cache_text_encoder_outputs"), "missing-cache-files", ROOT),
-    Row("optimizer-scheduler-mismatch",
-        _r(r"(?i)(?:loaded state dict (?:contains|has) a different number of parameter groups|"
-           r"optimizer.*state.*does(?:n't| not) match|scheduler.*(?:mismatch|does not match)|size of optimizer's group)"),
-        "optimizer-scheduler-mismatch", ROOT),
-    Row("missing-model-file",
-        _r(r"FileNotFoundError: .*(?:No such file or directory|does not exist)|Model path does not exist|"
-           r"No such file or directory: ['\"].*\.(?:safetensors|ckpt|pt|pth|bin|gguf)['\"]|"
-           r"(?i:\bmodel(?: file| path| checkpoint)? (?:was )?not found\b|(?:can ?not|can't|could not|unable to) "
-           r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
-           r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist|"
-           r"Can't load (?:the )?(?:tokenizer|config(?:uration)?|model|weights|feature extractor|image processor|"
-           r"processor) for ['\"]|Error no file named .* found in directory"),
-        "missing-model-file", ROOT),
+    Row(
+        "module-not-found",
+        _r(
+            r"ModuleNotFoundError: No module named|ImportError: No module named|"
+            r"No module named ['\"]?(?:musubi_tuner|ltx_trainer|library|networks|sd_scripts)\b"
+        ),
+        "missing-trainer-module",
+        ROOT,
+    ),
+    Row(
+        "tensorboard-logdir",
+        _r(r"FailedPreconditionError: .* is not a directory|logging_dir.* is not a directory"),
+        "tensorboard-logdir-not-directory",
+        ROOT,
+    ),
+    Row(
+        "missing-cache-files",
+        _r(
+            r"(?i)no (?:latent |text encoder |te )?cache files? (?:found|exist)|cache file(?:s)? (?:not found|missing)|"
+            r"run cache_latents|cache_text_encoder_outputs"
+        ),
+        "missing-cache-files",
+        ROOT,
+    ),
+    Row(
+        "optimizer-scheduler-mismatch",
+        _r(
+            r"(?i)(?:loaded state dict (?:contains|has) a different number of parameter groups|"
+            r"optimizer.*state.*does(?:n't| not) match|scheduler.*(?:mismatch|does not match)|size of optimizer's group)"
+        ),
+        "optimizer-scheduler-mismatch",
+        ROOT,
+    ),
+    Row(
+        "missing-model-file",
+        _r(
+            r"FileNotFoundError: .*(?:No such file or directory|does not exist)|Model path does not exist|"
+            r"No such file or directory: ['\"].*\.(?:safetensors|ckpt|pt|pth|bin|gguf)['\"]|"
+            r"(?i:\bmodel(?: file| path| checkpoint)? (?:was )?not found\b|(?:can ?not|can't|could not|unable to) "
+            r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
+            r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist|"
+            r"Can't load (?:the )?(?:tokenizer|config(?:uration)?|model|weights|feature extractor|image processor|"
+            r"processor) for ['\"]|Error no file named .* found in directory"
+        ),
+        "missing-model-file",
+        ROOT,
+    ),
 )
 
 # For each row, lower-case words one of which every match contains: a plain
@@ -237,8 +341,15 @@ HINTS: dict[str, tuple[str, ...]] = {
     "tensorboard-logdir": ("not a directory",),
     "missing-cache-files": ("cache",),
     "optimizer-scheduler-mismatch": ("state dict", "optimizer", "scheduler", "size of"),
-    "missing-model-file": ("filenotfounderror", "model", "no such file", "does not appear", "tried to find", "can't load",
-                           "no file named"),
+    "missing-model-file": (
+        "filenotfounderror",
+        "model",
+        "no such file",
+        "does not appear",
+        "tried to find",
+        "can't load",
+        "no file named",
+    ),
 }
 ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
 ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
@@ -270,14 +381,18 @@ BOX_RIGHT = re.compile(r"\s*[│┃]\s*$")
 # The end of a tqdm bar: text after it on the same line was glued on by a writer without a newline.
 BAR_END = re.compile(r"\d+/\d+\s*\[[^\]\r\n]*(?:s/it|it/s)[^\]\r\n]{0,400}\]")
 TRACEBACK_START = re.compile(r"Traceback \(most recent call last\)|^[─━╭]+ Traceback")
-EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)|KeyError|Killed)\b(?::|\s*$)")
+EXCEPTION_LINE = re.compile(
+    r"^(?:[\w.]+\.)?(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)|KeyError|Killed)\b(?::|\s*$)"
+)
 BENIGN = re.compile(
     r"Gradient overflow\.\s*Skipping step|OVERFLOW!.*Skipping step|overflow detected|"
     r"No module named ['\"]triton|grad[_ ]?norm[^\n]*(?:nan|inf)",
     re.I,
 )
 # A message that says the problem was handled, or only warns: not where a run died.
-HANDLED = re.compile(r"(?i)fall(?:ing)?\s*back|\bdefaulting to\b|\bretry(?:ing)?\b|will retry|\bignor(?:ed|ing)\b|skipp(?:ed|ing)")
+HANDLED = re.compile(
+    r"(?i)fall(?:ing)?\s*back|\bdefaulting to\b|\bretry(?:ing)?\b|will retry|\bignor(?:ed|ing)\b|skipp(?:ed|ing)"
+)
 WARNS = re.compile(r"(?i)\bwarn(?:ing)?s?\b|\bhint\b|\btip\b")
 # A logger's warning record (logging's "WARNING:root:", Rich's "WARNING  "), possibly after a time column.
 WARNING_RECORD = re.compile(r"^\W*(?:[\d\-:.,T ]+\s)?(?:WARNING|WARN)\b")
@@ -329,7 +444,7 @@ def strip_prefix(text: str) -> tuple[str, str | None]:
         if not m or m.end() == 0:
             break
         rank = rank or m.group("rank") or m.group("rank2") or m.group("rank3")
-        text = text[m.end():]
+        text = text[m.end() :]
     return text.strip(), rank
 
 
@@ -340,11 +455,10 @@ def logical_lines(tail: LogTail, after_line: int = 0) -> list[Line]:
         if tl.line < after_line or not tl.text.strip():
             continue
         parts = [tl.text]
-        m = None
-        for m in BAR_END.finditer(tl.text):
-            pass
+        ends = list(BAR_END.finditer(tl.text))
+        m = ends[-1] if ends else None  # the last bar on the line
         if m is not None:
-            parts = [tl.text[: m.end()], tl.text[m.end():]]
+            parts = [tl.text[: m.end()], tl.text[m.end() :]]
         if tl.line == after_line:
             parts = parts[1:]  # the last step's own line: only what was glued after it
         for part in parts:
@@ -385,8 +499,9 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     if before is None or before.cause == "unknown":
         return found
     if found is not None:
-        before.consequences = before.consequences + [tl for tl in [found.line, *found.consequences]
-                                                     if tl not in before.consequences]
+        before.consequences = before.consequences + [
+            tl for tl in [found.line, *found.consequences] if tl not in before.consequences
+        ]
     return before
 
 
@@ -408,10 +523,12 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         exc = next((j for j in range(start + 1, end) if EXCEPTION_LINE.search(lines[j].text)), None)
         # Handled: retried or fallen back from right after it, a benign exception (xformers'
         # missing triton), or a traceback a logger printed under a WARNING record.
-        handled = exc is not None and (benign[exc] or any(HANDLED.search(lines[j].text)
-                                                          for j in range(exc + 1, min(end, exc + 3))))
-        handled = handled or bool(opener and WARNING_RECORD.search(opener.tail.text)
-                                  and not TRACEBACK_START.search(opener.text))
+        handled = exc is not None and (
+            benign[exc] or any(HANDLED.search(lines[j].text) for j in range(exc + 1, min(end, exc + 3)))
+        )
+        handled = handled or bool(
+            opener and WARNING_RECORD.search(opener.tail.text) and not TRACEBACK_START.search(opener.text)
+        )
         for j in range(start, end):
             in_tb[j] = True
             ignored[j] = thread or handled
@@ -434,8 +551,9 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
             if finished:
                 continue
             handled_next = i + 1 < n and bool(HANDLED.search(lines[i + 1].text))
-            if not row.anywhere and (from_end[i] >= BARE_WINDOW or HANDLED.search(ln.text) or handled_next
-                                    or WARNS.search(ln.tail.text)):
+            if not row.anywhere and (
+                from_end[i] >= BARE_WINDOW or HANDLED.search(ln.text) or handled_next or WARNS.search(ln.tail.text)
+            ):
                 continue
         hits.append((i, row))
     wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]
@@ -443,36 +561,79 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     # outside any traceback only counts when nothing stronger is there.
     strong = [(i, row) for i, row in hits if in_tb[i] or row.anywhere]
     weak = [(i, row) for i, row in hits if not (in_tb[i] or row.anywhere)]
-    roots = ([h for h in strong if h[1].role == ROOT] or [h for h in strong if h[1].role == CASCADE]
-             or [h for h in weak if h[1].role == ROOT] or [h for h in weak if h[1].role == CASCADE])
+    roots = (
+        [h for h in strong if h[1].role == ROOT]
+        or [h for h in strong if h[1].role == CASCADE]
+        or [h for h in weak if h[1].role == ROOT]
+        or [h for h in weak if h[1].role == CASCADE]
+    )
     if roots:
         i, row = roots[0]
         cause = CAUSES[row.cause]
-        return RootCause(row.cause, cause.verdict, cause.fix, lines[i].tail, _context(lines, i, tb_starts),
-                         row.backend, lines[i].rank, wrappers, row.id)
+        return RootCause(
+            row.cause,
+            cause.verdict,
+            cause.fix,
+            lines[i].tail,
+            _context(lines, i, tb_starts),
+            row.backend,
+            lines[i].rank,
+            wrappers,
+            row.id,
+        )
     live_tbs = [s for s in tb_starts if not ignored[s]]
     if not live_tbs and not wrappers:
         # No traceback, but the log ends in an exception line (a paste that kept only it, ranks'
         # lines glued together): that line is the root, cause unknown.
-        tail_exc = [i for i in range(max(0, n - BARE_WINDOW), n) if not ignored[i] and not benign[i]
-                    and EXCEPTION_LINE.search(lines[i].text) and not WARNS.search(lines[i].tail.text)]
+        tail_exc = [
+            i
+            for i in range(max(0, n - BARE_WINDOW), n)
+            if not ignored[i]
+            and not benign[i]
+            and EXCEPTION_LINE.search(lines[i].text)
+            and not WARNS.search(lines[i].tail.text)
+        ]
         if finished or not tail_exc:
             return None
         unknown = CAUSES["unknown"]
         i = tail_exc[0]
-        return RootCause("unknown", unknown.verdict, unknown.fix, lines[i].tail, _context(lines, i, tb_starts),
-                         None, lines[i].rank, [], None)
+        return RootCause(
+            "unknown",
+            unknown.verdict,
+            unknown.fix,
+            lines[i].tail,
+            _context(lines, i, tb_starts),
+            None,
+            lines[i].rank,
+            [],
+            None,
+        )
     # No known pattern: the root traceback's exception line (the first of a chain), not the launcher's.
     wrapper_at = {i for i, row in hits if row.role == WRAPPER}
     first = live_tbs[0] if live_tbs else 0
     # A paste may cut the root traceback's start and keep its exception line above the next one.
-    exc_i = next((i for i in [*range(first, n), *range(first)] if not ignored[i] and not benign[i]
-                  and i not in wrapper_at and EXCEPTION_LINE.search(lines[i].text)), None)
+    exc_i = next(
+        (
+            i
+            for i in [*range(first, n), *range(first)]
+            if not ignored[i] and not benign[i] and i not in wrapper_at and EXCEPTION_LINE.search(lines[i].text)
+        ),
+        None,
+    )
     if exc_i is None:
         exc_i = next(i for i in range(n) if i in wrapper_at) if wrapper_at else n - 1
     unknown = CAUSES["unknown"]
-    return RootCause("unknown", unknown.verdict, unknown.fix, lines[exc_i].tail, _context(lines, exc_i, tb_starts),
-                     None, lines[exc_i].rank, [w for w in wrappers if w is not lines[exc_i].tail], None)
+    return RootCause(
+        "unknown",
+        unknown.verdict,
+        unknown.fix,
+        lines[exc_i].tail,
+        _context(lines, exc_i, tb_starts),
+        None,
+        lines[exc_i].rank,
+        [w for w in wrappers if w is not lines[exc_i].tail],
+        None,
+    )
 
 
 def _thread_opened(lines: list[Line], start: int) -> bool:
@@ -482,8 +643,11 @@ def _thread_opened(lines: list[Line], start: int) -> bool:
     for j in range(start, max(-1, start - 13), -1):
         if THREAD_TRACEBACK.search(lines[j].text):
             return not TRAINING_THREAD.search(lines[j].text)
-        if j < start and not (TRACEBACK_START.search(lines[j].text) or lines[j].text.startswith("File ")
-                              or lines[j].tail.text[:1] in (" ", "\t")):
+        if j < start and not (
+            TRACEBACK_START.search(lines[j].text)
+            or lines[j].text.startswith("File ")
+            or lines[j].tail.text[:1] in (" ", "\t")
+        ):
             return False
     return False
 
@@ -493,4 +657,4 @@ def _context(lines: list[Line], at: int, tb_starts: list[int]) -> list[TailLine]
     and including it), or the few lines before it."""
     start = max([s for s in tb_starts if s <= at], default=max(0, at - 4))
     start = max(start, at - 11)
-    return [ln.tail for ln in lines[start: at + 1]]
+    return [ln.tail for ln in lines[start : at + 1]]

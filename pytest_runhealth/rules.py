@@ -24,9 +24,10 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -199,19 +200,38 @@ def parse_rules(raw_rules: Any, source: str = "runhealth.yaml") -> list[Rule]:
             problems.append(str(exc))
             continue
         if ("above" in raw or "below" in raw) and pattern.groups < 1:
-            problems.append(f"{who}: field 'regex': a threshold ('above'/'below') needs a regex with a capture "
-                            "group around the number, e.g. 'grad_norm=([0-9.eE+-]+)'")
+            problems.append(
+                f"{who}: field 'regex': a threshold ('above'/'below') needs a regex with a capture "
+                "group around the number, e.g. 'grad_norm=([0-9.eE+-]+)'"
+            )
             continue
-        rules.append(Rule(
-            id=raw["id"], slug=raw["slug"], verdict=raw["verdict"], files=raw.get("files"),
-            pattern=pattern, text_pattern=text_pattern, described=described,
-            search=raw.get("search", "tail"), fail_when=raw.get("fail_when", "present"),
-            count=raw.get("count", 1), above=raw.get("above"), below=raw.get("below"),
-            cause=raw.get("cause"), summary=raw.get("summary", ""), detects=raw.get("detects", ""),
-            why=raw.get("why", ""), example=raw.get("example", ""), fix=raw.get("fix", ""),
-            scope=raw.get("scope", "run"), phases=tuple(raw.get("phases", ("postmortem",))),
-            severity=raw.get("severity", "error"), examples=dict(raw.get("examples") or {}), source=source,
-        ))
+        rules.append(
+            Rule(
+                id=raw["id"],
+                slug=raw["slug"],
+                verdict=raw["verdict"],
+                files=raw.get("files"),
+                pattern=pattern,
+                text_pattern=text_pattern,
+                described=described,
+                search=raw.get("search", "tail"),
+                fail_when=raw.get("fail_when", "present"),
+                count=raw.get("count", 1),
+                above=raw.get("above"),
+                below=raw.get("below"),
+                cause=raw.get("cause"),
+                summary=raw.get("summary", ""),
+                detects=raw.get("detects", ""),
+                why=raw.get("why", ""),
+                example=raw.get("example", ""),
+                fix=raw.get("fix", ""),
+                scope=raw.get("scope", "run"),
+                phases=tuple(raw.get("phases", ("postmortem",))),
+                severity=raw.get("severity", "error"),
+                examples=dict(raw.get("examples") or {}),
+                source=source,
+            )
+        )
     if problems:
         raise RuleError(f"{source} has {len(problems)} problem(s) in its rules:\n  " + "\n  ".join(problems))
     return rules
@@ -256,7 +276,7 @@ def _around(buf: bytes, start: int, end: int) -> bytes:
     lo = max(buf.rfind(b"\n", 0, start), buf.rfind(b"\r", 0, start)) + 1
     hi_n, hi_r = buf.find(b"\n", end), buf.find(b"\r", end)
     hi = min(h for h in (hi_n, hi_r, len(buf)) if h >= 0)
-    return buf[max(lo, start - QUOTE_AROUND): min(hi, end + QUOTE_AROUND)]
+    return buf[max(lo, start - QUOTE_AROUND) : min(hi, end + QUOTE_AROUND)]
 
 
 def iter_hits(path: Path, pattern: re.Pattern[bytes]) -> Iterator[Hit]:
@@ -284,7 +304,7 @@ def iter_hits(path: Path, pattern: re.Pattern[bytes]) -> Iterator[Hit]:
                     yield Hit(lineno, _around(buf, m.start(), m.end()), _value(m))
                 pending = buf[keep:]
                 continue
-            body, pending = buf[: cut + 1], buf[cut + 1:]
+            body, pending = buf[: cut + 1], buf[cut + 1 :]
             pos = 0
             for m in pattern.finditer(body):
                 lineno += body.count(b"\n", pos, m.start())
@@ -406,13 +426,21 @@ def evaluate(rule: Rule, ctx) -> Any:
         pytest.skip(f"{rule.id}: {NO_MATCH} {where}")
     thresholds = ctx.thresholds
     count = thresholds.get("count") or rule.count
-    scans = [ctx.run_dir.cached(("rule", rule.id, path, tuple(sorted(thresholds.items()))),
-                                lambda p=path: scan_file(rule, p, thresholds, ctx.run_dir)) for path in files]
+    scans = [
+        ctx.run_dir.cached(
+            ("rule", rule.id, path, tuple(sorted(thresholds.items()))),
+            lambda p=path: scan_file(rule, p, thresholds, ctx.run_dir),
+        )
+        for path in files
+    ]
     unreadable = [s for s in scans if s.error]
     if unreadable and len(unreadable) == len(scans):
-        return ctx.fail("not-evaluable", None,
-                        "; ".join(f"cannot read {ctx.run_dir.rel(s.path)}: {s.error}" for s in unreadable),
-                        fix=f"make the files {rule.id} reads readable by this user.")
+        return ctx.fail(
+            "not-evaluable",
+            None,
+            "; ".join(f"cannot read {ctx.run_dir.rel(s.path)}: {s.error}" for s in unreadable),
+            fix=f"make the files {rule.id} reads readable by this user.",
+        )
     hits = sum(s.hits for s in scans)
     named = ", ".join(ctx.run_dir.rel(s.path) for s in scans)
     if rule.search == "tail":
@@ -431,9 +459,14 @@ def evaluate(rule: Rule, ctx) -> Any:
     some = "at least " if any(s.stopped_early for s in scans) else ""
     if rule.threshold:
         limited = _with(rule, thresholds)
-        bound = " and ".join(x for x in (
-            f"above {limited.above:g}" if limited.above is not None else "",
-            f"below {limited.below:g}" if limited.below is not None else "") if x)
+        bound = " and ".join(
+            x
+            for x in (
+                f"above {limited.above:g}" if limited.above is not None else "",
+                f"below {limited.below:g}" if limited.below is not None else "",
+            )
+            if x
+        )
         default = f"{some}{hits} value(s) captured by {rule.described} in {named} are {bound}."
     else:
         default = f"{some}{hits} line(s) in {named} match {rule.described}."
@@ -450,8 +483,14 @@ def as_check(rule: Rule):
     where = "the whole of" if rule.search == "file" else "the tail of"
     files = rule.files or "the run's logs"
     if rule.threshold:
-        when = " or ".join(x for x in (f"a value above {rule.above:g}" if rule.above is not None else "",
-                                       f"a value below {rule.below:g}" if rule.below is not None else "") if x)
+        when = " or ".join(
+            x
+            for x in (
+                f"a value above {rule.above:g}" if rule.above is not None else "",
+                f"a value below {rule.below:g}" if rule.below is not None else "",
+            )
+            if x
+        )
         detects = f"{rule.described} captures {when} in {where} {files}"
     elif rule.fail_when == "absent":
         detects = f"{rule.described} appears fewer than {rule.count} time(s) in {where} {files}"
@@ -464,10 +503,17 @@ def as_check(rule: Rule):
         thresholds["below"] = rule.below
     rule_check.__name__ = rule_check.__qualname__ = f"rule_{rule.id}"
     return check(
-        rule.id, rule.slug, scope=rule.scope, phases=rule.phases, verdicts=[rule.verdict],
-        thresholds=thresholds, severity=rule.severity,
+        rule.id,
+        rule.slug,
+        scope=rule.scope,
+        phases=rule.phases,
+        verdicts=[rule.verdict],
+        thresholds=thresholds,
+        severity=rule.severity,
         detects=rule.detects or f"{detects} (declarative rule from {rule.source}).",
-        why=rule.why, example=rule.example or rule.described, fix=rule.fix,
+        why=rule.why,
+        example=rule.example or rule.described,
+        fix=rule.fix,
     )(rule_check)
 
 
@@ -499,5 +545,5 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
         if mine and all(r["outcome"] == "skipped" and NO_MATCH in (r.get("note") or "") for r in mine):
             terminalreporter.write_line(
                 f"rule {rule.id}: files '{rule.files or 'the run logs'}' matched nothing in any of {len(mine)} "
-                "target(s); a glob is relative to each run (logs/*.log) or to its run dir (runs/*/logs/stdout.log)")
-
+                "target(s); a glob is relative to each run (logs/*.log) or to its run dir (runs/*/logs/stdout.log)"
+            )

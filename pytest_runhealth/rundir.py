@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .ledger import Ledger, LedgerRow, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
@@ -37,8 +38,11 @@ def round_folders(root: Path) -> list[Path]:
     found = [root] if is_round_folder(root) else []
     for base in (root / "rounds", root):
         try:
-            subs = sorted(Path(e.path) for e in os.scandir(base)
-                          if e.is_dir(follow_symlinks=False) and not e.name.startswith("episode"))
+            subs = sorted(
+                Path(e.path)
+                for e in os.scandir(base)
+                if e.is_dir(follow_symlinks=False) and not e.name.startswith("episode")
+            )
         except OSError:
             continue
         found += [sub for sub in subs if is_round_folder(sub)]
@@ -55,8 +59,9 @@ class Walk:
     truncated: bool = False
 
 
-def walk(root: Path, max_depth: int | None = None,
-         visit: Callable[[Path, list[os.DirEntry]], bool] | None = None) -> Walk:
+def walk(
+    root: Path, max_depth: int | None = None, visit: Callable[[Path, list[os.DirEntry]], bool] | None = None
+) -> Walk:
     """Every regular file below ``root``; links are not followed, links that
     lead out of ``root`` are reported, and the walk is bounded.
 
@@ -108,7 +113,7 @@ class Run:
     ``path`` is built when a check first asks for it: a 100,000-row ledger
     with 1,000 run folders must not cost 100,000 path joins at collection."""
 
-    def __init__(self, name: str, path: Path | None, run_dir: "RunDir", row: LedgerRow | None = None) -> None:
+    def __init__(self, name: str, path: Path | None, run_dir: RunDir, row: LedgerRow | None = None) -> None:
         self.name = name
         self._path = path
         self.run_dir = run_dir
@@ -223,8 +228,10 @@ class RunDir:
             found.append("sweep")
         if (p / "config.yaml").is_file() and ((p / "logs").is_dir() or (p / "outputs").is_dir()):
             found.append("trainer")
-        if any(f.suffix == ".safetensors" and KOHYA_CKPT.match(f.name) and not LTX_CKPT.match(f.name)
-               for f in self._top_files()):
+        if any(
+            f.suffix == ".safetensors" and KOHYA_CKPT.match(f.name) and not LTX_CKPT.match(f.name)
+            for f in self._top_files()
+        ):
             found.append("kohya")
         if (p / "rounds").is_dir() or round_folders(p):  # one round, rounds/<name>/, or a folder of round folders
             found.append("harvest")
@@ -293,10 +300,10 @@ class RunDir:
             if isinstance(part, Path):
                 text = str(part)
                 if text.startswith(self._runs_prefix):
-                    return text[len(self._runs_prefix):].split(os.sep, 1)[0]
+                    return text[len(self._runs_prefix) :].split(os.sep, 1)[0]
         return None
 
-    def release_run(self, run: "Run") -> None:
+    def release_run(self, run: Run) -> None:
         """Forget what was read for ``run`` (scans, tails, event series, its
         file list): its checks are done, and a 10,000-run session must not hold
         10,000 runs' reads. Reading again later is correct, only slower."""

@@ -181,9 +181,11 @@ def parallel_advice(run_dirs: list, checks: int, workers: int) -> str | None:
     parallel = XDIST_START_S + max(items * CONTROLLER_S_PER_ITEM, serial / workers)
     if parallel < serial:
         return None
-    return (f"-n {workers} on {runs} runs ({log_bytes / 1e6:.0f} MB of logs): too few to gain; "
-            f"xdist start-up costs ~{XDIST_START_S:.0f} s, the checks ~{serial:.1f} s in one process "
-            "(docs/scaling.md says when -n helps)")
+    return (
+        f"-n {workers} on {runs} runs ({log_bytes / 1e6:.0f} MB of logs): too few to gain; "
+        f"xdist start-up costs ~{XDIST_START_S:.0f} s, the checks ~{serial:.1f} s in one process "
+        "(docs/scaling.md says when -n helps)"
+    )
 
 
 def prefer_loadgroup(config: pytest.Config) -> None:

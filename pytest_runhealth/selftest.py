@@ -61,8 +61,15 @@ def read_expectations(folder: Path) -> list[Expectation]:
         except (OSError, yaml.YAMLError) as exc:
             raise pytest.UsageError(f"--runhealth-selftest: cannot read {expect}: {exc}") from None
         if example.is_dir() and isinstance(spec, dict):
-            out.append(Expectation(example, dict(spec.get("fails") or {}), list(spec.get("passes") or []),
-                                   [str(a) for a in spec.get("args") or []], str(expect)))
+            out.append(
+                Expectation(
+                    example,
+                    dict(spec.get("fails") or {}),
+                    list(spec.get("passes") or []),
+                    [str(a) for a in spec.get("args") or []],
+                    str(expect),
+                )
+            )
     return out
 
 
@@ -104,9 +111,21 @@ def collect(config: pytest.Config) -> list[Expectation]:
 def run_one(exp: Expectation, config: pytest.Config, report: Path) -> dict[str, list[dict[str, Any]]]:
     """The example's results by check ID, from a fresh pytest process."""
 
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header",
-            "--run-dir", str(exp.example), "--runhealth-report", str(report),
-            "-k", " or ".join(exp.checks)]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--no-header",
+        "--run-dir",
+        str(exp.example),
+        "--runhealth-report",
+        str(report),
+        "-k",
+        " or ".join(exp.checks),
+    ]
     argv += plugin_args(config.invocation_params.args)
     cfg = config_path(config)
     if cfg is not None:
@@ -114,8 +133,9 @@ def run_one(exp: Expectation, config: pytest.Config, report: Path) -> dict[str, 
     argv += [a.replace("{example}", str(exp.example)) for a in exp.args]
     if report.exists():
         report.unlink()
-    proc = subprocess.run(argv, cwd=config.invocation_params.dir, capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False)
+    proc = subprocess.run(
+        argv, cwd=config.invocation_params.dir, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
     if not report.exists():
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise RuntimeError(f"pytest exited {proc.returncode} without a report: {' / '.join(tail)}")

@@ -105,4 +105,3 @@ def report_path(config: pytest.Config, kind: str) -> Path | None:
     if not given:
         return None
     return base / Path(os.path.expanduser(str(given)))
-

@@ -55,7 +55,9 @@ MIN_STEADY = 3
 RECENT = 20  # step-time measurements the ETA averages over
 SLOW_FACTOR = 2.0  # a step this much slower than the median is a validation pass
 LTX_SAMPLE = re.compile(r"^step_(?P<n>\d+)_\d+\.(?P<ext>png|mp4|wav)$")  # LTX-2 writes 6 digits; runbooks write 5
-KOHYA_SAMPLE = re.compile(r"^(?:(?P<name>.+)_)?(?P<n>e?\d{6})_\d{2}_\d{14}(?:_\d+)?(?:_\d{3})?\.(?P<ext>png|jpg|mp4|webp)$")
+KOHYA_SAMPLE = re.compile(
+    r"^(?:(?P<name>.+)_)?(?P<n>e?\d{6})_\d{2}_\d{14}(?:_\d+)?(?:_\d{3})?\.(?P<ext>png|jpg|mp4|webp)$"
+)
 PID_NAMES = ("train.pid", "trainer.pid", "run.pid", "pid")
 COMPACT_FROM = 8  # more runs than this: one status line per run
 
@@ -303,7 +305,9 @@ def _tfevents_losses(run) -> tuple[list[float], str | None]:
 
     for path in run.event_files:
         read = run.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p))
-        tags = sorted((t for t in read.scalars if is_loss_tag(t) and "epoch" not in t), key=lambda t: -len(read.scalars[t]))
+        tags = sorted(
+            (t for t in read.scalars if is_loss_tag(t) and "epoch" not in t), key=lambda t: -len(read.scalars[t])
+        )
         if tags:
             return list(read.scalars[tags[0]].values[-5:]), "tfevents"
     return [], None
@@ -311,6 +315,7 @@ def _tfevents_losses(run) -> tuple[list[float], str | None]:
 
 def render(status: dict[str, Any]) -> list[str]:
     """The runbook's block, one run."""
+
     def num(x):
         return x if isinstance(x, str) else f"{x:.4g}"
 
@@ -361,8 +366,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     callspec = getattr(item, "callspec", None)
     target = callspec.params.get("runhealth_target") if callspec is not None else None
     run = getattr(target, "run", None)
-    if run is None and target is not None and not getattr(target, "batch", False) and target.run_dir.exists \
-            and not target.run_dir.is_sweep:
+    if (
+        run is None
+        and target is not None
+        and not getattr(target, "batch", False)
+        and target.run_dir.exists
+        and not target.run_dir.is_sweep
+    ):
         run = target.run_dir.runs[0]  # outside a sweep the run dir is the one run, whatever the check's scope
     if run is None or not run.run_dir.exists:
         return report
@@ -375,8 +385,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     try:
         st = run_status(run)
     except Exception as exc:  # a status block must never break the session
-        st = {"run": run.name, "run_dir": str(run.run_dir.path), "state": "unknown",
-              "error": f"status unavailable: {type(exc).__name__}: {exc}"}
+        st = {
+            "run": run.name,
+            "run_dir": str(run.run_dir.path),
+            "state": "unknown",
+            "error": f"status unavailable: {type(exc).__name__}: {exc}",
+        }
     if st is not None:
         report.runhealth_status = [key, st]
     return report

@@ -205,7 +205,7 @@ def _long_crc(data, offset: int, length: int, table) -> int:
     state = 0xFFFFFFFF
     if pieces:
         # Column-major once (a copy of the record's size): each column step then reads contiguous bytes.
-        columns = np.ascontiguousarray(data[offset: offset + pieces * width].reshape(pieces, width).T)
+        columns = np.ascontiguousarray(data[offset : offset + pieces * width].reshape(pieces, width).T)
         crc = np.zeros(pieces, dtype=np.uint32)
         for column in columns:
             crc = table[(crc ^ column) & 0xFF] ^ (crc >> np.uint32(8))
@@ -213,7 +213,7 @@ def _long_crc(data, offset: int, length: int, table) -> int:
         for piece in crc.tolist():
             state = t0[state & 0xFF] ^ t1[(state >> 8) & 0xFF] ^ t2[(state >> 16) & 0xFF] ^ t3[state >> 24] ^ piece
     pytable = _py_table()
-    for byte in data[offset + pieces * width: offset + length].tolist():
+    for byte in data[offset + pieces * width : offset + length].tolist():
         state = pytable[(state ^ byte) & 0xFF] ^ (state >> 8)
     return state ^ 0xFFFFFFFF
 
@@ -295,8 +295,13 @@ class _Reader:
                 rows[1].append(step)
                 rows[2].append(x)
         for tag, (idx, steps, values) in slow_rows.items():
-            found.setdefault(tag, []).append((np.asarray(idx, dtype=np.int64), np.asarray(steps, dtype=np.int64),
-                                              np.asarray(values, dtype=np.float64)))
+            found.setdefault(tag, []).append(
+                (
+                    np.asarray(idx, dtype=np.int64),
+                    np.asarray(steps, dtype=np.int64),
+                    np.asarray(values, dtype=np.float64),
+                )
+            )
         bad_points = []
         for tag, parts in found.items():
             idx = np.concatenate([p[0] for p in parts])
@@ -421,8 +426,11 @@ def _layout(raw: bytes) -> tuple[str, int] | None:
     v = ev.summary.value[0]
     if v.WhichOneof("value") != "simple_value" or v.HasField("metadata") or v.node_name:
         return None
-    canon = event_pb2.Event(wall_time=ev.wall_time, step=ev.step, summary=summary_pb2.Summary(
-        value=[summary_pb2.Summary.Value(tag=v.tag, simple_value=v.simple_value)])).SerializeToString()
+    canon = event_pb2.Event(
+        wall_time=ev.wall_time,
+        step=ev.step,
+        summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=v.tag, simple_value=v.simple_value)]),
+    ).SerializeToString()
     k = (ev.step.bit_length() + 6) // 7
     n = len(raw)
     if canon != raw or raw[0] != 0x09 or raw[9] != 0x10 or raw[n - 5] != 0x15 or 10 + k > n - 5:
@@ -497,8 +505,9 @@ def _u32_at(buf: bytes, offsets: list[int]):
     return np.ascontiguousarray(data[idx]).view("<u4").reshape(-1)
 
 
-def read_event_file(path: Path, tags: set[str] | None = None, first_scalar_only: bool = False,
-                    start: int = 0) -> EventFileRead:
+def read_event_file(
+    path: Path, tags: set[str] | None = None, first_scalar_only: bool = False, start: int = 0
+) -> EventFileRead:
     """Read one event file, CRC-checked, streaming in chunks.
 
     ``tags`` keeps only those scalar tags (records without the tag's bytes are
@@ -558,14 +567,20 @@ def read_event_file(path: Path, tags: set[str] | None = None, first_scalar_only:
                 n = int(bad[0])
                 stop = ("length-crc", "length CRC mismatch: the record frame is damaged", heads[n])
                 del starts[n:], lengths[n:]
-            dbad = np.nonzero(masked_crcs(buf, starts, lengths) != _u32_at(buf, [s + n for s, n in zip(starts, lengths)]))[0]
+            dbad = np.nonzero(
+                masked_crcs(buf, starts, lengths) != _u32_at(buf, [s + n for s, n in zip(starts, lengths)])
+            )[0]
             out.records += len(starts)
             spans = list(zip(starts, lengths))
             keep_going = True
             prev = 0
             for n in (int(x) for x in dbad):
-                reader.problem(index + n, base + starts[n] - 12, "data-crc",
-                               "data CRC mismatch: the record's bytes changed after it was written; skipped")
+                reader.problem(
+                    index + n,
+                    base + starts[n] - 12,
+                    "data-crc",
+                    "data CRC mismatch: the record's bytes changed after it was written; skipped",
+                )
                 if n > prev:
                     keep_going = reader.records(buf, base, index + prev, spans[prev:n])
                     if not keep_going:
@@ -585,8 +600,12 @@ def read_event_file(path: Path, tags: set[str] | None = None, first_scalar_only:
             if not chunk:
                 # End of file with bytes left over: the last record was cut short.
                 left = len(buf) - consumed
-                reader.problem(index, base + consumed, "truncated",
-                               f"the file ends {left} bytes into a record (written while copying, or the writer died)")
+                reader.problem(
+                    index,
+                    base + consumed,
+                    "truncated",
+                    f"the file ends {left} bytes into a record (written while copying, or the writer died)",
+                )
                 return out
             pending = buf[consumed:]
             base += consumed

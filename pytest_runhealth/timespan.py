@@ -32,8 +32,10 @@ class Span:
 
     def describe(self) -> str:
         fmt = "%Y-%m-%d %H:%M"
-        return (f"{datetime.fromtimestamp(self.start).strftime(fmt)} to {datetime.fromtimestamp(self.end).strftime(fmt)}"
-                f" ({self.basis}, ±1 day)")
+        return (
+            f"{datetime.fromtimestamp(self.start).strftime(fmt)} to {datetime.fromtimestamp(self.end).strftime(fmt)}"
+            f" ({self.basis}, ±1 day)"
+        )
 
 
 def run_span(run_dir) -> Span | None:

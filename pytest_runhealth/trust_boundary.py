@@ -71,8 +71,10 @@ def refusal(config: pytest.Config) -> str | None:
     inipath = config.inipath
     holder = containing_run_dir(inipath, run_dirs)
     if holder is not None:
-        return (f"pytest took its ini file {inipath} from inside the run dir {holder}; a run dir must not "
-                f"configure the session: {CHECK_HINT}")
+        return (
+            f"pytest took its ini file {inipath} from inside the run dir {holder}; a run dir must not "
+            f"configure the session: {CHECK_HINT}"
+        )
     holder = containing_run_dir(config.rootpath, run_dirs)
     if holder is None:
         return None
@@ -82,14 +84,18 @@ def refusal(config: pytest.Config) -> str | None:
     invocation = _real(config.invocation_params.dir)
     root = _real(config.rootpath)
     if invocation != root:
-        return (f"pytest chose its rootdir {config.rootpath} inside the run dir {holder} (it read the run dir "
-                f"as a test path): {CHECK_HINT}")
+        return (
+            f"pytest chose its rootdir {config.rootpath} inside the run dir {holder} (it read the run dir "
+            f"as a test path): {CHECK_HINT}"
+        )
     for folder in (invocation, *invocation.parents):
         if not inside(folder, holder):
             break
         if (folder / "conftest.py").exists():
-            return (f"{folder / 'conftest.py'} inside the run dir {holder} would be loaded as pytest "
-                    f"configuration: {CHECK_HINT}")
+            return (
+                f"{folder / 'conftest.py'} inside the run dir {holder} would be loaded as pytest "
+                f"configuration: {CHECK_HINT}"
+            )
     return None
 
 
@@ -196,8 +202,10 @@ def check_args(run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: P
 def check_main(argv: list[str]) -> int:
     run_dirs, rest = split_check_args(argv)
     if not run_dirs:
-        print("pytest-runhealth check: give at least one run dir: pytest-runhealth check PATH... [pytest options]",
-              file=sys.stderr)
+        print(
+            "pytest-runhealth check: give at least one run dir: pytest-runhealth check PATH... [pytest options]",
+            file=sys.stderr,
+        )
         return int(pytest.ExitCode.USAGE_ERROR)
     with tempfile.TemporaryDirectory(prefix="runhealth-check-") as tmp:
         return int(pytest.main(check_args(run_dirs, rest, Path.cwd(), Path(tmp))))
@@ -216,6 +224,8 @@ def pytest_configure(config: pytest.Config) -> None:
         path = Path(config.invocation_params.dir) / path  # where the plugin writes it (cwd-relative)
     holder = containing_run_dir(path, run_dir_paths(config))
     if holder is not None:
-        raise pytest.UsageError(f"--runhealth-report {given} is inside the run dir {holder}; pytest-runhealth never "
-                                "writes into a run dir (nor the verdict record beside the report). Write the report "
-                                "next to it instead.")
+        raise pytest.UsageError(
+            f"--runhealth-report {given} is inside the run dir {holder}; pytest-runhealth never "
+            "writes into a run dir (nor the verdict record beside the report). Write the report "
+            "next to it instead."
+        )

@@ -48,8 +48,15 @@ class Waiver:
         return f"waivers[{self.index}] {self.check}{runs} (owner {self.owner}, until {self.expires.isoformat()})"
 
     def to_dict(self, today: date | None = None) -> dict[str, Any]:
-        return {"index": self.index, "check": self.check, "runs": self.runs, "reason": self.reason,
-                "owner": self.owner, "expires": self.expires.isoformat(), "expired": self.expired(today)}
+        return {
+            "index": self.index,
+            "check": self.check,
+            "runs": self.runs,
+            "reason": self.reason,
+            "owner": self.owner,
+            "expires": self.expires.isoformat(),
+            "expired": self.expired(today),
+        }
 
 
 def _as_date(value: Any) -> date | None:
@@ -75,7 +82,9 @@ def problems(section: Any) -> list[str]:
         if not isinstance(raw, dict):
             out.append(f"{who}: must be a mapping with {', '.join(WAIVER_KEYS)}")
             continue
-        out += [f"{who}: field '{k}': unknown key; known: {', '.join(WAIVER_KEYS)}" for k in raw if k not in WAIVER_KEYS]
+        out += [
+            f"{who}: field '{k}': unknown key; known: {', '.join(WAIVER_KEYS)}" for k in raw if k not in WAIVER_KEYS
+        ]
         out += [f"{who}: field '{k}': required" for k in ("check", "reason", "owner", "expires") if k not in raw]
         if "check" in raw and not (isinstance(raw["check"], str) and ID_OR_PREFIX.match(raw["check"])):
             out.append(f"{who}: field 'check': {raw['check']!r} must be a check ID or an ID prefix (RH101, RH1, ACME)")
@@ -90,8 +99,14 @@ def problems(section: Any) -> list[str]:
 def parse(section: Any) -> list[Waiver]:
     """The waivers of a section :func:`problems` found nothing wrong with."""
     return [
-        Waiver(i, raw["check"], raw.get("runs", "*"), raw["reason"].strip(), str(raw["owner"]).strip(),
-               _as_date(raw["expires"]))  # type: ignore[arg-type]
+        Waiver(
+            i,
+            raw["check"],
+            raw.get("runs", "*"),
+            raw["reason"].strip(),
+            str(raw["owner"]).strip(),
+            _as_date(raw["expires"]),
+        )  # type: ignore[arg-type]
         for i, raw in enumerate(section or [])
     ]
 
@@ -131,5 +146,6 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
         terminalreporter.write_line(f"EXPIRED {w.label}: {w.reason}{said}", red=True, bold=True)
     for w in unused:
         if not w.expired():
-            terminalreporter.write_line(f"unused {w.label}: matched no failure in this session ({w.reason})",
-                                        yellow=True)
+            terminalreporter.write_line(
+                f"unused {w.label}: matched no failure in this session ({w.reason})", yellow=True
+            )

@@ -14,14 +14,14 @@ pytest_plugins = ["pytester"]
 # In-process inner sessions (pytester.runpytest) restore sys.modules after each
 # run, and numpy's C extension refuses a second import in one process: load it
 # (and the protobuf modules the event-file reader uses) once, out here.
-import numpy  # noqa: E402,F401
-import tensorboard.compat.proto.event_pb2  # noqa: E402,F401
-
 # The plugin's feature modules are imported only in a run-health session
 # (plugin.activate); import them out here too, so every inner session uses these
 # same modules: a package attribute left by a dropped module (``from . import
 # severity``) would hand an inner session the previous session's module.
 import importlib  # noqa: E402
+
+import numpy  # noqa: E402,F401
+import tensorboard.compat.proto.event_pb2  # noqa: E402,F401
 
 from pytest_runhealth.plugin import SUBPLUGINS  # noqa: E402
 
@@ -44,7 +44,8 @@ class HealthRun:
     def results(self, check: str | None = None, run: str | None = None) -> list[dict]:
         assert self.report is not None, self.stdout
         return [
-            r for r in self.report["results"]
+            r
+            for r in self.report["results"]
             if (check is None or r["check"] == check) and (run is None or r["run"] == run)
         ]
 
@@ -70,8 +71,18 @@ def run_health(pytester: pytest.Pytester):
         # no:hypothesispytest: pytester drops modules first imported in an inner
         # session, so hypothesis's package was re-imported and assertion-rewritten
         # by every in-process run (~0.5 s CPU each); no inner session uses it.
-        argv = ["-p", "no:anyio", "-p", "no:benchmark", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                "--runhealth-report", str(report)]
+        argv = [
+            "-p",
+            "no:anyio",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:hypothesispytest",
+            "--runhealth-report",
+            str(report),
+        ]
         for rd in run_dirs:
             argv += ["--run-dir", str(rd)]
         argv += list(args)

@@ -11,22 +11,55 @@ T0 = "2026-06-20T10:00:00Z"
 
 
 def episode(status: str = "completed", scores: Any = (10.0, 4.0), **extra) -> dict:
-    ep = {"status": status, "job_id": None, "episode_id": None, "replay_url": None, "live_url": None,
-          "error_type": None, "error": None, "failed_policy_index": None, "failed_agent_index": None,
-          "scores": None if scores is None else [{"policy_version_id": f"pv-{i}", "score": s} for i, s in enumerate(scores)]}
+    ep = {
+        "status": status,
+        "job_id": None,
+        "episode_id": None,
+        "replay_url": None,
+        "live_url": None,
+        "error_type": None,
+        "error": None,
+        "failed_policy_index": None,
+        "failed_agent_index": None,
+        "scores": None
+        if scores is None
+        else [{"policy_version_id": f"pv-{i}", "score": s} for i, s in enumerate(scores)],
+    }
     ep.update(extra)
     return ep
 
 
-def request(rid: str, status: str = "completed", episodes: list[dict] | None = None, max_ticks: int = 2400,
-            created_at: str = T0, started_at: str | None = T0, **extra) -> dict:
+def request(
+    rid: str,
+    status: str = "completed",
+    episodes: list[dict] | None = None,
+    max_ticks: int = 2400,
+    created_at: str = T0,
+    started_at: str | None = T0,
+    **extra,
+) -> dict:
     eps = episodes if episodes is not None else [episode(), episode()]
-    counts = {k: sum(1 for e in eps if e["status"] == k) for k in ("pending", "submitted", "running", "completed", "failed")}
-    req = {"id": rid, "requester_user_id": "u-1", "requester": None, "coworld_id": "cw-crewrift", "coworld_name": "crewrift",
-           "coworld_version": "0.1.16", "variant_id": "v-1", "status": status, "episode_count": len(eps),
-           **{f"{k}_count": v for k, v in counts.items()}, "error": None, "created_at": created_at,
-           "started_at": started_at, "completed_at": None, "round_config": {"game": {"maxTicks": max_ticks}},
-           "episodes": eps}
+    counts = {
+        k: sum(1 for e in eps if e["status"] == k) for k in ("pending", "submitted", "running", "completed", "failed")
+    }
+    req = {
+        "id": rid,
+        "requester_user_id": "u-1",
+        "requester": None,
+        "coworld_id": "cw-crewrift",
+        "coworld_name": "crewrift",
+        "coworld_version": "0.1.16",
+        "variant_id": "v-1",
+        "status": status,
+        "episode_count": len(eps),
+        **{f"{k}_count": v for k, v in counts.items()},
+        "error": None,
+        "created_at": created_at,
+        "started_at": started_at,
+        "completed_at": None,
+        "round_config": {"game": {"maxTicks": max_ticks}},
+        "episodes": eps,
+    }
     req.update(extra)
     return req
 
@@ -49,7 +82,16 @@ def harvest(root: Path, requests: list[dict], fetched_at: str | None = None, **f
     return root
 
 
-OLD_BODY = {"coworld_id": "cw-crewrift", "requester": {"policy_version_id": "pv-9"}, "requester_slot": 0,
-            "opponents": [{"policy_version_id": "pv-1"}], "episode_count": 4}
-NEW_BODY = {"coworld_id": "cw-crewrift", "episode_count": 4, "execution_backend": "k8s",
-            "roster": [{"player": {"policy_ref": "pv-9"}, "slot": 0}, {"player": {"top_n": 3}}]}
+OLD_BODY = {
+    "coworld_id": "cw-crewrift",
+    "requester": {"policy_version_id": "pv-9"},
+    "requester_slot": 0,
+    "opponents": [{"policy_version_id": "pv-1"}],
+    "episode_count": 4,
+}
+NEW_BODY = {
+    "coworld_id": "cw-crewrift",
+    "episode_count": 4,
+    "execution_backend": "k8s",
+    "roster": [{"player": {"policy_ref": "pv-9"}, "slot": 0}, {"player": {"top_n": 3}}],
+}

@@ -35,23 +35,44 @@ def knobs(**over: Any) -> dict[str, Any]:
     return base
 
 
-def judge_report(score: float = 0.74, n: int = 4, error: str | None = None, model: str = "qwen2.5-vl-7b-instruct") -> dict:
+def judge_report(
+    score: float = 0.74, n: int = 4, error: str | None = None, model: str = "qwen2.5-vl-7b-instruct"
+) -> dict:
     judgements = []
     for i in range(n):
         j: dict[str, Any] = {"image": f"lora_001500_{i:02d}_20260314093512_42.png", "prompt_idx": i}
         if error:
-            j.update(error=error, raw="<think>The image shows a woman in a red coat. Judging prompt adherence, "
-                     "the coat matches, the background partly ...")
+            j.update(
+                error=error,
+                raw="<think>The image shows a woman in a red coat. Judging prompt adherence, "
+                "the coat matches, the background partly ...",
+            )
         else:
-            j.update(scores={"prompt_adherence": round(score + 0.02 * i, 3), "quality": round(score - 0.01 * i, 3)}, error=None)
+            j.update(
+                scores={"prompt_adherence": round(score + 0.02 * i, 3), "quality": round(score - 0.01 * i, 3)},
+                error=None,
+            )
         judgements.append(j)
     return {"model": model, "method": "lmstudio", "judgements": judgements, "mean": None if error else score}
 
 
-def row(run_id: str, role: str = "candidate", *, at: datetime, duration_s: float, n_steps: int | None,
-        score: float | None = 0.71, judge: dict | None | str = "auto", disqualified: str | None = None,
-        exit_code: int | None = 0, killed_by_timeout: bool = False, error: str | None = None,
-        wall_secs: int = 1800, config: dict | None = None, loss: float = 0.083) -> dict:
+def row(
+    run_id: str,
+    role: str = "candidate",
+    *,
+    at: datetime,
+    duration_s: float,
+    n_steps: int | None,
+    score: float | None = 0.71,
+    judge: dict | None | str = "auto",
+    disqualified: str | None = None,
+    exit_code: int | None = 0,
+    killed_by_timeout: bool = False,
+    error: str | None = None,
+    wall_secs: int = 1800,
+    config: dict | None = None,
+    loss: float = 0.083,
+) -> dict:
     if judge == "auto":
         judge = judge_report(score) if score is not None else None
     comps = None if score is None else {"loss": loss, "judge": (judge or {}).get("mean") if judge else None}
@@ -119,8 +140,17 @@ def startup(total: int, items: int = 40, batch: int = 1) -> str:
     )
 
 
-def training(total: int, steps: int, step_times: Any, *, every: int = 25, save_every: int = 500,
-             name: str = "lora", finish: bool = True, loss0: float = 0.12) -> str:
+def training(
+    total: int,
+    steps: int,
+    step_times: Any,
+    *,
+    every: int = 25,
+    save_every: int = 500,
+    name: str = "lora",
+    finish: bool = True,
+    loss0: float = 0.12,
+) -> str:
     """The bar as a file receives it: ``\\r`` redraws on one physical line,
     broken by the newline-led ``saving checkpoint:`` and ``epoch`` prints.
 
@@ -161,7 +191,7 @@ TRACEBACKS = {
         "Traceback (most recent call last):\n"
         f'  File "{MUSUBI}/qwen_image_train_network.py", line 512, in <module>\n    main()\n'
         f'  File "{MUSUBI}/hv_train_network.py", line 1588, in load_transformer\n'
-        "    with safe_open(dit_path, framework=\"pt\") as f:\n"
+        '    with safe_open(dit_path, framework="pt") as f:\n'
         "FileNotFoundError: [Errno 2] No such file or directory: '/models/qwen_image_bf16.safetensors'\n"
     ),
     "cuda-oom": (
@@ -190,8 +220,10 @@ TRACEBACKS = {
 def died_log(cause: str) -> str:
     """What stdout.log holds when the trainer dies before its first step."""
     if cause == "missing-trainer-module":
-        return "/opt/bracket/.venv-trainer/bin/python: Error while finding module specification for " \
-               "'musubi_tuner.qwen_image_train' " + TRACEBACKS[cause].splitlines()[-1] + "\n" + TRACEBACKS[cause]
+        return (
+            "/opt/bracket/.venv-trainer/bin/python: Error while finding module specification for "
+            "'musubi_tuner.qwen_image_train' " + TRACEBACKS[cause].splitlines()[-1] + "\n" + TRACEBACKS[cause]
+        )
     if cause == "missing-model-file":
         return startup(1500).split("prepare optimizer")[0] + TRACEBACKS[cause]
     if cause == "cuda-oom":
@@ -206,11 +238,17 @@ def collapsed_log(total: int = 1500, steps: int = 3, wall: float = 1800) -> str:
 
 
 # -- writing a session ------------------------------------------------------------
-def write_session(root: Path, rows: list[dict], logs: dict[str, str | bytes], extra: dict[str, str] | None = None,
-                  ledger_tail: str = "") -> Path:
+def write_session(
+    root: Path,
+    rows: list[dict],
+    logs: dict[str, str | bytes],
+    extra: dict[str, str] | None = None,
+    ledger_tail: str = "",
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "ledger.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows) + ledger_tail,
-                                       encoding="utf-8")
+    (root / "ledger.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows) + ledger_tail, encoding="utf-8"
+    )
     for run_id, text in logs.items():
         log = root / "runs" / run_id / "logs" / "stdout.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -231,21 +269,40 @@ def healthy_session(root: Path, last_hits_wall: bool = True) -> Path:
     """Five runs that train at ~1.5 s/it; the last hits the wall clock at its
     normal rate (a near-miss for RH101: slow config, not a collapse)."""
     rows, logs = [], {}
-    plan = [("baseline-000-s0", "baseline", 1.47, knobs()), ("cur-000-s0", "curated", 1.52, knobs(learning_rate=2e-4)),
-            ("cand-000-s0", "candidate", 1.44, knobs(network_dim=16)), ("cand-001-s0", "candidate", 1.55, knobs(network_dim=64)),
-            ("cand-002-s0", "candidate", 1.49, knobs(learning_rate=5e-5))]
+    plan = [
+        ("baseline-000-s0", "baseline", 1.47, knobs()),
+        ("cur-000-s0", "curated", 1.52, knobs(learning_rate=2e-4)),
+        ("cand-000-s0", "candidate", 1.44, knobs(network_dim=16)),
+        ("cand-001-s0", "candidate", 1.55, knobs(network_dim=64)),
+        ("cand-002-s0", "candidate", 1.49, knobs(learning_rate=5e-5)),
+    ]
     t = 0.0
     for i, (rid, role, spi, cfg) in enumerate(plan):
         last = i == len(plan) - 1 and last_hits_wall
         if last:
             spi, cfg = 1.49, knobs(network_dim=128, train_batch_size=2)
             steps = 1208
-            rows.append(row(rid, role, at=at(t), duration_s=1800.0, n_steps=steps, score=0.58, killed_by_timeout=True,
-                            exit_code=-9, error="timeout", disqualified="timeout", config=cfg))
+            rows.append(
+                row(
+                    rid,
+                    role,
+                    at=at(t),
+                    duration_s=1800.0,
+                    n_steps=steps,
+                    score=0.58,
+                    killed_by_timeout=True,
+                    exit_code=-9,
+                    error="timeout",
+                    disqualified="timeout",
+                    config=cfg,
+                )
+            )
             logs[rid] = healthy_log(1500, spi, steps=steps)
         else:
             dur = round(1500 * spi + 25, 1)
-            rows.append(row(rid, role, at=at(t), duration_s=dur, n_steps=1500, score=round(0.7 + 0.01 * i, 3), config=cfg))
+            rows.append(
+                row(rid, role, at=at(t), duration_s=dur, n_steps=1500, score=round(0.7 + 0.01 * i, 3), config=cfg)
+            )
             logs[rid] = healthy_log(1500, spi)
         t += 40
     return write_session(root, rows, logs)
@@ -253,7 +310,7 @@ def healthy_session(root: Path, last_hits_wall: bool = True) -> Path:
 
 LMSTUDIO_LOG = (
     "2026-03-14 09:37:02 [INFO]\n [LM STUDIO SERVER] Running chat completion on conversation with 2 messages.\n"
-    "2026-03-14 09:37:40 [INFO]\n [LM STUDIO SERVER] Accumulated 212 tokens: {\"prompt_adherence\": 0.78, \"quality\": 0.71}\n"
+    '2026-03-14 09:37:40 [INFO]\n [LM STUDIO SERVER] Accumulated 212 tokens: {"prompt_adherence": 0.78, "quality": 0.71}\n'
     "2026-03-14 09:37:41 [ERROR]\n Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway\n"
     "2026-03-14 10:48:12 [INFO]\n [LM STUDIO SERVER] Running chat completion on conversation with 2 messages.\n"
     "2026-03-14 10:48:13 [ERROR]\n Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway\n"
@@ -263,13 +320,31 @@ LMSTUDIO_LOG = (
 def vram_leak_session(root: Path, with_lmstudio_log: bool = True) -> Path:
     rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=2210.0, n_steps=1500, score=0.72, config=knobs())]
     logs = {"baseline-000-s0": healthy_log(1500, 1.457)}
-    later = [("baseline-000-s1", "baseline", knobs(seed=43)), ("cur-000-s0", "curated", knobs(learning_rate=2e-4)),
-             ("cur-000-s1", "curated", knobs(learning_rate=2e-4, seed=43)), ("cand-000-s0", "candidate", knobs(network_dim=16)),
-             ("cand-001-s0", "candidate", knobs(network_dim=64))]
+    later = [
+        ("baseline-000-s1", "baseline", knobs(seed=43)),
+        ("cur-000-s0", "curated", knobs(learning_rate=2e-4)),
+        ("cur-000-s1", "curated", knobs(learning_rate=2e-4, seed=43)),
+        ("cand-000-s0", "candidate", knobs(network_dim=16)),
+        ("cand-001-s0", "candidate", knobs(network_dim=64)),
+    ]
     t = 40.0
     for rid, role, cfg in later:
-        rows.append(row(rid, role, at=at(t), duration_s=1800.4, n_steps=3, score=None, judge=None, disqualified="timeout",
-                        exit_code=-9, killed_by_timeout=True, error="timeout", config=cfg))
+        rows.append(
+            row(
+                rid,
+                role,
+                at=at(t),
+                duration_s=1800.4,
+                n_steps=3,
+                score=None,
+                judge=None,
+                disqualified="timeout",
+                exit_code=-9,
+                killed_by_timeout=True,
+                error="timeout",
+                config=cfg,
+            )
+        )
         logs[rid] = collapsed_log()
         t += 31
     extra = {"lmstudio/server-logs/2026-03/2026-03-14.1.log": LMSTUDIO_LOG} if with_lmstudio_log else None
@@ -281,19 +356,45 @@ def died_session(root: Path, cause: str) -> Path:
     baseline_dies = cause in ("missing-model-file", "missing-trainer-module")
     rows, logs = [], {}
     if baseline_dies:
-        rows.append(row("baseline-000-s0", "baseline", at=at(0), duration_s=9.8, n_steps=0, score=None, judge=None,
-                        disqualified="empty_tfevents", exit_code=1, error="trainer exited with code 1"))
+        rows.append(
+            row(
+                "baseline-000-s0",
+                "baseline",
+                at=at(0),
+                duration_s=9.8,
+                n_steps=0,
+                score=None,
+                judge=None,
+                disqualified="empty_tfevents",
+                exit_code=1,
+                error="trainer exited with code 1",
+            )
+        )
         logs["baseline-000-s0"] = died_log(cause)
     else:
         rows.append(row("baseline-000-s0", "baseline", at=at(0), duration_s=2230.0, n_steps=1500, score=0.72))
         logs["baseline-000-s0"] = healthy_log(1500, 1.47)
-    over = {"fused-optimizer-keyerror": dict(optimizer_type="AdamW8bit", fused_backward_pass=True),
-            "cuda-oom": dict(train_batch_size=8, network_dim=128)}.get(cause, {})
+    over = {
+        "fused-optimizer-keyerror": dict(optimizer_type="AdamW8bit", fused_backward_pass=True),
+        "cuda-oom": dict(train_batch_size=8, network_dim=128),
+    }.get(cause, {})
     for i in range(4):
         rid = f"cand-{i:03d}-s0"
-        rows.append(row(rid, "candidate", at=at(40 + i), duration_s=round(24.0 + i * 1.7, 1), n_steps=0, score=None, judge=None,
-                        disqualified="empty_tfevents", exit_code=1, error="trainer exited with code 1",
-                        config=knobs(learning_rate=[1e-4, 2e-4, 5e-5, 3e-4][i], **over)))
+        rows.append(
+            row(
+                rid,
+                "candidate",
+                at=at(40 + i),
+                duration_s=round(24.0 + i * 1.7, 1),
+                n_steps=0,
+                score=None,
+                judge=None,
+                disqualified="empty_tfevents",
+                exit_code=1,
+                error="trainer exited with code 1",
+                config=knobs(learning_rate=[1e-4, 2e-4, 5e-5, 3e-4][i], **over),
+            )
+        )
         logs[rid] = died_log(cause)
     return write_session(root, rows, logs)
 
@@ -302,14 +403,28 @@ def judge_session(root: Path, mode: str) -> Path:
     """mode ``none``: scored, judge_report null everywhere; ``no-json``: the
     thinking judge answered in prose on every judgement."""
     rows, logs = [], {}
-    for i, (rid, role) in enumerate([("baseline-000-s0", "baseline"), ("cur-000-s0", "curated"),
-                                     ("cand-000-s0", "candidate"), ("cand-001-s0", "candidate")]):
+    for i, (rid, role) in enumerate(
+        [
+            ("baseline-000-s0", "baseline"),
+            ("cur-000-s0", "curated"),
+            ("cand-000-s0", "candidate"),
+            ("cand-001-s0", "candidate"),
+        ]
+    ):
         if mode == "none":
             judge = None
         else:
             judge = judge_report(error="no JSON scores in response text", model="qwen3-vl-8b-thinking")
-        r = row(rid, role, at=at(40 * i), duration_s=2230.0 + i, n_steps=1500, score=round(0.083 - 0.002 * i, 4),
-                judge=judge, config=knobs(learning_rate=[1e-4, 2e-4, 5e-5, 3e-4][i]))
+        r = row(
+            rid,
+            role,
+            at=at(40 * i),
+            duration_s=2230.0 + i,
+            n_steps=1500,
+            score=round(0.083 - 0.002 * i, 4),
+            judge=judge,
+            config=knobs(learning_rate=[1e-4, 2e-4, 5e-5, 3e-4][i]),
+        )
         r["score_components"] = {"loss": r["score"], "judge": None}
         rows.append(r)
         logs[rid] = healthy_log(1500, 1.47 + 0.01 * i)
@@ -320,9 +435,13 @@ def knob_session(root: Path) -> Path:
     """Two candidates with --fused_backward_pass on AdamW die in ~30 s; the others train."""
     rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=2230.0, n_steps=1500, score=0.72)]
     logs = {"baseline-000-s0": healthy_log(1500, 1.47)}
-    plan = [("cand-000-s0", knobs(learning_rate=2e-4), True), ("cand-001-s0", knobs(optimizer_type="AdamW8bit", fused_backward_pass=True), False),
-            ("cand-002-s0", knobs(network_dim=64), True), ("cand-003-s0", knobs(learning_rate=5e-5), True),
-            ("cand-004-s0", knobs(optimizer_type="AdamW8bit", fused_backward_pass=True, learning_rate=2e-4), False)]
+    plan = [
+        ("cand-000-s0", knobs(learning_rate=2e-4), True),
+        ("cand-001-s0", knobs(optimizer_type="AdamW8bit", fused_backward_pass=True), False),
+        ("cand-002-s0", knobs(network_dim=64), True),
+        ("cand-003-s0", knobs(learning_rate=5e-5), True),
+        ("cand-004-s0", knobs(optimizer_type="AdamW8bit", fused_backward_pass=True, learning_rate=2e-4), False),
+    ]
     t = 40.0
     for rid, cfg, ok in plan:
         if ok:
@@ -330,14 +449,28 @@ def knob_session(root: Path) -> Path:
             logs[rid] = healthy_log(1500, 1.48)
             t += 40
         else:
-            rows.append(row(rid, "candidate", at=at(t), duration_s=31.2, n_steps=0, score=None, judge=None,
-                            disqualified="nonzero_exit", exit_code=1, error="trainer exited with code 1", config=cfg))
+            rows.append(
+                row(
+                    rid,
+                    "candidate",
+                    at=at(t),
+                    duration_s=31.2,
+                    n_steps=0,
+                    score=None,
+                    judge=None,
+                    disqualified="nonzero_exit",
+                    exit_code=1,
+                    error="trainer exited with code 1",
+                    config=cfg,
+                )
+            )
             logs[rid] = startup(1500).split("running training")[0] + (
                 "Traceback (most recent call last):\n"
                 f'  File "{MUSUBI}/qwen_image_train_network.py", line 498, in <module>\n    main()\n'
                 f'  File "{MUSUBI}/hv_train_network.py", line 1622, in get_optimizer\n'
                 '    assert optimizer_type == "adafactor", "fused_backward_pass currently only works with optimizer_type Adafactor"\n'
-                "AssertionError: fused_backward_pass currently only works with optimizer_type Adafactor\n")
+                "AssertionError: fused_backward_pass currently only works with optimizer_type Adafactor\n"
+            )
             t += 1
     return write_session(root, rows, logs)
 
@@ -355,8 +488,18 @@ def stop_session(root: Path, spread: bool = False) -> Path:
         rid = f"cand-{i + 3:03d}-s0"
         end = stop + (timedelta(hours=1.5 * i) if spread else timedelta(seconds=2 * i))
         dur = 412.0 if i == 0 else 0.0
-        r = row(rid, "candidate", at=end - timedelta(seconds=dur), duration_s=dur, n_steps=277 if i == 0 else 0,
-                score=None, judge=None, disqualified="stopped_by_user", exit_code=-2 if i == 0 else None, error="stopped_by_user")
+        r = row(
+            rid,
+            "candidate",
+            at=end - timedelta(seconds=dur),
+            duration_s=dur,
+            n_steps=277 if i == 0 else 0,
+            score=None,
+            judge=None,
+            disqualified="stopped_by_user",
+            exit_code=-2 if i == 0 else None,
+            error="stopped_by_user",
+        )
         rows.append(r)
         if i == 0 or spread:
             logs[rid] = healthy_log(1500, 1.47, steps=277)
@@ -368,9 +511,25 @@ def slow_steps_session(root: Path) -> Path:
     one reads and crawls at ~2,950 s/it from its first step (a day's wall clock)."""
     rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=3625.0, n_steps=1500, score=0.72, wall_secs=86400)]
     logs = {"baseline-000-s0": healthy_log(1500, 2.4)}
-    rows.append(row("cur-000-s0", "curated", at=at(70), duration_s=86400.2, n_steps=29, score=None, judge=None,
-                    disqualified="timeout", exit_code=-9, killed_by_timeout=True, error="timeout", wall_secs=86400))
-    logs["cur-000-s0"] = startup(1500) + training(1500, 29, lambda s: 2950.0 + 40 * ((s * 13) % 5), every=1, finish=False)
+    rows.append(
+        row(
+            "cur-000-s0",
+            "curated",
+            at=at(70),
+            duration_s=86400.2,
+            n_steps=29,
+            score=None,
+            judge=None,
+            disqualified="timeout",
+            exit_code=-9,
+            killed_by_timeout=True,
+            error="timeout",
+            wall_secs=86400,
+        )
+    )
+    logs["cur-000-s0"] = startup(1500) + training(
+        1500, 29, lambda s: 2950.0 + 40 * ((s * 13) % 5), every=1, finish=False
+    )
     return write_session(root, rows, logs)
 
 
@@ -381,9 +540,25 @@ def deadlock_session(root: Path, s_per_it: float = 2900.0, steps: int = 2, wall:
     log is line-based. With ``s_per_it`` of a slow but healthy GPU (60 s/it) it
     is the near-miss: slow, not deadlocked."""
     rows, logs = [], {}
-    for i, (rid, role) in enumerate((("baseline-000-s0", "baseline"), ("cur-000-s0", "curated"), ("cand-000-s0", "candidate"))):
-        rows.append(row(rid, role, at=at(i * 125), duration_s=wall + 0.3, n_steps=steps, score=None, judge=None,
-                        disqualified="timeout", exit_code=-9, killed_by_timeout=True, error="timeout", wall_secs=wall))
+    for i, (rid, role) in enumerate(
+        (("baseline-000-s0", "baseline"), ("cur-000-s0", "curated"), ("cand-000-s0", "candidate"))
+    ):
+        rows.append(
+            row(
+                rid,
+                role,
+                at=at(i * 125),
+                duration_s=wall + 0.3,
+                n_steps=steps,
+                score=None,
+                judge=None,
+                disqualified="timeout",
+                exit_code=-9,
+                killed_by_timeout=True,
+                error="timeout",
+                wall_secs=wall,
+            )
+        )
         bars = [bar(0, 1500, 0, None)] + [bar(s, 1500, s * (s_per_it + 7 * i), 0.12) for s in range(1, steps + 1)]
         logs[rid] = startup(1500) + "".join(b + "\n" for b in bars)
     return write_session(root, rows, logs)
@@ -391,13 +566,17 @@ def deadlock_session(root: Path, s_per_it: float = 2900.0, steps: int = 2, wall:
 
 def degrading_session(root: Path) -> Path:
     """One run's step time climbs 29 → 44 → 77 s/it (VRAM spilling to system memory)."""
-    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=43600.0, n_steps=1500, score=0.72, wall_secs=172800)]
+    rows = [
+        row("baseline-000-s0", "baseline", at=at(0), duration_s=43600.0, n_steps=1500, score=0.72, wall_secs=172800)
+    ]
     logs = {"baseline-000-s0": healthy_log(1500, 29.0, every=50)}
 
     def climbing(s: int) -> float:
         return 29.0 * (1 + 5.0 * (s / 900) ** 2)
 
-    rows.append(row("cand-000-s0", "candidate", at=at(800), duration_s=57000.0, n_steps=900, score=0.69, wall_secs=172800))
+    rows.append(
+        row("cand-000-s0", "candidate", at=at(800), duration_s=57000.0, n_steps=900, score=0.69, wall_secs=172800)
+    )
     logs["cand-000-s0"] = startup(900) + training(900, 900, climbing, every=50)
     return write_session(root, rows, logs)
 

@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from eval_builders import episode, request, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,8 +110,12 @@ def _events_nonfinite() -> bytes:
     from trainerfiles import write_events
 
     with tempfile.TemporaryDirectory() as folder:
-        scalars = [("loss/current", 1, 0.5), ("loss/current", 2, float("nan")), ("loss/average", 2, float("inf")),
-                   ("lr/unet", 2, float("nan"))]
+        scalars = [
+            ("loss/current", 1, 0.5),
+            ("loss/current", 2, float("nan")),
+            ("loss/average", 2, float("inf")),
+            ("lr/unet", 2, float("nan")),
+        ]
         return write_events(Path(folder), scalars).read_bytes()
 
 
@@ -144,13 +147,17 @@ def nonfinite_bytes(fmt: str, original: bytes) -> bytes | None:
     if fmt == "json":
         return _nonfinite_text(json.dumps(_json_nonfinite(json.loads(original)))).encode()
     if fmt == "jsonl":
-        rows = [json.dumps(_json_nonfinite(json.loads(line))) for line in original.decode().splitlines() if line.strip()]
+        rows = [
+            json.dumps(_json_nonfinite(json.loads(line))) for line in original.decode().splitlines() if line.strip()
+        ]
         return _nonfinite_text("\n".join(rows) + "\n").encode()
     if fmt == "log":
         return original + b"steps:  50%|#####     | 10/20 [00:10<00:10, 1.00it/s, avr_loss=NaN]\nloss: 1e400 lr: nan\n"
     if fmt == "yaml":
         numbers = re.compile(r"(?<=[:\s,\[{])-?\d+(\.\d+)?(e-?\d+)?(?=[\s,\]}]|$)", re.M)
-        return numbers.sub(lambda m, n=iter(range(10**6)): (".nan", "1.0e+400")[next(n) % 2], original.decode()).encode()
+        return numbers.sub(
+            lambda m, n=iter(range(10**6)): (".nan", "1.0e+400")[next(n) % 2], original.decode()
+        ).encode()
     if fmt == "safetensors":
         header = b'{"w": {"dtype": "F32", "shape": [NaN, 1e400], "data_offsets": [0, 1e400]}}'
         return len(header).to_bytes(8, "little") + header + b"\0" * 4
@@ -168,18 +175,21 @@ def spoilers(fmt: str, unreadable: bool) -> dict:
         def spoil(p: Path, original, big, outside):
             p.unlink()
             p.write_bytes(data(original))
+
         return spoil
 
     def link_to(which):
         def spoil(p: Path, original, big, outside):
             p.unlink()
             os.link(big[which], p)  # one 100 MB / 2 GB file, hard-linked into every case
+
         return spoil
 
     def symlink(target):
         def spoil(p: Path, original, big, outside):
             p.unlink()
             p.symlink_to(target(p, outside))
+
         return spoil
 
     def directory(p: Path, original, big, outside):
@@ -241,8 +251,23 @@ sys.exit(int(rc))
 
 def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) -> tuple[dict, str, int]:
     report = cwd / "report.json"
-    argv = [sys.executable, "-c", WRAPPER, "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-            "-p", "no:randomly", "-p", "no:xdist", "--runhealth-report", str(report), *args]
+    argv = [
+        sys.executable,
+        "-c",
+        WRAPPER,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:hypothesispytest",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:xdist",
+        "--runhealth-report",
+        str(report),
+        *args,
+    ]
     for rd in run_dirs:
         argv += ["--run-dir", str(rd)]
     if drop_caps and os.geteuid() == 0:
@@ -327,8 +352,10 @@ def test_corpus(group, tmp_path, big_files):
         if r["run_dir"] in twins.values():
             assert twin_only[(r["run_dir"], r["check"], r["run"])] == r["outcome"], r
     assert peak_mb - twin_mb < MAX_RSS_GROWTH_MB, f"peak {peak_mb} MiB vs {twin_mb} MiB for the twins alone"
-    print(f"\n{group}: {len(cases)} bad-input cases, {len(doc['results'])} results, peak RSS {peak_mb} MiB "
-          f"(twins alone {twin_mb} MiB)")
+    print(
+        f"\n{group}: {len(cases)} bad-input cases, {len(doc['results'])} results, peak RSS {peak_mb} MiB "
+        f"(twins alone {twin_mb} MiB)"
+    )
 
 
 # -- files named on the command line: runhealth.yaml, --lmstudio-log ----------------------------
@@ -338,11 +365,22 @@ thresholds:
   RH508: {min_rounds: 3}
 """
 # Spoilers after which runhealth.yaml cannot be a config: these must be usage errors.
-NEVER_A_CONFIG = {"directory", "dangling-link", "link-loop", "unreadable", "sparse-2gb", "line-100mb", "random",
-                  "deep-nesting", "nonfinite"}  # trunc-1 leaves "#": a comment, an empty config
+NEVER_A_CONFIG = {
+    "directory",
+    "dangling-link",
+    "link-loop",
+    "unreadable",
+    "sparse-2gb",
+    "line-100mb",
+    "random",
+    "deep-nesting",
+    "nonfinite",
+}  # trunc-1 leaves "#": a comment, an empty config
 
 
-def spoiled_copies(tmp_path: Path, name: str, fmt: str, original: bytes, big_files, unreadable: bool) -> dict[str, Path]:
+def spoiled_copies(
+    tmp_path: Path, name: str, fmt: str, original: bytes, big_files, unreadable: bool
+) -> dict[str, Path]:
     outside = tmp_path / "outside" / name
     outside.parent.mkdir(parents=True, exist_ok=True)
     outside.write_bytes(original)
@@ -370,13 +408,17 @@ def test_bad_runhealth_config_is_a_usage_error(tmp_path, big_files, run_health):
             assert res.ret == pytest.ExitCode.USAGE_ERROR, (case, res.stdout, err)
         assert res.ret in (pytest.ExitCode.OK, pytest.ExitCode.USAGE_ERROR), (case, res.ret, res.stdout, err)
         if res.ret == pytest.ExitCode.USAGE_ERROR:
-            assert re.search(r"runhealth config .*(invalid|not valid YAML|nested too deeply|not a config file)"
-                             r"|cannot read runhealth config", err), (case, err)
+            assert re.search(
+                r"runhealth config .*(invalid|not valid YAML|nested too deeply|not a config file)"
+                r"|cannot read runhealth config",
+                err,
+            ), (case, err)
             assert len(err) < 4000, (case, err[:400])  # a message, not a dump of the file
 
 
 LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-    f"{b}: &{b} [{', '.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+    f"{b}: &{b} [{', '.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi")
+)
 YAML_BOMBS = {"self-reference": "a: &x [*x]\n", "self-reference-map": "a: &x {b: *x}\n", "billion-laughs": LAUGHS}
 
 
@@ -415,9 +457,20 @@ def test_unreadable_runhealth_config(tmp_path):
     config = tmp_path / "runhealth.yaml"
     config.write_bytes(CONFIG)
     config.chmod(0)
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--run-dir", str(tmp_path), "--runhealth-config", str(config)]
-    proc = subprocess.run([*DROP_CAPS, *argv] if os.geteuid() == 0 else argv, capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--run-dir",
+        str(tmp_path),
+        "--runhealth-config",
+        str(config),
+    ]
+    proc = subprocess.run(
+        [*DROP_CAPS, *argv] if os.geteuid() == 0 else argv, capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     config.chmod(0o644)
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout + proc.stderr
     assert f"cannot read runhealth config {config}" in proc.stderr and "Traceback" not in proc.stderr
@@ -448,12 +501,40 @@ from hypothesis import strategies as st  # noqa: E402
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 JSON_VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True), st.text(max_size=12)),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["status", "episodes", "scores", "score", "error", "error_type", "id", "created_at",
-                         "started_at", "completed_at", "fetched_at", "episode_count", "round_config", "players",
-                         "policy_version_id", "completed_count", "running_count"]) | st.text(max_size=6), inner, max_size=5),
-    max_leaves=12)
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-(10**12), 10**12), st.floats(allow_nan=True), st.text(max_size=12)
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "status",
+                    "episodes",
+                    "scores",
+                    "score",
+                    "error",
+                    "error_type",
+                    "id",
+                    "created_at",
+                    "started_at",
+                    "completed_at",
+                    "fetched_at",
+                    "episode_count",
+                    "round_config",
+                    "players",
+                    "policy_version_id",
+                    "completed_count",
+                    "running_count",
+                ]
+            )
+            | st.text(max_size=6),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=12,
+)
 
 
 @pytest.fixture(scope="module")
@@ -468,7 +549,7 @@ def record_ends(raw: bytes) -> set[int]:
     """Byte offsets where a TFRecord ends (length, its CRC, data, its CRC)."""
     ends, at = {0}, 0
     while at + 12 <= len(raw):
-        at += 12 + int.from_bytes(raw[at:at + 8], "little") + 4
+        at += 12 + int.from_bytes(raw[at : at + 8], "little") + 4
         ends.add(at)
     return ends
 
@@ -501,9 +582,15 @@ def test_tfevents_reader_names_any_damage(tmp_path_factory, real_event_file, dat
 
 
 @PROPERTY
-@given(tensors=st.lists(st.tuples(st.sampled_from(["F32", "F16", "BF16", "I64", "U8"]),
-                                  st.lists(st.integers(0, 5), max_size=3)), min_size=1, max_size=4),
-       cut=st.integers(1, 64), extra=st.binary(min_size=1, max_size=8))
+@given(
+    tensors=st.lists(
+        st.tuples(st.sampled_from(["F32", "F16", "BF16", "I64", "U8"]), st.lists(st.integers(0, 5), max_size=3)),
+        min_size=1,
+        max_size=4,
+    ),
+    cut=st.integers(1, 64),
+    extra=st.binary(min_size=1, max_size=8),
+)
 def test_safetensors_header_reader_property(tmp_path_factory, tensors, cut, extra):
     """A file laid out per the format is intact; any proper prefix of it (past
     the header) is cut short; any byte after the data is refused."""
@@ -541,13 +628,23 @@ def test_safetensors_header_reader_never_raises(tmp_path_factory, data):
 
 
 LMS_LINE = st.one_of(
-    st.builds(lambda ts, lvl, msg: f"[{ts}] [{lvl}] {msg}",
-              st.sampled_from(["2023-11-12 11:30:02.114", "2025-01-02 03:04:05", "garbage", ""]),
-              st.sampled_from(["INFO", "ERROR", "WARN", "DEBUG", ""]),
-              st.sampled_from(["Received POST request to /api/v1/models/unload with body: {",
-                               "Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway",
-                               "[LM STUDIO SERVER] Success! HTTP server listening on port 1234", "}", ""]) | st.text(max_size=30)),
-    st.text(max_size=60))
+    st.builds(
+        lambda ts, lvl, msg: f"[{ts}] [{lvl}] {msg}",
+        st.sampled_from(["2023-11-12 11:30:02.114", "2025-01-02 03:04:05", "garbage", ""]),
+        st.sampled_from(["INFO", "ERROR", "WARN", "DEBUG", ""]),
+        st.sampled_from(
+            [
+                "Received POST request to /api/v1/models/unload with body: {",
+                "Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway",
+                "[LM STUDIO SERVER] Success! HTTP server listening on port 1234",
+                "}",
+                "",
+            ]
+        )
+        | st.text(max_size=30),
+    ),
+    st.text(max_size=60),
+)
 
 
 @PROPERTY
@@ -565,15 +662,26 @@ def test_lmstudio_log_parser_property(tmp_path_factory, lines, junk):
 
 
 @PROPERTY
-@given(request_doc=JSON_VALUES, episode_doc=JSON_VALUES, results_doc=JSON_VALUES, summary_doc=JSON_VALUES,
-       round_file=st.sampled_from(["experience_request.json", "round.json"]))
-def test_harvest_loader_takes_any_json(tmp_path_factory, request_doc, episode_doc, results_doc, summary_doc, round_file):
+@given(
+    request_doc=JSON_VALUES,
+    episode_doc=JSON_VALUES,
+    results_doc=JSON_VALUES,
+    summary_doc=JSON_VALUES,
+    round_file=st.sampled_from(["experience_request.json", "round.json"]),
+)
+def test_harvest_loader_takes_any_json(
+    tmp_path_factory, request_doc, episode_doc, results_doc, summary_doc, round_file
+):
     from pytest_runhealth.evaluation.harvest import load_harvest
     from pytest_runhealth.rundir import RunDir
 
     root = tmp_path_factory.mktemp("harvest")
-    for rel, doc in ((round_file, request_doc), ("episode_00/episode.json", episode_doc),
-                     ("episode_00/results.json", results_doc), ("summary.json", summary_doc)):
+    for rel, doc in (
+        (round_file, request_doc),
+        ("episode_00/episode.json", episode_doc),
+        ("episode_00/results.json", results_doc),
+        ("summary.json", summary_doc),
+    ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(json.dumps(doc))
     ev = load_harvest(RunDir(root))
@@ -608,10 +716,23 @@ YAML_SCALAR = st.one_of(st.integers(), st.floats(allow_nan=True), st.text(max_si
 
 
 @PROPERTY
-@given(doc=st.recursive(YAML_SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-           st.sampled_from(["model", "optimization", "steps", "checkpoints", "load_checkpoint", "output_dir"]) | st.text(max_size=5),
-           inner, max_size=4), max_leaves=10),
-       junk=st.binary(max_size=60), spoil=st.booleans())
+@given(
+    doc=st.recursive(
+        YAML_SCALAR,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(["model", "optimization", "steps", "checkpoints", "load_checkpoint", "output_dir"])
+                | st.text(max_size=5),
+                inner,
+                max_size=4,
+            )
+        ),
+        max_leaves=10,
+    ),
+    junk=st.binary(max_size=60),
+    spoil=st.booleans(),
+)
 def test_workspace_config_reader_property(tmp_path_factory, doc, junk, spoil):
     import yaml
 
@@ -637,14 +758,20 @@ def test_escape_sequences_in_run_ids_and_file_names_never_reach_any_output_raw(p
     session = tmp_path / "session"
     logs = session / "runs" / evil / "logs"
     logs.mkdir(parents=True)
-    (logs / f"train{evil}.log").write_text("Traceback (most recent call last):\n  File x\n"
-                                           "RuntimeError: CUDA out of memory\n")
+    (logs / f"train{evil}.log").write_text(
+        "Traceback (most recent call last):\n  File x\nRuntimeError: CUDA out of memory\n"
+    )
     (session / "ledger.jsonl").write_text(json.dumps({"run_id": evil, "n_steps": 3}) + "\n")
     xml, html, md = pytester.path / "j.xml", pytester.path / "r.html", pytester.path / "r.md"
-    res = run_health(session, args=("--junitxml", str(xml), "--runhealth-html", str(html),
-                                    "--runhealth-markdown", str(md), "-rA"))
-    outputs = {"terminal": res.stdout + res.result.stderr.str(), "junit": xml.read_text(), "html": html.read_text(),
-               "markdown": md.read_text()}
+    res = run_health(
+        session, args=("--junitxml", str(xml), "--runhealth-html", str(html), "--runhealth-markdown", str(md), "-rA")
+    )
+    outputs = {
+        "terminal": res.stdout + res.result.stderr.str(),
+        "junit": xml.read_text(),
+        "html": html.read_text(),
+        "markdown": md.read_text(),
+    }
     assert "RH201" in outputs["terminal"]
     for where, text in outputs.items():
         assert "\x1b" not in text and "\x07" not in text, where
@@ -653,8 +780,14 @@ def test_escape_sequences_in_run_ids_and_file_names_never_reach_any_output_raw(p
 
 # -- hostile merge inputs (#14 item 10) -------------------------------------------------------------
 def _report(**extra):
-    doc = {"schema": "runhealth-report/1", "plugin_version": "0.1.0", "started_at": "x", "run_dirs": [],
-           "results": [{"nodeid": "a", "check": "X", "run": "r", "outcome": "passed"}], "summary": {"passed": 1}}
+    doc = {
+        "schema": "runhealth-report/1",
+        "plugin_version": "0.1.0",
+        "started_at": "x",
+        "run_dirs": [],
+        "results": [{"nodeid": "a", "check": "X", "run": "r", "outcome": "passed"}],
+        "summary": {"passed": 1},
+    }
     doc.update(extra)
     return doc
 
@@ -692,12 +825,15 @@ def test_merge_refuses_fifos_and_devices(tmp_path, capsys, special):
     assert "not a regular file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("shards, problem", [
-    (["1/3"], "2/3, 3/3 missing"),
-    (["1/2", "1/2", "2/2"], "1/2 given more than once"),
-    (["1/2", "2/3"], "different splits"),
-    (["1/2", None], "some reports are shards"),
-])
+@pytest.mark.parametrize(
+    "shards, problem",
+    [
+        (["1/3"], "2/3, 3/3 missing"),
+        (["1/2", "1/2", "2/2"], "1/2 given more than once"),
+        (["1/2", "2/3"], "different splits"),
+        (["1/2", None], "some reports are shards"),
+    ],
+)
 def test_merge_needs_every_shard_once(tmp_path, capsys, shards, problem):
     from pytest_runhealth.cli import main as cli_main
 
@@ -729,7 +865,8 @@ def test_published_report_schema_is_in_the_package_data():
 
     assert REPORT_SCHEMA_FILE.is_file()
     globs = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"]["pytest_runhealth"]
+        "package-data"
+    ]["pytest_runhealth"]
     assert any(REPORT_SCHEMA_FILE.match(g) for g in globs)
 
 

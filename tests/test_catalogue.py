@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from conftest import EXAMPLES, REPO
+
 from pytest_runhealth import Registry, checks
 from pytest_runhealth.catalogue import render_catalogue
 
@@ -80,7 +80,8 @@ def test_every_builtin_lacking_docs_or_examples_is_named():
     gaps = {s.id: gaps_of(s, fails, passes) for s in BUILTINS}
     unlisted = {k: v for k, v in gaps.items() if v and k not in KNOWN_GAPS}
     assert not unlisted, "built-in checks lacking docs or examples:\n" + "\n".join(
-        f"  {k}: {'; '.join(v)}" for k, v in sorted(unlisted.items()))
+        f"  {k}: {'; '.join(v)}" for k, v in sorted(unlisted.items())
+    )
     assert set(KNOWN_GAPS) <= {s.id for s in BUILTINS}, "KNOWN_GAPS names checks that do not exist"
 
 
@@ -106,10 +107,18 @@ def test_list_markdown_prints_the_docs(pytester):
 def test_explain_prints_one_page(pytester):
     res = pytester.runpytest("--runhealth-explain", "RH001")
     assert res.ret == 0
-    res.stdout.fnmatch_lines([
-        "RH001 ledger-readable", "*family: evidence*", "What it detects", "*ledger.jsonl*",
-        "Why it matters", "Example evidence", "Fix", "Run it: pytest --run-dir=PATH -k RH001",
-    ])
+    res.stdout.fnmatch_lines(
+        [
+            "RH001 ledger-readable",
+            "*family: evidence*",
+            "What it detects",
+            "*ledger.jsonl*",
+            "Why it matters",
+            "Example evidence",
+            "Fix",
+            "Run it: pytest --run-dir=PATH -k RH001",
+        ]
+    )
     by_slug = pytester.runpytest("--runhealth-explain", "ledger-readable")
     assert by_slug.stdout.str() == res.stdout.str()
 
@@ -132,9 +141,18 @@ def test_explain_and_list_include_conftest_checks_and_rules(pytester):
     """)
     pytester.path.joinpath("runhealth.yaml").write_text(
         "rules:\n  - {id: TEAM101, slug: disk-full, literal: 'No space left on device', verdict: infra,"
-        " why: 'checkpoints stop', fix: 'free disk'}\n")
+        " why: 'checkpoints stop', fix: 'free disk'}\n"
+    )
     listing = pytester.runpytest("--runhealth-list")
     listing.stdout.fnmatch_lines(["LOCAL101  warmup-finished*local*", "TEAM101  disk-full*team*"])
     page = pytester.runpytest("--runhealth-explain", "TEAM101")
-    page.stdout.fnmatch_lines(["TEAM101 disk-full", "*from: rules in *runhealth.yaml", "Why it matters",
-                               "  checkpoints stop", "Thresholds*", "  count: 1"])
+    page.stdout.fnmatch_lines(
+        [
+            "TEAM101 disk-full",
+            "*from: rules in *runhealth.yaml",
+            "Why it matters",
+            "  checkpoints stop",
+            "Thresholds*",
+            "  count: 1",
+        ]
+    )

@@ -24,8 +24,15 @@ def test_names_of_both_trainers():
 
 
 def test_latest_prefers_kohya_final_then_highest_step():
-    files = [Path(p) for p in ("o/x-step00000500.safetensors", "o/x-step00001500.safetensors", "o/x.safetensors",
-                               "o/unrelated.safetensors")]
+    files = [
+        Path(p)
+        for p in (
+            "o/x-step00000500.safetensors",
+            "o/x-step00001500.safetensors",
+            "o/x.safetensors",
+            "o/unrelated.safetensors",
+        )
+    ]
     found = find_checkpoints(files)
     assert latest(found).final and latest(found).path.name == "x.safetensors"
     assert "unrelated.safetensors" not in {c.path.name for c in found}
@@ -50,12 +57,30 @@ def header_file(path: Path, header: dict, data: bytes) -> Path:
         (lambda p: p.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{}"), "cut short"),
         (lambda p: p.write_bytes((2**40).to_bytes(8, "little")), "100 MB"),
         (lambda p: p.write_bytes(b"\x04\x00\x00\x00\x00\x00\x00\x00\xff\xfe{}"), "not JSON"),
-        (lambda p: header_file(p, {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, b"\x00" * 8), "cut short"),
-        (lambda p: header_file(p, {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}}, b"\x00" * 12), "needs 16 bytes"),
-        (lambda p: header_file(p, {"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\x00" * 9), "follow the last tensor"),
+        (
+            lambda p: header_file(p, {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, b"\x00" * 8),
+            "cut short",
+        ),
+        (
+            lambda p: header_file(p, {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}}, b"\x00" * 12),
+            "needs 16 bytes",
+        ),
+        (
+            lambda p: header_file(p, {"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\x00" * 9),
+            "follow the last tensor",
+        ),
         (lambda p: header_file(p, {"w": {"shape": [1]}}, b""), "no valid dtype"),
     ],
-    ids=["zero-byte", "header-beyond-file", "huge-length", "not-json", "data-short", "shape-mismatch", "trailing", "no-offsets"],
+    ids=[
+        "zero-byte",
+        "header-beyond-file",
+        "huge-length",
+        "not-json",
+        "data-short",
+        "shape-mismatch",
+        "trailing",
+        "no-offsets",
+    ],
 )
 def test_damaged_headers(tmp_path, make, words):
     path = tmp_path / "x.safetensors"
@@ -90,16 +115,31 @@ def test_rh205_newest_pair_present_while_older_pruned_passes(tmp_path, run_healt
 
 
 def test_rh205_load_checkpoint_missing(tmp_path, run_health):
-    ws = workspace(tmp_path, weights=[500], states=[500], load="outputs/checkpoints/lora_weights_step_00900.safetensors")
-    r = run_health(ws, args=("-k", "RH205",)).result_of("RH205")
+    ws = workspace(
+        tmp_path, weights=[500], states=[500], load="outputs/checkpoints/lora_weights_step_00900.safetensors"
+    )
+    r = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH205",
+        ),
+    ).result_of("RH205")
     assert (r["outcome"], r["cause"]) == ("failed", "load-checkpoint-missing")
     assert r["evidence"][0]["path"] == "config.yaml" and r["evidence"][0]["line"] == 5
 
 
 def test_rh205_load_checkpoint_without_state_beside_it(tmp_path, run_health):
-    ws = workspace(tmp_path, weights=[500, 1000], states=[1000],
-                   load="outputs/checkpoints/lora_weights_step_00500.safetensors")
-    r = run_health(ws, args=("-k", "RH205",)).result_of("RH205")
+    ws = workspace(
+        tmp_path, weights=[500, 1000], states=[1000], load="outputs/checkpoints/lora_weights_step_00500.safetensors"
+    )
+    r = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH205",
+        ),
+    ).result_of("RH205")
     assert (r["outcome"], r["cause"]) == ("failed", "resume-state-missing")
     assert "restart at step 0" in r["summary"]
 
@@ -107,7 +147,13 @@ def test_rh205_load_checkpoint_without_state_beside_it(tmp_path, run_health):
 def test_rh205_state_being_written_is_named(tmp_path, run_health):
     ws = workspace(tmp_path, weights=[500, 1000], states=[500])
     (ws / "outputs/checkpoints/training_state_step_01000.pt.tmp").write_bytes(b"PK")
-    r = run_health(ws, args=("-k", "RH205",)).result_of("RH205")
+    r = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH205",
+        ),
+    ).result_of("RH205")
     assert r["cause"] == "resume-state-missing" and ".pt.tmp exists" in r["summary"]
 
 
@@ -115,7 +161,13 @@ def test_rh205_kohya_state_folders(tmp_path, run_health):
     kohya = tmp_path / "k"
     shutil.copytree(EXAMPLES / "kohya-healthy", kohya)
     shutil.rmtree(kohya / "mylora-state")  # the final checkpoint lost its state; step 50 kept one
-    r = run_health(kohya, args=("-k", "RH205",)).result_of("RH205")
+    r = run_health(
+        kohya,
+        args=(
+            "-k",
+            "RH205",
+        ),
+    ).result_of("RH205")
     assert (r["outcome"], r["cause"]) == ("failed", "resume-state-missing")
 
 
@@ -123,7 +175,15 @@ def test_rh206_zero_byte_and_oversized_claim(tmp_path, run_health):
     ws = workspace(tmp_path, weights=[500, 1000], states=[500, 1000])
     ck = ws / "outputs" / "checkpoints"
     (ck / "lora_weights_step_01000.safetensors").write_bytes(b"")
-    header_file(ck / "extra.safetensors", {"w": {"dtype": "F16", "shape": [1024], "data_offsets": [0, 2048]}}, b"\x00" * 10)
-    r = run_health(ws, args=("-k", "RH206",)).result_of("RH206")
+    header_file(
+        ck / "extra.safetensors", {"w": {"dtype": "F16", "shape": [1024], "data_offsets": [0, 2048]}}, b"\x00" * 10
+    )
+    r = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH206",
+        ),
+    ).result_of("RH206")
     assert (r["outcome"], r["cause"]) == ("failed", "truncated-checkpoint")
     assert "2 of 3 checkpoint(s)" in r["summary"] and "lora_weights_step_00500" in r["summary"]

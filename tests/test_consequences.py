@@ -30,14 +30,36 @@ def dead_run_sweep(root: Path) -> Path:
     (batch 8, dim 128): RH201, RH102 (disqualified empty_tfevents), RH005 (its
     event file holds only the header) and RH105 (an early exit with knobs the
     healthy candidate did not use) all fail on it."""
-    rows = [sb.row("baseline-000-s0", "baseline", at=sb.at(0), duration_s=2230.0, n_steps=1500, score=0.72),
-            sb.row("cand-000-s0", "candidate", at=sb.at(40), duration_s=2240.0, n_steps=1500, score=0.7,
-                   config=sb.knobs(learning_rate=2e-4)),
-            sb.row(DEAD, "candidate", at=sb.at(80), duration_s=27.4, n_steps=0, score=None, judge=None,
-                   disqualified="empty_tfevents", exit_code=1, error="trainer exited with code 1",
-                   config=sb.knobs(train_batch_size=8, network_dim=128))]
-    logs = {"baseline-000-s0": sb.healthy_log(1500, 1.47), "cand-000-s0": sb.healthy_log(1500, 1.48),
-            DEAD: sb.died_log("cuda-oom")}
+    rows = [
+        sb.row("baseline-000-s0", "baseline", at=sb.at(0), duration_s=2230.0, n_steps=1500, score=0.72),
+        sb.row(
+            "cand-000-s0",
+            "candidate",
+            at=sb.at(40),
+            duration_s=2240.0,
+            n_steps=1500,
+            score=0.7,
+            config=sb.knobs(learning_rate=2e-4),
+        ),
+        sb.row(
+            DEAD,
+            "candidate",
+            at=sb.at(80),
+            duration_s=27.4,
+            n_steps=0,
+            score=None,
+            judge=None,
+            disqualified="empty_tfevents",
+            exit_code=1,
+            error="trainer exited with code 1",
+            config=sb.knobs(train_batch_size=8, network_dim=128),
+        ),
+    ]
+    logs = {
+        "baseline-000-s0": sb.healthy_log(1500, 1.47),
+        "cand-000-s0": sb.healthy_log(1500, 1.48),
+        DEAD: sb.died_log("cuda-oom"),
+    }
     sb.write_session(root, rows, logs)
     write_events(root / "runs" / DEAD / "logs" / "tb", [])
     return root
@@ -53,8 +75,10 @@ def section(stdout: str, title: str) -> str:
 def test_a_dead_run_is_one_root_cause_with_three_consequences(tmp_path, pytester, run_health):
     sweep = dead_run_sweep(tmp_path / "dead")
     xml, html, md = pytester.path / "junit.xml", pytester.path / "page.html", pytester.path / "summary.md"
-    h = run_health(sweep, args=("--tb=line", "--junitxml", str(xml), "--runhealth-html", str(html),
-                                "--runhealth-markdown", str(md)))
+    h = run_health(
+        sweep,
+        args=("--tb=line", "--junitxml", str(xml), "--runhealth-html", str(html), "--runhealth-markdown", str(md)),
+    )
     # pytest stays honest: four failed items, exit code 1.
     assert h.result.ret == 1
     failing = {r["check"]: r for r in h.results(run=DEAD) if r["outcome"] == "failed"}
@@ -69,8 +93,9 @@ def test_a_dead_run_is_one_root_cause_with_three_consequences(tmp_path, pytester
     # Terminal: the root first, one indented line per consequence, the fix once.
     text = section(h.stdout, "run-health: root causes")
     lines = text.splitlines()
-    assert re.fullmatch(r"1 of 3 runs died of cuda-oom: torch\.OutOfMemoryError: CUDA out of memory\..* · cand-001-s0",
-                        lines[0]), text
+    assert re.fullmatch(
+        r"1 of 3 runs died of cuda-oom: torch\.OutOfMemoryError: CUDA out of memory\..* · cand-001-s0", lines[0]
+    ), text
     assert lines[1] == "  root: RH201 trainer-error, verdict " + root["verdict"]
     pytester_lines = [ln for ln in lines if ln.startswith("  ↳ ")]
     assert [ln.split()[1] for ln in pytester_lines] == ["RH005", "RH102", "RH105"]
@@ -83,8 +108,11 @@ def test_a_dead_run_is_one_root_cause_with_three_consequences(tmp_path, pytester
     for case in ET.parse(xml).getroot().iter("testcase"):
         name = re.sub(r"@[^\]]*$", "", case.get("name"))
         cases[name] = {p.get("name"): p.get("value") for p in case.iter("property")}
-    for check, slug in (("RH005", "tfevents-readable"), ("RH102", "trainer-died-instantly"),
-                        ("RH105", "early-exit-config")):
+    for check, slug in (
+        ("RH005", "tfevents-readable"),
+        ("RH102", "trainer-died-instantly"),
+        ("RH105", "early-exit-config"),
+    ):
         props = cases[f"{check}-{slug}[dead/{DEAD}]"]
         assert props["consequence_of"] == "RH201" and props["verdict"] == root["verdict"], props
     assert "consequence_of" not in cases[f"RH201-trainer-error[dead/{DEAD}]"]
@@ -124,8 +152,11 @@ def junit_grouping(xml: Path) -> dict[str, tuple[str | None, str | None]]:
 
 
 def json_grouping(report: dict) -> dict[str, tuple[str | None, str | None]]:
-    return {r["nodeid"].split("::")[-1]: (r.get("consequence_of"), r["verdict"]) for r in report["results"]
-            if r["outcome"] == "failed"}
+    return {
+        r["nodeid"].split("::")[-1]: (r.get("consequence_of"), r["verdict"])
+        for r in report["results"]
+        if r["outcome"] == "failed"
+    }
 
 
 AGREE_DIRS = (EXAMPLES / "sweep-died-cuda-oom", EXAMPLES / "sweep-vram-leak")
@@ -184,18 +215,24 @@ def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(pyte
     html = pytester.path / "page.html"
     plain = run_health(*dirs, args=("--tb=no", "--runhealth-html", str(html)))
     text = section(plain.stdout, "run-health: root causes")
-    assert re.search(r"^sweep-died-cuda-oom: 4 of 5 runs died of cuda-oom: torch\.OutOfMemoryError: .*"
-                     r" · cand-000-s0, cand-001-s0, cand-002-s0, cand-003-s0$", text, re.M), text
+    assert re.search(
+        r"^sweep-died-cuda-oom: 4 of 5 runs died of cuda-oom: torch\.OutOfMemoryError: .*"
+        r" · cand-000-s0, cand-001-s0, cand-002-s0, cand-003-s0$",
+        text,
+        re.M,
+    ), text
     assert "  ↳ RH102 trainer-died-instantly (cuda-oom) on 4 runs: consequence of RH201" in text
-    assert re.search(r"^sweep-vram-leak: 5 of 6 runs failed RH101 step-count-collapse \(vram-leak-step-collapse\)",
-                     text, re.M), text
+    assert re.search(
+        r"^sweep-vram-leak: 5 of 6 runs failed RH101 step-count-collapse \(vram-leak-step-collapse\)", text, re.M
+    ), text
     assert "  ↳ RH107 slow-steps (swap-slowdown) on 5 runs: consequence of RH101" in text
     # The long RH101 fix (RH107 swap-slowdown repeats it) is printed once in the section.
     assert text.count("The judge VLM stayed resident in VRAM") == 1
 
     def grouping(report):
-        return sorted((r["nodeid"], r.get("consequence_of"), r["verdict"]) for r in report["results"]
-                      if r["outcome"] == "failed")
+        return sorted(
+            (r["nodeid"], r.get("consequence_of"), r["verdict"]) for r in report["results"] if r["outcome"] == "failed"
+        )
 
     # The page leads with the line; each run's cards fold below it (their fix is told once, above).
     page = html.read_text()
@@ -256,6 +293,7 @@ def test_the_per_run_record_is_released_with_the_run(pytester):
         def pytest_sessionfinish(self, session):
             seen_at_end.append(dict(session.config.stash.get(EARLIER, {})))
 
-    pytester.inline_run("-p", "no:cacheprovider", "--tb=no", "--run-dir", str(EXAMPLES / "sweep-died-cuda-oom"),
-                        plugins=[Probe()])
+    pytester.inline_run(
+        "-p", "no:cacheprovider", "--tb=no", "--run-dir", str(EXAMPLES / "sweep-died-cuda-oom"), plugins=[Probe()]
+    )
     assert seen_at_end == [{}]

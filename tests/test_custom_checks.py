@@ -10,7 +10,6 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import EXAMPLES
 
 PACK = EXAMPLES / "check_pack"
@@ -34,13 +33,15 @@ def test_conftest_check_fails_and_passes_on_its_cases(pytester, run_health):
 def test_conftest_check_through_the_register_hook(pytester, run_health, tmp_path):
     """The hook route works from a conftest too, for checks defined elsewhere."""
     pytester.makeini("[pytest]\n")
-    pytester.makepyfile(team_checks=textwrap.dedent("""
+    pytester.makepyfile(
+        team_checks=textwrap.dedent("""
         import pytest_runhealth as runhealth
 
         @runhealth.check("TEAM201", "always-notes", detects="d", why="w", example="e", fix="f")
         def always_notes(ctx):
             return "looked"
-    """))
+    """)
+    )
     pytester.makeconftest("""
         import team_checks
 
@@ -56,8 +57,11 @@ def test_conftest_check_through_the_register_hook(pytester, run_health, tmp_path
 # -- an installed pack -------------------------------------------------------------
 def test_pack_fires_and_passes_on_its_examples(pytester, run_health):
     pytester.syspathinsert(PACK_SRC)
-    res = run_health(PACK_CASES / "loss-scale-floor", PACK_CASES / "loss-scale-recovers",
-                     args=("-p", "runhealth_acme.plugin", "-k", "ACME"))
+    res = run_health(
+        PACK_CASES / "loss-scale-floor",
+        PACK_CASES / "loss-scale-recovers",
+        args=("-p", "runhealth_acme.plugin", "-k", "ACME"),
+    )
     assert res.result_of("ACME101", "loss-scale-floor")["cause"] == "loss-scale-floor"
     assert res.result_of("ACME101", "loss-scale-recovers")["outcome"] == "passed"
 
@@ -93,7 +97,11 @@ def make_dist(root, name: str, module: str, source: str) -> None:
 def test_pack_that_fails_to_import_fails_alone(pytester, run_health, tmp_path):
     pytester.makeini("[pytest]\n")
     make_dist(pytester.path, "brokenpack", "brokenpack_mod", "import torchx_not_installed\n")
-    make_dist(pytester.path, "goodpack", "goodpack_mod", """
+    make_dist(
+        pytester.path,
+        "goodpack",
+        "goodpack_mod",
+        """
         import pytest_runhealth as runhealth
 
         @runhealth.check("GOOD101", "always-fine", detects="d", why="w", example="e", fix="f")
@@ -103,17 +111,20 @@ def test_pack_that_fails_to_import_fails_alone(pytester, run_health, tmp_path):
         def pytest_runhealth_register_checks(registry, config):
             registry.register_prefix("GOOD", owner="goodpack")
             registry.add(fine, owner="goodpack")
-    """)
+    """,
+    )
     pytester.syspathinsert()
     res = run_health(tmp_path, args=("-k", "GOOD or pack or RH006"))
     assert res.ret == 1
     assert res.result_of("GOOD101")["outcome"] == "passed"
     assert res.result_of("RH006")["outcome"] == "passed"
-    res.result.stdout.fnmatch_lines([
-        "*pack-brokenpack-loads*",
-        "*check pack 'brokenpack' (brokenpack_mod, from brokenpack) failed to load: ModuleNotFoundError: "
-        "No module named 'torchx_not_installed'. Its checks did not run; the other checks did.*",
-    ])
+    res.result.stdout.fnmatch_lines(
+        [
+            "*pack-brokenpack-loads*",
+            "*check pack 'brokenpack' (brokenpack_mod, from brokenpack) failed to load: ModuleNotFoundError: "
+            "No module named 'torchx_not_installed'. Its checks did not run; the other checks did.*",
+        ]
+    )
 
 
 def test_pack_is_installable_with_its_entry_point(tmp_path):
@@ -124,8 +135,14 @@ def test_pack_is_installable_with_its_entry_point(tmp_path):
     shutil.copytree(PACK, pack)
     (tmp_path / "meta").mkdir()
     code = "import setuptools, sys; sys.argv = ['setup.py', '-q', 'egg_info', '--egg-base', sys.argv[1]]; setuptools.setup()"
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(tmp_path / "meta")], cwd=pack,
-                          capture_output=True, text=True, timeout=180, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code, str(tmp_path / "meta")],
+        cwd=pack,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = tmp_path / "meta" / "runhealth_acme_pack.egg-info"
     eps = (info / "entry_points.txt").read_text()
@@ -137,16 +154,26 @@ def test_pack_is_installable_with_its_entry_point(tmp_path):
 
 def test_pack_own_tests_pass():
     """Its selftest test is left to the pack's own CI: the selftest is tested below."""
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not selftest", "tests"],
-                          cwd=PACK, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not selftest", "tests"],
+        cwd=PACK,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
 # -- runhealth.yaml rules ------------------------------------------------------------
 def test_rules_example_fires_and_passes(run_health):
     cases = RULES / "cases"
-    res = run_health(cases / "nccl-timeout", cases / "grad-spike", cases / "healthy",
-                     args=("--runhealth-config", str(RULES / "runhealth.yaml"), "-k", "OPS"))
+    res = run_health(
+        cases / "nccl-timeout",
+        cases / "grad-spike",
+        cases / "healthy",
+        args=("--runhealth-config", str(RULES / "runhealth.yaml"), "-k", "OPS"),
+    )
     assert res.result_of("OPS101", "nccl-timeout")["cause"] == "nccl-timeout"
     assert res.result_of("OPS102", "grad-spike")["outcome"] == "warned"  # declared severity: warn
     assert res.result_of("OPS103", "nccl-timeout")["cause"] == "steps-incomplete"
@@ -160,10 +187,13 @@ def test_selftest_reports_a_rule_that_stopped_firing(pytester):
     shutil.copytree(RULES / "cases" / "nccl-timeout", pytester.path / "cases" / "nccl-timeout")
     pytester.path.joinpath("runhealth.yaml").write_text(
         "rules:\n  - {id: OPS101, slug: nccl-watchdog-timeout, literal: 'Watchdog caught kollective', verdict: infra,"
-        " cause: nccl-timeout, examples: {fails: [cases/nccl-timeout]}}\n")
+        " cause: nccl-timeout, examples: {fails: [cases/nccl-timeout]}}\n"
+    )
     res = pytester.runpytest("--runhealth-selftest=OPS")
     assert res.ret == 1
-    res.stdout.fnmatch_lines([
-        "*FAIL  OPS101 no longer fires on its bad example nccl-timeout (passed)",
-        "selftest: FAILED, 1 expectation(s) not met",
-    ])
+    res.stdout.fnmatch_lines(
+        [
+            "*FAIL  OPS101 no longer fires on its bad example nccl-timeout (passed)",
+            "selftest: FAILED, 1 expectation(s) not met",
+        ]
+    )

@@ -68,23 +68,30 @@ def test_rules_fail_with_diagnosis(tmp_path, rules_yaml, run_health):
     assert nccl["evidence"][0]["path"] == "logs/train.log" and nccl["evidence"][0]["line"] == 2
     assert res.result_of("ACME102")["evidence"][0]["line"] == 3
     assert res.result_of("ACME103")["cause"] == "steps-incomplete"
-    res.result.stdout.fnmatch_lines([
-        "*ACME101 nccl-watchdog-timeout [[]bad[]]*verdict: infra*cause: nccl-timeout*",
-        "*logs/train.log:2 *Watchdog caught collective operation timeout*",
-        "*fix: find the rank that stalled*",
-    ])
+    res.result.stdout.fnmatch_lines(
+        [
+            "*ACME101 nccl-watchdog-timeout [[]bad[]]*verdict: infra*cause: nccl-timeout*",
+            "*logs/train.log:2 *Watchdog caught collective operation timeout*",
+            "*fix: find the rank that stalled*",
+        ]
+    )
 
 
 def test_rules_pass_on_near_misses(tmp_path, rules_yaml, run_health):
     """A healthy log that mentions the watchdog, a grad norm under the limit
     and the completion line: nothing fires."""
     rules_yaml()
-    healthy = ("NCCL watchdog thread started\nstep 1 grad_norm=99.5 loss 0.3\n"
-               "step 2 grad_norm=1.2e+01 loss 0.2\ntraining complete\n")
+    healthy = (
+        "NCCL watchdog thread started\nstep 1 grad_norm=99.5 loss 0.3\n"
+        "step 2 grad_norm=1.2e+01 loss 0.2\ntraining complete\n"
+    )
     res = run_health(run_with_log(tmp_path, "good", healthy), args=("-k", "ACME"))
     assert res.ret == 0, res.stdout
-    assert {r["check"]: r["outcome"] for r in res.results()} == {"ACME101": "passed", "ACME102": "passed",
-                                                                 "ACME103": "passed"}
+    assert {r["check"]: r["outcome"] for r in res.results()} == {
+        "ACME101": "passed",
+        "ACME102": "passed",
+        "ACME103": "passed",
+    }
 
 
 def test_rule_without_matching_file_skips_with_reason(tmp_path, rules_yaml, run_health):
@@ -140,8 +147,7 @@ def test_bad_rules_are_one_usage_error_naming_each_rule_and_field(pytester, rule
 
 
 def test_rule_may_not_take_the_builtin_prefix(pytester, rules_yaml, tmp_path):
-    rules_yaml(
-        "rules:\n  - {id: RH999, slug: mine, literal: x, verdict: infra}\n")
+    rules_yaml("rules:\n  - {id: RH999, slug: mine, literal: x, verdict: infra}\n")
     res = pytester.runpytest("--run-dir", str(tmp_path))
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     assert "prefix RH is reserved" in res.stderr.str()
@@ -206,9 +212,14 @@ def test_match_across_chunk_boundaries_is_counted_once(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     ("rel", "pattern", "matched"),
-    [("logs/train.log", "logs/*.log", True), ("a/logs/train.log", "logs/*.log", False),
-     ("logs/train.log", "*.log", False), ("a/b/c.log", "**/*.log", True), ("c.log", "**/*.log", True),
-     ("runs/x/logs/stdout.log", "runs/*/logs/stdout.log", True)],
+    [
+        ("logs/train.log", "logs/*.log", True),
+        ("a/logs/train.log", "logs/*.log", False),
+        ("logs/train.log", "*.log", False),
+        ("a/b/c.log", "**/*.log", True),
+        ("c.log", "**/*.log", True),
+        ("runs/x/logs/stdout.log", "runs/*/logs/stdout.log", True),
+    ],
 )
 def test_glob_stays_within_folders(rel, pattern, matched):
     assert glob_match(rel, pattern) is matched

@@ -9,9 +9,10 @@ import os
 from pathlib import Path
 
 from eval_builders import T0, episode, request, write
-from pytest_runhealth.discovery import discover
 from sweep_builders import healthy_session
 from trainerfiles import kohya_scalars, write_events, write_safetensors
+
+from pytest_runhealth.discovery import discover
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
 
@@ -71,10 +72,14 @@ def test_a_tree_of_every_kind_is_found_once_and_no_link_is_followed(tmp_path):
     d = discover(root)
     found = {f.label(d.root): f.kind for f in d.runs}
     assert found == {
-        "sweeps/s1": "sweep", "sweeps/s2": "sweep",
-        "ltx/ws-a": "trainer", "ltx/out-b": "trainer",
-        "outputs/lora-a": "kohya", "outputs/lora-b": "kohya",
-        "evals/league-7": "harvest", "evals/solo": "harvest",
+        "sweeps/s1": "sweep",
+        "sweeps/s2": "sweep",
+        "ltx/ws-a": "trainer",
+        "ltx/out-b": "trainer",
+        "outputs/lora-a": "kohya",
+        "outputs/lora-b": "kohya",
+        "evals/league-7": "harvest",
+        "evals/solo": "harvest",
         "misc/tb": "generic",
     }
     league = next(f for f in d.runs if f.label(d.root) == "evals/league-7")
@@ -88,8 +93,17 @@ def test_depth_bounds_the_search_and_a_run_root_is_one_run(tmp_path):
     assert {f.label(root) for f in discover(root, depth=1).runs} == {"ROOT"}  # nothing at depth 1: root unrecognised
     assert discover(root, depth=1).runs[0].kind == "unrecognised"
     shallow = {f.label(root): f.kind for f in discover(root, depth=2).runs}
-    assert set(shallow) == {"sweeps/s1", "sweeps/s2", "ltx/ws-a", "ltx/out-b", "outputs/lora-a", "outputs/lora-b",
-                            "evals/solo", "evals/league-7", "misc/tb"}
+    assert set(shallow) == {
+        "sweeps/s1",
+        "sweeps/s2",
+        "ltx/ws-a",
+        "ltx/out-b",
+        "outputs/lora-a",
+        "outputs/lora-b",
+        "evals/solo",
+        "evals/league-7",
+        "misc/tb",
+    }
     assert shallow["evals/league-7"] == "generic"  # its rounds lie past the depth: only its own log is seen
     s1 = root / "sweeps" / "s1"
     assert [(f.path, f.kind) for f in discover(s1).runs] == [(s1, "sweep")]  # its runs/<id>/ stay its runs
@@ -100,9 +114,13 @@ def test_list_runs_prints_kinds_and_the_header_counts(tmp_path, pytester):
     res = pytester.runpytest("-p", "no:cacheprovider", "--run-dir", str(root), "--runhealth-list-runs")
     assert res.ret == 0
     out = res.stdout.str()
-    assert (f"{root}: 2 trainer runs, 2 kohya runs, 2 sweep sessions (10 runs), 2 harvests (4 rounds), "
-            "1 generic run (1 link(s) out not followed)") in out, out
-    res.stdout.fnmatch_lines(["*harvest*evals/league-7  (3 rounds)", "*kohya*outputs/lora-a", "*sweep*sweeps/s1  (5 runs)"])
+    assert (
+        f"{root}: 2 trainer runs, 2 kohya runs, 2 sweep sessions (10 runs), 2 harvests (4 rounds), "
+        "1 generic run (1 link(s) out not followed)"
+    ) in out, out
+    res.stdout.fnmatch_lines(
+        ["*harvest*evals/league-7  (3 rounds)", "*kohya*outputs/lora-a", "*sweep*sweeps/s1  (5 runs)"]
+    )
     bad = pytester.runpytest("-p", "no:cacheprovider", "--run-dir", str(root), "--runhealth-depth", "x")
     assert bad.ret == 4 and "runhealth-depth" in bad.stderr.str() + bad.stdout.str()
 
@@ -119,7 +137,9 @@ def test_a_session_over_root_checks_each_run_under_its_label(tmp_path, run_healt
 # -- a harvest folder of round folders -----------------------------------------
 def gate_config(tmp_path: Path) -> str:
     cfg = tmp_path / "runhealth.yaml"
-    cfg.write_text(json.dumps({"gate": {"candidate": "pv-0", "claim": "wins"}, "thresholds": {"RH508": {"min_rounds": 3}}}))
+    cfg.write_text(
+        json.dumps({"gate": {"candidate": "pv-0", "claim": "wins"}, "thresholds": {"RH508": {"min_rounds": 3}}})
+    )
     return str(cfg)
 
 
@@ -128,7 +148,9 @@ def test_a_folder_of_round_folders_passes_the_gate_as_one_harvest(tmp_path, run_
     for i in range(3):
         round_folder(h / f"round-{i}", f"xr-{i}")
     write(h / "summary.json", {"fetched_at": T0})
-    res = run_health(h, args=("-k", "RH004 or RH50", *FAST, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path)))
+    res = run_health(
+        h, args=("-k", "RH004 or RH50", *FAST, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path))
+    )
     assert res.ret == 0, res.stdout
     assert res.outcome("RH508") == "passed"
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
@@ -142,7 +164,9 @@ def test_a_folder_of_round_folders_is_refused_like_a_single_harvest(tmp_path, ru
     round_folder(h / "round-1", "xr-1")
     round_folder(h / "round-2", "xr-2", status="running", scores=None)
     write(h / "summary.json", {"fetched_at": T0})
-    res = run_health(h, args=("-k", "RH004 or RH50", *FAST, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path)))
+    res = run_health(
+        h, args=("-k", "RH004 or RH50", *FAST, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path))
+    )
     assert res.ret == 1
     r = res.result_of("RH508")
     assert (r["outcome"], r["verdict"]) == ("failed", "not-evaluable")
@@ -156,7 +180,10 @@ def test_an_unknown_results_shape_is_a_format_problem_on_that_file(tmp_path, run
     ep = episode("completed", None)
     write(h / "experience_request.json", request("xr-1", "completed", [ep]))
     write(h / "episode_00" / "episode.json", ep)
-    write(h / "episode_00" / "results.json", {"results": {"players": [{"name": "a", "score": 3}, {"name": "b", "score": 1}]}})
+    write(
+        h / "episode_00" / "results.json",
+        {"results": {"players": [{"name": "a", "score": 3}, {"name": "b", "score": 1}]}},
+    )
     res = run_health(h, args=("-k", "RH505", *FAST))
     r = res.result_of("RH505")
     assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "not-evaluable", "format-not-understood")
@@ -170,7 +197,9 @@ def test_a_known_results_shape_near_miss_is_read(tmp_path, run_health):
     ep = episode("completed", None)
     write(h / "experience_request.json", request("xr-1", "completed", [ep]))
     write(h / "episode_00" / "episode.json", ep)
-    write(h / "episode_00" / "results.json", {"scores": [{"player_id": "a", "score": 3}, {"player_id": "b", "score": 1}]})
+    write(
+        h / "episode_00" / "results.json", {"scores": [{"player_id": "a", "score": 3}, {"player_id": "b", "score": 1}]}
+    )
     assert run_health(h, args=("-k", "RH505", *FAST)).outcome("RH505") == "passed"
 
 

@@ -5,32 +5,36 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from eval_builders import NEW_BODY, OLD_BODY, T0, episode, harvest, request, write
+from servers.eval_server import ROSTER_SCHEMA
+
 from pytest_runhealth.evaluation.jsondoc import parse_json_bytes
 from pytest_runhealth.evaluation.model import Episode, parse_scores
 from pytest_runhealth.evaluation.shape import validate_body
 from pytest_runhealth.evaluation.triage import score_problem
-from servers.eval_server import ROSTER_SCHEMA
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")  # skip pytest's per-session gc passes
 RH5 = ("-k", "RH004 or RH50", *FAST)
 
 
 def outcomes(res) -> dict[str, tuple[str, str | None, str | None]]:
-    return {r["check"]: (r["outcome"], r["verdict"], r["cause"]) for r in res.results() if r["check"].startswith(("RH004", "RH5"))}
+    return {
+        r["check"]: (r["outcome"], r["verdict"], r["cause"])
+        for r in res.results()
+        if r["check"].startswith(("RH004", "RH5"))
+    }
 
 
 # -- pieces --------------------------------------------------------------------
 def test_uv_preamble_is_recovered_and_reported():
-    raw = b"Resolved 12 packages in 7ms\nInstalled 1 package in 11ms\n + numpy==1.26.4\n{\"id\": \"xr-1\"}\n"
+    raw = b'Resolved 12 packages in 7ms\nInstalled 1 package in 11ms\n + numpy==1.26.4\n{"id": "xr-1"}\n'
     res = parse_json_bytes(raw)
     assert res.ok and res.data == {"id": "xr-1"}
     assert res.preamble and res.bad_line == 1 and res.bad_text.startswith("Resolved")
 
 
 def test_other_chatter_or_truncation_is_not_recovered():
-    assert not parse_json_bytes(b"Traceback (most recent call last):\n{\"id\": 1}\n").ok
+    assert not parse_json_bytes(b'Traceback (most recent call last):\n{"id": 1}\n').ok
     cut = parse_json_bytes(b'{"id": "xr-1", "status": "runn')
     assert not cut.ok and "not JSON" in cut.error
 
@@ -66,13 +70,26 @@ def test_score_problems(scores, players, why):
 
 # -- checks over harvests ------------------------------------------------------
 def test_healthy_harvest_passes_every_eval_check(tmp_path, run_health):
-    h = harvest(tmp_path / "h", [request(f"xr-{i}") for i in range(3)], fetched_at=T0,
-                request_body__json=NEW_BODY, openapi__json=ROSTER_SCHEMA)
+    h = harvest(
+        tmp_path / "h",
+        [request(f"xr-{i}") for i in range(3)],
+        fetched_at=T0,
+        request_body__json=NEW_BODY,
+        openapi__json=ROSTER_SCHEMA,
+    )
     res = run_health(h, args=RH5)
     got = outcomes(res)
     assert {c: o[0] for c, o in got.items()} == {
-        "RH004": "passed", "RH501": "passed", "RH502": "passed", "RH503": "passed", "RH504": "passed",
-        "RH505": "passed", "RH506": "skipped", "RH507": "passed", "RH508": "skipped"}, res.stdout
+        "RH004": "passed",
+        "RH501": "passed",
+        "RH502": "passed",
+        "RH503": "passed",
+        "RH504": "passed",
+        "RH505": "passed",
+        "RH506": "skipped",
+        "RH507": "passed",
+        "RH508": "skipped",
+    }, res.stdout
 
 
 def test_running_inside_budget_waits_past_budget_fails(tmp_path, run_health):
@@ -108,8 +125,11 @@ def test_a_running_round_blocks_under_the_gate_but_is_skipped_outside_it(tmp_pat
 
 
 def test_auth_failure_before_startup_is_infra_and_scores_not_evaluable(tmp_path, run_health):
-    failed = request("xr-1", "failed", [episode("failed", None, error_type="crash",
-                                                 error="Traceback ...\nKeyError: 'authorization'")])
+    failed = request(
+        "xr-1",
+        "failed",
+        [episode("failed", None, error_type="crash", error="Traceback ...\nKeyError: 'authorization'")],
+    )
     h = harvest(tmp_path / "h", [failed], fetched_at=T0)
     got = outcomes(run_health(h, args=RH5))
     assert got["RH503"] == ("failed", "infra", "auth-before-startup")
@@ -118,8 +138,11 @@ def test_auth_failure_before_startup_is_infra_and_scores_not_evaluable(tmp_path,
 
 
 def test_failed_round_where_a_player_started_is_not_rh503(tmp_path, run_health):
-    failed = request("xr-1", "failed", [episode("failed", None, error_type="player_error", failed_agent_index=1,
-                                                 error="policy raised ValueError")])
+    failed = request(
+        "xr-1",
+        "failed",
+        [episode("failed", None, error_type="player_error", failed_agent_index=1, error="policy raised ValueError")],
+    )
     h = harvest(tmp_path / "h", [failed], fetched_at=T0)
     assert outcomes(run_health(h, args=RH5))["RH503"][0] == "passed"
 
@@ -154,10 +177,20 @@ def test_a_round_file_linking_out_of_the_harvest_is_not_followed(tmp_path, run_h
 
 
 def test_leaderboard_null_with_members_passes_without_members_fails(tmp_path, run_health):
-    live = harvest(tmp_path / "live", [request("xr-1", division="div-q")], fetched_at=T0,
-                   leaderboard__json=None, memberships__json=[{"player_id": f"p{i}"} for i in range(10)])
-    dead = harvest(tmp_path / "dead", [request("xr-1", division="div-q")], fetched_at=T0,
-                   leaderboard__json=[], division__json={"id": "div-q", "member_count": 0})
+    live = harvest(
+        tmp_path / "live",
+        [request("xr-1", division="div-q")],
+        fetched_at=T0,
+        leaderboard__json=None,
+        memberships__json=[{"player_id": f"p{i}"} for i in range(10)],
+    )
+    dead = harvest(
+        tmp_path / "dead",
+        [request("xr-1", division="div-q")],
+        fetched_at=T0,
+        leaderboard__json=[],
+        division__json={"id": "div-q", "member_count": 0},
+    )
     res = run_health(live, dead, args=("-k", "RH506", *FAST))
     r = res.result_of("RH506", "live")
     assert r["outcome"] == "passed" and "10 members" in r["note"]
@@ -166,8 +199,12 @@ def test_leaderboard_null_with_members_passes_without_members_fails(tmp_path, ru
 
 
 def test_old_body_and_422_in_client_log_fail_rh507(tmp_path, run_health):
-    h = harvest(tmp_path / "h", [request("xr-1")], fetched_at=T0, request_body__json=OLD_BODY, openapi__json=ROSTER_SCHEMA)
-    (h / "client.log").write_text("POST /v2/experience-requests\nhttpx.HTTPStatusError: Client error '422 Unprocessable Entity'\n")
+    h = harvest(
+        tmp_path / "h", [request("xr-1")], fetched_at=T0, request_body__json=OLD_BODY, openapi__json=ROSTER_SCHEMA
+    )
+    (h / "client.log").write_text(
+        "POST /v2/experience-requests\nhttpx.HTTPStatusError: Client error '422 Unprocessable Entity'\n"
+    )
     res = run_health(h, args=("-k", "RH507", *FAST))
     r = res.result_of("RH507")
     assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "infra", "api-shape-drift")
@@ -198,15 +235,23 @@ def test_gate_passes_with_k_rounds_showing_the_claim_and_writes_a_verdict_record
     assert [c["round"] for c in target["counted"]] == ["xr-0", "xr-1", "xr-2"] and target["excluded"] == []
     files = {f["path"]: f["sha256"] for f in target["evidence_files"]}
     assert "rounds/xr-0/experience_request.json" in files and all(len(v) == 64 for v in files.values())
-    assert {"id": "RH508", "slug": "promotion-gate", "owner": "pytest_runhealth.checks.eval", "version": record["plugin_version"]} in record["checks"]
+    assert {
+        "id": "RH508",
+        "slug": "promotion-gate",
+        "owner": "pytest_runhealth.checks.eval",
+        "version": record["plugin_version"],
+    } in record["checks"]
     assert "PROMOTE" in res.stdout
 
 
 def test_gate_refuses_running_and_failed_before_startup_with_the_count(tmp_path, run_health, pytester):
-    rounds = [scored("xr-0", 9, 3), scored("xr-1", 9, 3),
-              request("xr-2", "running", [episode("running", None)]),
-              request("xr-3", "running", [episode("running", None)]),
-              request("xr-4", "failed", [episode("failed", None, error="KeyError: 'authorization'")])]
+    rounds = [
+        scored("xr-0", 9, 3),
+        scored("xr-1", 9, 3),
+        request("xr-2", "running", [episode("running", None)]),
+        request("xr-3", "running", [episode("running", None)]),
+        request("xr-4", "failed", [episode("failed", None, error="KeyError: 'authorization'")]),
+    ]
     h = harvest(tmp_path / "h", rounds, fetched_at=T0)
     res = run_health(h, args=(*RH5, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path, candidate="pv-0")))
     assert res.ret == 1
@@ -216,7 +261,11 @@ def test_gate_refuses_running_and_failed_before_startup_with_the_count(tmp_path,
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert record["decision"] == "blocked"
     reasons = {e["round"]: e["reason"] for e in record["targets"]["h"]["excluded"]}
-    assert reasons == {"xr-2": "still running", "xr-3": "still running", "xr-4": "failed before any player started: infra"}
+    assert reasons == {
+        "xr-2": "still running",
+        "xr-3": "still running",
+        "xr-4": "failed before any player started: infra",
+    }
     assert {b["check"] for b in record["blockers"]} >= {"RH501", "RH505", "RH508"}
     assert "BLOCKED by" in res.stdout
 
@@ -232,7 +281,10 @@ def test_gate_refuses_missing_scores_and_too_few_rounds(tmp_path, run_health):
 
 def test_gate_with_enough_evidence_against_the_claim_is_policy(tmp_path, run_health):
     h = harvest(tmp_path / "h", [scored(f"xr-{i}", 2, 8) for i in range(3)], fetched_at=T0)
-    res = run_health(h, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-config", gate_config(tmp_path, candidate="pv-0")))
+    res = run_health(
+        h,
+        args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-config", gate_config(tmp_path, candidate="pv-0")),
+    )
     r = res.result_of("RH508")
     assert (r["outcome"], r["verdict"]) == ("failed", "policy")
     assert "pv-0 scored 2 against pv-1's 8" in res.stdout
@@ -254,7 +306,11 @@ def test_gate_deselected_still_blocks(tmp_path, run_health):
 
 
 def test_verdict_record_is_redacted(tmp_path, run_health, pytester):
-    leaky = request("xr-9", "failed", [episode("failed", None, error="KeyError: 'authorization' (Authorization: Bearer sk-abcdefghijklmnopqrstuv)")])
+    leaky = request(
+        "xr-9",
+        "failed",
+        [episode("failed", None, error="KeyError: 'authorization' (Authorization: Bearer sk-abcdefghijklmnopqrstuv)")],
+    )
     h = harvest(tmp_path / "h", [leaky], fetched_at=T0)
     run_health(h, args=(*RH5, "--runhealth-gate"))
     text = (pytester.path / "runhealth-report.verdict.json").read_text()
@@ -262,17 +318,23 @@ def test_verdict_record_is_redacted(tmp_path, run_health, pytester):
 
 
 def test_a_marked_user_gate_test_turns_gate_mode_on(tmp_path, run_health, pytester):
-    pytester.makepyfile(test_gate="""
+    pytester.makepyfile(
+        test_gate="""
         import pytest
 
         @pytest.mark.runhealth_gate
         def test_promote(promotion_gate):
             assert promotion_gate.passed, promotion_gate.missing()
-    """)
-    h = harvest(tmp_path / "h", [scored("xr-0", 9, 3), request("xr-1", "running", [episode("running", None)])], fetched_at=T0)
+    """
+    )
+    h = harvest(
+        tmp_path / "h", [scored("xr-0", 9, 3), request("xr-1", "running", [episode("running", None)])], fetched_at=T0
+    )
     res = run_health(h, args=("test_gate.py", *FAST, "-k", "RH004 or RH50 or test_promote"))
     assert res.ret == 1
-    res.result.stdout.fnmatch_lines(["*AssertionError: 1 of 2 rounds still running*", "FAILED test_gate.py::test_promote*"])
+    res.result.stdout.fnmatch_lines(
+        ["*AssertionError: 1 of 2 rounds still running*", "FAILED test_gate.py::test_promote*"]
+    )
     assert res.outcome("RH508") == "failed"
 
 
@@ -298,8 +360,10 @@ def test_gate_refuses_a_named_loser_and_promotes_a_named_winner(tmp_path, run_he
     res = run_health(winner, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate", "pv-0"))
     assert res.outcome("RH508") == "passed" and res.ret == 0 and "PROMOTE" in res.stdout
     # the champion's side of a regression claim, from the command line
-    res = run_health(winner, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate", "pv-1",
-                                   "--runhealth-claim", "loses"))
+    res = run_health(
+        winner,
+        args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate", "pv-1", "--runhealth-claim", "loses"),
+    )
     assert res.outcome("RH508") == "passed"
 
 
@@ -313,8 +377,12 @@ def test_gate_counts_every_round_of_every_run_dir_as_one_decision(tmp_path, run_
     assert [x["outcome"] for x in res.results() if x["check"] == "RH508"] == ["passed", "skipped"]
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert record["decision"] == "promote"
-    assert sorted((c["run_dir"], c["round"]) for c in record["session"]["counted"]) == \
-        [("a", "xr-0"), ("a", "xr-1"), ("b", "xr-0"), ("b", "xr-1")]
+    assert sorted((c["run_dir"], c["round"]) for c in record["session"]["counted"]) == [
+        ("a", "xr-0"),
+        ("a", "xr-1"),
+        ("b", "xr-0"),
+        ("b", "xr-1"),
+    ]
     assert [c["round"] for c in record["targets"]["b"]["counted"]] == ["xr-0", "xr-1"]
     # two of the four rounds contradict the claim: only 2 show it, the session is blocked
     b2 = harvest(tmp_path / "b2", [scored("xr-0", 2, 8), scored("xr-1", 2, 8)], fetched_at=T0)

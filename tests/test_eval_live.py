@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from eval_builders import NEW_BODY, OLD_BODY, episode, request, write
-from pytest_runhealth.evaluation.client import EvalClient, FetchError
-from pytest_runhealth.evaluation.settings import EvalSettings
 from servers.eval_server import EvalServer, Seq
 from test_eval import FAST, outcomes
+
+from pytest_runhealth.evaluation.client import EvalClient, FetchError
+from pytest_runhealth.evaluation.settings import EvalSettings
 
 XR = "/v2/experience-requests/{}"
 
@@ -113,7 +113,9 @@ def test_statuses_move_from_pending_to_running_to_completed(server, tmp_path, ru
 
 def test_running_past_budget_by_the_servers_clock(server, tmp_path, run_health):
     # maxTicks 2400 at 24/s × 3 = 300 s an episode; zero completed → wedge grace 900 s.
-    server.objects[XR.format("xr-1")] = request("xr-1", "running", [episode("running", None)] * 3, started_at=server.iso())
+    server.objects[XR.format("xr-1")] = request(
+        "xr-1", "running", [episode("running", None)] * 3, started_at=server.iso()
+    )
     server.clock += 600
     res = run_health(args=live_args(server, tmp_path, "xr-1", extra=("-k", "RH502")))
     assert res.outcome("RH502") == "passed" and "still working" in res.result_of("RH502")["note"]
@@ -146,10 +148,16 @@ def test_request_shape_against_the_deployed_openapi(server, tmp_path, run_health
     server.objects[XR.format("xr-1")] = request("xr-1")
     old = write(tmp_path / "old.json", OLD_BODY)
     new = write(tmp_path / "new.json", NEW_BODY)
-    r = run_health(args=live_args(server, tmp_path, "xr-1", extra=("-k", "RH507", "--eval-body", str(old)))).result_of("RH507")
+    r = run_health(args=live_args(server, tmp_path, "xr-1", extra=("-k", "RH507", "--eval-body", str(old)))).result_of(
+        "RH507"
+    )
     assert (r["outcome"], r["cause"]) == ("failed", "api-shape-drift")
-    assert "unexpected field(s) requester, requester_slot, opponents" in r["summary"] and "missing roster" in r["summary"]
-    r = run_health(args=live_args(server, tmp_path, "xr-1", extra=("-k", "RH507", "--eval-body", str(new)))).result_of("RH507")
+    assert (
+        "unexpected field(s) requester, requester_slot, opponents" in r["summary"] and "missing roster" in r["summary"]
+    )
+    r = run_health(args=live_args(server, tmp_path, "xr-1", extra=("-k", "RH507", "--eval-body", str(new)))).result_of(
+        "RH507"
+    )
     assert r["outcome"] == "passed"
 
 
@@ -167,7 +175,10 @@ def test_harvest_and_live_give_the_same_verdicts(server, tmp_path, run_health):
     with client(server) as c:
         for rid in reqs:
             ans = c.get("experience_request", id=rid)
-            write(harvest_dir / "rounds" / rid / "experience_request.json", dict(ans.data, fetched_at=ans.date.isoformat()))
+            write(
+                harvest_dir / "rounds" / rid / "experience_request.json",
+                dict(ans.data, fetched_at=ans.date.isoformat()),
+            )
     args = ("-k", "RH004 or RH50", "--runhealth-gate")
     live = run_health(args=live_args(server, tmp_path, *reqs, extra=args))
     disk = run_health(harvest_dir, args=(*FAST, *args))
@@ -180,10 +191,12 @@ def test_harvest_and_live_give_the_same_verdicts(server, tmp_path, run_health):
 
 def test_eval_server_fixture_in_a_users_test(server, tmp_path, pytester):
     server.objects[XR.format("xr-1")] = request("xr-1", "completed")
-    pytester.makepyfile(test_user="""
+    pytester.makepyfile(
+        test_user="""
         def test_user(eval_server):
             assert eval_server.get("experience_request", id="xr-1").data["status"] == "completed"
-    """)
+    """
+    )
     res = pytester.runpytest("-p", "no:anyio", *FAST, "--eval-server", server.url, "test_user.py", "-k", "test_user")
     assert res.ret == 0, res.stdout.str()
     res = pytester.runpytest("-p", "no:anyio", *FAST, "test_user.py", "-rs")

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import EXAMPLES
 
 EXPECTS = sorted(EXAMPLES.glob("*.expect.yaml"))
@@ -35,7 +34,9 @@ def test_example(expect: Path, run_health):
         failed = [r for r in res.results(check_id) if r["outcome"] == "failed"]
         assert failed, f"{check_id} should fail on {example.name}\n{res.stdout}"
         if cause:
-            assert cause in {r["cause"] for r in failed}, f"{check_id} on {example.name}: causes {[r['cause'] for r in failed]}"
+            assert cause in {r["cause"] for r in failed}, (
+                f"{check_id} on {example.name}: causes {[r['cause'] for r in failed]}"
+            )
     for check_id in spec.get("passes") or []:
         results = res.results(check_id)
         outcomes = {r["outcome"] for r in results}

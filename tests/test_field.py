@@ -28,10 +28,9 @@ LOG_CHECKS = ("RH102", "RH201", "RH202", "RH405", "RH407")
 # its misses were then fixed by general patterns and it counts like every other case. A case the
 # plugin still gets wrong stays here, xfail, with what is missing to get it right.
 STILL_WRONG = {
-    "h-other-rvc-process-exited-2333333-after-training-rvc-project-retrieval-based-voice-conversion-webui-99":
-        "RVC ends a finished run with os._exit(2333333), but its forks use the same exit for 'Not enough data' "
-        "failures; telling them apart needs the 'Training is done' line, which the excerpt (only the mp.spawn "
-        "traceback) lacks",
+    "h-other-rvc-process-exited-2333333-after-training-rvc-project-retrieval-based-voice-conversion-webui-99": "RVC ends a finished run with os._exit(2333333), but its forks use the same exit for 'Not enough data' "
+    "failures; telling them apart needs the 'Training is done' line, which the excerpt (only the mp.spawn "
+    "traceback) lacks",
 }
 
 
@@ -52,8 +51,20 @@ def field_results(tmp_path_factory) -> dict[Path, list[dict]]:
         pytest.skip("no tests/field/*/case.yaml")
     out_dir = tmp_path_factory.mktemp("field")
     report = out_dir / "report.json"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
-           "--runhealth-report", str(report)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:randomly",
+        "--runhealth-report",
+        str(report),
+    ]
     for case in CASES:
         cmd += ["--run-dir", str(case / "run")]
     # --lmstudio-log is not given: each case's *lmstudio*.log is found in its run dir.
@@ -70,10 +81,16 @@ def field_results(tmp_path_factory) -> dict[Path, list[dict]]:
     return results
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=STILL_WRONG[c.name], strict=True))
-    if c.name in STILL_WRONG else c
-    for c in CASES], ids=[c.name for c in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(reason=STILL_WRONG[c.name], strict=True))
+        if c.name in STILL_WRONG
+        else c
+        for c in CASES
+    ],
+    ids=[c.name for c in CASES],
+)
 def test_field_case(case: Path, field_results):
     spec = yaml.safe_load((case / "case.yaml").read_text(encoding="utf-8"))
     results = field_results[case]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from eval_builders import episode, request, write
+
 from pytest_runhealth.reports.html import render_page
 from pytest_runhealth.reports.markdown import render_markdown
 from pytest_runhealth.reports.svg import CHAR_W, Bar, bar_chart, line_chart, tick_labels
@@ -16,7 +17,10 @@ from pytest_runhealth.status import latest_samples
 
 
 def _ticks(svg: str) -> list[tuple[float, str]]:
-    return [(float(x), t) for x, t in re.findall(r'<text class="tick" x="([\d.]+)" y="\d+" text-anchor="middle">([^<]*)<', svg)]
+    return [
+        (float(x), t)
+        for x, t in re.findall(r'<text class="tick" x="([\d.]+)" y="\d+" text-anchor="middle">([^<]*)<', svg)
+    ]
 
 
 def test_twelve_run_names_do_not_overlap_on_the_bar_chart():
@@ -64,11 +68,25 @@ def test_a_harvest_gets_a_per_round_table_in_the_html_page(tmp_path):
 
 def test_the_markdown_summary_has_a_causes_line(tmp_path):
     def res(check, cause, outcome="failed"):
-        return {"nodeid": f"x::{check}", "check": check, "slug": "s", "run": "r", "run_dir": "r", "outcome": outcome,
-                "verdict": "infra", "cause": cause, "evidence": [], "fix": "f", "note": None, "summary": "s"}
+        return {
+            "nodeid": f"x::{check}",
+            "check": check,
+            "slug": "s",
+            "run": "r",
+            "run_dir": "r",
+            "outcome": outcome,
+            "verdict": "infra",
+            "cause": cause,
+            "evidence": [],
+            "fix": "f",
+            "note": None,
+            "summary": "s",
+        }
 
     rd = RunDir(tmp_path / "r")
-    md = render_markdown(build_view([res("RH201", "cuda-oom"), res("RH202", "cuda-oom"), res("RH107", "vram-spill")], [rd]))
+    md = render_markdown(
+        build_view([res("RH201", "cuda-oom"), res("RH202", "cuda-oom"), res("RH107", "vram-spill")], [rd])
+    )
     assert "causes: cuda-oom ×2, vram-spill ×1" in md
     assert "causes:" not in render_markdown(build_view([res("RH201", None, "passed")], [rd]))
 

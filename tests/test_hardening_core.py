@@ -30,8 +30,15 @@ def test_ledger_never_raises_on_bytes(tmp_path, data):
 
 
 @FAST
-@given(rows=st.lists(st.dictionaries(st.text(max_size=8), st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=10)), max_size=5), max_size=20),
-       cut=st.integers(min_value=0, max_value=50))
+@given(
+    rows=st.lists(
+        st.dictionaries(
+            st.text(max_size=8), st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=10)), max_size=5
+        ),
+        max_size=20,
+    ),
+    cut=st.integers(min_value=0, max_value=50),
+)
 def test_ledger_truncation_keeps_complete_rows(tmp_path, rows, cut):
     text = "".join(json.dumps(r) + "\n" for r in rows)
     p = tmp_path / "ledger.jsonl"
@@ -130,8 +137,15 @@ def test_walk_names_links_out_and_survives_loops(tmp_path):
 )
 def test_redaction(secret):
     out = redact(f"before {secret} after")
-    for token in ("0123456789abcdef0123456789abcdef01234567", "hf_AbCdEf", "sk-proj-abc", "abc.def.ghi",
-                  "lmstudio-xyz", "sekrit-value", "hunter2"):
+    for token in (
+        "0123456789abcdef0123456789abcdef01234567",
+        "hf_AbCdEf",
+        "sk-proj-abc",
+        "abc.def.ghi",
+        "lmstudio-xyz",
+        "sekrit-value",
+        "hunter2",
+    ):
         assert token not in out
     assert out.startswith("before") and out.endswith("after")
 

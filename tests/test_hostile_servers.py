@@ -23,8 +23,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-
 from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
+
 from pytest_runhealth.evaluation.client import EvalClient, FetchError
 from pytest_runhealth.evaluation.settings import EvalSettings
 from pytest_runhealth.live.http import request_json
@@ -39,8 +39,15 @@ OK_BODY = b'{"data": [], "object": "list"}'
 class Hostile:
     """A TCP server that misbehaves one way, on ``host`` (a 127.0.0.x)."""
 
-    def __init__(self, behaviour: str, host: str = "127.0.0.1", lifetime_s: float = 20.0, drip_s: float = 0.25,
-                 location: str = "", tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        behaviour: str,
+        host: str = "127.0.0.1",
+        lifetime_s: float = 20.0,
+        drip_s: float = 0.25,
+        location: str = "",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.behaviour = behaviour
         self.host = host
         self.drip_s = drip_s
@@ -65,7 +72,7 @@ class Hostile:
     def live(self) -> bool:
         return not self.stopping.is_set() and time.monotonic() < self.deadline
 
-    def __enter__(self) -> "Hostile":
+    def __enter__(self) -> Hostile:
         t = threading.Thread(target=self._accept, daemon=True)
         t.start()
         self.threads.append(t)
@@ -81,7 +88,7 @@ class Hostile:
         while self.live():
             try:
                 conn, _ = self.sock.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
             t.start()
@@ -96,7 +103,7 @@ class Hostile:
             while b"\r\n\r\n" not in request and len(request) < 65536 and self.live():
                 try:
                     got = conn.recv(4096)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 if not got:
                     return
@@ -113,8 +120,10 @@ class Hostile:
 
     # -- behaviours ---------------------------------------------------------------------
     def _ok(self, conn) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                     % (len(OK_BODY), OK_BODY))
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(OK_BODY), OK_BODY)
+        )
 
     def _hang(self, conn) -> None:
         self.stopping.wait(max(0.0, self.deadline - time.monotonic()))
@@ -123,7 +132,7 @@ class Hostile:
         for i in range(len(data)):
             if not self.live():
                 return
-            conn.sendall(data[i:i + 1])
+            conn.sendall(data[i : i + 1])
             self.sent += 1
             self.stopping.wait(self.drip_s)
 
@@ -143,8 +152,10 @@ class Hostile:
 
     def _gzip_bomb(self, conn) -> None:
         body = bomb()
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip, gzip\r\n"
-                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip, gzip\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
         self.sent += len(body)
 
     def _redirect(self, conn) -> None:
@@ -159,8 +170,27 @@ def self_signed(tmp_path_factory) -> ssl.SSLContext:
     if not shutil.which("openssl"):
         pytest.skip("openssl not installed: no certificate to refuse")
     d = tmp_path_factory.mktemp("tls")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem")], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(d / "key.pem"),
+            "-out",
+            str(d / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(d / "cert.pem", d / "key.pem")
     return ctx
@@ -200,8 +230,10 @@ def test_probe_stops_a_ten_gigabyte_answer_at_the_cap():
 
 
 def test_probe_does_not_follow_a_redirect_to_another_host():
-    with Hostile("ok", host="127.0.0.2") as elsewhere, \
-            Hostile("redirect", location=f"http://127.0.0.2:0/v1/models") as srv:
+    with (
+        Hostile("ok", host="127.0.0.2") as elsewhere,
+        Hostile("redirect", location="http://127.0.0.2:0/v1/models") as srv,
+    ):
         srv.location = f"{elsewhere.url}/v1/models"
         reply = request_json("GET", srv.url + "/v1/models", timeout=2.0)
     assert reply.problem == "redirect" and not reply.ok
@@ -289,11 +321,14 @@ def test_redirecting_orchestrator_is_a_finding(tmp_path, run_health):
 
 def test_flooding_eval_server_is_a_finding(tmp_path, run_health):
     config = tmp_path / "runhealth.yaml"
-    config.write_text("eval:\n  connect_timeout_s: 1\n  read_timeout_s: 1\n  retries: 1\n  retry_backoff_s: 0\n"
-                      "  max_response_bytes: 1048576\n")
+    config.write_text(
+        "eval:\n  connect_timeout_s: 1\n  read_timeout_s: 1\n  retries: 1\n  retry_backoff_s: 0\n"
+        "  max_response_bytes: 1048576\n"
+    )
     with Hostile("flood") as srv:
-        res = run_health(args=("--eval-server", srv.url, "--eval-request", "xr-1", "--runhealth-config", str(config),
-                               "-k", "RH50"))
+        res = run_health(
+            args=("--eval-server", srv.url, "--eval-request", "xr-1", "--runhealth-config", str(config), "-k", "RH50")
+        )
     failed = [r for r in res.results() if r["outcome"] == "failed"]
     assert failed and all("the check itself raised" not in r["summary"] for r in failed)
     assert any("cap" in r["summary"] for r in failed), [r["summary"] for r in failed]
@@ -324,8 +359,7 @@ def peak_bytes(fn):
 
 def test_probe_counts_decoded_bytes_of_stacked_gzip():
     with Hostile("gzip-bomb") as srv:
-        reply, peak = peak_bytes(lambda: request_json("GET", srv.url + "/api/session", timeout=30.0,
-                                                      max_bytes=1 << 20))
+        reply, peak = peak_bytes(lambda: request_json("GET", srv.url + "/api/session", timeout=30.0, max_bytes=1 << 20))
     assert len(bomb()) < 1 << 20 < BOMB_DECODED
     assert reply.problem == "too-large" and "cap" in reply.detail, (reply.problem, reply.detail)
     assert peak < 16 << 20, f"decoding held {peak >> 20} MiB for a 1 MiB cap"
@@ -343,8 +377,10 @@ def test_probe_still_reads_an_honest_gzip_answer():
 
     class Gz(Hostile):
         def _ok(self, conn) -> None:
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
 
     with Gz("ok") as srv:
         reply = request_json("GET", srv.url + "/v1/models", timeout=5.0)
@@ -358,15 +394,18 @@ class _Busy(Hostile):
         self.retry_after = retry_after
 
     def _ok(self, conn) -> None:
-        conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: %s\r\nContent-Length: 0\r\n\r\n"
-                     % self.retry_after.encode())
+        conn.sendall(
+            b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: %s\r\nContent-Length: 0\r\n\r\n"
+            % self.retry_after.encode()
+        )
 
 
 def test_retry_after_nan_is_no_delay_value_and_no_crash():
     slept = []
     with _Busy("nan") as srv:
-        settings = EvalSettings(server=srv.url, connect_timeout_s=1.0, read_timeout_s=1.0, retries=2,
-                                retry_backoff_s=0.01)
+        settings = EvalSettings(
+            server=srv.url, connect_timeout_s=1.0, read_timeout_s=1.0, retries=2, retry_backoff_s=0.01
+        )
         with EvalClient(settings, sleep=slept.append) as c:
             err, _ = timed(lambda: c.get("experience_request", id="xr-1"))
     assert isinstance(err, FetchError) and "503" in str(err), err
@@ -376,8 +415,9 @@ def test_retry_after_nan_is_no_delay_value_and_no_crash():
 def test_retries_stop_when_the_session_budget_is_spent():
     slept = []
     with _Busy("30") as srv:
-        settings = EvalSettings(server=srv.url, connect_timeout_s=1.0, read_timeout_s=1.0, retries=3,
-                                retry_backoff_s=0.0)
+        settings = EvalSettings(
+            server=srv.url, connect_timeout_s=1.0, read_timeout_s=1.0, retries=3, retry_backoff_s=0.0
+        )
         with EvalClient(settings, sleep=slept.append) as c:
             for _ in range(3):
                 timed(lambda: c.get("experience_request", id="xr-1"))

@@ -28,7 +28,9 @@ def test_a_harvest_written_from_the_doc_alone_is_read_and_promoted(tmp_path, run
         (h / rel).parent.mkdir(parents=True, exist_ok=True)
         (h / rel).write_text(body, encoding="utf-8")
     cfg = tmp_path / "runhealth.yaml"
-    cfg.write_text(json.dumps({"gate": {"candidate": "pv-0", "claim": "wins"}, "thresholds": {"RH508": {"min_rounds": 1}}}))
+    cfg.write_text(
+        json.dumps({"gate": {"candidate": "pv-0", "claim": "wins"}, "thresholds": {"RH508": {"min_rounds": 1}}})
+    )
     res = run_health(h, args=("-k", "RH004 or RH50", "--runhealth-gate", "--runhealth-config", str(cfg)))
     assert res.ret == 0, res.stdout
     for check in ("RH004", "RH501", "RH505", "RH506", "RH508"):

@@ -18,8 +18,12 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("httpx", "psutil", "pynvml", "jsonschema", "yaml", "tbparse", "pandas", "tensorboard", "numpy")
-ENTRY_MODULES = {"pytest_runhealth", "pytest_runhealth.plugin", "pytest_runhealth.options",
-                 "pytest_runhealth.hookspecs"}
+ENTRY_MODULES = {
+    "pytest_runhealth",
+    "pytest_runhealth.plugin",
+    "pytest_runhealth.options",
+    "pytest_runhealth.hookspecs",
+}
 
 PROBE = """
 import json, sys, pytest
@@ -36,7 +40,7 @@ def probe(folder: Path, *args: str) -> dict:
     out = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=300).stdout
     line = next((x for x in out.splitlines() if x.startswith("PROBE ")), None)
     assert line is not None, out
-    return {**json.loads(line[len("PROBE "):]), "stdout": out}
+    return {**json.loads(line[len("PROBE ") :]), "stdout": out}
 
 
 @pytest.fixture
@@ -59,21 +63,36 @@ def test_an_unrelated_session_imports_only_the_entry_module(project):
 def test_options_ini_keys_and_fixtures_exist_without_activation(project):
     (project / "test_fixtures.py").write_text(
         "def test_run_dir(run_dir):\n    pass\n\n"
-        "def test_live(gpu, processes):\n    assert hasattr(processes, 'for_run') and hasattr(gpu, 'devices')\n")
+        "def test_live(gpu, processes):\n    assert hasattr(processes, 'for_run') and hasattr(gpu, 'devices')\n"
+    )
     ran = probe(project, "-rs", "-q")
     assert ran["code"] == 0, ran["stdout"]
     assert "no --run-dir given" in ran["stdout"]  # the user's run_dir test skips and says why
     assert "2 passed, 1 skipped" in ran["stdout"], ran["stdout"]
     assert "pytest_runhealth.core" not in ran["modules"]
-    helped = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"], cwd=project,
-                            capture_output=True, text=True, timeout=300).stdout
-    for name in ("--run-dir", "--runhealth-html", "--lmstudio-url", "--eval-server", "--runhealth-selftest",
-                 "--runhealth-depth", "runhealth_probe_timeout", "runhealth_markdown"):
+    helped = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    for name in (
+        "--run-dir",
+        "--runhealth-html",
+        "--lmstudio-url",
+        "--eval-server",
+        "--runhealth-selftest",
+        "--runhealth-depth",
+        "runhealth_probe_timeout",
+        "runhealth_markdown",
+    ):
         assert name in helped, name
 
 
-ACTIVE_TEST = ("def test_active(pytestconfig):\n"
-               "    assert pytestconfig.pluginmanager.has_plugin('pytest_runhealth.core')\n")
+ACTIVE_TEST = (
+    "def test_active(pytestconfig):\n    assert pytestconfig.pluginmanager.has_plugin('pytest_runhealth.core')\n"
+)
 
 
 @pytest.mark.parametrize("how", ["option", "ini", "conftest-check", "conftest-hook"])
@@ -88,7 +107,8 @@ def test_a_run_health_session_gets_the_whole_plugin(project, how):
         (project / "conftest.py").write_text(
             "import pytest_runhealth as rh\n\n"
             "@rh.check('ZZ001', 'always-ok', detects='d', why='w', fix='f')\n"
-            "def ok(ctx):\n    return None\n")
+            "def ok(ctx):\n    return None\n"
+        )
     else:
         (project / "conftest.py").write_text("def pytest_runhealth_register_checks(registry, config):\n    pass\n")
     ran = probe(project, *args)

@@ -10,8 +10,8 @@ import sys
 import textwrap
 
 import pytest
-
 from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
+
 from pytest_runhealth.live.gpu import Gpu, GpuUnavailable, NvmlBackend
 
 warm_imports()
@@ -27,13 +27,15 @@ def nvml_error() -> str | None:
 
 
 def stand_in(pytester, devices: str = "[]", error: str | None = None) -> None:
-    pytester.makeconftest(textwrap.dedent(f"""
+    pytester.makeconftest(
+        textwrap.dedent(f"""
         from pytest_runhealth.live.gpu import GpuDevice, GpuProcess, StandInBackend
         GIB = 1 << 30
 
         def pytest_runhealth_gpu_backend(config):
             return StandInBackend({devices}, error={error!r})
-    """))
+    """)
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -52,9 +54,11 @@ def sweep(tmp_path):
     return d
 
 
-JUDGE_ON_GPU0 = ('[GpuDevice(0, "RTX 4090", "GPU-aaaa", 24 * GIB, 14 * GIB, 3, '
-                 '[GpuProcess(4242, "LM Studio", 13 * GIB, "/opt/LM Studio/lm-studio --run-as-service")]), '
-                 'GpuDevice(1, "RTX 4090", "GPU-bbbb", 24 * GIB, 300 << 20, 0, [])]')
+JUDGE_ON_GPU0 = (
+    '[GpuDevice(0, "RTX 4090", "GPU-aaaa", 24 * GIB, 14 * GIB, 3, '
+    '[GpuProcess(4242, "LM Studio", 13 * GIB, "/opt/LM Studio/lm-studio --run-as-service")]), '
+    'GpuDevice(1, "RTX 4090", "GPU-bbbb", 24 * GIB, 300 << 20, 0, [])]'
+)
 
 
 def test_no_driver_skips_with_the_nvml_error(sweep, run_health):
@@ -100,8 +104,10 @@ def test_the_runs_own_trainer_is_not_foreign(tmp_path, pytester, run_health):
         ws = tmp_path / "ws"
         (ws / "logs").mkdir(parents=True)
         (ws / "logs" / "train.pid").write_text(f"{trainer.pid}\n")
-        stand_in(pytester, f'[GpuDevice(0, "H100", "GPU-c", 80 * GIB, 40 * GIB, 97, '
-                           f'[GpuProcess({trainer.pid}, "python", 40 * GIB)])]')
+        stand_in(
+            pytester,
+            f'[GpuDevice(0, "H100", "GPU-c", 80 * GIB, 40 * GIB, 97, [GpuProcess({trainer.pid}, "python", 40 * GIB)])]',
+        )
         res = run_health(ws, args=("-k", "RH301", "-rA"))
     finally:
         trainer.kill()
@@ -110,8 +116,11 @@ def test_the_runs_own_trainer_is_not_foreign(tmp_path, pytester, run_health):
 
 
 def test_small_and_non_judge_processes_are_not_the_judge(sweep, pytester, run_health):
-    stand_in(pytester, '[GpuDevice(0, "RTX 4090", "GPU-a", 24 * GIB, 2 * GIB, 1, '
-                       '[GpuProcess(10, "Xorg", 180 << 20), GpuProcess(11, "python", 1 * GIB, "python train.py")])]')
+    stand_in(
+        pytester,
+        '[GpuDevice(0, "RTX 4090", "GPU-a", 24 * GIB, 2 * GIB, 1, '
+        '[GpuProcess(10, "Xorg", 180 << 20), GpuProcess(11, "python", 1 * GIB, "python train.py")])]',
+    )
     res = run_health(sweep, args=("-k", "RH302"))
     assert res.outcome("RH302") == "passed"
 

@@ -7,12 +7,11 @@ import json
 import os
 import socket
 
-
 import pytest
-
 from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
-from pytest_runhealth.live.lmstudio import LMStudioClient, extract_scores, normalise_base_url
 from servers.lmstudio import FakeLMStudio, Model
+
+from pytest_runhealth.live.lmstudio import LMStudioClient, extract_scores, normalise_base_url
 
 JUDGE = "qwen2.5-vl-7b-instruct"
 FAST = ("--runhealth-probe-timeout", "0.5")
@@ -50,8 +49,16 @@ def free_port() -> int:
 
 
 # -- the client ----------------------------------------------------------------
-@pytest.mark.parametrize("given", ["http://127.0.0.1:1234", "http://127.0.0.1:1234/", "http://127.0.0.1:1234/v1",
-                                   "http://127.0.0.1:1234/v1/", "127.0.0.1:1234"])
+@pytest.mark.parametrize(
+    "given",
+    [
+        "http://127.0.0.1:1234",
+        "http://127.0.0.1:1234/",
+        "http://127.0.0.1:1234/v1",
+        "http://127.0.0.1:1234/v1/",
+        "127.0.0.1:1234",
+    ],
+)
 def test_base_url_never_doubles_a_slash(given):
     assert normalise_base_url(given) == "http://127.0.0.1:1234"
 
@@ -74,14 +81,20 @@ def test_unknown_route_answered_200_is_an_error_not_a_success():
     assert api_error(reply)[0] == "unexpected-endpoint"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"score": 7}', {"score": 7}),
-    ('<think>The cube is red, so {"score": 1} is wrong</think>\n{"score": 9}', {"score": 9}),
-    ('Sure! Here you go: ```json\n{"scores": {"prompt_match": 8, "quality": 6}}\n```', {"scores": {"prompt_match": 8, "quality": 6}}),
-    ("The image shows a red cube. I would rate it highly.", None),
-    ('{"verdict": "good"}', None),
-    ("<think>unfinished reasoning {\"score\": 3}", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"score": 7}', {"score": 7}),
+        ('<think>The cube is red, so {"score": 1} is wrong</think>\n{"score": 9}', {"score": 9}),
+        (
+            'Sure! Here you go: ```json\n{"scores": {"prompt_match": 8, "quality": 6}}\n```',
+            {"scores": {"prompt_match": 8, "quality": 6}},
+        ),
+        ("The image shows a red cube. I would rate it highly.", None),
+        ('{"verdict": "good"}', None),
+        ('<think>unfinished reasoning {"score": 3}', None),
+    ],
+)
 def test_extract_scores(text, expected):
     assert extract_scores(text) == expected
 
@@ -180,8 +193,9 @@ def test_allowed_model_may_stay_loaded(sweep, run_health, pytester):
 # -- RH404 / RH406: the judge --------------------------------------------------
 def judge_run(run_health, run_dir, model, **behaviour):
     with FakeLMStudio(models=[Model(model)], **behaviour) as srv:
-        return run_health(run_dir, args=("--lmstudio-url", srv.url, "--lmstudio-judge-model", model,
-                                          "-k", "RH404 or RH406", "-rA"))
+        return run_health(
+            run_dir, args=("--lmstudio-url", srv.url, "--lmstudio-judge-model", model, "-k", "RH404 or RH406", "-rA")
+        )
 
 
 def test_judge_answering_json_passes(plain, run_health):
@@ -218,7 +232,9 @@ def test_thinking_model_name_fails_without_a_request(sweep, run_health):
 def test_judge_model_read_from_the_ledger(tmp_path, run_health):
     d = tmp_path / "s"
     d.mkdir()
-    (d / "ledger.jsonl").write_text(json.dumps({"run_id": "a", "judge_report": {"model": "Qwen3-VL-30B-A3B-Thinking"}}) + "\n")
+    (d / "ledger.jsonl").write_text(
+        json.dumps({"run_id": "a", "judge_report": {"model": "Qwen3-VL-30B-A3B-Thinking"}}) + "\n"
+    )
     res = run_health(d, args=(*FAST, "-k", "RH404"))
     assert res.result_of("RH404")["cause"] == "thinking-judge-model"
     assert "ledger.jsonl:1" in res.result_of("RH404")["summary"]
@@ -226,7 +242,9 @@ def test_judge_model_read_from_the_ledger(tmp_path, run_health):
 
 def test_unknown_judge_model_is_refused(plain, run_health):
     with FakeLMStudio(models=[Model(JUDGE)]) as srv:
-        res = run_health(plain, args=("--lmstudio-url", srv.url, "--lmstudio-judge-model", "no-such-model", "-k", "RH406"))
+        res = run_health(
+            plain, args=("--lmstudio-url", srv.url, "--lmstudio-judge-model", "no-such-model", "-k", "RH406")
+        )
     assert res.result_of("RH406")["cause"] == "judge-model-unavailable"
 
 
@@ -250,8 +268,9 @@ def test_full_round_against_healthy_server(plain, run_health, tmp_path, monkeypa
 def test_lms_on_path_resolves(plain, run_health, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(fake_lms(tmp_path / "bin").parent))
     # LM Studio named on localhost: it runs on this machine, so this machine's CLI matters
-    res = run_health(plain, args=("--lmstudio-url", "http://127.0.0.1:9", "--runhealth-probe-timeout", "0.3",
-                                  "-k", "RH403", "-rA"))
+    res = run_health(
+        plain, args=("--lmstudio-url", "http://127.0.0.1:9", "--runhealth-probe-timeout", "0.3", "-k", "RH403", "-rA")
+    )
     assert res.outcome("RH403") == "passed" and "lms on PATH" in res.result_of("RH403")["note"]
 
 
@@ -261,8 +280,7 @@ def test_a_log_from_another_machine_does_not_probe_this_ones_cli(plain, run_heal
     monkeypatch.delenv("BRACKET_LMS_BIN", raising=False)
     log = tmp_path / "server.log"
     log.write_text("2026-03-14 10:00:00 [INFO] Server started.\n")
-    res = run_health(plain, args=("--lmstudio-log", str(log), "--runhealth-probe-timeout", "0.3", "-k", "RH403",
-                                  "-rs"))
+    res = run_health(plain, args=("--lmstudio-log", str(log), "--runhealth-probe-timeout", "0.3", "-k", "RH403", "-rs"))
     assert res.outcome("RH403") == "skipped" and "not in use on this machine" in res.stdout
 
 

@@ -8,8 +8,8 @@ import os
 from datetime import datetime
 
 import pytest
-
 from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
+
 from pytest_runhealth.live.lmstudio_log import newest_log, read_server_log
 
 warm_imports()
@@ -23,13 +23,16 @@ def parse(tmp_path, text: str | bytes):
     return read_server_log(p)
 
 
-@pytest.mark.parametrize("text, line", [
-    (f"2025-03-01 10:35:03 [ERROR]\n {NOOP}\n", 2),                       # date line, message on the next
-    (f"[2025-03-01 10:35:03][ERROR] {NOOP}\n", 1),                         # bracketed, no space
-    (f"[2023-11-12 11:36:53.608] [ERROR] {NOOP}.\n", 1),                   # 2023 builds, milliseconds
-    (f"2025-03-01 10:35:03 [ERROR]\r\n {NOOP}\r\n", 2),                    # CRLF
-    (f"[2025-03-01 10:35:02][INFO] ok[2025-03-01 10:35:03][ERROR] {NOOP}\n", 1),  # glued onto the previous line
-])
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        (f"2025-03-01 10:35:03 [ERROR]\n {NOOP}\n", 2),  # date line, message on the next
+        (f"[2025-03-01 10:35:03][ERROR] {NOOP}\n", 1),  # bracketed, no space
+        (f"[2023-11-12 11:36:53.608] [ERROR] {NOOP}.\n", 1),  # 2023 builds, milliseconds
+        (f"2025-03-01 10:35:03 [ERROR]\r\n {NOOP}\r\n", 2),  # CRLF
+        (f"[2025-03-01 10:35:02][INFO] ok[2025-03-01 10:35:03][ERROR] {NOOP}\n", 1),  # glued onto the previous line
+    ],
+)
 def test_every_layout_yields_the_unload_noop(tmp_path, text, line):
     log = parse(tmp_path, text)
     noops = log.of("unload-noop")
@@ -37,27 +40,43 @@ def test_every_layout_yields_the_unload_noop(tmp_path, text, line):
 
 
 def test_noise_is_noise(tmp_path):
-    log = parse(tmp_path, "\n".join([
-        "[2025-04-18 09:30:00][ERROR] Unexpected endpoint or method. (OPTIONS /v1/chat/completions). Returning 200 anyway",
-        "[2025-04-18 09:30:01][ERROR] Unexpected endpoint or method. (GET /v1/models). Returning 200 anyway",
-        "[2025-04-18 09:30:02][INFO] A value was passed to the 'Authorization' header, but the server is not configured "
-        "to authenticate via API token. The 'Authorization' header will be ignored.",
-    ]) + "\n")
+    log = parse(
+        tmp_path,
+        "\n".join(
+            [
+                "[2025-04-18 09:30:00][ERROR] Unexpected endpoint or method. (OPTIONS /v1/chat/completions). Returning 200 anyway",
+                "[2025-04-18 09:30:01][ERROR] Unexpected endpoint or method. (GET /v1/models). Returning 200 anyway",
+                "[2025-04-18 09:30:02][INFO] A value was passed to the 'Authorization' header, but the server is not configured "
+                "to authenticate via API token. The 'Authorization' header will be ignored.",
+            ]
+        )
+        + "\n",
+    )
     assert [e.kind for e in log.events] == ["preflight", "false-positive-models", "token-ignored"]
     assert all(e.noise for e in log.events)
 
 
 def test_rejections_are_classified(tmp_path):
-    log = parse(tmp_path, "\n".join([
-        "2025-05-02 08:00:00 [ERROR]",
-        " [LM STUDIO SERVER] Received request for /api/v1/chat with invalid JSON: Unexpected token } in JSON",
-        "2025-05-02 08:00:01 [ERROR]",
-        ' [LM STUDIO SERVER]  {"error": {"type": "invalid_request",',
-        '  "code": "invalid_api_key", "message": "An LM Studio API token is required to make requests to this server"}}',
-        "2025-05-02 08:00:02 [ERROR]",
-        " Unexpected endpoint or method. (POST /chat/completions). Returning 200 anyway",
-    ]) + "\n")
-    assert [(e.kind, e.entry.line) for e in log.events] == [("invalid-json", 2), ("auth-missing", 4), ("unexpected-endpoint", 7)]
+    log = parse(
+        tmp_path,
+        "\n".join(
+            [
+                "2025-05-02 08:00:00 [ERROR]",
+                " [LM STUDIO SERVER] Received request for /api/v1/chat with invalid JSON: Unexpected token } in JSON",
+                "2025-05-02 08:00:01 [ERROR]",
+                ' [LM STUDIO SERVER]  {"error": {"type": "invalid_request",',
+                '  "code": "invalid_api_key", "message": "An LM Studio API token is required to make requests to this server"}}',
+                "2025-05-02 08:00:02 [ERROR]",
+                " Unexpected endpoint or method. (POST /chat/completions). Returning 200 anyway",
+            ]
+        )
+        + "\n",
+    )
+    assert [(e.kind, e.entry.line) for e in log.events] == [
+        ("invalid-json", 2),
+        ("auth-missing", 4),
+        ("unexpected-endpoint", 7),
+    ]
 
 
 def test_garbage_and_huge_lines_do_not_break_the_reader(tmp_path):
@@ -81,8 +100,9 @@ def test_newest_log_is_found_in_nested_month_folders(tmp_path):
 def test_log_named_by_option_and_missing_is_a_finding(tmp_path, run_health):
     d = tmp_path / "run"
     d.mkdir()
-    res = run_health(d, args=("--lmstudio-log", str(tmp_path / "nope.log"), "--runhealth-probe-timeout", "0.3",
-                              "-k", "RH405"))
+    res = run_health(
+        d, args=("--lmstudio-log", str(tmp_path / "nope.log"), "--runhealth-probe-timeout", "0.3", "-k", "RH405")
+    )
     r = res.result_of("RH405")
     assert r["outcome"] == "failed" and r["verdict"] == "not-evaluable" and "does not exist" in r["summary"]
 
@@ -177,5 +197,7 @@ def test_the_home_log_does_not_speak_for_a_sweep_from_another_machine(pytester, 
     (logs / "2025-03-01.1.log").write_text(f"2025-03-01 10:35:03 [ERROR]\n {NOOP}\n")
     d = tmp_path / "session"
     d.mkdir()
-    (d / "ledger.jsonl").write_text(json.dumps({"run_id": "baseline-000-s0", "started_at": "2025-03-01T09:00:00"}) + "\n")
+    (d / "ledger.jsonl").write_text(
+        json.dumps({"run_id": "baseline-000-s0", "started_at": "2025-03-01T09:00:00"}) + "\n"
+    )
     assert run_health(d, args=("--runhealth-probe-timeout", "0.3", "-k", "RH402")).outcome("RH402") == "skipped"

@@ -6,7 +6,6 @@ import json
 import socket
 
 import pytest
-
 from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
 from servers.lmstudio import JsonServer
 

@@ -10,14 +10,15 @@ import time
 
 import psutil
 import pytest
-
 from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
+
 from pytest_runhealth.live.procs import pid_status
 
 warm_imports()
 
 STEP_LINES = "".join(
-    f"Step {s}/2000 - Loss: 0.1{s % 7}00, LR: 1.00e-04, Time/Step: 2.91s, Total Time: 0h {s // 20}m\n" for s in range(20, 401, 20)
+    f"Step {s}/2000 - Loss: 0.1{s % 7}00, LR: 1.00e-04, Time/Step: 2.91s, Total Time: 0h {s // 20}m\n"
+    for s in range(20, 401, 20)
 )
 
 
@@ -99,7 +100,11 @@ def test_garbage_pid_file_is_unreadable(tmp_path):
 def test_alive_process_passes(tmp_path, sleeper, run_health):
     ws = workspace(tmp_path / "ws", sleeper().pid)
     res = run_health(ws, args=("-k", "RH203 or RH204 or RH003"))
-    assert {r["check"]: r["outcome"] for r in res.results()} == {"RH003": "passed", "RH203": "passed", "RH204": "passed"}
+    assert {r["check"]: r["outcome"] for r in res.results()} == {
+        "RH003": "passed",
+        "RH203": "passed",
+        "RH204": "passed",
+    }
 
 
 def test_exited_process_fails_with_resume_point(tmp_path, run_health):

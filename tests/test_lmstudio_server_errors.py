@@ -11,23 +11,23 @@ from pytest_runhealth.live.lmstudio_log import read_server_log
 ERRORS = {
     # lmstudio-ai/lmstudio-bug-tracker#546
     "context-overflow": "2025-03-24 18:30:59 [ERROR]\nTrying to keep the first 111490 tokens when context the overflows. "
-                        "However, the model is loaded with context length of only 32768 tokens, which is not enough.\n",
+    "However, the model is loaded with context length of only 32768 tokens, which is not enough.\n",
     # n4ze3m/page-assist#356 quotes a build without "the"
     "context-overflow-no-the": "[2025-02-08 10:00:00][ERROR] Trying to keep the first 6547 tokens when context overflows. "
-                               "However, the model is loaded with a context length of only 4096 tokens\n",
+    "However, the model is loaded with a context length of only 4096 tokens\n",
     "no-model-loaded": "[2025-01-01 10:00:00][ERROR] No models loaded. Please load a model in the developer page or use "
-                       "the `lms load` command\n",
+    "the `lms load` command\n",
     # lmstudio-ai/lmstudio-bug-tracker#914
     "model-load-failed": "[2025-08-20 00:33:09.005] [error] [LMSInternal][Client=LM Studio][Endpoint=loadModel] "
-                         "No instance reference assigned before error\n",
+    "No instance reference assigned before error\n",
     "prediction-error": "2025-05-01 10:00:00 [ERROR]\n[LM STUDIO SERVER] received prediction-error\n",
     # lmstudio-ai/lmstudio-bug-tracker#2257: a v1/responses request whose engine prediction failed
     "prediction-error-predict-request": '[2026-08-09 12:57:51][ERROR][Server Error] {\n  "error": {\n    '
-                                        '"message": "Engine protocol predict request failed: fetch failed",\n  }\n}\n',
+    '"message": "Engine protocol predict request failed: fetch failed",\n  }\n}\n',
     # lmstudio-ai/lmstudio-bug-tracker#1347: the engine process died while generating
     "model-crashed": "[2026-01-01 16:01:39.279] [error] [LMSInternal][Client=LM Studio][Endpoint=sendMessage] Error in RPC "
-                     "handler: Error: Rehydrated error\n- Caused By: Error: The model has crashed without additional "
-                     "information. (Exit code: 18446744072635812000)\n",
+    "handler: Error: Rehydrated error\n- Caused By: Error: The model has crashed without additional "
+    "information. (Exit code: 18446744072635812000)\n",
 }
 
 
@@ -45,7 +45,8 @@ def test_stream_end_and_policy_lines_are_normal(tmp_path):
         "2025-01-24 13:15:34  [INFO] \n[LM STUDIO SERVER] Context Overflow Policy is: Rolling Window\n"
         "2025-01-24 13:15:40  [INFO] \n[LM STUDIO SERVER] Finished streaming response\n"
         "2025-01-24 13:15:40  [INFO] \n[LM STUDIO SERVER] Client disconnected. Stopping generation... "
-        "(If the model is busy processing the prompt, it will finish first.)\n")
+        "(If the model is busy processing the prompt, it will finish first.)\n"
+    )
     log = read_server_log(path)
     assert [e.kind for e in log.events] == ["client-disconnected"]
     assert all(e.noise for e in log.events)

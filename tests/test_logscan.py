@@ -62,8 +62,10 @@ def test_ltx_and_generic_step_lines(tmp_path):
 
 
 def test_loss_scaler_chatter_is_not_a_loss_line(tmp_path):
-    text = ("Gradient overflow. Skipping step 12, loss scaler 0 reducing loss scale to 32768.0\n"
-            "[deepspeed] OVERFLOW! Rank 0 Skipping step 13. Attempted loss scale: 65536, reducing to 32768\n")
+    text = (
+        "Gradient overflow. Skipping step 12, loss scaler 0 reducing loss scale to 32768.0\n"
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step 13. Attempted loss scale: 65536, reducing to 32768\n"
+    )
     assert scan_log(write(tmp_path, text)).steps == []
 
 
@@ -84,9 +86,11 @@ def test_rich_redraws_give_no_steps(tmp_path):
 
 
 def test_non_utf8_windows_paths_and_nul_bytes(tmp_path):
-    data = (b"saving checkpoint: outputs\\sheld0nlora-000022.safetensors\n"
-            b"\xff\xfe bad bytes \x00\x00 step 3 loss 0.5\n"
-            b"FileNotFoundError: No such file or directory: \"C:\\\\models\\\\x.safetensors\"\n")
+    data = (
+        b"saving checkpoint: outputs\\sheld0nlora-000022.safetensors\n"
+        b"\xff\xfe bad bytes \x00\x00 step 3 loss 0.5\n"
+        b'FileNotFoundError: No such file or directory: "C:\\\\models\\\\x.safetensors"\n'
+    )
     path = write(tmp_path, data)
     scan = scan_log(path)
     assert scan.nul_bytes == 2 and scan.steps[0].step == 3
@@ -145,8 +149,9 @@ def test_one_gigabyte_without_newline_stays_in_bounded_memory(tmp_path):
     """A real 1 GiB file (sparse in the middle so the test writes ~3 MB):
     the scan and the tail must not hold more than a few chunks at once."""
     path = tmp_path / "giant.log"
-    out = subprocess.run([sys.executable, "-c", GIANT, str(path), str(1 << 30)],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", GIANT, str(path), str(1 << 30)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     peak, maxrss_kb = map(int, out.stdout.split())
     assert peak < 48 << 20, f"traced peak {peak >> 20} MiB"

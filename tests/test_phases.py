@@ -30,8 +30,9 @@ DOCUMENTED = declared_phases()
 
 
 def collected(pytester: pytest.Pytester, run_dir, *args: str) -> set[str]:
-    res = pytester.runpytest("-p", "no:cacheprovider", "--strict-markers", "--run-dir", str(run_dir),
-                             "--collect-only", "-q", *args)
+    res = pytester.runpytest(
+        "-p", "no:cacheprovider", "--strict-markers", "--run-dir", str(run_dir), "--collect-only", "-q", *args
+    )
     assert res.ret in (0, 5), res.stdout.str()
     return {m["id"] for m in _COLLECTED.finditer(res.stdout.str())}
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import EXAMPLES
 
 PRELAUNCH = ("-m", "prelaunch", "-rs")
@@ -61,22 +60,39 @@ AUDIO = {"is_generated": True, "latents_dir": "audio_latents", "conditions": []}
 def test_rh209_each_problem_is_named(tmp_path, run_health):
     """One session, one workspace per problem; each names its key and why."""
     cases = {
-        "url": ({"model__model_path": "https://huggingface.co/Lightricks/LTX-2/resolve/main/ltx-2.safetensors"},
-                "config-path-missing", "is a URL (https://huggingface.co/"),
-        "unset-root": ({"data__preprocessed_data_root": None},
-                       "config-path-missing", "data.preprocessed_data_root (preprocessed dataset) is not set"),
+        "url": (
+            {"model__model_path": "https://huggingface.co/Lightricks/LTX-2/resolve/main/ltx-2.safetensors"},
+            "config-path-missing",
+            "is a URL (https://huggingface.co/",
+        ),
+        "unset-root": (
+            {"data__preprocessed_data_root": None},
+            "config-path-missing",
+            "data.preprocessed_data_root (preprocessed dataset) is not set",
+        ),
         "frames-93": ({"validation__video_dims": [768, 512, 93]}, "frames-constraint", "nearest valid: 89 or 97"),
         "width-770": ({"validation__video_dims": [770, 512, 97]}, "frames-constraint", "width = 770"),
-        "conditional": ({"training_strategy": flexible(CONDITIONAL)},
-                        "config-path-missing", "video reference latents"),
-        "legacy-v2v": ({"training_strategy": {"name": "video_to_video", "reference_latents_dir": "reference_latents"}},
-                       "config-path-missing", "training_strategy.reference_latents_dir"),
-        "audio-latents": ({"training_strategy": flexible([], audio=AUDIO)},
-                          "config-path-missing", "audio latents (generated modality)"),
-        "validation-media": ({"validation__samples": FOX_SAMPLE},
-                             "config-path-missing", "validation.samples.0.conditions.0.image_or_video"),
-        "name-too-long": ({"model__text_encoder_path": "g" * 5000, "output_dir": "o" * 5000},
-                          "config-path-missing", "cannot be looked up"),
+        "conditional": ({"training_strategy": flexible(CONDITIONAL)}, "config-path-missing", "video reference latents"),
+        "legacy-v2v": (
+            {"training_strategy": {"name": "video_to_video", "reference_latents_dir": "reference_latents"}},
+            "config-path-missing",
+            "training_strategy.reference_latents_dir",
+        ),
+        "audio-latents": (
+            {"training_strategy": flexible([], audio=AUDIO)},
+            "config-path-missing",
+            "audio latents (generated modality)",
+        ),
+        "validation-media": (
+            {"validation__samples": FOX_SAMPLE},
+            "config-path-missing",
+            "validation.samples.0.conditions.0.image_or_video",
+        ),
+        "name-too-long": (
+            {"model__text_encoder_path": "g" * 5000, "output_dir": "o" * 5000},
+            "config-path-missing",
+            "cannot be looked up",
+        ),
         "not-a-path": ({"model__model_path": 42}, "config-path-missing", "is int 42, not a path"),
     }
     dirs = [workspace(tmp_path, name=name, **changes) for name, (changes, _, _) in cases.items()]
@@ -94,13 +110,22 @@ def test_rh209_each_problem_is_named(tmp_path, run_health):
 
 def test_rh209_near_misses_pass(tmp_path, run_health, monkeypatch):
     ready = workspace(tmp_path, name="relative")
-    absolute = workspace(tmp_path, name="absolute", model__model_path=str(ready / "models/ltx-2.3-22b-dev.safetensors"),
-                         model__text_encoder_path=str(ready / "models/gemma-3-12b-it"),
-                         data__preprocessed_data_root=str(ready / "dataset/.precomputed"))
+    absolute = workspace(
+        tmp_path,
+        name="absolute",
+        model__model_path=str(ready / "models/ltx-2.3-22b-dev.safetensors"),
+        model__text_encoder_path=str(ready / "models/gemma-3-12b-it"),
+        data__preprocessed_data_root=str(ready / "dataset/.precomputed"),
+    )
     present = {
-        "conditional": ({"training_strategy": flexible(CONDITIONAL)}, ["dataset/.precomputed/reference_latents", "dataset/.precomputed/masks"]),
-        "legacy-v2v": ({"training_strategy": {"name": "video_to_video", "reference_latents_dir": "reference_latents"}},
-                       ["dataset/.precomputed/reference_latents"]),
+        "conditional": (
+            {"training_strategy": flexible(CONDITIONAL)},
+            ["dataset/.precomputed/reference_latents", "dataset/.precomputed/masks"],
+        ),
+        "legacy-v2v": (
+            {"training_strategy": {"name": "video_to_video", "reference_latents_dir": "reference_latents"}},
+            ["dataset/.precomputed/reference_latents"],
+        ),
         "validation-media": ({"validation__samples": FOX_SAMPLE}, ["refs"]),
     }
     dirs = [ready, absolute]
@@ -154,7 +179,7 @@ def test_bad_config_is_a_finding_or_a_skip_never_a_traceback(tmp_path, run_healt
 # A stand-in for the wandb package at the narrow boundary RH210 uses (wandb.Api().api_key,
 # wandb.errors.UsageError): wandb is not a dependency and must not be installed for tests.
 FAKE_WANDB = {
-    "wandb/__init__.py": '''
+    "wandb/__init__.py": """
         import os, time
         from wandb import errors
         __version__ = "0.0.test"
@@ -172,14 +197,14 @@ FAKE_WANDB = {
             @property
             def api_key(self):
                 return self._key
-    ''',
-    "wandb/errors.py": '''
+    """,
+    "wandb/errors.py": """
         class Error(Exception):
             pass
 
         class UsageError(Error):
             pass
-    ''',
+    """,
 }
 
 
@@ -240,7 +265,9 @@ def test_rh210_hanging_library_is_bounded(tmp_path, run_health, fake_wandb):
     fake_wandb.setenv("FAKE_WANDB_BEHAVIOUR", "hang")
     conf = tmp_path / "runhealth.yaml"
     conf.write_text("thresholds:\n  RH210:\n    timeout_s: 0.2\n")
-    res = run_health(workspace(tmp_path, wandb__enabled=True), args=PRELAUNCH + ("-k", "RH210", "--runhealth-config", str(conf)))
+    res = run_health(
+        workspace(tmp_path, wandb__enabled=True), args=PRELAUNCH + ("-k", "RH210", "--runhealth-config", str(conf))
+    )
     r = res.result_of("RH210")
     assert r["outcome"] == "skipped" and "did not return within 0.2 s" in r["note"]
 
@@ -251,8 +278,12 @@ def test_rh211_passes_resume_and_explicit_fresh_start(tmp_path, run_health):
     shutil.copytree(EXAMPLES / "workspace-reused-output/outputs", elsewhere)
     dirs = [
         workspace(tmp_path, "workspace-resume", name="resume-latest"),
-        workspace(tmp_path, "workspace-resume", name="resume-older",
-                  model__load_checkpoint="outputs/checkpoints/lora_weights_step_01000.safetensors"),
+        workspace(
+            tmp_path,
+            "workspace-resume",
+            name="resume-older",
+            model__load_checkpoint="outputs/checkpoints/lora_weights_step_01000.safetensors",
+        ),
         workspace(tmp_path, "workspace-reused-output", name="fresh-on-purpose", checkpoints__no_resume=True),
         workspace(tmp_path, name="outside", output_dir=str(elsewhere)),
         workspace(tmp_path, name="no-weights"),
@@ -272,8 +303,9 @@ def test_rh211_passes_resume_and_explicit_fresh_start(tmp_path, run_health):
 
 # -- the moment: plain sessions and the summary line --------------------------
 def test_examples_block_the_launch_with_both_blockers_named(run_health):
-    res = run_health(EXAMPLES / "workspace-missing-encoder", EXAMPLES / "workspace-reused-output",
-                     args=PRELAUNCH + WORKSPACE_ONLY)
+    res = run_health(
+        EXAMPLES / "workspace-missing-encoder", EXAMPLES / "workspace-reused-output", args=PRELAUNCH + WORKSPACE_ONLY
+    )
     assert res.ret == 1
     r = res.result_of("RH209", "workspace-missing-encoder")
     assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "config", "config-path-missing")
@@ -327,7 +359,8 @@ def test_explicit_selection_still_reaches_prelaunch_checks(run_health):
 
 def test_prelaunch_checks_do_not_import_wandb_at_plugin_load(pytester):
     out = pytester.run(
-        sys.executable, "-c",
+        sys.executable,
+        "-c",
         "import sys, pytest_runhealth.plugin, pytest_runhealth.prelaunch_summary, pytest_runhealth.checks.prelaunch; "
         "print('wandb' in sys.modules)",
     )

@@ -75,7 +75,10 @@ def test_full_session_over_every_example_writes_nothing(tmp_path):
     before = {str(c): snapshot(c) for c in copies}
     proc = subprocess.run(
         [sys.executable, "-c", AUDITED, json.dumps([str(c) for c in copies]), str(tmp_path / "report.json")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     line = next((l for l in proc.stdout.splitlines() if l.startswith("AUDIT-WRITES")), None)
     assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -98,7 +101,10 @@ def test_the_audit_catches_a_writing_check(tmp_path):
     )
     proc = subprocess.run(
         [sys.executable, "-c", AUDITED, json.dumps([str(run)]), str(tmp_path / "report.json")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     line = next(l for l in proc.stdout.splitlines() if l.startswith("AUDIT-WRITES"))
     assert any(w[1].endswith("oops.txt") for w in json.loads(line.split(" ", 1)[1]))

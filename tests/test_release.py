@@ -7,6 +7,7 @@ import gc
 import json
 
 import sweep_builders as sb
+
 from pytest_runhealth.ledger import LedgerRow, read_ledger
 from pytest_runhealth.rundir import RunDir
 
@@ -47,8 +48,9 @@ def test_runs_without_folders_cost_no_path(tmp_path):
 
 def test_ledger_rows_are_compact(tmp_path):
     path = tmp_path / "ledger.jsonl"
-    path.write_text("".join(json.dumps(sb.row(f"r-{i}", at=sb.at(i), duration_s=1.0, n_steps=1)) + "\n"
-                            for i in range(2000)))
+    path.write_text(
+        "".join(json.dumps(sb.row(f"r-{i}", at=sb.at(i), duration_s=1.0, n_steps=1)) + "\n" for i in range(2000))
+    )
     gc.collect()
     before = len(gc.get_objects())
     decoded = [json.loads(line) for line in path.read_bytes().splitlines()]

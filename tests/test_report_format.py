@@ -38,8 +38,13 @@ def test_result_round_trips_its_json():
         res = Result.from_json(raw)
         assert json.dumps(res.to_json()) == json.dumps(raw)
         assert res["outcome"] == res.outcome == raw["outcome"]  # the mapping view reads the JSON form
-    again = report_document([Result.from_json(r) for r in doc["results"]], doc["run_dirs"], doc["plugin_version"],
-                            doc["started_at"], doc.get("status"))
+    again = report_document(
+        [Result.from_json(r) for r in doc["results"]],
+        doc["run_dirs"],
+        doc["plugin_version"],
+        doc["started_at"],
+        doc.get("status"),
+    )
     assert json.dumps(again, indent=2) + "\n" == GOLDEN.read_text(encoding="utf-8")
     assert count_outcomes(Result.from_json(r) for r in doc["results"]) == doc["summary"]
 

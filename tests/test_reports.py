@@ -23,7 +23,7 @@ WALL = 1800
 
 # A conftest check (not a built-in: those own the RH prefix) that fails on the
 # runs a sweep cut short, so the reports have a real failure to show.
-COLLAPSE_CHECK = '''
+COLLAPSE_CHECK = """
 from pytest_runhealth import check
 
 @check("RPT101", "short-run", needs=["sweep"], detects="a run far short of the first run's steps",
@@ -37,11 +37,12 @@ def short_run(ctx):
         return ctx.fail("infra", "vram-leak-step-collapse",
                         f"{ctx.run.name} stopped at {row.get('n_steps')} steps after {row.get('duration_s')} s "
                         f"<b>|pipe|</b>", [ctx.row_evidence(row)])
-'''
+"""
 
 
-def kohya_log(path: Path, steps: int, total: int, sec: float = 1.5, nan_from: int | None = None,
-              climb: float = 0.0) -> None:
+def kohya_log(
+    path: Path, steps: int, total: int, sec: float = 1.5, nan_from: int | None = None, climb: float = 0.0
+) -> None:
     """musubi-tuner/sd-scripts stdout: tqdm redraws joined by \\r, one newline
     per epoch line (FORMATS.md §1)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,9 +62,17 @@ def make_sweep(root: Path, n_runs: int = 3) -> Path:
     for i in range(n_runs):
         rid = "baseline-000-s0" if i == 0 else f"cur-{i - 1:03d}-s0"
         steps = 300 if i == 0 else 3
-        rows.append({"run_id": rid, "role": "baseline" if i == 0 else "curated", "n_steps": steps,
-                     "duration_s": 1210.0 if i == 0 else WALL + 2.0, "wall_secs": WALL,
-                     "killed_by_timeout": i > 0, "exit_code": 0 if i == 0 else -9})
+        rows.append(
+            {
+                "run_id": rid,
+                "role": "baseline" if i == 0 else "curated",
+                "n_steps": steps,
+                "duration_s": 1210.0 if i == 0 else WALL + 2.0,
+                "wall_secs": WALL,
+                "killed_by_timeout": i > 0,
+                "exit_code": 0 if i == 0 else -9,
+            }
+        )
         kohya_log(root / "runs" / rid / "logs" / "stdout.log", steps, 300, sec=4.0 if i == 0 else 600.0)
     (root / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return root
@@ -73,8 +82,14 @@ def run_reports(pytester, run_health, *run_dirs: Path, extra: tuple[str, ...] = 
     """Only RPT101 and RH001 run, so these tests do not move as built-in checks grow."""
     pytester.makeconftest(conftest)
     out = pytester.path / "out"
-    args = ("--runhealth-html", str(out / "page.html"), "--runhealth-markdown", str(out / "summary.md"),
-            "-k", "RPT101 or RH001") + extra
+    args = (
+        "--runhealth-html",
+        str(out / "page.html"),
+        "--runhealth-markdown",
+        str(out / "summary.md"),
+        "-k",
+        "RPT101 or RH001",
+    ) + extra
     res = run_health(*run_dirs, args=args)
     return res, out
 
@@ -175,9 +190,20 @@ def test_several_run_dirs_get_a_section_each(tmp_path, pytester, run_health):
 
 # -- the view: what is plotted and marked -------------------------------------
 def result(check, run, outcome="failed", evidence=(), cause="vram-spill", run_dir="s"):
-    return {"nodeid": f"x::{check}[{run}]", "check": check, "slug": "step-time-degrades", "run": run,
-            "run_dir": run_dir, "outcome": outcome, "verdict": "infra" if outcome == "failed" else "healthy",
-            "cause": cause, "evidence": list(evidence), "fix": "f", "note": None, "summary": "climbs"}
+    return {
+        "nodeid": f"x::{check}[{run}]",
+        "check": check,
+        "slug": "step-time-degrades",
+        "run": run,
+        "run_dir": run_dir,
+        "outcome": outcome,
+        "verdict": "infra" if outcome == "failed" else "healthy",
+        "cause": cause,
+        "evidence": list(evidence),
+        "fix": "f",
+        "note": None,
+        "summary": "climbs",
+    }
 
 
 def test_degradation_onset_is_marked_at_the_step_its_evidence_names(tmp_path):
@@ -194,8 +220,12 @@ def test_degradation_onset_is_marked_at_the_step_its_evidence_names(tmp_path):
     rv = view.run_dirs[0].runs[0]
     assert rv.step_time.marks == [(151.0, "RH108 vram-spill")]
     assert rv.loss.marks == []
-    chart = svg.line_chart(rv.step_time.points, series="step-time", title="t",
-                           markers=[svg.Marker(x, label) for x, label in rv.step_time.marks])
+    chart = svg.line_chart(
+        rv.step_time.points,
+        series="step-time",
+        title="t",
+        markers=[svg.Marker(x, label) for x, label in rv.step_time.marks],
+    )
     assert chart.count('class="marker onset"') == 1 and "RH108 vram-spill (step 151)" in chart
 
 
@@ -229,7 +259,11 @@ def test_nonfinite_losses_are_drawn_as_marks_not_dropped(tmp_path):
 def test_sweep_series_come_from_the_ledger_in_run_order(tmp_path):
     view = build_view([], [RunDir(make_sweep(tmp_path / "s", 4))]).run_dirs[0]
     assert [(n, v) for n, v, _ in view.steps_per_run] == [
-        ("baseline-000-s0", 300.0), ("cur-000-s0", 3.0), ("cur-001-s0", 3.0), ("cur-002-s0", 3.0)]
+        ("baseline-000-s0", 300.0),
+        ("cur-000-s0", 3.0),
+        ("cur-001-s0", 3.0),
+        ("cur-002-s0", 3.0),
+    ]
     assert view.wall_limit == WALL
 
 
@@ -257,8 +291,11 @@ def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_heal
     (gone / "logs" / "train.pid").write_text(proc.stdout)
     _, out = run_reports(pytester, run_health, live, done, stale, fresh, gone, conftest=GPU_HOLDING_LIVE_PID)
     page = (out / "page.html").read_text()
-    blocks = re.findall(r'<tr class="run[^"]*" data-run="([^"]+)"><td class="name"><b>[^<]*</b><div class="status" '
-                        r'data-state="([a-z]+)"', page)
+    blocks = re.findall(
+        r'<tr class="run[^"]*" data-run="([^"]+)"><td class="name"><b>[^<]*</b><div class="status" '
+        r'data-state="([a-z]+)"',
+        page,
+    )
     assert blocks == [("live", "running"), ("fresh", "unknown")]
     block = re.search(r'<div class="status" data-state="running">(.*?)</div>', page).group(1)
     assert "step 120 / 2000 (6%)" in block and "ETA ~" in block
@@ -286,9 +323,11 @@ def test_status_block_says_why_the_gpu_was_not_read(tmp_path, pytester, run_heal
     live = tmp_path / "live"
     kohya_log(live / "logs" / "train.log", 120, 2000, sec=2.0)
     (live / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
-    no_driver = ("from pytest_runhealth.live.gpu import StandInBackend\n"
-                 "def pytest_runhealth_gpu_backend(config):\n"
-                 "    return StandInBackend(error='NVMLError_LibraryNotFound: NVML Shared Library Not Found')\n")
+    no_driver = (
+        "from pytest_runhealth.live.gpu import StandInBackend\n"
+        "def pytest_runhealth_gpu_backend(config):\n"
+        "    return StandInBackend(error='NVMLError_LibraryNotFound: NVML Shared Library Not Found')\n"
+    )
     _, out = run_reports(pytester, run_health, live, conftest=no_driver)
     block = re.search(r'<div class="status" data-state="running">(.*?)</div>', (out / "page.html").read_text()).group(1)
     assert "GPU not read: NVMLError_LibraryNotFound: NVML Shared Library Not Found" in block
@@ -345,19 +384,27 @@ def assert_finite_geometry(root) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(-10, 10**12), values), max_size=60),
-       st.lists(st.tuples(st.integers(0, 10**12), st.text(max_size=20)), max_size=3))
+@given(
+    st.lists(st.tuples(st.integers(-10, 10**12), values), max_size=60),
+    st.lists(st.tuples(st.integers(0, 10**12), st.text(max_size=20)), max_size=3),
+)
 def test_line_chart_is_well_formed_for_any_numbers(points, marks):
     import xml.etree.ElementTree as ET
 
-    chart = svg.line_chart([(float(x), y) for x, y in points], series="loss", title="t <&>",
-                           markers=[svg.Marker(float(x), label) for x, label in marks])
+    chart = svg.line_chart(
+        [(float(x), y) for x, y in points],
+        series="loss",
+        title="t <&>",
+        markers=[svg.Marker(float(x), label) for x, label in marks],
+    )
     assert_finite_geometry(ET.fromstring(chart))
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.text(max_size=10), st.one_of(st.none(), values), st.booleans()), max_size=50),
-       st.one_of(st.none(), st.floats(min_value=0, allow_infinity=False, allow_nan=False)))
+@given(
+    st.lists(st.tuples(st.text(max_size=10), st.one_of(st.none(), values), st.booleans()), max_size=50),
+    st.one_of(st.none(), st.floats(min_value=0, allow_infinity=False, allow_nan=False)),
+)
 def test_bar_chart_is_well_formed_for_any_numbers(bars, reference):
     import xml.etree.ElementTree as ET
 
@@ -380,7 +427,9 @@ def test_ini_paths_are_relative_to_the_ini_file_and_need_a_run_dir(tmp_path, pyt
     sub = pytester.mkdir("sub")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(sub)
-        res = run_health(sweep, args=("-k", "RH001", "--rootdir", str(pytester.path), "-c", str(pytester.path / "tox.ini")))
+        res = run_health(
+            sweep, args=("-k", "RH001", "--rootdir", str(pytester.path), "-c", str(pytester.path / "tox.ini"))
+        )
     assert (pytester.path / "reports" / "health.md").is_file(), res.stdout
     bare = run_health(args=("--runhealth-html", "page.html"))
     assert "reports not written: no --run-dir" in bare.stdout

@@ -15,21 +15,30 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from test_reports import COLLAPSE_CHECK, make_sweep
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run installs it)"
 )
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-default-apps")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+)
 
 
 def chromium(page: Path, profile: Path, *extra: str) -> str:
     proc = subprocess.run(
         [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *extra, "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=90,
+        capture_output=True,
+        text=True,
+        timeout=90,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
@@ -71,9 +80,25 @@ def page(tmp_path_factory) -> Path:
     (work / "conftest.py").write_text(COLLAPSE_CHECK)
     out = work / "report" / "page.html"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio", "--run-dir", str(sweep),
-         "-k", "RPT101 or RH001", "--runhealth-html", str(out)],
-        cwd=work, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:anyio",
+            "--run-dir",
+            str(sweep),
+            "-k",
+            "RPT101 or RH001",
+            "--runhealth-html",
+            str(out),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1 and out.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
@@ -127,10 +152,14 @@ def test_chromium_fetches_nothing_while_rendering_the_page(page, tmp_path):
 @needs_chromium
 def test_the_fetch_probe_sees_a_page_that_does_fetch(tmp_path):
     leaky = tmp_path / "leaky.html"
-    leaky.write_text('<html><head><link rel="stylesheet" href="https://fonts.runhealth.invalid/f.css"></head>'
-                     '<body><img src="http://runhealth.invalid/plot.png"></body></html>')
+    leaky.write_text(
+        '<html><head><link rel="stylesheet" href="https://fonts.runhealth.invalid/f.css"></head>'
+        '<body><img src="http://runhealth.invalid/plot.png"></body></html>'
+    )
     assert sorted(page_requests(leaky, tmp_path)) == [
-        "http://runhealth.invalid/plot.png", "https://fonts.runhealth.invalid/f.css"]
+        "http://runhealth.invalid/plot.png",
+        "https://fonts.runhealth.invalid/f.css",
+    ]
 
 
 @needs_chromium
@@ -140,15 +169,19 @@ def test_twelve_run_labels_do_not_overlap_as_chromium_lays_them_out(tmp_path):
     from pytest_runhealth.reports.html import STYLE
     from pytest_runhealth.reports.svg import Bar, bar_chart
 
-    svg = bar_chart([Bar(f"cur-{i:03d}-s0-lr1e-4"[:16], 100.0 + i) for i in range(12)], series="steps-per-run",
-                    title="steps reached per run")
+    svg = bar_chart(
+        [Bar(f"cur-{i:03d}-s0-lr1e-4"[:16], 100.0 + i) for i in range(12)],
+        series="steps-per-run",
+        title="steps reached per run",
+    )
     probe = tmp_path / "labels.html"
     probe.write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{STYLE}</style></head><body>{svg}<script>"
         "const boxes=[...document.querySelectorAll('svg text.tick[text-anchor=middle]')].map(t=>t.getBBox());"
         "let overlaps=0;for(let i=1;i<boxes.length;i++){if(boxes[i].x<boxes[i-1].x+boxes[i-1].width)overlaps++;}"
         "document.body.setAttribute('data-labels',boxes.length);document.body.setAttribute('data-overlaps',overlaps);"
-        "</script></body></html>")
+        "</script></body></html>"
+    )
     dom = chromium(probe, tmp_path / "profile")
     labels = int(re.search(r'data-labels="(\d+)"', dom).group(1))
     overlaps = int(re.search(r'data-overlaps="(\d+)"', dom).group(1))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 from conftest import EXAMPLES
-
 from test_reports import table_rows
 
 REPORTS = EXAMPLES / "reports"
@@ -35,7 +34,11 @@ def test_example_reports_are_regenerated(run_health, monkeypatch):
     assert re.findall(r'data-run-dir="([^"]+)"', page) == [d.name for d in dirs]
     assert str(EXAMPLES) not in page  # relative paths only: the same on every checkout
     assert "../sweep-vram-leak" in page
-    runs = sum(1 for d in dirs for r in (d / "runs").iterdir() if r.is_dir()) if all((d / "runs").is_dir() for d in dirs) else None
+    runs = (
+        sum(1 for d in dirs for r in (d / "runs").iterdir() if r.is_dir())
+        if all((d / "runs").is_dir() for d in dirs)
+        else None
+    )
     if runs is not None:
         assert page.count('<tr class="run') >= runs
     failed = [r for r in res.report["results"] if r["outcome"] == "failed"]

@@ -15,7 +15,13 @@ def properties(xml_path) -> dict[str, dict[str, str]]:
     out = {}
     for case in root.iter("testcase"):
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        outcome = "failed" if case.find("failure") is not None else "skipped" if case.find("skipped") is not None else "passed"
+        outcome = (
+            "failed"
+            if case.find("failure") is not None
+            else "skipped"
+            if case.find("skipped") is not None
+            else "passed"
+        )
         name = re.sub(r"@[^\]]*$", "", case.get("name"))  # xdist loadgroup suffix
         out[name] = {**props, "_outcome": outcome}
     return out

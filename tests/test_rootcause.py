@@ -15,11 +15,13 @@ from pytest_runhealth.rootcause import diagnose, strip_prefix
 from pytest_runhealth.status import training_points
 
 BAR = "steps:  38%|███▊      | 36/96 [13:09<21:55, 21.93s/it, avr_loss=0.0796]"  # musubi-tuner#477
-TB = "Traceback (most recent call last):\n  File \"train_network.py\", line 1012, in <module>\n    trainer.train(args)\n"
-ACCEL = ("Traceback (most recent call last):\n  File \"/usr/local/bin/accelerate\", line 8, in <module>\n    sys.exit(main())\n"
-         "  File \"/usr/local/lib/python3.10/dist-packages/accelerate/commands/launch.py\", line 637, in simple_launcher\n"
-         "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)\n"
-         "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train_network.py']' returned non-zero exit status 1.\n")
+TB = 'Traceback (most recent call last):\n  File "train_network.py", line 1012, in <module>\n    trainer.train(args)\n'
+ACCEL = (
+    'Traceback (most recent call last):\n  File "/usr/local/bin/accelerate", line 8, in <module>\n    sys.exit(main())\n'
+    '  File "/usr/local/lib/python3.10/dist-packages/accelerate/commands/launch.py", line 637, in simple_launcher\n'
+    "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)\n"
+    "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train_network.py']' returned non-zero exit status 1.\n"
+)
 
 
 def read(tmp_path, text: str, *, finished: bool = False):
@@ -32,91 +34,229 @@ def read(tmp_path, text: str, *, finished: bool = False):
 
 FAILING = {
     # cause, backend/rank expectations, log
-    "accelerate-wraps-module-not-found": ("missing-trainer-module", None, TB + "ModuleNotFoundError: No module named 'bitsandbytes'\n" + ACCEL),
-    "torchrun-wraps-rank-oom": ("cuda-oom", "CUDA", (
-        "[rank1]: Traceback (most recent call last):\n[rank1]:   File \"train.py\", line 9, in <module>\n"
-        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. GPU 1 has a total capacity of 39.56 GiB\n"
-        "E0908 17:08:08.400000 3889263 site-packages/torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 1\n"
-        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n")),
-    "deepspeed-return-code": ("cuda-oom", "CUDA", (
-        "[default0]:RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity)\n"
-        "[2024-05-01 10:00:00,123] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py'] exits with return code = 1\n")),
-    "gui-training-failed-loguru": ("cuda-oom", "MPS", (
-        "RuntimeError: MPS backend out of memory (MPS allocated: 45.18 GiB, other allocations: 719.81 MiB, max allowed: 45.90 GiB).\n"
-        "2026-02-07 19:33:57.629 | INFO     | acestep.gradio_ui.events.training_handlers:start_training:642 - [16s] Step 0: "
-        "Training failed: MPS backend out of memory\n")),
-    "chain-root-first": ("fused-optimizer-keyerror", None, (
-        TB + "KeyError: 'beta1'\n\nDuring handling of the above exception, another exception occurred:\n\n"
-        + TB + "AttributeError: 'NoneType' object has no attribute 'step'\n")),
+    "accelerate-wraps-module-not-found": (
+        "missing-trainer-module",
+        None,
+        TB + "ModuleNotFoundError: No module named 'bitsandbytes'\n" + ACCEL,
+    ),
+    "torchrun-wraps-rank-oom": (
+        "cuda-oom",
+        "CUDA",
+        (
+            '[rank1]: Traceback (most recent call last):\n[rank1]:   File "train.py", line 9, in <module>\n'
+            "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. GPU 1 has a total capacity of 39.56 GiB\n"
+            "E0908 17:08:08.400000 3889263 site-packages/torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 1\n"
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        ),
+    ),
+    "deepspeed-return-code": (
+        "cuda-oom",
+        "CUDA",
+        (
+            "[default0]:RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity)\n"
+            "[2024-05-01 10:00:00,123] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py'] exits with return code = 1\n"
+        ),
+    ),
+    "gui-training-failed-loguru": (
+        "cuda-oom",
+        "MPS",
+        (
+            "RuntimeError: MPS backend out of memory (MPS allocated: 45.18 GiB, other allocations: 719.81 MiB, max allowed: 45.90 GiB).\n"
+            "2026-02-07 19:33:57.629 | INFO     | acestep.gradio_ui.events.training_handlers:start_training:642 - [16s] Step 0: "
+            "Training failed: MPS backend out of memory\n"
+        ),
+    ),
+    "chain-root-first": (
+        "fused-optimizer-keyerror",
+        None,
+        (
+            TB
+            + "KeyError: 'beta1'\n\nDuring handling of the above exception, another exception occurred:\n\n"
+            + TB
+            + "AttributeError: 'NoneType' object has no attribute 'step'\n"
+        ),
+    ),
     "glued-killed": ("host-oom", None, "running training / 学習開始\n" + BAR + "Killed\n"),
-    "bare-killed-then-sigkill-wrapper": ("host-oom", None, BAR + "\nKilled\n" + ACCEL.replace(
-        "returned non-zero exit status 1.", "died with <Signals.SIGKILL: 9>.")),
+    "bare-killed-then-sigkill-wrapper": (
+        "host-oom",
+        None,
+        BAR + "\nKilled\n" + ACCEL.replace("returned non-zero exit status 1.", "died with <Signals.SIGKILL: 9>."),
+    ),
     "memoryerror": ("host-oom", None, TB + "MemoryError\n"),
-    "rust-panic-alloc": ("host-oom", None, "saving checkpoint: out/x-step00000250.safetensors\nmemory allocation of 1073741824 bytes failed\n"),
+    "rust-panic-alloc": (
+        "host-oom",
+        None,
+        "saving checkpoint: out/x-step00000250.safetensors\nmemory allocation of 1073741824 bytes failed\n",
+    ),
     "segfault": ("segfault", None, BAR + "\nSegmentation fault (core dumped)\n"),
     "shell-segfault": ("segfault", None, BAR + "\nzsh: segmentation fault  python train.py\n"),
-    "dataloader": ("dataloader-worker-killed", None, TB + "RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.\n"),
-    "dataloader-exited": ("dataloader-worker-killed", None, TB + "RuntimeError: DataLoader worker (pid(s) 3044) exited unexpectedly\n"),
-    "nccl-watchdog": ("nccl-timeout", None, (
-        "[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
-        "WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000) ran for "
-        "600061 milliseconds before timing out.\n")),
-    "disk-full": ("disk-full", None, "saving checkpoint: out/x-000003.safetensors\n" + TB + "OSError: [Errno 28] No space left on device\n"),
-    "hip-oom": ("cuda-oom", "HIP", TB + "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 4.50 GiB. GPU 0 has a total capacity of 15.98 GiB\n"),
-    "xpu-oom": ("cuda-oom", "XPU", TB + "RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.11 GiB total capacity)\n"),
-    "old-cuda-oom": ("cuda-oom", "CUDA", TB + "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 8.00 GiB total capacity)\n"),
-    "hf-model-not-found": ("missing-model-file", None, TB + "OSError: stabilityai/sdxl-vae is not a local folder and is not a valid "
-                           "model identifier listed on 'https://huggingface.co/models'\n"),
-    "ray-worker-prefix": ("cuda-oom", "CUDA", (
-        "(RayWorker pid=1234) Traceback (most recent call last):\n"
-        "(RayWorker pid=1234) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n")),
-    "capture-wrapper-prefix": ("missing-trainer-module", None, (
-        "[08:03:35] [STDERR] Traceback (most recent call last):\n"
-        "[08:03:35] [STDERR] ModuleNotFoundError: No module named 'musubi_tuner'\n")),
+    "dataloader": (
+        "dataloader-worker-killed",
+        None,
+        TB + "RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.\n",
+    ),
+    "dataloader-exited": (
+        "dataloader-worker-killed",
+        None,
+        TB + "RuntimeError: DataLoader worker (pid(s) 3044) exited unexpectedly\n",
+    ),
+    "nccl-watchdog": (
+        "nccl-timeout",
+        None,
+        (
+            "[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000) ran for "
+            "600061 milliseconds before timing out.\n"
+        ),
+    ),
+    "disk-full": (
+        "disk-full",
+        None,
+        "saving checkpoint: out/x-000003.safetensors\n" + TB + "OSError: [Errno 28] No space left on device\n",
+    ),
+    "hip-oom": (
+        "cuda-oom",
+        "HIP",
+        TB
+        + "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 4.50 GiB. GPU 0 has a total capacity of 15.98 GiB\n",
+    ),
+    "xpu-oom": (
+        "cuda-oom",
+        "XPU",
+        TB + "RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.11 GiB total capacity)\n",
+    ),
+    "old-cuda-oom": (
+        "cuda-oom",
+        "CUDA",
+        TB + "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 8.00 GiB total capacity)\n",
+    ),
+    "hf-model-not-found": (
+        "missing-model-file",
+        None,
+        TB + "OSError: stabilityai/sdxl-vae is not a local folder and is not a valid "
+        "model identifier listed on 'https://huggingface.co/models'\n",
+    ),
+    "ray-worker-prefix": (
+        "cuda-oom",
+        "CUDA",
+        (
+            "(RayWorker pid=1234) Traceback (most recent call last):\n"
+            "(RayWorker pid=1234) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n"
+        ),
+    ),
+    "capture-wrapper-prefix": (
+        "missing-trainer-module",
+        None,
+        (
+            "[08:03:35] [STDERR] Traceback (most recent call last):\n"
+            "[08:03:35] [STDERR] ModuleNotFoundError: No module named 'musubi_tuner'\n"
+        ),
+    ),
     "paste-line-numbers": ("segfault", None, "[0041] " + BAR + "\n[0042] Segmentation fault (core dumped)\n"),
     "logging-prefix": ("host-oom", None, "INFO:root:Traceback (most recent call last):\nINFO:root:MemoryError\n"),
     # -- issue 13, second pass (wordings from the holdout and x- field cases) --
     # facebookarchive/loop#36: 2017 PyTorch, glued to a bar
-    "thc-oom": ("cuda-oom", "CUDA", BAR + "THCudaCheck FAIL file=/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu "
-                "line=66 error=2 : out of memory\n" + TB + "RuntimeError: cuda runtime error (2) : out of memory at "
-                "/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu:66\n"),
+    "thc-oom": (
+        "cuda-oom",
+        "CUDA",
+        BAR + "THCudaCheck FAIL file=/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu "
+        "line=66 error=2 : out of memory\n" + TB + "RuntimeError: cuda runtime error (2) : out of memory at "
+        "/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu:66\n",
+    ),
     # QwenLM/Qwen3#873
-    "cublas-alloc": ("cuda-oom", "CUDA", TB + "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
-                     "`cublasCreate(handle)`\n"),
+    "cublas-alloc": (
+        "cuda-oom",
+        "CUDA",
+        TB + "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n",
+    ),
     # tensorflow/tensorflow#4735, patrickbryant1/AFProfile#8, jax-ml/jax#788 (wrapped after "Out ")
-    "tf-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", "ResourceExhaustedError (see above for traceback): OOM when "
-                              "allocating tensor with shape[256,112,112,64]\n" + TB + "    raise\n"),
-    "xla-resource-exhausted": ("cuda-oom", "TensorFlow/XLA", ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: "
-                               "Out of memory while trying to allocate 4770354232 bytes.\nBufferAssignment OOM Debugging.\n")),
-    "xla-wrapped": ("cuda-oom", "TensorFlow/XLA", ("[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/"
-                    "compiler/xla/python/local_client.cc:672] Execution of replica 0 failed: Resource exhausted: Out \n"
-                    "of memory while trying to allocate 5520758552 bytes.\n")),
+    "tf-resource-exhausted": (
+        "cuda-oom",
+        "TensorFlow/XLA",
+        "ResourceExhaustedError (see above for traceback): OOM when "
+        "allocating tensor with shape[256,112,112,64]\n" + TB + "    raise\n",
+    ),
+    "xla-resource-exhausted": (
+        "cuda-oom",
+        "TensorFlow/XLA",
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: "
+            "Out of memory while trying to allocate 4770354232 bytes.\nBufferAssignment OOM Debugging.\n"
+        ),
+    ),
+    "xla-wrapped": (
+        "cuda-oom",
+        "TensorFlow/XLA",
+        (
+            "[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/"
+            "compiler/xla/python/local_client.cc:672] Execution of replica 0 failed: Resource exhausted: Out \n"
+            "of memory while trying to allocate 5520758552 bytes.\n"
+        ),
+    ),
     # hiyouga/EasyR1#185, vllm-project/vllm#2669: Ray's memory monitor
-    "raylet-oom": ("host-oom", None, BAR + "\n(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: "
-                   "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons\n"
-                   + TB),
-    "ray-killed-worker": ("host-oom", None, ("Memory on the node (IP: 169.254.181.2) where the task was running was 12.49GB / "
-                          "13.15GB (0.950003), which exceeds the memory usage threshold of 0.95. Ray killed this worker "
-                          "(ID: 79a5) because it was the most recently scheduled task\n")),
+    "raylet-oom": (
+        "host-oom",
+        None,
+        BAR + "\n(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: "
+        "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons\n" + TB,
+    ),
+    "ray-killed-worker": (
+        "host-oom",
+        None,
+        (
+            "Memory on the node (IP: 169.254.181.2) where the task was running was 12.49GB / "
+            "13.15GB (0.950003), which exceeds the memory usage threshold of 0.95. Ray killed this worker "
+            "(ID: 79a5) because it was the most recently scheduled task\n"
+        ),
+    ),
     # brain-score/vision#950, chrisknewman/tusas#149: SLURM's cgroup OOM handler, old and new wording
-    "slurm-oom-kill": ("host-oom", None, ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=37205392.0.\n"
-                       "srun: error: node107: task 0: Out Of Memory\n")),
-    "slurm-oom-kill-underscore": ("host-oom", None, ("slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some "
-                                  "of the step tasks have been OOM Killed.\n")),
+    "slurm-oom-kill": (
+        "host-oom",
+        None,
+        (
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=37205392.0.\n"
+            "srun: error: node107: task 0: Out Of Memory\n"
+        ),
+    ),
+    "slurm-oom-kill-underscore": (
+        "host-oom",
+        None,
+        (
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some "
+            "of the step tasks have been OOM Killed.\n"
+        ),
+    ),
     # huggingface/diffusers#1156 and chflame163/ComfyUI_CogView4_Wrapper#7: the Hub's and diffusers' wordings
-    "hf-cant-load-tokenizer": ("missing-model-file", None, TB + "OSError: Can't load tokenizer for "
-                               "'CompVis/stable-diffusion-v1-4'. If you were trying to load it from "
-                               "'https://huggingface.co/models', make sure you don't have a local directory with the same "
-                               "name.\n" + ACCEL),
-    "diffusers-no-file-named": ("missing-model-file", None, "!!! Exception during processing !!! Error no file named "
-                                "diffusion_pytorch_model.bin found in directory E:\\models\\CogView4-6B\\vae.\n" + TB),
+    "hf-cant-load-tokenizer": (
+        "missing-model-file",
+        None,
+        TB + "OSError: Can't load tokenizer for "
+        "'CompVis/stable-diffusion-v1-4'. If you were trying to load it from "
+        "'https://huggingface.co/models', make sure you don't have a local directory with the same "
+        "name.\n" + ACCEL,
+    ),
+    "diffusers-no-file-named": (
+        "missing-model-file",
+        None,
+        "!!! Exception during processing !!! Error no file named "
+        "diffusion_pytorch_model.bin found in directory E:\\models\\CogView4-6B\\vae.\n" + TB,
+    ),
     # ostris/ai-toolkit#45: the job runner's summary before a long re-raised traceback
-    "summary-before-reraise": ("cuda-oom", "CUDA", "Error running job: CUDA out of memory. Tried to allocate 48.00 MiB.\n\n"
-                               "========================================\nResult:\n - 0 completed jobs\n - 1 failure\n"
-                               "========================================\n" + TB * 4),
+    "summary-before-reraise": (
+        "cuda-oom",
+        "CUDA",
+        "Error running job: CUDA out of memory. Tried to allocate 48.00 MiB.\n\n"
+        "========================================\nResult:\n - 0 completed jobs\n - 1 failure\n"
+        "========================================\n" + TB * 4,
+    ),
     # Nerogar/OneTrainer#172: the training thread's death is the run's
-    "training-thread": ("unknown", None, "Exception in thread Thread-1 (__training_thread_function):\n" + TB
-                        + "FileNotFoundError: [WinError 2] The system cannot find the file specified\n"),
+    "training-thread": (
+        "unknown",
+        None,
+        "Exception in thread Thread-1 (__training_thread_function):\n"
+        + TB
+        + "FileNotFoundError: [WinError 2] The system cannot find the file specified\n",
+    ),
 }
 
 
@@ -138,22 +278,30 @@ def test_wrapper_is_a_consequence_not_the_cause(tmp_path):
 
 
 def test_first_rank_to_fail_is_the_root(tmp_path):
-    log = ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
-           "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout\n"
-           "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    log = (
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout\n"
+        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
     found = read(tmp_path, TB.replace("\n", "\n", 1) + log)
     assert (found.cause, found.rank) == ("cuda-oom", "3")
     assert found.describe() == "cuda-oom (CUDA) on rank 3"
 
 
 def test_nccl_timeout_gives_way_to_the_rank_that_died(tmp_path):
-    log = ("[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout\n"
-           "[rank2]: Traceback (most recent call last):\n[rank2]: OSError: [Errno 28] No space left on device\n")
+    log = (
+        "[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout\n"
+        "[rank2]: Traceback (most recent call last):\n[rank2]: OSError: [Errno 28] No space left on device\n"
+    )
     assert read(tmp_path, log).cause == "disk-full"
 
 
 def test_unknown_quotes_the_root_exception_not_the_launcher(tmp_path):
-    log = TB + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n" + ACCEL
+    log = (
+        TB
+        + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n"
+        + ACCEL
+    )
     found = read(tmp_path, log)
     assert found.cause == "unknown"
     assert found.line.text.startswith("RuntimeError: Expected all tensors")
@@ -161,39 +309,59 @@ def test_unknown_quotes_the_root_exception_not_the_launcher(tmp_path):
 
 
 NEAR_MISSES = {
-    "caught-and-retried": TB + "ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out.\n"
-                          "Retrying in 5 seconds...\n",
-    "oom-hint-then-steps": "WARNING: If you run out of memory (CUDA out of memory), lower the batch size\n" + BAR + "\n",
-    "oom-hint-warning-last": BAR + "\nUserWarning: CUDA out of memory hint: consider enable_xformers_memory_efficient_attention\n",
+    "caught-and-retried": TB
+    + "ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out.\n"
+    "Retrying in 5 seconds...\n",
+    "oom-hint-then-steps": "WARNING: If you run out of memory (CUDA out of memory), lower the batch size\n"
+    + BAR
+    + "\n",
+    "oom-hint-warning-last": BAR
+    + "\nUserWarning: CUDA out of memory hint: consider enable_xformers_memory_efficient_attention\n",
     "bloom-and-room": BAR + "\nloading bigscience/bloom-560m; room for 3 more buckets\n",
     "error-on-missing-config": BAR + "\n  error_on_missing: false\n  nan_check: false\n",
-    "triton-warnings-steps": ("A matching Triton is not available, some optimizations will not be enabled.\n"
-                              "Error caught was: No module named 'triton'\n" + BAR + "\n"),
-    "triton-warning-traceback": ("WARNING  A matching Triton is not available, some optimizations will not be enabled   __init__.py:61\n"
-                                 "Traceback (most recent call last):\n    import triton  # noqa\n"
-                                 "ModuleNotFoundError: No module named 'triton'\n"),
+    "triton-warnings-steps": (
+        "A matching Triton is not available, some optimizations will not be enabled.\n"
+        "Error caught was: No module named 'triton'\n" + BAR + "\n"
+    ),
+    "triton-warning-traceback": (
+        "WARNING  A matching Triton is not available, some optimizations will not be enabled   __init__.py:61\n"
+        "Traceback (most recent call last):\n    import triton  # noqa\n"
+        "ModuleNotFoundError: No module named 'triton'\n"
+    ),
     "error-word-in-info": BAR + "\nINFO: computing mean squared error over 4 buckets\n",
-    "loss-scaler-overflow": BAR + "\n[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n",
+    "loss-scaler-overflow": BAR
+    + "\n[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n",
     # tensorflow/tensorflow#23953: the BFC allocator says itself that this is not a failure
-    "tf-allocator-not-a-failure": ("2018-11-25 19:04:59.501703: W tensorflow/core/common_runtime/bfc_allocator.cc:215] Allocator "
-                                   "(GPU_0_bfc) ran out of memory trying to allocate 217.69MiB. The caller indicates that this "
-                                   "is not a failure, but may mean that there could be performance gains if more memory were "
-                                   "available.\n"),
+    "tf-allocator-not-a-failure": (
+        "2018-11-25 19:04:59.501703: W tensorflow/core/common_runtime/bfc_allocator.cc:215] Allocator "
+        "(GPU_0_bfc) ran out of memory trying to allocate 217.69MiB. The caller indicates that this "
+        "is not a failure, but may mean that there could be performance gains if more memory were "
+        "available.\n"
+    ),
     # chflame163/ComfyUI_CogView4_Wrapper#7: a fetch error diffusers falls back from
-    "fetch-error-then-default": ("An error occurred while trying to fetch E:\\models\\vae: Error no file named "
-                                 "diffusion_pytorch_model.safetensors found in directory E:\\models\\vae.\n"
-                                 "Defaulting to unsafe serialization. Pass `allow_pickle=False` to raise an error instead.\n"),
-    "monitor-thread-traceback": "Exception in thread Thread-3 (_monitor):\n" + TB + "RuntimeError: cannot join current thread\n",
-    "xformers-warning": ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
-                         "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n"
-                         "  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n"),
+    "fetch-error-then-default": (
+        "An error occurred while trying to fetch E:\\models\\vae: Error no file named "
+        "diffusion_pytorch_model.safetensors found in directory E:\\models\\vae.\n"
+        "Defaulting to unsafe serialization. Pass `allow_pickle=False` to raise an error instead.\n"
+    ),
+    "monitor-thread-traceback": "Exception in thread Thread-3 (_monitor):\n"
+    + TB
+    + "RuntimeError: cannot join current thread\n",
+    "xformers-warning": (
+        "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+        "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n"
+        "  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n"
+    ),
 }
 
 
 def test_illegal_memory_access_is_not_an_oom(tmp_path):
     # pytorch/pytorch#34220: "memory" in a CUDA error does not make it an out-of-memory
     found = read(tmp_path, TB + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
-    assert (found.cause, found.line.text) == ("unknown", "RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert (found.cause, found.line.text) == (
+        "unknown",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    )
 
 
 @pytest.mark.parametrize("name", NEAR_MISSES)
@@ -203,8 +371,10 @@ def test_near_miss_stays_quiet(tmp_path, name):
 
 
 def test_thread_traceback_after_final_step_is_not_fatal(tmp_path):
-    log = ("steps: 100%|██████████| 96/96 [35:09<00:00, 21.93s/it, avr_loss=0.0796]\n"
-           "Exception in thread Thread-3 (_monitor):\n" + TB + "RuntimeError: cannot join current thread\n")
+    log = (
+        "steps: 100%|██████████| 96/96 [35:09<00:00, 21.93s/it, avr_loss=0.0796]\n"
+        "Exception in thread Thread-3 (_monitor):\n" + TB + "RuntimeError: cannot join current thread\n"
+    )
     assert read(tmp_path, log, finished=True) is None
 
 
@@ -216,8 +386,10 @@ def test_a_traceback_before_the_last_steps_is_history(tmp_path):
 
 def test_an_error_just_before_the_last_bar_redraw_is_the_end(tmp_path):
     # bmaltais/kohya_ss#1202: stderr and stdout interleave, so the OOM lands before the last redraw
-    log = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 6.00 GiB total capacity; 5.24 GiB already\n"
-           "steps:   0%|          | 1/2100 [00:03<2:05:34,  3.59s/it, loss=0.473]\n")
+    log = (
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 6.00 GiB total capacity; 5.24 GiB already\n"
+        "steps:   0%|          | 1/2100 [00:03<2:05:34,  3.59s/it, loss=0.473]\n"
+    )
     assert read(tmp_path, log).cause == "cuda-oom"
 
 
@@ -226,8 +398,10 @@ def test_strip_prefix_forms():
     assert strip_prefix("[default0]:torch.OutOfMemoryError: CUDA")[1] == "0"
     assert strip_prefix("(pid=1234) Killed")[0] == "Killed"
     assert strip_prefix("2026-02-07 19:33:57.629 | INFO     | a.b:start_training:642 - text")[0] == "text"
-    assert strip_prefix("ERROR    | 2024-08-29 06:16:31 | autotrain.trainers.common:wrapper:120 - train has failed")[0] == \
-        "train has failed"
+    assert (
+        strip_prefix("ERROR    | 2024-08-29 06:16:31 | autotrain.trainers.common:wrapper:120 - train has failed")[0]
+        == "train has failed"
+    )
 
 
 # -- RH202: loss in every wording -----------------------------------------------------
@@ -271,7 +445,10 @@ def test_not_a_nan_loss(tmp_path, name):
 
 def test_nan_then_finite_is_still_a_nan_event(tmp_path):
     path = tmp_path / "train.log"
-    lines = [f"steps:  {i}%|  | {i}/100 [00:{i:02d}<01:00,  1.00s/it, avr_loss={'nan' if i in (5, 6) else '0.1'}]" for i in range(1, 12)]
+    lines = [
+        f"steps:  {i}%|  | {i}/100 [00:{i:02d}<01:00,  1.00s/it, avr_loss={'nan' if i in (5, 6) else '0.1'}]"
+        for i in range(1, 12)
+    ]
     path.write_text("\n".join(lines) + "\n")
     scan = scan_log(path)
     assert scan.nonfinite_count == 2
@@ -313,7 +490,7 @@ PREFIXES = {
 WRAPPER_TAILS = {
     "accelerate": ACCEL,
     "torchrun": (
-        "Traceback (most recent call last):\n  File \"/usr/local/bin/torchrun\", line 8, in <module>\n    sys.exit(main())\n"
+        'Traceback (most recent call last):\n  File "/usr/local/bin/torchrun", line 8, in <module>\n    sys.exit(main())\n'
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
         "============================================================\ntrain.py FAILED\n"
         "------------------------------------------------------------\nFailures:\n  <NO_OTHER_FAILURES>\n"
@@ -321,9 +498,12 @@ WRAPPER_TAILS = {
         "  time      : 2024-11-20_14:37:28\n  host      : node-1\n  rank      : 0 (local_rank: 0)\n"
         "  exitcode  : 1 (pid: 96)\n  error_file: <N/A>\n"
         "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
-        "============================================================\n"),
-    "deepspeed": ("[2024-05-01 10:00:00,123] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
-                  "'train.py', '--local_rank=0'] exits with return code = 1\n"),
+        "============================================================\n"
+    ),
+    "deepspeed": (
+        "[2024-05-01 10:00:00,123] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+        "'train.py', '--local_rank=0'] exits with return code = 1\n"
+    ),
 }
 
 

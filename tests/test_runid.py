@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 import sweep_builders as sb
+
 from pytest_runhealth.ledger import read_ledger, unusable_run_id
 
 PLANTED = "PLANTED-OUTSIDE-THE-RUN-DIR"
@@ -43,13 +43,25 @@ def test_traversing_run_ids_never_read_outside(tmp_path, run_health):
     ``/`` walked the filesystem; now RH001 names them and nothing is read."""
     outside = tmp_path / "x" / "logs"
     outside.mkdir(parents=True)
-    (outside / "stdout.log").write_text(f"Traceback (most recent call last):\nRuntimeError: {PLANTED}\n"
-                                        "torch.OutOfMemoryError: CUDA out of memory.\n")
+    (outside / "stdout.log").write_text(
+        f"Traceback (most recent call last):\nRuntimeError: {PLANTED}\ntorch.OutOfMemoryError: CUDA out of memory.\n"
+    )
     session = tmp_path / "a" / "session"
     healthy = sb.row("cand-000-s0", at=sb.at(0), duration_s=2230.0, n_steps=1500)
     hostile = ["../../../x", str(tmp_path / "x"), "/", "a\u0000b", "r" * 300]
-    rows = [healthy] + [sb.row(rid, at=sb.at(10 + i), duration_s=24.0, n_steps=0, score=None, judge=None,
-                               disqualified="empty_tfevents", exit_code=1) for i, rid in enumerate(hostile)]
+    rows = [healthy] + [
+        sb.row(
+            rid,
+            at=sb.at(10 + i),
+            duration_s=24.0,
+            n_steps=0,
+            score=None,
+            judge=None,
+            disqualified="empty_tfevents",
+            exit_code=1,
+        )
+        for i, rid in enumerate(hostile)
+    ]
     sb.write_session(session, rows, {"cand-000-s0": sb.healthy_log(1500, 1.47)})
     res = run_health(session, args=("-k", "RH001 or RH2 or RH102 or RH006"))
     rh001 = res.result_of("RH001")

@@ -38,7 +38,9 @@ def sweep(tmp_path):
 
 
 def comparable(doc):
-    return sorted((r["nodeid"], r["outcome"], r["verdict"], r["cause"], json.dumps(r["evidence"])) for r in doc["results"])
+    return sorted(
+        (r["nodeid"], r["outcome"], r["verdict"], r["cause"], json.dumps(r["evidence"])) for r in doc["results"]
+    )
 
 
 def test_shards_partition_the_runs_and_merge_back(pytester, sweep, run_health, tmp_path):
@@ -77,8 +79,14 @@ def test_xdist_report_identical_to_serial(pytester, sweep, run_health):
 
 
 def test_merge_cli_refuses_conflicts(tmp_path, capsys):
-    doc = {"schema": "runhealth-report/1", "plugin_version": "0.1.0", "started_at": "x", "run_dirs": [],
-           "results": [{"nodeid": "a", "check": "X", "run": "r", "outcome": "passed"}], "summary": {}}
+    doc = {
+        "schema": "runhealth-report/1",
+        "plugin_version": "0.1.0",
+        "started_at": "x",
+        "run_dirs": [],
+        "results": [{"nodeid": "a", "check": "X", "run": "r", "outcome": "passed"}],
+        "summary": {},
+    }
     other = json.loads(json.dumps(doc))
     other["results"][0]["outcome"] = "failed"
     (tmp_path / "a.json").write_text(json.dumps(doc))
@@ -108,15 +116,27 @@ def test_huge_run_dirs_batch_run_scope_checks(pytester, sweep, run_health):
     pytester.makeconftest(RUN_CHECK)
     res = run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "SC001"))
     chunks = sorted(res.results("SC001"), key=lambda r: r["nodeid"])
-    assert [r["nodeid"].rsplit("[", 1)[1] for r in chunks] == ["sweep:runs-1-5]", "sweep:runs-11-12]", "sweep:runs-6-10]"]
+    assert [r["nodeid"].rsplit("[", 1)[1] for r in chunks] == [
+        "sweep:runs-1-5]",
+        "sweep:runs-11-12]",
+        "sweep:runs-6-10]",
+    ]
     first = next(r for r in chunks if r["nodeid"].endswith("runs-1-5]"))
     assert first["outcome"] == "failed" and "2 of 5 judged runs fail" in first["summary"]
     assert first["evidence"][0]["path"] == "runs/run-000/logs/stdout.log"
     assert sum(len(r["evidence"]) for r in chunks) == 4
     per_run = run_health(sweep, args=("-k", "SC001")).results("SC001")
     assert sum(x["outcome"] == "failed" for x in per_run) == 4  # the same verdicts, one item per run
-    assert all(r["outcome"] in ("passed", "skipped") for r in
-               run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "RH102")).results("RH102"))
-    merged = merge_reports([run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "SC001",
-                                                   "--runhealth-shard", f"{k}/2")).report for k in (1, 2)])
+    assert all(
+        r["outcome"] in ("passed", "skipped")
+        for r in run_health(sweep, args=("--runhealth-batch-above", "5", "-k", "RH102")).results("RH102")
+    )
+    merged = merge_reports(
+        [
+            run_health(
+                sweep, args=("--runhealth-batch-above", "5", "-k", "SC001", "--runhealth-shard", f"{k}/2")
+            ).report
+            for k in (1, 2)
+        ]
+    )
     assert comparable(merged) == comparable(res.report)  # chunks spread over shards

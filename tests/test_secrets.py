@@ -12,8 +12,15 @@ SECRETS = {
     "token": "LM_API_TOKEN=plantedtokenvalue456",
     "url": "https://alice:plantedpassw0rd@git.example.com/repo",
 }
-NEEDLES = ["0123456789abcdef0123456789abcdef01234567", "hf_AbCdEfGhIjKlMnOp", "sk-proj-Zz9Yy8",
-           "secretpayload", "plantedkeyvalue123", "plantedtokenvalue456", "plantedpassw0rd"]
+NEEDLES = [
+    "0123456789abcdef0123456789abcdef01234567",
+    "hf_AbCdEfGhIjKlMnOp",
+    "sk-proj-Zz9Yy8",
+    "secretpayload",
+    "plantedkeyvalue123",
+    "plantedtokenvalue456",
+    "plantedpassw0rd",
+]
 
 QUOTING_CHECK = """
 import pytest_runhealth as rh
@@ -79,8 +86,10 @@ CORPUS = [
     ("webhook xoxp-123456789012-plantedtoken25abc", "plantedtoken25"),
     ("-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----"),
     ("MIIEpAIBAAKCAQEAplantedpemline27abcdefghijklmnopqrstuvwxyz0123", "plantedpemline27"),
-    ("-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAplanted28 -----END OPENSSH PRIVATE KEY-----",
-     "b3BlbnNzaC1rZXktdjEAplanted28"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAplanted28 -----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAplanted28",
+    ),
     ("maps key AIzaSyplanted29abcdefghijklmnopqrstuvwx", "AIzaSyplanted29"),
     ("X-Api-Key: plantedkey30", "plantedkey30"),
     ('headers {"X-API-KEY": "plantedkey31"}', "plantedkey31"),
@@ -130,11 +139,17 @@ def test_every_planted_form_is_redacted_in_every_output(pytester, tmp_path, run_
     (logs / "stdout.log").write_text("\n".join(line for line, _ in CORPUS[-40:]) + "\n")
     (session / "ledger.jsonl").write_text('{"run_id": "r1", "n_steps": 3}\n')
     xml, html, md = pytester.path / "junit.xml", pytester.path / "r.html", pytester.path / "r.md"
-    res = run_health(session, args=("--junitxml", str(xml), "--runhealth-html", str(html),
-                                    "--runhealth-markdown", str(md), "-rA"))
+    res = run_health(
+        session, args=("--junitxml", str(xml), "--runhealth-html", str(html), "--runhealth-markdown", str(md), "-rA")
+    )
     assert res.outcome("SEC001", "r1") == "failed", res.stdout[-3000:]
-    outputs = {"terminal": res.stdout, "junit": xml.read_text(), "html": html.read_text(), "markdown": md.read_text(),
-               "json": (pytester.path / "runhealth-report.json").read_text()}
+    outputs = {
+        "terminal": res.stdout,
+        "junit": xml.read_text(),
+        "html": html.read_text(),
+        "markdown": md.read_text(),
+        "json": (pytester.path / "runhealth-report.json").read_text(),
+    }
     leaks = [(where, secret) for where, text in outputs.items() for _, secret in CORPUS[-40:] if secret in text]
     assert leaks == []
 

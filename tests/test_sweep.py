@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 import sweep_builders as sb
 
 
@@ -46,22 +45,41 @@ def test_rh101_vram_leak_and_its_near_misses(tmp_path, run_health):
     leak = sb.vram_leak_session(tmp_path / "session-42")
     no_log = sb.vram_leak_session(tmp_path / "no-judge-log", with_lmstudio_log=False)
     healthy = sb.healthy_session(tmp_path / "healthy")  # the last run hits the wall clock at its normal rate
-    rows = [sb.row(f"cand-{i:03d}", at=sb.at(40 * i), duration_s=1800.0, n_steps=3, score=None, judge=None,
-                   killed_by_timeout=True, exit_code=-9, error="timeout", disqualified="timeout") for i in range(3)]
+    rows = [
+        sb.row(
+            f"cand-{i:03d}",
+            at=sb.at(40 * i),
+            duration_s=1800.0,
+            n_steps=3,
+            score=None,
+            judge=None,
+            killed_by_timeout=True,
+            exit_code=-9,
+            error="timeout",
+            disqualified="timeout",
+        )
+        for i in range(3)
+    ]
     all_collapsed = sb.write_session(tmp_path / "all-collapsed", rows, {})
     res = run_health(leak, no_log, healthy, all_collapsed, args=only("RH101"))
     assert res.ret == 1
     bad = failed(res, "RH101")
     assert sorted(label(r) for r in bad if label(r).startswith("session-42/")) == [
-        "session-42/baseline-000-s1", "session-42/cand-000-s0", "session-42/cand-001-s0",
-        "session-42/cur-000-s0", "session-42/cur-000-s1"]
+        "session-42/baseline-000-s1",
+        "session-42/cand-000-s0",
+        "session-42/cand-001-s0",
+        "session-42/cur-000-s0",
+        "session-42/cur-000-s1",
+    ]
     first = of(res, "RH101", "session-42/baseline-000-s1")
     assert first["verdict"] == "infra" and first["cause"] == "vram-leak-step-collapse"
-    res.result.stdout.fnmatch_lines([
-        "RH101 step-count-collapse [[]baseline-000-s1[]]   verdict: infra   cause: vram-leak-step-collapse",
-        "*baseline-000-s0 trained 1500 steps in 2210 s; baseline-000-s1 stopped at 3 steps after 1800 s "
-        "(killed_by_timeout), and so did the 4 runs after it.",
-    ])
+    res.result.stdout.fnmatch_lines(
+        [
+            "RH101 step-count-collapse [[]baseline-000-s1[]]   verdict: infra   cause: vram-leak-step-collapse",
+            "*baseline-000-s0 trained 1500 steps in 2210 s; baseline-000-s1 stopped at 3 steps after 1800 s "
+            "(killed_by_timeout), and so did the 4 runs after it.",
+        ]
+    )
     ev = first["evidence"]
     assert (ev[0]["path"], ev[0]["line"]) == ("ledger.jsonl", 1) and '"n_steps":1500' in ev[0]["text"]
     assert (ev[1]["path"], ev[1]["line"]) == ("ledger.jsonl", 2) and '"killed_by_timeout":true' in ev[1]["text"]
@@ -79,24 +97,51 @@ def test_rh101_vram_leak_and_its_near_misses(tmp_path, run_health):
 
 def test_rh101_thresholds_are_configurable(tmp_path, run_health, pytester):
     session = sb.vram_leak_session(tmp_path / "s")
-    res = run_health(session, args=only("RH101") + config_file(pytester, "thresholds:\n  RH101:\n    handful_steps: 2\n"))
+    res = run_health(
+        session, args=only("RH101") + config_file(pytester, "thresholds:\n  RH101:\n    handful_steps: 2\n")
+    )
     assert res.ret == 0
 
 
 # -- RH102 trainer-died-instantly --------------------------------------------------------
-CAUSES = {"fused-optimizer-keyerror": "config", "missing-model-file": "config", "cuda-oom": "config",
-          "missing-trainer-module": "infra", "unknown": "infra"}
+CAUSES = {
+    "fused-optimizer-keyerror": "config",
+    "missing-model-file": "config",
+    "cuda-oom": "config",
+    "missing-trainer-module": "infra",
+    "unknown": "infra",
+}
 
 
 def test_rh102_reads_each_cause_from_the_log_tail(tmp_path, run_health):
     rows = [sb.row("baseline-000-s0", "baseline", at=sb.at(0), duration_s=2230.0, n_steps=1500)]
     logs = {"baseline-000-s0": sb.healthy_log(1500, 1.47)}
     for i, cause in enumerate(CAUSES):
-        rows.append(sb.row(cause, at=sb.at(40 + i), duration_s=20.0, n_steps=0, score=None, judge=None,
-                           disqualified="empty_tfevents", exit_code=1))
+        rows.append(
+            sb.row(
+                cause,
+                at=sb.at(40 + i),
+                duration_s=20.0,
+                n_steps=0,
+                score=None,
+                judge=None,
+                disqualified="empty_tfevents",
+                exit_code=1,
+            )
+        )
         logs[cause] = sb.died_log(cause)
-    rows.append(sb.row("no-log", at=sb.at(50), duration_s=12.0, n_steps=0, score=None, judge=None,
-                       disqualified="empty_tfevents", exit_code=1))
+    rows.append(
+        sb.row(
+            "no-log",
+            at=sb.at(50),
+            duration_s=12.0,
+            n_steps=0,
+            score=None,
+            judge=None,
+            disqualified="empty_tfevents",
+            exit_code=1,
+        )
+    )
     session = sb.write_session(tmp_path / "s", rows, logs)
     (session / "runs" / "no-log").mkdir()
     res = run_health(session, args=only("RH102"))
@@ -138,7 +183,9 @@ def test_rh103_judge_never_called_and_near_miss(tmp_path, run_health):
 def test_rh104_thinking_judge_and_one_transient_miss(tmp_path, run_health):
     prose = sb.judge_session(tmp_path / "prose", "no-json")
     transient = sb.healthy_session(tmp_path / "transient")
-    rewrite(transient, lambda rows: rows[1]["judge_report"]["judgements"][0].update(error="no JSON scores in response text"))
+    rewrite(
+        transient, lambda rows: rows[1]["judge_report"]["judgements"][0].update(error="no JSON scores in response text")
+    )
     res = run_health(prose, transient, args=only("RH104"))
     r = res.result_of("RH104", "prose")
     assert (r["outcome"], r["cause"]) == ("failed", "judge-no-json")
@@ -150,10 +197,20 @@ def test_rh104_thinking_judge_and_one_transient_miss(tmp_path, run_health):
 # -- RH105 early-exit-config ---------------------------------------------------------------
 def test_rh105_names_the_knobs_and_passes_late_failures(tmp_path, run_health):
     knob = sb.knob_session(tmp_path / "knob")
-    rows = [sb.row("cand-000", at=sb.at(0), duration_s=2200.0, n_steps=1500, config=sb.knobs(seed=1)),
-            sb.row("cand-001", at=sb.at(40), duration_s=2200.0, n_steps=1500, config=sb.knobs(seed=2)),
-            sb.row("cand-002", at=sb.at(80), duration_s=1900.0, n_steps=1300, score=None, judge=None, exit_code=1,
-                   config=sb.knobs(seed=3))]
+    rows = [
+        sb.row("cand-000", at=sb.at(0), duration_s=2200.0, n_steps=1500, config=sb.knobs(seed=1)),
+        sb.row("cand-001", at=sb.at(40), duration_s=2200.0, n_steps=1500, config=sb.knobs(seed=2)),
+        sb.row(
+            "cand-002",
+            at=sb.at(80),
+            duration_s=1900.0,
+            n_steps=1300,
+            score=None,
+            judge=None,
+            exit_code=1,
+            config=sb.knobs(seed=3),
+        ),
+    ]
     late = sb.write_session(tmp_path / "late", rows, {})
     res = run_health(knob, late, args=only("RH105"))
     assert sorted(label(r) for r in failed(res, "RH105")) == ["knob/cand-001-s0", "knob/cand-004-s0"]
@@ -171,8 +228,11 @@ def test_rh106_one_stop_event_passes_with_a_note_spread_stops_fail(tmp_path, run
     one = sb.stop_session(tmp_path / "one")
     spread = sb.stop_session(tmp_path / "spread", spread=True)
     base = 1773496931
-    epoch = sb.write_session(tmp_path / "epoch", [{"run_id": f"c{i}", "disqualified": "stopped_by_user", "ts": base + i}
-                                                  for i in range(4)], {})
+    epoch = sb.write_session(
+        tmp_path / "epoch",
+        [{"run_id": f"c{i}", "disqualified": "stopped_by_user", "ts": base + i} for i in range(4)],
+        {},
+    )
     res = run_health(one, spread, epoch, args=only("RH106") + ("-rA",))
     r = res.result_of("RH106", "one")
     assert r["outcome"] == "passed" and r["note"].startswith("one stop event at 14:02, not 9 failures")
@@ -197,7 +257,7 @@ def test_rh107_pipe_deadlock_and_a_healthy_sweep(tmp_path, run_health):
     res = run_health(slow, healthy, args=("-k", "RH107 or RH108"))
     r = of(res, "RH107", "slow/cur-000-s0")
     assert (r["outcome"], r["cause"]) == ("failed", "pipe-deadlock")
-    assert "subprocess.Popen(stdout=open(log_path, \"ab\"))" in r["fix"]
+    assert 'subprocess.Popen(stdout=open(log_path, "ab"))' in r["fix"]
     assert r["evidence"][-1]["path"] == "runs/cur-000-s0/logs/stdout.log"
     assert "29/1500" in r["evidence"][-1]["text"]
     assert {r["outcome"] for r in res.results() if label(r).startswith("healthy/")} == {"passed"}
@@ -241,8 +301,11 @@ def test_rh108_climbing_step_time_and_benign_bumps(tmp_path, run_health):
     def bumpy(s: int) -> float:  # slow warm-up, a sampling pause, noise
         return 9.0 if s < 5 else (6.0 if 400 <= s < 420 else 2.0 + 0.05 * ((s * 31) % 7))
 
-    res = run_health(generic_run(tmp_path / "climbing", climbing),
-                     generic_run(tmp_path / "bumpy", sb.healthy_log(900, bumpy, every=30)), args=only("RH108"))
+    res = run_health(
+        generic_run(tmp_path / "climbing", climbing),
+        generic_run(tmp_path / "bumpy", sb.healthy_log(900, bumpy, every=30)),
+        args=only("RH108"),
+    )
     r = res.result_of("RH108", "climbing")
     assert (r["outcome"], r["cause"], r["verdict"]) == ("failed", "vram-pressure", "infra")
     assert all(e["path"] == "logs/stdout.log" for e in r["evidence"])
@@ -321,9 +384,27 @@ def test_unreadable_log(tmp_path, run_health):
             outcomes = {r["check"]: r for r in res.results()}
         elif shutil.which("setpriv") and _dropping_caps_blocks(log):
             report = tmp_path / "report.json"
-            proc = subprocess.run([*DROP_CAPS, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio",
-                                   "--run-dir", str(session), "--runhealth-report", str(report), *args],
-                                  capture_output=True, text=True, cwd=tmp_path, timeout=120)
+            proc = subprocess.run(
+                [
+                    *DROP_CAPS,
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "no:anyio",
+                    "--run-dir",
+                    str(session),
+                    "--runhealth-report",
+                    str(report),
+                    *args,
+                ],
+                capture_output=True,
+                text=True,
+                cwd=tmp_path,
+                timeout=120,
+            )
             assert "INTERNALERROR" not in proc.stdout and not re.search(r"^Traceback", proc.stdout, re.M), proc.stdout
             outcomes = {r["check"]: r for r in json.loads(report.read_text())["results"]}
         else:
@@ -354,13 +435,34 @@ def test_rows_of_any_shape_never_crash_a_sweep_check(tmp_path_factory):
     from pytest_runhealth.rundir import RunDir
 
     specs = [getattr(f, SPEC_ATTR) for f in vars(sweep).values() if hasattr(f, SPEC_ATTR)]
-    scalar = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**6), st.floats(allow_nan=True),
-                       st.text(max_size=12), st.sampled_from(["timeout", "empty_tfevents", "stopped_by_user",
-                                                              "2026-03-14T14:02:11Z", "setup", "candidate"]))
-    value = st.recursive(scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                         max_leaves=6)
-    fields = ["role", "score", "judge_report", "disqualified", "exit_code", "duration_s", "n_steps",
-              "killed_by_timeout", "error", "wall_secs", "finished_at", "config", "ts"]
+    scalar = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-10, 10**6),
+        st.floats(allow_nan=True),
+        st.text(max_size=12),
+        st.sampled_from(["timeout", "empty_tfevents", "stopped_by_user", "2026-03-14T14:02:11Z", "setup", "candidate"]),
+    )
+    value = st.recursive(
+        scalar,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+        max_leaves=6,
+    )
+    fields = [
+        "role",
+        "score",
+        "judge_report",
+        "disqualified",
+        "exit_code",
+        "duration_s",
+        "n_steps",
+        "killed_by_timeout",
+        "error",
+        "wall_secs",
+        "finished_at",
+        "config",
+        "ts",
+    ]
     row = st.fixed_dictionaries({}, optional={f: value for f in fields})
 
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -371,7 +473,11 @@ def test_rows_of_any_shape_never_crash_a_sweep_check(tmp_path_factory):
         (root / "ledger.jsonl").write_text("\n".join(lines) + "\n")
         rd = RunDir(root)
         for spec in specs:
-            targets = [Target(rd, None, rd.name)] if spec.scope == "session" else [Target(rd, run, run.name) for run in rd.runs]
+            targets = (
+                [Target(rd, None, rd.name)]
+                if spec.scope == "session"
+                else [Target(rd, run, run.name) for run in rd.runs]
+            )
             for target in targets:
                 ctx = CheckContext(spec, target, dict(spec.thresholds))
                 try:

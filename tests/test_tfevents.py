@@ -57,8 +57,8 @@ def test_flipped_data_crc_byte_loses_one_record_not_the_rest(kohya_events):
     # Walk to record 50 and flip a byte of its data CRC (the last 4 bytes of the frame).
     pos = 0
     for _ in range(50):
-        pos += 12 + int.from_bytes(data[pos:pos + 8], "little") + 4
-    length = int.from_bytes(data[pos:pos + 8], "little")
+        pos += 12 + int.from_bytes(data[pos : pos + 8], "little") + 4
+    length = int.from_bytes(data[pos : pos + 8], "little")
     flip_byte(kohya_events, pos + 12 + length + 1)
     read = read_event_file(kohya_events)
     assert [(p.index, p.kind) for p in read.problems] == [(50, "data-crc")]
@@ -86,7 +86,7 @@ def test_garbage_is_a_problem_or_empty_never_an_exception(tmp_path, content):
     path.write_bytes(content)
     read = read_event_file(path)
     assert not read.has_scalar
-    assert (read.damaged or read.records == 0)
+    assert read.damaged or read.records == 0
 
 
 def test_batched_crc_matches_tensorboards_own(tmp_path):
@@ -96,7 +96,7 @@ def test_batched_crc_matches_tensorboards_own(tmp_path):
     buf = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
     spans = [(int(o), int(n)) for o, n in zip(rng.integers(0, 4000, 200), rng.integers(0, 64, 200))]
     got = masked_crcs(buf, [o for o, _ in spans], [n for _, n in spans])
-    assert [int(x) for x in got] == [masked_crc32c(buf[o:o + n]) for o, n in spans]
+    assert [int(x) for x in got] == [masked_crc32c(buf[o : o + n]) for o, n in spans]
 
 
 def test_loss_tags_and_not_loss_tags():
@@ -139,7 +139,13 @@ def test_rh005_header_only_early_in_a_live_run_passes(tmp_path, run_health):
 def test_rh005_header_only_after_the_run_died_fails(tmp_path, run_health):
     log = kohya_log(312, stop_at=0, finish=False) + "\nTraceback (most recent call last):\nKeyError: 'beta1'\n"
     run = kohya_run(tmp_path, log, [])
-    r = run_health(run, args=("-k", "RH005",)).result_of("RH005")
+    r = run_health(
+        run,
+        args=(
+            "-k",
+            "RH005",
+        ),
+    ).result_of("RH005")
     assert (r["outcome"], r["cause"]) == ("failed", "empty-tfevents")
 
 
@@ -147,7 +153,13 @@ def test_rh005_corrupt_file_fails_with_record_evidence(tmp_path, run_health):
     run = kohya_run(tmp_path, kohya_log(20), kohya_scalars(20))
     (events,) = run.rglob("events.out.tfevents.*")
     cut_file(events, events.stat().st_size - 9)
-    r = run_health(run, args=("-k", "RH005",)).result_of("RH005")
+    r = run_health(
+        run,
+        args=(
+            "-k",
+            "RH005",
+        ),
+    ).result_of("RH005")
     assert (r["outcome"], r["cause"]) == ("failed", "corrupt-tfevents")
     assert "the file ends" in r["evidence"][0]["text"] and r["evidence"][0]["path"].startswith("logs/")
 
@@ -181,7 +193,9 @@ def test_grouped_reading_equals_event_pb2_record_by_record(tmp_path, monkeypatch
     assert sorted(fast.scalars) == sorted(slow.scalars)
     for tag in slow.scalars:
         assert list(fast.scalars[tag].steps) == list(slow.scalars[tag].steps), tag
-        assert np.array_equal(np.array(fast.scalars[tag].values), np.array(slow.scalars[tag].values), equal_nan=True), tag
+        assert np.array_equal(np.array(fast.scalars[tag].values), np.array(slow.scalars[tag].values), equal_nan=True), (
+            tag
+        )
     assert [(n.tag, n.step, n.index) for n in fast.nonfinite] == [(n.tag, n.step, n.index) for n in slow.nonfinite]
     assert fast.nonfinite_count == slow.nonfinite_count and fast.events == slow.events
     assert fast.file_version == slow.file_version == "brain.Event:2"
@@ -193,7 +207,7 @@ def test_long_record_crc_matches_tensorboards_own(length):
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
     buf = np.random.default_rng(length).integers(0, 256, length + 7, dtype=np.uint8).tobytes()
-    assert int(masked_crcs(buf, [5], [length])[0]) == masked_crc32c(buf[5:5 + length])
+    assert int(masked_crcs(buf, [5], [length])[0]) == masked_crc32c(buf[5 : 5 + length])
 
 
 def test_a_50_mb_record_checks_in_bounded_memory_and_python_steps(tmp_path, monkeypatch):
@@ -209,22 +223,29 @@ def test_a_50_mb_record_checks_in_bounded_memory_and_python_steps(tmp_path, monk
 
     from pytest_runhealth import tfevents
 
-    monkeypatch.setattr(record_writer, "masked_crc32c",
-                        lambda data: int(masked_crcs(data, [0], [len(data)])[0]))
-    big = summary_pb2.Summary.Value(tag="blob", metadata=summary_pb2.SummaryMetadata(
-        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text", content=bytes(50 << 20))))
+    monkeypatch.setattr(record_writer, "masked_crc32c", lambda data: int(masked_crcs(data, [0], [len(data)])[0]))
+    big = summary_pb2.Summary.Value(
+        tag="blob",
+        metadata=summary_pb2.SummaryMetadata(
+            plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text", content=bytes(50 << 20))
+        ),
+    )
     path = tmp_path / "events.out.tfevents.1.host"
     with open(path, "wb") as fh:
         writer = record_writer.RecordWriter(fh)
         for step, value in ((1, 0.5), (2, 0.4)):
-            writer.write(event_pb2.Event(step=step, summary=summary_pb2.Summary(
-                value=[summary_pb2.Summary.Value(tag="loss", simple_value=value)])).SerializeToString())
+            writer.write(
+                event_pb2.Event(
+                    step=step,
+                    summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=value)]),
+                ).SerializeToString()
+            )
         writer.write(event_pb2.Event(step=3, summary=summary_pb2.Summary(value=[big])).SerializeToString())
     steps = {"n": 0}
     real_long_crc = tfevents._long_crc
 
     def counted(data, offset, length, table):
-        steps["n"] += max(256, int(length ** 0.5) // 4) + length // max(256, int(length ** 0.5) // 4)
+        steps["n"] += max(256, int(length**0.5) // 4) + length // max(256, int(length**0.5) // 4)
         return real_long_crc(data, offset, length, table)
 
     monkeypatch.setattr(tfevents, "_long_crc", counted)

@@ -7,15 +7,13 @@ import json
 import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, ltx_workspace
 
+from pytest_runhealth.logscan import StepPoint, read_log_tail
 from pytest_runhealth.rootcause import diagnose as classify
-from pytest_runhealth.logscan import read_log_tail
 from pytest_runhealth.status import steady_step_time
-from pytest_runhealth.logscan import StepPoint
 
 STEPS = generic_log(30, 30)  # a finished generic run: step 30/30
 
@@ -25,7 +23,6 @@ def fatal_of(tmp_path, text: str):
     path.write_text(text, encoding="utf-8")
     tail = read_log_tail(path)
     from pytest_runhealth.logscan import scan_log
-
     from pytest_runhealth.status import training_points
 
     pts = training_points(scan_log(path))
@@ -37,21 +34,54 @@ def fatal_of(tmp_path, text: str):
 @pytest.mark.parametrize(
     "tail, cause",
     [
-        ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 23.65 GiB total capacity; ...)\n", "cuda-oom"),
-        ("[rank0]: Traceback (most recent call last):\n[rank0]:   File \"train.py\", line 3\n"
-         "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB.\n", "cuda-oom"),
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 23.65 GiB total capacity; ...)\n",
+            "cuda-oom",
+        ),
+        (
+            '[rank0]: Traceback (most recent call last):\n[rank0]:   File "train.py", line 3\n'
+            "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB.\n",
+            "cuda-oom",
+        ),
         (RICH_OOM_BOX, "cuda-oom"),
-        ("Traceback (most recent call last):\n  File \"x.py\", line 1\n"
-         "FileNotFoundError: No such file or directory: \"C:\\\\models\\\\dit.safetensors\"\n", "missing-model-file"),
-        ("Traceback (most recent call last):\nModuleNotFoundError: No module named 'ltx_trainer'\n", "missing-trainer-module"),
-        ("Traceback (most recent call last):\n  File \"adafactor.py\"\nKeyError: 'beta1'\n", "fused-optimizer-keyerror"),
-        ("FailedPreconditionError: C:/Users/me/log is not a directory\n"
-         "steps:   0%|          | 0/1400 [00:00<?, ?it/s]\n", "tensorboard-logdir-not-directory"),
-        ("Traceback (most recent call last):\nValueError: loaded state dict contains a different number of parameter groups\n",
-         "optimizer-scheduler-mismatch"),
-        ("Traceback (most recent call last):\n  File \"t.py\", line 9, in <module>\nZeroDivisionError: division by zero\n", "unknown"),
+        (
+            'Traceback (most recent call last):\n  File "x.py", line 1\n'
+            'FileNotFoundError: No such file or directory: "C:\\\\models\\\\dit.safetensors"\n',
+            "missing-model-file",
+        ),
+        (
+            "Traceback (most recent call last):\nModuleNotFoundError: No module named 'ltx_trainer'\n",
+            "missing-trainer-module",
+        ),
+        (
+            "Traceback (most recent call last):\n  File \"adafactor.py\"\nKeyError: 'beta1'\n",
+            "fused-optimizer-keyerror",
+        ),
+        (
+            "FailedPreconditionError: C:/Users/me/log is not a directory\n"
+            "steps:   0%|          | 0/1400 [00:00<?, ?it/s]\n",
+            "tensorboard-logdir-not-directory",
+        ),
+        (
+            "Traceback (most recent call last):\nValueError: loaded state dict contains a different number of parameter groups\n",
+            "optimizer-scheduler-mismatch",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "t.py", line 9, in <module>\nZeroDivisionError: division by zero\n',
+            "unknown",
+        ),
     ],
-    ids=["old-oom", "rank-oom", "rich-box-oom", "model-file", "module", "beta1", "tb-logdir", "opt-mismatch", "unknown"],
+    ids=[
+        "old-oom",
+        "rank-oom",
+        "rich-box-oom",
+        "model-file",
+        "module",
+        "beta1",
+        "tb-logdir",
+        "opt-mismatch",
+        "unknown",
+    ],
 )
 def test_known_fatal_errors(tmp_path, tail, cause):
     err = fatal_of(tmp_path, generic_log(5, 1000) + tail)
@@ -66,14 +96,22 @@ def test_known_fatal_errors(tmp_path, tail, cause):
     [
         generic_log(30, 1000),  # OOM hint, NaN grad norm and an overflow skip, all while training went on
         "WARNING: No module named 'triton'; falling back to eager kernels\n" + generic_log(8, 1000),
-        generic_log(3, 1000) + "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] No such file or directory: 'a.json'\n"
+        generic_log(3, 1000)
+        + "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] No such file or directory: 'a.json'\n"
         "WARNING falling back to default bucket config\n" + generic_log(10, 1000).split("\n", 2)[2],
-        STEPS + "Exception in thread Thread-3 (_monitor):\nTraceback (most recent call last):\nRuntimeError: queue closed\n",
+        STEPS
+        + "Exception in thread Thread-3 (_monitor):\nTraceback (most recent call last):\nRuntimeError: queue closed\n",
         STEPS + "WARNING: CUDA out of memory while caching samples, falling back to CPU\n",
         generic_log(4, 1000) + "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536\n",
     ],
-    ids=["warnings-during-training", "triton-fallback", "handled-fallback-then-training", "thread-after-final-step",
-         "handled-oom-after-end", "overflow-at-end"],
+    ids=[
+        "warnings-during-training",
+        "triton-fallback",
+        "handled-fallback-then-training",
+        "thread-after-final-step",
+        "handled-oom-after-end",
+        "overflow-at-end",
+    ],
 )
 def test_healthy_noise_is_not_fatal(tmp_path, text):
     assert fatal_of(tmp_path, text) is None
@@ -82,7 +120,13 @@ def test_healthy_noise_is_not_fatal(tmp_path, text):
 def test_rh201_quotes_the_rich_box_example(run_health):
     from conftest import EXAMPLES
 
-    r = run_health(EXAMPLES / "generic-oom-rich", args=("-k", "RH201",)).result_of("RH201")
+    r = run_health(
+        EXAMPLES / "generic-oom-rich",
+        args=(
+            "-k",
+            "RH201",
+        ),
+    ).result_of("RH201")
     assert r["cause"] == "cuda-oom" and r["verdict"] == "config"
     assert r["evidence"][0]["text"].startswith("OutOfMemoryError: CUDA out of memory")
     assert any("Traceback" not in e["text"] and "│" in e["text"] or "╰" in e["text"] for e in r["evidence"])
@@ -90,8 +134,16 @@ def test_rh201_quotes_the_rich_box_example(run_health):
 
 # -- RH202 ----------------------------------------------------------------------------------------
 def test_rh202_ltx_loss_nan_fails_and_names_later_checkpoints(tmp_path, run_health):
-    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 1200, nan_from=700), weights=[500, 1000], states=[500, 1000])
-    r = run_health(ws, args=("-k", "RH202",)).result_of("RH202")
+    ws = ltx_workspace(
+        tmp_path / "ws", log=ltx_step_lines(2000, 1200, nan_from=700), weights=[500, 1000], states=[500, 1000]
+    )
+    r = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH202",
+        ),
+    ).result_of("RH202")
     assert (r["outcome"], r["cause"]) == ("failed", "nan-loss")
     assert "Loss: nan" in r["evidence"][0]["text"] and r["evidence"][0]["path"] == "logs/train.log"
     assert "lora_weights_step_01000" in r["summary"] and "lora_weights_step_00500" not in r["summary"]
@@ -101,7 +153,16 @@ def test_rh202_nan_grad_norm_is_not_a_nan_loss(tmp_path, run_health):
     run = tmp_path / "g"
     run.mkdir()
     (run / "train.log").write_text(generic_log(30, 30))  # grad_norm=nan at step 7
-    assert run_health(run, args=("-k", "RH202",)).outcome("RH202") == "passed"
+    assert (
+        run_health(
+            run,
+            args=(
+                "-k",
+                "RH202",
+            ),
+        ).outcome("RH202")
+        == "passed"
+    )
 
 
 # -- RH002 ----------------------------------------------------------------------------------------
@@ -122,15 +183,22 @@ def test_rh002_log_of_a_run_that_never_reached_training_passes(tmp_path, run_hea
 
 # -- RH207 ----------------------------------------------------------------------------------------
 def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path, run_health):
-    from conftest import EXAMPLES
     import shutil
+
+    from conftest import EXAMPLES
 
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLES / "ltx-healthy", ws)
     summary = ws / "outputs" / "run-summary.md"
     text = summary.read_text().replace("lora_weights_step_02000", "lora_weights_step_01500")
     summary.write_text(text.replace("## Reproducibility", "## Notes"))
-    r = run_health(ws, args=("-k", "RH207",)).result_of("RH207")
+    r = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH207",
+        ),
+    ).result_of("RH207")
     assert (r["outcome"], r["cause"]) == ("failed", "run-summary-missing")
     assert "reproducibility section" in r["summary"] and "lora_weights_step_02000" in r["summary"]
 
@@ -144,9 +212,11 @@ def test_rh207_summary_patterns_stay_linear_on_a_mebibyte_of_headings(line):
     import subprocess
     import sys
 
-    code = ("import sys; from pytest_runhealth.checks.trainer import SUMMARY_PARTS; "
-            "text = (sys.argv[1] + '\\n') * ((1 << 20) // (len(sys.argv[1]) + 1)); "
-            "print(sorted(k for k, p in SUMMARY_PARTS.items() if p.search(text)))")
+    code = (
+        "import sys; from pytest_runhealth.checks.trainer import SUMMARY_PARTS; "
+        "text = (sys.argv[1] + '\\n') * ((1 << 20) // (len(sys.argv[1]) + 1)); "
+        "print(sorted(k for k, p in SUMMARY_PARTS.items() if p.search(text)))"
+    )
     proc = subprocess.run([sys.executable, "-c", code, line], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr[-2000:]
 
@@ -215,8 +285,10 @@ def test_rh208_error_in_log_is_rh201s_finding(tmp_path, run_health):
 
 # -- status block -----------------------------------------------------------------------------
 def points(times: list[float]) -> list[StepPoint]:
-    return [StepPoint(step=20 * (i + 1), total=2000, sec_per_step=t, loss=0.1, line=i + 1, source="ltx")
-            for i, t in enumerate(times)]
+    return [
+        StepPoint(step=20 * (i + 1), total=2000, sec_per_step=t, loss=0.1, line=i + 1, source="ltx")
+        for i, t in enumerate(times)
+    ]
 
 
 def test_eta_needs_steady_state_measurements():
@@ -227,29 +299,55 @@ def test_eta_needs_steady_state_measurements():
 
 
 def test_status_block_in_terminal_and_json(tmp_path, run_health):
-    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000],
-                       samples=[1000, 1200])
-    res = run_health(ws, args=("-k", "RH208",))
+    ws = ltx_workspace(
+        tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000], samples=[1000, 1200]
+    )
+    res = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH208",
+        ),
+    )
     st = res.report["status"]["ws"]
     assert (st["step"], st["total"], st["percent"]) == (1240, 2000, 62.0)
     assert len(st["last_losses"]) == 5 and st["eta"].startswith("~") and st["eta_s"] > 0
     assert st["latest_checkpoint"] == "outputs/checkpoints/lora_weights_step_01000.safetensors"
     assert st["latest_samples"] == "outputs/samples/step_001200_*.png" and st["sample_count"] == 2
-    res.result.stdout.fnmatch_lines(["*run status*", "ws: *", "  Step 1240 / 2000 (62%) — loss ~0.0791 (last 5: *",
-                                     "  ETA: ~5*m at 4.1* s/step*", "  Latest checkpoint: outputs/checkpoints/lora_weights_step_01000.safetensors"])
+    res.result.stdout.fnmatch_lines(
+        [
+            "*run status*",
+            "ws: *",
+            "  Step 1240 / 2000 (62%) — loss ~0.0791 (last 5: *",
+            "  ETA: ~5*m at 4.1* s/step*",
+            "  Latest checkpoint: outputs/checkpoints/lora_weights_step_01000.safetensors",
+        ]
+    )
     json.dumps(res.report["status"], allow_nan=False)
 
 
 def test_status_says_measuring_before_step_times_exist(tmp_path, run_health):
     ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 60), weights=[], states=[])
-    st = run_health(ws, args=("-k", "RH208",)).report["status"]["ws"]
+    st = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH208",
+        ),
+    ).report["status"]["ws"]
     assert st["eta"] == "measuring step time" and st["eta_s"] is None
 
 
 def test_status_of_a_nan_run_is_json_clean(run_health):
     from conftest import EXAMPLES
 
-    st = run_health(EXAMPLES / "kohya-nan-loss", args=("-k", "RH202",)).report["status"]["kohya-nan-loss"]
+    st = run_health(
+        EXAMPLES / "kohya-nan-loss",
+        args=(
+            "-k",
+            "RH202",
+        ),
+    ).report["status"]["kohya-nan-loss"]
     assert st["last_losses"][-1] == "nan" and st["state"] == "finished"
 
 
@@ -261,7 +359,9 @@ def test_no_status_option(tmp_path, run_health):
 
 
 # -- bad input: a diagnosis or a skip, never a traceback --------------------------------------
-@pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage\r\r\r", b"\r" * 10_000, "步骤 step 学習 loss".encode("utf-16")])
+@pytest.mark.parametrize(
+    "content", [b"\xff\xfe\x00garbage\r\r\r", b"\r" * 10_000, "步骤 step 学習 loss".encode("utf-16")]
+)
 def test_bad_logs_never_crash(tmp_path, run_health, content):
     run = tmp_path / "g"
     run.mkdir()
@@ -269,7 +369,11 @@ def test_bad_logs_never_crash(tmp_path, run_health, content):
     (run / "events.out.tfevents.1.h.1.0").write_bytes(content)
     (run / "w.safetensors").write_bytes(content)
     res = run_health(run, args=("-k", "RH0 or RH2"))
-    assert not [r for r in res.report["results"] if r["cause"] == "unknown" and "the check itself raised" in (r.get("summary") or "")]
+    assert not [
+        r
+        for r in res.report["results"]
+        if r["cause"] == "unknown" and "the check itself raised" in (r.get("summary") or "")
+    ]
 
 
 def test_rh002_run_that_died_at_step_zero_is_rh201s_not_rh002s(tmp_path, run_health):
@@ -278,7 +382,10 @@ def test_rh002_run_that_died_at_step_zero_is_rh201s_not_rh002s(tmp_path, run_hea
     log = kohya_log(312, stop_at=0, finish=False) + "\nTraceback (most recent call last):\nKeyError: 'beta1'\n"
     (run / "train.log").write_text(log)
     res = run_health(run, args=("-k", "RH002 or RH201", "-rA"))
-    assert res.result_of("RH002")["outcome"] == "passed" and "RH201: fused-optimizer-keyerror" in res.result_of("RH002")["note"]
+    assert (
+        res.result_of("RH002")["outcome"] == "passed"
+        and "RH201: fused-optimizer-keyerror" in res.result_of("RH002")["note"]
+    )
     assert res.result_of("RH201")["cause"] == "fused-optimizer-keyerror"
 
 
@@ -287,7 +394,9 @@ def test_rh208_sweep_run_stopped_by_its_wall_clock_passes(tmp_path, run_health):
     logs = session / "runs" / "r1" / "logs"
     logs.mkdir(parents=True)
     (logs / "stdout.log").write_text(kohya_log(1500, stop_at=300, finish=False))
-    (session / "ledger.jsonl").write_text(json.dumps({"run_id": "r1", "killed_by_timeout": True, "n_steps": 300}) + "\n")
+    (session / "ledger.jsonl").write_text(
+        json.dumps({"run_id": "r1", "killed_by_timeout": True, "n_steps": 300}) + "\n"
+    )
     r = run_health(session, args=("-k", "RH208", "-rA")).result_of("RH208")
     assert r["outcome"] == "passed" and "wall-clock limit" in r["note"]
 
@@ -303,8 +412,15 @@ def test_xdist_keeps_findings_and_status(run_health):
 def test_rh002_rich_default_prints_nothing_after_start(tmp_path, run_health):
     """LTX-2's default Rich progress on a redirected stdout: the start line, then silence."""
     log = ltx_step_lines(2000, 0).replace(
-        "WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n", "")
+        "WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n", ""
+    )
     ws = ltx_workspace(tmp_path / "ws", log=log, weights=[], states=[])
-    r = run_health(ws, args=("-k", "RH002",)).result_of("RH002")
+    r = run_health(
+        ws,
+        args=(
+            "-k",
+            "RH002",
+        ),
+    ).result_of("RH002")
     assert (r["outcome"], r["cause"]) == ("failed", "progress-bar-only-log")
     assert "Starting training" in r["evidence"][0]["text"] and "--disable-progress-bars" in r["fix"]

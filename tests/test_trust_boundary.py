@@ -95,8 +95,11 @@ def test_runhealth_yaml_of_a_folder_that_merely_contains_the_run_dir_is_not_read
     (tmp_path / "runhealth.yaml").write_text("this: [is not\n")  # pytest's rootdir in the space form
     work = tmp_path / "work"
     work.mkdir()
-    proc = run([str(BIN / "pytest"), "-p", "no:cacheprovider", "-q", "-k", "RH00", "--run-dir", str(rundir)],
-               work, tmp_path / "m")
+    proc = run(
+        [str(BIN / "pytest"), "-p", "no:cacheprovider", "-q", "-k", "RH00", "--run-dir", str(rundir)],
+        work,
+        tmp_path / "m",
+    )
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
@@ -109,7 +112,9 @@ def tree(root: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("form", [["--run-dir", "."], ["--run-dir=."]])
 def test_a_session_started_inside_a_run_dir_leaves_it_byte_for_byte_unchanged(tmp_path, form):
-    example = next(p for p in sorted(EXAMPLES.iterdir()) if p.is_dir() and (EXAMPLES / f"{p.name}.expect.yaml").exists())
+    example = next(
+        p for p in sorted(EXAMPLES.iterdir()) if p.is_dir() and (EXAMPLES / f"{p.name}.expect.yaml").exists()
+    )
     session = tmp_path / "session"
     shutil.copytree(example, session, symlinks=True)
     before = tree(session)

@@ -61,10 +61,12 @@ def test_waived_failure_is_xfail_with_reason_and_unused_waiver_is_listed(session
     assert res.result_of("ACME101", "bad-b")["outcome"] == "failed"
     assert res.result_of("ACME101", "bad-b")["waived"] is None
     res.result.stdout.fnmatch_lines([f"XFAIL *ACME101*bad-a* - waived by alice until {FUTURE}: NCCL flake on node 7*"])
-    res.result.stdout.fnmatch_lines([
-        "*run-health waivers*",
-        f"unused waivers[[]1[]] ACME201 (owner carol, until {FUTURE}): matched no failure in this session*",
-    ])
+    res.result.stdout.fnmatch_lines(
+        [
+            "*run-health waivers*",
+            f"unused waivers[[]1[]] ACME201 (owner carol, until {FUTURE}): matched no failure in this session*",
+        ]
+    )
 
 
 def test_prefix_waiver_covers_every_run_and_exit_is_zero(sessions, run_health):
@@ -88,10 +90,12 @@ def test_expired_waiver_fails_loudly(sessions, run_health):
     r = res.result_of("ACME101")
     assert r["outcome"] == "failed" and r["waived"]["expired"] is True
     assert f"expired on {PAST}" in r["summary"]
-    res.result.stdout.fnmatch_lines([
-        "*run-health waivers*",
-        f"EXPIRED waivers[[]0[]] ACME101 (owner alice, until {PAST}): NCCL flake; 1 failure(s) it would have covered*",
-    ])
+    res.result.stdout.fnmatch_lines(
+        [
+            "*run-health waivers*",
+            f"EXPIRED waivers[[]0[]] ACME101 (owner alice, until {PAST}): NCCL flake; 1 failure(s) it would have covered*",
+        ]
+    )
 
 
 @pytest.mark.parametrize(
@@ -99,7 +103,10 @@ def test_expired_waiver_fails_loudly(sessions, run_health):
     [
         ("{check: ACME101, reason: r, expires: 2030-01-01}", "waivers[0]: field 'owner': required"),
         ("{check: ACME101, reason: r, owner: o, expires: soon}", "waivers[0]: field 'expires': 'soon' is not a date"),
-        ("{check: acme, reason: r, owner: o, expires: 2030-01-01}", "waivers[0]: field 'check': 'acme' must be a check ID"),
+        (
+            "{check: acme, reason: r, owner: o, expires: 2030-01-01}",
+            "waivers[0]: field 'check': 'acme' must be a check ID",
+        ),
         ("{check: A1, reason: r, owner: o, expires: 2030-01-01, until: x}", "waivers[0]: field 'until': unknown key"),
     ],
     ids=["no-owner", "bad-date", "bad-check", "unknown-key"],

@@ -28,13 +28,20 @@ XR = "/v2/experience-requests/{}"
 
 
 def trainer(run_dir: Path, mode: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(TRAINER), str(run_dir), mode, *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, str(TRAINER), str(run_dir), mode, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def watch(*args: str, cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest_runhealth.cli", "watch", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_runhealth.cli", "watch", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -109,13 +116,21 @@ def test_hung_trainer_is_wedged_exit_3(tmp_path):
     finally:
         stop(proc)
     assert res.returncode == 3, res.stdout + res.stderr
-    assert "RH204 run-not-stalled [run]: " in res.stdout and "wedged (RH204 run-not-stalled, stalled): exit 3" in res.stdout
+    assert (
+        "RH204 run-not-stalled [run]: " in res.stdout
+        and "wedged (RH204 run-not-stalled, stalled): exit 3" in res.stdout
+    )
 
 
 def test_waits_for_the_run_dir_then_follows_it(tmp_path):
     run = tmp_path / "later"
-    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2",
-                          "--timeout", "60"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    w = subprocess.Popen(
+        [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2", "--timeout", "60"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc = None
     try:
         first = w.stdout.readline()
@@ -142,8 +157,13 @@ def test_restart_into_the_same_log_is_followed(tmp_path):
     run = tmp_path / "run"
     cue = tmp_path / "restart-now"
     proc = trainer(run, "restart", "--steps", "40", "--dt", "0.05", "--restart-when", str(cue))
-    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.15"],
-                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    w = subprocess.Popen(
+        [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.15"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = [w.stdout.readline() for _ in range(2)]  # the first status block: the watch has read the log
         assert any("Step" in ln for ln in lines), lines
@@ -160,8 +180,13 @@ def test_restart_into_the_same_log_is_followed(tmp_path):
 def test_ctrl_c_exits_130_cleanly(tmp_path):
     run = tmp_path / "run"
     proc = trainer(run, "hang", "--steps", "10", "--dt", "0.01")
-    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2"],
-                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    w = subprocess.Popen(
+        [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = w.stdout.readline()
         assert first, w.stderr.read()
@@ -215,13 +240,24 @@ def test_sweep_collapse_caught_at_the_first_collapsed_run(tmp_path):
     sweep = tmp_path / "session"
     script = tmp_path / "orchestrator.py"
     script.write_text(ORCHESTRATOR)
-    with FakeLMStudio(lifetime_s=90, models=[Model("qwen2.5-vl-7b-instruct", loaded=True)]) as lms, \
-            JsonServer({"/api/session": {"status": "running", "total_runs": 9}}, lifetime_s=90) as dashboard:
+    with (
+        FakeLMStudio(lifetime_s=90, models=[Model("qwen2.5-vl-7b-instruct", loaded=True)]) as lms,
+        JsonServer({"/api/session": {"status": "running", "total_runs": 9}}, lifetime_s=90) as dashboard,
+    ):
         orch = subprocess.Popen([sys.executable, str(script), str(sweep), str(HERE)])
         try:
             started = time.monotonic()
-            res = watch(sweep, "--every", "0.2", "--timeout", "30", f"--lmstudio-url={lms.url}",
-                        "--orchestrator-url", dashboard.url, cwd=tmp_path)
+            res = watch(
+                sweep,
+                "--every",
+                "0.2",
+                "--timeout",
+                "30",
+                f"--lmstudio-url={lms.url}",
+                "--orchestrator-url",
+                dashboard.url,
+                cwd=tmp_path,
+            )
             took = time.monotonic() - started
         finally:
             stop(orch)
@@ -230,8 +266,10 @@ def test_sweep_collapse_caught_at_the_first_collapsed_run(tmp_path):
     assert "run 1/9 done: baseline-000-s0" in out and "cur-000-s0" in out  # progress: done / planned
     # The first collapsed run is named while it runs (RH107's swap-slowdown after a healthy run), or by RH101
     # once its ledger row lands: whichever comes first on this machine's clock.
-    assert ("RH101 step-count-collapse [cur-000-s0]" in out
-            or "RH107 slow-steps [cur-000-s0]: failed: [infra/swap-slowdown]" in out), out
+    assert (
+        "RH101 step-count-collapse [cur-000-s0]" in out
+        or "RH107 slow-steps [cur-000-s0]: failed: [infra/swap-slowdown]" in out
+    ), out
     assert "cur-001-s0" not in out and took < 55  # stopped at the first collapsed run
     # The live LM Studio evidence gathered at that moment: the judge is still loaded.
     assert "RH402" in out and "qwen2.5-vl-7b-instruct" in out
@@ -250,11 +288,23 @@ def test_eval_request_pending_running_completed(tmp_path):
         srv.objects[XR.format("xr-1")] = Seq(
             request("xr-1", "pending", [episode("pending", None)] * 2, started_at=None),
             request("xr-1", "pending", [episode("pending", None)] * 2, started_at=None),
-            running, running, running, running,
-            request("xr-1", "completed", started_at=srv.iso()))
+            running,
+            running,
+            running,
+            running,
+            request("xr-1", "completed", started_at=srv.iso()),
+        )
         srv.statuses[XR.format("xr-1")] = [503]  # a transient status first: retried, not a verdict
-        res = watch("--eval-server", srv.url, "--eval-request", "xr-1", "--every", "0.2",
-                    f"--runhealth-config={quick_eval_config(tmp_path)}", cwd=tmp_path)
+        res = watch(
+            "--eval-server",
+            srv.url,
+            "--eval-request",
+            "xr-1",
+            "--every",
+            "0.2",
+            f"--runhealth-config={quick_eval_config(tmp_path)}",
+            cwd=tmp_path,
+        )
     out = res.stdout
     assert res.returncode == 0, out + res.stderr
     assert out.index("pending") < out.index("-> running") < out.index("-> completed")
@@ -263,10 +313,19 @@ def test_eval_request_pending_running_completed(tmp_path):
 
 def test_eval_request_that_wedges_exits_3(tmp_path):
     with EvalServer(lifetime_s=90) as srv:
-        srv.objects[XR.format("xr-1")] = request("xr-1", "running", [episode("running", None)] * 3,
-                                                 started_at=srv.iso(-5000))
-        res = watch("--eval-server", srv.url, "--eval-request", "xr-1", "--every", "0.2",
-                    f"--runhealth-config={quick_eval_config(tmp_path)}", cwd=tmp_path)
+        srv.objects[XR.format("xr-1")] = request(
+            "xr-1", "running", [episode("running", None)] * 3, started_at=srv.iso(-5000)
+        )
+        res = watch(
+            "--eval-server",
+            srv.url,
+            "--eval-request",
+            "xr-1",
+            "--every",
+            "0.2",
+            f"--runhealth-config={quick_eval_config(tmp_path)}",
+            cwd=tmp_path,
+        )
     assert res.returncode == 3, res.stdout + res.stderr
     assert "RH502 within-budget" in res.stdout and "wedged" in res.stdout
 
@@ -275,10 +334,18 @@ def test_harvest_folder_filled_while_watched(tmp_path):
     from eval_builders import harvest
 
     root = tmp_path / "harvest"
-    harvest(root, [request("xr-7", "running", [episode("completed"), episode("running", None)])],
-            fetched_at="2026-06-20T10:05:00Z")
-    w = subprocess.Popen([sys.executable, "-m", "pytest_runhealth.cli", "watch", str(root), "--every", "0.2"],
-                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    harvest(
+        root,
+        [request("xr-7", "running", [episode("completed"), episode("running", None)])],
+        fetched_at="2026-06-20T10:05:00Z",
+    )
+    w = subprocess.Popen(
+        [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(root), "--every", "0.2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "harvest" in w.stdout.readline()
         time.sleep(1.0)
@@ -339,8 +406,20 @@ def test_notifications_reach_webhooks_and_commands_and_never_block(tmp_path):
     cmd = f"{sys.executable} -c \"import sys; open({str(got)!r}, 'a').write(sys.stdin.read() + chr(10))\""
     try:
         started = time.monotonic()
-        res = watch(run, "--every", "0.2", "--notify", hung.url, "--notify", broken.url, "--notify", good.url,
-                    "--notify-command", cmd, cwd=tmp_path)
+        res = watch(
+            run,
+            "--every",
+            "0.2",
+            "--notify",
+            hung.url,
+            "--notify",
+            broken.url,
+            "--notify",
+            good.url,
+            "--notify-command",
+            cmd,
+            cwd=tmp_path,
+        )
         took = time.monotonic() - started
     finally:
         for r in (good, hung, broken):
@@ -418,9 +497,12 @@ def test_log_follower_agrees_with_a_full_scan(tmp_path):
     f = LogFollower(path)
     data = text.encode()
     for i in range(0, len(data), 777):  # cut anywhere, mid-line and mid-redraw
-        f.feed(data[i:i + 777], len(data))
-    assert (f.scan.last_step.step, f.scan.total, f.scan.finished_line) == \
-        (full.last_step.step, full.total, full.finished_line)
+        f.feed(data[i : i + 777], len(data))
+    assert (f.scan.last_step.step, f.scan.total, f.scan.finished_line) == (
+        full.last_step.step,
+        full.total,
+        full.finished_line,
+    )
     assert f.scan.lines == full.lines
     assert f.tail().lines[-1].text == "model saved."
 
@@ -434,8 +516,12 @@ def test_event_file_read_on_from_the_last_record(tmp_path):
     writer = EventFileWriter(str(tmp_path), flush_secs=3600)
 
     def add(step):
-        writer.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(
-            value=[summary_pb2.Summary.Value(tag="loss", simple_value=step / 10)])))
+        writer.add_event(
+            event_pb2.Event(
+                step=step,
+                summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=step / 10)]),
+            )
+        )
 
     for s in range(1, 6):
         add(s)
@@ -471,4 +557,3 @@ def test_watch_is_not_a_pytest_usage_error_for_pytest_options(tmp_path):
     assert passthrough[:1] == ["--runhealth-x=1"]
     assert ["--lmstudio-url", "http://127.0.0.1:1"] == passthrough[1:3] and ["-m", "live"] == passthrough[3:5]
     assert args.run_dirs == [str(tmp_path)]
-

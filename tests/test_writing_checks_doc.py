@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
+from sweep_builders import healthy_session
 
 from pytest_runhealth import RegistryError, check
 from pytest_runhealth.context import CheckContext, Target
 from pytest_runhealth.registry import CheckSpec
 from pytest_runhealth.rundir import RunDir
-from sweep_builders import healthy_session
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "writing-checks.md"
 
@@ -48,14 +48,30 @@ def test_an_unknown_need_is_refused_when_the_check_is_declared():
 
 def rules_config(tmp_path: Path, files: str) -> str:
     cfg = tmp_path / "runhealth.yaml"
-    cfg.write_text(json.dumps({"rules": [{"id": "TEAM301", "slug": "saved", "files": files,
-                                          "literal": "saving checkpoint", "fail_when": "absent", "verdict": "infra"}]}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "id": "TEAM301",
+                        "slug": "saved",
+                        "files": files,
+                        "literal": "saving checkpoint",
+                        "fail_when": "absent",
+                        "verdict": "infra",
+                    }
+                ]
+            }
+        )
+    )
     return str(cfg)
 
 
 def test_a_rule_glob_from_the_sweep_folder_matches_each_runs_log(tmp_path, run_health):
     sweep = healthy_session(tmp_path / "s")
-    res = run_health(sweep, args=("-k", "TEAM301", "--runhealth-config", rules_config(tmp_path, "runs/*/logs/stdout.log")))
+    res = run_health(
+        sweep, args=("-k", "TEAM301", "--runhealth-config", rules_config(tmp_path, "runs/*/logs/stdout.log"))
+    )
     outcomes = {r["run"]: r["outcome"] for r in res.results("TEAM301")}
     assert outcomes and set(outcomes.values()) == {"passed"}, outcomes
     assert "matched nothing" not in res.stdout
@@ -63,6 +79,8 @@ def test_a_rule_glob_from_the_sweep_folder_matches_each_runs_log(tmp_path, run_h
 
 def test_a_rule_that_matches_nothing_anywhere_says_so_once(tmp_path, run_health):
     sweep = healthy_session(tmp_path / "s")
-    res = run_health(sweep, args=("-k", "TEAM301", "--runhealth-config", rules_config(tmp_path, "runs/*/log/stdout.log")))
+    res = run_health(
+        sweep, args=("-k", "TEAM301", "--runhealth-config", rules_config(tmp_path, "runs/*/log/stdout.log"))
+    )
     assert {r["outcome"] for r in res.results("TEAM301")} == {"skipped"}
     assert res.stdout.count("rule TEAM301: files 'runs/*/log/stdout.log' matched nothing in any of") == 1

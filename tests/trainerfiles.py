@@ -12,12 +12,10 @@ time, host and pid, as real ones do)."""
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import struct
 import sys
 import tempfile
-import time
 import zlib
 from pathlib import Path
 
@@ -29,8 +27,9 @@ T0 = 1771751898.0  # 2026-02-22 09:18:18 UTC, the musubi run note's file time
 
 
 # -- event files ---------------------------------------------------------------------
-def write_events(folder: Path, scalars: list[tuple[str, int, float]], tensor_tags: set[str] = frozenset(),
-                 close: bool = True) -> Path:
+def write_events(
+    folder: Path, scalars: list[tuple[str, int, float]], tensor_tags: set[str] = frozenset(), close: bool = True
+) -> Path:
     """An events file written by tensorboard's EventFileWriter: one Event per
     (tag, step, value); tags in ``tensor_tags`` are written as TF2-style
     scalar tensor summaries instead of simple_value."""
@@ -42,7 +41,9 @@ def write_events(folder: Path, scalars: list[tuple[str, int, float]], tensor_tag
     writer = EventFileWriter(str(folder), max_queue_size=100_000, flush_secs=3600)
     for i, (tag, step, value) in enumerate(scalars):
         if tag in tensor_tags:
-            meta = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+            meta = summary_pb2.SummaryMetadata(
+                plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+            )
             tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT, float_val=[value])
             val = summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=meta)
         else:
@@ -56,8 +57,9 @@ def write_events(folder: Path, scalars: list[tuple[str, int, float]], tensor_tag
     return path
 
 
-def kohya_scalars(steps: int, nan_from: int | None = None, lr_nan_at: int | None = None,
-                  epoch_len: int = 32) -> list[tuple[str, int, float]]:
+def kohya_scalars(
+    steps: int, nan_from: int | None = None, lr_nan_at: int | None = None, epoch_len: int = 32
+) -> list[tuple[str, int, float]]:
     """What musubi's generate_step_logs writes per step, plus loss/epoch at
     step = epoch + 1 (steps go backwards there, as in a real run)."""
     out = []
@@ -81,8 +83,14 @@ def write_safetensors(path: Path, tensors: int = 3, width: int = 16) -> Path:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(len(path.name))
-    save_file({f"lora_unet_blocks_{i}.lora_down.weight": rng.standard_normal((width, 4)).astype(np.float16)
-               for i in range(tensors)}, str(path), metadata={"ss_network_module": "networks.lora"})
+    save_file(
+        {
+            f"lora_unet_blocks_{i}.lora_down.weight": rng.standard_normal((width, 4)).astype(np.float16)
+            for i in range(tensors)
+        },
+        str(path),
+        metadata={"ss_network_module": "networks.lora"},
+    )
     return path
 
 
@@ -101,12 +109,17 @@ def flip_byte(path: Path, offset: int) -> Path:
 
 def tiny_png(path: Path) -> Path:
     """A real 1x1 PNG (signature, IHDR, IDAT, IEND with their CRCs)."""
+
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(b"\x00\x80\x80\x80")) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00\x80\x80\x80"))
+        + chunk(b"IEND", b"")
+    )
     path.write_bytes(png)
     return path
 
@@ -119,7 +132,9 @@ def fmt_interval(sec: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
-def kohya_bar(n: int, total: int, elapsed: float, loss: float | None, glyphs: bool = True, key: str = "avr_loss") -> str:
+def kohya_bar(
+    n: int, total: int, elapsed: float, loss: float | None, glyphs: bool = True, key: str = "avr_loss"
+) -> str:
     pct = int(100 * n / total)
     rate = elapsed / n if n else None
     left = fmt_interval(rate * (total - n)) if rate else "?"
@@ -129,9 +144,17 @@ def kohya_bar(n: int, total: int, elapsed: float, loss: float | None, glyphs: bo
     return f"steps: {pct:3d}%{bar}{n}/{total} [{fmt_interval(elapsed)}<{left}, {speed}{post}]"
 
 
-def kohya_log(total: int, stop_at: int | None = None, nan_from: int | None = None, sec: float = 21.93,
-              epoch_len: int = 32, name: str = "mylora", save_every: int = 500, finish: bool = True,
-              redraws_per_step: int = 2) -> str:
+def kohya_log(
+    total: int,
+    stop_at: int | None = None,
+    nan_from: int | None = None,
+    sec: float = 21.93,
+    epoch_len: int = 32,
+    name: str = "mylora",
+    save_every: int = 500,
+    finish: bool = True,
+    redraws_per_step: int = 2,
+) -> str:
     """stdout and stderr of a musubi run captured into one file: the start-up
     block, tqdm redraws with \\r, log records glued to the bar, checkpoint
     saves, epoch lines, and the final save."""
@@ -152,7 +175,9 @@ def kohya_log(total: int, stop_at: int | None = None, nan_from: int | None = Non
         for _ in range(redraws_per_step):
             out.append("\r" + kohya_bar(s, total, elapsed, loss))
         if s % epoch_len == 0:
-            out.append(f"INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: {s // epoch_len}, epoch: {s // epoch_len + 1}\n")
+            out.append(
+                f"INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: {s // epoch_len}, epoch: {s // epoch_len + 1}\n"
+            )
             out.append(f"\nepoch {s // epoch_len + 1}/{math.ceil(total / epoch_len)}\n")
         if s % save_every == 0 and s < total:
             out.append(f"\nsaving checkpoint: output/{name}-step{s:08d}.safetensors\n")
@@ -162,8 +187,15 @@ def kohya_log(total: int, stop_at: int | None = None, nan_from: int | None = Non
     return "".join(out)
 
 
-def ltx_step_lines(total: int, stop_at: int, step_time: float = 4.12, nan_from: int | None = None,
-                   validation_every: int = 500, finish: bool = False, rank: str = "") -> str:
+def ltx_step_lines(
+    total: int,
+    stop_at: int,
+    step_time: float = 4.12,
+    nan_from: int | None = None,
+    validation_every: int = 500,
+    finish: bool = False,
+    rank: str = "",
+) -> str:
     out = [
         f"{rank}INFO     Loading config from /workspace/runs/demo/config.yaml\n",
         f"{rank}WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n",
@@ -176,13 +208,21 @@ def ltx_step_lines(total: int, stop_at: int, step_time: float = 4.12, nan_from: 
             out.append(f"{rank}INFO     🎥 Validation samples for step {s} saved in samples\n")
         loss = float("nan") if nan_from is not None and s >= nan_from else 0.09 * math.exp(-s / 800) + 0.06
         total_time = f"{int(s * step_time // 3600)}h {int(s * step_time % 3600 // 60)}m"
-        out.append(f"{rank}INFO     Step {s}/{total} - Loss: {loss:.4f}, LR: 1.00e-04, Time/Step: {t:.2f}s, Total Time: {total_time}\n")
+        out.append(
+            f"{rank}INFO     Step {s}/{total} - Loss: {loss:.4f}, LR: 1.00e-04, Time/Step: {t:.2f}s, Total Time: {total_time}\n"
+        )
         if s % 500 == 0:
-            out.append(f"{rank}INFO     💾 Lora weights for step {s} saved in outputs/checkpoints/lora_weights_step_{s:05d}.safetensors\n")
+            out.append(
+                f"{rank}INFO     💾 Lora weights for step {s} saved in outputs/checkpoints/lora_weights_step_{s:05d}.safetensors\n"
+            )
     if finish:
-        out += [f"{rank}INFO     📊 Training Statistics:\n", f"{rank}INFO      - Total time: {total * step_time / 60:.1f} minutes\n",
-                f"{rank}INFO      - Training speed: {1 / step_time:.2f} steps/second\n",
-                f"{rank}INFO      - Samples/second: {1 / step_time:.2f}\n", f"{rank}INFO      - Peak GPU memory: 39.21 GB\n"]
+        out += [
+            f"{rank}INFO     📊 Training Statistics:\n",
+            f"{rank}INFO      - Total time: {total * step_time / 60:.1f} minutes\n",
+            f"{rank}INFO      - Training speed: {1 / step_time:.2f} steps/second\n",
+            f"{rank}INFO      - Samples/second: {1 / step_time:.2f}\n",
+            f"{rank}INFO      - Peak GPU memory: 39.21 GB\n",
+        ]
     return "".join(out)
 
 
@@ -207,13 +247,19 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
 
 
 def generic_log(stop_at: int, total: int, tail: str = "") -> str:
-    out = ["2026-02-22 09:18:18 INFO     loading model weights from /models/base.safetensors\n",
-           "2026-02-22 09:18:40 WARNING  low free VRAM: an out of memory error is possible; enable gradient checkpointing\n"]
+    out = [
+        "2026-02-22 09:18:18 INFO     loading model weights from /models/base.safetensors\n",
+        "2026-02-22 09:18:40 WARNING  low free VRAM: an out of memory error is possible; enable gradient checkpointing\n",
+    ]
     for s in range(1, stop_at + 1):
-        out.append(f"2026-02-22 09:{19 + s // 60:02d}:{s % 60:02d} INFO     step {s}/{total} loss={0.5 * math.exp(-s / 40) + 0.1:.4f} "
-                   f"grad_norm={'nan' if s == 7 else '1.02'} step_time={2.5 if s > 1 else 30.0:.2f}\n")
+        out.append(
+            f"2026-02-22 09:{19 + s // 60:02d}:{s % 60:02d} INFO     step {s}/{total} loss={0.5 * math.exp(-s / 40) + 0.1:.4f} "
+            f"grad_norm={'nan' if s == 7 else '1.02'} step_time={2.5 if s > 1 else 30.0:.2f}\n"
+        )
         if s == 12:
-            out.append("2026-02-22 09:19:12 WARNING  Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 32768.0\n")
+            out.append(
+                "2026-02-22 09:19:12 WARNING  Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 32768.0\n"
+            )
     return "".join(out) + tail
 
 
@@ -279,8 +325,17 @@ uv run python scripts/train.py "/workspace/runs/demo/config.yaml" --disable-prog
 """
 
 
-def ltx_workspace(root: Path, *, steps: int = 2000, log: str, weights: list[int], states: list[int],
-                  load: str = "null", summary: bool = False, samples: list[int] = ()) -> Path:
+def ltx_workspace(
+    root: Path,
+    *,
+    steps: int = 2000,
+    log: str,
+    weights: list[int],
+    states: list[int],
+    load: str = "null",
+    summary: bool = False,
+    samples: list[int] = (),
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.yaml").write_text(LTX_CONFIG.format(load=load, steps=steps))
     (root / "logs").mkdir(exist_ok=True)
@@ -290,7 +345,9 @@ def ltx_workspace(root: Path, *, steps: int = 2000, log: str, weights: list[int]
     for s in weights:
         write_safetensors(ck / f"lora_weights_step_{s:05d}.safetensors")
     for s in states:
-        (ck / f"training_state_step_{s:05d}.pt").write_bytes(b"PK\x03\x04" + b"\x00" * 60)  # a torch zip, stand-in bytes
+        (ck / f"training_state_step_{s:05d}.pt").write_bytes(
+            b"PK\x03\x04" + b"\x00" * 60
+        )  # a torch zip, stand-in bytes
     for s in samples:
         for k in (1, 2):
             tiny_png(root / "outputs" / "samples" / f"step_{s:06d}_{k}.png")
@@ -300,8 +357,16 @@ def ltx_workspace(root: Path, *, steps: int = 2000, log: str, weights: list[int]
     return root
 
 
-def kohya_dir(root: Path, *, total: int = 96, nan_from: int | None = None, lr_nan_at: int | None = None,
-              steps_saved: list[int] = (), final: bool = True, states: list[str] = ()) -> Path:
+def kohya_dir(
+    root: Path,
+    *,
+    total: int = 96,
+    nan_from: int | None = None,
+    lr_nan_at: int | None = None,
+    steps_saved: list[int] = (),
+    final: bool = True,
+    states: list[str] = (),
+) -> Path:
     name = "mylora"
     root.mkdir(parents=True, exist_ok=True)
     (root / "train.log").write_text(kohya_log(total, nan_from=nan_from, save_every=50, name=name), encoding="utf-8")
@@ -313,8 +378,9 @@ def kohya_dir(root: Path, *, total: int = 96, nan_from: int | None = None, lr_na
         state = root / f"{stem}-state"
         state.mkdir(exist_ok=True)
         (state / "random_states.pkl").write_bytes(b"\x80\x04N.")
-    write_events(root / "logs" / "20260222091811" / "network_train",
-                 kohya_scalars(total, nan_from=nan_from, lr_nan_at=lr_nan_at))
+    write_events(
+        root / "logs" / "20260222091811" / "network_train", kohya_scalars(total, nan_from=nan_from, lr_nan_at=lr_nan_at)
+    )
     for s in steps_saved:
         tiny_png(root / "sample" / f"{name}_{s:06d}_00_20260222{101500 + s:06d}_42.png")
     return root
@@ -336,24 +402,48 @@ def build_examples(root: Path = EXAMPLES, only: set[str] | None = None) -> list[
         return path
 
     # Rich progress to a redirected file: start-up lines, then only \r redraws without counts.
-    redraws = "".join(f"\r\x1b[2KTraining {'━' * (i // 5)}{'╸' if i % 5 else ''}{' ' * (40 - i // 5)} {i * 100 // 200:3d}%"
-                      for i in range(1, 200))
-    bars_log = ltx_step_lines(2000, 0).replace(
-        "WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n", "") + redraws
+    redraws = "".join(
+        f"\r\x1b[2KTraining {'━' * (i // 5)}{'╸' if i % 5 else ''}{' ' * (40 - i // 5)} {i * 100 // 200:3d}%"
+        for i in range(1, 200)
+    )
+    bars_log = (
+        ltx_step_lines(2000, 0).replace(
+            "WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n", ""
+        )
+        + redraws
+    )
     ltx_workspace(fresh("ltx-progress-bars-only"), log=bars_log, weights=[500], states=[500])
 
-    interrupted = ltx_workspace(fresh("ltx-interrupted"), log=ltx_step_lines(2000, 1240), weights=[500, 1000],
-                                states=[500], samples=[500, 1000])
+    interrupted = ltx_workspace(
+        fresh("ltx-interrupted"), log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500], samples=[500, 1000]
+    )
     # Above any pid_max (2**22): a process that cannot exist, the evidence that the run ended (RH208).
     (interrupted / "logs" / "train.pid").write_text("4194305\n")
-    ws = ltx_workspace(fresh("ltx-truncated-checkpoint"), log=ltx_step_lines(2000, 2000, finish=True),
-                       weights=[1500, 2000], states=[1500, 2000], summary=True, samples=[1500, 2000])
+    ws = ltx_workspace(
+        fresh("ltx-truncated-checkpoint"),
+        log=ltx_step_lines(2000, 2000, finish=True),
+        weights=[1500, 2000],
+        states=[1500, 2000],
+        summary=True,
+        samples=[1500, 2000],
+    )
     last = ws / "outputs" / "checkpoints" / "lora_weights_step_02000.safetensors"
     cut_file(last, last.stat().st_size - 100)
-    ltx_workspace(fresh("ltx-no-run-summary"), log=ltx_step_lines(2000, 2000, finish=True),
-                  weights=[1500, 2000], states=[1500, 2000], samples=[2000])
-    healthy = ltx_workspace(fresh("ltx-healthy"), log=ltx_step_lines(2000, 2000, finish=True), weights=[1500, 2000],
-                            states=[1500, 2000], summary=True, samples=[1500, 2000])
+    ltx_workspace(
+        fresh("ltx-no-run-summary"),
+        log=ltx_step_lines(2000, 2000, finish=True),
+        weights=[1500, 2000],
+        states=[1500, 2000],
+        samples=[2000],
+    )
+    healthy = ltx_workspace(
+        fresh("ltx-healthy"),
+        log=ltx_step_lines(2000, 2000, finish=True),
+        weights=[1500, 2000],
+        states=[1500, 2000],
+        summary=True,
+        samples=[1500, 2000],
+    )
     (healthy / "logs" / "train.pid").write_text("4194303\n")  # long gone: fine for a finished run (RH203)
 
     kohya_dir(fresh("kohya-healthy"), lr_nan_at=40, steps_saved=[50], states=["mylora-step00000050", "mylora"])

@@ -68,8 +68,13 @@ def main() -> int:
         elapsed += 1.47
         loss = 0.12 - 0.0005 * s
         write("\r" + bar(s, total, elapsed, loss))
-        writer.add_event(event_pb2.Event(wall_time=time.time(), step=s, summary=summary_pb2.Summary(
-            value=[summary_pb2.Summary.Value(tag="loss/current", simple_value=loss)])))
+        writer.add_event(
+            event_pb2.Event(
+                wall_time=time.time(),
+                step=s,
+                summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss/current", simple_value=loss)]),
+            )
+        )
         writer.flush()
         if s % a.save_every == 0 and s != total:
             write(f"\nsaving checkpoint: {root}/lora-step{s:08d}.safetensors\n")

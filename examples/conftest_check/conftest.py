@@ -30,8 +30,12 @@ def disk_not_full(ctx):
     hits = [line for line in tail.lines if ENOSPC.search(line.text)]
     if not hits:
         return None
-    return ctx.fail("infra", "disk-full", f"{len(hits)} write(s) failed: the output volume is full.",
-                    [ctx.evidence(tail.path, line.line, line.text) for line in hits[-3:]])
+    return ctx.fail(
+        "infra",
+        "disk-full",
+        f"{len(hits)} write(s) failed: the output volume is full.",
+        [ctx.evidence(tail.path, line.line, line.text) for line in hits[-3:]],
+    )
 
 
 def pytest_runhealth_examples(config):

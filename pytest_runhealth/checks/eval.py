@@ -14,8 +14,10 @@ from ..evaluation import evaluation_of, terminal_statuses
 from ..evaluation.triage import classify, completed_episodes, score_problem, teardown_race
 from ..registry import check
 
-SOURCE_FIX = ("check the server's health and the URL/token, then re-run; a failed read is not evidence about the "
-              "policy (the client retries 404/425/429/5xx before giving up).")
+SOURCE_FIX = (
+    "check the server's health and the URL/token, then re-run; a failed read is not evidence about the "
+    "policy (the client retries 404/425/429/5xx before giving up)."
+)
 
 
 def _ev(ctx, rnd, text: str):
@@ -30,12 +32,20 @@ def _hit_ev(ctx, hit):
 def _unread(ctx, rnd, what: str):
     """The finding for a round that could not be read at all."""
     if rnd.server_failed:
-        return ctx.fail("infra", "eval-server-error", f"{rnd.label()}: {rnd.unreadable}", [_ev(ctx, rnd, rnd.unreadable)],
-                        fix=SOURCE_FIX)
-    return ctx.fail("not-evaluable", None,
-                    f"{rnd.label()}: its JSON could not be parsed ({rnd.unreadable}); {what} (see RH004).",
-                    [_ev(ctx, rnd, rnd.unreadable)],
-                    fix="re-harvest the round with clean JSON output (see RH004); do not act on it until then.")
+        return ctx.fail(
+            "infra",
+            "eval-server-error",
+            f"{rnd.label()}: {rnd.unreadable}",
+            [_ev(ctx, rnd, rnd.unreadable)],
+            fix=SOURCE_FIX,
+        )
+    return ctx.fail(
+        "not-evaluable",
+        None,
+        f"{rnd.label()}: its JSON could not be parsed ({rnd.unreadable}); {what} (see RH004).",
+        [_ev(ctx, rnd, rnd.unreadable)],
+        fix="re-harvest the round with clean JSON output (see RH004); do not act on it until then.",
+    )
 
 
 def _rounds(ctx):
@@ -54,9 +64,9 @@ def _nothing_returned(ctx, ev):
     if not (ev.fetch_error or any(rnd.server_failed for rnd in ev.rounds)):  # unreadable local files: RH004's
         return None
     why = ev.fetch_error or "; ".join(f"{rnd.id}: {rnd.unreadable}" for rnd in ev.rounds[:5])
-    return ctx.fail("not-evaluable", "eval-server-error",
-                    f"no round could be read, so none was judged: {why}", fix=SOURCE_FIX)
-
+    return ctx.fail(
+        "not-evaluable", "eval-server-error", f"no round could be read, so none was judged: {why}", fix=SOURCE_FIX
+    )
 
 
 # -- RH004 ---------------------------------------------------------------------
@@ -86,12 +96,20 @@ def json_not_preambled(ctx):
     lines = [f"{p.source}: uv chatter before the JSON (recovered; the command may have succeeded)" for p in pre]
     lines += [f"{p.source}: {p.message}" for p in broken]
     if pre:
-        return ctx.fail("infra", "uv-preamble-json",
-                        f"{len(pre)} JSON output(s) start with uv's install/sync chatter\n" + "\n".join(lines), evidence)
-    return ctx.fail("not-evaluable", None,
-                    f"{len(broken)} JSON file(s) of the harvest cannot be parsed; the rounds they hold are not "
-                    "evidence\n" + "\n".join(lines), evidence,
-                    fix="re-harvest the named files (a harvester that crashed mid-write leaves them cut short).")
+        return ctx.fail(
+            "infra",
+            "uv-preamble-json",
+            f"{len(pre)} JSON output(s) start with uv's install/sync chatter\n" + "\n".join(lines),
+            evidence,
+        )
+    return ctx.fail(
+        "not-evaluable",
+        None,
+        f"{len(broken)} JSON file(s) of the harvest cannot be parsed; the rounds they hold are not "
+        "evidence\n" + "\n".join(lines),
+        evidence,
+        fix="re-harvest the named files (a harvester that crashed mid-write leaves them cut short).",
+    )
 
 
 # -- RH501 ---------------------------------------------------------------------
@@ -133,18 +151,27 @@ def round_terminal(ctx):
             if not gate:  # a round at work is a normal live state; RH502's formulas judge when it is a wedge
                 waiting.append(f"{rnd.id}: {rnd.status or 'without a status'}, {_budget_used(ctx, rnd)}")
                 continue
-            out.append(ctx.fail(
-                "not-evaluable", "round-not-terminal",
-                f"{rnd.label()} is {rnd.status or 'without a status'}" + (f" ({counts})" if counts else "")
-                + ": not evidence yet.",
-                [_ev(ctx, rnd, f"status: {rnd.status}" + (f"; {counts}" if counts else ""))]))
+            out.append(
+                ctx.fail(
+                    "not-evaluable",
+                    "round-not-terminal",
+                    f"{rnd.label()} is {rnd.status or 'without a status'}"
+                    + (f" ({counts})" if counts else "")
+                    + ": not evidence yet.",
+                    [_ev(ctx, rnd, f"status: {rnd.status}" + (f"; {counts}" if counts else ""))],
+                )
+            )
         else:
             done[rnd.status] = done.get(rnd.status, 0) + 1
     if out:
         return out
     if waiting:
-        ctx.skip("not evidence yet (" + "; ".join(waiting[:5]) + (f"; {len(waiting) - 5} more" if len(waiting) > 5 else "")
-                 + "); RH502 says when waiting has become a wedge, and the gate blocks on it")
+        ctx.skip(
+            "not evidence yet ("
+            + "; ".join(waiting[:5])
+            + (f"; {len(waiting) - 5} more" if len(waiting) > 5 else "")
+            + "); RH502 says when waiting has become a wedge, and the gate blocks on it"
+        )
     return f"{len(ev.rounds)} round(s) terminal: " + ", ".join(f"{n} {s}" for s, n in sorted(done.items()))
 
 
@@ -168,7 +195,12 @@ def _budget(rnd, th: dict) -> tuple[float, float, float | None, int] | None:
     per_episode = float(ticks) / th["fps"] * th["budget_factor"]
     num = rnd.episode_count
     budget = (num * per_episode + th["budget_slack_s"]) if num else None
-    return (rnd.server_now - start).total_seconds(), per_episode + th["wedge_slack_s"], budget, rnd.counter("completed") or 0
+    return (
+        (rnd.server_now - start).total_seconds(),
+        per_episode + th["wedge_slack_s"],
+        budget,
+        rnd.counter("completed") or 0,
+    )
 
 
 def _budget_used(ctx, rnd) -> str:
@@ -195,7 +227,7 @@ def _budget_used(ctx, rnd) -> str:
     why="Games run at real-time pacing (24 ticks/s): a short fixed timeout fails slow but healthy episodes, "
     "while a participant that never completes anything holds the round forever.",
     example="xr-7 running 2h10m (server time) with 0 of 4 episodes completed; wedge grace 1850 s",
-    fix="Fail loud and re-run the same roster on execution_backend=\"k8s\" (antfarm is slow to dispatch and "
+    fix='Fail loud and re-run the same roster on execution_backend="k8s" (antfarm is slow to dispatch and '
     "unreliable); not a policy failure.",
 )
 def within_budget(ctx):
@@ -218,22 +250,37 @@ def within_budget(ctx):
             continue
         elapsed, wedge, budget, completed = _budget(rnd, th)
         num = rnd.episode_count
-        basis = (f"started {start.isoformat()}, server time {rnd.server_now.isoformat()} ({rnd.clock_source}); "
-                 f"maxTicks {ticks}, {num or '?'} episode(s), {completed} completed")
+        basis = (
+            f"started {start.isoformat()}, server time {rnd.server_now.isoformat()} ({rnd.clock_source}); "
+            f"maxTicks {ticks}, {num or '?'} episode(s), {completed} completed"
+        )
         evidence = [_ev(ctx, rnd, f"status: {rnd.status}; {basis}")]
         if completed == 0 and elapsed > wedge:
-            out.append(ctx.fail("infra", "wedged-participant",
-                                f"{rnd.label()} has run {elapsed:.0f} s with zero episodes completed, past the wedge grace "
-                                f"maxTicks/{th['fps']:g} × {th['budget_factor']:g} + {th['wedge_slack_s']:g} = {wedge:.0f} s: "
-                                "a participant is wedged.", evidence))
+            out.append(
+                ctx.fail(
+                    "infra",
+                    "wedged-participant",
+                    f"{rnd.label()} has run {elapsed:.0f} s with zero episodes completed, past the wedge grace "
+                    f"maxTicks/{th['fps']:g} × {th['budget_factor']:g} + {th['wedge_slack_s']:g} = {wedge:.0f} s: "
+                    "a participant is wedged.",
+                    evidence,
+                )
+            )
         elif budget is not None and elapsed > budget:
-            out.append(ctx.fail("infra", "stalled",
-                                f"{rnd.label()} has run {elapsed:.0f} s, past its budget num × maxTicks/{th['fps']:g} × "
-                                f"{th['budget_factor']:g} + {th['budget_slack_s']:g} = {budget:.0f} s ({completed} completed).",
-                                evidence))
+            out.append(
+                ctx.fail(
+                    "infra",
+                    "stalled",
+                    f"{rnd.label()} has run {elapsed:.0f} s, past its budget num × maxTicks/{th['fps']:g} × "
+                    f"{th['budget_factor']:g} + {th['budget_slack_s']:g} = {budget:.0f} s ({completed} completed).",
+                    evidence,
+                )
+            )
         else:
             left = (budget if budget is not None else wedge) - elapsed
-            notes.append(f"{rnd.id}: {elapsed:.0f} s of {budget or wedge:.0f} s used ({left:.0f} s left): still working, wait")
+            notes.append(
+                f"{rnd.id}: {elapsed:.0f} s of {budget or wedge:.0f} s used ({left:.0f} s left): still working, wait"
+            )
     return out or "; ".join(notes) or "no round is running"
 
 
@@ -266,9 +313,14 @@ def players_started(ctx):
         state = classify(rnd, terminal, ctx.run_dir.log_tail)
         if state.category.startswith("failed before any player started"):
             evidence = [_hit_ev(ctx, h) for h in state.hits] or [_ev(ctx, rnd, f"status: {rnd.status}; {state.detail}")]
-            out.append(ctx.fail("infra", state.cause,
-                                f"{rnd.label()} {rnd.status} before any player started ({state.cause}): zero policy "
-                                "evidence.", evidence))
+            out.append(
+                ctx.fail(
+                    "infra",
+                    state.cause,
+                    f"{rnd.label()} {rnd.status} before any player started ({state.cause}): zero policy evidence.",
+                    evidence,
+                )
+            )
     return out or (f"{failed} failed round(s), each with a player that started" if failed else "no failed round")
 
 
@@ -301,9 +353,15 @@ def teardown_race_check(ctx):
         for ep in rnd.episodes:
             hit = teardown_race(ep, ctx.run_dir.log_tail)
             if hit:
-                out.append(ctx.fail("infra", "teardown-race",
-                                    f"{rnd.label()} {ep.name}: results were never recorded and a player was force-killed "
-                                    "in teardown.", [_hit_ev(ctx, hit)]))
+                out.append(
+                    ctx.fail(
+                        "infra",
+                        "teardown-race",
+                        f"{rnd.label()} {ep.name}: results were never recorded and a player was force-killed "
+                        "in teardown.",
+                        [_hit_ev(ctx, hit)],
+                    )
+                )
     return out or None
 
 
@@ -334,33 +392,55 @@ def real_scores(ctx):
             continue
         state = classify(rnd, terminal, ctx.run_dir.log_tail)
         if state.category.startswith("failed before any player started"):
-            out.append(ctx.fail("not-evaluable", state.cause,
-                                f"{rnd.label()} failed before any player started ({state.cause}, see RH503): it has no "
-                                "scores to judge and is not policy evidence.", [_ev(ctx, rnd, state.detail)],
-                                fix="fix the infra failure (RH503) and re-run the round."))
+            out.append(
+                ctx.fail(
+                    "not-evaluable",
+                    state.cause,
+                    f"{rnd.label()} failed before any player started ({state.cause}, see RH503): it has no "
+                    "scores to judge and is not policy evidence.",
+                    [_ev(ctx, rnd, state.detail)],
+                    fix="fix the infra failure (RH503) and re-run the round.",
+                )
+            )
             continue
         if rnd.status != "completed":
             continue
         for ep in completed_episodes(rnd) or []:
             if ep.format_problem:
-                out.append(ctx.fail("not-evaluable", "format-not-understood",
-                                    f"{rnd.label()} {ep.name}: {ep.format_problem}. Its scores are unknown, not "
-                                    "missing: the round is not evidence until the file is in a shape the checks read.",
-                                    [ctx.evidence(ep.format_source, None, ep.format_shape)],
-                                    fix="write the scores in a documented shape (docs/layouts.md, results.json), "
-                                    "or convert the harvest before checking it."))
+                out.append(
+                    ctx.fail(
+                        "not-evaluable",
+                        "format-not-understood",
+                        f"{rnd.label()} {ep.name}: {ep.format_problem}. Its scores are unknown, not "
+                        "missing: the round is not evidence until the file is in a shape the checks read.",
+                        [ctx.evidence(ep.format_source, None, ep.format_shape)],
+                        fix="write the scores in a documented shape (docs/layouts.md, results.json), "
+                        "or convert the harvest before checking it.",
+                    )
+                )
                 continue
             why = score_problem(ep, rnd.players)
             if why:
                 shown = ", ".join(f"{s.player}={s.value}" for s in (ep.scores or [])[:8]) or "none"
-                out.append(ctx.fail("infra", "missing-scores",
-                                    f"{rnd.label()} {ep.name} completed, but its scores are not real: {why}.",
-                                    [ctx.evidence(ep.source, None, f"scores: {shown}")]))
+                out.append(
+                    ctx.fail(
+                        "infra",
+                        "missing-scores",
+                        f"{rnd.label()} {ep.name} completed, but its scores are not real: {why}.",
+                        [ctx.evidence(ep.source, None, f"scores: {shown}")],
+                    )
+                )
             else:
                 scored += 1
         if not completed_episodes(rnd):
-            out.append(ctx.fail("infra", "missing-scores", f"{rnd.label()} is completed but has no completed episode.",
-                                [_ev(ctx, rnd, "status: completed; episodes: none completed")]))
+            out.append(
+                ctx.fail(
+                    "infra",
+                    "missing-scores",
+                    f"{rnd.label()} is completed but has no completed episode.",
+                    [_ev(ctx, rnd, "status: completed; episodes: none completed")],
+                )
+            )
     return out or (f"{scored} completed episode(s) with real per-player scores" if scored else "no completed round yet")
 
 
@@ -393,14 +473,22 @@ def leaderboard_not_dead(ctx):
         elif lb.members is None:
             notes.append(f"division {lb.division}: leaderboard {shape} and no membership read; not judged")
         elif lb.members > 0:
-            notes.append(f"division {lb.division}: leaderboard {shape} with {lb.members} members: expected state "
-                         "(only scored champions are listed), not a dead division")
+            notes.append(
+                f"division {lb.division}: leaderboard {shape} with {lb.members} members: expected state "
+                "(only scored champions are listed), not a dead division"
+            )
         else:
-            out.append(ctx.fail("infra", "empty-leaderboard",
-                                f"division {lb.division}: leaderboard {shape} and 0 members: there are no opponents "
-                                "to fill seats.",
-                                [ctx.evidence(lb.source, None, f"leaderboard: {shape}"),
-                                 ctx.evidence(lb.members_source, None, "members: 0")]))
+            out.append(
+                ctx.fail(
+                    "infra",
+                    "empty-leaderboard",
+                    f"division {lb.division}: leaderboard {shape} and 0 members: there are no opponents to fill seats.",
+                    [
+                        ctx.evidence(lb.source, None, f"leaderboard: {shape}"),
+                        ctx.evidence(lb.members_source, None, "members: 0"),
+                    ],
+                )
+            )
     return out or "; ".join(notes)
 
 
@@ -416,8 +504,7 @@ def leaderboard_not_dead(ctx):
     "server's OpenAPI schema (openapi.json, or the server's /openapi.json; $ref resolved, checked with "
     "jsonschema), naming the offending fields, e.g. the pre-rework requester/opponents shape or a top-level "
     "requester_slot. Also a 422 answer in the eval client's log.",
-    why="The request shape drifts (the 2026-06-12 rework to a roster body); a 422 is API drift, not a policy "
-    "failure.",
+    why="The request shape drifts (the 2026-06-12 rework to a roster body); a 422 is API drift, not a policy failure.",
     example="request_body.json: unexpected field(s) requester, opponents, requester_slot; missing roster",
     fix="Conform to the deployed OpenAPI: one `roster` entry per seat, `{player: {policy_ref: …}, slot: N}`; "
     "re-fetch live members and validate every policy version right before launch.",
@@ -432,20 +519,36 @@ def request_shape(ctx):
     out = []
     if ev.body is not None:
         if not ev.openapi:
-            out.append(ctx.fail("not-evaluable", None,
-                                f"no deployed OpenAPI schema to validate {ev.body_source} against "
-                                f"({ev.openapi_source or 'openapi.json not harvested'}).",
-                                fix="harvest the server's /openapi.json beside the body, or pass --eval-server."))
+            out.append(
+                ctx.fail(
+                    "not-evaluable",
+                    None,
+                    f"no deployed OpenAPI schema to validate {ev.body_source} against "
+                    f"({ev.openapi_source or 'openapi.json not harvested'}).",
+                    fix="harvest the server's /openapi.json beside the body, or pass --eval-server.",
+                )
+            )
         else:
             problem = validate_body(ev.openapi, ev.body)
             if problem:
-                out.append(ctx.fail("infra", "api-shape-drift",
-                                    f"{ev.body_source} does not validate against {ev.openapi_source} "
-                                    f"({problem.schema_name}): {problem.summary}",
-                                    [ctx.evidence(ev.body_source, None, m) for m in problem.messages[:6]]))
+                out.append(
+                    ctx.fail(
+                        "infra",
+                        "api-shape-drift",
+                        f"{ev.body_source} does not validate against {ev.openapi_source} "
+                        f"({problem.schema_name}): {problem.summary}",
+                        [ctx.evidence(ev.body_source, None, m) for m in problem.messages[:6]],
+                    )
+                )
     if hits:
-        out.append(ctx.fail("infra", "api-shape-drift", f"the client log shows {len(hits)} 422 answer(s): the server "
-                            "rejected the request shape.", [ctx.evidence(p, ln, t) for p, ln, t in hits[:5]]))
+        out.append(
+            ctx.fail(
+                "infra",
+                "api-shape-drift",
+                f"the client log shows {len(hits)} 422 answer(s): the server rejected the request shape.",
+                [ctx.evidence(p, ln, t) for p, ln, t in hits[:5]],
+            )
+        )
     if out:
         return out
     return "request body valid against the deployed schema" if ev.body is not None else "no 422 in the client log"
@@ -478,14 +581,22 @@ def promotion_gate(ctx):
         ctx.skip("not a promotion gate (run with --runhealth-gate, or mark a test runhealth_gate)")
     gated = gated_run_dirs(ctx.config, ctx.run_dir)
     if gated and gated[0] is not ctx.run_dir:
-        ctx.skip(f"the session is one decision, judged once under RH508[{gated[0].name}] over the rounds of "
-                 f"{len(gated)} run dirs")
+        ctx.skip(
+            f"the session is one decision, judged once under RH508[{gated[0].name}] over the rounds of "
+            f"{len(gated)} run dirs"
+        )
     decision = decision_for(ctx.run_dir, ctx.config)
     if decision.passed:
-        return f"{len(decision.shown)} of {len(decision.states)} rounds count and show the claimed result (K={decision.k})"
+        return (
+            f"{len(decision.shown)} of {len(decision.states)} rounds count and show the claimed result (K={decision.k})"
+        )
     by_label = {decision.label(s): s for s in decision.states}
-    evidence = [ctx.evidence(s.round.source, None, f"{decision.label(s)}: {s.category}" + (f" ({s.detail})" if s.detail else ""))
-                for s in decision.excluded[:10]]
+    evidence = [
+        ctx.evidence(
+            s.round.source, None, f"{decision.label(s)}: {s.category}" + (f" ({s.detail})" if s.detail else "")
+        )
+        for s in decision.excluded[:10]
+    ]
     evidence += [ctx.evidence(by_label[r].round.source, None, f"{r}: {why}") for r, why in decision.contradicted[:10]]
     summary = f"promotion blocked: {decision.missing()}."
     if decision.source_error:

@@ -18,7 +18,7 @@ from ..registry import check
     "opened).",
     why="Every sweep check reads the ledger; a dropped line hides exactly the run that went wrong, and a "
     "truncated last line means the writer is still appending or crashed mid-write.",
-    example="ledger.jsonl:7 {\"run_id\": \"cur-002-s0\", \"n_steps\": 3, \"durat",
+    example='ledger.jsonl:7 {"run_id": "cur-002-s0", "n_steps": 3, "durat',
     fix="If the sweep is still running, wait and re-check; otherwise repair or remove the named lines "
     "(keep a copy) and re-run the orchestrator's ledger writer.",
 )
@@ -63,8 +63,10 @@ def ledger_readable(ctx):
     )
 
 
-RUN_ID_FIX = ("A run_id names a folder under runs/, never a path: fix the orchestrator (or the row) so every "
-              "run_id is a plain name (no '/', '\\', '..', NUL, at most 255 bytes). The row's run folder was not read.")
+RUN_ID_FIX = (
+    "A run_id names a folder under runs/, never a path: fix the orchestrator (or the row) so every "
+    "run_id is a plain name (no '/', '\\', '..', NUL, at most 255 bytes). The row's run folder was not read."
+)
 
 
 @check(
@@ -113,8 +115,10 @@ def log_has_step_lines(ctx):
     if scan.newline_step_lines:
         # Line-based, only short (a musubi bar whose lines end in newlines, killed a step in): the log is fine,
         # the run is slow or young; RH107 and RH208 judge that, and no flag would add step lines (issue 18).
-        return (f"{rel} is line-based ({scan.newline_step_lines} newline-terminated step line(s)) but holds "
-                f"only {distinct} step so far: too few to judge, not a progress-bar-only log")
+        return (
+            f"{rel} is line-based ({scan.newline_step_lines} newline-terminated step line(s)) but holds "
+            f"only {distinct} step so far: too few to judge, not a progress-bar-only log"
+        )
     evidence = []
     tail = ctx.run_dir.log_tail(log)
     if scan.started_line is not None:
@@ -122,10 +126,15 @@ def log_has_step_lines(ctx):
         evidence.append(ctx.evidence(log, scan.started_line, text))
     if tail.lines:
         evidence.append(ctx.evidence(log, tail.lines[-1].line, tail.lines[-1].text))
-    what = (f"{scan.redraws} carriage-return redraws and no newline-terminated step line"
-            if scan.redraws else "no step or loss line after training began")
-    summary = (f"{rel} holds {what}: {distinct} distinct step(s) could be read, so loss, ETA and stalls "
-               f"cannot be judged from it")
+    what = (
+        f"{scan.redraws} carriage-return redraws and no newline-terminated step line"
+        if scan.redraws
+        else "no step or loss line after training began"
+    )
+    summary = (
+        f"{rel} holds {what}: {distinct} distinct step(s) could be read, so loss, ETA and stalls "
+        f"cannot be judged from it"
+    )
     return ctx.fail("not-evaluable", "progress-bar-only-log", summary, evidence)
 
 
@@ -161,22 +170,34 @@ def tfevents_readable(ctx):
                 lines.append(f"{ctx.run_dir.rel(r.path)}: cannot read ({r.error})")
                 evidence.append(ctx.evidence(r.path, None, f"cannot read: {r.error}"))
                 continue
-            lines.append(f"{ctx.run_dir.rel(r.path)}: {r.problem_count} damaged record(s) of {r.records}; "
-                         f"{r.scalar_count} scalars read")
+            lines.append(
+                f"{ctx.run_dir.rel(r.path)}: {r.problem_count} damaged record(s) of {r.records}; "
+                f"{r.scalar_count} scalars read"
+            )
             evidence += [ctx.evidence(r.path, None, p.describe()) for p in r.problems[:4]]
-        return ctx.fail("not-evaluable", "corrupt-tfevents",
-                        "event files are damaged (records before and between the damage were read):\n" + "\n".join(lines),
-                        evidence)
+        return ctx.fail(
+            "not-evaluable",
+            "corrupt-tfevents",
+            "event files are damaged (records before and between the damage were read):\n" + "\n".join(lines),
+            evidence,
+        )
     scalars = sum(r.scalar_count for r in reads)
     if scalars:
         return f"{len(reads)} event file(s), {scalars} scalars, every record CRC-checked"
     f = facts(run)
     if not f.ended:
         where = f"step {f.last.step}" + (f"/{f.total}" if f.total else "") if f.last else "before its first step"
-        return (f"no scalar yet in {len(reads)} event file(s) ({sum(r.records for r in reads)} record(s)); the run has not "
-                f"ended ({where}), and trainers may write scalars late (kohya logs per step, rf-detr per epoch)")
+        return (
+            f"no scalar yet in {len(reads)} event file(s) ({sum(r.records for r in reads)} record(s)); the run has not "
+            f"ended ({where}), and trainers may write scalars late (kohya logs per step, rf-detr per epoch)"
+        )
     why = f"the run has ended ({f.state}" + (f": {f.fatal.cause}" if f.fatal else "") + ")"
-    return ctx.fail("not-evaluable", "empty-tfevents",
-                    f"{len(reads)} event file(s) hold no scalar at all and {why}: the trainer never logged a step",
-                    [ctx.evidence(r.path, None, f"{r.records} record(s), {r.size} bytes, file_version {r.file_version}")
-                     for r in reads[:4]])
+    return ctx.fail(
+        "not-evaluable",
+        "empty-tfevents",
+        f"{len(reads)} event file(s) hold no scalar at all and {why}: the trainer never logged a step",
+        [
+            ctx.evidence(r.path, None, f"{r.records} record(s), {r.size} bytes, file_version {r.file_version}")
+            for r in reads[:4]
+        ],
+    )

@@ -76,7 +76,11 @@ def gpu_free_before_launch(ctx, gpu, processes):
                 continue
             if proc.used_bytes is None or proc.used_mib >= min_mib:
                 lines.append(_proc_line(dev, proc))
-                evidence.append(ctx.evidence(NVML_WHERE, None, _proc_line(dev, proc) + (f" ({proc.cmdline})" if proc.cmdline else "")))
+                evidence.append(
+                    ctx.evidence(
+                        NVML_WHERE, None, _proc_line(dev, proc) + (f" ({proc.cmdline})" if proc.cmdline else "")
+                    )
+                )
         hidden = (dev.used_bytes - attributed) / (1 << 20)
         if hidden > float(ctx.thresholds["max_unattributed_mib"]):
             line = f"GPU {dev.index}: {hidden:.0f} MiB used by processes NVML cannot name (another container?)"
@@ -84,9 +88,12 @@ def gpu_free_before_launch(ctx, gpu, processes):
             evidence.append(ctx.evidence(NVML_WHERE, None, dev.describe() + "; " + line))
     if not lines:
         return "free: " + "; ".join(d.describe() for d in devices)
-    return ctx.fail("infra", "gpu-occupied",
-                    f"{len(lines)} foreign GPU user(s) on the GPUs this run uses:\n" + "\n".join(lines),
-                    evidence)
+    return ctx.fail(
+        "infra",
+        "gpu-occupied",
+        f"{len(lines)} foreign GPU user(s) on the GPUs this run uses:\n" + "\n".join(lines),
+        evidence,
+    )
 
 
 JUDGE_PROCESSES = ["lm studio", "lmstudio", "lm-studio", "llmworker", "llama-server", "ollama"]
@@ -107,7 +114,7 @@ JUDGE_PROCESSES = ["lm studio", "lmstudio", "lm-studio", "llmworker", "llama-ser
     "wall clock kills it with a handful of steps.",
     example="nvml GPU 0 pid 4242 'LM Studio' holds 13312 MiB",
     fix="Unload the judge after each scoring pass: `lms unload --all`, or POST /api/v1/models/unload "
-    "{\"instance_id\": …} (LM Studio 0.4+); /api/v0/models/unload does not exist and silently does nothing. "
+    '{"instance_id": …} (LM Studio 0.4+); /api/v0/models/unload does not exist and silently does nothing. '
     "For Bracket, make the lms CLI resolvable (BRACKET_LMS_BIN, see RH403) and restart its server.",
 )
 def vram_released_after_scoring(ctx, gpu):
@@ -123,8 +130,14 @@ def vram_released_after_scoring(ctx, gpu):
     if not held:
         return "no judge process holds VRAM: " + "; ".join(d.describe() for d in devices)
     lines = [_proc_line(d, p) for d, p in held]
-    free = "; ".join(f"GPU {d.index} has {d.free_bytes / (1 << 30):.1f} GiB free" for d in {d.index: d for d, _ in held}.values())
-    return ctx.fail("infra", "vram-resident",
-                    "the judge still holds VRAM after scoring, so training gets less than it needs:\n"
-                    + "\n".join(lines) + f"\n{free}",
-                    [ctx.evidence(NVML_WHERE, None, line) for line in lines])
+    free = "; ".join(
+        f"GPU {d.index} has {d.free_bytes / (1 << 30):.1f} GiB free" for d in {d.index: d for d, _ in held}.values()
+    )
+    return ctx.fail(
+        "infra",
+        "vram-resident",
+        "the judge still holds VRAM after scoring, so training gets less than it needs:\n"
+        + "\n".join(lines)
+        + f"\n{free}",
+        [ctx.evidence(NVML_WHERE, None, line) for line in lines],
+    )

@@ -26,8 +26,10 @@ def _relevant(ctx, lm) -> bool:
 
 def _log_evidence(ctx, lm, events):
     log = lm.server_log(ctx.run_dir)
-    return [ctx.evidence(log.path, ev.entry.line, f"{ev.entry.ts} [{ev.entry.level}] {ev.entry.message}")
-            for ev in events[:SHOWN]]
+    return [
+        ctx.evidence(log.path, ev.entry.line, f"{ev.entry.ts} [{ev.entry.level}] {ev.entry.message}")
+        for ev in events[:SHOWN]
+    ]
 
 
 def _server_log_or_none(ctx, lm):
@@ -63,32 +65,56 @@ def lmstudio_reachable(ctx, lmstudio):
     said_by = f" (named by {lm.url_source})" if lm.requested else " (the default address)"
     if reply.problem:
         if not lm.requested:
-            ctx.skip(f"LM Studio not reachable at {lm.url}: {reply.detail} (not configured: pass --lmstudio-url to require it)")
-        what = {"timeout": "did not answer in time", "unreachable": "cannot be reached",
-                "too-large": "sent an answer past the size cap", "invalid-json": "answered with something that is not JSON",
-                "redirect": "redirected the probe elsewhere"}
-        return ctx.fail("infra", "lmstudio-unreachable", f"LM Studio at {lm.url}{said_by} {what.get(reply.problem, reply.problem)}: {reply.detail}.",
-                        [ctx.evidence(where, None, reply.detail)])
+            ctx.skip(
+                f"LM Studio not reachable at {lm.url}: {reply.detail} (not configured: pass --lmstudio-url to require it)"
+            )
+        what = {
+            "timeout": "did not answer in time",
+            "unreachable": "cannot be reached",
+            "too-large": "sent an answer past the size cap",
+            "invalid-json": "answered with something that is not JSON",
+            "redirect": "redirected the probe elsewhere",
+        }
+        return ctx.fail(
+            "infra",
+            "lmstudio-unreachable",
+            f"LM Studio at {lm.url}{said_by} {what.get(reply.problem, reply.problem)}: {reply.detail}.",
+            [ctx.evidence(where, None, reply.detail)],
+        )
     err = api_error(reply)
     if err and err[0] == "auth":
         if not _relevant(ctx, lm):
             ctx.skip(f"LM Studio at {lm.url} requires an API token (not configured for this run dir)")
         token = "the LM_API_TOKEN given was refused" if lm.client.token else "no LM_API_TOKEN is set"
-        return ctx.fail("infra", "lmstudio-auth-token-missing",
-                        f"LM Studio at {lm.url} requires an API token and {token}.",
-                        [ctx.evidence(where, None, err[1])],
-                        fix="export LM_API_TOKEN=<token from LM Studio's Developer settings> (the judge client needs it "
-                        "too), or switch off 'Require API token' on the server.")
+        return ctx.fail(
+            "infra",
+            "lmstudio-auth-token-missing",
+            f"LM Studio at {lm.url} requires an API token and {token}.",
+            [ctx.evidence(where, None, err[1])],
+            fix="export LM_API_TOKEN=<token from LM Studio's Developer settings> (the judge client needs it "
+            "too), or switch off 'Require API token' on the server.",
+        )
     if err and err[0] == "unexpected-endpoint":
-        return ctx.fail("infra", "lmstudio-unexpected-endpoint",
-                        f"{where} answered HTTP {reply.status} with an error body: the base URL {lm.client.given_url!r} "
-                        "does not lead to LM Studio's OpenAI-compatible API.",
-                        [ctx.evidence(where, None, err[1])],
-                        fix="use the server root as the base URL, e.g. http://127.0.0.1:1234 (no trailing path).")
+        return ctx.fail(
+            "infra",
+            "lmstudio-unexpected-endpoint",
+            f"{where} answered HTTP {reply.status} with an error body: the base URL {lm.client.given_url!r} "
+            "does not lead to LM Studio's OpenAI-compatible API.",
+            [ctx.evidence(where, None, err[1])],
+            fix="use the server root as the base URL, e.g. http://127.0.0.1:1234 (no trailing path).",
+        )
     if reply.status and reply.status >= 400 or err:
-        return ctx.fail("infra", "lmstudio-unreachable", f"{where} answered HTTP {reply.status}: {reply.text[:200]}",
-                        [ctx.evidence(where, None, reply.text[:200])])
-    ids = [m.get("id") for m in (reply.data or {}).get("data", []) if isinstance(m, dict)] if isinstance(reply.data, dict) else []
+        return ctx.fail(
+            "infra",
+            "lmstudio-unreachable",
+            f"{where} answered HTTP {reply.status}: {reply.text[:200]}",
+            [ctx.evidence(where, None, reply.text[:200])],
+        )
+    ids = (
+        [m.get("id") for m in (reply.data or {}).get("data", []) if isinstance(m, dict)]
+        if isinstance(reply.data, dict)
+        else []
+    )
     return f"LM Studio at {lm.url} answered in {reply.elapsed_s:.2f} s; {len(ids)} model(s) available"
 
 
@@ -121,7 +147,7 @@ def _scoring_in_progress(log, grace_s: float) -> str | None:
     "sweep falls back to swap and is killed by the wall clock with a handful of steps (RH101).",
     example="server.log:41 2025-03-01 10:20:11 [ERROR] Unexpected endpoint or method. "
     "(POST /api/v0/models/unload). Returning 200 anyway",
-    fix="Unload with `lms unload <id>` / `lms unload --all` or POST /api/v1/models/unload {\"instance_id\": …} "
+    fix='Unload with `lms unload <id>` / `lms unload --all` or POST /api/v1/models/unload {"instance_id": …} '
     "(LM Studio 0.4+). For Bracket: make the lms CLI resolvable (BRACKET_LMS_BIN, RH403), restart its server; "
     "the log should then say `LMStudio: ejected model <id> via lms CLI` after each scoring pass.",
 )
@@ -131,8 +157,12 @@ def lmstudio_unloads(ctx, lmstudio):
     findings = []
     notes = []
     if log is not None and log.error:
-        return ctx.fail("not-evaluable", None, f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
-                        fix="point --lmstudio-log at a readable server log file.")
+        return ctx.fail(
+            "not-evaluable",
+            None,
+            f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
+            fix="point --lmstudio-log at a readable server log file.",
+        )
     if log is not None:
         from ..timespan import run_span, split_by_span
 
@@ -140,17 +170,23 @@ def lmstudio_unloads(ctx, lmstudio):
         span = run_span(ctx.run_dir)
         noops, stale = split_by_span(log.of("unload-noop"), span, lambda e: e.entry.ts)
         if stale:
-            notes.append(f"{len(stale)} unload no-op line(s) of {log.path.name} ignored, outside the run's time "
-                         f"span {span.describe()}: the newest is from {stale[-1].entry.ts}")
+            notes.append(
+                f"{len(stale)} unload no-op line(s) of {log.path.name} ignored, outside the run's time "
+                f"span {span.describe()}: the newest is from {stale[-1].entry.ts}"
+            )
         if noops:
             routes = sorted({f"{e.method} {e.path}" for e in noops})
             scoring = len({e.entry.ts[:16] for e in noops})
-            findings.append(ctx.fail(
-                "infra", "lmstudio-unload-noop",
-                f"{len(noops)} unload request(s) ({', '.join(routes)}) were answered 'Unexpected endpoint or method … "
-                f"Returning 200 anyway' in {log.path.name}, across {scoring} scoring pass(es): the unload did nothing "
-                "and the judge stayed in VRAM.",
-                _log_evidence(ctx, lm, noops)))
+            findings.append(
+                ctx.fail(
+                    "infra",
+                    "lmstudio-unload-noop",
+                    f"{len(noops)} unload request(s) ({', '.join(routes)}) were answered 'Unexpected endpoint or method … "
+                    f"Returning 200 anyway' in {log.path.name}, across {scoring} scoring pass(es): the unload did nothing "
+                    "and the judge stayed in VRAM.",
+                    _log_evidence(ctx, lm, noops),
+                )
+            )
         else:
             notes.append(f"{log.path.name}: no unload no-op among {len(log.entries)} entries")
     live_checked = False
@@ -166,16 +202,22 @@ def lmstudio_unloads(ctx, lmstudio):
         if stuck and busy:
             notes.append(f"{len(stuck)} model(s) loaded, but {busy}: the judge may be mid-pass")
         elif stuck:
-            findings.append(ctx.fail(
-                "infra", "vram-resident",
-                f"LM Studio at {lm.url} still has {len(stuck)} model(s) loaded with no scoring in progress: "
-                + ", ".join(m.id for m in stuck),
-                [ctx.evidence(lm.url + m.source, None, f"{m.id} loaded ({m.detail})") for m in stuck]))
+            findings.append(
+                ctx.fail(
+                    "infra",
+                    "vram-resident",
+                    f"LM Studio at {lm.url} still has {len(stuck)} model(s) loaded with no scoring in progress: "
+                    + ", ".join(m.id for m in stuck),
+                    [ctx.evidence(lm.url + m.source, None, f"{m.id} loaded ({m.detail})") for m in stuck],
+                )
+            )
         else:
             notes.append(f"LM Studio at {lm.url}: no model loaded" + (f" beyond {sorted(allowed)}" if allowed else ""))
     if log is None and not live_checked:
-        ctx.skip("no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir) and no reachable "
-                 "LM Studio server to ask")
+        ctx.skip(
+            "no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir) and no reachable "
+            "LM Studio server to ask"
+        )
     return findings or "; ".join(notes)
 
 
@@ -200,8 +242,14 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     if not os.access(path, os.X_OK):
         return "is not executable"
     try:
-        subprocess.run([str(path), "version"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=timeout, check=False)
+        subprocess.run(
+            [str(path), "version"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return None  # it started; a slow daemon handshake is not a missing CLI
     except OSError as exc:
@@ -234,11 +282,19 @@ def lms_cli_resolvable(ctx, lmstudio):
     # Only LM Studio in use on this machine needs this machine's lms CLI: a log copied from elsewhere does not,
     # and neither does a trainer run that merely runs here (issue 18).
     in_use = lm.requested or os.environ.get("BRACKET_LMS_BIN") or ctx.run_dir.is_sweep
-    if not (in_use and local_reason(ctx.run_dir, ctx.config, lm)
-            or ctx.run_dir.is_sweep and not lm.requested and is_local_url(lm.url) and lm.down() is None):
-        ctx.skip("LM Studio is not in use on this machine (no LM Studio URL on localhost, no BRACKET_LMS_BIN, no "
-                 "sweep with judge_method: lmstudio prepared here with -m prelaunch, no reachable local server; "
-                 "a server log from --lmstudio-log says nothing about this machine): the lms CLI is not needed")
+    if not (
+        in_use
+        and local_reason(ctx.run_dir, ctx.config, lm)
+        or ctx.run_dir.is_sweep
+        and not lm.requested
+        and is_local_url(lm.url)
+        and lm.down() is None
+    ):
+        ctx.skip(
+            "LM Studio is not in use on this machine (no LM Studio URL on localhost, no BRACKET_LMS_BIN, no "
+            "sweep with judge_method: lmstudio prepared here with -m prelaunch, no reachable local server; "
+            "a server log from --lmstudio-log says nothing about this machine): the lms CLI is not needed"
+        )
     tried = []
     for source, path in _lms_candidates():
         problem = _try_lms(path, lmstudio.timeout)
@@ -251,8 +307,12 @@ def lms_cli_resolvable(ctx, lmstudio):
         tried.insert(0, "BRACKET_LMS_BIN is not set")
     if not shutil.which("lms"):
         tried.insert(1, "lms is not on PATH")
-    return ctx.fail("infra", "lms-cli-missing", "the lms CLI cannot be resolved: " + "; ".join(tried),
-                    [ctx.evidence("lms", None, t) for t in tried])
+    return ctx.fail(
+        "infra",
+        "lms-cli-missing",
+        "the lms CLI cannot be resolved: " + "; ".join(tried),
+        [ctx.evidence("lms", None, t) for t in tried],
+    )
 
 
 def _judge_model(ctx, lm) -> tuple[str | None, str]:
@@ -291,20 +351,28 @@ def judge_model_not_thinking(ctx, lmstudio):
     lm = lmstudio
     model, source = _judge_model(ctx, lm)
     if model is None:
-        ctx.skip("no judge model known (--lmstudio-judge-model, runhealth.yaml lmstudio.judge_model, or a ledger judge_report.model)")
+        ctx.skip(
+            "no judge model known (--lmstudio-judge-model, runhealth.yaml lmstudio.judge_model, or a ledger judge_report.model)"
+        )
     m = THINKING_NAME.search(model)
     if m:
-        return ctx.fail("config", "thinking-judge-model",
-                        f"judge model {model!r} ({source}) is a thinking variant ({m.group(0)!r} in its name).",
-                        [ctx.evidence(source if ":" in source else "judge model", None, model)])
+        return ctx.fail(
+            "config",
+            "thinking-judge-model",
+            f"judge model {model!r} ({source}) is a thinking variant ({m.group(0)!r} in its name).",
+            [ctx.evidence(source if ":" in source else "judge model", None, model)],
+        )
     if source != "configured" and not lm.requested or lm.down() is not None:
         return f"judge model {model!r}: the name does not mark a thinking variant (not probed live)"
     answer = lm.client.judge(model)
     if answer.reply.problem is None and answer.thinking:
         where = "reasoning_content" if answer.reasoning else "<think> blocks in content"
-        return ctx.fail("config", "thinking-judge-model",
-                        f"judge model {model!r} reasons before answering ({where} in its reply to a tiny scoring request).",
-                        [ctx.evidence(lm.url + "/v1/chat/completions", None, (answer.reasoning or answer.content)[:200])])
+        return ctx.fail(
+            "config",
+            "thinking-judge-model",
+            f"judge model {model!r} reasons before answering ({where} in its reply to a tiny scoring request).",
+            [ctx.evidence(lm.url + "/v1/chat/completions", None, (answer.reasoning or answer.content)[:200])],
+        )
     return f"judge model {model!r} answered without reasoning"
 
 
@@ -330,10 +398,16 @@ def lmstudio_requests_valid(ctx, lmstudio):
     lm = lmstudio
     log = _server_log_or_none(ctx, lm)
     if log is None:
-        ctx.skip("no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir, or ~/.lmstudio/server-logs for a sweep)")
+        ctx.skip(
+            "no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir, or ~/.lmstudio/server-logs for a sweep)"
+        )
     if log.error:
-        return ctx.fail("not-evaluable", None, f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
-                        fix="point --lmstudio-log at a readable server log file.")
+        return ctx.fail(
+            "not-evaluable",
+            None,
+            f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
+            fix="point --lmstudio-log at a readable server log file.",
+        )
     bad = log.of("unexpected-endpoint", "invalid-json", "auth-missing")
     noise = [e for e in log.events if e.noise]
     noise_note = ""
@@ -343,46 +417,66 @@ def lmstudio_requests_valid(ctx, lmstudio):
             kinds[e.kind] = kinds.get(e.kind, 0) + 1
         noise_note = "ignored as noise: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     if not bad:
-        return f"{log.path.name}: {len(log.entries)} entries, no rejected request" + (f"; {noise_note}" if noise_note else "")
+        return f"{log.path.name}: {len(log.entries)} entries, no rejected request" + (
+            f"; {noise_note}" if noise_note else ""
+        )
     counts: dict[str, int] = {}
     for e in bad:
         counts[e.kind] = counts.get(e.kind, 0) + 1
     top = max(counts, key=lambda k: counts[k])
-    cause = {"unexpected-endpoint": "lmstudio-unexpected-endpoint", "invalid-json": "lmstudio-invalid-json-request",
-             "auth-missing": "lmstudio-auth-token-missing"}[top]
+    cause = {
+        "unexpected-endpoint": "lmstudio-unexpected-endpoint",
+        "invalid-json": "lmstudio-invalid-json-request",
+        "auth-missing": "lmstudio-auth-token-missing",
+    }[top]
     routes = sorted({f"{e.method} {e.path}".strip() for e in bad if e.path})
     doubled = [r for r in routes if "//" in r.split(" ", 1)[-1]]
-    summary = (f"{len(bad)} client request(s) rejected or ignored in {log.path.name}: "
-               + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + (f" ({', '.join(routes[:6])})" if routes else ""))
+    summary = (
+        f"{len(bad)} client request(s) rejected or ignored in {log.path.name}: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        + (f" ({', '.join(routes[:6])})" if routes else "")
+    )
     if doubled:
-        summary += f"\nthe doubled '//' in {doubled[0]} means the client's base URL ends in '/': drop the trailing slash."
+        summary += (
+            f"\nthe doubled '//' in {doubled[0]} means the client's base URL ends in '/': drop the trailing slash."
+        )
     if noise_note:
         summary += f"\n{noise_note}"
     return ctx.fail("infra", cause, summary, _log_evidence(ctx, lm, bad))
 
 
 SERVER_ERROR_CAUSES = {
-    "context-overflow": ("lmstudio-context-overflow",
-                         "the prompt (image tokens included) is longer than the loaded context: load the judge with a "
-                         "larger context length (`lms load <model> --context-length N`, or the model's load settings), "
-                         "or send smaller images / shorter prompts."),
-    "prediction-error": ("lmstudio-prediction-error",
-                         "the model failed while generating: read the lines before it in the server log (often a "
-                         "context overflow or an unsupported input such as an image for a text-only model); reload the "
-                         "model, and update LM Studio's runtime (llama.cpp/MLX engine)."),
-    "model-crashed": ("lmstudio-model-crashed",
-                      "the model's engine process crashed (\"The model has crashed\", an exit code): most often it ran "
-                      "out of VRAM or RAM while generating (lower the GPU offload or the context length, or pick a smaller "
-                      "quantisation), else an engine bug (update LM Studio's runtime). Reload the model: every request "
-                      "fails until it is loaded again."),
-    "no-model-loaded": ("lmstudio-no-model-loaded",
-                        "no model was loaded when the request came and just-in-time loading did not load the judge: "
-                        "`lms load <judge model>` before the session, or enable JIT loading and send the exact model "
-                        "key the server lists in /v1/models."),
-    "model-load-failed": ("lmstudio-model-load-failed",
-                          "the model failed to load (not enough VRAM/RAM for its size and context, a broken download, "
-                          "an engine that does not support the architecture): pick a smaller quantisation or context, "
-                          "re-download it, or update the runtime."),
+    "context-overflow": (
+        "lmstudio-context-overflow",
+        "the prompt (image tokens included) is longer than the loaded context: load the judge with a "
+        "larger context length (`lms load <model> --context-length N`, or the model's load settings), "
+        "or send smaller images / shorter prompts.",
+    ),
+    "prediction-error": (
+        "lmstudio-prediction-error",
+        "the model failed while generating: read the lines before it in the server log (often a "
+        "context overflow or an unsupported input such as an image for a text-only model); reload the "
+        "model, and update LM Studio's runtime (llama.cpp/MLX engine).",
+    ),
+    "model-crashed": (
+        "lmstudio-model-crashed",
+        'the model\'s engine process crashed ("The model has crashed", an exit code): most often it ran '
+        "out of VRAM or RAM while generating (lower the GPU offload or the context length, or pick a smaller "
+        "quantisation), else an engine bug (update LM Studio's runtime). Reload the model: every request "
+        "fails until it is loaded again.",
+    ),
+    "no-model-loaded": (
+        "lmstudio-no-model-loaded",
+        "no model was loaded when the request came and just-in-time loading did not load the judge: "
+        "`lms load <judge model>` before the session, or enable JIT loading and send the exact model "
+        "key the server lists in /v1/models.",
+    ),
+    "model-load-failed": (
+        "lmstudio-model-load-failed",
+        "the model failed to load (not enough VRAM/RAM for its size and context, a broken download, "
+        "an engine that does not support the architecture): pick a smaller quantisation or context, "
+        "re-download it, or update the runtime.",
+    ),
 }
 
 
@@ -392,10 +486,10 @@ SERVER_ERROR_CAUSES = {
     scope="session",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    detects="The LM Studio server log shows errors serving requests: a context overflow (\"Trying to keep the "
-    "first N tokens when context the overflows\"), `received prediction-error`, `No models loaded. Please load a "
+    detects='The LM Studio server log shows errors serving requests: a context overflow ("Trying to keep the '
+    'first N tokens when context the overflows"), `received prediction-error`, `No models loaded. Please load a '
     "model` (just-in-time loading did not load the judge), a model that failed to load (`load-error`), or a model "
-    "that crashed (\"The model has crashed\"). Same "
+    'that crashed ("The model has crashed"). Same '
     "inputs as RH405 (--lmstudio-log, a `*lmstudio*.log` in the run dir, the server's log folder). `Client "
     "disconnected` right after `Finished streaming response` is the normal end of a stream, not an error.",
     why="The client sees only an empty or error reply and the judge scores nothing (RH103/RH104); the server log is "
@@ -409,10 +503,16 @@ def lmstudio_server_errors(ctx, lmstudio):
     lm = lmstudio
     log = _server_log_or_none(ctx, lm)
     if log is None:
-        ctx.skip("no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir, or ~/.lmstudio/server-logs for a sweep)")
+        ctx.skip(
+            "no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir, or ~/.lmstudio/server-logs for a sweep)"
+        )
     if log.error:
-        return ctx.fail("not-evaluable", None, f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
-                        fix="point --lmstudio-log at a readable server log file.")
+        return ctx.fail(
+            "not-evaluable",
+            None,
+            f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
+            fix="point --lmstudio-log at a readable server log file.",
+        )
     bad = log.of(*SERVER_ERROR_CAUSES)
     if not bad:
         return f"{log.path.name}: {len(log.entries)} entries, no error serving a request"
@@ -421,8 +521,10 @@ def lmstudio_server_errors(ctx, lmstudio):
         counts[e.kind] = counts.get(e.kind, 0) + 1
     # The first error is the root: a context overflow is what makes the prediction-error after it.
     cause, fix = SERVER_ERROR_CAUSES[bad[0].kind]
-    summary = (f"{len(bad)} error(s) serving requests in {log.path.name}, first {bad[0].kind} at line {bad[0].entry.line}: "
-               + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    summary = (
+        f"{len(bad)} error(s) serving requests in {log.path.name}, first {bad[0].kind} at line {bad[0].entry.line}: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    )
     others = [SERVER_ERROR_CAUSES[k][1] for k in counts if k != bad[0].kind]
     if others:
         fix += " Also: " + " ".join(others[:2])
@@ -452,8 +554,10 @@ def judge_answers_json(ctx, lmstudio):
     lm = lmstudio
     model, source = _judge_model(ctx, lm)
     if model is None or source != "configured" and "runhealth.yaml" not in source:
-        ctx.skip("no judge model configured (--lmstudio-judge-model or runhealth.yaml lmstudio.judge_model): "
-                 "RH406 only sends a scoring request to a model it was told to use")
+        ctx.skip(
+            "no judge model configured (--lmstudio-judge-model or runhealth.yaml lmstudio.judge_model): "
+            "RH406 only sends a scoring request to a model it was told to use"
+        )
     stop = lm.require(ctx)
     if stop is not None:
         return stop
@@ -462,24 +566,35 @@ def judge_answers_json(ctx, lmstudio):
     where = lm.url + "/v1/chat/completions"
     reply = answer.reply
     if reply.problem:
-        return ctx.fail("infra", "lmstudio-unreachable",
-                        f"the judge {model!r} gave no usable answer: {reply.detail}.",
-                        [ctx.evidence(where, None, reply.detail)],
-                        fix="raise thresholds.RH406.timeout_s if the model was still loading; otherwise see RH401.")
+        return ctx.fail(
+            "infra",
+            "lmstudio-unreachable",
+            f"the judge {model!r} gave no usable answer: {reply.detail}.",
+            [ctx.evidence(where, None, reply.detail)],
+            fix="raise thresholds.RH406.timeout_s if the model was still loading; otherwise see RH401.",
+        )
     err = api_error(reply)
     if err or reply.status and reply.status >= 400:
         msg = err[1] if err else reply.text[:200]
-        return ctx.fail("config", "judge-model-unavailable",
-                        f"the scoring request to {model!r} was refused (HTTP {reply.status}): {msg}",
-                        [ctx.evidence(where, None, msg)],
-                        fix="check the judge model id against GET /v1/models (`lms ls`), and that it is downloaded.")
+        return ctx.fail(
+            "config",
+            "judge-model-unavailable",
+            f"the scoring request to {model!r} was refused (HTTP {reply.status}): {msg}",
+            [ctx.evidence(where, None, msg)],
+            fix="check the judge model id against GET /v1/models (`lms ls`), and that it is downloaded.",
+        )
     if answer.scores is not None:
         if answer.found_in == "reasoning_content":
-            return (f"judge {model!r} returned {answer.scores} only in reasoning_content (content "
-                    f"{'empty' if not answer.content.strip() else 'without JSON'}): the scorer must read reasoning_content")
+            return (
+                f"judge {model!r} returned {answer.scores} only in reasoning_content (content "
+                f"{'empty' if not answer.content.strip() else 'without JSON'}): the scorer must read reasoning_content"
+            )
         return f"judge {model!r} returned scores {answer.scores}"
     shown = (answer.content or answer.reasoning or reply.text)[:200]
-    return ctx.fail("infra", "judge-no-json",
-                    f"judge {model!r} answered a JSON-only scoring request without any JSON scores "
-                    f"(content {len(answer.content)} chars, reasoning_content {len(answer.reasoning)} chars).",
-                    [ctx.evidence(where, None, shown or "(empty answer)")])
+    return ctx.fail(
+        "infra",
+        "judge-no-json",
+        f"judge {model!r} answered a JSON-only scoring request without any JSON scores "
+        f"(content {len(answer.content)} chars, reasoning_content {len(answer.reasoning)} chars).",
+        [ctx.evidence(where, None, shown or "(empty answer)")],
+    )

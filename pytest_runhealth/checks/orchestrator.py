@@ -60,18 +60,23 @@ def dashboard_counts_runs(ctx):
     where = base + "/api/session"
     if reply.problem or (reply.status or 0) >= 400:
         detail = reply.detail or f"HTTP {reply.status}: {reply.text[:120]}"
-        return ctx.fail("infra", "orchestrator-unreachable",
-                        f"the orchestrator named by {source} gave no usable answer at {where}: {detail}",
-                        [ctx.evidence(where, None, detail)],
-                        fix="start the orchestrator's server or correct --orchestrator-url.")
+        return ctx.fail(
+            "infra",
+            "orchestrator-unreachable",
+            f"the orchestrator named by {source} gave no usable answer at {where}: {detail}",
+            [ctx.evidence(where, None, detail)],
+            fix="start the orchestrator's server or correct --orchestrator-url.",
+        )
     count, key = completed_count(reply.data)
     if count is None:
         keys = sorted(reply.data) if isinstance(reply.data, dict) else type(reply.data).__name__
-        return ctx.fail("not-evaluable", "api-shape-drift",
-                        f"{where} answered without a completed-run count (looked for {', '.join(COMPLETED_KEYS)}; "
-                        f"it has {keys}).",
-                        [ctx.evidence(where, None, reply.text[:200])],
-                        fix="tell pytest-runhealth the field name (an issue with the answer attached).")
+        return ctx.fail(
+            "not-evaluable",
+            "api-shape-drift",
+            f"{where} answered without a completed-run count (looked for {', '.join(COMPLETED_KEYS)}; it has {keys}).",
+            [ctx.evidence(where, None, reply.text[:200])],
+            fix="tell pytest-runhealth the field name (an issue with the answer attached).",
+        )
     by_role: dict[str, set] = {}
     for row in ctx.ledger.rows:
         role = str(row.get("role") or "").lower()
@@ -82,11 +87,16 @@ def dashboard_counts_runs(ctx):
     breakdown = ", ".join(f"{r} {len(by_role[r])}" for r in TRAINING_ROLES if r in by_role) or "none"
     if abs(diff) <= int(ctx.thresholds["tolerance"]):
         return f"dashboard {key}={count} matches the ledger's {ledger_n} training rows ({breakdown})"
-    summary = (f"the dashboard says {count} completed ({key}) but the ledger has {ledger_n} training-role rows "
-               f"({breakdown}).")
+    summary = (
+        f"the dashboard says {count} completed ({key}) but the ledger has {ledger_n} training-role rows ({breakdown})."
+    )
     missing = [r for r in by_role if len(by_role[r]) == diff]
     if missing:
         summary += f"\nthe gap equals the {missing[0]} runs: the dashboard does not count role {missing[0]!r}."
     rows = [row for row in ctx.ledger.rows if str(row.get("role") or "").lower() in (missing[:1] or TRAINING_ROLES)]
-    return ctx.fail("infra", "dashboard-count-mismatch", summary,
-                    [ctx.evidence(where, None, f"{key}: {count}")] + [ctx.row_evidence(r) for r in rows[:4]])
+    return ctx.fail(
+        "infra",
+        "dashboard-count-mismatch",
+        summary,
+        [ctx.evidence(where, None, f"{key}: {count}")] + [ctx.row_evidence(r) for r in rows[:4]],
+    )

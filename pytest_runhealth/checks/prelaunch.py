@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..registry import check
 from ..rundir import LTX_CKPT
@@ -66,28 +67,50 @@ def dataset_folders(cfg: WorkspaceConfig, root: Path) -> Iterator[ConfigPath]:
             key = f"training_strategy.{modality}"
             if conf.get("latents_dir"):
                 kind = "generated" if conf.get("is_generated") else "conditioning"
-                yield ConfigPath(f"{key}.latents_dir", f"{modality} latents ({kind} modality)", conf["latents_dir"], root)
+                yield ConfigPath(
+                    f"{key}.latents_dir", f"{modality} latents ({kind} modality)", conf["latents_dir"], root
+                )
             for i, cond in enumerate(conf.get("conditions") or []):
                 if not isinstance(cond, dict):
                     continue
                 if cond.get("type") == "reference":
-                    yield ConfigPath(f"{key}.conditions.{i}.latents_dir", f"{modality} reference latents",
-                                     cond.get("latents_dir"), root, required=True)
+                    yield ConfigPath(
+                        f"{key}.conditions.{i}.latents_dir",
+                        f"{modality} reference latents",
+                        cond.get("latents_dir"),
+                        root,
+                        required=True,
+                    )
                 elif cond.get("type") == "mask":
-                    yield ConfigPath(f"{key}.conditions.{i}.mask_dir", f"{modality} masks",
-                                     cond.get("mask_dir"), root, required=True)
+                    yield ConfigPath(
+                        f"{key}.conditions.{i}.mask_dir", f"{modality} masks", cond.get("mask_dir"), root, required=True
+                    )
         return
     yield ConfigPath("data.preprocessed_data_root", "video latents", "latents", root)
     if name == "text_to_video" and strategy.get("with_audio"):
-        yield ConfigPath("training_strategy.audio_latents_dir", "audio latents",
-                         strategy.get("audio_latents_dir", "audio_latents"), root)
+        yield ConfigPath(
+            "training_strategy.audio_latents_dir",
+            "audio latents",
+            strategy.get("audio_latents_dir", "audio_latents"),
+            root,
+        )
     if name == "video_to_video":
-        yield ConfigPath("training_strategy.reference_latents_dir", "reference latents",
-                         strategy.get("reference_latents_dir", "reference_latents"), root, required=True)
+        yield ConfigPath(
+            "training_strategy.reference_latents_dir",
+            "reference latents",
+            strategy.get("reference_latents_dir", "reference_latents"),
+            root,
+            required=True,
+        )
     legacy = cfg.get("conditioning") or {}
     if isinstance(legacy, dict) and legacy.get("mode") == "reference_video":
-        yield ConfigPath("conditioning.reference_latents_dir", "reference latents",
-                         legacy.get("reference_latents_dir", "reference_latents"), root, required=True)
+        yield ConfigPath(
+            "conditioning.reference_latents_dir",
+            "reference latents",
+            legacy.get("reference_latents_dir", "reference_latents"),
+            root,
+            required=True,
+        )
 
 
 def validation_media(cfg: WorkspaceConfig) -> Iterator[ConfigPath]:
@@ -100,8 +123,13 @@ def validation_media(cfg: WorkspaceConfig) -> Iterator[ConfigPath]:
             for key in VALIDATION_MEDIA_KEYS:
                 if isinstance(cond.get(key), str):
                     kind = cond.get("type", "validation")
-                    yield ConfigPath(f"validation.samples.{i}.conditions.{j}.{key}", f"validation {kind} {key}", cond[key])
-    for key, what in (("validation.images", "validation image"), ("validation.reference_videos", "validation reference video")):
+                    yield ConfigPath(
+                        f"validation.samples.{i}.conditions.{j}.{key}", f"validation {kind} {key}", cond[key]
+                    )
+    for key, what in (
+        ("validation.images", "validation image"),
+        ("validation.reference_videos", "validation reference video"),
+    ):
         for i, value in enumerate(_as_list(cfg.get(key))):
             yield ConfigPath(f"{key}.{i}", what, value)
     for i, group in enumerate(_as_list(cfg.get("validation.keyframe_images"))):
@@ -111,9 +139,11 @@ def validation_media(cfg: WorkspaceConfig) -> Iterator[ConfigPath]:
 
 def config_paths(cfg: WorkspaceConfig) -> Iterator[ConfigPath]:
     yield ConfigPath("model.model_path", "model checkpoint", cfg.get("model.model_path"), required=True)
-    for key, what in (("model.text_encoder_path", "text encoder"),
-                      ("model.video_vae_path", "video VAE"),
-                      ("model.audio_vae_path", "audio VAE")):
+    for key, what in (
+        ("model.text_encoder_path", "text encoder"),
+        ("model.video_vae_path", "video VAE"),
+        ("model.audio_vae_path", "audio VAE"),
+    ):
         if cfg.get(key) is not None:
             yield ConfigPath(key, what, cfg.get(key))
     root_value = cfg.get("data.preprocessed_data_root")
@@ -139,7 +169,10 @@ def path_problem(cfg: WorkspaceConfig, item: ConfigPath) -> tuple[str, bool] | N
         return f"{item.key} ({item.what}) is {type(value).__name__} {value!r}, not a path", False
     text = os.fspath(value)
     if _URL.match(text):
-        return f"{item.key} ({item.what}) is a URL ({text}); the trainer needs a local path (\"Model path cannot be a URL\")", False
+        return (
+            f'{item.key} ({item.what}) is a URL ({text}); the trainer needs a local path ("Model path cannot be a URL")',
+            False,
+        )
     path = Path(text).expanduser()
     relative = not path.is_absolute()
     resolved = (item.base / path) if item.base is not None else cfg.resolve_path(text)
@@ -157,19 +190,31 @@ def frames_problems(cfg: WorkspaceConfig, temporal: int, spatial: int) -> Iterat
     """(key, message) for each ``video_dims`` [width, height, frames] that the
     VAE cannot encode: frames must be ``1 + k*T``, sides multiples of ``spatial``."""
     dims = [("validation.video_dims", cfg.get("validation.video_dims"))]
-    dims += [(f"validation.samples.{i}.video_dims", s.get("video_dims"))
-             for i, s in enumerate(_as_list(cfg.get("validation.samples"))) if isinstance(s, dict)]
+    dims += [
+        (f"validation.samples.{i}.video_dims", s.get("video_dims"))
+        for i, s in enumerate(_as_list(cfg.get("validation.samples")))
+        if isinstance(s, dict)
+    ]
     for key, value in dims:
         if value is None:
             continue
-        if not (isinstance(value, (list, tuple)) and len(value) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        if not (
+            isinstance(value, (list, tuple))
+            and len(value) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ):
             yield key, f"{key} is {value!r}; expected [width, height, frames] as integers"
             continue
         width, height, frames = value
         if frames < 1 or (frames - 1) % temporal:
             lower = max(1, frames - (frames - 1) % temporal) if frames >= 1 else 1
-            yield key, (f"{key} frames = {frames} breaks the VAE rule (frames - 1) % {temporal} == 0 "
-                        f"(nearest valid: {lower} or {lower + temporal})")
+            yield (
+                key,
+                (
+                    f"{key} frames = {frames} breaks the VAE rule (frames - 1) % {temporal} == 0 "
+                    f"(nearest valid: {lower} or {lower + temporal})"
+                ),
+            )
         for side, size in (("width", width), ("height", height)):
             if size < 1 or size % spatial:
                 yield key, f"{key} {side} = {size} is not a multiple of the VAE spatial factor {spatial}"
@@ -189,7 +234,7 @@ def frames_problems(cfg: WorkspaceConfig, temporal: int, spatial: int) -> Iterat
     "the trainer needs a local path; or a validation video_dims breaks the VAE rule (frames - 1) % T == 0 "
     "(T, the VAE temporal factor, 8 by default) or has a side that is not a multiple of 32; or a conditional "
     "mode (reference, mask, video_to_video) lacks its folder.",
-    why="The trainer checks these one at a time, after loading for minutes (\"Model path does not exist\", a "
+    why='The trainer checks these one at a time, after loading for minutes ("Model path does not exist", a '
     "missing latents folder at the first batch, a frames error at the first validation pass); this reads them "
     "all in a second, before the GPU is taken.",
     example="config.yaml:3   text_encoder_path: models/gemma-3-12b-it  (does not exist, looked in "
@@ -201,8 +246,13 @@ def frames_problems(cfg: WorkspaceConfig, temporal: int, spatial: int) -> Iterat
 def config_self_check(ctx):
     cfg = workspace_config(ctx)
     if cfg.error:
-        return ctx.fail("config", None, f"{ctx.run_dir.rel(cfg.path)}: {cfg.error}",
-                        [ctx.evidence(cfg.path, None, cfg.error)], fix="fix config.yaml so the trainer can parse it.")
+        return ctx.fail(
+            "config",
+            None,
+            f"{ctx.run_dir.rel(cfg.path)}: {cfg.error}",
+            [ctx.evidence(cfg.path, None, cfg.error)],
+            fix="fix config.yaml so the trainer can parse it.",
+        )
     missing, relative = [], []
     for item in config_paths(cfg):
         problem = path_problem(cfg, item)
@@ -218,9 +268,11 @@ def config_self_check(ctx):
     frames = list(frames_problems(cfg, temporal, spatial))
     if not missing and not frames:
         if relative:
-            return (f"every path exists; {len(relative)} relative path(s) ({', '.join(relative)}) were resolved "
-                    f"against {ctx.run_dir.rel(cfg.path.parent) or '.'}: the trainer resolves them against its "
-                    "working directory, so launch from there or make them absolute")
+            return (
+                f"every path exists; {len(relative)} relative path(s) ({', '.join(relative)}) were resolved "
+                f"against {ctx.run_dir.rel(cfg.path.parent) or '.'}: the trainer resolves them against its "
+                "working directory, so launch from there or make them absolute"
+            )
         return "every path in config.yaml exists and video_dims satisfy the VAE rule"
     lines = [message for _, message in missing] + [message for _, message in frames]
     summary = f"config.yaml would not launch cleanly: {len(lines)} problem(s)\n" + "\n".join(lines)
@@ -295,8 +347,10 @@ def tracker_credentials(ctx):
     try:
         import wandb
     except ImportError as exc:
-        ctx.skip(f"wandb is not installed in this Python ({exc}); run pytest in the trainer's environment "
-                 "(e.g. `uv run pytest …`) to check the W&B key")
+        ctx.skip(
+            f"wandb is not installed in this Python ({exc}); run pytest in the trainer's environment "
+            "(e.g. `uv run pytest …`) to check the W&B key"
+        )
     try:
         resolved, seen = wandb_api_key(wandb, float(ctx.thresholds.get("timeout_s") or 10.0))
     except TimeoutError as exc:
@@ -358,27 +412,39 @@ def output_dir_fresh(ctx):
     saved = saved_checkpoints(out / "checkpoints")
     shown = ctx.run_dir.rel(out)
     if not saved:
-        return f"{shown} holds no checkpoints: a fresh run" if out.is_dir() else f"{shown} does not exist yet: a fresh run"
+        return (
+            f"{shown} holds no checkpoints: a fresh run" if out.is_dir() else f"{shown} does not exist yet: a fresh run"
+        )
     latest_step, latest = saved[-1]
     load = cfg.get("model.load_checkpoint")
     if load:
         note = f"resumes from {load} ({len(saved)} checkpoint(s) in {shown}, latest step {latest_step})"
         target = LTX_CKPT.match(Path(str(load)).name)
         if target and int(target["step"]) < latest_step:
-            note += (f"; load_checkpoint is step {int(target['step'])}, older than the latest: later checkpoints "
-                     "will be overwritten as the run passes their steps")
+            note += (
+                f"; load_checkpoint is step {int(target['step'])}, older than the latest: later checkpoints "
+                "will be overwritten as the run passes their steps"
+            )
         return note
     if cfg.get("checkpoints.no_resume") is True:
         keep = cfg.get("checkpoints.keep_last_n", 1)
-        return (f"starts fresh on purpose (checkpoints.no_resume: true) into {shown}, which holds {len(saved)} "
-                f"checkpoint(s) up to step {latest_step}; keep_last_n={keep} will prune them as the new run saves")
+        return (
+            f"starts fresh on purpose (checkpoints.no_resume: true) into {shown}, which holds {len(saved)} "
+            f"checkpoint(s) up to step {latest_step}; keep_last_n={keep} will prune them as the new run saves"
+        )
     keep = cfg.get("checkpoints.keep_last_n", 1)
-    summary = (f"{ctx.run_dir.rel(out / 'checkpoints')} already holds {len(saved)} checkpoint(s), latest "
-               f"{latest.name} (step {latest_step}), and config.yaml neither resumes from them "
-               "(model.load_checkpoint) nor says to start fresh (checkpoints.no_resume): a launch would start at "
-               f"step 0 and write over them (keep_last_n={keep} prunes the rest).")
-    evidence = [ctx.evidence(latest, None, f"{latest.name} (step {latest_step})"),
-                config_evidence(ctx, cfg, _nearest_key(cfg, "model.load_checkpoint"))]
-    fix = (f"to continue the run, set model.load_checkpoint: {latest} ; to start over, point output_dir at a new "
-           "folder or set checkpoints.no_resume: true after copying these checkpoints away. Ask the user first.")
+    summary = (
+        f"{ctx.run_dir.rel(out / 'checkpoints')} already holds {len(saved)} checkpoint(s), latest "
+        f"{latest.name} (step {latest_step}), and config.yaml neither resumes from them "
+        "(model.load_checkpoint) nor says to start fresh (checkpoints.no_resume): a launch would start at "
+        f"step 0 and write over them (keep_last_n={keep} prunes the rest)."
+    )
+    evidence = [
+        ctx.evidence(latest, None, f"{latest.name} (step {latest_step})"),
+        config_evidence(ctx, cfg, _nearest_key(cfg, "model.load_checkpoint")),
+    ]
+    fix = (
+        f"to continue the run, set model.load_checkpoint: {latest} ; to start over, point output_dir at a new "
+        "folder or set checkpoints.no_resume: true after copying these checkpoints away. Ask the user first."
+    )
     return ctx.fail("config", "output-dir-reused", summary, evidence, fix=fix)

@@ -9,7 +9,7 @@ import statistics
 import time
 
 from ..registry import check
-from ..rundir import LTX_CKPT, KOHYA_CKPT
+from ..rundir import KOHYA_CKPT, LTX_CKPT
 
 DONE = re.compile(r"Training Statistics|model saved\.|[Tt]raining (?:complete|completed|finished)")
 
@@ -57,12 +57,16 @@ def log_not_buffered_empty(ctx, processes):
     # A buffered log is a normal live state (issue 18): the run is working, so this passes with the note.
     unbuffer = " Next time start it with PYTHONUNBUFFERED=1 or `python -u` so the log streams."
     if empty and alive:
-        return (f"the run is working: {log_rel} is empty but the process is alive ({alive[0].detail}): its "
-                f"stdout is block-buffered (buffered-empty-log).{unbuffer}")
+        return (
+            f"the run is working: {log_rel} is empty but the process is alive ({alive[0].detail}): its "
+            f"stdout is block-buffered (buffered-empty-log).{unbuffer}"
+        )
     if (empty or age > float(ctx.thresholds["stale_s"])) and artefacts_ahead:
         state = "is empty" if empty else f"last changed {_ago(age)} ago"
-        return (f"the run is working: {log_rel} {state}, yet {ctx.run_dir.rel(fr.newest_artifact)} was written "
-                f"{_ago(lead)} after it: its log lags (block-buffered stdout, buffered-empty-log).{unbuffer}")
+        return (
+            f"the run is working: {log_rel} {state}, yet {ctx.run_dir.rel(fr.newest_artifact)} was written "
+            f"{_ago(lead)} after it: its log lags (block-buffered stdout, buffered-empty-log).{unbuffer}"
+        )
     if empty:
         return f"{log_rel} is empty and nothing else shows the run alive (see RH203)"
     return None
@@ -138,14 +142,20 @@ def process_alive(ctx, processes):
     fix = None
     if ckpt is not None:
         where.append(f"latest checkpoint {ctx.run_dir.rel(ckpt[0])} (step {ckpt[1]})")
-        fix = (f"resume: set model.load_checkpoint: {ckpt[0]} in config.yaml (a training_state_step_{ckpt[1]:05d}.pt "
-               "beside it restores the optimizer and step; RH205 checks the pair) and relaunch the same command. "
-               "Ask before patching the config.")
+        fix = (
+            f"resume: set model.load_checkpoint: {ckpt[0]} in config.yaml (a training_state_step_{ckpt[1]:05d}.pt "
+            "beside it restores the optimizer and step; RH205 checks the pair) and relaunch the same command. "
+            "Ask before patching the config."
+        )
     else:
         where.append("no step checkpoint to resume from: a relaunch starts at step 0")
-    return ctx.fail("infra", "process-gone",
-                    f"the run's process is {readable[0].state}: " + "; ".join(lines) + "\n" + "; ".join(where),
-                    [_pid_evidence(ctx, st) for st in readable], fix=fix)
+    return ctx.fail(
+        "infra",
+        "process-gone",
+        f"the run's process is {readable[0].state}: " + "; ".join(lines) + "\n" + "; ".join(where),
+        [_pid_evidence(ctx, st) for st in readable],
+        fix=fix,
+    )
 
 
 def steady_step_time(scan) -> float | None:
@@ -196,7 +206,10 @@ def run_not_stalled(ctx, processes):
     age = time.time() - last_t
     if age <= limit:
         return f"last progress {_ago(age)} ago ({ctx.run_dir.rel(last_p)}); limit {_ago(limit)} ({basis})"
-    return ctx.fail("infra", "stalled",
-                    f"process {alive[0].pid} is alive but nothing advanced for {_ago(age)} (newest: "
-                    f"{ctx.run_dir.rel(last_p)}); the limit is {_ago(limit)} ({basis}).",
-                    [_pid_evidence(ctx, alive[0]), ctx.evidence(last_p, None, f"last written {_ago(age)} ago")])
+    return ctx.fail(
+        "infra",
+        "stalled",
+        f"process {alive[0].pid} is alive but nothing advanced for {_ago(age)} (newest: "
+        f"{ctx.run_dir.rel(last_p)}); the limit is {_ago(limit)} ({basis}).",
+        [_pid_evidence(ctx, alive[0]), ctx.evidence(last_p, None, f"last written {_ago(age)} ago")],
+    )

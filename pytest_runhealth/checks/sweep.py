@@ -12,8 +12,9 @@ import math
 import os
 import re
 import statistics
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from .. import rootcause
 from ..finding import Evidence
@@ -40,8 +41,11 @@ def _trains(row: LedgerRow) -> bool:
 
 
 def _timed_out(row: LedgerRow) -> bool:
-    return (row.get("killed_by_timeout") is True or _text(row.get("error")) == "timeout"
-            or _text(row.get("disqualified")) == "timeout")
+    return (
+        row.get("killed_by_timeout") is True
+        or _text(row.get("error")) == "timeout"
+        or _text(row.get("disqualified")) == "timeout"
+    )
 
 
 def _finished_ok(row: LedgerRow) -> bool:
@@ -51,7 +55,7 @@ def _finished_ok(row: LedgerRow) -> bool:
 
 
 def _row(ctx) -> LedgerRow:
-    ctx.ledger  # skips when there is no ledger
+    _ = ctx.ledger  # skips when there is no ledger
     row = ctx.run.row
     if row is None:
         ctx.skip(f"{ctx.run.name} has a folder under runs/ but no row in ledger.jsonl")
@@ -62,8 +66,11 @@ def _quote_row(ctx, row: LedgerRow, *names: str) -> Evidence:
     """A ledger row cut down to the fields a finding rests on, under the
     names the ledger spells them (a full row is longer than a quote may be)."""
     keep = {row.fields[n]: row.get(n) for n in ("run_id", "role") + names if n in row.fields}
-    return ctx.evidence(ctx.run_dir.rel(ctx.run_dir.ledger_path), row.line,
-                        json.dumps(keep, separators=(",", ":"), default=str, ensure_ascii=False))
+    return ctx.evidence(
+        ctx.run_dir.rel(ctx.run_dir.ledger_path),
+        row.line,
+        json.dumps(keep, separators=(",", ":"), default=str, ensure_ascii=False),
+    )
 
 
 def _secs(value: float | None) -> str:
@@ -88,8 +95,9 @@ def _trained_fully(row: LedgerRow, th: dict) -> bool:
     steps = _int(row.get("n_steps"))
     if not _trains(row) or not _finished_ok(row) or steps is None or steps <= th["handful_steps"]:
         return False
-    planned = _int(row.get("planned_steps")) or _int((row.get("config") or {}).get("max_train_steps")
-                                                     if isinstance(row.get("config"), dict) else None)
+    planned = _int(row.get("planned_steps")) or _int(
+        (row.get("config") or {}).get("max_train_steps") if isinstance(row.get("config"), dict) else None
+    )
     return planned is None or steps >= planned
 
 
@@ -97,6 +105,7 @@ def _collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow], d
     """The sweep's first fully trained run, the runs that collapsed after it
     (ledger order) and each one's place by ledger line: one pass over the
     ledger per session, not one per run."""
+
     def build():
         first = next((r for r in ctx.ledger if _trained_fully(r, th)), None)
         after = [r for r in ctx.ledger if first is not None and r.line > first.line and _collapsed(r, th)]
@@ -113,6 +122,7 @@ def extra_rh101_evidence(ctx) -> list[Evidence]:
     """More evidence for RH101 than the ledger rows: here, LM Studio's own
     server log inside the run dir answering the unload request with its
     'Unexpected endpoint' no-op. The live probes (RH302, RH402) extend this."""
+
     def find() -> list[Evidence]:
         rd = ctx.run_dir
         logs = [f for f in rd.walk.files if _LMSTUDIO_PATH.search(rd.rel(f)) and f.suffix in (".log", ".txt")]
@@ -143,7 +153,7 @@ RH101_FIX = (
     "if it is missing, install LM Studio and re-run install.sh / install.ps1, or set BRACKET_LMS_BIN yourself. "
     "(2) Restart the Bracket server so the variable loads. (3) Start a new session and confirm the server log "
     "says 'LMStudio: ejected model <id> via lms CLI' after each scoring pass; if it says \"'lms' CLI not "
-    "found\", the binary is still not found."
+    'found", the binary is still not found.'
 )
 
 
@@ -156,7 +166,7 @@ RH101_FIX = (
     verdicts=["infra"],
     thresholds=RH101_DEFAULTS,
     detects="An earlier run of the sweep trained its full steps, and this one hit the wall clock "
-    "(killed_by_timeout, or error \"timeout\") after a handful of steps (n_steps <= handful_steps) with "
+    '(killed_by_timeout, or error "timeout") after a handful of steps (n_steps <= handful_steps) with '
     "duration_s close to wall_secs (>= wall_fraction of it).",
     why="This is the LM Studio VRAM leak: the judge model loaded for the first scoring pass never left the GPU, "
     "every later trainer ran from swap, and the whole rest of the sweep is wasted budget with no scores. "
@@ -172,11 +182,15 @@ def step_count_collapse(ctx):
         return None
     ref, collapsed, places = _collapse_story(ctx, th)
     if ref is None or row.line not in places:
-        return (f"{row.run_id} hit the wall clock after {row.get('n_steps')} steps, but no earlier run of the "
-                "sweep trained fully, so this is not the step-count collapse (see RH107 for slow steps).")
+        return (
+            f"{row.run_id} hit the wall clock after {row.get('n_steps')} steps, but no earlier run of the "
+            "sweep trained fully, so this is not the step-count collapse (see RH107 for slow steps)."
+        )
     how = "killed_by_timeout" if row.get("killed_by_timeout") is True else 'error "timeout"'
-    summary = (f"{ref.run_id} trained {ref.get('n_steps')} steps in {_secs(finite_number(ref.get('duration_s')))}; "
-               f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(finite_number(row.get('duration_s')))} ({how})")
+    summary = (
+        f"{ref.run_id} trained {ref.get('n_steps')} steps in {_secs(finite_number(ref.get('duration_s')))}; "
+        f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(finite_number(row.get('duration_s')))} ({how})"
+    )
     place = places[row.line]
     after = len(collapsed) - place - 1
     if place == 0:
@@ -235,35 +249,55 @@ def trainer_died_instantly(ctx):
     row = _row(ctx)
     if _text(row.get("disqualified")) != "empty_tfevents":
         return None
-    alike = ctx.run_dir.cached(("RH102", "empty_tfevents"), lambda: sum(
-        1 for r in ctx.ledger if _text(r.get("disqualified")) == "empty_tfevents"))
+    alike = ctx.run_dir.cached(
+        ("RH102", "empty_tfevents"),
+        lambda: sum(1 for r in ctx.ledger if _text(r.get("disqualified")) == "empty_tfevents"),
+    )
     share = f" ({alike} of {len(ctx.ledger)} runs of the sweep were disqualified so)" if alike > 1 else ""
     head = f"{row.run_id} was disqualified empty_tfevents: the trainer died before writing a scalar{share}."
     log = ctx.run.main_log
     if log is None:
-        return ctx.fail("not-evaluable", "unknown", head + f"\nThere is no log in {ctx.run.rel(ctx.run.path)} to say why.",
-                        [_quote_row(ctx, row, *DIED)],
-                        fix="Find the trainer's output: Bracket writes it to runs/<run_id>/logs/stdout.log; an "
-                        "absent log means the launcher failed before starting the trainer (check the server log).")
+        return ctx.fail(
+            "not-evaluable",
+            "unknown",
+            head + f"\nThere is no log in {ctx.run.rel(ctx.run.path)} to say why.",
+            [_quote_row(ctx, row, *DIED)],
+            fix="Find the trainer's output: Bracket writes it to runs/<run_id>/logs/stdout.log; an "
+            "absent log means the launcher failed before starting the trainer (check the server log).",
+        )
     try:
         tail = ctx.log_tail(log)
     except OSError as exc:
-        return ctx.fail("not-evaluable", "unknown", head + f"\n{ctx.run.rel(log)} cannot be read: {exc.strerror or exc}.",
-                        [_quote_row(ctx, row, *DIED)], fix="make the log readable by this user and re-run the check.")
+        return ctx.fail(
+            "not-evaluable",
+            "unknown",
+            head + f"\n{ctx.run.rel(log)} cannot be read: {exc.strerror or exc}.",
+            [_quote_row(ctx, row, *DIED)],
+            fix="make the log readable by this user and re-run the check.",
+        )
     fatal = rootcause.diagnose(tail)
     if fatal is None:
         last = [tl for tl in tail.lines if tl.text.strip()][-3:]
-        return ctx.fail("infra", "unknown", head + "\nIts log ends without a traceback or a known error.",
-                        [_quote_row(ctx, row, *DIED)] + [ctx.evidence(log, tl.line, tl.text) for tl in last],
-                        fix="read the end of the quoted log; if it is cut off, the trainer was killed from outside "
-                        "(the OOM killer, a watchdog).")
+        return ctx.fail(
+            "infra",
+            "unknown",
+            head + "\nIts log ends without a traceback or a known error.",
+            [_quote_row(ctx, row, *DIED)] + [ctx.evidence(log, tl.line, tl.text) for tl in last],
+            fix="read the end of the quoted log; if it is cut off, the trainer was killed from outside "
+            "(the OOM killer, a watchdog).",
+        )
     what = fatal.describe() if fatal.cause != "unknown" else "an error matching no known pattern"
     evidence = [_quote_row(ctx, row, *DIED), ctx.evidence(log, fatal.line.line, fatal.line.text)]
     evidence += [ctx.evidence(log, tl.line, tl.text) for tl in fatal.consequences[-1:]]
     fix = RUNBOOK_FIXES.get(fatal.cause, "")
     fix = f"{fix} ({fatal.fix})" if fix else fatal.fix
-    return ctx.fail(fatal.verdict, fatal.cause, head + f"\nIts log ends in {what}: {fatal.line.text.strip()[:160]}",
-                    evidence, fix=fix)
+    return ctx.fail(
+        fatal.verdict,
+        fatal.cause,
+        head + f"\nIts log ends in {what}: {fatal.line.text.strip()[:160]}",
+        evidence,
+        fix=fix,
+    )
 
 
 # -- RH103 ------------------------------------------------------------------------------
@@ -289,8 +323,8 @@ def _setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
     "was never called and the scores are loss-only.",
     why="A sweep ranked by loss alone picks the config that fits the training images best, not the one whose "
     "samples follow the prompts; the ledger gives no other sign that the judge was skipped.",
-    example="all 4 scored runs have judge_report null. evidence: ledger.jsonl:1 {...\"score\":0.083,...,"
-    "\"judge_report\":null}",
+    example='all 4 scored runs have judge_report null. evidence: ledger.jsonl:1 {..."score":0.083,...,'
+    '"judge_report":null}',
     fix="Set judge_method to lmstudio (CLI) or pick a judge model (UI); provide sample_prompts; check that LM "
     "Studio answers on the configured port (curl http://localhost:1234/v1/models); if all of that holds, the "
     "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
@@ -311,15 +345,24 @@ def judge_not_called(ctx):
         reasons.append("sample_prompts is empty, so scoring falls back to loss only")
     if not reasons and has_method and has_prompts:
         verdict = "infra"
-        reasons.append("judge_method is lmstudio and prompts are set: LM Studio was unreachable, or the sample "
-                       "images were not paired with prompts")
+        reasons.append(
+            "judge_method is lmstudio and prompts are set: LM Studio was unreachable, or the sample "
+            "images were not paired with prompts"
+        )
     if reasons:
         summary += "\n" + "; ".join(reasons) + "."
     else:
-        summary += ("\nThe ledger does not say why: judge_method not lmstudio, no sample_prompts, LM Studio "
-                    "unreachable, or sample image names not paired with prompts.")
+        summary += (
+            "\nThe ledger does not say why: judge_method not lmstudio, no sample_prompts, LM Studio "
+            "unreachable, or sample image names not paired with prompts."
+        )
     shown = [scored[0]] + ([scored[-1]] if len(scored) > 1 else [])
-    return ctx.fail(verdict, "judge-not-called", summary, [_quote_row(ctx, r, "score", "score_components", "judge_report") for r in shown])
+    return ctx.fail(
+        verdict,
+        "judge-not-called",
+        summary,
+        [_quote_row(ctx, r, "score", "score_components", "judge_report") for r in shown],
+    )
 
 
 # -- RH104 ------------------------------------------------------------------------------
@@ -377,7 +420,7 @@ def _judgements(report: Any) -> list[Any]:
     why="Those judgements score nothing, so the sweep is ranked on loss alone or on the few images that parsed, "
     "while every row still looks judged.",
     example="12 of 12 judgements failed with 'no JSON scores in response text' (judge model "
-    "qwen3-vl-8b-thinking). evidence: ledger.jsonl:1 {...\"error\":\"no JSON scores in response text\"...}",
+    'qwen3-vl-8b-thinking). evidence: ledger.jsonl:1 {..."error":"no JSON scores in response text"...}',
     fix="Use a non-thinking judge (Qwen2.5-VL-7B, MiniCPM-V); temperature is already 0.0. <think>...</think> "
     "blocks are stripped automatically, so a model that rambles without them has no reliable workaround: switch "
     "models. Re-score the existing samples with scripts/rejudge_run.py <run_dir> <prompts.txt> instead of re-training.",
@@ -519,23 +562,33 @@ def early_exit_config(ctx):
     healthy = _healthy_by_role(ctx).get(role)
     peers = healthy.rows if healthy else []  # an early exit is never among them
     if not peers:
-        return (f"{row.run_id} exited with code {code} after {took:.0f} s, but no other {role or 'run'} of the "
-                "sweep trained to compare its config with (RH102 reads why runs died).")
+        return (
+            f"{row.run_id} exited with code {code} after {took:.0f} s, but no other {role or 'run'} of the "
+            "sweep trained to compare its config with (RH102 reads why runs died)."
+        )
     config = row.get("config")
     field = ctx.ledger.aliases.get("config", "config")
     diffs = healthy.differing(config) if isinstance(config, dict) else []
     if not diffs:
-        why = "uses no knob value the healthy runs did not" if isinstance(config, dict) else f"has no {field} in the ledger"
-        return (f"{row.run_id} exited with code {code} after {took:.0f} s, but its {field} {why}: "
-                "not a config knob (RH102 reads why runs died)")
+        why = (
+            "uses no knob value the healthy runs did not"
+            if isinstance(config, dict)
+            else f"has no {field} in the ledger"
+        )
+        return (
+            f"{row.run_id} exited with code {code} after {took:.0f} s, but its {field} {why}: "
+            "not a config knob (RH102 reads why runs died)"
+        )
     label = f"{role} runs" if role else "runs"
     summary = f"{row.run_id} exited with code {code} after {took:.0f} s while {_plural(len(peers), 'other ' + (role or 'run'))} trained."
     parts = [f"{k}={_show(v)} (healthy: {', '.join(_show(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
     summary += f"\nIts {field} differs from the healthy {label}' in: " + "; ".join(parts) + "."
     knobs = ", ".join(k for k, _, _ in diffs[:8])
-    fix = (f"The trainer rejected this run's {knobs}: cross-reference {'it' if len(diffs) == 1 else 'them'} with "
-           "the trainer's documented arguments (the canonical case is --fused_backward_pass with an optimizer other "
-           "than Adafactor) and exclude the combination from the search space.")
+    fix = (
+        f"The trainer rejected this run's {knobs}: cross-reference {'it' if len(diffs) == 1 else 'them'} with "
+        "the trainer's documented arguments (the canonical case is --fused_backward_pass with an optimizer other "
+        "than Adafactor) and exclude the combination from the search space."
+    )
     evidence = [_quote_row(ctx, r, "exit_code", "duration_s", "config") for r in (row, peers[0])]
     log = ctx.run.main_log
     if log is not None:
@@ -581,7 +634,9 @@ def stop_event_not_failures(ctx):
         return None
     timed = sorted(((t, r) for r in stopped if (t := _stopped_at(r)) is not None), key=lambda tr: tr[0])
     if not timed:
-        return f"{len(stopped)} runs stopped_by_user; the ledger holds no timestamps to tell one stop event from several"
+        return (
+            f"{len(stopped)} runs stopped_by_user; the ledger holds no timestamps to tell one stop event from several"
+        )
     clusters: list[list[tuple[datetime, LedgerRow]]] = [[timed[0]]]
     for stamp, r in timed[1:]:
         if (stamp - clusters[-1][-1][0]).total_seconds() > ctx.thresholds["cluster_gap_s"]:
@@ -589,12 +644,21 @@ def stop_event_not_failures(ctx):
         clusters[-1].append((stamp, r))
     if len(clusters) == 1:
         span = (timed[-1][0] - timed[0][0]).total_seconds()
-        return (f"one stop event at {timed[0][0]:%H:%M}, not {len(stopped)} failures "
-                f"({len(timed)} stops within {span:.0f} s)")
+        return (
+            f"one stop event at {timed[0][0]:%H:%M}, not {len(stopped)} failures "
+            f"({len(timed)} stops within {span:.0f} s)"
+        )
     times = ", ".join(f"{c[0][0]:%H:%M}" + (f" ({len(c)} runs)" if len(c) > 1 else "") for c in clusters[:8])
-    summary = (f"{len(stopped)} runs were stopped_by_user at {len(clusters)} separate times ({times}): "
-               "not one stop event, something keeps stopping runs.")
-    return ctx.fail("infra", "stop-event", summary, [_quote_row(ctx, c[0][1], "disqualified", "started_at", "finished_at", "duration_s") for c in clusters[:6]])
+    summary = (
+        f"{len(stopped)} runs were stopped_by_user at {len(clusters)} separate times ({times}): "
+        "not one stop event, something keeps stopping runs."
+    )
+    return ctx.fail(
+        "infra",
+        "stop-event",
+        summary,
+        [_quote_row(ctx, c[0][1], "disqualified", "started_at", "finished_at", "duration_s") for c in clusters[:6]],
+    )
 
 
 # -- RH107, RH108: step times from the shared log scan ---------------------------------
@@ -633,6 +697,7 @@ def _healthy_step_times(run_dir) -> dict[str, float]:
     median of medians needs no more to judge a 100x slowdown, and every
     pytest-xdist worker builds this table, so its cost must not grow with the
     sweep."""
+
     def build() -> dict[str, float]:
         out = {}
         try:  # one listing of runs/, rather than two failed listings per ledger row without a folder
@@ -640,7 +705,8 @@ def _healthy_step_times(run_dir) -> dict[str, float]:
         except OSError:
             folders = set()
         healthy = [
-            run for run in run_dir.runs
+            run
+            for run in run_dir.runs
             if (folders is None or run.name in folders)
             and (run_dir.ledger is None or (run.row is not None and _finished_ok(run.row)))
         ]
@@ -679,7 +745,7 @@ def _fmt_rate(sec: float) -> str:
     example="cur-000-s0 runs at 2960.00 s/it, 1233x the sweep's healthy runs (2.40 s/it). evidence: "
     "runs/cur-000-s0/logs/stdout.log:15 steps:   1%|| 29/1500 [23:50:13<1206:10:16, 2958.42s/it, avr_loss=0.1187]",
     fix="Pipe deadlock: the trainer must write straight to its log file: RunLauncher in "
-    "bracket/orchestrator/runner.py must open it with subprocess.Popen(stdout=open(log_path, \"ab\")), never "
+    'bracket/orchestrator/runner.py must open it with subprocess.Popen(stdout=open(log_path, "ab")), never '
     "stdout=subprocess.PIPE. Swap: free the VRAM the judge holds (RH101's fix).",
 )
 def slow_steps(ctx):
@@ -697,7 +763,9 @@ def slow_steps(ctx):
         healthy = [m for name, m in medians.items() if name != ctx.run.name]
         if not healthy:
             if ctx.run.name in medians:
-                return f"{ctx.run.name} is the sweep's only healthy run with step times ({_fmt_rate(own)}): the reference"
+                return (
+                    f"{ctx.run.name} is the sweep's only healthy run with step times ({_fmt_rate(own)}): the reference"
+                )
             # No healthy run to compare with: the runbook's own signature of the pipe deadlock (issue 18).
             return _deadlock_without_reference(ctx, scan, pts, own)
         ref = statistics.median(healthy)
@@ -717,14 +785,18 @@ def slow_steps(ctx):
         summary += "\nIt follows RH101's signature (a handful of steps, then the wall clock, after a full run): swap."
         fix = RH101_FIX
     elif live_after_healthy:
-        summary += ("\nIt is still running, and an earlier run of this sweep trained at the normal rate: the "
-                    "judge's VRAM leak pushing the trainer into swap (RH101 confirms it once the run's ledger row "
-                    "shows the wall clock).")
+        summary += (
+            "\nIt is still running, and an earlier run of this sweep trained at the normal rate: the "
+            "judge's VRAM leak pushing the trainer into swap (RH101 confirms it once the run's ledger row "
+            "shows the wall clock)."
+        )
         fix = RH101_FIX
     else:
         summary += "\nThe collapse is there from its first timed step: the stdout pipe deadlock."
         fix = None
-    return ctx.fail("infra", cause, summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])], fix=fix)
+    return ctx.fail(
+        "infra", cause, summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])], fix=fix
+    )
 
 
 def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: float):
@@ -735,13 +807,19 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     limit = float(ctx.thresholds.get("deadlock_s_per_it") or 1000)
     first = pts[0].sec_per_step
     if own < limit or first < limit:
-        ctx.skip(f"no healthy run of the sweep has step times to compare {ctx.run.name} with ({_fmt_rate(own)}, "
-                 f"under the {limit:g} s/it no trainer reaches); set thresholds.RH107.expected_s_per_it")
-    summary = (f"{ctx.run.name} runs at {_fmt_rate(own)} from its first timed step ({_fmt_rate(first)}), and no run "
-               f"of the sweep trained at a normal speed: beyond {limit:g} s/it, orders of magnitude slower than any "
-               f"trainer's healthy step. This is the stdout pipe deadlock (the runbook's 2000-4000 s/it instead of "
-               f"2-3 s/it).")
-    return ctx.fail("infra", "pipe-deadlock", summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])])
+        ctx.skip(
+            f"no healthy run of the sweep has step times to compare {ctx.run.name} with ({_fmt_rate(own)}, "
+            f"under the {limit:g} s/it no trainer reaches); set thresholds.RH107.expected_s_per_it"
+        )
+    summary = (
+        f"{ctx.run.name} runs at {_fmt_rate(own)} from its first timed step ({_fmt_rate(first)}), and no run "
+        f"of the sweep trained at a normal speed: beyond {limit:g} s/it, orders of magnitude slower than any "
+        f"trainer's healthy step. This is the stdout pipe deadlock (the runbook's 2000-4000 s/it instead of "
+        f"2-3 s/it)."
+    )
+    return ctx.fail(
+        "infra", "pipe-deadlock", summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])]
+    )
 
 
 @check(
@@ -770,13 +848,15 @@ def step_time_degrades(ctx):
     if len(pts) < max(th["min_points"], k):
         return None
     size = len(pts) / k
-    parts = [pts[int(i * size): int((i + 1) * size)] for i in range(k)]
+    parts = [pts[int(i * size) : int((i + 1) * size)] for i in range(k)]
     medians = [statistics.median(p.sec_per_step for p in part) for part in parts]
     rising = all(b >= a * (1 + th["min_rise"]) for a, b in zip(medians, medians[1:]))
     if not rising or medians[-1] < medians[0] * th["degrade_factor"]:
         return None
     path = " -> ".join(f"{m:.1f}" for m in medians)
-    summary = (f"{ctx.run.name}: step time climbed {path} s/it over steps {pts[0].step}-{pts[-1].step} "
-               f"({medians[-1] / medians[0]:.1f}x).")
+    summary = (
+        f"{ctx.run.name}: step time climbed {path} s/it over steps {pts[0].step}-{pts[-1].step} "
+        f"({medians[-1] / medians[0]:.1f}x)."
+    )
     firsts = [part[len(part) // 2] for part in parts]
     return ctx.fail("infra", "vram-pressure", summary, [_quote_point(ctx, scan, p) for p in firsts])

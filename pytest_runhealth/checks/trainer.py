@@ -37,7 +37,7 @@ def _tfevents(ctx, path: Path):
     "prefixes stripped and text glued after a progress bar split off; of interleaved ranks, the first to fail "
     "is the root. Causes: cuda-oom (CUDA old and new wording, HIP, MPS, XPU; the backend is named), "
     "host-oom (`MemoryError`, the OOM killer's bare `Killed`), dataloader-worker-killed, segfault, "
-    "nccl-timeout, disk-full (`[Errno 28]`), missing-model-file (also a trainer's own \"model not found\"), "
+    'nccl-timeout, disk-full (`[Errno 28]`), missing-model-file (also a trainer\'s own "model not found"), '
     "missing-trainer-module (any `ModuleNotFoundError` that ends the run), fused-optimizer-keyerror, "
     "tensorboard-logdir-not-directory, missing-cache-files, optimizer-scheduler-mismatch; with no known "
     "pattern, `unknown` quoting the root traceback's exception line (not the launcher's). Only the tail "
@@ -68,9 +68,14 @@ def trainer_error(ctx):
     else:
         summary = f"the run died of {err.describe()} ({where}): {root}"
     if err.consequences:
-        summary += "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
-        evidence += [ctx.evidence(f.log, tl.line, tl.text) for tl in err.consequences[-2:]
-                     if ctx.evidence(f.log, tl.line, tl.text) not in evidence]
+        summary += (
+            "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
+        )
+        evidence += [
+            ctx.evidence(f.log, tl.line, tl.text)
+            for tl in err.consequences[-2:]
+            if ctx.evidence(f.log, tl.line, tl.text) not in evidence
+        ]
     return ctx.fail(err.verdict, err.cause, summary, evidence, fix=err.fix)
 
 
@@ -103,9 +108,11 @@ def loss_finite(ctx):
             first_step = point.step
             evidence.append(ctx.evidence(log, point.line, text))
             finite_after = bool(scan.last_step and scan.last_step.line > point.line and scan.last_step.loss_finite)
-            sources.append(f"{scan.nonfinite_count} non-finite loss value(s) in {ctx.run_dir.rel(log)}, the first at "
-                           f"step {point.step} (line {point.line})"
-                           + ("; finite values follow, but weights updated with a NaN loss are suspect" if finite_after else ""))
+            sources.append(
+                f"{scan.nonfinite_count} non-finite loss value(s) in {ctx.run_dir.rel(log)}, the first at "
+                f"step {point.step} (line {point.line})"
+                + ("; finite values follow, but weights updated with a NaN loss are suspect" if finite_after else "")
+            )
     tf_checked = 0
     for path in run.event_files:
         read = _tfevents(ctx, path)
@@ -114,13 +121,19 @@ def loss_finite(ctx):
         if bad:
             nf = bad[0]
             first_step = nf.step if first_step is None else min(first_step, nf.step)
-            evidence.append(ctx.evidence(path, None, f"record {nf.index}: tag {nf.tag!r} step {nf.step} value {nf.value}"))
+            evidence.append(
+                ctx.evidence(path, None, f"record {nf.index}: tag {nf.tag!r} step {nf.step} value {nf.value}")
+            )
             sources.append(f"{nf.tag} = {nf.value} at step {nf.step} in {ctx.run_dir.rel(path)}")
     if not evidence:
         if log is None and not tf_checked:
             ctx.skip(f"no log and no event file under {run.path}: no loss to check")
         return None
-    after = [c for c in find_checkpoints(run.checkpoints) if c.step is not None and first_step is not None and c.step >= first_step]
+    after = [
+        c
+        for c in find_checkpoints(run.checkpoints)
+        if c.step is not None and first_step is not None and c.step >= first_step
+    ]
     summary = "the loss went non-finite: " + "; ".join(sources) + "."
     if after:
         names = ", ".join(sorted(c.path.name for c in after)[:6])
@@ -155,16 +168,24 @@ def resume_pair(ctx):
         path = cfg.resolve_path(target)
         line = cfg.line_of("model.load_checkpoint") if hasattr(cfg, "line_of") else None
         if not path.exists():
-            problems.append(("load-checkpoint-missing",
-                             f"model.load_checkpoint points to {target}, which does not exist",
-                             ctx.evidence(cfg.path, line, f"load_checkpoint: {target}")))
+            problems.append(
+                (
+                    "load-checkpoint-missing",
+                    f"model.load_checkpoint points to {target}, which does not exist",
+                    ctx.evidence(cfg.path, line, f"load_checkpoint: {target}"),
+                )
+            )
         elif path.is_file() and not cfg.get("checkpoints.no_resume"):
             m = re.search(r"step_(\d+)\.safetensors$", path.name)
             if m and not (path.parent / f"training_state_step_{int(m.group(1)):05d}.pt").exists():
-                problems.append(("resume-state-missing",
-                                 f"model.load_checkpoint names {path.name}, but no training_state_step_{int(m.group(1)):05d}.pt "
-                                 f"sits beside it: the weights would load and training would restart at step 0",
-                                 ctx.evidence(cfg.path, line, f"load_checkpoint: {target}")))
+                problems.append(
+                    (
+                        "resume-state-missing",
+                        f"model.load_checkpoint names {path.name}, but no training_state_step_{int(m.group(1)):05d}.pt "
+                        f"sits beside it: the weights would load and training would restart at step 0",
+                        ctx.evidence(cfg.path, line, f"load_checkpoint: {target}"),
+                    )
+                )
     ltx = [c for c in ckpts if c.trainer == "ltx"]
     state_mode = cfg.get("checkpoints.save_training_state") if cfg is not None else None
     note = ""
@@ -181,15 +202,25 @@ def resume_pair(ctx):
                 detail += f" ({tmp.name} exists: the state was being written when the run stopped)"
             if older:
                 detail += f"; the newest resumable pair is step {max(c.step for c in older)}"
-            problems.append(("resume-state-missing", detail, ctx.evidence(newest.path, None, f"{newest.path.name} without {state.name}")))
+            problems.append(
+                (
+                    "resume-state-missing",
+                    detail,
+                    ctx.evidence(newest.path, None, f"{newest.path.name} without {state.name}"),
+                )
+            )
     kohya = [c for c in ckpts if c.trainer == "kohya"]
     if kohya and any(c.state_path().is_dir() for c in kohya):
         newest = latest(kohya)
         if not newest.state_path().is_dir():
-            problems.append(("resume-state-missing",
-                             f"this run saves -state folders, but the newest checkpoint {ctx.run_dir.rel(newest.path)} has "
-                             f"no {newest.state_path().name}/: --resume from it is impossible",
-                             ctx.evidence(newest.path, None, f"{newest.path.name} without {newest.state_path().name}/")))
+            problems.append(
+                (
+                    "resume-state-missing",
+                    f"this run saves -state folders, but the newest checkpoint {ctx.run_dir.rel(newest.path)} has "
+                    f"no {newest.state_path().name}/: --resume from it is impossible",
+                    ctx.evidence(newest.path, None, f"{newest.path.name} without {newest.state_path().name}/"),
+                )
+            )
     if not problems:
         if not ckpts and target is None:
             ctx.skip(f"no named checkpoint under {run.path} and no model.load_checkpoint to resolve")
@@ -197,7 +228,8 @@ def resume_pair(ctx):
             newest = latest(ltx)
             pruned = sorted({c.step for c in ltx} - {newest.step})
             return note or f"newest checkpoint step {newest.step} has its training state" + (
-                f"; {len(pruned)} older checkpoint(s) kept" if pruned else "")
+                f"; {len(pruned)} older checkpoint(s) kept" if pruned else ""
+            )
         return note or None
     cause = problems[0][0]
     summary = "\n".join(p[1] for p in problems)
@@ -238,8 +270,12 @@ def checkpoint_intact(ctx):
     newest_ok = latest([c for c in find_checkpoints(intact)])
     if newest_ok is not None:
         summary += f"\nnewest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}"
-    return ctx.fail("infra", "truncated-checkpoint", summary,
-                    [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]])
+    return ctx.fail(
+        "infra",
+        "truncated-checkpoint",
+        summary,
+        [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]],
+    )
 
 
 # -- RH207 --------------------------------------------------------------------------
@@ -295,8 +331,7 @@ def run_summary(ctx):
     path = rd.path / "outputs" / SUMMARY_NAME
     if not path.is_file():
         ev = [ctx.evidence(newest.path, None, f"final checkpoint {newest.path.name}")] if newest else []
-        return ctx.fail("config", "run-summary-missing",
-                        f"the run finished but {rd.rel(path)} does not exist", ev)
+        return ctx.fail("config", "run-summary-missing", f"the run finished but {rd.rel(path)} does not exist", ev)
     from ..safeio import read_head
 
     text = read_head(path, 1 << 20).decode("utf-8", "replace")
@@ -305,9 +340,12 @@ def run_summary(ctx):
         missing.append(f"the final checkpoint's file name ({newest.path.name})")
     if not missing:
         return None
-    return ctx.fail("config", "run-summary-missing",
-                    f"{rd.rel(path)} lacks: " + ", ".join(missing),
-                    [ctx.evidence(path, None, f"{len(text)} characters; missing {', '.join(missing)}")])
+    return ctx.fail(
+        "config",
+        "run-summary-missing",
+        f"{rd.rel(path)} lacks: " + ", ".join(missing),
+        [ctx.evidence(path, None, f"{len(text)} characters; missing {', '.join(missing)}")],
+    )
 
 
 # -- RH208 --------------------------------------------------------------------------
@@ -356,16 +394,20 @@ def steps_complete(ctx):
         # that came too early is RH101's, RH106's and RH107's call, not this one.
         why = str(row.get("disqualified") or row.get("error") or "")
         if row.get("killed_by_timeout") or "timeout" in why:
-            return (f"stopped at step {f.last.step} of {f.total} by the sweep's wall-clock limit "
-                    f"(ledger.jsonl:{row.line}); RH101/RH107 judge whether that was too early")
+            return (
+                f"stopped at step {f.last.step} of {f.total} by the sweep's wall-clock limit "
+                f"(ledger.jsonl:{row.line}); RH101/RH107 judge whether that was too early"
+            )
         if "stopped_by_user" in why:
             return f"stopped at step {f.last.step} of {f.total} by the user (ledger.jsonl:{row.line}; see RH106)"
     ended = _end_evidence(ctx, f, row)
     if ended is None:
         return _still_running(ctx, f)
     ckpt = latest([c for c in find_checkpoints(ctx.run.checkpoints) if c.step is not None])
-    summary = (f"the run stopped at step {f.last.step} of {f.total} planned ({ended}), and its log ends without "
-               f"an error: something outside the trainer ended it")
+    summary = (
+        f"the run stopped at step {f.last.step} of {f.total} planned ({ended}), and its log ends without "
+        f"an error: something outside the trainer ended it"
+    )
     if ckpt is not None:
         summary += f". Newest checkpoint to resume from: {ctx.run_dir.rel(ckpt.path)}"
     ev = [ctx.evidence(f.log, f.last.line, _line_text(ctx, f))]
@@ -382,8 +424,10 @@ def _row_finished(row, total: int) -> str | None:
     steps, planned, code = row.get("n_steps"), row.get("planned_steps"), row.get("exit_code")
     target = planned if isinstance(planned, int) and planned > 0 else total
     if isinstance(steps, int) and not isinstance(steps, bool) and steps >= target and code in (0, None):
-        return (f"the ledger row says all {steps} of {target} steps finished (ledger.jsonl:{row.line}); "
-                f"the log's last progress redraw is earlier (redraws are throttled, captured logs cut)")
+        return (
+            f"the ledger row says all {steps} of {target} steps finished (ledger.jsonl:{row.line}); "
+            f"the log's last progress redraw is earlier (redraws are throttled, captured logs cut)"
+        )
     return None
 
 
@@ -415,8 +459,11 @@ def _end_evidence(ctx, f, row) -> str | None:
         return "the process in its pid file is gone"
     if row is not None:
         code = row.get("exit_code")
-        return f"its ledger row records the end, exit code {code} (ledger.jsonl:{row.line})" if code is not None \
+        return (
+            f"its ledger row records the end, exit code {code} (ledger.jsonl:{row.line})"
+            if code is not None
             else f"its ledger row records the end (ledger.jsonl:{row.line})"
+        )
     summary = ctx.run.path / "outputs" / SUMMARY_NAME
     if summary.is_file():
         return f"{ctx.run_dir.rel(summary)} was written"
@@ -431,8 +478,10 @@ def _still_running(ctx, f) -> str:
     silent = _silence(f)
     ago = f", last line {_human(silent)} ago" if silent is not None else ""
     _, how = _silence_limit(ctx, f)
-    return (f"still running: step {f.last.step}/{f.total}{ago} (no pid file, ledger row or summary says it "
-            f"ended; silence would count after {how})")
+    return (
+        f"still running: step {f.last.step}/{f.total}{ago} (no pid file, ledger row or summary says it "
+        f"ended; silence would count after {how})"
+    )
 
 
 def _human(seconds: float) -> str:

@@ -10,9 +10,10 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from ..live.bounded_decode import ACCEPT_ENCODING
 from .model import parse_time
@@ -76,7 +77,7 @@ class EvalClient:
     def close(self) -> None:
         self.http.close()
 
-    def __enter__(self) -> "EvalClient":
+    def __enter__(self) -> EvalClient:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -95,8 +96,12 @@ class EvalClient:
             try:
                 status, raw, headers = self._get_capped(path)
             except _Cut as cut:
-                raise FetchError(full, f"no complete answer within {cut.seconds:g} s (connect + read timeout); gave up",
-                                 None, attempt) from None
+                raise FetchError(
+                    full,
+                    f"no complete answer within {cut.seconds:g} s (connect + read timeout); gave up",
+                    None,
+                    attempt,
+                ) from None
             except self._httpx.TimeoutException as exc:
                 raise FetchError(full, f"timed out ({type(exc).__name__})", None, attempt) from None
             except self._httpx.HTTPError as exc:
@@ -104,8 +109,13 @@ class EvalClient:
             last_status = status
             if 300 <= status < 400:
                 where = headers.get("location", "(no Location)")[:200]
-                raise FetchError(full, f"HTTP {status} to {where}; redirects are not followed (set --eval-server "
-                                 f"to the address that answers)", status, attempt)
+                raise FetchError(
+                    full,
+                    f"HTTP {status} to {where}; redirects are not followed (set --eval-server "
+                    f"to the address that answers)",
+                    status,
+                    attempt,
+                )
             if status == 200:
                 try:
                     data = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None

@@ -6,9 +6,10 @@ The record is written beside the JSON report, as ``<report>.verdict.json``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..redact import redact
 from .model import Evaluation
@@ -17,9 +18,11 @@ from .triage import RoundState, classify
 RECORD_SCHEMA = "runhealth-gate-verdict/1"
 
 
-NO_CLAIM = ("no candidate named: the gate cannot tell a winner from a loser until it knows whose claim it judges "
-            "(set gate.candidate in runhealth.yaml or pass --runhealth-candidate; the claim, gate.claim or "
-            "--runhealth-claim, is 'wins' unless it says 'loses')")
+NO_CLAIM = (
+    "no candidate named: the gate cannot tell a winner from a loser until it knows whose claim it judges "
+    "(set gate.candidate in runhealth.yaml or pass --runhealth-candidate; the claim, gate.claim or "
+    "--runhealth-claim, is 'wins' unless it says 'loses')"
+)
 
 
 @dataclass
@@ -72,9 +75,14 @@ class GateDecision:
         groups: dict[str, int] = {}
         for s in self.excluded:
             groups[s.category] = groups.get(s.category, 0) + 1
-        parts = [f"{n} of {total} rounds {cat}" if i == 0 else f"{n} {cat}" for i, (cat, n) in enumerate(groups.items())]
-        need = f"{len(self.shown)} of the {self.k} rounds needed show the claimed result" if self.candidate is not None \
+        parts = [
+            f"{n} of {total} rounds {cat}" if i == 0 else f"{n} {cat}" for i, (cat, n) in enumerate(groups.items())
+        ]
+        need = (
+            f"{len(self.shown)} of the {self.k} rounds needed show the claimed result"
+            if self.candidate is not None
             else f"{len(self.counted)} of the {self.k} rounds needed are terminal, completed and scored"
+        )
         text = "; ".join(parts + [need]) if parts else need
         return f"{text}; {NO_CLAIM}" if self.no_claim else text
 
@@ -86,16 +94,41 @@ class GateDecision:
             "k": self.k,
             "claim": self.claim,
             "candidate": self.candidate,
-            "counted": [{"round": s.round.id, "run_dir": self.origins.get(id(s)), "source": s.round.source,
-                         "detail": s.detail, "shows_claim": self.label(s) in self.shown} for s in mine if s.counted],
-            "excluded": [{"round": s.round.id, "run_dir": self.origins.get(id(s)), "source": s.round.source,
-                          "reason": s.category, "detail": s.detail, "cause": s.cause} for s in mine if not s.counted],
+            "counted": [
+                {
+                    "round": s.round.id,
+                    "run_dir": self.origins.get(id(s)),
+                    "source": s.round.source,
+                    "detail": s.detail,
+                    "shows_claim": self.label(s) in self.shown,
+                }
+                for s in mine
+                if s.counted
+            ],
+            "excluded": [
+                {
+                    "round": s.round.id,
+                    "run_dir": self.origins.get(id(s)),
+                    "source": s.round.source,
+                    "reason": s.category,
+                    "detail": s.detail,
+                    "cause": s.cause,
+                }
+                for s in mine
+                if not s.counted
+            ],
             "contradicted": [{"round": r, "why": why} for r, why in self.contradicted if r in labels],
         }
 
 
-def decide(ev: Evaluation | list[tuple[str, Evaluation, Callable | None]], terminal: tuple[str, ...], k: int,
-           candidate: Any = None, claim: str = "wins", tail_of: Callable | None = None) -> GateDecision:
+def decide(
+    ev: Evaluation | list[tuple[str, Evaluation, Callable | None]],
+    terminal: tuple[str, ...],
+    k: int,
+    candidate: Any = None,
+    claim: str = "wins",
+    tail_of: Callable | None = None,
+) -> GateDecision:
     """The gate's decision over one evaluation, or over every (run dir name,
     evaluation, its log-tail reader) of a session at once: K counts rounds of
     all of them."""
@@ -138,7 +171,9 @@ def claim_fails(state: RoundState, candidate: str, claim: str) -> str | None:
     others = {p: m for p, m in mean.items() if p != candidate}
     if not others:
         return "no other player to compare with"
-    best_other, best = max(others.items(), key=lambda kv: kv[1]) if claim == "wins" else min(others.items(), key=lambda kv: kv[1])
+    best_other, best = (
+        max(others.items(), key=lambda kv: kv[1]) if claim == "wins" else min(others.items(), key=lambda kv: kv[1])
+    )
     mine = mean[candidate]
     if (claim == "wins" and mine > best) or (claim == "loses" and mine < best):
         return None
@@ -167,21 +202,29 @@ def verdict_record(
     with the files read (sha256)."""
     promote = not blockers and decision is not None and decision.passed
     several = len(evaluations) > 1
-    return _redacted({
-        "schema": RECORD_SCHEMA,
-        "decision": "promote" if promote else "blocked",
-        "plugin_version": plugin_version,
-        "checks": checks,
-        "session": decision.to_record() if decision is not None else None,
-        "targets": {
-            name: {"origin": ev.origin, **(decision.to_record(name if several else None) if decision else {}),
-                   "evidence_files": [{"path": p, "sha256": h} for p, h in sorted(ev.read.items())]}
-            for name, ev in evaluations.items()
-        },
-        "blockers": blockers,
-    })
+    return _redacted(
+        {
+            "schema": RECORD_SCHEMA,
+            "decision": "promote" if promote else "blocked",
+            "plugin_version": plugin_version,
+            "checks": checks,
+            "session": decision.to_record() if decision is not None else None,
+            "targets": {
+                name: {
+                    "origin": ev.origin,
+                    **(decision.to_record(name if several else None) if decision else {}),
+                    "evidence_files": [{"path": p, "sha256": h} for p, h in sorted(ev.read.items())],
+                }
+                for name, ev in evaluations.items()
+            },
+            "blockers": blockers,
+        }
+    )
 
 
 def record_path(report: Path) -> Path:
-    return report.with_name(report.name + ".verdict.json") if report.suffix != ".json" \
+    return (
+        report.with_name(report.name + ".verdict.json")
+        if report.suffix != ".json"
         else report.with_name(report.name[: -len(".json")] + ".verdict.json")
+    )

@@ -21,8 +21,18 @@ from pathlib import Path
 from ..rundir import RunDir, round_folders
 from ..safeio import outside_link
 from .jsondoc import JsonRead, read_json
-from .model import (Episode, Evaluation, JsonProblem, Leaderboard, Round, not_understood, parse_scores, parse_time,
-                    scores_understood, shape_of)
+from .model import (
+    Episode,
+    Evaluation,
+    JsonProblem,
+    Leaderboard,
+    Round,
+    not_understood,
+    parse_scores,
+    parse_time,
+    scores_understood,
+    shape_of,
+)
 
 ROUND_FILES = (("experience_request.json", "experience-request"), ("round.json", "round"))
 CLOCK_KEYS = ("fetched_at", "harvested_at", "server_time", "server_now")
@@ -44,9 +54,15 @@ class _Reader:
             if res.sha256:
                 self.ev.read[rel] = res.sha256
             if res.preamble or not res.ok:
-                self.ev.json_problems.append(JsonProblem(
-                    rel, res.bad_line, res.bad_text, bool(res.preamble),
-                    "tool chatter before the JSON" if res.preamble else (res.error or "not JSON")))
+                self.ev.json_problems.append(
+                    JsonProblem(
+                        rel,
+                        res.bad_line,
+                        res.bad_text,
+                        bool(res.preamble),
+                        "tool chatter before the JSON" if res.preamble else (res.error or "not JSON"),
+                    )
+                )
         return self.cache[path]
 
 
@@ -105,7 +121,9 @@ def _load_round(reader: _Reader, folder: Path, summary_clock) -> Round:
         rnd.clock_source = f"{key} recorded by the harvester"
     else:
         stamps = [(rnd.time(k), k) for k in ("updated_at", "completed_at", "started_at", "created_at")]
-        stamps += [(parse_time(ep.raw.get(k)), k) for ep in rnd.episodes for k in ("updated_at", "completed_at", "started_at")]
+        stamps += [
+            (parse_time(ep.raw.get(k)), k) for ep in rnd.episodes for k in ("updated_at", "completed_at", "started_at")
+        ]
         stamps = [s for s in stamps if s[0] is not None]
         if stamps:
             rnd.server_now = max(s[0] for s in stamps)
@@ -124,7 +142,11 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
     for i, ep_dir in enumerate(dirs):
         ep_json = ep_dir / "episode.json"
         entry = listed[i] if i < len(listed) and isinstance(listed[i], dict) else {}
-        source = rd.rel(ep_json) if ep_json.is_file() else rd.rel(folder / next(n for n, _ in ROUND_FILES if (folder / n).is_file()))
+        source = (
+            rd.rel(ep_json)
+            if ep_json.is_file()
+            else rd.rel(folder / next(n for n, _ in ROUND_FILES if (folder / n).is_file()))
+        )
         if ep_json.is_file():
             res = reader.json(ep_json)
             if res.ok and isinstance(res.data, dict):
@@ -146,7 +168,9 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
         episodes.append(ep)
     for i in range(len(dirs), len(listed)):
         if isinstance(listed[i], dict):
-            episodes.append(Episode.from_json(f"episode_{i:02d}", rd.rel(folder / "experience_request.json"), listed[i]))
+            episodes.append(
+                Episode.from_json(f"episode_{i:02d}", rd.rel(folder / "experience_request.json"), listed[i])
+            )
     return episodes
 
 

@@ -56,12 +56,18 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
             except (ValueError, RecursionError):
                 pass
             else:
-                return JsonRead(data, True, preamble=chatter, bad_line=chatter[0][0], bad_text=chatter[0][1], sha256=digest)
+                return JsonRead(
+                    data, True, preamble=chatter, bad_line=chatter[0][0], bad_text=chatter[0][1], sha256=digest
+                )
     line = getattr(first_error, "lineno", None)
     bad = lines[line - 1] if line and 0 < line <= len(lines) else (lines[0] if lines else "")
     msg = getattr(first_error, "msg", str(first_error))
-    return JsonRead(error=f"not JSON: {msg} (line {line})" if line else f"not JSON: {msg}",
-                    bad_line=line, bad_text=bad[:400], sha256=digest)
+    return JsonRead(
+        error=f"not JSON: {msg} (line {line})" if line else f"not JSON: {msg}",
+        bad_line=line,
+        bad_text=bad[:400],
+        sha256=digest,
+    )
 
 
 def read_json(path) -> JsonRead:

@@ -116,8 +116,9 @@ def parse_scores(raw: Any) -> list[Score] | None:
     return out
 
 
-SCORES_EXPECTED = ('a list of scores ([3.0, 1.0] or [{"player_id": ..., "score": 3.0}]), '
-                   '{"scores": [...]}, or {"<player>": <score>}')
+SCORES_EXPECTED = (
+    'a list of scores ([3.0, 1.0] or [{"player_id": ..., "score": 3.0}]), {"scores": [...]}, or {"<player>": <score>}'
+)
 
 
 def scores_understood(raw: Any) -> bool:
@@ -132,8 +133,9 @@ def scores_understood(raw: Any) -> bool:
             return scores_understood(raw["scores"])
         return all(v is None or (isinstance(v, (int, float, str)) and not isinstance(v, bool)) for v in raw.values())
     if isinstance(raw, list):
-        return all(not isinstance(v, (dict, list)) or (isinstance(v, dict) and ("score" in v or "value" in v))
-                   for v in raw)
+        return all(
+            not isinstance(v, (dict, list)) or (isinstance(v, dict) and ("score" in v or "value" in v)) for v in raw
+        )
     return False
 
 
@@ -168,7 +170,7 @@ class Episode:
     format_shape: str = ""  # the start of that document, as JSON (the evidence)
 
     @classmethod
-    def from_json(cls, name: str, source: str, data: dict) -> "Episode":
+    def from_json(cls, name: str, source: str, data: dict) -> Episode:
         players = None
         for key in ("policy_version_ids", "roster", "players", "agents", "policies"):
             if isinstance(data.get(key), list):
@@ -210,7 +212,7 @@ class Round:
     preambled: bool = False
 
     @classmethod
-    def from_json(cls, kind: str, source: str, data: dict, fallback_id: str) -> "Round":
+    def from_json(cls, kind: str, source: str, data: dict, fallback_id: str) -> Round:
         return cls(
             id=str(data.get("id") or fallback_id),
             kind=kind,
@@ -220,7 +222,7 @@ class Round:
         )
 
     @classmethod
-    def unreadable_at(cls, kind: str, source: str, fallback_id: str, why: str) -> "Round":
+    def unreadable_at(cls, kind: str, source: str, fallback_id: str, why: str) -> Round:
         return cls(id=fallback_id, kind=kind, source=source, raw={}, unreadable=why)
 
     # -- what the server said ------------------------------------------------
@@ -301,7 +303,7 @@ class Evaluation:
     openapi: dict | None = None
     openapi_source: str = ""
     client_logs: list[Any] = field(default_factory=list)
-    json_problems: list["JsonProblem"] = field(default_factory=list)
+    json_problems: list[JsonProblem] = field(default_factory=list)
     fetch_error: str | None = None  # the source could not be read at all
     read: dict[str, str] = field(default_factory=dict)  # source → sha256
 

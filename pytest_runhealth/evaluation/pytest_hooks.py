@@ -91,11 +91,25 @@ def _blockers(results: list[dict]) -> list[dict]:
     out = []
     for r in results:
         if r["outcome"] in ("failed", "error") and (r.get("verdict") == "not-evaluable" or r["check"] == "RH508"):
-            out.append({"check": r["check"], "run": r["run"], "verdict": r.get("verdict"), "cause": r.get("cause"),
-                        "summary": (r.get("summary") or "").splitlines()[0] if r.get("summary") else ""})
+            out.append(
+                {
+                    "check": r["check"],
+                    "run": r["run"],
+                    "verdict": r.get("verdict"),
+                    "cause": r.get("cause"),
+                    "summary": (r.get("summary") or "").splitlines()[0] if r.get("summary") else "",
+                }
+            )
     if not any(r["check"] == "RH508" and r["outcome"] in ("passed", "failed", "error") for r in results):
-        out.append({"check": "RH508", "run": None, "verdict": "not-evaluable", "cause": "insufficient-evidence",
-                    "summary": "the promotion gate check did not pass in this session (deselected, skipped or failed)"})
+        out.append(
+            {
+                "check": "RH508",
+                "run": None,
+                "verdict": "not-evaluable",
+                "cause": "insufficient-evidence",
+                "summary": "the promotion gate check did not pass in this session (deselected, skipped or failed)",
+            }
+        )
     return out
 
 

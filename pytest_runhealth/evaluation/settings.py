@@ -32,8 +32,11 @@ SCHEMA = {
         "server": {"type": "string"},
         "requests": {"type": "array", "items": {"type": "string"}},
         "token_env": {"type": "string"},
-        "routes": {"type": "object", "additionalProperties": {"type": "string"},
-                   "propertyNames": {"enum": sorted(DEFAULT_ROUTES)}},
+        "routes": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "propertyNames": {"enum": sorted(DEFAULT_ROUTES)},
+        },
         "terminal_statuses": {"type": "array", "items": {"type": "string"}, "minItems": 1},
         "connect_timeout_s": {"type": "number", "exclusiveMinimum": 0},
         "read_timeout_s": {"type": "number", "exclusiveMinimum": 0},
@@ -47,12 +50,16 @@ GATE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "candidate": {"type": ["string", "integer"],
-                      "description": "the player (policy version) whose per-player scores the gate judges; "
-                                     "without it RH508 refuses (not-evaluable, cause no-claim)"},
-        "claim": {"enum": ["wins", "loses"],
-                  "description": "wins: the candidate's mean score beats every other player's in each counted "
-                                 "round (a promotion, the default); loses: it trails them (a regression)"},
+        "candidate": {
+            "type": ["string", "integer"],
+            "description": "the player (policy version) whose per-player scores the gate judges; "
+            "without it RH508 refuses (not-evaluable, cause no-claim)",
+        },
+        "claim": {
+            "enum": ["wins", "loses"],
+            "description": "wins: the candidate's mean score beats every other player's in each counted "
+            "round (a promotion, the default); loses: it trails them (a regression)",
+        },
     },
 }
 
@@ -100,9 +107,17 @@ def resolve(config, yaml_section: Any) -> EvalSettings:
     s.routes.update(data.get("routes") or {})
     if "terminal_statuses" in data:
         s.terminal_statuses = tuple(x.strip().lower() for x in data["terminal_statuses"])
-    s.server = config.getoption("runhealth_eval_server") or config.getini("runhealth_eval_server") or data.get("server") or None
-    s.requests = list(config.getoption("runhealth_eval_requests") or []) or list(config.getini("runhealth_eval_requests") or []) \
+    s.server = (
+        config.getoption("runhealth_eval_server")
+        or config.getini("runhealth_eval_server")
+        or data.get("server")
+        or None
+    )
+    s.requests = (
+        list(config.getoption("runhealth_eval_requests") or [])
+        or list(config.getini("runhealth_eval_requests") or [])
         or list(data.get("requests") or [])
+    )
     s.token_env = config.getini("runhealth_eval_token_env") or s.token_env
     s.body_path = config.getoption("runhealth_eval_body") or None
     if s.server:

@@ -5,14 +5,18 @@ the client's own log. jsonschema is imported only here."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .settings import DEFAULT_ROUTES
 
 SUBMIT_PATH = DEFAULT_ROUTES["submit"]
 # httpx/requests/FastAPI wordings of a 422 answer.
-HTTP_422 = re.compile(r"\b422\b[^\n]{0,40}Unprocessable|Unprocessable (?:Entity|Content)|status(?:_code)?[ =:\"]+422\b|HTTP/\S+ 422\b|HTTP 422\b", re.I)
+HTTP_422 = re.compile(
+    r"\b422\b[^\n]{0,40}Unprocessable|Unprocessable (?:Entity|Content)|status(?:_code)?[ =:\"]+422\b|HTTP/\S+ 422\b|HTTP 422\b",
+    re.I,
+)
 
 
 @dataclass
@@ -75,7 +79,11 @@ def validate_body(openapi: dict, body: Any, path: str = SUBMIT_PATH) -> ShapePro
     if isinstance(body, dict) and ({"requester", "opponents"} & set(body)):
         parts.append("this is the pre-rework requester/opponents shape")
     parts += other[:3]
-    messages = [f"unexpected field: {f}" for f in dict.fromkeys(extra)] + [f"missing field: {f}" for f in dict.fromkeys(missing)] + other
+    messages = (
+        [f"unexpected field: {f}" for f in dict.fromkeys(extra)]
+        + [f"missing field: {f}" for f in dict.fromkeys(missing)]
+        + other
+    )
     return ShapeProblem(name, "; ".join(parts), messages)
 
 

@@ -42,7 +42,9 @@ def terminal_statuses(config) -> tuple[str, ...]:
 def gate_mode(config: pytest.Config | None) -> bool:
     if config is None:
         return False
-    return bool(config.getoption("runhealth_gate", False) or config.getini("runhealth_gate") or config.stash.get(GATE_ON, False))
+    return bool(
+        config.getoption("runhealth_gate", False) or config.getini("runhealth_gate") or config.stash.get(GATE_ON, False)
+    )
 
 
 def gate_settings(config: pytest.Config | None) -> dict[str, Any]:

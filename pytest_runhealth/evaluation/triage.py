@@ -9,16 +9,24 @@ Log lines are read with the foundation's tail reader, passed in as
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .model import Episode, Round
 
 # Failures that happen before a player process exists (runbook, Branch E).
 STARTUP_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("auth-before-startup", re.compile(r"KeyError: ['\"]authorization['\"]|missing in-cluster auth|in-cluster auth\w* (?:is )?missing", re.I)),
+    (
+        "auth-before-startup",
+        re.compile(
+            r"KeyError: ['\"]authorization['\"]|missing in-cluster auth|in-cluster auth\w* (?:is )?missing", re.I
+        ),
+    ),
     ("recorder-mismatch", re.compile(r"results contain \d+ scores? for \d+ stored policy versions?", re.I)),
-    ("route-mismatch", re.compile(r"\b404\b[^\n]{0,40}(?:Not Found|route|path|client)|(?:status(?:_code)?|HTTP)[ =:]*404\b", re.I)),
+    (
+        "route-mismatch",
+        re.compile(r"\b404\b[^\n]{0,40}(?:Not Found|route|path|client)|(?:status(?:_code)?|HTTP)[ =:]*404\b", re.I),
+    ),
 )
 # A player stuck in websocket teardown and force-killed (runbook, Branch E).
 TEARDOWN = re.compile(
@@ -77,7 +85,9 @@ def player_started(rnd: Round, tail_of: Callable | None = None) -> str | None:
         if ep.scores and any(s.value is not None for s in ep.scores):
             return f"{ep.name} has scores"
         if ep.error_type == "player_error" or ep.raw.get("failed_agent_index") is not None:
-            return f"{ep.name} failed in a player (error_type {ep.error_type}, agent {ep.raw.get('failed_agent_index')})"
+            return (
+                f"{ep.name} failed in a player (error_type {ep.error_type}, agent {ep.raw.get('failed_agent_index')})"
+            )
         for path in ep.logs:
             if POLICY_LOG.search(path.name) or POLICY_LOG.search(path.parent.name):
                 try:
@@ -143,28 +153,46 @@ def completed_episodes(rnd: Round) -> list[Episode]:
 def classify(rnd: Round, terminal: tuple[str, ...], tail_of: Callable | None = None) -> RoundState:
     if rnd.unreadable:
         if rnd.server_failed:
-            return RoundState(rnd, False, "could not be read from the server: infra", rnd.unreadable, "eval-server-error")
-        return RoundState(rnd, False, "could not be parsed (RH004)", rnd.unreadable, "uv-preamble-json" if rnd.preambled else None)
+            return RoundState(
+                rnd, False, "could not be read from the server: infra", rnd.unreadable, "eval-server-error"
+            )
+        return RoundState(
+            rnd, False, "could not be parsed (RH004)", rnd.unreadable, "uv-preamble-json" if rnd.preambled else None
+        )
     if not is_terminal(rnd, terminal):
         return RoundState(rnd, False, f"still {rnd.status or 'without a status'}", _counters(rnd), "round-not-terminal")
     before = startup_failure(rnd, tail_of) if rnd.status != "completed" else None
     if before or (rnd.status == "failed" and player_started(rnd, tail_of) is None):
-        return RoundState(rnd, False, "failed before any player started: infra",
-                          before.text if before else "no score, player error or policy log shows a player ran",
-                          before.cause if before else "unknown", [before] if before else [])
+        return RoundState(
+            rnd,
+            False,
+            "failed before any player started: infra",
+            before.text if before else "no score, player error or policy log shows a player ran",
+            before.cause if before else "unknown",
+            [before] if before else [],
+        )
     eps = completed_episodes(rnd) if rnd.status == "completed" else rnd.episodes
     for ep in eps:
         if ep.format_problem:  # scores unknown, not missing: not-evaluable, pointing at the file
-            return RoundState(rnd, False, "format not understood: not-evaluable", f"{ep.name}: {ep.format_problem}",
-                              "format-not-understood")
+            return RoundState(
+                rnd,
+                False,
+                "format not understood: not-evaluable",
+                f"{ep.name}: {ep.format_problem}",
+                "format-not-understood",
+            )
     for ep in eps:
         hit = teardown_race(ep, tail_of)
         if hit:
-            return RoundState(rnd, False, "results lost in a teardown race: infra", f"{ep.name}: {hit.text}", "teardown-race", [hit])
+            return RoundState(
+                rnd, False, "results lost in a teardown race: infra", f"{ep.name}: {hit.text}", "teardown-race", [hit]
+            )
     if rnd.status != "completed":
         return RoundState(rnd, False, f"{rnd.status} (terminal, not completed)", rnd.raw.get("error") or "", None)
     if not eps:
-        return RoundState(rnd, False, "completed without real per-player scores", "no completed episode", "missing-scores")
+        return RoundState(
+            rnd, False, "completed without real per-player scores", "no completed episode", "missing-scores"
+        )
     problems = [(ep, score_problem(ep, rnd.players)) for ep in eps]
     problems = [(ep, p) for ep, p in problems if p]
     if problems:
@@ -174,6 +202,7 @@ def classify(rnd: Round, terminal: tuple[str, ...], tail_of: Callable | None = N
 
 
 def _counters(rnd: Round) -> str:
-    parts = [f"{n} {name}" for name in ("pending", "submitted", "running", "completed", "failed")
-             if (n := rnd.counter(name))]
+    parts = [
+        f"{n} {name}" for name in ("pending", "submitted", "running", "completed", "failed") if (n := rnd.counter(name))
+    ]
     return ", ".join(parts)

@@ -45,6 +45,11 @@ def _gpu_evidence(ctx, gpu) -> list[Evidence]:
         for proc in dev.processes:
             hay = f"{proc.name} {proc.cmdline}".lower()
             if any(p in hay for p in JUDGE_PROCESSES) and (proc.used_bytes is None or proc.used_mib >= 512):
-                out.append(ctx.evidence("nvml", None, f"GPU {dev.index} pid {proc.pid} {proc.name!r} holds "
-                                        f"{proc.used_mib:.0f} MiB now (RH302)"))
+                out.append(
+                    ctx.evidence(
+                        "nvml",
+                        None,
+                        f"GPU {dev.index} pid {proc.pid} {proc.name!r} holds {proc.used_mib:.0f} MiB now (RH302)",
+                    )
+                )
     return out[:SHOWN]

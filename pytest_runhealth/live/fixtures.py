@@ -95,10 +95,13 @@ class LMStudio:
             return None
         if not self.requested:
             ctx.skip(f"{reason} (not configured: pass --lmstudio-url or set LMSTUDIO_URL to require it)")
-        return ctx.fail("infra", "lmstudio-unreachable",
-                        f"{reason}; it was named by {self.url_source}, so this check cannot be judged.",
-                        [ctx.evidence(self.url + "/v1/models", None, reason)],
-                        fix="start LM Studio's server (`lms server start`) or correct --lmstudio-url; see RH401.")
+        return ctx.fail(
+            "infra",
+            "lmstudio-unreachable",
+            f"{reason}; it was named by {self.url_source}, so this check cannot be judged.",
+            [ctx.evidence(self.url + "/v1/models", None, reason)],
+            fix="start LM Studio's server (`lms server start`) or correct --lmstudio-url; see RH401.",
+        )
 
     # -- the server log ----------------------------------------------------------
     def log_for(self, run_dir) -> tuple[Path | None, str]:
@@ -110,8 +113,11 @@ class LMStudio:
 
         if self.log_path is not None:
             return self.log_path, self.log_source
-        kept = [f for f in run_dir.walk.files
-                if f.suffix in (".log", ".txt") and any(n in run_dir.rel(f).lower() for n in LMSTUDIO_LOG_NAMES)]
+        kept = [
+            f
+            for f in run_dir.walk.files
+            if f.suffix in (".log", ".txt") and any(n in run_dir.rel(f).lower() for n in LMSTUDIO_LOG_NAMES)
+        ]
         if kept:
             return max(kept, key=mtime), "found in the run dir"
         if (run_dir.is_sweep or self.requested) and self._local(run_dir):

@@ -40,8 +40,10 @@ class GpuDevice:
 
     def describe(self) -> str:
         util = "?" if self.util_percent is None else f"{self.util_percent}%"
-        return (f"GPU {self.index} {self.name}: {self.used_bytes / MIB:.0f} / {self.total_bytes / MIB:.0f} MiB used, "
-                f"{util} util")
+        return (
+            f"GPU {self.index} {self.name}: {self.used_bytes / MIB:.0f} / {self.total_bytes / MIB:.0f} MiB used, "
+            f"{util} util"
+        )
 
 
 class GpuUnavailable(Exception):
@@ -95,9 +97,15 @@ class NvmlBackend:
                     procs[p.pid] = GpuProcess(p.pid, name, used, cmd)
         name = pynvml.nvmlDeviceGetName(h)
         uuid = pynvml.nvmlDeviceGetUUID(h)
-        return GpuDevice(index, name.decode() if isinstance(name, bytes) else name,
-                         uuid.decode() if isinstance(uuid, bytes) else uuid,
-                         int(mem.total), int(mem.used), util, list(procs.values()))
+        return GpuDevice(
+            index,
+            name.decode() if isinstance(name, bytes) else name,
+            uuid.decode() if isinstance(uuid, bytes) else uuid,
+            int(mem.total),
+            int(mem.used),
+            util,
+            list(procs.values()),
+        )
 
 
 def describe_pid(pid: int) -> tuple[str, str]:

@@ -35,8 +35,9 @@ def _client(tls: bool):
         # No kept-alive connections: each probe connects anew, so the
         # watchdog always sees the socket it may have to shut (a local probe
         # pays ~0.1 ms for it).
-        _CLIENTS[key] = httpx.Client(follow_redirects=False, trust_env=False, verify=tls,
-                                     limits=httpx.Limits(max_keepalive_connections=0))
+        _CLIENTS[key] = httpx.Client(
+            follow_redirects=False, trust_env=False, verify=tls, limits=httpx.Limits(max_keepalive_connections=0)
+        )
     return _CLIENTS[key]
 
 
@@ -84,7 +85,7 @@ class Watchdog:
         except OSError:  # already closed: the request ended on its own
             pass
 
-    def __enter__(self) -> "Watchdog":
+    def __enter__(self) -> Watchdog:
         self._timer.start()
         return self
 
@@ -130,13 +131,19 @@ def request_json(
     try:
         client = _client(url.startswith("https:"))
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
-        with dog, client.stream(method, url, headers=headers, json=body, timeout=httpx.Timeout(timeout),
-                                extensions={"trace": dog.trace}) as resp:
+        with (
+            dog,
+            client.stream(
+                method, url, headers=headers, json=body, timeout=httpx.Timeout(timeout), extensions={"trace": dog.trace}
+            ) as resp,
+        ):
             reply.status = resp.status_code
             if resp.is_redirect:
                 reply.problem = "redirect"
-                reply.detail = (f"HTTP {resp.status_code} to {resp.headers.get('location', '(no Location)')[:200]}; "
-                                f"not followed (a probe asks only the server it was given)")
+                reply.detail = (
+                    f"HTTP {resp.status_code} to {resp.headers.get('location', '(no Location)')[:200]}; "
+                    f"not followed (a probe asks only the server it was given)"
+                )
                 return _done(reply, start)
             parts, size = [], 0
             # Decoded here, in bounded pieces: the cap counts decoded bytes (bounded_decode.py).

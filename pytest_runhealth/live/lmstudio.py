@@ -111,8 +111,13 @@ class LMStudioClient:
     """Every call is one bounded request (timeout, size cap); answers are
     cached per route for the session, so a round of checks asks once."""
 
-    def __init__(self, base_url: str = DEFAULT_URL, token: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, max_bytes: int = MAX_BODY) -> None:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = MAX_BODY,
+    ) -> None:
         self.given_url = base_url
         self.base_url = normalise_base_url(base_url)
         self.token = token or None
@@ -123,13 +128,20 @@ class LMStudioClient:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
-    def request(self, method: str, route: str, body: Any = None, cache: bool = True,
-                timeout: float | None = None) -> Reply:
+    def request(
+        self, method: str, route: str, body: Any = None, cache: bool = True, timeout: float | None = None
+    ) -> Reply:
         key = (method, route, json.dumps(body, sort_keys=True) if body is not None else None)
         if cache and key in self._cache:
             return self._cache[key]
-        reply = request_json(method, self.base_url + route, timeout=timeout or self.timeout,
-                             max_bytes=self.max_bytes, headers=self._headers(), body=body)
+        reply = request_json(
+            method,
+            self.base_url + route,
+            timeout=timeout or self.timeout,
+            max_bytes=self.max_bytes,
+            headers=self._headers(),
+            body=body,
+        )
         if cache:
             self._cache[key] = reply
         return reply
@@ -153,8 +165,11 @@ class LMStudioClient:
             return out, v1
         v0 = self.request("GET", "/api/v0/models")
         if v0.ok and api_error(v0) is None and isinstance(v0.data, dict) and isinstance(v0.data.get("data"), list):
-            out = [LoadedModel(str(m.get("id")), "/api/v0/models", f"type {m.get('type')}")
-                   for m in v0.data["data"] if isinstance(m, dict) and m.get("state") == "loaded"]
+            out = [
+                LoadedModel(str(m.get("id")), "/api/v0/models", f"type {m.get('type')}")
+                for m in v0.data["data"]
+                if isinstance(m, dict) and m.get("state") == "loaded"
+            ]
             return out, v0
         return [], v0 if v1.problem is None else v1
 

@@ -25,9 +25,7 @@ MAX_WINDOW = 64 << 20  # the most of a server log that is parsed (its end)
 CHUNK = 4 << 20
 MAX_MESSAGE = 8192
 
-HEADER = re.compile(
-    r"\[?(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]?\s*\[(?P<level>[A-Za-z]+)\]\s?"
-)
+HEADER = re.compile(r"\[?(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]?\s*\[(?P<level>[A-Za-z]+)\]\s?")
 UNEXPECTED = re.compile(r"Unexpected endpoint or method\.?\s*\((?P<method>[A-Z]+)\s+(?P<path>[^)\s]*)\)")
 INVALID_JSON = re.compile(r"Received request for (?P<path>\S+) with invalid JSON")
 AUTH_MISSING = re.compile(r"invalid_api_key|API token is required")
@@ -35,15 +33,33 @@ TOKEN_IGNORED = re.compile(r"server is not configured to authenticate")
 REQUEST = re.compile(r"Received (?P<method>[A-Z]+) request to (?P<path>\S+)")
 # Errors serving a request (RH407), in LM Studio's own words.
 SERVER_ERRORS = (
-    ("context-overflow", re.compile(r"Trying to keep the first \d+ tokens when context (?:the )?overflows|"
-                                    r"context (?:length|window) (?:exceeded|overflow)", re.I)),
+    (
+        "context-overflow",
+        re.compile(
+            r"Trying to keep the first \d+ tokens when context (?:the )?overflows|"
+            r"context (?:length|window) (?:exceeded|overflow)",
+            re.I,
+        ),
+    ),
     ("no-model-loaded", re.compile(r"No models? (?:is |are )?loaded\.? Please load a model", re.I)),
-    ("model-load-failed", re.compile(r"\bload-error\b|Failed to load (?:the )?model|Error loading model|"
-                                     r"\[Endpoint=loadModel\][^\n]*\berror\b|Model is unloaded", re.I)),
+    (
+        "model-load-failed",
+        re.compile(
+            r"\bload-error\b|Failed to load (?:the )?model|Error loading model|"
+            r"\[Endpoint=loadModel\][^\n]*\berror\b|Model is unloaded",
+            re.I,
+        ),
+    ),
     # The model's engine process died (a native crash, often VRAM exhausted): every request fails until reloaded.
     ("model-crashed", re.compile(r"\bThe model has crashed\b|\bmodel (?:process )?(?:has )?crashed\b", re.I)),
-    ("prediction-error", re.compile(r"received prediction-error|\bprediction-error\b|"
-                                    r"\bpredict(?:ion)? request failed\b", re.I)),
+    (
+        "prediction-error",
+        re.compile(
+            r"received prediction-error|\bprediction-error\b|"
+            r"\bpredict(?:ion)? request failed\b",
+            re.I,
+        ),
+    ),
 )
 FINISHED_STREAM = re.compile(r"Finished streaming response")
 CLIENT_DISCONNECTED = re.compile(r"Client disconnected")
@@ -154,7 +170,7 @@ def _lines(path: Path):
                 yield lineno, raw[:MAX_MESSAGE].decode("utf-8", "replace").rstrip("\r")
                 lineno += 1
             if len(pending) > MAX_MESSAGE * 16:
-                pending = pending[: MAX_MESSAGE]
+                pending = pending[:MAX_MESSAGE]
         if pending and not first:
             yield lineno, pending[:MAX_MESSAGE].decode("utf-8", "replace").rstrip("\r")
 
@@ -179,7 +195,7 @@ def parse_entries(lines) -> list[LogEntry]:
             current.message = (current.message + " " + text[: headers[0].start()].strip()).strip()
         for i, h in enumerate(headers):
             end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
-            current = LogEntry(lineno, h["ts"], h["level"].upper(), text[h.end():end].strip())
+            current = LogEntry(lineno, h["ts"], h["level"].upper(), text[h.end() : end].strip())
             entries.append(current)
     return entries
 
@@ -192,7 +208,12 @@ def read_server_log(path: Path) -> ServerLog:
     events = []
     for i, entry in enumerate(entries):
         ev = classify(entry)
-        if ev is None and CLIENT_DISCONNECTED.search(entry.message) and i and FINISHED_STREAM.search(entries[i - 1].message):
+        if (
+            ev is None
+            and CLIENT_DISCONNECTED.search(entry.message)
+            and i
+            and FINISHED_STREAM.search(entries[i - 1].message)
+        ):
             ev = LogEvent("client-disconnected", entry)  # the normal end of a stream
         if ev is not None:
             events.append(ev)

@@ -91,12 +91,20 @@ def pid_status(path: Path) -> PidStatus:
     except (psutil.AccessDenied, OSError) as exc:
         return PidStatus(path, pid, "alive", f"process {pid} exists (details hidden: {exc})", line_text=text)
     if status == psutil.STATUS_ZOMBIE:
-        return PidStatus(path, pid, "zombie", f"process {pid} ({name}) exited; its parent has not reaped it", name, text)
+        return PidStatus(
+            path, pid, "zombie", f"process {pid} ({name}) exited; its parent has not reaped it", name, text
+        )
     if started > written + REUSE_SLACK_S:
         age = started - written
-        return PidStatus(path, pid, "reused",
-                         f"pid {pid} now belongs to {name!r}, started {age:.0f} s after {path.name} was written: "
-                         "the trainer is gone and the kernel reused its pid", name, text)
+        return PidStatus(
+            path,
+            pid,
+            "reused",
+            f"pid {pid} now belongs to {name!r}, started {age:.0f} s after {path.name} was written: "
+            "the trainer is gone and the kernel reused its pid",
+            name,
+            text,
+        )
     return PidStatus(path, pid, "alive", f"process {pid} ({name}) is running", name, text)
 
 
@@ -143,8 +151,15 @@ def freshness(run) -> Freshness:
     skip = set(run.logs)
     others = [(t, p) for p in run.files if p not in skip and p.suffix != ".pid" for t in [_mtime(p)] if t is not None]
     other = max(others) if others else None
-    return Freshness(log, log_mtime, log_size, ckpt[1] if ckpt else None, ckpt[0] if ckpt else None,
-                     other[1] if other else None, other[0] if other else None)
+    return Freshness(
+        log,
+        log_mtime,
+        log_size,
+        ckpt[1] if ckpt else None,
+        ckpt[0] if ckpt else None,
+        other[1] if other else None,
+        other[0] if other else None,
+    )
 
 
 class Processes:

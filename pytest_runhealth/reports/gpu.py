@@ -23,8 +23,10 @@ def gpu_line(devices: list[Any], run_pids: set[int]) -> str:
         if used:
             held = sum(p.used_bytes or 0 for p in used)
             util = "" if dev.util_percent is None else f", {dev.util_percent}% util"
-            mine.append(f"GPU {dev.index} {dev.name}: run holds {held / MIB:.0f} MiB "
-                        f"({dev.used_bytes / MIB:.0f} / {dev.total_bytes / MIB:.0f} MiB used{util})")
+            mine.append(
+                f"GPU {dev.index} {dev.name}: run holds {held / MIB:.0f} MiB "
+                f"({dev.used_bytes / MIB:.0f} / {dev.total_bytes / MIB:.0f} MiB used{util})"
+            )
     if mine:
         return "; ".join(mine)
     if not devices:
@@ -32,7 +34,9 @@ def gpu_line(devices: list[Any], run_pids: set[int]) -> str:
     return "; ".join(dev.describe() for dev in devices) + " (no process of this run seen on a GPU)"
 
 
-def add_gpu_lines(config: pytest.Config, statuses: dict[tuple[str, str], dict[str, Any]], runs: dict[tuple[str, str], Any]) -> None:
+def add_gpu_lines(
+    config: pytest.Config, statuses: dict[tuple[str, str], dict[str, Any]], runs: dict[tuple[str, str], Any]
+) -> None:
     """Adds ``gpu`` to the status of each running run, in place."""
     running = [key for key, st in statuses.items() if st.get("state") == "running"]
     if not running:

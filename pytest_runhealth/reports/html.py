@@ -66,8 +66,10 @@ def render_failure(r: dict[str, Any], with_fix: bool = True) -> str:
     warned = r.get("outcome") == "warned"
     if warned:
         tags.insert(0, "warning")
-    out = [f'<div class="failure{" warned" if warned else ""}" data-check="{_e(r["check"])}">',
-           f'<div class="head">{head} <span class="o-{"warned" if warned else "failed"}">{" · ".join(tags)}</span></div>']
+    out = [
+        f'<div class="failure{" warned" if warned else ""}" data-check="{_e(r["check"])}">',
+        f'<div class="head">{head} <span class="o-{"warned" if warned else "failed"}">{" · ".join(tags)}</span></div>',
+    ]
     if r.get("summary"):
         out.append(f'<div class="summary">{_e(r["summary"])}</div>')
     evidence = r.get("evidence") or []
@@ -93,9 +95,11 @@ def render_diagnoses(results: list[dict[str, Any]]) -> list[str]:
             by_root.setdefault(r["consequence_of"], []).append(r)
     for root, folded in by_root.items():
         checks = ", ".join(_e(r["check"]) for r in folded)
-        out.append(f'<details class="consequences" data-consequence-of="{_e(root)}"><summary>{len(folded)} '
-                   f'consequence{"s" if len(folded) != 1 else ""} of {_e(root)} on this run: {checks} '
-                   "(same root cause; its fix above)</summary>")
+        out.append(
+            f'<details class="consequences" data-consequence-of="{_e(root)}"><summary>{len(folded)} '
+            f"consequence{'s' if len(folded) != 1 else ''} of {_e(root)} on this run: {checks} "
+            "(same root cause; its fix above)</summary>"
+        )
         out.extend(render_failure(r, with_fix=False) for r in folded)
         out.append("</details>")
     return out
@@ -109,8 +113,10 @@ def render_root_causes(view: ReportView) -> str:
     many = len(view.run_dirs) > 1
     out = ['<section class="root-causes"><h2>root causes</h2>']
     for g in view.root_causes:
-        out.append(f'<div class="failure root-cause" data-check="{_e(g.check)}" data-cause="{_e(g.cause)}" '
-                   f'data-runs="{len(g.roots)}"><div class="head">{_e(g.line(with_run_dir=many))}</div>')
+        out.append(
+            f'<div class="failure root-cause" data-check="{_e(g.check)}" data-cause="{_e(g.cause)}" '
+            f'data-runs="{len(g.roots)}"><div class="head">{_e(g.line(with_run_dir=many))}</div>'
+        )
         out.append(f'<div class="note">root: {_e(g.check)} {_e(g.slug)}, verdict {_e(g.verdict)}</div>')
         out.extend(f'<div class="note">↳ {_e(line)}</div>' for line in g.consequence_lines())
         if g.fix:
@@ -152,10 +158,13 @@ def _family_cell(results: list[dict[str, Any]]) -> str:
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     worst = min(counts, key=_rank)
-    tip = "; ".join(f"{r['check']} {r['outcome']}" + (f" ({r['note']})" if r["outcome"] == "skipped" and r.get("note") else "")
-                    for r in results)
-    text = " ".join(f'<span class="o-{_e(o)}">{counts[o]}{OUTCOME_MARK.get(o, "?")}</span>'
-                    for o in sorted(counts, key=_rank))
+    tip = "; ".join(
+        f"{r['check']} {r['outcome']}" + (f" ({r['note']})" if r["outcome"] == "skipped" and r.get("note") else "")
+        for r in results
+    )
+    text = " ".join(
+        f'<span class="o-{_e(o)}">{counts[o]}{OUTCOME_MARK.get(o, "?")}</span>' for o in sorted(counts, key=_rank)
+    )
     return f'<td class="fam cell-{worst}" data-outcome="{worst}" title="{_e(tip)}">{text}</td>'
 
 
@@ -166,13 +175,15 @@ def _plot_cell(rv: RunView, which: str) -> str:
     kind = "onset" if which == "step-time" else "error"
     markers = [svg.Marker(x, label, kind) for x, label in series.marks]
     title = f"{rv.name}: step time" if which == "step-time" else f"{rv.name}: loss"
-    chart = svg.line_chart(series.points, series=which, title=title, run=rv.name, markers=markers,
-                           unit="s" if which == "step-time" else "")
+    chart = svg.line_chart(
+        series.points, series=which, title=title, run=rv.name, markers=markers, unit="s" if which == "step-time" else ""
+    )
     return f'<td class="plot-cell">{chart}</td>'
 
 
-def render_run_row(rv: RunView, families: list[str], registry: Any,
-                   shared: frozenset[tuple[str, str, str]] = frozenset()) -> str:
+def render_run_row(
+    rv: RunView, families: list[str], registry: Any, shared: frozenset[tuple[str, str, str]] = frozenset()
+) -> str:
     """``shared``: (run dir, run, check) of the roots that ended several runs
     (consequences.py); a row whose every root is one of them folds its cards:
     the page's root-cause lines above already say it once."""
@@ -196,11 +207,15 @@ def render_run_row(rv: RunView, families: list[str], registry: Any,
         out.append(f'<tr class="{diag_cls}" data-run="{_e(rv.name)}"><td colspan="{width}">')
         if rv.diagnosed:
             roots = [r for r in rv.diagnosed if not r.get("consequence_of")]
-            fold = bool(roots) and all((r.get("run_dir") or "", r.get("run") or "", r["check"]) in shared for r in roots)
+            fold = bool(roots) and all(
+                (r.get("run_dir") or "", r.get("run") or "", r["check"]) in shared for r in roots
+            )
             if fold:
                 told = ", ".join(f"{_e(r['check'])} {_e(r.get('cause') or '')}".strip() for r in roots)
-                out.append(f'<details class="detail"><summary>{told}: the root cause of several runs, '
-                           "told once under root causes above</summary>")
+                out.append(
+                    f'<details class="detail"><summary>{told}: the root cause of several runs, '
+                    "told once under root causes above</summary>"
+                )
             out.append('<div class="cards">')
             out.extend(render_diagnoses(rv.diagnosed))
             out.append("</div>")
@@ -219,22 +234,28 @@ def render_run_row(rv: RunView, families: list[str], registry: Any,
 def render_rounds(rows: list[dict[str, Any]]) -> str:
     """A harvest's rounds: status, episodes, scores, and whether each counts
     as policy evidence (and why not)."""
-    out = ['<table class="runs rounds" data-table="rounds"><thead><tr><th>round</th><th>status</th><th>episodes</th>'
-           "<th>scores</th><th>evidence</th></tr></thead><tbody>"]
+    out = [
+        '<table class="runs rounds" data-table="rounds"><thead><tr><th>round</th><th>status</th><th>episodes</th>'
+        "<th>scores</th><th>evidence</th></tr></thead><tbody>"
+    ]
     for r in rows:
         cls = "cell-passed" if r["counted"] else "cell-failed"
         verdict = "counted" if r["counted"] else f"not counted: {r['why']}"
-        out.append(f'<tr data-round="{_e(r["round"])}"><td title="{_e(r["source"])}">{_e(r["round"])}</td>'
-                   f'<td>{_e(r["status"])}</td><td>{_e(r["episodes"])}</td><td>{_e(r["scores"])}</td>'
-                   f'<td class="{cls}">{_e(verdict)}</td></tr>')
+        out.append(
+            f'<tr data-round="{_e(r["round"])}"><td title="{_e(r["source"])}">{_e(r["round"])}</td>'
+            f"<td>{_e(r['status'])}</td><td>{_e(r['episodes'])}</td><td>{_e(r['scores'])}</td>"
+            f'<td class="{cls}">{_e(verdict)}</td></tr>'
+        )
     out.append("</tbody></table>")
     return "".join(out)
 
 
 def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str, str, str]] = frozenset()) -> str:
     rd = view.run_dir
-    out = [f'<section class="rundir" data-run-dir="{_e(rd.name)}">',
-           f'<h2>{_e(rd.name)}</h2><div class="path">{_e(view.shown_path)} · layouts: {_e(", ".join(rd.layouts))}</div>']
+    out = [
+        f'<section class="rundir" data-run-dir="{_e(rd.name)}">',
+        f'<h2>{_e(rd.name)}</h2><div class="path">{_e(view.shown_path)} · layouts: {_e(", ".join(rd.layouts))}</div>',
+    ]
     if view.session_results:
         counts: dict[str, int] = {}
         for r in view.session_results:
@@ -245,18 +266,31 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
         out.append("</div>")
     if view.steps_per_run:
         out.append('<div class="plots">')
-        out.append(svg.bar_chart([svg.Bar(n, v, f) for n, v, f in view.steps_per_run],
-                                 series="steps-per-run", title="steps reached per run (ledger n_steps)"))
-        out.append(svg.bar_chart([svg.Bar(n, v, f) for n, v, f in view.duration_per_run],
-                                 series="duration-per-run", title="duration per run (ledger duration_s)", unit="s",
-                                 reference=view.wall_limit,
-                                 reference_label=f"wall clock {view.wall_limit:.0f}s" if view.wall_limit else ""))
+        out.append(
+            svg.bar_chart(
+                [svg.Bar(n, v, f) for n, v, f in view.steps_per_run],
+                series="steps-per-run",
+                title="steps reached per run (ledger n_steps)",
+            )
+        )
+        out.append(
+            svg.bar_chart(
+                [svg.Bar(n, v, f) for n, v, f in view.duration_per_run],
+                series="duration-per-run",
+                title="duration per run (ledger duration_s)",
+                unit="s",
+                reference=view.wall_limit,
+                reference_label=f"wall clock {view.wall_limit:.0f}s" if view.wall_limit else "",
+            )
+        )
         out.append("</div>")
     if view.rounds:
         out.append(render_rounds(view.rounds))
     head = "".join(f"<th>{_e(f)}</th>" for f in view.families)
-    out.append(f'<table class="runs"><thead><tr><th>run</th>{head}<th>steps</th><th>step time</th><th>loss</th>'
-               "</tr></thead><tbody>")
+    out.append(
+        f'<table class="runs"><thead><tr><th>run</th>{head}<th>steps</th><th>step time</th><th>loss</th>'
+        "</tr></thead><tbody>"
+    )
     out.extend(render_run_row(rv, view.families, registry, shared) for rv in view.runs)
     out.append("</tbody></table></section>")
     return "".join(out)

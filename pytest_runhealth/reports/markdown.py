@@ -66,9 +66,16 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
             causes[r["cause"]] = causes.get(r["cause"], 0) + 1
     if causes:  # the same line as the terminal summary's
         ranked = sorted(causes.items(), key=lambda kv: -kv[1])
-        lines += ["causes: " + ", ".join(f"{cell(c, 60)} ×{n}" for c, n in ranked)
-                  + (f" (+{n_consequences} consequence{'s' if n_consequences != 1 else ''} of these)"
-                     if n_consequences else ""), ""]
+        lines += [
+            "causes: "
+            + ", ".join(f"{cell(c, 60)} ×{n}" for c, n in ranked)
+            + (
+                f" (+{n_consequences} consequence{'s' if n_consequences != 1 else ''} of these)"
+                if n_consequences
+                else ""
+            ),
+            "",
+        ]
     grouped = worth_showing(view.root_causes)
     if grouped:  # one line per distinct root cause, each fix once; the per-run rows fold below
         lines += ["**Root causes**", ""]
@@ -103,7 +110,9 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
     folded: dict[tuple[str, str], dict[str, Any]] = {}
     for r in view.results:
         if r["outcome"] in ("passed", "skipped"):
-            row = folded.setdefault((r["check"] or "", r.get("slug") or ""), {"passed": 0, "skipped": 0, "reasons": set()})
+            row = folded.setdefault(
+                (r["check"] or "", r.get("slug") or ""), {"passed": 0, "skipped": 0, "reasons": set()}
+            )
             row[r["outcome"]] += 1
             if r["outcome"] == "skipped" and r.get("note"):
                 row["reasons"].add(r["note"])

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Sequence
 
 MAX_POINTS = 300  # drawn per series: about one per pixel of a run's plot; more only thickens the line
 
@@ -131,7 +131,9 @@ def line_chart(
     out.append(f'<text class="cap" x="{pad_l}" y="10">{text(title)}</text>')
     xs = [x for x, _ in points] + [m.x for m in markers]
     if not xs:
-        out.append(f'<text class="none" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no data</text></svg>')
+        out.append(
+            f'<text class="none" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no data</text></svg>'
+        )
         return "".join(out)
     ys = [y for _, y in finite]
     y_lo, y_hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
@@ -159,7 +161,7 @@ def line_chart(
         )
     drawn = decimate(finite)
     if len(drawn) == 1:
-        (x, y), = drawn
+        ((x, y),) = drawn
         out.append(f'<circle class="line" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2"/>')
     elif drawn:
         d = "M" + "L".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in drawn)
@@ -230,7 +232,9 @@ def bar_chart(
     out.append(f'<text class="tick" x="{x0 - 3}" y="{yt + 4}" text-anchor="end">{_fmt(top)}{text(unit)}</text>')
     out.append(f'<text class="tick" x="{x0 - 3}" y="{yb}" text-anchor="end">0</text>')
     if not bars:
-        out.append(f'<text class="none" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no runs</text></svg>')
+        out.append(
+            f'<text class="none" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no runs</text></svg>'
+        )
         return "".join(out)
     slot = (x1 - x0) / len(bars)
     bw = max(1.0, slot * 0.8)
@@ -254,8 +258,10 @@ def bar_chart(
             if i % every:
                 continue
             cx = x0 + (i + 0.5) * slot
-            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">'
-                       f'{text(_shorten(bar.label[:16], room))}</text>')
+            out.append(
+                f'<text class="tick" x="{cx:.1f}" y="{height - 8}" text-anchor="middle">'
+                f"{text(_shorten(bar.label[:16], room))}</text>"
+            )
     else:
         out.append(f'<text class="tick" x="{x0}" y="{height - 8}">{text(bars[0].label[:20])}</text>')
         out.append(f'<text class="tick" x="{x1}" y="{height - 8}" text-anchor="end">{text(bars[-1].label[:20])}</text>')

@@ -11,10 +11,11 @@ import os
 import re
 import statistics
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..consequences import RootGroup, root_groups
 from ..logscan import StepPoint
@@ -168,17 +169,24 @@ def build_view(
         label = r.get("run_dir") or (run_dirs[0].name if len(run_dirs) == 1 else None)
         (by_dir[label] if label in by_dir else unplaced).append(r)
     views = [
-        _run_dir_view(rd, by_dir[rd.name], registry, relative_to, statuses or {}, judged_runs_only)
-        for rd in run_dirs
+        _run_dir_view(rd, by_dir[rd.name], registry, relative_to, statuses or {}, judged_runs_only) for rd in run_dirs
     ]
     names = [rd.name for rd in run_dirs]
-    title = "Run health: " + (", ".join(names) if len(names) <= 3 else f"{len(names)} run dirs") if names else "Run health"
+    title = (
+        "Run health: " + (", ".join(names) if len(names) <= 3 else f"{len(names)} run dirs") if names else "Run health"
+    )
     groups = root_groups(r if isinstance(r, Result) else Result.from_json(r) for r in results)
     return ReportView(title, generated_at(started_at), version, counts, views, results, unplaced, groups)
 
 
-def _run_dir_view(rd: RunDir, results: list[dict[str, Any]], registry: Any, relative_to: Path | None,
-                  statuses: dict[tuple[str, str], dict[str, Any]], judged_runs_only: bool = False) -> RunDirView:
+def _run_dir_view(
+    rd: RunDir,
+    results: list[dict[str, Any]],
+    registry: Any,
+    relative_to: Path | None,
+    statuses: dict[tuple[str, str], dict[str, Any]],
+    judged_runs_only: bool = False,
+) -> RunDirView:
     view = RunDirView(rd, shown_path(rd.path, relative_to))
     try:
         runs = rd.runs if rd.exists else []
@@ -226,20 +234,46 @@ def round_rows(rd: RunDir) -> list[dict[str, Any]]:
     try:
         ev = evaluation_of(rd)
     except Exception as exc:  # the page must render whatever the harvest holds
-        return [{"round": "?", "source": "", "status": "", "episodes": "", "scores": "",
-                 "counted": False, "why": f"harvest unreadable: {describe_error(exc)}"}]
+        return [
+            {
+                "round": "?",
+                "source": "",
+                "status": "",
+                "episodes": "",
+                "scores": "",
+                "counted": False,
+                "why": f"harvest unreadable: {describe_error(exc)}",
+            }
+        ]
     rows = []
     for rnd in ev.rounds:
         if rnd.unreadable:
-            rows.append({"round": rnd.id, "source": rnd.source, "status": "unreadable", "episodes": "",
-                         "scores": "", "counted": False, "why": rnd.unreadable})
+            rows.append(
+                {
+                    "round": rnd.id,
+                    "source": rnd.source,
+                    "status": "unreadable",
+                    "episodes": "",
+                    "scores": "",
+                    "counted": False,
+                    "why": rnd.unreadable,
+                }
+            )
             continue
         state = classify(rnd, DEFAULT_TERMINAL, rd.log_tail)
         done = sum(1 for ep in rnd.episodes if ep.status == "completed")
         scores = "; ".join(_episode_scores(ep) for ep in rnd.episodes[:4]) + ("; …" if len(rnd.episodes) > 4 else "")
-        rows.append({"round": rnd.id, "source": rnd.source, "status": rnd.status or "?",
-                     "episodes": f"{done}/{len(rnd.episodes)} completed", "scores": scores,
-                     "counted": state.counted, "why": state.category if not state.counted else state.detail})
+        rows.append(
+            {
+                "round": rnd.id,
+                "source": rnd.source,
+                "status": rnd.status or "?",
+                "episodes": f"{done}/{len(rnd.episodes)} completed",
+                "scores": scores,
+                "counted": state.counted,
+                "why": state.category if not state.counted else state.detail,
+            }
+        )
     return rows
 
 
@@ -284,7 +318,9 @@ def _step_at(steps: list[StepPoint], line: int, text: str) -> StepPoint | None:
     return before[-1] if before else None
 
 
-def _log_marks(rd: RunDir, rv: RunView, log: Path, steps: list[StepPoint], checks: tuple[str, ...]) -> list[tuple[float, str]]:
+def _log_marks(
+    rd: RunDir, rv: RunView, log: Path, steps: list[StepPoint], checks: tuple[str, ...]
+) -> list[tuple[float, str]]:
     """Where a failing check saw the problem begin: its first evidence line
     in this log (RH108 quotes start, middle and end of the climb; the start
     is the onset), drawn at the step logged there."""

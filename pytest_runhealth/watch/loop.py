@@ -36,8 +36,17 @@ QUIET_VERDICT_TICKS = 10  # quiet for this many ticks: run the checks anyway (st
 EXIT_OK, EXIT_FAILED, EXIT_WEDGED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 3, 4, 130
 
 # pytest options the watch forwards to the verdict sessions, with a value each.
-PASS_VALUE = ("--lmstudio-url", "--lmstudio-log", "--lmstudio-judge-model", "--orchestrator-url",
-              "--runhealth-probe-timeout", "--runhealth-config", "--eval-body", "-m", "-k")
+PASS_VALUE = (
+    "--lmstudio-url",
+    "--lmstudio-log",
+    "--lmstudio-judge-model",
+    "--orchestrator-url",
+    "--runhealth-probe-timeout",
+    "--runhealth-config",
+    "--eval-body",
+    "-m",
+    "-k",
+)
 
 
 class UsageError(Exception):
@@ -46,37 +55,73 @@ class UsageError(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="pytest-runhealth watch", description="watch runs while they train; print only on change",
+        prog="pytest-runhealth watch",
+        description="watch runs while they train; print only on change",
         epilog="Other pytest options go to the checks: --lmstudio-url URL, --orchestrator-url URL, "
         "--runhealth-config FILE, -m live, -k EXPR, any --opt=value, and everything after --. "
         "Exit codes: 0 completed healthy, 1 a check failed and stayed failed, 3 wedged, 4 usage, 130 Ctrl-C. "
-        "See docs/watching.md.")
+        "See docs/watching.md.",
+    )
     p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR")
-    p.add_argument("--every", type=float, metavar="SECONDS",
-                   help="seconds between ticks (default 60; 10 when only evaluation requests are watched)")
-    p.add_argument("--until", choices=("end", "first-failure"), default="end",
-                   help="stop at the run's end (default) or at the first failing check")
-    p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
-                   help="how long to wait for a run dir that does not exist yet (default 3600)")
-    p.add_argument("--verdict-every", type=int, default=QUIET_VERDICT_TICKS, metavar="TICKS",
-                   help="run the checks after this many quiet ticks even without new evidence (default 10)")
-    p.add_argument("--notify", action="append", default=[], metavar="URL",
-                   help="POST each change as JSON {\"text\": ...} to this webhook (repeatable)")
-    p.add_argument("--notify-command", action="append", default=[], metavar="CMD",
-                   help="run CMD with each change on stdin (repeatable)")
+    p.add_argument(
+        "--every",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between ticks (default 60; 10 when only evaluation requests are watched)",
+    )
+    p.add_argument(
+        "--until",
+        choices=("end", "first-failure"),
+        default="end",
+        help="stop at the run's end (default) or at the first failing check",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="how long to wait for a run dir that does not exist yet (default 3600)",
+    )
+    p.add_argument(
+        "--verdict-every",
+        type=int,
+        default=QUIET_VERDICT_TICKS,
+        metavar="TICKS",
+        help="run the checks after this many quiet ticks even without new evidence (default 10)",
+    )
+    p.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help='POST each change as JSON {"text": ...} to this webhook (repeatable)',
+    )
+    p.add_argument(
+        "--notify-command",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="run CMD with each change on stdin (repeatable)",
+    )
     p.add_argument("--eval-server", metavar="URL", help="the evaluation server to poll (with --eval-request)")
-    p.add_argument("--eval-request", action="append", default=[], metavar="ID",
-                   help="an experience request (xr-1) or league round (round:42) to poll to a terminal status")
+    p.add_argument(
+        "--eval-request",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="an experience request (xr-1) or league round (round:42) to poll to a terminal status",
+    )
     for opt in PASS_VALUE:
-        p.add_argument(opt, dest="pass_" + opt.lstrip("-").replace("-", "_"), action="append", default=[],
-                       help=argparse.SUPPRESS)
+        p.add_argument(
+            opt, dest="pass_" + opt.lstrip("-").replace("-", "_"), action="append", default=[], help=argparse.SUPPRESS
+        )
     return p
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if "--" in argv:
         cut = argv.index("--")
-        argv, tail = argv[:cut], argv[cut + 1:]
+        argv, tail = argv[:cut], argv[cut + 1 :]
     else:
         tail = []
     args, unknown = build_parser().parse_known_args(argv)
@@ -180,8 +225,10 @@ class Watch:
                 self.waiting_since = self.clock()
             if self.clock() - self.waiting_since > self.args.timeout:
                 missing = [str(p) for p in self.paths if str(p) not in self.units]
-                self.say(f"gave up: {', '.join(missing)} did not appear within {self.args.timeout:g} s "
-                         "(the launch never happened)")
+                self.say(
+                    f"gave up: {', '.join(missing)} did not appear within {self.args.timeout:g} s "
+                    "(the launch never happened)"
+                )
                 return EXIT_WEDGED
             if not self.units:
                 return None
@@ -197,8 +244,13 @@ class Watch:
         self.quiet_ticks = 0 if grew else self.quiet_ticks + 1
         all_ended = ready and bool(ticks) and all(t.ended for t in ticks.values())
         self.ended_ticks = self.ended_ticks + 1 if all_ended else 0
-        run_checks = (evidence or self.confirm or self.ended_ticks == 1 or self.verdicts is None
-                      or self.quiet_ticks >= self.args.verdict_every)
+        run_checks = (
+            evidence
+            or self.confirm
+            or self.ended_ticks == 1
+            or self.verdicts is None
+            or self.quiet_ticks >= self.args.verdict_every
+        )
         if run_checks:
             code = self._verdicts()
             if code is not None:
@@ -261,7 +313,9 @@ class Watch:
 
     def _eval_verdict(self) -> None:
         """The triage runbook's last word for evaluation requests: infra or policy."""
-        if self.verdicts is None or not any(isinstance(u, (ServerRequestWatch, HarvestWatch)) for u in self.units.values()):
+        if self.verdicts is None or not any(
+            isinstance(u, (ServerRequestWatch, HarvestWatch)) for u in self.units.values()
+        ):
             return
         rh5 = [r for r in self.verdicts.results.values() if r.check.startswith("RH5")]
         infra = [r for r in rh5 if r.bad and r.verdict == "infra"]

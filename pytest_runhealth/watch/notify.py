@@ -95,21 +95,34 @@ class Notifier:
             self.failures += 1
             if where not in self._warned:
                 self._warned.add(where)
-                print(f"pytest-runhealth watch: notification to {_where(where)} failed "
-                      f"({type(exc).__name__}: {redact(str(exc))[:200]}); the watch goes on", file=sys.stderr)
+                print(
+                    f"pytest-runhealth watch: notification to {_where(where)} failed "
+                    f"({type(exc).__name__}: {redact(str(exc))[:200]}); the watch goes on",
+                    file=sys.stderr,
+                )
 
     def _post(self, url: str, msg: str) -> None:
         body = json.dumps({"text": msg}).encode()
-        req = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"Content-Type": "application/json", "User-Agent": "pytest-runhealth"})
+        req = urllib.request.Request(
+            url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "User-Agent": "pytest-runhealth"},
+        )
         with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
             resp.read(4096)
             if resp.status >= 300:
                 raise urllib.error.HTTPError(url, resp.status, "not accepted", resp.headers, None)
 
     def _run(self, cmd: str, msg: str) -> None:
-        proc = subprocess.run(shlex.split(cmd), input=msg.encode(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=self.timeout_s * 2, check=False)
+        proc = subprocess.run(
+            shlex.split(cmd),
+            input=msg.encode(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=self.timeout_s * 2,
+            check=False,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"exited {proc.returncode}")
 

@@ -75,11 +75,19 @@ class SweepWatch:
             steps, took = row.get("n_steps"), _number(row.get("duration_s"))
             how = "killed by timeout" if row.get("killed_by_timeout") is True else f"exit {row.get('exit_code')}"
             of = f"/{self.planned}" if self.planned else ""
-            out.lines.append(f"run {len(self.ledger.rows) - len(rows) + rows.index(row) + 1}{of} done: {row.run_id} "
-                             f"({row.get('role') or '?'}) {steps} steps in {took if took is not None else '?'} s, "
-                             f"{how}, score {row.get('score')}")
-            if self.reference is None and row.get("exit_code") == 0 and isinstance(steps, int) and steps > 0 \
-                    and took and not row.get("killed_by_timeout"):
+            out.lines.append(
+                f"run {len(self.ledger.rows) - len(rows) + rows.index(row) + 1}{of} done: {row.run_id} "
+                f"({row.get('role') or '?'}) {steps} steps in {took if took is not None else '?'} s, "
+                f"{how}, score {row.get('score')}"
+            )
+            if (
+                self.reference is None
+                and row.get("exit_code") == 0
+                and isinstance(steps, int)
+                and steps > 0
+                and took
+                and not row.get("killed_by_timeout")
+            ):
                 self.reference = (row.run_id, took / steps)
         done = {row.run_id for row in self.ledger.rows}
         pending = self._pending(done)
@@ -94,11 +102,17 @@ class SweepWatch:
                 sub = self.current.tick()
                 out.grew |= sub.grew
                 for line in sub.lines:
-                    if line.startswith("Step") and self.reference and self.current.status \
-                            and self.current.status.get("step_time_s"):
+                    if (
+                        line.startswith("Step")
+                        and self.reference
+                        and self.current.status
+                        and self.current.status.get("step_time_s")
+                    ):
                         ratio = self.current.status["step_time_s"] / self.reference[1]
-                        line += f" | {self.current.status['step_time_s']:.3g} s/step = {ratio:.2g}x " \
-                                f"the first healthy run {self.reference[0]} ({self.reference[1]:.3g} s/step)"
+                        line += (
+                            f" | {self.current.status['step_time_s']:.3g} s/step = {ratio:.2g}x "
+                            f"the first healthy run {self.reference[0]} ({self.reference[1]:.3g} s/step)"
+                        )
                     out.lines.append(f"{self.current.label}: {line}")
         # The session has ended when its own pid file names an exited process
         # and every run folder has its row.
@@ -111,8 +125,9 @@ class SweepWatch:
     def _pending(self, done: set[str]) -> Path | None:
         """The newest run folder without a ledger row: the run in progress."""
         try:
-            entries = [e for e in os.scandir(self.path / "runs") if e.is_dir(follow_symlinks=False)
-                       and e.name not in done]
+            entries = [
+                e for e in os.scandir(self.path / "runs") if e.is_dir(follow_symlinks=False) and e.name not in done
+            ]
         except OSError:
             return None
         if not entries:

@@ -140,17 +140,25 @@ class TrainerWatch:
             eta = None
         samples, count = latest_samples(run)
         return {
-            "run": self.label, "run_dir": str(self.path), "trainer": trainer_kind(run), "state": state,
+            "run": self.label,
+            "run_dir": str(self.path),
+            "trainer": trainer_kind(run),
+            "state": state,
             "error": self.fatal.cause if self.fatal else None,
             "log": run.rel(self.log.path) if self.log else None,
-            "step": step, "total": total,
+            "step": step,
+            "total": total,
             "percent": round(100.0 * step / total, 1) if step is not None and total else None,
-            "last_losses": losses, "loss_source": "log" if points and losses else None,
-            "step_time_s": round(sec, 3) if sec is not None else None, "steady_samples": n,
-            "eta_s": round(eta_s) if eta_s is not None else None, "eta": eta,
+            "last_losses": losses,
+            "loss_source": "log" if points and losses else None,
+            "step_time_s": round(sec, 3) if sec is not None else None,
+            "steady_samples": n,
+            "eta_s": round(eta_s) if eta_s is not None else None,
+            "eta": eta,
             "latest_checkpoint": run.rel(ckpt.path) if ckpt else None,
             "checkpoint_step": ckpt.step if ckpt else None,
-            "latest_samples": samples, "sample_count": count,
+            "latest_samples": samples,
+            "sample_count": count,
             "_completion": completion,
             "_fatal_line": self.fatal.line.text.strip()[:300] if self.fatal else None,
         }
@@ -188,8 +196,10 @@ class TrainerWatch:
         if not self.eta_said and st["eta_s"] is not None:
             self.eta_said = True
             if not first:
-                out.lines.append(f"ETA: {st['eta']} (grounded: {st['step_time_s']:.3g} s/step over "
-                                 f"{st['steady_samples']} steady steps)")
+                out.lines.append(
+                    f"ETA: {st['eta']} (grounded: {st['step_time_s']:.3g} s/step over "
+                    f"{st['steady_samples']} steady steps)"
+                )
 
     @staticmethod
     def progress_line(st: dict) -> str:

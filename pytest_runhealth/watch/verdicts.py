@@ -97,8 +97,16 @@ def parse_report(doc: dict) -> Verdicts:
     out = Verdicts(status=doc.get("status") or {})
     for res in doc.get("results", []):
         out.results[res["nodeid"]] = Result(
-            res["nodeid"], res.get("check") or "", res.get("slug") or "", res.get("run") or "",
-            res.get("outcome") or "passed", res.get("verdict"), res.get("cause"), _summary(res), res.get("fix"))
+            res["nodeid"],
+            res.get("check") or "",
+            res.get("slug") or "",
+            res.get("run") or "",
+            res.get("outcome") or "passed",
+            res.get("verdict"),
+            res.get("cause"),
+            _summary(res),
+            res.get("fix"),
+        )
     return out
 
 
@@ -112,7 +120,18 @@ class VerdictRunner:
         self.sessions = 0
 
     def args(self, report: Path) -> list[str]:
-        args = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "--assert=plain", "-q", "--no-header", "-rN", "--runhealth-report", str(report)]
+        args = [
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:unraisableexception",
+            "--assert=plain",
+            "-q",
+            "--no-header",
+            "-rN",
+            "--runhealth-report",
+            str(report),
+        ]
         for rd in self.run_dirs:
             args.append(f"--run-dir={rd}")
         return args + self.extra_args
@@ -166,4 +185,3 @@ def describe(res: Result, prev: str | None) -> str:
     if res.bad:
         head += f": {res.diagnosis()}"
     return head
-

@@ -26,7 +26,9 @@ ROSTER_SCHEMA = {
             "post": {
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ExperienceRequestCreate"}}},
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/ExperienceRequestCreate"}}
+                    },
                 },
                 "responses": {"201": {"description": "created"}, "422": {"description": "Validation Error"}},
             }
@@ -101,7 +103,7 @@ class EvalServer:
         """A server timestamp ``offset_s`` from the server's current clock."""
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock + offset_s))
 
-    def start(self) -> "EvalServer":
+    def start(self) -> EvalServer:
         self._thread.start()
         self._timer.start()
         return self
@@ -111,7 +113,7 @@ class EvalServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "EvalServer":
+    def __enter__(self) -> EvalServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -41,7 +41,7 @@ class Behaviour:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args: Any) -> None:  # keep test output clean
@@ -78,10 +78,17 @@ class _Handler(BaseHTTPRequestHandler):
             if self.server.stopping.is_set():
                 return
         if b.token is not None and self.headers.get("Authorization") != f"Bearer {b.token}":
-            return self._send(401, {"error": {
-                "type": "invalid_request", "code": "invalid_api_key",
-                "message": "An LM Studio API token is required to make requests to this server, but none was "
-                "provided using the Authorization header using the 'Bearer' scheme"}})
+            return self._send(
+                401,
+                {
+                    "error": {
+                        "type": "invalid_request",
+                        "code": "invalid_api_key",
+                        "message": "An LM Studio API token is required to make requests to this server, but none was "
+                        "provided using the Authorization header using the 'Bearer' scheme",
+                    }
+                },
+            )
         if b.invalid_json:
             return self._send(200, raw=b"<html>Bad Gateway</html>{not json")
         if b.endless:
@@ -110,17 +117,40 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, route: str, body: Any):
         b = self.server.behaviour
         if method == "GET" and route == "/v1/models":
-            return 200, {"object": "list", "data": [{"id": m.id, "object": "model", "owned_by": "organization_owner"} for m in b.models]}
+            return 200, {
+                "object": "list",
+                "data": [{"id": m.id, "object": "model", "owned_by": "organization_owner"} for m in b.models],
+            }
         if method == "GET" and route == "/api/v0/models":
-            return 200, {"object": "list", "data": [
-                {"id": m.id, "object": "model", "type": m.type, "publisher": "lmstudio-community", "arch": "qwen2_vl",
-                 "compatibility_type": "gguf", "quantization": "Q4_K_M", "state": "loaded" if m.loaded else "not-loaded",
-                 "max_context_length": 32768} for m in b.models]}
+            return 200, {
+                "object": "list",
+                "data": [
+                    {
+                        "id": m.id,
+                        "object": "model",
+                        "type": m.type,
+                        "publisher": "lmstudio-community",
+                        "arch": "qwen2_vl",
+                        "compatibility_type": "gguf",
+                        "quantization": "Q4_K_M",
+                        "state": "loaded" if m.loaded else "not-loaded",
+                        "max_context_length": 32768,
+                    }
+                    for m in b.models
+                ],
+            }
         if b.v1 and method == "GET" and route == "/api/v1/models":
-            return 200, {"models": [
-                {"type": "llm", "key": m.id, "display_name": m.id,
-                 "loaded_instances": [{"id": m.id, "config": {"context_length": 4096}}] if m.loaded else []}
-                for m in b.models]}
+            return 200, {
+                "models": [
+                    {
+                        "type": "llm",
+                        "key": m.id,
+                        "display_name": m.id,
+                        "loaded_instances": [{"id": m.id, "config": {"context_length": 4096}}] if m.loaded else [],
+                    }
+                    for m in b.models
+                ]
+            }
         if b.v1 and method == "POST" and route == "/api/v1/models/unload":
             iid = (body or {}).get("instance_id")
             for m in b.models:
@@ -135,8 +165,12 @@ class _Handler(BaseHTTPRequestHandler):
             msg = {"role": "assistant", "content": b.chat_content}
             if b.chat_reasoning is not None:
                 msg["reasoning_content"] = b.chat_reasoning
-            return 200, {"id": "chatcmpl-1", "object": "chat.completion", "model": model,
-                         "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}
+            return 200, {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": model,
+                "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+            }
         return None
 
     def do_GET(self) -> None:
@@ -184,7 +218,7 @@ class FakeLMStudio:
     def stream_ran_out(self) -> bool:
         return self._server.stream_ran_out.is_set()
 
-    def start(self) -> "FakeLMStudio":
+    def start(self) -> FakeLMStudio:
         self._thread.start()
         self._timer.start()
         return self
@@ -196,7 +230,7 @@ class FakeLMStudio:
             self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "FakeLMStudio":
+    def __enter__(self) -> FakeLMStudio:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
