@@ -156,7 +156,9 @@ def test_launch_that_never_happens_times_out(tmp_path):
 def test_restart_into_the_same_log_is_followed(tmp_path):
     run = tmp_path / "run"
     cue = tmp_path / "restart-now"
-    proc = trainer(run, "restart", "--steps", "40", "--dt", "0.05", "--restart-when", str(cue))
+    # The relaunch leaves its log empty for 3 s (as a real one does while it imports): a watch slowed by a
+    # loaded machine still sees the truncation, instead of a rewritten log whose start matches the old one.
+    proc = trainer(run, "restart", "--steps", "40", "--dt", "0.05", "--restart-when", str(cue), "--restart-pause", "3")
     w = subprocess.Popen(
         [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.15"],
         cwd=tmp_path,

@@ -41,6 +41,12 @@ def main() -> int:
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--save-every", type=int, default=10)
     ap.add_argument("--restart-when", help="restart mode: wait for this file before restarting (the test's cue)")
+    ap.add_argument(
+        "--restart-pause",
+        type=float,
+        default=0.0,
+        help="restart mode: seconds the relaunched trainer waits before its first line (its log is empty)",
+    )
     a = ap.parse_args()
     time.sleep(a.delay)
     root = Path(a.run_dir)
@@ -91,6 +97,7 @@ def main() -> int:
                 time.sleep(0.05)
             log.close()
             log = open(logs / "stdout.log", "wb", buffering=0)  # noqa: SIM115 - a relaunch into the same log
+            time.sleep(a.restart_pause)  # a real relaunch takes seconds to import torch: the log stays empty meanwhile
             write(startup(total) + f"Resuming training from step {s}\n")
         s += 1
     if a.mode == "oom":
