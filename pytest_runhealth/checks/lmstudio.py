@@ -41,6 +41,23 @@ def _server_log_or_none(ctx, lm):
     return log
 
 
+def _readable_server_log(ctx, lm):
+    """(the server log, None), or (None, a not-evaluable finding) when it cannot be read; skips without one."""
+    log = _server_log_or_none(ctx, lm)
+    if log is None:
+        ctx.skip(
+            "no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir, or ~/.lmstudio/server-logs for a sweep)"
+        )
+    if log.error:
+        return None, ctx.fail(
+            "not-evaluable",
+            None,
+            f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
+            fix="point --lmstudio-log at a readable server log file.",
+        )
+    return log, None
+
+
 @check(
     "RH401",
     "lmstudio-reachable",
@@ -395,19 +412,9 @@ def judge_model_not_thinking(ctx, lmstudio):
     "with a valid body, and set LM_API_TOKEN when the server requires a token.",
 )
 def lmstudio_requests_valid(ctx, lmstudio):
-    lm = lmstudio
-    log = _server_log_or_none(ctx, lm)
-    if log is None:
-        ctx.skip(
-            "no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir, or ~/.lmstudio/server-logs for a sweep)"
-        )
-    if log.error:
-        return ctx.fail(
-            "not-evaluable",
-            None,
-            f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
-            fix="point --lmstudio-log at a readable server log file.",
-        )
+    log, unreadable = _readable_server_log(ctx, lmstudio)
+    if unreadable:
+        return unreadable
     bad = log.of("unexpected-endpoint", "invalid-json", "auth-missing")
     noise = [e for e in log.events if e.noise]
     noise_note = ""
@@ -442,7 +449,7 @@ def lmstudio_requests_valid(ctx, lmstudio):
         )
     if noise_note:
         summary += f"\n{noise_note}"
-    return ctx.fail("infra", cause, summary, _log_evidence(ctx, lm, bad))
+    return ctx.fail("infra", cause, summary, _log_evidence(ctx, lmstudio, bad))
 
 
 SERVER_ERROR_CAUSES = {
@@ -500,19 +507,9 @@ SERVER_ERROR_CAUSES = {
     + "\n".join(f"- `{cause}`: {fix}" for cause, fix in SERVER_ERROR_CAUSES.values()),
 )
 def lmstudio_server_errors(ctx, lmstudio):
-    lm = lmstudio
-    log = _server_log_or_none(ctx, lm)
-    if log is None:
-        ctx.skip(
-            "no LM Studio server log (--lmstudio-log, a *lmstudio*.log in the run dir, or ~/.lmstudio/server-logs for a sweep)"
-        )
-    if log.error:
-        return ctx.fail(
-            "not-evaluable",
-            None,
-            f"the LM Studio log named by {lm.log_source} cannot be read: {log.error}",
-            fix="point --lmstudio-log at a readable server log file.",
-        )
+    log, unreadable = _readable_server_log(ctx, lmstudio)
+    if unreadable:
+        return unreadable
     bad = log.of(*SERVER_ERROR_CAUSES)
     if not bad:
         return f"{log.path.name}: {len(log.entries)} entries, no error serving a request"
@@ -528,7 +525,7 @@ def lmstudio_server_errors(ctx, lmstudio):
     others = [SERVER_ERROR_CAUSES[k][1] for k in counts if k != bad[0].kind]
     if others:
         fix += " Also: " + " ".join(others[:2])
-    return ctx.fail("infra", cause, summary, _log_evidence(ctx, lm, bad), fix=fix)
+    return ctx.fail("infra", cause, summary, _log_evidence(ctx, lmstudio, bad), fix=fix)
 
 
 @check(
