@@ -4,6 +4,7 @@ other tools all read the same fields instead of parsing a message."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from .printable import printable
@@ -67,7 +68,7 @@ class Finding:
             raise ValueError(f"verdict {self.verdict!r} is not one of {', '.join(VERDICTS)}")
         self.summary = printable(redact(self.summary))
         self.note = printable(redact(self.note))
-        self.fix = printable(redact(self.fix))
+        self.fix = _clean_fix(self.fix)
         self.run = printable(self.run)
 
     @property
@@ -101,3 +102,9 @@ class Finding:
             "fix": self.fix,
             "note": self.note,
         }
+
+
+@lru_cache(maxsize=512)
+def _clean_fix(text: str) -> str:
+    """Fix texts repeat (most are a check's own): redacted once each, not once per failing run."""
+    return printable(redact(text))

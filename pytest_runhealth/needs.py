@@ -31,7 +31,7 @@ def _logs(t: Target) -> str | None:
     logs = t.run.logs if t.run is not None else t.run_dir.runs[0].logs if not t.run_dir.is_sweep else []
     if logs:
         return None
-    where = t.run.path if t.run is not None else t.run_dir.path  # built only to say what is missing
+    where = t.run.where if t.run is not None else t.run_dir.path
     return f"no log in {where} (looked for logs/*.log and *.log)"
 
 
@@ -88,13 +88,32 @@ NEEDS: dict[str, Callable[[Target], str | None]] = {
 }
 
 
+# Needs answered by the run dir alone, and those asked of each run: a chunk of
+# 2,000 runs asks the first kind once (batch.py), the second once per run.
+RUN_DIR_NEEDS = frozenset({"ledger", "sweep", "config", "harvest"})
+
+
 def missing_need(spec, target: Target) -> str | None:
+    return missing_run_dir_need(spec, target) or missing_run_need(spec, target)
+
+
+def missing_run_dir_need(spec, target: Target) -> str | None:
     reason = _exists(target)
     if reason:
         return reason
     for need in spec.needs:
-        probe = NEEDS.get(need)
-        reason = probe(target) if probe else None
-        if reason:
-            return reason
+        if need in RUN_DIR_NEEDS:
+            reason = NEEDS[need](target)
+            if reason:
+                return reason
+    return None
+
+
+def missing_run_need(spec, target: Target) -> str | None:
+    for need in spec.needs:
+        if need not in RUN_DIR_NEEDS:
+            probe = NEEDS.get(need)
+            reason = probe(target) if probe else None
+            if reason:
+                return reason
     return None

@@ -130,6 +130,11 @@ class Run:
         self._path = value
 
     @property
+    def where(self) -> str:
+        """The run's folder as text, for a message: no path object for a run that has none (most ledger rows)."""
+        return str(self._path) if self._path is not None else self.run_dir._runs_prefix + self.name
+
+    @property
     def has_folder(self) -> bool:
         """Whether ``runs/<name>`` exists as a folder (one scandir per run dir, not a stat per run)."""
         if self._path is not None and self._path == self.run_dir.path:
@@ -309,7 +314,7 @@ class RunDir:
         10,000 runs' reads. Reading again later is correct, only slower."""
         for key in self._run_keys.pop(run.name, ()):
             self._store.pop(key, None)
-        if run.path != self.path:
+        if run._path is None or run._path != self.path:  # not the run dir itself (asked without building a path)
             run.__dict__.pop("files", None)
             run.__dict__.pop("event_files", None)
             run.__dict__.pop("checkpoints", None)

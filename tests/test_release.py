@@ -99,3 +99,72 @@ def test_cached_reads_stay_flat_over_a_session(tmp_path, run_health, pytester):
     peak, items = map(int, line.split()[1:])
     assert items > 24
     assert peak <= 4, line
+
+
+# Two checks that record, in a file outside the run dir, which run each judged and
+# how many runs' reads the run dir held at that moment.
+CHUNK_CHECKS = """
+import os
+import pytest_runhealth as rh
+
+def _note(ctx, check):
+    ctx.log_scan()  # a read cached per run, released with the run
+    held = len(ctx.run_dir._run_keys)
+    with open(os.environ["RH_ORDER_FILE"], "a") as fh:
+        fh.write(f"{check} {ctx.run.name} {held}\\n")
+
+@rh.check("SC011", "first-of-two", needs=["logs"], detects="d", why="w", fix="f")
+def first(ctx):
+    _note(ctx, "SC011")
+
+@rh.check("SC012", "second-of-two", needs=["logs"], detects="d", why="w", fix="f")
+def second(ctx):
+    _note(ctx, "SC012")
+    if ctx.run.name.endswith("3-s0"):
+        return ctx.fail("infra", "unknown", "planted", [])
+"""
+
+
+def test_a_chunk_is_judged_run_by_run_and_each_runs_reads_dropped(pytester, tmp_path, run_health, monkeypatch):
+    """Batched items (one per check and chunk of runs) judge every check of a
+    run before the next run, so a chunk holds one run's reads at a time,
+    however big the chunk; each item still reports its own check."""
+    order = tmp_path / "order.txt"
+    monkeypatch.setenv("RH_ORDER_FILE", str(order))
+    pytester.makeconftest(CHUNK_CHECKS)
+    root = sweep(tmp_path / "s", 8)
+    res = run_health(root, args=("--runhealth-batch-above", "3", "-k", "SC011 or SC012"))
+    seen = [line.split() for line in order.read_text().splitlines()]
+    assert len(seen) == 16
+    runs = [run for _, run, _ in seen]
+    assert runs == [run for run in dict.fromkeys(runs) for _ in (0, 1)]  # run-major: SC011, SC012, next run
+    assert max(int(held) for *_, held in seen) == 1  # never more than the run being judged
+    outcomes = {(r["check"], r["nodeid"].rsplit("[", 1)[1]): r["outcome"] for r in res.report["results"]}
+    assert outcomes[("SC012", "s:runs-1-3]")] == "passed"
+    assert outcomes[("SC012", "s:runs-4-6]")] == "failed"  # cand-003-s0, in the second chunk
+    assert [o for (check, _), o in outcomes.items() if check == "SC011"] == ["passed"] * 3
+
+
+def test_a_check_that_fails_itself_in_a_chunk_fails_only_its_own_item(pytester, tmp_path, run_health):
+    """pytest.fail inside one check of a chunk ends that check's item; the
+    other check of the same chunk is judged and reported as usual."""
+    pytester.makeconftest(
+        """
+import pytest
+import pytest_runhealth as rh
+
+@rh.check("SC021", "calls-pytest-fail", needs=["logs"], detects="d", why="w", fix="f")
+def calls_fail(ctx):
+    pytest.fail("SC021 refuses " + ctx.run.name, pytrace=False)
+
+@rh.check("SC022", "plain", needs=["logs"], detects="d", why="w", fix="f")
+def plain(ctx):
+    return None
+"""
+    )
+    res = run_health(sweep(tmp_path / "s", 4), args=("--runhealth-batch-above", "2", "-k", "SC021 or SC022"))
+    by_check = {}
+    for r in res.report["results"]:
+        by_check.setdefault(r["check"], []).append(r["outcome"])
+    assert by_check == {"SC021": ["failed", "failed"], "SC022": ["passed", "passed"]}
+    assert "SC021 refuses cand-000-s0" in res.stdout

@@ -159,3 +159,21 @@ def test_digests_and_ids_survive_redaction():
 
     for kept in ("3f" * 32, "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3", "0123456789abcdef" * 4):
         assert redact(kept) == kept
+
+
+def test_the_trigger_filter_changes_no_redaction():
+    """redact() runs a row only where one of its trigger literals occurs; on
+    every planted form, near miss and case variant, the result is the one the
+    whole table gives."""
+    from pytest_runhealth import redact as r
+
+    def unfiltered(text: str) -> str:
+        for _family, pattern, replacement in r._PATTERNS:
+            text = pattern.sub(replacement, text)
+        return text
+
+    lines = [line for line, _ in CORPUS] + KEPT
+    lines += [variant for line in lines for variant in (line.upper(), line.swapcase(), "x " + line + " y")]
+    lines.append("PAſſWORD=plantedsecret99 and Kelvin-sign Token=plantedsecret98")
+    for line in lines:
+        assert r.redact(line) == unfiltered(line), line

@@ -426,6 +426,12 @@ def _judgements(report: Any) -> list[Any]:
     "models. Re-score the existing samples with scripts/rejudge_run.py <run_dir> <prompts.txt> instead of re-training.",
 )
 def judge_returned_no_json(ctx):
+    # Most ledgers hold no such failure: one cheap search per row first; the
+    # judgements are counted (the share's denominator) only when one is found.
+    if not any(
+        _mentions(row.get("judge_report"), NO_JSON) or _mentions(row.get("error"), NO_JSON) for row in ctx.ledger
+    ):
+        return None
     total = bad = 0
     bad_rows: list[LedgerRow] = []
     models: set[str] = set()
@@ -480,6 +486,7 @@ def _knob(value: Any) -> Any:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_ABSENT = object()
 
 
 def _show(value: Any) -> str:
@@ -487,27 +494,32 @@ def _show(value: Any) -> str:
 
 
 class _HealthyKnobs:
-    """What the runs of one role that trained used, knob by knob: built in one
-    pass over the ledger, so a sweep of 100,000 rows is not compared pairwise."""
+    """What the runs of one role that trained used, knob by knob. A knob's
+    values are gathered from every healthy run when an early exit first asks
+    about that knob: one pass over the healthy configs per knob asked, not a
+    dict update per row and knob (a 100,000-row sweep whose runs all trained
+    builds nothing), and never a pairwise comparison of rows."""
 
     def __init__(self) -> None:
         self.rows: list[LedgerRow] = []
-        self.values: dict[str, dict[str, Any]] = {}  # knob -> {json: value}
+        self.configs: list[dict] = []
+        self._values: dict[str, dict[Any, Any]] = {}  # knob -> {hashable stand-in: value}, in first-seen order
 
     def add(self, row: LedgerRow) -> None:
         self.rows.append(row)
         config = row.get("config")
-        if not isinstance(config, dict):
-            return
-        values = self.values
-        for key, value in config.items():
-            cls = value.__class__
-            knob = (cls.__name__, value) if cls in _SCALARS else _knob(value)  # _knob, inlined for the common case
-            seen = values.get(key)
-            if seen is None:
-                values[key] = {knob: value}
-            elif knob not in seen:
-                seen[knob] = value
+        if isinstance(config, dict):
+            self.configs.append(config)
+
+    def values(self, key: str) -> dict[Any, Any]:
+        seen = self._values.get(key)
+        if seen is None:
+            seen = self._values[key] = {
+                ((v.__class__.__name__, v) if v.__class__ in _SCALARS else _knob(v)): v  # _knob, inlined
+                for config in self.configs
+                if (v := config.get(key, _ABSENT)) is not _ABSENT
+            }
+        return seen
 
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
         """Knobs whose value no healthy run used. A knob that is different on
@@ -515,7 +527,7 @@ class _HealthyKnobs:
         others = len(self.rows)
         out = []
         for key, value in config.items():
-            seen = self.values.get(key, {})
+            seen = self.values(key)
             if _knob(value) in seen:
                 continue
             if others > 1 and len(seen) >= others:

@@ -1,0 +1,78 @@
+"""One check on one target: what a test item and a batched chunk of runs
+(batch.py) share.
+
+A target lacking what the check needs has a skip reason, asked before the
+check is called (a 100,000-run chunk must not raise 100,000 exceptions to
+say "no folder"); the check's own exceptions end as a readable
+``not-evaluable`` finding, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .context import CheckContext, Target
+from .finding import Finding
+from .needs import missing_need
+from .registry import CheckSpec
+from .session import session_of
+
+
+def skip_reason(spec: CheckSpec, target: Target) -> str | None:
+    reason = missing_need(spec, target)
+    if not reason and spec.scope == "run" and target.run is None:
+        reason = f"no runs in {target.run_dir.path} (no ledger rows, no runs/ folders)"
+    return reason
+
+
+def call_check(ctx: CheckContext, fixtures: dict[str, Any]) -> Any:
+    """What the check returned; pytest's own outcomes (skip, fail, xfail) pass through."""
+    try:
+        return ctx.spec.func(ctx, **fixtures)
+    except (pytest.skip.Exception, pytest.fail.Exception, pytest.xfail.Exception, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a check bug must still end as a readable failure
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+        return ctx.fail(
+            "not-evaluable",
+            "unknown",
+            f"the check itself raised {type(exc).__name__}: {exc}{where}. This is a bug in the check "
+            f"({ctx.spec.owner}); the run was not judged.",
+            fix="report it with the run dir's layout; run with -p no:runhealth to bypass.",
+        )
+
+
+def judge(
+    spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config, fixtures: dict[str, Any]
+) -> Finding:
+    """One check on one target; pytest's skip where the target lacks what it needs."""
+    reason = skip_reason(spec, target)
+    if reason:
+        pytest.skip(reason)
+    ctx = CheckContext(spec, target, thresholds, config, session_of(config))
+    return normalise(ctx, call_check(ctx, fixtures))
+
+
+def normalise(ctx: CheckContext, result: Any) -> Finding:
+    if result is None:
+        return ctx.ok()
+    if isinstance(result, str):
+        return ctx.ok(result)
+    if isinstance(result, Finding):
+        return result
+    if isinstance(result, (list, tuple)):
+        findings = [normalise(ctx, r) for r in result]
+        failing = [f for f in findings if not f.passed]
+        if not failing:
+            return ctx.ok("; ".join(f.note for f in findings if f.note))
+        first = failing[0]
+        for other in failing[1:]:
+            first.evidence.extend(other.evidence)
+            first.summary += "\n" + other.summary
+        return first
+    raise TypeError(f"{ctx.spec.id} returned {type(result).__name__}; return None, a note, or ctx.fail(...)")
