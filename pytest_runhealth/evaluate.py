@@ -30,7 +30,7 @@ def skip_reason(spec: CheckSpec, target: Target) -> str | None:
 def call_check(ctx: CheckContext, fixtures: dict[str, Any]) -> Any:
     """What the check returned; pytest's own outcomes (skip, fail, xfail) pass through."""
     try:
-        return ctx.spec.func(ctx, **fixtures)
+        return ctx.spec.func(ctx, **fixtures) if fixtures else ctx.spec.func(ctx)
     except (pytest.skip.Exception, pytest.fail.Exception, pytest.xfail.Exception, KeyboardInterrupt):
         raise
     except Exception as exc:  # a check bug must still end as a readable failure

@@ -40,6 +40,7 @@ import math
 import os
 import re
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ KOHYA_SAMPLE = re.compile(
 )
 PID_NAMES = ("train.pid", "trainer.pid", "run.pid", "pid")
 COMPACT_FROM = 8  # more runs than this: one status line per run
+LISTED_AT_MOST = 40  # more runs than this: a count per state, then only the runs that did not finish
 
 
 # -- what a run's log and files say ------------------------------------------------
@@ -401,8 +403,18 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
     if not state.collector.status:
         return
     terminalreporter.write_sep("-", "run status")
-    many = len(state.collector.status) > COMPACT_FROM
-    for st in state.collector.status.values():
+    statuses = list(state.collector.status.values())
+    many = len(statuses) > COMPACT_FROM
+    if len(statuses) > LISTED_AT_MOST:
+        # A sweep of thousands of runs: a screenful of "finished" lines hides the few that matter.
+        states = Counter(st.get("state", "unknown") for st in statuses)
+        tally = ", ".join(f"{n} {name}" for name, n in states.most_common())
+        terminalreporter.write_line(f"{len(statuses)} runs: {tally} (every run's block is in the JSON report)")
+        unfinished = [st for st in statuses if st.get("state") != "finished"]
+        statuses = unfinished[:LISTED_AT_MOST]
+        if len(unfinished) > LISTED_AT_MOST:
+            terminalreporter.write_line(f"the first {LISTED_AT_MOST} of {len(unfinished)} runs not finished:")
+    for st in statuses:
         if "step" not in st:
             terminalreporter.write_line(f"{st['run']}: {st['error']}")
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 
 import sweep_builders as sb
 
@@ -168,3 +169,21 @@ def plain(ctx):
         by_check.setdefault(r["check"], []).append(r["outcome"])
     assert by_check == {"SC021": ["failed", "failed"], "SC022": ["passed", "passed"]}
     assert "SC021 refuses cand-000-s0" in res.stdout
+
+
+def test_a_big_sweeps_run_status_is_counted_not_listed(tmp_path, run_health):
+    """Past 40 runs the terminal's run-status section counts runs by state
+    and lists only those that did not finish; the JSON report keeps every
+    run's block."""
+    rows, logs = [], {}
+    for i in range(45):
+        rid = f"cand-{i:03d}-s0"
+        dead = i in (7, 30)
+        rows.append(sb.row(rid, at=sb.at(40 * i), duration_s=24.0 if dead else 2230.0, n_steps=0 if dead else 1500))
+        logs[rid] = sb.healthy_log(1500, 1.47, steps=300 if dead else None) + (sb.died_log("cuda-oom") if dead else "")
+    res = run_health(sb.write_session(tmp_path / "s", rows, logs), args=("-k", "RH201 or RH208"))
+    section = res.stdout.split("run status", 1)[1]
+    assert re.search(r"45 runs: 43 finished, 2 failed", section), section[:400]
+    listed = [line.split(":")[0] for line in section.splitlines() if line.startswith("cand-")]
+    assert listed == ["cand-007-s0", "cand-030-s0"]
+    assert len(res.report["status"]) == 45
