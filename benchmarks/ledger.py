@@ -26,10 +26,12 @@ rows / 1,000 folders, json.loads 1.1 s:
 
 Measured 2026-12-01 (same machine kind, oversubscribed ~8x by other sessions, so
 CPU time): collect-only 1.3x json.loads (v0.1 in the same run: 5.8x); all RH1xx
-checks 5.9x (v0.1: 12.4x). Wall, an earlier run: collect-only
-35.3 s vs v0.1 55.8 s, all checks 70.6 s vs 103.1 s. What remains is the
-per-(check, run) judging inside batched items (plugin.judge_batch) and the
-1,000 logs themselves.
+checks 5.9x (v0.1: 12.4x).
+
+Measured 2026-12-01 later, load 1.4-2.3, with --baseline 0.2.0 (git archive
+d2a3ee8): chunks judged run by run (batch.py), redaction by trigger literals:
+all RH1xx checks 3.9x json.loads CPU (0.2.0 in the same run: 6.3x). Where the
+rest goes: docs/performance.md.
 """
 
 from __future__ import annotations

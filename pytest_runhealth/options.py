@@ -96,7 +96,7 @@ def add_session_options(group: Any, parser: Any) -> None:
         type=int,
         metavar="N",
         help="in a run dir with more than N runs, each run-scope check is one item per N runs "
-        "(pytest costs ~1 ms and ~10 kB per item); default 2000, ini runhealth_batch_above",
+        "(pytest keeps ~10 kB per item for the whole session); default 1000, ini runhealth_batch_above",
     )
     group.addoption(
         "--runhealth-shard",
@@ -113,7 +113,7 @@ def add_session_options(group: Any, parser: Any) -> None:
     )
     parser.addini("runhealth_run_dirs", "run dirs to check when --run-dir is not given", type="paths", default=[])
     parser.addini("runhealth_config", "path of runhealth.yaml", default="")
-    parser.addini("runhealth_batch_above", "runs per run dir above which run-scope checks are batched", default="2000")
+    parser.addini("runhealth_batch_above", "runs per run dir above which run-scope checks are batched", default="1000")
     parser.addini("runhealth_report", "path of the JSON report", default="")
     parser.addini("runhealth_runs_per_group", "runs per xdist group (default: sized by log bytes)", default="")
 
