@@ -110,7 +110,7 @@ def test_alive_process_passes(tmp_path, sleeper, run_health):
 def test_exited_process_fails_with_resume_point(tmp_path, run_health):
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
-    ws = workspace(tmp_path / "ws", p.pid)
+    ws = workspace(tmp_path / "ws", p.pid, pid_age_s=3600, log_age_s=600)  # the log stopped 10 min ago
     (ws / "outputs" / "checkpoints" / "lora_weights_step_00250.safetensors").write_bytes(b"x")
     res = run_health(ws, args=("-k", "RH203"))
     r = res.result_of("RH203")
@@ -123,12 +123,24 @@ def test_zombie_and_reused_pid_fail(tmp_path, sleeper, run_health):
     zombie = subprocess.Popen([sys.executable, "-c", "pass"])
     assert wait_for(lambda: psutil.Process(zombie.pid).status() == psutil.STATUS_ZOMBIE)
     a = workspace(tmp_path / "zombie", zombie.pid)
-    b = workspace(tmp_path / "reused", sleeper().pid, pid_age_s=3600)
+    b = workspace(tmp_path / "reused", sleeper().pid, pid_age_s=3600, log_age_s=600)
     res = run_health(a, b, args=("-k", "RH203"))
     zombie.wait()
     by_run = {r["run"]: r for r in res.results("RH203")}
     assert by_run["zombie"]["cause"] == "process-gone" and "zombie" in by_run["zombie"]["summary"]
     assert by_run["reused"]["cause"] == "process-gone" and "reused its pid" in by_run["reused"]["summary"]
+
+
+def test_a_gone_pid_beside_a_log_still_being_written_claims_nothing(tmp_path, run_health):
+    """The near-miss of the exited process: the pid names no process here but
+    the log was written a second ago (steady step 2.91 s), as when the run is
+    on another machine writing to a shared filesystem: not a dead run."""
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    ws = workspace(tmp_path / "ws", p.pid, pid_age_s=3600, log_age_s=1)
+    res = run_health(ws, args=("-k", "RH203", "-rs"))
+    assert res.outcome("RH203") == "skipped"
+    assert "runs elsewhere" in res.stdout and "a probe of this machine says nothing" in res.stdout
 
 
 def test_finished_run_with_exited_process_passes(tmp_path, run_health):

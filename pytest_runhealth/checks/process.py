@@ -8,8 +8,10 @@ import re
 import statistics
 import time
 
+from ..live.procs import REUSE_SLACK_S
 from ..registry import check
 from ..rundir import KOHYA_CKPT, LTX_CKPT
+from ..safeio import mtime
 
 DONE = re.compile(r"Training Statistics|model saved\.|[Tt]raining (?:complete|completed|finished)")
 
@@ -109,10 +111,12 @@ def _finished(ctx, run) -> str | None:
     needs=["pidfile"],
     phases=["live", "postmortem"],
     verdicts=["infra"],
+    thresholds={"writing_steps": 5, "writing_s": 60},
     detects="The pid file (logs/train.pid or another *.pid) names a process that is gone, a zombie, or a pid "
     "the kernel has since given to an unrelated process (it started after the pid file was written), while "
-    "the run has no completion marker (run-summary.md, the trainer's end statistics, a ledger exit code). "
-    "Reports the last logged step and the checkpoint to resume from.",
+    "the run has no completion marker (run-summary.md, the trainer's end statistics, a ledger exit code) and "
+    "its log is no longer being written (last written more than writing_steps × its steady step time ago, "
+    "at least writing_s). Reports the last logged step and the checkpoint to resume from.",
     why="A run that died without a traceback (OOM killer, a closed session, a reboot) looks like a slow run "
     "until someone checks; `kill -0` alone is fooled by a reused pid.",
     example="logs/train.pid:1 4191234 → no process 4191234",
@@ -131,6 +135,13 @@ def process_alive(ctx, processes):
     done = _finished(ctx, run)
     if done:
         return f"process {readable[0].pid} has exited, and the run finished: {done}"
+    writing = _still_writing(ctx, processes, run, [st.pidfile for st in readable])
+    if writing and all(st.state != "zombie" for st in readable):  # a zombie is in this machine's process table
+        ctx.skip(
+            f"{readable[0].detail} on this machine, yet {writing}: the run has not stopped. It runs elsewhere "
+            "(another machine writing to a shared filesystem, a copied run dir), and a probe of this machine "
+            "says nothing about it"
+        )
     lines = [st.detail for st in readable]
     where = []
     if run.main_log is not None:
@@ -156,6 +167,28 @@ def process_alive(ctx, processes):
         [_pid_evidence(ctx, st) for st in readable],
         fix=fix,
     )
+
+
+def _still_writing(ctx, processes, run, pidfiles) -> str | None:
+    """Why the run's log counts as still being written (None when it does
+    not): written within ``writing_steps`` steady step times (at least
+    ``writing_s``), and after the pid file (a copied or freshly cloned run
+    dir gives every file the same time). A pid that names no process here then
+    says only that the process is not on this machine, not that the run stopped."""
+    fr = processes.freshness(run)
+    if fr.log is None or fr.log_mtime is None or not fr.log_size:
+        return None
+    pid_written = max((mtime(p) for p in pidfiles), default=0.0)
+    if not pid_written or fr.log_mtime <= pid_written + REUSE_SLACK_S:
+        return None
+    step_time = steady_step_time(ctx.log_scan(fr.log))
+    window = float(ctx.thresholds["writing_s"])
+    if step_time:
+        window = max(window, float(ctx.thresholds["writing_steps"]) * step_time)
+    age = max(0.0, time.time() - fr.log_mtime)
+    if age > window:
+        return None
+    return f"{ctx.run_dir.rel(fr.log)} was written {_ago(age)} ago (within {_ago(window)})"
 
 
 def steady_step_time(scan) -> float | None:
