@@ -41,6 +41,8 @@ def group_of(target) -> str:
 
 def _weight(target) -> int:
     """Bytes a run's checks will read: logs dominate the cost."""
+    if target.batch is not None:
+        return sum(_log_bytes(run) for run in target.run_dir.runs[target.batch[0] : target.batch[1]])
     return 1 if target.run is None else _log_bytes(target.run)
 
 
@@ -81,22 +83,36 @@ def outside_shard(items: list[pytest.Item], shard: tuple[int, int]) -> list[pyte
     return [item for item in items if (target := _target(item)) is not None and assignment[group_of(target)] != k]
 
 
-def add_xdist_groups(items: list[pytest.Item], config: pytest.Config) -> None:
-    """Mark each run-health item with its xdist group: the items of several
-    runs at a time (:func:`pack_groups`), so that one run's items share a
-    worker and each worker gets few, large units of work."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return  # the mark is xdist's; without xdist it is only an unknown-mark warning
-    units: dict[str, object] = {}
-    for item in items:
-        target = _target(item)
-        if target is not None:
-            units.setdefault(group_of(target), target)
-    packed = pack_groups(units, workers_of(config), runs_per_group(config))
-    for item in items:
-        target = _target(item)
-        if target is not None:
-            item.add_marker(pytest.mark.xdist_group(name=packed[group_of(target)]))
+def run_label(rd, run, many: bool) -> str:
+    """The bracket label of a run's items (``RH101-...[label]``): the run dir's
+    name is always in it (unique across run dirs, the same whether a run dir is
+    checked alone or with others), except where the run dir is the run."""
+    return run.name if not many and run.name == rd.name else f"{rd.name}/{run.name}"
+
+
+def batch_label(rd, start: int, stop: int) -> str:
+    """The bracket label of a chunk of ``rd.runs[start:stop]`` (1-based in the label, as users count)."""
+    return f"{rd.name}:runs-{start + 1}-{stop}"
+
+
+def label_weights(run_dirs: list, batch_limit: int) -> dict[str, int]:
+    """``{bracket label: log bytes}`` for every run-scope target of these run
+    dirs, from the files alone: what the xdist controller, which sees only node
+    ids, knows of each unit's cost. A run dir's own label (its session-scope
+    checks) weighs 1: they read the ledger, which every worker reads anyway."""
+    many = len(run_dirs) > 1
+    out: dict[str, int] = {}
+    for rd in run_dirs:
+        out.setdefault(rd.name, 1)
+        if len(rd.runs) > batch_limit:
+            size = max(1, batch_limit)
+            for start in range(0, len(rd.runs), size):
+                stop = min(start + size, len(rd.runs))
+                out[batch_label(rd, start, stop)] = sum(_log_bytes(run) for run in rd.runs[start:stop])
+        else:
+            for run in rd.runs:
+                out[run_label(rd, run, many)] = _log_bytes(run)
+    return out
 
 
 # A worker gets about this many groups, so a slow group can be balanced by the others.
@@ -104,24 +120,29 @@ GROUPS_PER_WORKER = 4
 
 
 def pack_groups(units: dict[str, object], workers: int, per_group: int | None = None) -> dict[str, str]:
-    """``{run unit: xdist group}``: consecutive runs (in collection order) packed
-    into groups of about equal log bytes, ``GROUPS_PER_WORKER`` per worker, or
-    ``per_group`` runs each when given.
+    """``{run unit: work group}`` for targets: :func:`pack_weights` over their log bytes."""
+    return pack_weights({name: _weight(target) for name, target in units.items()}, workers, per_group)
 
-    Why: xdist schedules a group as one unit, and each unit costs the
-    controller a round trip; one group per run (thousands of tiny units)
-    spends more in scheduling than a small run's checks take. The packing
-    depends only on the files, so every worker computes the same groups (xdist
-    refuses workers that collected different ids)."""
-    names = list(units)
+
+def pack_weights(weights: dict[str, int], workers: int, per_group: int | None = None) -> dict[str, str]:
+    """``{unit: work group}``: consecutive units (in the given order) packed
+    into groups of about equal weight, ``GROUPS_PER_WORKER`` per worker, or
+    ``per_group`` units each when given.
+
+    Why: xdist sends work to a worker and hears back about it once per item;
+    one unit per run (thousands of tiny units) spends more in scheduling than
+    a small run's checks take, and one unit per worker leaves a worker idle
+    while the other finishes a slow run. The packing depends only on the
+    order and the weights, so it is the same on every machine."""
+    names = list(weights)
     if per_group is not None:
         size = max(1, per_group)
         return {name: f"runs-{i // size:05d}" for i, name in enumerate(names)}
-    weights = [_weight(units[name]) for name in names]
-    budget = sum(weights) / max(1, workers * GROUPS_PER_WORKER)
+    budget = sum(weights.values()) / max(1, workers * GROUPS_PER_WORKER)
     out: dict[str, str] = {}
     index, filled = 0, 0
-    for name, weight in zip(names, weights, strict=True):
+    for name in names:
+        weight = weights[name]
         if filled and filled + weight > budget:
             index, filled = index + 1, 0
         out[name] = f"runs-{index:05d}"
@@ -151,14 +172,6 @@ def runs_per_group(config: pytest.Config) -> int | None:
     if number < 1:
         raise pytest.UsageError(f"runhealth_runs_per_group must be a whole number above 0, not {value!r}")
     return number
-
-
-def xdist_group_of(item: pytest.Item) -> str | None:
-    """The xdist group this plugin gave ``item`` (xdist appends ``@<group>`` to its node id)."""
-    mark = item.get_closest_marker("xdist_group")
-    if mark is None:
-        return None
-    return str(mark.kwargs.get("name") or (mark.args[0] if mark.args else "")) or None
 
 
 # -- when -n pays -----------------------------------------------------------------------
