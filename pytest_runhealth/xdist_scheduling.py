@@ -181,8 +181,7 @@ class RunGroupScheduling:
     def remove_node(self, node: Any) -> str | None:
         """Forget ``node``; a crashed one's unfinished items go back to the front
         of the queue, in order, without the item it crashed on (returned)."""
-        groups = self.held.pop(node)
-        self.registered.pop(node, None)
+        groups = self.held.pop(node)  # its collection stays registered: collection_is_completed stays True
         unfinished = [(name, list(indices)) for name, indices in groups if indices]
         if not unfinished:
             return None
@@ -237,7 +236,6 @@ class RunGroupScheduling:
         self.queue.extend(groups)
         for _ in range(len(self.held) - len(self.queue)):  # more workers than work
             node, _ = self.held.popitem()
-            self.registered.pop(node, None)
             node.shutdown()
         for _ in range(HELD_GROUPS):  # one group each, then one in reserve each
             for node in self.nodes:
