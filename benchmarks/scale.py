@@ -148,10 +148,18 @@ def parallel_capacity(n: int = 10_000_000) -> float:
     return one / two
 
 
-def xdist_main(sizes: list[int], log_mb: int, py: list[str]) -> None:
-    """The ``-n 2`` speed-up over ``-n 0``, with runs packed into groups by log
-    bytes (the default) and with one group per run (``--runhealth-runs-per-group 1``,
-    how v0.1 grouped), each measured in the same run."""
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.2f}/{five:.2f}"
+
+
+def xdist_main(sizes: list[int], log_mb: int, py: list[str], per_run_groups: bool = False) -> None:
+    """The ``-n 2`` speed-up over ``-n 0``, with runs packed into work groups by
+    log bytes (the default), and with ``--per-run-groups`` also one group per
+    run (``--runhealth-runs-per-group 1``, how v0.1 grouped), each measured in
+    the same run. Each line carries the 1- and 5-minute load average before
+    and after it: on a shared machine the ratio means something only when the
+    load stayed below the number of cores."""
     with tempfile.TemporaryDirectory(prefix="runhealth-xdist-") as tmp:
         tmp = Path(tmp)
         log, events = tmp / "template.log", tmp / "tb"
@@ -163,19 +171,20 @@ def xdist_main(sizes: list[int], log_mb: int, py: list[str]) -> None:
             f"template log {log.stat().st_size / 1e6:.1f} MB; {os.cpu_count()} CPUs; "
             f"two CPU-bound processes now run {parallel_capacity():.2f}x as fast as one (2.00 = two free cores)"
         )
-        print(f"{'N':>6} {'-n0 s':>8} {'-n2 s':>8} {'speed-up':>8} {'-n2 1/group s':>14} {'speed-up':>8}")
+        head = f"{'N':>6} {'-n0 s':>8} {'-n2 s':>8} {'speed-up':>8}"
+        print(head + (f" {'-n2 1/group s':>14} {'speed-up':>8}" if per_run_groups else "") + "  load before -> after")
         for n in sizes:
             root = tmp / f"sweep-{n}"
             build(root, n, log, event_file)
             base = py + ["--run-dir", str(root)]
+            before = load()
             serial_s, _ = timed(base, tmp)
             packed_s, _ = timed(base + ["-n", "2"], tmp)
-            single_s, _ = timed(base + ["-n", "2", "--runhealth-runs-per-group", "1"], tmp)
-            print(
-                f"{n:>6} {serial_s:>8.2f} {packed_s:>8.2f} {serial_s / packed_s:>7.2f}x {single_s:>14.2f} "
-                f"{serial_s / single_s:>7.2f}x",
-                flush=True,
-            )
+            line = f"{n:>6} {serial_s:>8.2f} {packed_s:>8.2f} {serial_s / packed_s:>7.2f}x"
+            if per_run_groups:
+                single_s, _ = timed(base + ["-n", "2", "--runhealth-runs-per-group", "1"], tmp)
+                line += f" {single_s:>14.2f} {serial_s / single_s:>7.2f}x"
+            print(f"{line}  {before} -> {load()}", flush=True)
             subprocess.run(["rm", "-rf", str(root)])
         print(f"capacity after: {parallel_capacity():.2f}x")
 
@@ -197,7 +206,8 @@ def main() -> None:
         help="more arguments for every session, e.g. "
         "'--runhealth-batch-above=20' to see the slope once runs are batched",
     )
-    ap.add_argument("--xdist", action="store_true", help="measure only the -n 2 speed-up (packed and per-run groups)")
+    ap.add_argument("--xdist", action="store_true", help="measure only the -n 2 speed-up over -n 0")
+    ap.add_argument("--per-run-groups", action="store_true", help="with --xdist: also -n 2 with one group per run")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     py = [
@@ -214,7 +224,7 @@ def main() -> None:
         *args.pytest_args.split(),
     ]
     if args.xdist:
-        xdist_main(sizes, args.log_mb, py + ["-p", "no:hypothesispytest"])
+        xdist_main(sizes, args.log_mb, py + ["-p", "no:hypothesispytest"], args.per_run_groups)
         return
     with tempfile.TemporaryDirectory(prefix="runhealth-scale-") as tmp:
         tmp = Path(tmp)
