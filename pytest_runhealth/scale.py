@@ -1,8 +1,9 @@
 """Spreading a big session over cores and machines with the engines pytest
-users already run: pytest-xdist's ``loadgroup`` keeps the items of one run on
-one worker (so its artefacts are read once), and ``--runhealth-shard K/N``
-picks a deterministic, balanced share of runs for a CI matrix or a Slurm
-array, whose reports ``pytest-runhealth merge`` joins again."""
+users already run: under pytest-xdist the plugin's scheduler
+(xdist_scheduling.py) keeps the items of one run on one worker (so its
+artefacts are read once), packed into work groups here; ``--runhealth-shard
+K/N`` picks a deterministic, balanced share of runs for a CI matrix or a
+Slurm array, whose reports ``pytest-runhealth merge`` joins again."""
 
 from __future__ import annotations
 
@@ -202,8 +203,9 @@ def parallel_advice(run_dirs: list, checks: int, workers: int) -> str | None:
 
 
 def prefer_loadgroup(config: pytest.Config) -> None:
-    """With ``-n``, xdist defaults to ``--dist load``; make it ``loadgroup``
-    so one run's items share a worker. An explicit other mode is kept."""
+    """With ``-n``, xdist defaults to ``--dist load``; make it ``loadgroup``,
+    the mode in which xdist_scheduling.py schedules a run-health session (one
+    run's items on one worker). An explicit other mode is kept."""
     if not is_controller(config):
         # A worker parses its own command line, where ``-n`` alone leaves
         # dist at "no"; the controller switched to loadgroup in that case.

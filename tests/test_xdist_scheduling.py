@@ -158,3 +158,17 @@ def test_without_xdist_nothing_changes(tmp_path, run_health):
     assert "RunGroupScheduling" not in plain.stdout and plain.report["results"]
     loadscope = run_health(sweep, args=("-n", "2", "--dist", "loadscope", "-v"), subprocess=True)
     assert "scheduling tests via LoadScopeScheduling" in loadscope.stdout  # an explicit other mode is the user's
+
+
+def test_the_controller_knows_the_weight_of_every_label_collected(pytester, run_health, tmp_path):
+    """``scale.label_weights`` (what the controller weighs groups by) names
+    exactly the bracket labels the session's items carry: single runs, two run
+    dirs, and chunks of runs above ``--runhealth-batch-above``."""
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.scale import label_weights
+
+    one, two = make_sweep(tmp_path / "one", [10] * 5), make_sweep(tmp_path / "two", [10, 20])
+    for dirs, limit in (((one,), 2000), ((one, two), 2000), ((one, two), 2)):
+        h = run_health(*dirs, args=("--co", "-q", f"--runhealth-batch-above={limit}"))
+        collected = set(re.findall(r"::[\w-]+\[(.*)\]$", h.stdout, re.M))
+        assert collected and collected == set(label_weights([RunDir(d) for d in dirs], limit)), (dirs, limit)
