@@ -246,7 +246,7 @@ class RunGroupScheduling:
                 node.shutdown()
 
     def _refill(self, node: Any) -> None:
-        if node.shutting_down:
+        if node.shutting_down or node not in self.registered:  # not one whose collection was refused
             return
         if not self.queue:
             node.shutdown()  # the worker runs what it holds, then stops
