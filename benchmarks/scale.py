@@ -159,7 +159,9 @@ def xdist_main(sizes: list[int], log_mb: int, py: list[str], per_run_groups: boo
     run (``--runhealth-runs-per-group 1``, how v0.1 grouped), each measured in
     the same run. Each line carries the 1- and 5-minute load average before
     and after it: on a shared machine the ratio means something only when the
-    load stayed below the number of cores."""
+    load stayed below the number of cores. ``xdist start`` is xdist's own cost
+    on a plain test module with the same number of items (``-n 2`` minus
+    ``-n 0``): what a session too small to gain may lose at most."""
     with tempfile.TemporaryDirectory(prefix="runhealth-xdist-") as tmp:
         tmp = Path(tmp)
         log, events = tmp / "template.log", tmp / "tb"
@@ -171,16 +173,29 @@ def xdist_main(sizes: list[int], log_mb: int, py: list[str], per_run_groups: boo
             f"template log {log.stat().st_size / 1e6:.1f} MB; {os.cpu_count()} CPUs; "
             f"two CPU-bound processes now run {parallel_capacity():.2f}x as fast as one (2.00 = two free cores)"
         )
-        head = f"{'N':>6} {'-n0 s':>8} {'-n2 s':>8} {'speed-up':>8}"
+        head = f"{'N':>6} {'-n0 s':>8} {'-n2 s':>8} {'speed-up':>8} {'-n2 - -n0':>9} {'xdist start':>11}"
         print(head + (f" {'-n2 1/group s':>14} {'speed-up':>8}" if per_run_groups else "") + "  load before -> after")
         for n in sizes:
             root = tmp / f"sweep-{n}"
             build(root, n, log, event_file)
             base = py + ["--run-dir", str(root)]
             before = load()
+            _, out = timed(base + ["--co"], tmp)
+            found = re.search(r"(\d+)(?:/\d+)? tests? collected", out)
+            plain = tmp / f"test_plain_{n}.py"
+            plain.write_text(
+                "import pytest\n\n"
+                f"@pytest.mark.parametrize('i', range({int(found.group(1)) if found else n}))\n"
+                "def test_plain(i):\n    pass\n"
+            )
+            # xdist's own start-up: a plain test module of the same item count, -n 2 against -n 0
+            start_s = timed(py + ["-n", "2", str(plain)], tmp)[0] - timed(py + [str(plain)], tmp)[0]
             serial_s, _ = timed(base, tmp)
             packed_s, _ = timed(base + ["-n", "2"], tmp)
-            line = f"{n:>6} {serial_s:>8.2f} {packed_s:>8.2f} {serial_s / packed_s:>7.2f}x"
+            line = (
+                f"{n:>6} {serial_s:>8.2f} {packed_s:>8.2f} {serial_s / packed_s:>7.2f}x "
+                f"{packed_s - serial_s:>8.2f}s {start_s:>10.2f}s"
+            )
             if per_run_groups:
                 single_s, _ = timed(base + ["-n", "2", "--runhealth-runs-per-group", "1"], tmp)
                 line += f" {single_s:>14.2f} {serial_s / single_s:>7.2f}x"

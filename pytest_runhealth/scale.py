@@ -176,12 +176,14 @@ def runs_per_group(config: pytest.Config) -> int | None:
 
 
 # -- when -n pays -----------------------------------------------------------------------
-# Measured on a shared 2-core machine (benchmarks/scale.py, docs/scaling.md); rough on
-# purpose: the advice only has to tell "clearly too small" from the rest.
+# Measured on a shared 2-core machine (benchmarks/scale.py --xdist, CPU times of the
+# controller and the workers, docs/scaling.md); rough on purpose: the advice only has to
+# tell "clearly too small" from the rest.
 XDIST_START_S = 2.0  # start-up of the workers (each imports pytest and plugins and collects)
 SERIAL_S_PER_ITEM = 0.001  # pytest's own cost per item in one process
 CONTROLLER_S_PER_ITEM = 0.0015  # the controller's cost per item report under xdist (it is one process)
-LOG_BYTES_PER_S = 200e6  # the log checks' reading rate, all log checks of a run together
+WORKER_S_PER_ITEM = 0.002  # a worker's cost of sending an item's reports to the controller (xdist, execnet)
+LOG_BYTES_PER_S = 80e6  # the log checks' reading rate, all log checks of a run together (10 MB kohya logs)
 
 
 def parallel_advice(run_dirs: list, checks: int, workers: int) -> str | None:
@@ -192,7 +194,7 @@ def parallel_advice(run_dirs: list, checks: int, workers: int) -> str | None:
     log_bytes = sum(_log_bytes(run) for rd in run_dirs for run in rd.runs)
     items = runs * max(1, checks)
     serial = items * SERIAL_S_PER_ITEM + log_bytes / LOG_BYTES_PER_S
-    parallel = XDIST_START_S + max(items * CONTROLLER_S_PER_ITEM, serial / workers)
+    parallel = XDIST_START_S + max(items * CONTROLLER_S_PER_ITEM, (serial + items * WORKER_S_PER_ITEM) / workers)
     if parallel < serial:
         return None
     return (
