@@ -17,7 +17,9 @@ from tests.test_parallel import make_sweep
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CHECKS = {"RH001-ledger-readable", "RH101-step-count-collapse", "RH102-trainer-died-instantly", "RH201-trainer-error"}
-RAN = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] (?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR) \S*?::([\w-]+)\[(.*)\]\s*$", re.M)
+RAN = re.compile(
+    r"^\[(gw\d+)\] \[\s*\d+%\] (?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR) \S*?::([\w-]+)\[(.*)\]\s*$", re.M
+)
 
 
 def runs_by_worker(stdout: str) -> dict[str, list[tuple[str, str]]]:
@@ -77,7 +79,12 @@ def test_a_fixed_group_size_counts_runs():
 
 
 def test_other_items_are_units_of_their_own():
-    ids = ["tests/test_mine.py::test_a", *collection(4), "tests/test_mine.py::test_b@db", "tests/test_mine.py::test_c@db"]
+    ids = [
+        "tests/test_mine.py::test_a",
+        *collection(4),
+        "tests/test_mine.py::test_b@db",
+        "tests/test_mine.py::test_c@db",
+    ]
     groups = work_groups(ids, CHECKS, weights={}, workers=2)
     names = [name for name, _ in groups]
     assert names[0] == "tests/test_mine.py::test_a" and names[-1] == "@db"
@@ -135,7 +142,9 @@ def test_a_crashed_workers_items_run_elsewhere(pytester, run_health):
         """
     )
     plain = run_health(EXAMPLES / "sweep-died-cuda-oom", args=("--tb=no",))
-    h = run_health(EXAMPLES / "sweep-died-cuda-oom", args=("-v", "--tb=no", "-n", "2", "test_crash.py"), subprocess=True)
+    h = run_health(
+        EXAMPLES / "sweep-died-cuda-oom", args=("-v", "--tb=no", "-n", "2", "test_crash.py"), subprocess=True
+    )
     assert "replacing crashed worker" in h.stdout and re.search(r"test_crash - worker '?gw\d'? crashed", h.stdout)
     assert sorted(r["nodeid"] for r in h.report["results"]) == sorted(r["nodeid"] for r in plain.report["results"])
     assert [(r["nodeid"], r["outcome"]) for r in h.report["results"]] == [
