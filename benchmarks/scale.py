@@ -15,6 +15,24 @@ plugin's CPU cost rather than the disk's.
     python benchmarks/scale.py --xdist --sizes 12,1000   # -n 2 against -n 0 only
     python benchmarks/scale.py --memory-only --baseline DIR   # peak RSS of this checkout and another
 
+``--xdist`` prints, per N, ``-n 0`` and ``-n 2`` wall times, the speed-up,
+how much slower ``-n 2`` was, and xdist's own cost on a plain test module
+with the same number of items (``-n 2`` minus ``-n 0``), with the load
+average before and after. Measured 2026-12-01 on the project's machine
+(2 cores shared with up to 7 other sessions, CPython 3.11, pytest 9.2,
+pytest-xdist 3.8), ``--xdist --sizes 12,1000 --log-mb 10``:
+
+    N    -n0 s    -n2 s speed-up -n2 - -n0 xdist start  load before -> after
+   12     3.21     5.44    0.59x     (first run, no column)   1.41 -> 1.42   two processes 1.99x as fast as one
+ 1000   150.20   202.32    0.74x                             1.42 -> 3.36   ... 1.05x after
+   12     3.20     6.66    0.48x     3.46s       1.28s        1.59 -> 1.84   two processes 1.25x
+ 1000   130.28   141.01    0.92x    10.73s       8.98s        1.84 -> 4.33   ... 0.74x after
+
+On this machine ``-n 2`` did not pay: other sessions kept the cores busy,
+and xdist costs ~5 ms of CPU per run-health item (its reports go to the
+controller one message each) against ~8 ms of checks per item of a 10 MB
+log; docs/scaling.md has the CPU breakdown and when ``-n`` helps.
+
 Peak memory is each session's own (``ru_maxrss`` read inside the pytest
 process), and the slope is the growth of that peak per added run between the
 smallest and the largest N: flat in N means a slope near 0.
