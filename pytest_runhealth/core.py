@@ -107,11 +107,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     generate_tests(metafunc)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)  # before the other plugins order or select the kept items
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """The one selection of run-health items: this shard's runs, then no
     check whose severity is ``off``, then (in a plain session) no
-    pre-launch-only check; the kept items get their xdist group."""
+    pre-launch-only check. (Under pytest-xdist, xdist_scheduling.py groups
+    the kept items from their node ids.)"""
     if session_of(config) is None:
         return
     shard = scale.parse_shard(config.getoption("runhealth_shard"))
@@ -127,7 +128,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-    scale.add_xdist_groups(items, config)
 
 
 # -- results -------------------------------------------------------------------
@@ -142,7 +142,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         "check": spec.id,
         "slug": spec.slug,
         "run": target.name if target else None,
-        "group": scale.xdist_group_of(item) if target else None,
+        "group": None,  # the work group, set by the xdist controller (xdist_scheduling.py)
         "run_dir": target.run_dir.name if target else None,
     }
     finding = item.stash.get(FINDING, None)

@@ -46,6 +46,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.trust_boundary",  # a run dir never configures the session
     "pytest_runhealth.waivers",
     "pytest_runhealth.consequences",
+    "pytest_runhealth.xdist_scheduling",  # under pytest-xdist, one run's items on one worker
 )
 
 _DEFAULTS: dict[str, Any] = {}  # option dest -> default, filled by pytest_addoption (the same in every session)

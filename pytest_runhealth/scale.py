@@ -1,8 +1,9 @@
 """Spreading a big session over cores and machines with the engines pytest
-users already run: pytest-xdist's ``loadgroup`` keeps the items of one run on
-one worker (so its artefacts are read once), and ``--runhealth-shard K/N``
-picks a deterministic, balanced share of runs for a CI matrix or a Slurm
-array, whose reports ``pytest-runhealth merge`` joins again."""
+users already run: under pytest-xdist the plugin's scheduler
+(xdist_scheduling.py) keeps the items of one run on one worker (so its
+artefacts are read once), packed into work groups here; ``--runhealth-shard
+K/N`` picks a deterministic, balanced share of runs for a CI matrix or a
+Slurm array, whose reports ``pytest-runhealth merge`` joins again."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def group_of(target) -> str:
 
 def _weight(target) -> int:
     """Bytes a run's checks will read: logs dominate the cost."""
+    if target.batch is not None:
+        return sum(_log_bytes(run) for run in target.run_dir.runs[target.batch[0] : target.batch[1]])
     return 1 if target.run is None else _log_bytes(target.run)
 
 
@@ -81,22 +84,36 @@ def outside_shard(items: list[pytest.Item], shard: tuple[int, int]) -> list[pyte
     return [item for item in items if (target := _target(item)) is not None and assignment[group_of(target)] != k]
 
 
-def add_xdist_groups(items: list[pytest.Item], config: pytest.Config) -> None:
-    """Mark each run-health item with its xdist group: the items of several
-    runs at a time (:func:`pack_groups`), so that one run's items share a
-    worker and each worker gets few, large units of work."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return  # the mark is xdist's; without xdist it is only an unknown-mark warning
-    units: dict[str, object] = {}
-    for item in items:
-        target = _target(item)
-        if target is not None:
-            units.setdefault(group_of(target), target)
-    packed = pack_groups(units, workers_of(config), runs_per_group(config))
-    for item in items:
-        target = _target(item)
-        if target is not None:
-            item.add_marker(pytest.mark.xdist_group(name=packed[group_of(target)]))
+def run_label(rd, run, many: bool) -> str:
+    """The bracket label of a run's items (``RH101-...[label]``): the run dir's
+    name is always in it (unique across run dirs, the same whether a run dir is
+    checked alone or with others), except where the run dir is the run."""
+    return run.name if not many and run.name == rd.name else f"{rd.name}/{run.name}"
+
+
+def batch_label(rd, start: int, stop: int) -> str:
+    """The bracket label of a chunk of ``rd.runs[start:stop]`` (1-based in the label, as users count)."""
+    return f"{rd.name}:runs-{start + 1}-{stop}"
+
+
+def label_weights(run_dirs: list, batch_limit: int) -> dict[str, int]:
+    """``{bracket label: log bytes}`` for every run-scope target of these run
+    dirs, from the files alone: what the xdist controller, which sees only node
+    ids, knows of each unit's cost. A run dir's own label (its session-scope
+    checks) weighs 1: they read the ledger, which every worker reads anyway."""
+    many = len(run_dirs) > 1
+    out: dict[str, int] = {}
+    for rd in run_dirs:
+        out.setdefault(rd.name, 1)
+        if len(rd.runs) > batch_limit:
+            size = max(1, batch_limit)
+            for start in range(0, len(rd.runs), size):
+                stop = min(start + size, len(rd.runs))
+                out[batch_label(rd, start, stop)] = sum(_log_bytes(run) for run in rd.runs[start:stop])
+        else:
+            for run in rd.runs:
+                out[run_label(rd, run, many)] = _log_bytes(run)
+    return out
 
 
 # A worker gets about this many groups, so a slow group can be balanced by the others.
@@ -104,24 +121,29 @@ GROUPS_PER_WORKER = 4
 
 
 def pack_groups(units: dict[str, object], workers: int, per_group: int | None = None) -> dict[str, str]:
-    """``{run unit: xdist group}``: consecutive runs (in collection order) packed
-    into groups of about equal log bytes, ``GROUPS_PER_WORKER`` per worker, or
-    ``per_group`` runs each when given.
+    """``{run unit: work group}`` for targets: :func:`pack_weights` over their log bytes."""
+    return pack_weights({name: _weight(target) for name, target in units.items()}, workers, per_group)
 
-    Why: xdist schedules a group as one unit, and each unit costs the
-    controller a round trip; one group per run (thousands of tiny units)
-    spends more in scheduling than a small run's checks take. The packing
-    depends only on the files, so every worker computes the same groups (xdist
-    refuses workers that collected different ids)."""
-    names = list(units)
+
+def pack_weights(weights: dict[str, int], workers: int, per_group: int | None = None) -> dict[str, str]:
+    """``{unit: work group}``: consecutive units (in the given order) packed
+    into groups of about equal weight, ``GROUPS_PER_WORKER`` per worker, or
+    ``per_group`` units each when given.
+
+    Why: xdist sends work to a worker and hears back about it once per item;
+    one unit per run (thousands of tiny units) spends more in scheduling than
+    a small run's checks take, and one unit per worker leaves a worker idle
+    while the other finishes a slow run. The packing depends only on the
+    order and the weights, so it is the same on every machine."""
+    names = list(weights)
     if per_group is not None:
         size = max(1, per_group)
         return {name: f"runs-{i // size:05d}" for i, name in enumerate(names)}
-    weights = [_weight(units[name]) for name in names]
-    budget = sum(weights) / max(1, workers * GROUPS_PER_WORKER)
+    budget = sum(weights.values()) / max(1, workers * GROUPS_PER_WORKER)
     out: dict[str, str] = {}
     index, filled = 0, 0
-    for name, weight in zip(names, weights, strict=True):
+    for name in names:
+        weight = weights[name]
         if filled and filled + weight > budget:
             index, filled = index + 1, 0
         out[name] = f"runs-{index:05d}"
@@ -153,21 +175,15 @@ def runs_per_group(config: pytest.Config) -> int | None:
     return number
 
 
-def xdist_group_of(item: pytest.Item) -> str | None:
-    """The xdist group this plugin gave ``item`` (xdist appends ``@<group>`` to its node id)."""
-    mark = item.get_closest_marker("xdist_group")
-    if mark is None:
-        return None
-    return str(mark.kwargs.get("name") or (mark.args[0] if mark.args else "")) or None
-
-
 # -- when -n pays -----------------------------------------------------------------------
-# Measured on a shared 2-core machine (benchmarks/scale.py, docs/scaling.md); rough on
-# purpose: the advice only has to tell "clearly too small" from the rest.
+# Measured on a shared 2-core machine (benchmarks/scale.py --xdist, CPU times of the
+# controller and the workers, docs/scaling.md); rough on purpose: the advice only has to
+# tell "clearly too small" from the rest.
 XDIST_START_S = 2.0  # start-up of the workers (each imports pytest and plugins and collects)
 SERIAL_S_PER_ITEM = 0.001  # pytest's own cost per item in one process
 CONTROLLER_S_PER_ITEM = 0.0015  # the controller's cost per item report under xdist (it is one process)
-LOG_BYTES_PER_S = 200e6  # the log checks' reading rate, all log checks of a run together
+WORKER_S_PER_ITEM = 0.002  # a worker's cost of sending an item's reports to the controller (xdist, execnet)
+LOG_BYTES_PER_S = 80e6  # the log checks' reading rate, all log checks of a run together (10 MB kohya logs)
 
 
 def parallel_advice(run_dirs: list, checks: int, workers: int) -> str | None:
@@ -178,7 +194,7 @@ def parallel_advice(run_dirs: list, checks: int, workers: int) -> str | None:
     log_bytes = sum(_log_bytes(run) for rd in run_dirs for run in rd.runs)
     items = runs * max(1, checks)
     serial = items * SERIAL_S_PER_ITEM + log_bytes / LOG_BYTES_PER_S
-    parallel = XDIST_START_S + max(items * CONTROLLER_S_PER_ITEM, serial / workers)
+    parallel = XDIST_START_S + max(items * CONTROLLER_S_PER_ITEM, (serial + items * WORKER_S_PER_ITEM) / workers)
     if parallel < serial:
         return None
     return (
@@ -189,8 +205,9 @@ def parallel_advice(run_dirs: list, checks: int, workers: int) -> str | None:
 
 
 def prefer_loadgroup(config: pytest.Config) -> None:
-    """With ``-n``, xdist defaults to ``--dist load``; make it ``loadgroup``
-    so one run's items share a worker. An explicit other mode is kept."""
+    """With ``-n``, xdist defaults to ``--dist load``; make it ``loadgroup``,
+    the mode in which xdist_scheduling.py schedules a run-health session (one
+    run's items on one worker). An explicit other mode is kept."""
     if not is_controller(config):
         # A worker parses its own command line, where ``-n`` alone leaves
         # dist at "no"; the controller switched to loadgroup in that case.

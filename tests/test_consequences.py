@@ -176,16 +176,13 @@ def test_the_junit_properties_agree_with_the_json_report(pytester, run_health):
 
 
 def test_the_junit_properties_agree_with_the_json_report_under_xdist(pytester, run_health):
-    """The same under ``-n 2``: one run's items run on one worker (its
-    xdist_group), roots first, so each worker knows the roots of its runs."""
+    """The same under ``-n 2``: one run's items run on one worker (the plugin's
+    own xdist scheduler), roots first, so each worker knows the roots of its runs."""
     xml = pytester.path / "junit.xml"
     expected = json_grouping(run_health(*AGREE_DIRS, args=("--tb=no",)).report)
     xdist = run_health(*AGREE_DIRS, args=("--tb=no", "-v", "--junitxml", str(xml), "-n", "2"), subprocess=True)
     assert json_grouping(xdist.report) == expected  # the session end: right whatever the workers did
-    if "@sweep-died-cuda-oom/cand-000-s0" not in xdist.stdout:
-        # pytest >= 9.2 with pytest-xdist <= 3.8: loadgroup no longer tags the node ids, so xdist spreads one
-        # run's items over workers (pytest-dev/pytest-xdist#1386) and a consequence may not see its root.
-        pytest.xfail("pytest-xdist ignores xdist_group on this pytest (pytest-xdist#1386)")
+    assert "scheduling tests via RunGroupScheduling" in xdist.stdout  # ours, not xdist's loadgroup (xdist#1386)
     assert junit_grouping(xml) == expected
 
 
