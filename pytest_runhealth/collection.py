@@ -37,6 +37,7 @@ from .context import Target
 from .judging import run_check
 from .registry import SPEC_ATTR, CheckSpec, Registry
 from .rundir import RunDir
+from .scale import batch_label, run_label
 from .session import session_of
 
 HEALTH_DIR = Path(__file__).parent / "collect"
@@ -161,13 +162,9 @@ def targets_for(spec: CheckSpec, run_dirs: list[RunDir], batch_limit: int) -> li
             size = max(1, batch_limit)
             for start in range(0, len(rd.runs), size):
                 stop = min(start + size, len(rd.runs))
-                out.append(Target(rd, None, f"{rd.name}:runs-{start + 1}-{stop}", batch=(start, stop)))
+                out.append(Target(rd, None, batch_label(rd, start, stop), batch=(start, stop)))
         else:
-            # The run dir's label is always in the id (unique across run dirs, the same whether a run dir is
-            # checked alone or with others), except where the run dir is the run.
-            for run in rd.runs:
-                alone = not many and run.name == rd.name
-                out.append(Target(rd, run, run.name if alone else f"{rd.name}/{run.name}"))
+            out += [Target(rd, run, run_label(rd, run, many)) for run in rd.runs]
     return out
 
 
