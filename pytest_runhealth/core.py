@@ -19,7 +19,7 @@ import pytest
 
 from . import __version__, discovery, prelaunch_summary, scale, severity
 from .catalogue import render_catalogue
-from .collection import HEALTH_DIR, build_registry, collect_file, generate_tests
+from .collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
 from .given import usable_paths
 from .judging import FINDING
@@ -70,12 +70,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    """Once, in the controller: say when ``-n`` cannot pay on this session's runs."""
+    """Once, in the controller: say when ``-n`` cannot pay on this session's
+    runs, or would pay more with runs chunked into items."""
     state = session_of(config)
     if state is None or not state.run_dirs or not is_controller(config):
         return None
-    advice = scale.parallel_advice(state.run_dirs, len(state.registry), scale.workers_of(config))
-    return [f"runhealth: {advice}"] if advice else None
+    workers = scale.workers_of(config)
+    advice = [
+        scale.parallel_advice(state.run_dirs, len(state.registry), workers),
+        scale.chunk_advice(state.run_dirs, workers, batch_above(config)),
+    ]
+    return [f"runhealth: {line}" for line in advice if line] or None
 
 
 def add_health_module(config: pytest.Config, replace: bool) -> None:

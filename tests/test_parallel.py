@@ -71,3 +71,25 @@ def test_grouped_items_report_the_same_ids(tmp_path, run_health, args):
     sweep = make_sweep(tmp_path / "sweep", [10] * 12)
     res = run_health(sweep, args=args, subprocess=True)
     assert res.report is not None and not any("@" in r["nodeid"] for r in res.report["results"])
+
+
+def ledger_only_sweep(root: Path, runs: int) -> RunDir:
+    root.mkdir(parents=True)
+    (root / "ledger.jsonl").write_text("".join(json.dumps({"run_id": f"r-{i:04d}"}) + "\n" for i in range(runs)))
+    return RunDir(root)
+
+
+def test_many_runs_one_item_each_under_n_are_told_to_chunk(tmp_path):
+    """Under -n, a run dir of hundreds of runs below the batching threshold
+    is told once that chunked items pay; a small one, a batched one, or no -n
+    is told nothing."""
+    from pytest_runhealth.scale import XDIST_CHUNK, chunk_advice
+
+    big = ledger_only_sweep(tmp_path / "big", 4 * XDIST_CHUNK + 1)
+    small = ledger_only_sweep(tmp_path / "small", 4 * XDIST_CHUNK)
+    line = chunk_advice([big, small], workers=2, batch_limit=1000)
+    assert line is not None and f"on {4 * XDIST_CHUNK + 1} runs" in line
+    assert f"--runhealth-batch-above={XDIST_CHUNK}" in line
+    assert chunk_advice([small], workers=2, batch_limit=1000) is None
+    assert chunk_advice([big], workers=2, batch_limit=XDIST_CHUNK) is None  # already one item per chunk
+    assert chunk_advice([big], workers=1, batch_limit=1000) is None
