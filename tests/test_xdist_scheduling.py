@@ -181,3 +181,22 @@ def test_the_controller_knows_the_weight_of_every_label_collected(pytester, run_
         h = run_health(*dirs, args=("--co", "-q", f"--runhealth-batch-above={limit}"))
         collected = set(re.findall(r"::[\w-]+\[(.*)\]$", h.stdout, re.M))
         assert collected and collected == set(label_weights([RunDir(d) for d in dirs], limit)), (dirs, limit)
+
+
+def test_chunks_of_runs_under_n_report_what_one_process_reports(tmp_path, run_health):
+    """With --runhealth-batch-above (what the -n hint suggests) each chunk's
+    items, judged together run by run, run on one worker, and the report
+    holds the same outcomes as without -n."""
+    sweep = make_sweep(tmp_path / "sweep", [10] * 9 + [0] * 3)
+    args = ("--tb=no", "--runhealth-batch-above=3", "-k", "RH101 or RH102 or RH201 or RH208")
+    serial = run_health(sweep, args=args)
+    xdist = run_health(sweep, args=(*args, "-v", "-n", "2"), subprocess=True)
+    seen = runs_by_worker(xdist.stdout)
+    chunks = {label: ran for label, ran in seen.items() if ":runs-" in label}
+    assert len(chunks) == 4, sorted(seen)
+    assert all(len({worker for worker, _ in ran}) == 1 for ran in chunks.values()), chunks
+
+    def outcomes(h):
+        return sorted((r["nodeid"], r["outcome"], r["verdict"]) for r in h.report["results"])
+
+    assert outcomes(xdist) == outcomes(serial)
