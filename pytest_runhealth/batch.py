@@ -124,20 +124,25 @@ def judge_runs(
     """Every check of ``specs`` on each run of the chunk, a run at a time, its reads dropped after it."""
     rd, state = target.run_dir, session_of(config)
     start, stop = target.batch
+    runs = rd.runs[start:stop]
     tallies = {spec.id: Tally() for spec in specs}
-    dir_reasons = {spec.id: missing_run_dir_need(spec, target) for spec in specs}  # the same for every run
-    asks_runs = {spec.id: not RUN_DIR_NEEDS.issuperset(spec.needs) for spec in specs}
-    for run in rd.runs[start:stop]:
+    judged = []  # (spec, its tally, its thresholds, whether it needs something of each run)
+    for spec in specs:
+        reason = missing_run_dir_need(spec, target)  # the same for every run of the chunk
+        if reason:
+            tallies[spec.id].skipped[reason] += len(runs)
+        else:
+            judged.append((spec, tallies[spec.id], thresholds[spec.id], not RUN_DIR_NEEDS.issuperset(spec.needs)))
+    for run in runs:
         one = Target(rd, run, run.name)
-        for spec in specs:
-            tally = tallies[spec.id]
+        for spec, tally, limits, asks_run in judged:
             if tally.raised is not None:
                 continue
-            reason = dir_reasons[spec.id] or (asks_runs[spec.id] and missing_run_need(spec, one))
+            reason = asks_run and missing_run_need(spec, one)
             if reason:
                 tally.skip(reason, run.name)
                 continue
-            ctx = CheckContext(spec, one, thresholds[spec.id], config, state)
+            ctx = CheckContext(spec, one, limits, config, state)
             try:
                 result = call_check(ctx, fixtures)
             except pytest.skip.Exception as exc:
@@ -146,7 +151,7 @@ def judge_runs(
             except _OUTCOMES as exc:
                 tally.raised = exc
                 continue
-            if result is None or isinstance(result, str):
+            if result is None or result.__class__ is str:
                 tally.judged += 1  # a pass: its note is not shown for a chunk, so no finding is built
             else:
                 tally.add(normalise(ctx, result))
