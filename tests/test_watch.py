@@ -167,9 +167,14 @@ def test_restart_into_the_same_log_is_followed(tmp_path):
         text=True,
     )
     try:
-        lines = [w.stdout.readline() for _ in range(2)]  # the first status block: the watch has read the log
-        assert any("Step" in ln for ln in lines), lines
-        cue.touch()  # now the trainer is relaunched into the same log
+        # Cue the relaunch only once the watch has read past the startup block (the checkpoint at step 10):
+        # the relaunch writes the same startup block, so a watch that had read only that far and then slept
+        # through the empty pause (a loaded machine) could not tell a rewritten log from a grown one.
+        lines = []
+        while not lines or (lines[-1] and "new checkpoint" not in lines[-1]):
+            lines.append(w.stdout.readline())
+        assert "new checkpoint" in lines[-1], lines
+        cue.touch()  # now the trainer (waiting at step 20) is relaunched into the same log
         out, err = w.communicate(timeout=90)
     finally:
         stop(proc)
