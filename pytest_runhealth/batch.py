@@ -25,7 +25,7 @@ from .evaluate import call_check, normalise
 from .finding import Finding
 from .needs import RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
 from .registry import CheckSpec
-from .scale import _target, group_of
+from .scale import group_of, target_of
 from .session import session_of, spec_of
 
 BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are counted
@@ -165,7 +165,7 @@ def plan(config: pytest.Config, items: list[pytest.Item]) -> dict[str, list[Chec
     if chunks is None:
         chunks = {}
         for item in items:
-            target = _target(item)
+            target = target_of(item)
             if target is not None and target.batch is not None and (spec := spec_of(item)) is not None:
                 chunks.setdefault(group_of(target), []).append(spec)
         config.stash[_PLAN] = chunks

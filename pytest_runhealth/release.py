@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from .consequences import forget, run_order
-from .scale import _target, group_of
+from .scale import group_of, target_of
 from .session import spec_of
 
 COUNTS = pytest.StashKey[dict]()
@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     groups: dict[object, list[pytest.Item]] = {}
     counts: dict[str, list] = {}
     for item in items:
-        target = _target(item)
+        target = target_of(item)
         if target is None:
             groups[id(item)] = [item]
             continue
@@ -52,7 +52,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     counts = item.config.stash.get(COUNTS, None)
     if not counts:
         return
-    target = _target(item)
+    target = target_of(item)
     if target is None:
         return
     entry = counts.get(group_of(target))
@@ -65,12 +65,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def release_target(target) -> None:
-    """Drop what the runs of ``target`` hold; session-scope targets keep the
-    run dir's shared reads (the ledger, the walk)."""
-    rd = target.run_dir
-    if target.batch is not None:
-        start, stop = target.batch
-        for run in rd.runs[start:stop]:
-            rd.release_run(run)
-    elif target.run is not None:
-        rd.release_run(target.run)
+    """Drop what the run of ``target`` holds; session-scope targets keep the
+    run dir's shared reads (the ledger, the walk), and a chunk of runs has
+    released each run as it judged it (batch.judge_runs)."""
+    if target.run is not None:
+        target.run_dir.release_run(target.run)

@@ -77,11 +77,11 @@ def outside_shard(items: list[pytest.Item], shard: tuple[int, int]) -> list[pyte
     k, n = shard
     targets: dict[str, object] = {}
     for item in items:
-        target = _target(item)
+        target = target_of(item)
         if target is not None:
             targets.setdefault(group_of(target), target)
     assignment = assign_shards(targets, n)
-    return [item for item in items if (target := _target(item)) is not None and assignment[group_of(target)] != k]
+    return [item for item in items if (target := target_of(item)) is not None and assignment[group_of(target)] != k]
 
 
 def run_label(rd, run, many: bool) -> str:
@@ -238,7 +238,7 @@ def prefer_loadgroup(config: pytest.Config) -> None:
         config.option.dist = "loadgroup"
 
 
-def _target(item: pytest.Item):
+def target_of(item: pytest.Item):
     callspec = getattr(item, "callspec", None)
     target = callspec.params.get("runhealth_target") if callspec is not None else None
     return target if isinstance(target, Target) else None
