@@ -18,6 +18,19 @@ BAR_WIDTH = 10
 MUSUBI = "/opt/bracket/vendor/musubi-tuner/src/musubi_tuner"
 
 
+def make_sweep(root: Path, sizes: list[int]) -> Path:
+    """A minimal sweep: one run per size, each log that many step lines (sizes weigh the xdist groups)."""
+    rows = []
+    for i, size in enumerate(sizes):
+        rid = f"run-{i:03d}"
+        logs = root / "runs" / rid / "logs"
+        logs.mkdir(parents=True)
+        (logs / "stdout.log").write_text("step\n" * size + "ok\n")
+        rows.append(json.dumps({"run_id": rid, "n_steps": size}))
+    (root / "ledger.jsonl").write_text("\n".join(rows) + "\n")
+    return root
+
+
 # -- ledger rows ------------------------------------------------------------------
 def knobs(**over: Any) -> dict[str, Any]:
     base = {

@@ -9,22 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+from sweep_builders import make_sweep
 
 from pytest_runhealth.context import Target
 from pytest_runhealth.rundir import RunDir
 from pytest_runhealth.scale import GROUPS_PER_WORKER, pack_groups
-
-
-def make_sweep(root: Path, sizes: list[int]) -> Path:
-    rows = []
-    for i, size in enumerate(sizes):
-        rid = f"run-{i:03d}"
-        logs = root / "runs" / rid / "logs"
-        logs.mkdir(parents=True)
-        (logs / "stdout.log").write_text("step\n" * size + "ok\n")
-        rows.append(json.dumps({"run_id": rid, "n_steps": size}))
-    (root / "ledger.jsonl").write_text("\n".join(rows) + "\n")
-    return root
 
 
 def units_of(root: Path) -> dict[str, Target]:

@@ -11,9 +11,10 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from sweep_builders import make_sweep
+
 from pytest_runhealth.scale import GROUPS_PER_WORKER
 from pytest_runhealth.xdist_scheduling import unit_of, work_groups
-from tests.test_parallel import make_sweep
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CHECKS = {"RH001-ledger-readable", "RH101-step-count-collapse", "RH102-trainer-died-instantly", "RH201-trainer-error"}

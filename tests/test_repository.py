@@ -1,0 +1,80 @@
+"""The repository a new user clones (issue 23): its README's commands are the ones CI runs, a fresh clone
+collects with the plain ``pytest`` script, nothing built or downloaded is committed, and the version is
+written once."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pytest_runhealth
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / ".ci"))
+import readme_commands  # noqa: E402
+
+BINARY_CAP = 64 * 1024  # the largest binary fixture is a 14 kB event file
+
+
+def _git(*args: str) -> str:
+    git = shutil.which("git")
+    if git is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout (an sdist or a copy): nothing committed to inspect")
+    return subprocess.run([git, *args], cwd=REPO, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_quick_start_has_two_commands_and_development_repeats_the_second():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    example, tests = readme_commands.quick_start(readme)
+    assert "--run-dir=examples/" in example and ".venv/bin/pytest" in tests and "[test]" in tests
+    development = readme.split("\n## Development\n", 1)[1]
+    assert f"    {tests}\n" in development
+
+
+def test_ci_runs_the_readme_test_command_itself():
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert "readme_commands.py --test" in ci
+    assert "pytest" not in ci.replace(".ci/readme_commands.py", "").split("test_command=", 1)[1].split("\n")[0]
+
+
+def test_no_built_or_downloaded_artefact_is_committed():
+    files = _git("ls-files", "-z").split("\0")
+    assert not [f for f in files if f.endswith((".whl", ".tar.gz", ".egg", ".pyc"))]
+    big_binaries = []
+    for name in files:
+        path = REPO / name
+        if not name or path.is_symlink() or not path.is_file() or path.stat().st_size <= BINARY_CAP:
+            continue
+        if b"\0" in path.read_bytes()[:8192]:
+            big_binaries.append(name)
+    assert big_binaries == []
+
+
+def test_the_version_is_written_once():
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    try:
+        installed = importlib.metadata.version("pytest-runhealth")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("pytest-runhealth is not installed here")
+    assert installed == pytest_runhealth.__version__
+
+
+def test_a_fresh_clone_collects_with_the_plain_pytest_script(tmp_path):
+    _git("rev-parse", "HEAD")
+    script = Path(sys.executable).parent / "pytest"
+    if not script.exists():
+        pytest.skip(f"no pytest script beside {sys.executable}")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
+    done = subprocess.run([str(script), "--co", "-q"], cwd=clone, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert " tests collected" in done.stdout or " test collected" in done.stdout
