@@ -554,6 +554,67 @@ def request_shape(ctx):
     return "request body valid against the deployed schema" if ev.body is not None else "no 422 in the client log"
 
 
+# -- RH509 ---------------------------------------------------------------------
+FAILED_FIXES = {
+    "episode-failed-infra": "Re-run the round: the platform failed it (eviction, timeout, 5xx, lost worker), not the "
+    "policy; do not revert or replace the policy on it. Raise the episode's timeout or move to the dependable "
+    "backend (k8s) if it recurs.",
+    "episode-failed-policy": "Read the traceback: the player crashed on its own. Fix the policy (or upload a clean "
+    "replacement) and re-run the round; this round is evidence against that version.",
+    "episode-failed-unknown": "Harvest the episode's policy logs and the server's error for it (the per-episode "
+    "request record), then re-run the checks; until a traceback or a platform error shows which side failed, the "
+    "round is neither infra nor policy evidence.",
+}
+
+
+@check(
+    "RH509",
+    "failed-round-classified",
+    needs=["harvest"],
+    scope="session",
+    phases=["postmortem", "gate"],
+    verdicts=["infra", "policy", "not-evaluable"],
+    detects="A terminal failed round, or a failed episode inside a round, whose players had started (a score, a "
+    "player error, a non-empty policy log): `episode-failed-infra` when the platform failed it (error_type infra / "
+    "timeout / evicted / worker_lost, or an error naming an eviction, a timeout, an HTTP 5xx, a lost worker); "
+    "`episode-failed-policy` when the player crashed on its own, quoting its traceback (a policy log, or the error "
+    "of a failed player); otherwise `episode-failed-unknown` (not-evaluable), saying what was read. Rounds where no "
+    "player started are RH503's, lost results in a teardown race RH504's.",
+    why="Only a terminal round with real per-player scores is policy evidence; a round that failed after its "
+    "players started is either the platform's doing or the player's own crash, and the two call for opposite "
+    "actions (re-run versus fix the policy). Left unclassified it passes every other check silently.",
+    example="episode_00/policy_1.log:41 ZeroDivisionError: division by zero",
+    fix=FAILED_FIXES["episode-failed-unknown"],
+)
+def failed_round_classified(ctx):
+    from ..evaluation.triage import failed_after_start
+
+    ev = _rounds(ctx)
+    if (nothing := _nothing_returned(ctx, ev)) is not None:
+        return nothing
+    terminal = terminal_statuses(ctx.config)
+    out = []
+    for rnd in ev.rounds:
+        for f in failed_after_start(rnd, terminal, ctx.run_dir.log_tail):
+            if f.cause == "episode-failed-infra":
+                verdict, text = "infra", f"the platform failed it ({f.hit.text if f.hit else ''}): not policy evidence"
+            elif f.cause == "episode-failed-policy":
+                verdict, text = "policy", f"the player crashed with a traceback ({f.hit.text if f.hit else ''})"
+            else:
+                verdict, text = "not-evaluable", f"neither a platform error nor a player traceback found ({f.checked})"
+            evidence = [_hit_ev(ctx, f.hit)] if f.hit else [_ev(ctx, f.round, f"status: failed; {f.started}")]
+            out.append(
+                ctx.fail(
+                    verdict,
+                    f.cause,
+                    f"{f.where} failed after its players started ({f.started}): {text}.",
+                    evidence,
+                    fix=FAILED_FIXES[f.cause],
+                )
+            )
+    return out or "no round or episode failed after its players started"
+
+
 # -- RH508 ---------------------------------------------------------------------
 GATE_FIXES = {
     "claim-contradicted": "Keep the champion: the rounds show the opposite of the claim at the stated confidence, "
