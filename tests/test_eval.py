@@ -89,6 +89,7 @@ def test_healthy_harvest_passes_every_eval_check(tmp_path, run_health):
         "RH506": "skipped",
         "RH507": "passed",
         "RH508": "skipped",
+        "RH509": "passed",
     }, res.stdout
 
 
