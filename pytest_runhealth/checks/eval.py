@@ -584,7 +584,9 @@ FAILED_FIXES = {
     "players started is either the platform's doing or the player's own crash, and the two call for opposite "
     "actions (re-run versus fix the policy). Left unclassified it passes every other check silently.",
     example="episode_00/policy_1.log:41 ZeroDivisionError: division by zero",
-    fix=FAILED_FIXES["episode-failed-unknown"],
+    fix="episode-failed-infra: re-run the round, do not revert the policy on it. episode-failed-policy: read the "
+    "traceback and fix the policy. episode-failed-unknown: harvest the episode's policy logs and the server's error, "
+    "then re-run the checks.",
 )
 def failed_round_classified(ctx):
     from ..evaluation.triage import failed_after_start
@@ -651,7 +653,9 @@ GATE_FIXES = {
     "show a claim and ignoring those that contradict it promotes a candidate that lost most of its rounds.",
     example="claim-not-significant: won 3, lost 4, tied 0 of 7 rounds; sign test p = 0.7734 (confidence 22.7%, "
     "needed 95%)",
-    fix=GATE_FIXES["insufficient-evidence"],
+    fix="insufficient-evidence: wait for the running rounds and re-run the infra failures until K rounds with real "
+    "scores exist. claim-not-significant: run the further rounds it names, then re-run the gate. "
+    "claim-contradicted: keep the champion and rework the candidate.",
 )
 def promotion_gate(ctx):
     from ..evaluation.state import decision_for, gate_mode, gated_run_dirs
