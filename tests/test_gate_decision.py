@@ -183,6 +183,24 @@ def test_failed_episode_the_platform_failed_is_infra(tmp_path, run_health):
     assert rh509(run_health, timeout)["cause"] == "episode-failed-infra"
 
 
+@pytest.mark.parametrize(
+    ("text", "infra"),
+    [
+        ("pod crewrift-ep-2 evicted: The node was low on resource: memory", True),
+        ("episode timed out after 1850 s", True),
+        ('POST /results "HTTP/1.1 502 Bad Gateway"', True),
+        ("status_code=503 from the game server", True),
+        ("lost worker antfarm-7 during the episode", True),
+        ("player 1 exited with 1", False),
+        ("score 500 recorded", False),
+    ],
+)
+def test_what_reads_as_the_platforms_failure(text, infra):
+    from pytest_runhealth.evaluation.triage import INFRA_FAILURE
+
+    assert bool(INFRA_FAILURE.search(text)) is infra
+
+
 def test_failed_player_without_a_traceback_is_unknown_never_a_pass(tmp_path, run_health):
     h = harvest(
         tmp_path / "h",

@@ -217,7 +217,7 @@ INFRA_ERROR_TYPES = frozenset(
 )
 INFRA_FAILURE = re.compile(
     r"\bevict(?:ed|ion)\b|\bpreempt(?:ed|ion)\b|\btimed?[ -]?out\b|\bdeadline exceeded\b"
-    r"|\b(?:HTTP|status(?:_code)?|code)[ =:/]*5\d\d\b|\b5\d\d (?:Bad Gateway|Service Unavailable|Gateway Time-?out|"
+    r"|\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?:_code)?|code)[ =:/]*5\d\d\b|\b5\d\d (?:Bad Gateway|Service Unavailable|Gateway Time-?out|"
     r"Internal Server Error)\b"
     r"|\b(?:lost|lose) (?:the |its |connection to (?:the )?)?worker\b|\bworker (?:was )?(?:lost|died|disconnected|"
     r"unreachable|gone)\b|\bnode (?:failure|lost|not ready)\b",
