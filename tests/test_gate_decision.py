@@ -242,3 +242,17 @@ def test_the_gate_under_watch_does_not_promote_a_split(tmp_path):
     )
     assert w.returncode == 1, w.stdout + w.stderr
     assert "RH508" in w.stdout and "claim-not-significant" in w.stdout
+
+
+def test_a_typo_under_watch_is_still_a_usage_error(tmp_path):
+    h = harvest(tmp_path / "h", rounds(*SPLIT), fetched_at=T0)
+    w = subprocess.run(
+        [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(h), "--every", "0.2"]
+        + ["--runhealth-gate", "--runhealth-candidate=pv-cnad"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert w.returncode == 4, w.stdout + w.stderr
+    assert "closest: pv-cand" in w.stdout + w.stderr
