@@ -227,6 +227,39 @@ def main() -> None:
         'ERROR {"detail":[{"type":"extra_forbidden","loc":["body","requester"],"msg":"Extra inputs are not permitted"}]}\n'
     )
 
+    # RH509: a round that failed after its player started, on the player's side (a traceback in its log)
+    root = fresh("harvest-player-crash")
+    crashed = episode("failed", None, error_type="player_error", failed_agent_index=1, error="player 1 exited with 1")
+    dump(root / "experience_request.json", request("xr-901", "failed", [crashed], error="1 of 1 episodes failed"))
+    ep = root / "episode_00"
+    dump(ep / "episode.json", crashed)
+    (ep / "game.log").write_text("tick 0\ntick 2400\nplayer 1 disconnected\nepisode failed\n")
+    (ep / "policy_1.log").write_text(
+        "connected to game\nloaded checkpoint pv-cand\nstep 2400\n"
+        "Traceback (most recent call last):\n"
+        '  File "/policy/agent.py", line 57, in act\n'
+        "    return self.values[best] / self.visits[best]\n"
+        "ZeroDivisionError: division by zero\n"
+    )
+
+    # RH509: the same failure on the platform's side (the episode's pod was evicted mid-game)
+    root = fresh("harvest-episode-evicted")
+    evicted = episode(
+        "failed",
+        None,
+        error_type="evicted",
+        failed_agent_index=0,
+        error="pod crewrift-ep-2 evicted: The node was low on resource: memory",
+    )
+    dump(root / "experience_request.json", request("xr-902", "completed", [episode(), evicted]))
+
+    # RH508: the split (pv-cand won 3 of 7 rounds, lost 4): the gate does not promote
+    root = fresh("harvest-gate-split")
+    for i, (cand, champ) in enumerate([(41.0, 17.0)] * 3 + [(17.0, 41.0)] * 4):
+        rid = f"xr-{1001 + i}"
+        dump(root / "rounds" / rid / "experience_request.json", request(rid, episodes=[episode(scores=(cand, champ))]))
+    dump(root / "summary.json", {"fetched_at": "2026-06-20T10:30:00Z"})
+
 
 if __name__ == "__main__":
     main()

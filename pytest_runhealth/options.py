@@ -200,6 +200,13 @@ def add_eval_options(group: Any, parser: Any) -> None:
         "(overrides gate.candidate in runhealth.yaml)",
     )
     group.addoption(
+        "--runhealth-champion",
+        dest="runhealth_champion",
+        metavar="PLAYER",
+        help="the gate's champion: the player the candidate is paired with in each episode (default: the "
+        "field); overrides gate.champion",
+    )
+    group.addoption(
         "--runhealth-claim",
         dest="runhealth_claim",
         choices=("wins", "loses"),

@@ -602,6 +602,15 @@ def truncated_ledger_session(root: Path) -> Path:
     return root
 
 
+def mixed_scoring_session(root: Path) -> Path:
+    """A healthy sweep in which one candidate was scored without its judge
+    (judge_report null, a loss-only 0.95) and so ranks first among judged ~0.7s."""
+    healthy_session(root)
+    rows = [json.loads(line) for line in (root / "ledger.jsonl").read_text().splitlines()]
+    rows[2].update(judge_report=None, score=0.95, score_components={"loss": 0.95, "judge": None})
+    return write_session(root, rows, {})
+
+
 EXAMPLES = {
     "sweep-healthy": healthy_session,
     "sweep-vram-leak": vram_leak_session,
@@ -611,6 +620,7 @@ EXAMPLES = {
     "sweep-died-missing-module": lambda p: died_session(p, "missing-trainer-module"),
     "sweep-judge-not-called": lambda p: judge_session(p, "none"),
     "sweep-judge-no-json": lambda p: judge_session(p, "no-json"),
+    "sweep-mixed-scoring": mixed_scoring_session,
     "sweep-early-exit-knob": knob_session,
     "sweep-stop-event": stop_session,
     "sweep-stop-spread": lambda p: stop_session(p, spread=True),

@@ -89,6 +89,7 @@ def test_healthy_harvest_passes_every_eval_check(tmp_path, run_health):
         "RH506": "skipped",
         "RH507": "passed",
         "RH508": "skipped",
+        "RH509": "passed",
     }, res.stdout
 
 
@@ -384,7 +385,9 @@ def test_gate_counts_every_round_of_every_run_dir_as_one_decision(tmp_path, run_
         ("b", "xr-1"),
     ]
     assert [c["round"] for c in record["targets"]["b"]["counted"]] == ["xr-0", "xr-1"]
-    # two of the four rounds contradict the claim: only 2 show it, the session is blocked
+    # two of the four rounds contradict the claim: 4 pairs for, 4 against, too even to promote
     b2 = harvest(tmp_path / "b2", [scored("xr-0", 2, 8), scored("xr-1", 2, 8)], fetched_at=T0)
     res = run_health(a, b2, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-config", cfg))
-    assert res.ret == 1 and "2 of the 3 rounds needed show the claimed result" in res.result_of("RH508", "a")["summary"]
+    r = res.result_of("RH508", "a")
+    assert res.ret == 1 and (r["verdict"], r["cause"]) == ("not-evaluable", "claim-not-significant")
+    assert "won 2, lost 2, tied 0 of 4 rounds" in r["summary"] and "b2/xr-0, b2/xr-1" in r["summary"]

@@ -28,9 +28,10 @@ def test_a_harvest_written_from_the_doc_alone_is_read_and_promoted(tmp_path, run
         (h / rel).parent.mkdir(parents=True, exist_ok=True)
         (h / rel).write_text(body, encoding="utf-8")
     cfg = tmp_path / "runhealth.yaml"
-    cfg.write_text(
-        json.dumps({"gate": {"candidate": "pv-0", "claim": "wins"}, "thresholds": {"RH508": {"min_rounds": 1}}})
-    )
+    # one round of two won episodes is p = 1/4 for the gate's sign test (issue 26): it promotes at
+    # alpha 0.25 only; the default 0.05 would ask for five won pairs
+    gate = {"candidate": "pv-0", "claim": "wins", "alpha": 0.25}
+    cfg.write_text(json.dumps({"gate": gate, "thresholds": {"RH508": {"min_rounds": 1}}}))
     res = run_health(h, args=("-k", "RH004 or RH50", "--runhealth-gate", "--runhealth-config", str(cfg)))
     assert res.ret == 0, res.stdout
     for check in ("RH004", "RH501", "RH505", "RH506", "RH508"):

@@ -177,7 +177,23 @@ def test_rh103_judge_never_called_and_near_miss(tmp_path, run_health):
     assert (r["outcome"], r["cause"], r["verdict"]) == ("failed", "judge-not-called", "config")
     assert "all 4 scored runs have judge_report null" in res.stdout
     assert res.outcome("RH103", "method") == "failed" and "judge_method is 'none', not 'lmstudio'" in res.stdout
-    assert res.outcome("RH103", "judged") == "passed"
+    # issue 26: one judged row among loss-only ones is not a near-miss but a mixed sweep
+    r = res.result_of("RH103", "judged")
+    assert (r["outcome"], r["cause"]) == ("failed", "mixed-scoring")
+
+
+def test_rh103_mixed_scoring_names_the_rows_and_their_rank(tmp_path, run_health):
+    """A loss-only score (0.95) ranks first among judged ones (about 0.7): not comparable."""
+    mixed = sb.healthy_session(tmp_path / "mixed")
+    rewrite(mixed, lambda rows: rows[2].update(judge_report=None, score=0.95))
+    whole = sb.healthy_session(tmp_path / "whole")  # the near-miss: every scored row judged
+    res = run_health(mixed, whole, args=only("RH103"))
+    r = res.result_of("RH103", "mixed")
+    assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "infra", "mixed-scoring")
+    rows = [json.loads(x) for x in (mixed / "ledger.jsonl").read_text().splitlines()]
+    scored = sum(1 for x in rows if x.get("score") is not None and x.get("role") != "setup")
+    assert f"{rows[2]['run_id']} (rank 1 of {scored}, score 0.95)" in r["summary"]
+    assert res.outcome("RH103", "whole") == "passed"
 
 
 def test_rh104_thinking_judge_and_one_transient_miss(tmp_path, run_health):

@@ -554,7 +554,84 @@ def request_shape(ctx):
     return "request body valid against the deployed schema" if ev.body is not None else "no 422 in the client log"
 
 
+# -- RH509 ---------------------------------------------------------------------
+FAILED_FIXES = {
+    "episode-failed-infra": "Re-run the round: the platform failed it (eviction, timeout, 5xx, lost worker), not the "
+    "policy; do not revert or replace the policy on it. Raise the episode's timeout or move to the dependable "
+    "backend (k8s) if it recurs.",
+    "episode-failed-policy": "Read the traceback: the player crashed on its own. Fix the policy (or upload a clean "
+    "replacement) and re-run the round; this round is evidence against that version.",
+    "episode-failed-unknown": "Harvest the episode's policy logs and the server's error for it (the per-episode "
+    "request record), then re-run the checks; until a traceback or a platform error shows which side failed, the "
+    "round is neither infra nor policy evidence.",
+}
+
+
+@check(
+    "RH509",
+    "failed-round-classified",
+    needs=["harvest"],
+    scope="session",
+    phases=["postmortem", "gate"],
+    verdicts=["infra", "policy", "not-evaluable"],
+    detects="A terminal failed round, or a failed episode inside a round, whose players had started (a score, a "
+    "player error, a non-empty policy log): `episode-failed-infra` when the platform failed it (error_type infra / "
+    "timeout / evicted / worker_lost, or an error naming an eviction, a timeout, an HTTP 5xx, a lost worker); "
+    "`episode-failed-policy` when the player crashed on its own, quoting its traceback (a policy log, or the error "
+    "of a failed player); otherwise `episode-failed-unknown` (not-evaluable), saying what was read. Rounds where no "
+    "player started are RH503's, lost results in a teardown race RH504's.",
+    why="Only a terminal round with real per-player scores is policy evidence; a round that failed after its "
+    "players started is either the platform's doing or the player's own crash, and the two call for opposite "
+    "actions (re-run versus fix the policy). Left unclassified it passes every other check silently.",
+    example="episode_00/policy_1.log:41 ZeroDivisionError: division by zero",
+    fix="episode-failed-infra: re-run the round, do not revert the policy on it. episode-failed-policy: read the "
+    "traceback and fix the policy. episode-failed-unknown: harvest the episode's policy logs and the server's error, "
+    "then re-run the checks.",
+)
+def failed_round_classified(ctx):
+    from ..evaluation.triage import failed_after_start
+
+    ev = _rounds(ctx)
+    if (nothing := _nothing_returned(ctx, ev)) is not None:
+        return nothing
+    terminal = terminal_statuses(ctx.config)
+    out = []
+    for rnd in ev.rounds:
+        for f in failed_after_start(rnd, terminal, ctx.run_dir.log_tail):
+            if f.cause == "episode-failed-infra":
+                verdict, text = "infra", f"the platform failed it ({f.hit.text if f.hit else ''}): not policy evidence"
+            elif f.cause == "episode-failed-policy":
+                verdict, text = "policy", f"the player crashed with a traceback ({f.hit.text if f.hit else ''})"
+            else:
+                verdict, text = "not-evaluable", f"neither a platform error nor a player traceback found ({f.checked})"
+            evidence = [_hit_ev(ctx, f.hit)] if f.hit else [_ev(ctx, f.round, f"status: failed; {f.started}")]
+            out.append(
+                ctx.fail(
+                    verdict,
+                    f.cause,
+                    f"{f.where} failed after its players started ({f.started}): {text}.",
+                    evidence,
+                    fix=FAILED_FIXES[f.cause],
+                )
+            )
+    return out or "no round or episode failed after its players started"
+
+
 # -- RH508 ---------------------------------------------------------------------
+GATE_FIXES = {
+    "claim-contradicted": "Keep the champion: the rounds show the opposite of the claim at the stated confidence, "
+    "and more rounds of this candidate will not turn them. Rework the candidate (or claim what the rounds show) and "
+    "judge a new version on fresh rounds.",
+    "claim-not-significant": "Do not promote yet: run the number of further rounds named above and re-run the gate "
+    "(the sign test keeps its error rate only if you decide at the end, so fix the number of rounds first); rounds "
+    "that stay this even mean the candidate is no better than its opponent: keep the champion.",
+    "insufficient-evidence": "Wait for the running rounds, fix the infra failures and re-run them until K rounds with "
+    "real scores exist; then re-run the gate.",
+    "no-claim": "Name the candidate (gate.candidate or --runhealth-candidate) and, if it is a regression claim, "
+    "--runhealth-claim loses; then re-run the gate.",
+}
+
+
 @check(
     "RH508",
     "promotion-gate",
@@ -563,16 +640,22 @@ def request_shape(ctx):
     phases=["gate"],
     verdicts=["policy", "not-evaluable"],
     thresholds={"min_rounds": 3},
-    detects="With --runhealth-gate (or a test marked runhealth_gate): a champion change needs at least K "
-    "(min_rounds, default 3) terminal, completed rounds with real per-player scores showing the claimed result "
-    "(gate.candidate wins, or loses for a regression claim). Anything else blocks and says which evidence is "
-    "missing; every not-evaluable finding of any check blocks too.",
+    detects="With --runhealth-gate (or a test marked runhealth_gate): the claim (gate.candidate wins, or loses for "
+    "a regression claim) is judged on every counted round (terminal, completed, real per-player scores), one pair "
+    "per episode: the candidate's score against the champion's (gate.champion) or the field's. An exact sign test "
+    "(ties left out, one-sided, gate.alpha default 0.05) promotes only when the pairs show the claim at 95% "
+    "confidence; `claim-contradicted` (policy) when they show the opposite at the same confidence; "
+    "`claim-not-significant` when too few or too even, naming how many more rounds would decide. K (min_rounds, "
+    "default 3) is a floor: fewer counted rounds block with which evidence is missing. Every not-evaluable finding "
+    "of any check blocks too.",
     why="Never replace a champion or revert a policy from non-terminal or failed-before-startup rounds; only "
-    "terminal rounds with real scores, reproduced across enough rounds, clear the bar.",
-    example="2 of 5 rounds still running; 1 failed before any player started: infra; 2 of the 3 rounds needed "
-    "show the claimed result",
-    fix="Wait for the running rounds, fix the infra failures and re-run them until K rounds with real scores "
-    "exist; then re-run the gate.",
+    "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting the rounds that "
+    "show a claim and ignoring those that contradict it promotes a candidate that lost most of its rounds.",
+    example="claim-not-significant: won 3, lost 4, tied 0 of 7 rounds; sign test p = 0.7734 (confidence 22.7%, "
+    "needed 95%)",
+    fix="insufficient-evidence: wait for the running rounds and re-run the infra failures until K rounds with real "
+    "scores exist. claim-not-significant: run the further rounds it names, then re-run the gate. "
+    "claim-contradicted: keep the champion and rework the candidate.",
 )
 def promotion_gate(ctx):
     from ..evaluation.state import decision_for, gate_mode, gated_run_dirs
@@ -586,21 +669,38 @@ def promotion_gate(ctx):
             f"{len(gated)} run dirs"
         )
     decision = decision_for(ctx.run_dir, ctx.config)
+    outcome = decision.outcome
     if decision.passed:
-        return (
-            f"{len(decision.shown)} of {len(decision.states)} rounds count and show the claimed result (K={decision.k})"
-        )
+        return f"promote: {decision.rounds_line()}; {decision.test.describe()} (K={decision.k})"
     by_label = {decision.label(s): s for s in decision.states}
-    evidence = [
-        ctx.evidence(
-            s.round.source, None, f"{decision.label(s)}: {s.category}" + (f" ({s.detail})" if s.detail else "")
+    if outcome in ("claim-contradicted", "claim-not-significant"):
+        against = [p for p in decision.pairs if p.sign < 0]
+        evidence = [ctx.evidence(p.source, None, f"{p.round} {p.episode}: {p.text()}") for p in against[:10]]
+        names = [r for r, _ in decision.contradicted]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        summary = (
+            f"promotion blocked, {outcome}: {decision.candidate} {decision.claim} "
+            f"({'against ' + decision.champion if decision.champion else 'against the field'}): "
+            f"{decision.rounds_line()}.\n{decision.test.describe()}; "
+            f"the contrary's p = {decision.test.p_contrary:.4g}."
         )
-        for s in decision.excluded[:10]
-    ]
-    evidence += [ctx.evidence(by_label[r].round.source, None, f"{r}: {why}") for r, why in decision.contradicted[:10]]
-    summary = f"promotion blocked: {decision.missing()}."
+        if names:
+            summary += f"\nrounds contradicting the claim ({len(names)}): {shown}."
+        if outcome == "claim-not-significant":
+            summary += f"\n{decision.more_needed()}."
+        cause = outcome
+    else:
+        evidence = [
+            ctx.evidence(
+                s.round.source, None, f"{decision.label(s)}: {s.category}" + (f" ({s.detail})" if s.detail else "")
+            )
+            for s in decision.excluded[:10]
+        ]
+        evidence += [
+            ctx.evidence(by_label[r].round.source, None, f"{r}: {why}") for r, why in decision.contradicted[:10]
+        ]
+        summary = f"promotion blocked: {decision.missing()}."
+        cause = outcome
     if decision.source_error:
         summary += f"\n{decision.source_error}"
-    verdict = decision.verdict
-    cause = "no-claim" if decision.no_claim else "insufficient-evidence" if verdict == "not-evaluable" else None
-    return ctx.fail(verdict, cause, summary, evidence)
+    return ctx.fail(decision.verdict, cause, summary, evidence, fix=GATE_FIXES.get(outcome))

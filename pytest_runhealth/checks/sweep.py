@@ -320,7 +320,9 @@ def _setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
     verdicts=["config", "infra"],
     thresholds={"min_scored_rows": 2},
     detects="Every scored training row has judge_report null (at least min_scored_rows of them): the VLM judge "
-    "was never called and the scores are loss-only.",
+    "was never called and the scores are loss-only. Also a sweep where some scored rows have a judge report and "
+    "others do not (`mixed-scoring`): the loss-only rows are not comparable with the judged ones, named with "
+    "where they rank.",
     why="A sweep ranked by loss alone picks the config that fits the training images best, not the one whose "
     "samples follow the prompts; the ledger gives no other sign that the judge was skipped.",
     example='all 4 scored runs have judge_report null. evidence: ledger.jsonl:1 {..."score":0.083,...,'
@@ -333,7 +335,10 @@ def judge_not_called(ctx):
     scored = [r for r in ctx.ledger if _trains(r) and finite_number(r.get("score")) is not None]
     if len(scored) < ctx.thresholds["min_scored_rows"]:
         return None
-    if any(r.get("judge_report") not in (None, {}, []) for r in scored):
+    judged = [r for r in scored if r.get("judge_report") not in (None, {}, [])]
+    if judged and len(judged) < len(scored):
+        return _mixed_scoring(ctx, scored, judged)
+    if judged:
         return None
     summary = f"all {len(scored)} scored runs have judge_report null: the VLM judge was never called, so the scores are loss-only."
     verdict, reasons = "config", []
@@ -362,6 +367,37 @@ def judge_not_called(ctx):
         "judge-not-called",
         summary,
         [_quote_row(ctx, r, "score", "score_components", "judge_report") for r in shown],
+    )
+
+
+def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
+    """Some rows scored with the judge, some without: their scores are on
+    different scales, and one ranking of them means nothing."""
+    ranked = sorted(scored, key=lambda r: -float(finite_number(r.get("score")) or 0.0))
+    rank = {id(r): i + 1 for i, r in enumerate(ranked)}
+    plain = [r for r in ranked if all(r is not j for j in judged)]
+    names = [f"{r.get('run_id')} (rank {rank[id(r)]} of {len(ranked)}, score {r.get('score')})" for r in plain]
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    summary = (
+        f"{len(plain)} of {len(scored)} scored runs have judge_report null while {len(judged)} were judged: the "
+        f"sweep mixes loss-only scores with judged ones, and they are not comparable (ranked by score, highest "
+        f"first): {shown}."
+    )
+    has_method, method = _setting(plain[0], "judge_method", "judge_backend")
+    has_prompts, prompts = _setting(plain[0], "sample_prompts", "prompts")
+    verdict = "infra"
+    if (has_method and _text(method) != "lmstudio") or (has_prompts and not prompts):
+        verdict = "config"
+        summary += f"\n{plain[0].get('run_id')} was configured without the judge (judge_method {method!r})."
+    else:
+        summary += "\nThe judge was configured but did not score these runs: LM Studio was unreachable or busy then."
+    return ctx.fail(
+        verdict,
+        "mixed-scoring",
+        summary,
+        [_quote_row(ctx, r, "score", "judge_report") for r in plain[:3]] + [_quote_row(ctx, judged[0], "score")],
+        fix="Re-score the runs without a judge report (scripts/rejudge_run.py <run_dir> <prompts.txt>) before "
+        "ranking the sweep, or rank only the judged runs; do not pick a winner across the two scales.",
     )
 
 

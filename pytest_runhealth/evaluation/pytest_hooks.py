@@ -20,7 +20,7 @@ from . import evaluation_of
 from .gate import record_path, verdict_record
 from .model import Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
-from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode, gated_run_dirs
+from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode, gate_settings, gated_run_dirs
 
 GATE_RESULT = pytest.StashKey[dict]()
 
@@ -83,7 +83,36 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if any(item.get_closest_marker(GATE_MARK) for item in items):
+        already = gate_mode(config)
         config.stash[GATE_ON] = True
+        if not already and is_controller(config):
+            check_player_names(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A candidate or champion that no round knows is a typo, not a verdict:
+    exit 4 before any check runs, naming the players that exist."""
+    if is_controller(session.config) and gate_mode(session.config):
+        check_player_names(session.config)
+
+
+def check_player_names(config: pytest.Config) -> None:
+    from .pairs import players_known, unknown_player
+
+    try:
+        gate = gate_settings(config)
+    except EvalSettingsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    named = [(role, gate.get(role)) for role in ("candidate", "champion") if gate.get(role) not in (None, "")]
+    if not named:
+        return
+    known = players_known(evaluation_of(rd) for rd in gated_run_dirs(config))
+    if not known:
+        return  # no round names a player yet (all still pending): RH508 says what is missing
+    for role, name in named:
+        if str(name) not in known:
+            raise pytest.UsageError(unknown_player(role, str(name), known))
 
 
 # -- the gate at the end of the session ----------------------------------------
@@ -152,11 +181,41 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+SHOW_ROUNDS = 5
+
+
+def gate_lines(session: dict | None) -> list[str]:
+    """The decision's numbers for the terminal: rounds won/lost/tied, the
+    test with its p-value and confidence, and the rounds that contradict the
+    claim (the first few and a count)."""
+    test = (session or {}).get("test")
+    if not session or not test:
+        return []
+    versus = f"against {session['champion']}" if session.get("champion") else "against the field"
+    won, lost = ("won", "lost") if session["claim"] == "wins" else ("trailed", "led")
+    lines = [
+        f"{session['candidate']} {session['claim']} ({versus}): {won} {session['rounds_shown']}, "
+        f"{lost} {session['rounds_contradicted']}, tied {session['rounds_tied']} round(s); "
+        f"episode pairs {test['pairs_for']} for, {test['pairs_against']} against, {test['pairs_tied']} tied",
+        f"sign test (ties left out): p = {test['p_value']:.4g}, confidence {test['confidence']:.1%} "
+        f"(needed {1 - test['alpha']:.0%}); contrary p = {test['p_value_contrary']:.4g} -> {session['outcome']}",
+    ]
+    against = [c["round"] for c in session.get("contradicted") or []]
+    if against:
+        more = f" and {len(against) - SHOW_ROUNDS} more" if len(against) > SHOW_ROUNDS else ""
+        lines.append(f"rounds contradicting the claim ({len(against)}): {', '.join(against[:SHOW_ROUNDS])}{more}")
+    if session.get("more_needed"):
+        lines.append(session["more_needed"])
+    return lines
+
+
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
     record = config.stash.get(GATE_RESULT, None)
     if record is None:
         return
     terminalreporter.write_sep("-", "promotion gate")
+    for line in gate_lines(record.get("session")):
+        terminalreporter.write_line(line)
     if record["decision"] == "promote":
         terminalreporter.write_line("PROMOTE: every target has the evidence the gate asks for")
     else:

@@ -57,8 +57,21 @@ GATE_SCHEMA = {
         },
         "claim": {
             "enum": ["wins", "loses"],
-            "description": "wins: the candidate's mean score beats every other player's in each counted "
-            "round (a promotion, the default); loses: it trails them (a regression)",
+            "description": "wins: the candidate's score beats its opponent's (the champion's, or every other "
+            "player's) in more episodes than chance allows (a promotion, the default); loses: it trails them "
+            "(a regression)",
+        },
+        "champion": {
+            "type": ["string", "integer"],
+            "description": "the player the candidate is paired with in each episode; without it, the field "
+            "(the best other player for wins, the worst for loses)",
+        },
+        "alpha": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 0.5,
+            "description": "the sign test's one-sided error rate: promote only at confidence 1 - alpha "
+            "(default 0.05); the same alpha decides claim-contradicted",
         },
     },
 }

@@ -16,6 +16,7 @@ from ..session import session_of
 from .gate import decide
 from .model import DEFAULT_TERMINAL, Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, validate
+from .signtest import DEFAULT_ALPHA
 
 SETTINGS = pytest.StashKey[EvalSettings]()
 GATE_ON = pytest.StashKey[bool]()  # a test marked runhealth_gate was collected
@@ -50,7 +51,7 @@ def gate_mode(config: pytest.Config | None) -> bool:
 def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
     state = session_of(config)
     gate = dict(validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate"))
-    for key in ("candidate", "claim"):  # the command line wins over runhealth.yaml
+    for key in ("candidate", "claim", "champion"):  # the command line wins over runhealth.yaml
         given = config.getoption(f"runhealth_{key}", None) if config is not None else None
         if given:
             gate[key] = given
@@ -76,4 +77,12 @@ def decision_for(run_dir, config: pytest.Config | None):
             k = int(state.settings.thresholds_for(spec).get("min_rounds", 3))
     gate = gate_settings(config)
     sources = [(rd.name, evaluation_of(rd), rd.log_tail) for rd in gated_run_dirs(config, run_dir)]
-    return decide(sources, terminal_statuses(config), k, gate.get("candidate"), gate.get("claim", "wins"))
+    return decide(
+        sources,
+        terminal_statuses(config),
+        k,
+        gate.get("candidate"),
+        gate.get("claim", "wins"),
+        champion=gate.get("champion"),
+        alpha=float(gate.get("alpha", DEFAULT_ALPHA)),
+    )

@@ -206,3 +206,120 @@ def _counters(rnd: Round) -> str:
         f"{n} {name}" for name in ("pending", "submitted", "running", "completed", "failed") if (n := rnd.counter(name))
     ]
     return ", ".join(parts)
+
+
+# -- RH509: a failure after the players started (runbook, Branch E) ------------
+# The platform's own failures: what an eviction, a timeout, a 5xx or a lost
+# worker looks like in an episode's error, and the error_type values that name them.
+INFRA_ERROR_TYPES = frozenset(
+    {"infra", "infrastructure", "platform", "timeout", "evicted", "eviction", "worker_lost", "lost_worker"}
+    | {"node_failure", "preempted", "server_error", "system_error"}
+)
+INFRA_FAILURE = re.compile(
+    r"\bevict(?:ed|ion)\b|\bpreempt(?:ed|ion)\b|\btimed?[ -]?out\b|\bdeadline exceeded\b"
+    r"|\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?:_code)?|code)[ =:/]*5\d\d\b|\b5\d\d (?:Bad Gateway|Service Unavailable|Gateway Time-?out|"
+    r"Internal Server Error)\b"
+    r"|\b(?:lost|lose) (?:the |its |connection to (?:the )?)?worker\b|\bworker (?:was )?(?:lost|died|disconnected|"
+    r"unreachable|gone)\b|\bnode (?:failure|lost|not ready)\b",
+    re.I,
+)
+TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
+EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b")
+
+
+@dataclass
+class FailedEpisode:
+    """A failure after a player had started, and which of the runbook's sides it is on."""
+
+    round: Round
+    episode: Episode | None  # None: the round failed as a whole
+    cause: str  # episode-failed-infra, episode-failed-policy, episode-failed-unknown
+    hit: Hit | None  # the line that decided it (the exception closing a traceback, the platform's error)
+    started: str  # what shows a player ran
+    checked: str = ""  # what was read, when nothing decided (unknown)
+
+    @property
+    def where(self) -> str:
+        return f"{self.round.label()} {self.episode.name}" if self.episode else self.round.label()
+
+
+def _traceback_in(lines) -> Hit | None:
+    """The exception line that closes the last traceback in (source, line, text) lines."""
+    found, inside, last = None, False, None
+    for where, line, text in lines:
+        if TRACEBACK.search(text):
+            inside, last = True, (where, line, text)
+            continue
+        if inside and EXCEPTION_LINE.search(text):
+            found, inside = Hit("episode-failed-policy", str(where), line, text.strip()), False
+    if found is None and last is not None:  # a traceback cut short before its exception line
+        where, line, text = last
+        found = Hit("episode-failed-policy", str(where), line, text.strip())
+    return found
+
+
+def _error_lines(where: str, text: str | None):
+    return [(where, None, ln) for ln in (text or "").splitlines()]
+
+
+def classify_failure(rnd: Round, ep: Episode | None, started: str, tail_of: Callable | None) -> FailedEpisode:
+    eps = [ep] if ep is not None else rnd.episodes
+    error_type = next((e.error_type for e in eps if e.error_type), None) or (
+        rnd.raw.get("error_type") if isinstance(rnd.raw.get("error_type"), str) else None
+    )
+    errors = [(e.source, None, e.error) for e in eps if e.error]
+    if ep is None and rnd.raw.get("error"):
+        errors.append((rnd.source, None, str(rnd.raw["error"])))
+    where = eps[0].source if eps else rnd.source
+    if error_type and error_type.strip().lower() in INFRA_ERROR_TYPES:
+        return FailedEpisode(
+            rnd, ep, "episode-failed-infra", Hit("", where, None, f"error_type: {error_type}"), started
+        )
+    for src, _, text in errors:
+        for ln in text.splitlines():
+            if INFRA_FAILURE.search(ln) and "Traceback (most recent call last)" not in text:
+                return FailedEpisode(rnd, ep, "episode-failed-infra", Hit("", src, None, ln.strip()), started)
+    # the player's own crash: a traceback in a policy log, or in the error of a failed player
+    policy_logs = [p for e in eps for p in e.logs if POLICY_LOG.search(p.name) or POLICY_LOG.search(p.parent.name)]
+    for path in policy_logs:
+        try:
+            tail = tail_of(path) if tail_of else None
+        except OSError:
+            tail = None
+        if tail is not None:
+            hit = _traceback_in((path, tl.line, tl.text) for tl in tail.lines)
+            if hit:
+                return FailedEpisode(rnd, ep, "episode-failed-policy", hit, started)
+    player_error = any(e.error_type == "player_error" or e.raw.get("failed_agent_index") is not None for e in eps)
+    if player_error:
+        for src, _, text in errors:
+            hit = _traceback_in(_error_lines(src, text))
+            if hit:
+                return FailedEpisode(rnd, ep, "episode-failed-policy", hit, started)
+    checked = [f"error_type {error_type or 'none'}", f"{len(errors)} error message(s)"]
+    checked.append(f"{len(policy_logs)} policy log(s)" + (" (no traceback)" if policy_logs else ""))
+    if player_error:
+        checked.append("a failed player named, but no traceback")
+    return FailedEpisode(rnd, ep, "episode-failed-unknown", None, started, ", ".join(checked))
+
+
+def failed_after_start(rnd: Round, terminal: tuple[str, ...], tail_of: Callable | None = None) -> list[FailedEpisode]:
+    """Failed episodes (or the failed round itself) whose players had started,
+    less what RH503 (no player started) and RH504 (teardown race) diagnose."""
+    if rnd.unreadable or rnd.status not in terminal:
+        return []
+    if rnd.status == "failed" and (startup_failure(rnd, tail_of) or player_started(rnd, tail_of) is None):
+        return []  # RH503's: no player started
+    out = []
+    failed = [ep for ep in rnd.episodes if ep.status == "failed"]
+    for ep in failed:
+        probe = Round(id=rnd.id, kind=rnd.kind, source=rnd.source, raw={}, episodes=[ep])
+        started = player_started(probe, tail_of)
+        if started is None or startup_failure(probe, tail_of) or teardown_race(ep, tail_of):
+            continue
+        out.append(classify_failure(rnd, ep, started, tail_of))
+    if rnd.status == "failed" and not failed and not any(teardown_race(ep, tail_of) for ep in rnd.episodes):
+        started = player_started(rnd, tail_of)
+        if started is not None:
+            out.append(classify_failure(rnd, None, started, tail_of))
+    return out
