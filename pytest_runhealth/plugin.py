@@ -40,6 +40,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.prelaunch_summary",
     "pytest_runhealth.release",
     "pytest_runhealth.reports.pytest_hooks",
+    "pytest_runhealth.reports.terminal",  # each distinct fix once in the failure sections
     "pytest_runhealth.rules",
     "pytest_runhealth.selftest",
     "pytest_runhealth.status",
