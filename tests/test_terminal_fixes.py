@@ -34,3 +34,15 @@ def test_verbose_and_report_all_print_every_fix(run_health):
         failures = _failures(h.stdout)
         assert failures.count(OOM_FIX) == 8, args
         assert "the same as for" not in failures
+
+
+def test_the_status_block_counts_runs_from_the_checks_verdicts(run_health):
+    """Issue 29: "finished" is not "healthy"; the status section counts and
+    marks runs from the verdicts the checks reached."""
+    h = run_health(EXAMPLES / "sweep-vram-leak", args=("--tb=no",))
+    status = h.stdout.split("-- run status --")[1].split("-- run-health --")[0]
+    assert "6 runs: 1 with no failed check, 5 with a failed check" in status
+    assert "cur-000-s0: stopped · failed: RH101, RH107" in status
+    assert "baseline-000-s0: finished\n" in status
+    failed_runs = {r["run"] for r in h.report["results"] if r["outcome"] == "failed" and r["run"] != "sweep-vram-leak"}
+    assert len(failed_runs) == 5
