@@ -356,6 +356,23 @@ def test_charts_with_no_data_say_so():
     assert 'class="bar missing"' in missing and 'class="bar flagged"' in missing
 
 
+def test_markdown_escapes_for_the_context_code_spans_stay_literal():
+    """Issue 29: GitHub shows ``&lt;id&gt;`` inside a code span as is; there
+    only a pipe is escaped (a table needs it even in code), around it the
+    text is escaped as before. (Checked by hand with markdown-it-py's
+    CommonMark + table rules: the cell renders ``<code>lms unload &lt;id&gt;</code>``.)"""
+    from pytest_runhealth.reports.markdown import code
+
+    fix = "Unload with `lms unload <id>` (or `a|b`) then <b>restart</b> [docs](http://x) @me"
+    assert cell(fix) == (
+        "Unload with `lms unload <id>` (or `a\\|b`) then &lt;b&gt;restart&lt;/b&gt; \\[docs\\](http://x) @\u2060me"
+    )
+    assert cell("a stray ` backtick <x>") == "a stray \\` backtick &lt;x&gt;"
+    assert cell("``double `inner` span <y>``") == "``double `inner` span <y>``"
+    assert code("runs/a|b/<run>/log.txt:12") == "`runs/a\\|b/<run>/log.txt:12`"
+    assert code("x`y") == "``x`y``"
+
+
 def test_markdown_cells_are_table_safe():
     assert cell("a|b\nc  d <x>") == "a\\|b c d &lt;x&gt;"
     assert len(cell("y" * 1000)) == 300
