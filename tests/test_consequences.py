@@ -251,6 +251,7 @@ def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(pyte
     assert "The judge VLM stayed resident in VRAM" not in lead  # RH101's fix: a consequence's, told in its card
     leak = page.split('data-run-dir="sweep-vram-leak"')[1].split("</section>")[0]
     assert leak.count('<details class="consequences" data-consequence-of="RH402">') == 5
+    assert 'data-consequences-of="RH402">consequences of RH402: RH101 on 5 runs, RH107 on 5 runs' in leak
     oom = page.split('data-run-dir="sweep-died-cuda-oom"')[1].split("</section>")[0]
     assert oom.count('<details class="detail"><summary>RH201 cuda-oom: the root cause of several runs') == 4
     marked = [g for g in grouping(plain.report) if g[1]]

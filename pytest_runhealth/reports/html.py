@@ -304,7 +304,22 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
             counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
         told = ", ".join(f"{n} {o}" for o, n in sorted(counts.items(), key=lambda kv: _rank(kv[0])))
         out.append(f'<div class="session"><div class="note">sweep-wide checks: {_e(told)}</div>')
-        out.extend(render_failure(r) for r in view.session_results if r["outcome"] in ("failed", "error", "warned"))
+        for r in view.session_results:
+            if r["outcome"] not in ("failed", "error", "warned"):
+                continue
+            out.append(render_failure(r))
+            # A root on the run dir (RH402): its consequences are folded in the rows of the runs they are on.
+            spread: dict[str, int] = {}
+            for rv in view.runs:
+                for c in rv.results:
+                    if c.get("consequence_of") == r["check"] and c["outcome"] in ("failed", "error", "warned"):
+                        spread[c["check"]] = spread.get(c["check"], 0) + 1
+            if spread:
+                named = ", ".join(f"{c} on {n} run{'s' if n != 1 else ''}" for c, n in sorted(spread.items()))
+                out.append(
+                    f'<div class="note" data-consequences-of="{_e(r["check"])}">consequences of {_e(r["check"])}: '
+                    f"{_e(named)} (folded in their rows below)</div>"
+                )
         out.append("</div>")
     if view.steps_per_run:
         out.append('<div class="plots">')

@@ -129,14 +129,22 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
     ]
     failing = [r for r in view.results if r["outcome"] not in ("passed", "skipped")]  # failed, error, warned
     consequences: dict[tuple[Any, Any, Any], list[str]] = {}
+    across: dict[tuple[Any, Any], dict[str, int]] = {}  # a root on the run dir: its consequences on the runs
     for r in failing:
         if r.get("consequence_of"):
             consequences.setdefault((r.get("run_dir"), r.get("run"), r["consequence_of"]), []).append(r["check"])
+            on = across.setdefault((r.get("run_dir"), r["consequence_of"]), {})
+            on[r["check"]] = on.get(r["check"], 0) + 1
     failing = [r for r in failing if not r.get("consequence_of")]  # folded into their root's row
     for r in failing[:max_failures]:
         summary = (r.get("summary") or "").strip().splitlines()
         folded_here = consequences.get((r.get("run_dir"), r.get("run"), r["check"]))
         also = f" (+ consequences on this run: {cell(', '.join(folded_here))})" if folded_here else ""
+        if not folded_here and r.get("run") and r.get("run") == r.get("run_dir"):
+            spread = across.get((r.get("run_dir"), r["check"]))
+            if spread:
+                named = ", ".join(f"{c} on {n} run{'s' if n != 1 else ''}" for c, n in sorted(spread.items()))
+                also = f" (+ consequences: {cell(named)})"
         lines.append(
             f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))}{also} "
             f"| {cell(_run_label(r, many_dirs))} "
