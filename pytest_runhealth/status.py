@@ -485,11 +485,11 @@ def failing_checks(results, many_dirs: bool) -> dict[str, list[str]]:
 
 
 def verdict_tally(keys: list[str], failing: dict[str, list[str]]) -> str:
-    """``8 runs: 5 with no failed check, 3 with a failed check``."""
+    """``by the checks: 5 of 8 runs with no failed check, 3 with a failed check``."""
     bad = sum(1 for k in keys if failing.get(k))
     n = len(keys)
-    parts = [f"{n - bad} with no failed check"] + ([f"{bad} with a failed check"] if bad else [])
-    return f"{n} run{'s' if n != 1 else ''}: " + ", ".join(parts)
+    out = f"by the checks: {n - bad} of {n} run{'s' if n != 1 else ''} with no failed check"
+    return out + (f", {bad} with a failed check" if bad else "")
 
 
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
@@ -500,19 +500,21 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
     keyed = list(state.collector.status.items())
     failing = failing_checks(state.collector.results.values(), len(state.run_dirs) > 1)
     many = len(keyed) > COMPACT_FROM
-    if len(keyed) > 1:
-        terminalreporter.write_line(verdict_tally([k for k, _ in keyed], failing))
+    tally_line = verdict_tally([k for k, _ in keyed], failing)
     if len(keyed) > LISTED_AT_MOST:
         # A sweep of thousands of runs: a screenful of "finished" lines hides the few that matter.
         states = Counter(st.get("state", "unknown") for _, st in keyed)
         tally = ", ".join(f"{n} {name}" for name, n in states.most_common())
-        terminalreporter.write_line(f"states: {tally} (every run's block is in the JSON report)")
+        terminalreporter.write_line(f"{len(keyed)} runs: {tally} (every run's block is in the JSON report)")
+        terminalreporter.write_line(tally_line)
         unfinished = [(k, st) for k, st in keyed if st.get("state") != "finished" or failing.get(k)]
         keyed = unfinished[:LISTED_AT_MOST]
         if len(unfinished) > LISTED_AT_MOST:
             terminalreporter.write_line(
                 f"the first {LISTED_AT_MOST} of {len(unfinished)} runs not finished or with a failed check:"
             )
+    elif len(keyed) > 1:
+        terminalreporter.write_line(tally_line)
     for key, st in keyed:
         if "step" not in st:
             terminalreporter.write_line(f"{st['run']}: {st['error']}")
