@@ -46,3 +46,12 @@ def test_the_status_block_counts_runs_from_the_checks_verdicts(run_health):
     assert "baseline-000-s0: finished\n" in status
     failed_runs = {r["run"] for r in h.report["results"] if r["outcome"] == "failed" and r["run"] != "sweep-vram-leak"}
     assert len(failed_runs) == 5
+
+
+def test_under_xdist_each_fix_is_printed_once_too(run_health):
+    """The controller folds the reports the workers sent (their failure text
+    travels as pytest's own serialised report)."""
+    h = run_health(EXAMPLES / "sweep-died-cuda-oom", args=("--tb=short", "-n", "2"), subprocess=True)
+    failures = _failures(h.stdout)
+    assert failures.count(OOM_FIX) == 2, failures
+    assert failures.count("(the same fix for 4 failures: ") == 2
