@@ -41,8 +41,9 @@ def _fix_lines(report: Any) -> list[str] | None:
         return None
     chain = getattr(longrepr, "chain", None)
     entries = [element[0] for element in chain] if chain else []
-    if not entries and getattr(longrepr, "reprtraceback", None) is not None:
-        entries = [longrepr.reprtraceback]
+    single = getattr(longrepr, "reprtraceback", None)
+    if not entries and single is not None:
+        entries = [single]
     for tb in entries:
         for entry in getattr(tb, "reprentries", []):
             lines = getattr(entry, "lines", None)
