@@ -55,3 +55,15 @@ def test_under_xdist_each_fix_is_printed_once_too(run_health):
     failures = _failures(h.stdout)
     assert failures.count(OOM_FIX) == 2, failures
     assert failures.count("(the same fix for 4 failures: ") == 2
+
+
+def test_two_run_dirs_dead_of_one_cause_print_its_fix_once_in_the_root_causes(tmp_path, run_health):
+    import shutil
+
+    dirs = [tmp_path / "sweep-a", tmp_path / "sweep-b"]
+    for d in dirs:
+        shutil.copytree(EXAMPLES / "sweep-died-cuda-oom", d)
+    h = run_health(*dirs, args=("--tb=no",))
+    section = h.stdout.split("run-health: root causes")[1].split("-- run status --")[0]
+    assert section.count(OOM_FIX) == 1, section
+    assert "  fix: the same as for RH201 in sweep-a above" in section
