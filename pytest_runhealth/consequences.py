@@ -47,6 +47,7 @@ class Relation:
     consequence: str
     causes: frozenset[str] | None
     why: str
+    root_causes: frozenset[str] | None = None  # the root's causes that explain it (None: any)
 
 
 EMPTY = frozenset({"empty-tfevents"})
@@ -62,6 +63,15 @@ RELATIONS: tuple[Relation, ...] = (
     Relation(
         "RH101", "RH107", frozenset({"swap-slowdown"}), "the judge kept the VRAM, so this run's steps ran from swap"
     ),
+    # A root on the run dir (a session-scope check) explains a consequence on any of its runs: LM Studio's
+    # unload that did nothing (the runbook's cause) left the judge in VRAM, so every later run collapsed.
+    Relation(
+        "RH402",
+        "RH101",
+        frozenset({"vram-leak-step-collapse"}),
+        "the unload that did nothing left the judge in VRAM, so the next trainers ran from swap",
+        frozenset({"lmstudio-unload-noop", "vram-resident"}),
+    ),
 )
 # Roots whose groups read "N of M runs died of <cause>"; others "N of M runs failed <check> <slug> (<cause>)".
 DEATHS = ("RH201", "RH102")
@@ -73,22 +83,40 @@ def _diagnosed(res: Result) -> bool:
     return res.outcome in DIAGNOSED and not res.waived and not _BATCH.search(res.run or "")
 
 
-def _covers(rel: Relation, res: Result | Earlier) -> bool:
-    return rel.causes is None or (res.cause or "") in rel.causes
+def _covers(rel: Relation, res: Result | Earlier, root: Result | Earlier) -> bool:
+    return (rel.causes is None or (res.cause or "") in rel.causes) and (
+        rel.root_causes is None or (root.cause or "") in rel.root_causes
+    )
 
 
 def _root_check(check: str, on_run: Mapping[str, Result | Earlier], seen: frozenset[str] = frozenset()) -> str:
-    """The check whose failure on this run explains ``check``'s, through
-    chains (RH005 -> RH102 -> RH201); the earlier relation wins a tie."""
+    """The rule, in one place: the check whose failure explains ``check``'s
+    among the failures of one run (``on_run``: its own failures and those of
+    its run dir's session-scope checks), through chains (RH005 -> RH102 ->
+    RH201, RH107 -> RH101 -> RH402); the earlier relation wins a tie."""
     for rel in RELATIONS:
-        if rel.consequence == check and rel.root in on_run and rel.root not in seen and _covers(rel, on_run[check]):
+        if (
+            rel.consequence == check
+            and rel.root in on_run
+            and rel.root not in seen
+            and _covers(rel, on_run[check], on_run[rel.root])
+        ):
             return _root_check(rel.root, on_run, seen | {check})
     return check
 
 
-def why(root: str, consequence: str) -> str:
-    """The table's one line on how ``root`` explains ``consequence`` ('' for a chain's far end)."""
-    return next((rel.why for rel in RELATIONS if rel.root == root and rel.consequence == consequence), "")
+def why(root: str, consequence: str, seen: frozenset[str] = frozenset()) -> str:
+    """The table's one line on how ``root`` explains ``consequence``; for a
+    chain, through which check (``through RH101: ...``); '' when unrelated."""
+    direct = next((rel.why for rel in RELATIONS if rel.root == root and rel.consequence == consequence), "")
+    if direct:
+        return direct
+    for rel in RELATIONS:
+        if rel.root == root and rel.consequence not in seen | {root}:
+            rest = why(rel.consequence, consequence, seen | {root})
+            if rest:
+                return f"through {rel.consequence}: {rest}"
+    return ""
 
 
 def apply(results: Iterable[Result]) -> list[Result]:
@@ -101,14 +129,22 @@ def apply(results: Iterable[Result]) -> list[Result]:
         if _diagnosed(res) and res.check:
             by_run.setdefault((res.run_dir or "", res.run or ""), {}).setdefault(res.check, res)
     marked = []
-    for on_run in by_run.values():
-        for check, res in on_run.items():
+    for (run_dir, _run), own in by_run.items():
+        on_run = with_run_dir_roots(own, by_run.get((run_dir, run_dir), {}))
+        for check, res in own.items():
             root = _root_check(check, on_run)
             res.consequence_of = None if root == check else root
             if res.consequence_of:
                 res.verdict = on_run[root].verdict
                 marked.append(res)
     return marked
+
+
+def with_run_dir_roots(on_run: Mapping[str, Result], on_run_dir: Mapping[str, Result]) -> dict[str, Result]:
+    """A run's failures and, where the run's own checks did not fail the same
+    way, its run dir's session-scope failures (whose ``run`` is the run dir):
+    RH402 on a sweep explains RH101 on each of its runs."""
+    return {**on_run_dir, **on_run}
 
 
 @dataclass
@@ -169,19 +205,26 @@ class RootGroup:
     def consequence_lines(self) -> list[str]:
         """One line per consequence check:
         ``RH102 trainer-died-instantly (cuda-oom) on 4 runs: consequence of RH201 (...)``."""
-        counts: dict[tuple[str, str, str], int] = {}
+        runs: dict[tuple[str, str, str], list[str]] = {}
         for res in self.consequences:
             key = (res.check or "", res.slug or "", res.cause or "")
-            counts[key] = counts.get(key, 0) + 1
+            runs.setdefault(key, []).append(res.run or "")
+        # A root on the run dir (a session-scope check) names no run: its consequences say which.
+        on_run_dir = self.runs == [self.run_dir]
         out = []
-        for (check, slug, cause), n in sorted(counts.items()):
-            where = f" on {n} runs" if n > 1 else ""
+        for (check, slug, cause), on in sorted(runs.items()):
+            n = len(on)
+            where = f" on {n} runs" if n > 1 else (f" on {on[0]}" if on_run_dir and on[0] != self.run_dir else "")
             reason = why(self.check, check)
+            listed = ""
+            if on_run_dir and n > 1:
+                listed = " · " + ", ".join(on[:SHOWN_RUNS]) + (f", … (+{n - SHOWN_RUNS})" if n > SHOWN_RUNS else "")
             out.append(
                 f"{check} {slug}"
                 + (f" ({cause})" if cause else "")
                 + f"{where}: consequence of {self.check}"
                 + (f" ({reason})" if reason else "")
+                + listed
             )
         return out
 
@@ -217,7 +260,9 @@ def root_groups(results: Iterable[Result]) -> list[RootGroup]:
         roots_at[(key[0], res.run or "", res.check)] = group
     for res in ordered:
         if _diagnosed(res) and res.consequence_of:
-            group = roots_at.get((res.run_dir or "", res.run or "", res.consequence_of))
+            group = roots_at.get((res.run_dir or "", res.run or "", res.consequence_of)) or roots_at.get(
+                (res.run_dir or "", res.run_dir or "", res.consequence_of)  # a root on the run dir (RH402)
+            )
             if group is not None:
                 group.consequences.append(res)
     return sorted(groups.values(), key=lambda g: (-len(g.roots), g.run_dir, g.check, g.cause))
@@ -254,6 +299,9 @@ class Earlier:
 
 
 EARLIER = pytest.StashKey[dict]()  # group_of(target) -> {check: Earlier}, in this process; dropped by forget()
+# run dir -> {check: Earlier} of its session-scope failures, kept for the session (one small record per run dir):
+# its runs' items, judged after it in this process, may be their consequences.
+RUN_DIR_ROOTS = pytest.StashKey[dict]()
 
 
 def judged(config: pytest.Config, run_key: str, check: str, verdict: str, cause: str | None) -> Earlier | None:
@@ -264,8 +312,13 @@ def judged(config: pytest.Config, run_key: str, check: str, verdict: str, cause:
     known by now; :func:`apply` at session end reaches the same answer."""
     on_run = config.stash.setdefault(EARLIER, {}).setdefault(run_key, {})
     on_run.setdefault(check, Earlier(check, verdict, cause))
-    root = _root_check(check, on_run)
-    return None if root == check else on_run[root]
+    run_dir, sep, _ = run_key.partition("/")
+    on_run_dir = config.stash.setdefault(RUN_DIR_ROOTS, {}).setdefault(run_dir, {})
+    if not sep:  # a session-scope check of the run dir: a root its runs' checks may name (RH402 for RH101)
+        on_run_dir.setdefault(check, Earlier(check, verdict, cause))
+    merged = {**on_run_dir, **on_run}
+    root = _root_check(check, merged)
+    return None if root == check else merged[root]
 
 
 def forget(config: pytest.Config, run_key: str) -> None:
@@ -294,10 +347,14 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
         return
     many = len({g.run_dir for g in groups}) > 1
     terminalreporter.write_sep("-", "run-health: root causes")
+    told: dict[str, str] = {}  # fix -> the root that printed it: each distinct fix once
     for group in groups:
         terminalreporter.write_line(group.line(with_run_dir=many))
         terminalreporter.write_line(f"  root: {group.check} {group.slug}, verdict {group.verdict}")
         for line in group.consequence_lines():
             terminalreporter.write_line(f"  ↳ {line}")
-        if group.fix:
+        if group.fix and group.fix in told:
+            terminalreporter.write_line(f"  fix: the same as for {told[group.fix]} above")
+        elif group.fix:
+            told[group.fix] = f"{group.check} in {group.run_dir}" if many else group.check
             terminalreporter.write_line(f"  fix: {group.fix}")

@@ -16,6 +16,7 @@ and with it every feature module."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -40,6 +41,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.prelaunch_summary",
     "pytest_runhealth.release",
     "pytest_runhealth.reports.pytest_hooks",
+    "pytest_runhealth.reports.terminal",  # each distinct fix once in the failure sections
     "pytest_runhealth.rules",
     "pytest_runhealth.selftest",
     "pytest_runhealth.status",
@@ -91,6 +93,48 @@ def activate(config: pytest.Config, reason: str) -> None:
 
 def is_active(config: pytest.Config) -> bool:
     return ACTIVE in config.stash
+
+
+# -- "no tests ran" inside a run dir ------------------------------------------
+# What in the current folder says it is a run (a sweep's ledger, a trainer's logs or checkpoints).
+RUN_MARKS: tuple[tuple[str, bool], ...] = (
+    ("ledger.jsonl", False),
+    ("logs", True),
+    ("checkpoints", True),
+    ("outputs", True),
+    ("runs", True),
+)
+
+
+def run_marks(folder: Path) -> list[str]:
+    """The names in ``folder`` that say it is a run: a few stat calls, no
+    read, nothing imported or opened there."""
+    found = []
+    for name, is_dir in RUN_MARKS:
+        path = folder / name
+        try:
+            if path.is_dir() if is_dir else path.is_file():
+                found.append(name + ("/" if is_dir else ""))
+        except OSError:
+            continue
+    return found
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """``pytest`` typed inside a run dir, without ``--run-dir``, collects
+    nothing and says "no tests ran" (exit 5): say what the folder looks like
+    and how to check it. Costs nothing in any other session."""
+    if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or is_active(config):
+        return
+    folder = Path(config.invocation_params.dir)
+    marks = run_marks(folder)
+    if "ledger.jsonl" not in marks and len(marks) < 2:  # a lone logs/ or outputs/ folder is any project's
+        return
+    terminalreporter.write_line(
+        f"run-health: this folder looks like a run ({', '.join(marks)}), but no run was checked without "
+        "--run-dir: run `pytest --run-dir=.` or `pytest-runhealth check .`",
+        yellow=True,
+    )
 
 
 # -- fixtures for the user's own tests ----------------------------------------

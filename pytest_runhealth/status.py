@@ -15,7 +15,10 @@ Each run's status is a plain JSON-able dict; its keys:
 ``run``                the run's name (the key in ``status`` too)
 ``run_dir``            the run dir's path
 ``trainer``            ``ltx``, ``kohya`` or ``generic`` (how the run was recognised)
-``state``              ``finished``, ``failed``, ``running``, ``stopped`` or ``unknown``
+``state``              ``finished``, ``failed``, ``running`` (its pid file names a live
+                       process), ``stopped`` or ``unknown`` (no pid file, no end recorded)
+``state_note``         for ``unknown``: ``state unknown: no pid file, log last written
+                       42 s ago``; else null
 ``error``              the RH201 cause when the log ends in a fatal error, else null
 ``log``                the main log, relative to the run dir (null without one)
 ``step``, ``total``    last logged step and planned steps (config.yaml, else the log)
@@ -25,8 +28,9 @@ Each run's status is a plain JSON-able dict; its keys:
 ``loss_source``        ``log`` or ``tfevents``
 ``step_time_s``        steady-state seconds per step, or null
 ``steady_samples``     how many step-time measurements that figure rests on
-``eta_s``, ``eta``     seconds left and the same as text (``"~1h 24m"``); ``eta`` is
-                       ``"measuring step time"`` until grounded, ``"done"`` when finished
+``eta_s``, ``eta``     seconds left and the same as text (``"~1h 24m"``), only for a
+                       ``running`` run; ``eta`` is ``"measuring step time"`` until
+                       grounded, ``"done"`` when finished, else null
 ``latest_checkpoint``  newest checkpoint, relative to the run dir, or null
 ``checkpoint_step``    its step (null for epoch-named or final kohya files)
 ``latest_samples``     newest sample group as a glob (``outputs/samples/step_001200_*.mp4``)
@@ -40,6 +44,7 @@ import math
 import os
 import re
 import statistics
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -140,15 +145,60 @@ class RunFacts:
 
     @property
     def state(self) -> str:
-        if self.finished:
-            return "finished"
-        if self.fatal:
-            return "failed"
-        if self.alive:
-            return "running"
-        if self.ended:
-            return "stopped"
-        return "unknown"
+        return run_state(
+            finished=self.finished, failed=bool(self.fatal), alive=self.alive, recorded=self.run.row is not None
+        )
+
+
+def run_state(*, finished: bool, failed: bool, alive: bool | None, recorded: bool) -> str:
+    """The one reading of a run's state, for the status block and ``watch``
+    alike. ``running`` needs live evidence (its pid file names a live
+    process); a log still growing without one is ``unknown``, never a guess.
+    ``recorded``: a sweep's ledger row (written when the run ended)."""
+    if finished:
+        return "finished"
+    if failed:
+        return "failed"
+    if alive:
+        return "running"
+    if alive is False or recorded:
+        return "stopped"
+    return "unknown"
+
+
+def eta_of(state: str, sec: float | None, step: int | None, total: int | None) -> tuple[str | None, float | None]:
+    """(ETA text, seconds left): ``done`` when finished; a countdown only for
+    a live run (a run in no known state, or over, has nothing to count down:
+    an ETA for a run dead for hours is a claim without evidence)."""
+    if state == "finished":
+        return "done", None
+    if state != "running":
+        return None, None
+    if sec is None:
+        return "measuring step time", None
+    if step is not None and total:
+        eta_s = max(0, total - step) * sec
+        return format_duration(eta_s), eta_s
+    return None, None
+
+
+def ago(seconds: float) -> str:
+    s = int(seconds)
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def unknown_note(state: str, log: Path | None) -> str | None:
+    """Why an ``unknown`` run is not called running: ``state unknown: no pid
+    file, log last written 42 s ago``."""
+    if state != "unknown":
+        return None
+    written = mtime(log) if log is not None else 0.0
+    when = f"log last written {ago(max(0.0, time.time() - written))} ago" if written else "no log"
+    return f"state unknown: no pid file, {when}"
 
 
 def facts(run) -> RunFacts:
@@ -255,48 +305,69 @@ def run_status(run) -> dict[str, Any] | None:
     """The status of one run, or None when it shows no sign of training
     (no step in its log, no checkpoint): not every run dir is a trainer run."""
     f = facts(run)
-    ckpts = find_checkpoints(run.checkpoints)
-    newest = latest(ckpts)
+    newest = latest(find_checkpoints(run.checkpoints))
     if f.last is None and newest is None:
         return None
     losses = [p.loss for p in f.points if p.loss is not None][-5:]
     source = "log" if losses else None
     if not losses:
         losses, source = _tfevents_losses(run)
-    sec, n = steady_step_time(f.points)
-    step = f.last.step if f.last else (newest.step if newest else None)
-    total = f.total
-    eta_s = None
-    if f.finished:
-        eta = "done"
-    elif f.state in ("failed", "stopped"):
-        eta = None  # nothing is left to count down
-    elif sec is None:
-        eta = "measuring step time"
-    elif step is not None and total:
-        eta_s = max(0, total - step) * sec
-        eta = format_duration(eta_s)
-    else:
-        eta = None  # no plan to count down to
+    return status_record(
+        run,
+        label=run.name,
+        run_dir=str(run.run_dir.path),
+        state=f.state,
+        fatal=f.fatal,
+        log=f.log,
+        points=f.points,
+        total=f.total,
+        losses=[_jsonable(x) for x in losses],
+        loss_source=source,
+        checkpoint=newest,
+    )
+
+
+def status_record(
+    run,
+    *,
+    label: str,
+    run_dir: str,
+    state: str,
+    fatal,
+    log: Path | None,
+    points: list[StepPoint],
+    total: int | None,
+    losses: list,
+    loss_source: str | None,
+    checkpoint,
+) -> dict[str, Any]:
+    """The run-status record (the keys in this module's docstring), built in
+    one place for the status block (:func:`run_status`, from the session's
+    reads) and ``watch`` (from what its tailers read so far)."""
+    last = max(points, key=lambda p: (p.step, p.line)) if points else None
+    sec, n = steady_step_time(points)
+    step = last.step if last else (checkpoint.step if checkpoint else None)
+    eta, eta_s = eta_of(state, sec, step, total)
     samples, count = latest_samples(run)
     return {
-        "run": run.name,
-        "run_dir": str(run.run_dir.path),
+        "run": label,
+        "run_dir": run_dir,
         "trainer": trainer_kind(run),
-        "state": f.state,
-        "error": f.fatal.cause if f.fatal else None,
-        "log": run.rel(f.log) if f.log else None,
+        "state": state,
+        "state_note": unknown_note(state, log),
+        "error": fatal.cause if fatal else None,
+        "log": run.rel(log) if log else None,
         "step": step,
         "total": total,
         "percent": round(100.0 * step / total, 1) if step is not None and total else None,
-        "last_losses": [_jsonable(x) for x in losses],
-        "loss_source": source,
+        "last_losses": losses,
+        "loss_source": loss_source,
         "step_time_s": round(sec, 3) if sec is not None else None,
         "steady_samples": n,
         "eta_s": round(eta_s) if eta_s is not None else None,
         "eta": eta,
-        "latest_checkpoint": run.rel(newest.path) if newest else None,
-        "checkpoint_step": newest.step if newest else None,
+        "latest_checkpoint": run.rel(checkpoint.path) if checkpoint else None,
+        "checkpoint_step": checkpoint.step if checkpoint else None,
         "latest_samples": samples,
         "sample_count": count,
     }
@@ -321,7 +392,7 @@ def render(status: dict[str, Any]) -> list[str]:
     def num(x):
         return x if isinstance(x, str) else f"{x:.4g}"
 
-    head = f"{status['run']}: {status['state']}"
+    head = f"{status['run']}: {status.get('state_note') or status['state']}"
     if status["error"]:
         head += f" ({status['error']})"
     lines = [head]
@@ -398,27 +469,59 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+def failing_checks(results, many_dirs: bool) -> dict[str, list[str]]:
+    """The checks that failed on each run, keyed as the status blocks are
+    (``run``, or ``run_dir/run`` with several run dirs): the status block
+    counts and marks runs from the verdicts the checks reached, never from a
+    reading of its own ("finished" is not "healthy")."""
+    out: dict[str, list[str]] = {}
+    for res in results:
+        if res.outcome not in ("failed", "error") or not res.run or not res.check:
+            continue
+        key = f"{res.run_dir}/{res.run}" if many_dirs and res.run_dir else res.run
+        if res.check not in out.setdefault(key, []):
+            out[key].append(res.check)
+    return out
+
+
+def verdict_tally(keys: list[str], failing: dict[str, list[str]]) -> str:
+    """``by the checks: 5 of 8 runs with no failed check, 3 with a failed check``."""
+    bad = sum(1 for k in keys if failing.get(k))
+    n = len(keys)
+    out = f"by the checks: {n - bad} of {n} run{'s' if n != 1 else ''} with no failed check"
+    return out + (f", {bad} with a failed check" if bad else "")
+
+
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
     state = session
     if not state.collector.status:
         return
     terminalreporter.write_sep("-", "run status")
-    statuses = list(state.collector.status.values())
-    many = len(statuses) > COMPACT_FROM
-    if len(statuses) > LISTED_AT_MOST:
+    keyed = list(state.collector.status.items())
+    failing = failing_checks(state.collector.results.values(), len(state.run_dirs) > 1)
+    many = len(keyed) > COMPACT_FROM
+    tally_line = verdict_tally([k for k, _ in keyed], failing)
+    if len(keyed) > LISTED_AT_MOST:
         # A sweep of thousands of runs: a screenful of "finished" lines hides the few that matter.
-        states = Counter(st.get("state", "unknown") for st in statuses)
+        states = Counter(st.get("state", "unknown") for _, st in keyed)
         tally = ", ".join(f"{n} {name}" for name, n in states.most_common())
-        terminalreporter.write_line(f"{len(statuses)} runs: {tally} (every run's block is in the JSON report)")
-        unfinished = [st for st in statuses if st.get("state") != "finished"]
-        statuses = unfinished[:LISTED_AT_MOST]
+        terminalreporter.write_line(f"{len(keyed)} runs: {tally} (every run's block is in the JSON report)")
+        terminalreporter.write_line(tally_line)
+        unfinished = [(k, st) for k, st in keyed if st.get("state") != "finished" or failing.get(k)]
+        keyed = unfinished[:LISTED_AT_MOST]
         if len(unfinished) > LISTED_AT_MOST:
-            terminalreporter.write_line(f"the first {LISTED_AT_MOST} of {len(unfinished)} runs not finished:")
-    for st in statuses:
+            terminalreporter.write_line(
+                f"the first {LISTED_AT_MOST} of {len(unfinished)} runs not finished or with a failed check:"
+            )
+    elif len(keyed) > 1:
+        terminalreporter.write_line(tally_line)
+    for key, st in keyed:
         if "step" not in st:
             terminalreporter.write_line(f"{st['run']}: {st['error']}")
             continue
         lines = render(st)
+        if failing.get(key):  # the same verdicts the checks reached
+            lines[0] += f" · failed: {', '.join(failing[key])}"
         if many:  # a sweep of dozens of runs: one line each
             terminalreporter.write_line(" | ".join(lines[:3]))
             continue

@@ -19,7 +19,9 @@ from pytest_runhealth.status import latest_samples
 def _ticks(svg: str) -> list[tuple[float, str]]:
     return [
         (float(x), t)
-        for x, t in re.findall(r'<text class="tick" x="([\d.]+)" y="\d+" text-anchor="middle">([^<]*)<', svg)
+        for x, t in re.findall(
+            r'<text class="tick" x="([\d.]+)" y="\d+" text-anchor="middle">(?:<title>[^<]*</title>)?([^<]*)<', svg
+        )
     ]
 
 

@@ -121,3 +121,24 @@ def test_no_runhealth_blocks_the_feature_modules_too(project):
     ran = probe(project, "-q", "-p", "no:runhealth", "--run-dir", str(project))
     assert ran["code"] == 4  # --run-dir is unknown without the plugin: a usage error
     assert "pytest_runhealth.core" not in ran["modules"]
+
+
+def test_pytest_typed_inside_a_run_dir_says_how_to_check_it(tmp_path):
+    """Issue 29: ``pytest`` in a run dir without --run-dir collects nothing
+    (exit 5); it says the folder looks like a run and how to check it, still
+    importing only the entry module."""
+    run = tmp_path / "sweep"
+    (run / "runs" / "r1" / "logs").mkdir(parents=True)
+    (run / "ledger.jsonl").write_text('{"run_id": "r1"}\n')
+    used = probe(run)
+    assert used["code"] == 5, used["stdout"]
+    assert (
+        "run-health: this folder looks like a run (ledger.jsonl, runs/), but no run was checked without --run-dir: "
+        "run `pytest --run-dir=.` or `pytest-runhealth check .`"
+    ) in used["stdout"]
+    assert set(used["modules"]) <= ENTRY_MODULES, used["modules"]
+    # An empty folder, or one with only a logs/ folder (any project may have one), gets no hint.
+    empty = tmp_path / "empty"
+    (empty / "logs").mkdir(parents=True)
+    quiet = probe(empty)
+    assert quiet["code"] == 5 and "looks like a run" not in quiet["stdout"]

@@ -20,6 +20,7 @@ from pytest_runhealth.reports.view import build_view
 from pytest_runhealth.rundir import RunDir
 
 WALL = 1800
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 # A conftest check (not a built-in: those own the RH prefix) that fails on the
 # runs a sweep cut short, so the reports have a real failure to show.
@@ -355,6 +356,23 @@ def test_charts_with_no_data_say_so():
     assert 'class="bar missing"' in missing and 'class="bar flagged"' in missing
 
 
+def test_markdown_escapes_for_the_context_code_spans_stay_literal():
+    """Issue 29: GitHub shows ``&lt;id&gt;`` inside a code span as is; there
+    only a pipe is escaped (a table needs it even in code), around it the
+    text is escaped as before. (Checked by hand with markdown-it-py's
+    CommonMark + table rules: the cell renders ``<code>lms unload &lt;id&gt;</code>``.)"""
+    from pytest_runhealth.reports.markdown import code
+
+    fix = "Unload with `lms unload <id>` (or `a|b`) then <b>restart</b> [docs](http://x) @me"
+    assert cell(fix) == (
+        "Unload with `lms unload <id>` (or `a\\|b`) then &lt;b&gt;restart&lt;/b&gt; \\[docs\\](http://x) @\u2060me"
+    )
+    assert cell("a stray ` backtick <x>") == "a stray \\` backtick &lt;x&gt;"
+    assert cell("``double `inner` span <y>``") == "``double `inner` span <y>``"
+    assert code("runs/a|b/<run>/log.txt:12") == "`runs/a\\|b/<run>/log.txt:12`"
+    assert code("x`y") == "``x`y``"
+
+
 def test_markdown_cells_are_table_safe():
     assert cell("a|b\nc  d <x>") == "a\\|b c d &lt;x&gt;"
     assert len(cell("y" * 1000)) == 300
@@ -454,3 +472,27 @@ def test_a_shard_reports_only_its_own_runs(tmp_path, pytester, run_health):
     assert 0 < len(judged) < 4
     assert sorted(re.findall(r'<tr class="run[^"]*" data-run="([^"]+)"', page)) == sorted(judged)
     assert page.count('data-series="steps-per-run"') == 1  # the ledger still shows the whole sweep
+
+
+def test_short_labels_keep_the_distinguishing_end():
+    """Issue 29: ``baseline-0…`` twice told two runs apart by nothing."""
+    from pytest_runhealth.reports.svg import short_labels
+
+    ids = ["baseline-000-lr1e-4-s0", "baseline-000-lr1e-4-s1"]
+    shown = short_labels(ids, 10)
+    assert len(set(shown)) == 2 and all(len(s) <= 10 for s in shown), shown
+    assert [s[-2:] for s in shown] == ["s0", "s1"]
+    # Where start and end alike collide, only the end is kept.
+    alike = ["run-a-XXXXXXXXXXXXXXXX-1", "run-b-XXXXXXXXXXXXXXXX-1"]
+    assert len(set(short_labels(alike, 8))) in (1, 2)
+    assert short_labels(["short"], 10) == ["short"]
+
+
+def test_harvest_rows_have_no_trainer_columns(pytester, run_health):
+    """A harvest's rows hold rounds, not trainer steps: no empty steps, step
+    time and loss columns, and no "no log" note under each row."""
+    _, out = run_reports(pytester, run_health, EXAMPLES / "harvest-healthy")
+    page = (out / "page.html").read_text()
+    section = page.split('data-run-dir="harvest-healthy"')[1]
+    assert "<th>steps</th>" not in section and 'class="plot-cell"' not in section
+    assert "no log (looked for" not in section

@@ -186,3 +186,54 @@ def test_twelve_run_labels_do_not_overlap_as_chromium_lays_them_out(tmp_path):
     labels = int(re.search(r'data-labels="(\d+)"', dom).group(1))
     overlaps = int(re.search(r'data-overlaps="(\d+)"', dom).group(1))
     assert labels >= 2 and overlaps == 0, (labels, overlaps)
+
+
+@needs_chromium
+def test_chromium_shows_distinct_bar_labels_a_shared_scale_and_the_full_ids(tmp_path):
+    """Issue 29, measured in the browser: two runs whose ids differ only at
+    their end keep distinct labels (their end is kept), each label holds the
+    full id for hover, the bar table lists every full id, and the step-time
+    plots of 4 s/it and 600 s/it runs share one scale with a reference line."""
+    from pytest_runhealth.reports.html import render_page
+    from pytest_runhealth.reports.view import build_view
+    from pytest_runhealth.rundir import RunDir
+
+    sweep = make_sweep(tmp_path / "s", 3)
+    rows = [json.loads(line) for line in (sweep / "ledger.jsonl").read_text().splitlines()]
+    ids = ["baseline-0-learning-rate-sweep-a", "baseline-0-learning-rate-sweep-b", "curated-1-learning-rate-sweep-a"]
+    for row, new in zip(rows, ids):
+        (sweep / "runs" / row["run_id"]).rename(sweep / "runs" / new)
+        row["run_id"] = new
+    (sweep / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page = tmp_path / "page.html"
+    page.write_text(render_page(build_view([], [RunDir(sweep)])))
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        page.read_text()
+        .replace(
+            "</body>",
+            "<script>"
+            "const labels=[...document.querySelectorAll('svg[data-series=steps-per-run] text.tick[text-anchor=middle]')];"
+            "document.body.setAttribute('data-shown',JSON.stringify(labels.map(t=>t.lastChild.textContent)));"
+            "document.body.setAttribute('data-hover',JSON.stringify(labels.map(t=>t.querySelector('title').textContent)));"
+            "const tops=[...document.querySelectorAll('svg[data-series=step-time] text.tick[text-anchor=end]')]"
+            ".filter(t=>t.getAttribute('y')==='18').map(t=>t.textContent);"
+            "document.body.setAttribute('data-tops',JSON.stringify(tops));"
+            "document.body.setAttribute('data-refs',document.querySelectorAll('svg[data-series=step-time] g.reference').length);"
+            "</script></body>",
+        )
+        .replace("default-src 'none'", "default-src 'none'; script-src 'unsafe-inline'")
+    )
+    dom = chromium(probe, tmp_path / "profile")
+
+    def attr(name):
+        return json.loads(re.search(rf"data-{name}=\"([^\"]*)\"", dom).group(1).replace("&quot;", '"'))
+
+    shown, hover = attr("shown"), attr("hover")
+    assert hover == ids
+    assert shown != ids and "…" in shown[0]  # cut to fit under the bar
+    assert len(set(shown)) == 3 and all(s.endswith(i[-2:]) for s, i in zip(shown, ids)), shown
+    assert len(set(attr("tops"))) == 1, attr("tops")  # one scale: the same top label on every run's plot
+    assert attr("refs") == 3
+    table = re.search(r'data-table="bars">(.*?)</table>', dom).group(1)
+    assert all(f">{i}</td>" in table for i in ids)

@@ -50,3 +50,5 @@ def test_example_reports_are_regenerated(run_health, monkeypatch):
     roots = [r for r in failed if not r.get("consequence_of")]
     assert sum(r[0].endswith("failed") for r in rows) == min(len(roots), 100)
     assert "vram-leak-step-collapse" in md.read_text()
+    # The LM Studio unload no-op on the run dir leads; the collapsed runs' failures are its consequences.
+    assert "| RH402 lmstudio-unloads (+ consequences: RH101 on 5 runs, RH107 on 5 runs) |" in md.read_text()

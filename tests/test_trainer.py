@@ -237,12 +237,14 @@ def test_rh208_live_process_in_pid_file_passes(tmp_path, run_health):
     assert r["outcome"] == "passed" and "still running" in r["note"]
 
 
-def test_rh208_live_log_seconds_old_passes_with_a_note_and_fails_once_its_pid_is_gone(tmp_path, run_health):
-    """Issue 18: no evidence of an end is a run in progress; a gone pid is that evidence."""
+def test_rh208_live_log_seconds_old_is_state_unknown_and_fails_once_its_pid_is_gone(tmp_path, run_health):
+    """Issue 18: no evidence of an end is no failure; issue 29: nor is it a
+    pass ("still running" needs live evidence): a skip that says what is known.
+    A gone pid is the evidence of an end."""
     ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000])
     r = run_health(ws, args=("-k", "RH208", "-rA")).result_of("RH208")
-    assert r["outcome"] == "passed", r
-    assert re.search(r"still running: step 1240/2000, last line \d+ s ago", r["note"]), r["note"]
+    assert r["outcome"] == "skipped", r
+    assert re.search(r"state unknown: no pid file, log last written \d+ s ago; step 1240/2000", r["note"]), r["note"]
     (ws / "logs" / "train.pid").write_text("4194305\n")  # above any pid_max: gone
     r = run_health(ws, args=("-k", "RH208")).result_of("RH208")
     assert (r["outcome"], r["cause"]) == ("failed", "steps-incomplete")
@@ -255,7 +257,7 @@ def test_rh208_silence_past_its_own_step_time_is_an_end_and_the_floor_holds(tmp_
     now = time.time()
     os.utime(log, (now - 600, now - 600))  # 10 min: above 20 x ~4 s steps, but under the 900 s floor
     r = run_health(ws, args=("-k", "RH208", "-rA")).result_of("RH208")
-    assert r["outcome"] == "passed" and "still running" in r["note"] and "10 min ago" in r["note"]
+    assert r["outcome"] == "skipped" and "state unknown" in r["note"] and "last written 10 min ago" in r["note"]
     os.utime(log, (now - 3 * 3600, now - 3 * 3600))
     r = run_health(ws, args=("-k", "RH208")).result_of("RH208")
     assert r["outcome"] == "failed" and "silent for 3 h 0 min, longer than 900 s" in r["summary"]
@@ -302,6 +304,7 @@ def test_status_block_in_terminal_and_json(tmp_path, run_health):
     ws = ltx_workspace(
         tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000], samples=[1000, 1200]
     )
+    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")  # live evidence: the pid file names a live process
     res = run_health(
         ws,
         args=(
@@ -310,6 +313,7 @@ def test_status_block_in_terminal_and_json(tmp_path, run_health):
         ),
     )
     st = res.report["status"]["ws"]
+    assert st["state"] == "running" and st["state_note"] is None
     assert (st["step"], st["total"], st["percent"]) == (1240, 2000, 62.0)
     assert len(st["last_losses"]) == 5 and st["eta"].startswith("~") and st["eta_s"] > 0
     assert st["latest_checkpoint"] == "outputs/checkpoints/lora_weights_step_01000.safetensors"
@@ -317,7 +321,7 @@ def test_status_block_in_terminal_and_json(tmp_path, run_health):
     res.result.stdout.fnmatch_lines(
         [
             "*run status*",
-            "ws: *",
+            "ws: running",
             "  Step 1240 / 2000 (62%) — loss ~0.0791 (last 5: *",
             "  ETA: ~5*m at 4.1* s/step*",
             "  Latest checkpoint: outputs/checkpoints/lora_weights_step_01000.safetensors",
@@ -326,8 +330,25 @@ def test_status_block_in_terminal_and_json(tmp_path, run_health):
     json.dumps(res.report["status"], allow_nan=False)
 
 
+def test_status_without_live_evidence_has_no_eta_and_says_why(tmp_path, run_health):
+    """Issue 29: a log written seconds ago with no pid file is not "running"
+    (and gets no ETA); one untouched for 10 h is not either."""
+    ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000])
+    res = run_health(ws, args=("-k", "RH208"))
+    st = res.report["status"]["ws"]
+    assert st["state"] == "unknown" and st["eta"] is None and st["eta_s"] is None
+    assert re.fullmatch(r"state unknown: no pid file, log last written \d+ s ago", st["state_note"]), st
+    res.result.stdout.fnmatch_lines(["ws: state unknown: no pid file, log last written * s ago"])
+    assert "ETA" not in res.stdout.split("run status")[1]
+    old = time.time() - 10 * 3600
+    os.utime(ws / "logs" / "train.log", (old, old))
+    st = run_health(ws, args=("-k", "RH208")).report["status"]["ws"]
+    assert st["eta"] is None and st["state"] != "running"
+
+
 def test_status_says_measuring_before_step_times_exist(tmp_path, run_health):
     ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 60), weights=[], states=[])
+    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
     st = run_health(
         ws,
         args=(

@@ -564,3 +564,29 @@ def test_watch_is_not_a_pytest_usage_error_for_pytest_options(tmp_path):
     assert passthrough[:1] == ["--runhealth-x=1"]
     assert ["--lmstudio-url", "http://127.0.0.1:1"] == passthrough[1:3] and ["-m", "live"] == passthrough[3:5]
     assert args.run_dirs == [str(tmp_path)]
+
+
+def test_watch_and_status_block_read_a_run_alike_and_growth_under_the_watch_is_live(tmp_path):
+    """Issue 29: one status reader. The watch's first record of a run with no
+    pid file says what the status block says (state unknown, no ETA); a log
+    that then grows under the watch is live evidence (running, an ETA)."""
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.status import run_status
+    from pytest_runhealth.watch.trainer import TrainerWatch
+
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    log = run / "logs" / "stdout.log"
+    log.write_text(startup(1000) + "".join("\r" + bar(k, 1000, 1.5 * k, 0.1) for k in range(1, 40)))
+    w = TrainerWatch(run)
+    first = w.tick()
+    block = run_status(RunDir(run).runs[0])
+    assert block is not None
+    shared = ("state", "state_note", "step", "total", "eta", "eta_s", "latest_checkpoint")
+    assert {k: w.status[k] for k in shared} == {k: block[k] for k in shared}
+    assert w.status["state"] == "unknown" and w.status["eta"] is None
+    assert first.lines[0].startswith("run: state unknown: no pid file, log last written ")
+    with open(log, "a") as fh:
+        fh.write("".join("\r" + bar(k, 1000, 1.5 * k, 0.1) for k in range(40, 60)))
+    w.tick()
+    assert w.status["state"] == "running" and w.status["eta"].startswith("~"), w.status

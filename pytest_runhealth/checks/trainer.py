@@ -362,8 +362,9 @@ def run_summary(ctx):
     "the log has been silent longer than `silent_steps` (20) of its own steady step times, and never "
     "less than `silent_floor_s` (900 s: a validation pass or a checkpoint save can be that long). A "
     "ledger row saying all planned steps finished wins over the log's last progress redraw (redraws "
-    "are throttled and captured logs cut). Without evidence either way the run is still going: it "
-    "passes with a note. A run that ended with an error is RH201's finding; a sweep run its ledger row "
+    "are throttled and captured logs cut). Without evidence either way its state is unknown: it "
+    "is skipped with what is known (no pid file, when the log was last written); with a live process in "
+    "its pid file it passes, still running. A run that ended with an error is RH201's finding; a sweep run its ledger row "
     "says the wall clock or the user stopped is RH101's, RH106's and RH107's to judge.",
     why="A run killed from outside (OOM killer, a wall-clock limit, a closed terminal, a preempted node) "
     "leaves no traceback: its last checkpoint looks final but is not. A run still writing its log has "
@@ -402,7 +403,7 @@ def steps_complete(ctx):
             return f"stopped at step {f.last.step} of {f.total} by the user (ledger.jsonl:{row.line}; see RH106)"
     ended = _end_evidence(ctx, f, row)
     if ended is None:
-        return _still_running(ctx, f)
+        ctx.skip(_state_unknown(ctx, f))
     ckpt = latest([c for c in find_checkpoints(ctx.run.checkpoints) if c.step is not None])
     summary = (
         f"the run stopped at step {f.last.step} of {f.total} planned ({ended}), and its log ends without "
@@ -474,12 +475,14 @@ def _end_evidence(ctx, f, row) -> str | None:
     return None
 
 
-def _still_running(ctx, f) -> str:
+def _state_unknown(ctx, f) -> str:
+    """No live process and no end: "still running" would be a claim without
+    evidence, and a pass would call the run healthy (issue 29)."""
     silent = _silence(f)
-    ago = f", last line {_human(silent)} ago" if silent is not None else ""
+    when = f"log last written {_human(silent)} ago" if silent is not None else "log never written"
     _, how = _silence_limit(ctx, f)
     return (
-        f"still running: step {f.last.step}/{f.total}{ago} (no pid file, ledger row or summary says it "
+        f"state unknown: no pid file, {when}; step {f.last.step}/{f.total} (no ledger row or summary says it "
         f"ended; silence would count after {how})"
     )
 

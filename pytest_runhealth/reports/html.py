@@ -129,7 +129,7 @@ def render_root_causes(view: ReportView) -> str:
 def render_status(status: dict[str, Any]) -> str:
     """status.py's block (the LTX-2 runbook's): state, step N / M, ETA,
     latest checkpoint; GPU where the status carries a reading."""
-    parts = [f"<b>{_e(status.get('state') or 'unknown')}</b>"]
+    parts = [f"<b>{_e(status.get('state_note') or status.get('state') or 'unknown')}</b>"]
     if status.get("step") is not None:
         where = f"step {status['step']}" + (f" / {status['total']}" if status.get("total") else "")
         if status.get("percent") is not None:
@@ -168,21 +168,42 @@ def _family_cell(results: list[dict[str, Any]]) -> str:
     return f'<td class="fam cell-{worst}" data-outcome="{worst}" title="{_e(tip)}">{text}</td>'
 
 
-def _plot_cell(rv: RunView, which: str) -> str:
+def _plot_cell(rv: RunView, which: str, group: RunDirView | None = None) -> str:
+    """One run's plot, on the scale every run's plot of this kind shares
+    (``group``), the step time with the runs' median as a dashed line."""
     series = rv.step_time if which == "step-time" else rv.loss
     if series is None:
         return '<td class="plot-cell"></td>'
     kind = "onset" if which == "step-time" else "error"
     markers = [svg.Marker(x, label, kind) for x, label in series.marks]
     title = f"{rv.name}: step time" if which == "step-time" else f"{rv.name}: loss"
+    step_time = which == "step-time"
+    shared = None if group is None else group.step_time_range if step_time else group.loss_range
+    reference = group.step_time_reference if group is not None and step_time else None
     chart = svg.line_chart(
-        series.points, series=which, title=title, run=rv.name, markers=markers, unit="s" if which == "step-time" else ""
+        series.points,
+        series=which,
+        title=title,
+        run=rv.name,
+        markers=markers,
+        unit="s" if step_time else "",
+        y_range=shared,
+        reference=reference,
+        reference_label=(
+            f"median of {group.step_time_reference_of}: {svg.fmt(reference)}s"
+            if group is not None and reference is not None
+            else ""
+        ),
     )
     return f'<td class="plot-cell">{chart}</td>'
 
 
 def render_run_row(
-    rv: RunView, families: list[str], registry: Any, shared: frozenset[tuple[str, str, str]] = frozenset()
+    rv: RunView,
+    families: list[str],
+    registry: Any,
+    shared: frozenset[tuple[str, str, str]] = frozenset(),
+    group: RunDirView | None = None,
 ) -> str:
     """``shared``: (run dir, run, check) of the roots that ended several runs
     (consequences.py); a row whose every root is one of them folds its cards:
@@ -194,15 +215,18 @@ def render_run_row(
     out.append("</td>")
     for fam in families:
         out.append(_family_cell([r for r in rv.results if family_of(r["check"], registry) == fam]))
-    steps = "" if rv.last_step is None else f"{rv.last_step}" + (f"/{rv.total_steps}" if rv.total_steps else "")
-    out.append(f'<td class="steps">{_e(steps)}</td>')
-    out.append(_plot_cell(rv, "step-time"))
-    out.append(_plot_cell(rv, "loss"))
+    trains = group is None or group.trains  # a harvest's rows: no empty trainer columns
+    if trains:
+        steps = "" if rv.last_step is None else f"{rv.last_step}" + (f"/{rv.total_steps}" if rv.total_steps else "")
+        out.append(f'<td class="steps">{_e(steps)}</td>')
+        out.append(_plot_cell(rv, "step-time", group))
+        out.append(_plot_cell(rv, "loss", group))
     out.append("</tr>")
     # The diagnosis gets the table's full width in a row of its own, under its run.
     skipped = [r for r in rv.results if r["outcome"] == "skipped"]
-    if rv.diagnosed or rv.plot_note or skipped:
-        width = len(families) + 4
+    plot_note = rv.plot_note if trains else ""
+    if rv.diagnosed or plot_note or skipped:
+        width = len(families) + (4 if trains else 1)
         diag_cls = "diag has-failure" if rv.failures else "diag"
         out.append(f'<tr class="{diag_cls}" data-run="{_e(rv.name)}"><td colspan="{width}">')
         if rv.diagnosed:
@@ -221,13 +245,31 @@ def render_run_row(
             out.append("</div>")
             if fold:
                 out.append("</details>")
-        if rv.plot_note:
-            out.append(f'<div class="note">{_e(rv.plot_note)}</div>')
+        if plot_note:
+            out.append(f'<div class="note">{_e(plot_note)}</div>')
         if skipped:
             out.append(f"<details><summary>{len(skipped)} skipped</summary><ul>")
             out.extend(f"<li>{_e(r['check'])}: {_e(r.get('note'))}</li>" for r in skipped)
             out.append("</ul></details>")
         out.append("</td></tr>")
+    return "".join(out)
+
+
+def render_bar_table(view: RunDirView) -> str:
+    """The bars' values with each run's full id (a bar's label is cut to fit
+    under it): folded, one row per run in ledger order."""
+    out = [
+        '<details class="bars"><summary>bar values per run</summary>'
+        '<table class="runs bar-values" data-table="bars"><thead><tr><th>run</th><th>steps (n_steps)</th>'
+        "<th>duration (duration_s)</th></tr></thead><tbody>"
+    ]
+    for (name, steps, flagged), (_, took, _) in zip(view.steps_per_run, view.duration_per_run):
+        cls = ' class="cell-failed"' if flagged else ""
+        shown = ["–" if v is None else svg.fmt(v) + unit for v, unit in ((steps, ""), (took, " s"))]
+        out.append(
+            f'<tr data-run="{_e(name)}"><td{cls}>{_e(name)}</td><td>{_e(shown[0])}</td><td>{_e(shown[1])}</td></tr>'
+        )
+    out.append("</tbody></table></details>")
     return "".join(out)
 
 
@@ -262,7 +304,22 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
             counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
         told = ", ".join(f"{n} {o}" for o, n in sorted(counts.items(), key=lambda kv: _rank(kv[0])))
         out.append(f'<div class="session"><div class="note">sweep-wide checks: {_e(told)}</div>')
-        out.extend(render_failure(r) for r in view.session_results if r["outcome"] in ("failed", "error", "warned"))
+        for r in view.session_results:
+            if r["outcome"] not in ("failed", "error", "warned"):
+                continue
+            out.append(render_failure(r))
+            # A root on the run dir (RH402): its consequences are folded in the rows of the runs they are on.
+            spread: dict[str, int] = {}
+            for rv in view.runs:
+                for c in rv.results:
+                    if c.get("consequence_of") == r["check"] and c["outcome"] in ("failed", "error", "warned"):
+                        spread[c["check"]] = spread.get(c["check"], 0) + 1
+            if spread:
+                named = ", ".join(f"{c} on {n} run{'s' if n != 1 else ''}" for c, n in sorted(spread.items()))
+                out.append(
+                    f'<div class="note" data-consequences-of="{_e(r["check"])}">consequences of {_e(r["check"])}: '
+                    f"{_e(named)} (folded in their rows below)</div>"
+                )
         out.append("</div>")
     if view.steps_per_run:
         out.append('<div class="plots">')
@@ -284,14 +341,13 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
             )
         )
         out.append("</div>")
+        out.append(render_bar_table(view))
     if view.rounds:
         out.append(render_rounds(view.rounds))
     head = "".join(f"<th>{_e(f)}</th>" for f in view.families)
-    out.append(
-        f'<table class="runs"><thead><tr><th>run</th>{head}<th>steps</th><th>step time</th><th>loss</th>'
-        "</tr></thead><tbody>"
-    )
-    out.extend(render_run_row(rv, view.families, registry, shared) for rv in view.runs)
+    trainer_head = "<th>steps</th><th>step time</th><th>loss</th>" if view.trains else ""
+    out.append(f'<table class="runs"><thead><tr><th>run</th>{head}{trainer_head}</tr></thead><tbody>')
+    out.extend(render_run_row(rv, view.families, registry, shared, view) for rv in view.runs)
     out.append("</tbody></table></section>")
     return "".join(out)
 

@@ -21,15 +21,53 @@ ICON = {"failed": "❌ failed", "error": "💥 error", "warned": "⚠️ warned"
 
 
 _MARKUP = re.compile(r"[\[\]]")  # no brackets, no image or link
+# A code span: a run of backticks, content, the same run (CommonMark 6.1).
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def _plain(text: str) -> str:
+    """Text outside code spans: no raw HTML, no table break, no image, link,
+    @mention or stray code span."""
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("`", "\\`")
+    # Quoted names and text must not render as images, links or @mentions (a run id "![x](http://…)").
+    return _MARKUP.sub(lambda m: "\\" + m.group(), text).replace("@", "@\u2060")
+
+
+def _in_code(text: str) -> str:
+    """Inside a code span everything is literal (GitHub would show ``&lt;``
+    as is): only a pipe is escaped, which a table cell needs even there."""
+    return text.replace("|", "\\|")
+
+
+def _one_line(value: Any, limit: int) -> str:
+    text = " ".join(_CONTROL.sub("\ufffd", str(value or "")).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def cell(value: Any, limit: int = MAX_CELL) -> str:
-    """Table-safe: no pipes, no newlines, bounded length, no raw HTML."""
-    text = " ".join(_CONTROL.sub("\ufffd", str(value or "")).split())
-    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-    # Quoted names and text must not render as images, links or @mentions (a run id "![x](http://…)").
-    text = _MARKUP.sub(lambda m: "\\" + m.group(), text).replace("@", "@\u2060")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Table-safe: no pipes, no newlines, bounded length, no raw HTML;
+    escaped for where each part lands (a fix's `lms unload <id>` stays a
+    code span reading ``<id>``, the text around it is escaped)."""
+    text = _one_line(value, limit)
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_plain(text[at : m.start()]))
+        out.append(m.group(1) + _in_code(m.group(2)) + m.group(1))
+        at = m.end()
+    out.append(_plain(text[at:]))
+    return "".join(out)
+
+
+def code(value: Any, limit: int = 120) -> str:
+    """``value`` as one code span (a path, a file:line), fenced with more
+    backticks than it holds."""
+    text = _one_line(value, limit)
+    if not text:
+        return ""
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{_in_code(text)}{pad}{fence}"
 
 
 def _run_label(r: dict[str, Any], many_dirs: bool) -> str:
@@ -44,7 +82,7 @@ def _evidence(r: dict[str, Any]) -> str:
     if not ev:
         return ""
     where = ev[0].get("path", "") if ev[0].get("line") is None else f"{ev[0].get('path', '')}:{ev[0]['line']}"
-    return f" (`{cell(where, 120).replace('`', '')}`)"
+    return f" ({code(where)})"
 
 
 def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
@@ -91,14 +129,22 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
     ]
     failing = [r for r in view.results if r["outcome"] not in ("passed", "skipped")]  # failed, error, warned
     consequences: dict[tuple[Any, Any, Any], list[str]] = {}
+    across: dict[tuple[Any, Any], dict[str, int]] = {}  # a root on the run dir: its consequences on the runs
     for r in failing:
         if r.get("consequence_of"):
             consequences.setdefault((r.get("run_dir"), r.get("run"), r["consequence_of"]), []).append(r["check"])
+            on = across.setdefault((r.get("run_dir"), r["consequence_of"]), {})
+            on[r["check"]] = on.get(r["check"], 0) + 1
     failing = [r for r in failing if not r.get("consequence_of")]  # folded into their root's row
     for r in failing[:max_failures]:
         summary = (r.get("summary") or "").strip().splitlines()
         folded_here = consequences.get((r.get("run_dir"), r.get("run"), r["check"]))
         also = f" (+ consequences on this run: {cell(', '.join(folded_here))})" if folded_here else ""
+        if not folded_here and r.get("run") and r.get("run") == r.get("run_dir"):
+            spread = across.get((r.get("run_dir"), r["check"]))
+            if spread:
+                named = ", ".join(f"{c} on {n} run{'s' if n != 1 else ''}" for c, n in sorted(spread.items()))
+                also = f" (+ consequences: {cell(named)})"
         lines.append(
             f"| {ICON.get(r['outcome'], cell(r['outcome']))} | {cell(r['check'])} {cell(r.get('slug'))}{also} "
             f"| {cell(_run_label(r, many_dirs))} "

@@ -76,6 +76,20 @@ class RunDirView:
     duration_per_run: list[tuple[str, float | None, bool]] = field(default_factory=list)
     wall_limit: float | None = None
     rounds: list[dict[str, Any]] = field(default_factory=list)  # a harvest's rounds, one row each
+    # One y scale for every run's plot of a kind (finite min, max), and the runs' median step time: a run at
+    # 600 s/it must not look like one at 1.4 s/it because each plot scaled itself.
+    step_time_range: tuple[float, float] | None = None
+    loss_range: tuple[float, float] | None = None
+    step_time_reference: float | None = None
+    step_time_reference_of: str = ""  # which runs the reference is the median of
+
+    @property
+    def trains(self) -> bool:
+        """Whether the rows are trainer runs: a harvest's rows are rounds,
+        and get no empty trainer columns unless one of them has a step log."""
+        if "harvest" not in self.run_dir.layouts:
+            return True
+        return any(rv.last_step is not None or rv.step_time or rv.loss for rv in self.runs)
 
 
 @dataclass
@@ -210,9 +224,39 @@ def _run_dir_view(
     for rv in view.runs:
         _add_log_series(rd, rv)
         rv.status = show_status(rv, statuses.get((rd.name, rv.name)))
+    _shared_scales(view)
     _add_sweep_series(rd, view)
     view.rounds = round_rows(rd)
     return view
+
+
+def _finite_range(series: list[Series]) -> tuple[float, float] | None:
+    ys = [y for sr in series for _, y in sr.points if math.isfinite(y)]
+    return (min(ys), max(ys)) if ys else None
+
+
+def _shared_scales(view: RunDirView) -> None:
+    """One y scale per plot kind across the run dir's runs, and the median of
+    the runs' own median step times (of the runs no check failed on, where
+    there are any) as the step-time plots' reference line."""
+    times = [rv.step_time for rv in view.runs if rv.step_time is not None]
+    view.step_time_range = _finite_range(times)
+    view.loss_range = _finite_range([rv.loss for rv in view.runs if rv.loss is not None])
+
+    def medians(runs: list[RunView]) -> list[float]:
+        out = []
+        for rv in runs:
+            ys = [y for _, y in rv.step_time.points if math.isfinite(y) and y > 0] if rv.step_time else []
+            if ys:
+                out.append(statistics.median(ys))
+        return out
+
+    # The reference is what the runs no check failed on take per step; where every run failed, all runs'.
+    clean = medians([rv for rv in view.runs if not rv.failures])
+    every = medians(view.runs)
+    if len(every) > 1:
+        view.step_time_reference = statistics.median(clean or every)
+        view.step_time_reference_of = "runs with no failed check" if clean else "all runs"
 
 
 def _episode_scores(ep) -> str:

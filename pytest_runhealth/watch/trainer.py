@@ -3,12 +3,14 @@
 Each tick lists the run's files (checkpoints, samples, pid file: cheap, and
 bounded by the number of files, not their size), reads the log and event
 files on from where the last tick stopped, and runs the tail diagnosis
-(``errors.classify``) only when the log grew. The status it keeps has the
-keys of ``status.run_status``, so the first block is drawn by
-``status.render``, the runbook's format."""
+(``errors.classify``) only when the log grew. Its status record is
+``status.status_record``, the one the status block builds, from the same
+state rule (``status.run_state``: ``running`` only with a live pid), so the
+first block is drawn by ``status.render``, the runbook's format."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,20 +18,13 @@ from typing import Any
 from ..checkpoints import find_checkpoints, latest
 from ..rootcause import diagnose as classify
 from ..rundir import Run, RunDir
-from ..status import (
-    format_duration,
-    latest_samples,
-    pid_alive,
-    planned_steps,
-    render,
-    steady_step_time,
-    trainer_kind,
-)
+from ..status import pid_alive, planned_steps, render, run_state, status_record
 from .tail import EventsTailer, LogTailer
 
 TAIL_POINTS = 64
 MILESTONES = 10  # a line each time the step crosses another tenth of the plan
 STEP_MILESTONE_WITHOUT_PLAN = 1000
+LIVE_WINDOW_S = 15 * 60  # the log grew under the watch this recently: the run is live
 
 
 @dataclass
@@ -56,6 +51,7 @@ class TrainerWatch:
         self.milestone = -1
         self.eta_said = False
         self.file_count = -1
+        self.seen_growing: float | None = None  # monotonic time the watch last saw the log grow
 
     @property
     def bytes_read(self) -> int:
@@ -82,6 +78,8 @@ class TrainerWatch:
             self.file_count = len(run.files)
             out.grew = True
         out.grew = out.grew or bool(new_bytes or new_records or reset)
+        if new_bytes > 0 and self.status is not None:  # grew while watched (the first read is the past)
+            self.seen_growing = time.monotonic()
         st = self._status(run, new_bytes > 0 or reset is not None)
         prev, self.status = self.status, st
         if prev is None:
@@ -112,56 +110,26 @@ class TrainerWatch:
         if grew and self.log is not None and self.log.follower is not None:
             self.fatal = classify(self.log.follower.tail(), last.line if last else 0, finished=bool(completion))
         alive = pid_alive(run)
-        if completion:
-            state = "finished"
-        elif self.fatal:
-            state = "failed"
-        elif alive:
-            state = "running"
-        elif alive is False or run.row is not None:
-            state = "stopped"
-        else:
-            state = "running" if points else "unknown"
+        if alive is None and self.seen_growing is not None and time.monotonic() - self.seen_growing < LIVE_WINDOW_S:
+            alive = True  # no pid file, but the watch saw the log grow: live evidence
+        state = run_state(finished=bool(completion), failed=bool(self.fatal), alive=alive, recorded=run.row is not None)
         losses = [p.loss for p in points if p.loss is not None][-5:] or list(self.events.loss_tail)
-        ckpt = latest(find_checkpoints(run.checkpoints))
-        sec, n = steady_step_time(points)
-        step = last.step if last else (ckpt.step if ckpt else None)
-        eta_s = None
-        if state == "finished":
-            eta = "done"
-        elif state in ("failed", "stopped"):
-            eta = None
-        elif sec is None:
-            eta = "measuring step time"
-        elif step is not None and total:
-            eta_s = max(0, total - step) * sec
-            eta = format_duration(eta_s)
-        else:
-            eta = None
-        samples, count = latest_samples(run)
-        return {
-            "run": self.label,
-            "run_dir": str(self.path),
-            "trainer": trainer_kind(run),
-            "state": state,
-            "error": self.fatal.cause if self.fatal else None,
-            "log": run.rel(self.log.path) if self.log else None,
-            "step": step,
-            "total": total,
-            "percent": round(100.0 * step / total, 1) if step is not None and total else None,
-            "last_losses": losses,
-            "loss_source": "log" if points and losses else None,
-            "step_time_s": round(sec, 3) if sec is not None else None,
-            "steady_samples": n,
-            "eta_s": round(eta_s) if eta_s is not None else None,
-            "eta": eta,
-            "latest_checkpoint": run.rel(ckpt.path) if ckpt else None,
-            "checkpoint_step": ckpt.step if ckpt else None,
-            "latest_samples": samples,
-            "sample_count": count,
-            "_completion": completion,
-            "_fatal_line": self.fatal.line.text.strip()[:300] if self.fatal else None,
-        }
+        st = status_record(
+            run,
+            label=self.label,
+            run_dir=str(self.path),
+            state=state,
+            fatal=self.fatal,
+            log=self.log.path if self.log else None,
+            points=points,
+            total=total,
+            losses=losses,
+            loss_source="log" if points and losses else None,
+            checkpoint=latest(find_checkpoints(run.checkpoints)),
+        )
+        st["_completion"] = completion
+        st["_fatal_line"] = self.fatal.line.text.strip()[:300] if self.fatal else None
+        return st
 
     # -- what changed ----------------------------------------------------------------
     def _changes(self, prev: dict, st: dict, lines: list[str]) -> bool:
