@@ -218,9 +218,9 @@ def eval_server(pytestconfig: pytest.Config):
 @pytest.fixture
 def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
     """The gate's one decision for the session, over the rounds of every
-    harvest run dir (``.passed``, ``.missing()``, ``.counted``, ``.excluded``;
-    ``.require()`` fails the test with what is missing); it needs a candidate
-    (gate.candidate or --runhealth-candidate) to pass. Marking the test
+    harvest run dir (``.passed``, ``.outcome``, ``.missing()`` says what is
+    missing, ``.counted``, ``.excluded``, ``.pairs``, ``.test``); it needs a
+    candidate (gate.candidate or --runhealth-candidate) to pass. Marking the test
     ``@pytest.mark.runhealth_gate`` turns gate mode on."""
     from .evaluation.state import decision_for
 
