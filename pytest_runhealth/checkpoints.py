@@ -1,7 +1,8 @@
 """Checkpoints as trainers name them, and safetensors headers checked
 without loading a tensor.
 
-Naming (FORMATS.md §1.3, §2): kohya writes ``{name}-step{08d}``,
+Naming (musubi-tuner src/musubi_tuner/utils/train_utils.py, sd-scripts
+library/train_util.py, LTX-2 packages/ltx-trainer/src/ltx_trainer/trainer.py): kohya writes ``{name}-step{08d}``,
 ``{name}-{06d}`` (epoch) and the final ``{name}``, each ``.safetensors``,
 with optional ``-state`` folders of the same stem; LTX-2 writes
 ``{lora|model}_weights_step_{05d}.safetensors`` and

@@ -62,7 +62,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 # Cheap type rules for every row; jsonschema is brought in only for the rows
-# that break one, so the message names the field (MEASURED.md: 5.6k rows/s).
+# that break one, so the message names the field (benchmarks/ledger.py times it).
 _TYPES: dict[str, tuple[type, ...]] = {
     "run_id": (str, int),
     "role": (str,),
@@ -339,7 +339,7 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                 ledger.aliases[canonical] = spelled
     if len(rows) >= FREEZE_FROM:
         # The rows live as long as the session: out of the collector's way, so
-        # pytest's end-of-session gc.collect() does not walk them (MEASURED.md).
+        # pytest's end-of-session gc.collect() does not walk them (docs/performance.md, "Ledgers").
         gc.freeze()
     return ledger
 

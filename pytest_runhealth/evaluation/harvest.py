@@ -1,5 +1,5 @@
 """An evaluation harvest on disk, read into the same objects the live client
-builds (LAYOUTS.md, "Evaluation harvest"):
+builds (docs/evaluation.md, "A harvest"):
 
     experience_request.json | round.json     one round at the top, or
     rounds/<name>/experience_request.json     several, one folder each

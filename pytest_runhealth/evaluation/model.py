@@ -1,6 +1,7 @@
 """The objects every RH5xx check reads, whether they came from a harvest on
 disk or live from an evaluation server: one shape, so both sources give the
-same verdicts (FORMATS.md §4 names the server's fields).
+same verdicts (field names as in Metta-AI/coworld's client, src/coworld/api_client.py:
+``ExperienceRequestRow``, ``V2EpisodeRequestRow``, ``RoundPublic``).
 
 Parsing is forgiving on purpose: servers drift, harvesters differ, and a
 field that is missing is recorded as unknown rather than guessed."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from .model import DEFAULT_TERMINAL
 
-# coworld src/coworld/api_client.py@7c3d8f05 (FORMATS.md §4). The memberships
+# Metta-AI/coworld src/coworld/api_client.py@7c3d8f05 (its v2 routes). The memberships
 # route is not in the pinned client; it is this plugin's best guess, so it is
 # optional (a missing route only leaves the member count unknown).
 DEFAULT_ROUTES: dict[str, str] = {
