@@ -14,6 +14,7 @@ from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, l
 from pytest_runhealth.logscan import StepPoint, read_log_tail
 from pytest_runhealth.rootcause import diagnose as classify
 from pytest_runhealth.status import steady_step_time
+from pytest_runhealth.testing import check_on
 
 STEPS = generic_log(30, 30)  # a finished generic run: step 30/30
 
@@ -117,36 +118,24 @@ def test_healthy_noise_is_not_fatal(tmp_path, text):
     assert fatal_of(tmp_path, text) is None
 
 
-def test_rh201_quotes_the_rich_box_example(run_health):
+def test_rh201_quotes_the_rich_box_example():
     from conftest import EXAMPLES
 
-    r = run_health(
-        EXAMPLES / "generic-oom-rich",
-        args=(
-            "-k",
-            "RH201",
-        ),
-    ).result_of("RH201")
-    assert r["cause"] == "cuda-oom" and r["verdict"] == "config"
-    assert r["evidence"][0]["text"].startswith("OutOfMemoryError: CUDA out of memory")
-    assert any("Traceback" not in e["text"] and "│" in e["text"] or "╰" in e["text"] for e in r["evidence"])
+    r = check_on(EXAMPLES / "generic-oom-rich", "RH201").of()
+    assert r.cause == "cuda-oom" and r.verdict == "config"
+    assert r.evidence[0].text.startswith("OutOfMemoryError: CUDA out of memory")
+    assert any("Traceback" not in e.text and "│" in e.text or "╰" in e.text for e in r.evidence)
 
 
 # -- RH202 ----------------------------------------------------------------------------------------
-def test_rh202_ltx_loss_nan_fails_and_names_later_checkpoints(tmp_path, run_health):
+def test_rh202_ltx_loss_nan_fails_and_names_later_checkpoints(tmp_path):
     ws = ltx_workspace(
         tmp_path / "ws", log=ltx_step_lines(2000, 1200, nan_from=700), weights=[500, 1000], states=[500, 1000]
     )
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH202",
-        ),
-    ).result_of("RH202")
-    assert (r["outcome"], r["cause"]) == ("failed", "nan-loss")
-    assert "Loss: nan" in r["evidence"][0]["text"] and r["evidence"][0]["path"] == "logs/train.log"
-    assert "lora_weights_step_01000" in r["summary"] and "lora_weights_step_00500" not in r["summary"]
+    r = check_on(ws, "RH202").of()
+    assert (r.passed, r.cause) == (False, "nan-loss")
+    assert "Loss: nan" in r.evidence[0].text and r.evidence[0].path == "logs/train.log"
+    assert "lora_weights_step_01000" in r.summary and "lora_weights_step_00500" not in r.summary
 
 
 def test_rh202_nan_grad_norm_is_not_a_nan_loss(tmp_path, run_health):
@@ -166,23 +155,23 @@ def test_rh202_nan_grad_norm_is_not_a_nan_loss(tmp_path, run_health):
 
 
 # -- RH002 ----------------------------------------------------------------------------------------
-def test_rh002_bars_and_step_lines_together_pass(tmp_path, run_health):
+def test_rh002_bars_and_step_lines_together_pass(tmp_path):
     log = kohya_log(40, redraws_per_step=1) + "".join(f"step {s} loss 0.1\n" for s in range(1, 4))
     ws = ltx_workspace(tmp_path / "ws", log=log, weights=[], states=[])
-    r = run_health(ws, args=("-k", "RH002", "-rA")).result_of("RH002")
-    assert r["outcome"] == "passed" and "steps read" in r["note"]
+    r = check_on(ws, "RH002").of()
+    assert r.passed and "steps read" in r.note
 
 
-def test_rh002_log_of_a_run_that_never_reached_training_passes(tmp_path, run_health):
+def test_rh002_log_of_a_run_that_never_reached_training_passes(tmp_path):
     run = tmp_path / "g"
     run.mkdir()
     (run / "train.log").write_text("INFO loading model\nINFO loading dataset\n")
-    r = run_health(run, args=("-k", "RH002", "-rA")).result_of("RH002")
-    assert r["outcome"] == "passed" and "no sign that training began" in r["note"]
+    r = check_on(run, "RH002").of()
+    assert r.passed and "no sign that training began" in r.note
 
 
 # -- RH207 ----------------------------------------------------------------------------------------
-def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path, run_health):
+def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path):
     import shutil
 
     from conftest import EXAMPLES
@@ -192,15 +181,9 @@ def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path, run_health):
     summary = ws / "outputs" / "run-summary.md"
     text = summary.read_text().replace("lora_weights_step_02000", "lora_weights_step_01500")
     summary.write_text(text.replace("## Reproducibility", "## Notes"))
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH207",
-        ),
-    ).result_of("RH207")
-    assert (r["outcome"], r["cause"]) == ("failed", "run-summary-missing")
-    assert "reproducibility section" in r["summary"] and "lora_weights_step_02000" in r["summary"]
+    r = check_on(ws, "RH207").of()
+    assert (r.passed, r.cause) == (False, "run-summary-missing")
+    assert "reproducibility section" in r.summary and "lora_weights_step_02000" in r.summary
 
 
 # -- RH208 ----------------------------------------------------------------------------------------
