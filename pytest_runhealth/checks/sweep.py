@@ -136,9 +136,7 @@ def extra_rh101_evidence(ctx) -> list[Evidence]:
             if hits:
                 more = f" (and {len(hits) - 1} more such lines)" if len(hits) > 1 else ""
                 found.append(ctx.evidence(path, hits[-1].line, hits[-1].text.strip() + more))
-        from ..live.collapse_evidence import rh101_live_evidence
-
-        return found + rh101_live_evidence(ctx, already=found)
+        return found + ctx.live.collapse_evidence(found)
 
     return ctx.run_dir.cached(("RH101", "lmstudio-unload-noop"), find)
 

@@ -36,7 +36,7 @@ def rh101_live_evidence(ctx, already: list[Evidence] = ()) -> list[Evidence]:
 
 
 def _gpu_evidence(ctx, gpu) -> list[Evidence]:
-    from ..checks.gpu import JUDGE_PROCESSES
+    from .gpu import JUDGE_PROCESSES
 
     if gpu.unavailable():
         return []
