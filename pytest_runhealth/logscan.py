@@ -259,7 +259,7 @@ def _count_byte(path: Path, start: int, upto: int, byte: bytes) -> int:
                 fh.seek(hole, os.SEEK_CUR)
                 left -= hole
                 continue
-            n = fh.readinto(view[: min(len(buf), left)])
+            n = fh.readinto(view[: min(len(buf), left)])  # type: ignore[attr-defined]  # a raw file: has readinto
             if not n:
                 break
             count += buf.count(byte, 0, n)

@@ -89,10 +89,6 @@ def activate(config: pytest.Config, reason: str) -> None:
             manager.register(importlib.import_module(name), name)
 
 
-def is_active(config: pytest.Config) -> bool:
-    return ACTIVE in config.stash
-
-
 # -- fixtures for the user's own tests ----------------------------------------
 # Defined here, available in every session (each imports what it reads only
 # when a test requests it); outside a run-health session they skip with why.

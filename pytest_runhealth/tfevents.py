@@ -29,7 +29,6 @@ from pathlib import Path
 
 from .safeio import open_readonly
 
-EVENTS_PREFIX = "events.out.tfevents"
 CHUNK = 2 << 20  # CRCs are checked a chunk at a time: ~40k records, ~15 MB of index arrays
 MAX_RECORD = 256 << 20  # larger than any real event; a length beyond it is damage
 MAX_PROBLEMS = 20

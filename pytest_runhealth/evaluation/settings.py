@@ -22,8 +22,6 @@ DEFAULT_ROUTES: dict[str, str] = {
     "openapi": "/openapi.json",
     "submit": "/v2/experience-requests",
 }
-# The runbook's transient statuses: retried, with a bound.
-TRANSIENT = frozenset({404, 425, 429, 500, 502, 503, 504})
 
 SCHEMA = {
     "type": "object",

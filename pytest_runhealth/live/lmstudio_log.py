@@ -98,7 +98,6 @@ class ServerLog:
     path: Path
     entries: list[LogEntry]
     events: list[LogEvent]
-    window_start_line: int = 1
     error: str | None = None
 
     def of(self, *kinds: str) -> list[LogEvent]:
