@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: the modules behind the accessors below si
     from .evaluation.model import Evaluation
     from .live.fixtures import LiveServices, LMStudio
     from .status import RunFacts
+    from .workspace import WorkspaceConfig
 
 
 @dataclass
@@ -88,6 +89,12 @@ class CheckContext:
             self.skip(f"no ledger.jsonl in {self.run_dir.path}")
         return ledger
 
+    def workspace_config(self) -> WorkspaceConfig | None:
+        """The run dir's config.yaml (an LTX-2 workspace), parsed once: a ``WorkspaceConfig`` addressed by
+        dotted keys (``.get("model.load_checkpoint")``), never a dict; None when there is no config.yaml.
+        A file that cannot be parsed is a ``WorkspaceConfig`` whose ``error`` says why."""
+        return self.run_dir.workspace_config()
+
     def log_scan(self, path: Path | None = None) -> LogScan:
         path = path or self._main_log()
         return self.run_dir.log_scan(path)
@@ -147,7 +154,7 @@ class CheckContext:
         return EvaluationView(self)
 
     # -- what a check says -----------------------------------------------------
-    def skip(self, reason: str) -> None:
+    def skip(self, reason: str) -> NoReturn:
         pytest.skip(reason)
 
     def fail(

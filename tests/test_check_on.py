@@ -154,3 +154,19 @@ def runhealth_fixtures(check_id: str) -> tuple[str, ...]:
     spec = registry.get(check_id)
     assert spec is not None, check_id
     return spec.fixtures
+
+
+@runhealth.check("TEAMT105", "reads-the-workspace-config", scope="session")
+def reads_the_workspace_config(ctx):
+    cfg = ctx.workspace_config()
+    if cfg is None:
+        ctx.skip(f"no config.yaml in {ctx.run_dir.path}")
+    return ctx.ok(
+        f"{type(cfg).__name__}: steps={cfg.get('optimization.steps')} at line {cfg.line_of('optimization.steps')}"
+    )
+
+
+def test_ctx_workspace_config_is_a_workspace_config_or_none(tmp_path):
+    note = check_on(EXAMPLES / "workspace-ready", reads_the_workspace_config).of().note
+    assert note.startswith("WorkspaceConfig: steps=") and "at line " in note and "None" not in note
+    assert "no config.yaml" in check_on(enospc_run(tmp_path / "run", 0), reads_the_workspace_config).skipped["run"]
