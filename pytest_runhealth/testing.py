@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,9 @@ from .context import CheckContext, Target
 from .evaluate import call_check, normalise, skip_reason
 from .finding import Finding
 from .registry import SPEC_ATTR, CheckSpec, Registry
+
+if TYPE_CHECKING:
+    from .rundir import RunDir
 
 __all__ = ["Findings", "check_on"]
 
@@ -149,20 +152,20 @@ def _spec_and_registry(
     return found, registry
 
 
-def run_dirs_below(path: Path, depth: int) -> list[Any]:
+def run_dirs_below(path: Path, depth: int) -> list[RunDir]:
     """A RunDir per run found below ``path``, labelled as a session labels them."""
     from .discovery import discover
     from .rundir import RunDir
 
     found = discover(path, depth)
-    out = []
+    out: list[RunDir] = []
     for f in found.runs:
         label = f.label(found.root) if f.path != found.root else (path.absolute().name or str(path))
         out.append(RunDir(f.path if f.path != found.root else path, label))
     return out
 
 
-def targets_of(spec: CheckSpec, run_dirs: list[Any]) -> list[Target]:
+def targets_of(spec: CheckSpec, run_dirs: list[RunDir]) -> list[Target]:
     """One target per run (per run dir for a session-scope check), never in chunks."""
     out: list[Target] = []
     many = len(run_dirs) > 1
