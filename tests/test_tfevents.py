@@ -130,11 +130,10 @@ def kohya_run(tmp_path, log: str, scalars) -> os.PathLike:
     return run
 
 
-def test_rh005_header_only_early_in_a_live_run_passes(tmp_path, run_health):
+def test_rh005_header_only_early_in_a_live_run_passes(tmp_path):
     run = kohya_run(tmp_path, kohya_log(312, stop_at=10, finish=False), [])
-    res = run_health(run, args=("-k", "RH005", "-rA"))
-    r = res.result_of("RH005")
-    assert r["outcome"] == "passed" and "has not ended" in r["note"]
+    r = check_on(run, "RH005").of()
+    assert r.passed and "has not ended" in r.note
 
 
 def test_rh005_header_only_after_the_run_died_fails(tmp_path):

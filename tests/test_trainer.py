@@ -138,20 +138,11 @@ def test_rh202_ltx_loss_nan_fails_and_names_later_checkpoints(tmp_path):
     assert "lora_weights_step_01000" in r.summary and "lora_weights_step_00500" not in r.summary
 
 
-def test_rh202_nan_grad_norm_is_not_a_nan_loss(tmp_path, run_health):
+def test_rh202_nan_grad_norm_is_not_a_nan_loss(tmp_path):
     run = tmp_path / "g"
     run.mkdir()
     (run / "train.log").write_text(generic_log(30, 30))  # grad_norm=nan at step 7
-    assert (
-        run_health(
-            run,
-            args=(
-                "-k",
-                "RH202",
-            ),
-        ).outcome("RH202")
-        == "passed"
-    )
+    assert check_on(run, "RH202").of().passed
 
 
 # -- RH002 ----------------------------------------------------------------------------------------
@@ -359,17 +350,14 @@ def test_bad_logs_never_crash(tmp_path, run_health, content):
     ]
 
 
-def test_rh002_run_that_died_at_step_zero_is_rh201s_not_rh002s(tmp_path, run_health):
+def test_rh002_run_that_died_at_step_zero_is_rh201s_not_rh002s(tmp_path):
     run = tmp_path / "g"
     run.mkdir()
     log = kohya_log(312, stop_at=0, finish=False) + "\nTraceback (most recent call last):\nKeyError: 'beta1'\n"
     (run / "train.log").write_text(log)
-    res = run_health(run, args=("-k", "RH002 or RH201", "-rA"))
-    assert (
-        res.result_of("RH002")["outcome"] == "passed"
-        and "RH201: fused-optimizer-keyerror" in res.result_of("RH002")["note"]
-    )
-    assert res.result_of("RH201")["cause"] == "fused-optimizer-keyerror"
+    r = check_on(run, "RH002").of()
+    assert r.passed and "RH201: fused-optimizer-keyerror" in r.note
+    assert check_on(run, "RH201").of().cause == "fused-optimizer-keyerror"
 
 
 def test_rh208_sweep_run_stopped_by_its_wall_clock_passes(tmp_path, run_health):
@@ -392,18 +380,12 @@ def test_xdist_keeps_findings_and_status(run_health):
     assert res.report["status"]["ltx-interrupted"]["step"] == 1240
 
 
-def test_rh002_rich_default_prints_nothing_after_start(tmp_path, run_health):
+def test_rh002_rich_default_prints_nothing_after_start(tmp_path):
     """LTX-2's default Rich progress on a redirected stdout: the start line, then silence."""
     log = ltx_step_lines(2000, 0).replace(
         "WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n", ""
     )
     ws = ltx_workspace(tmp_path / "ws", log=log, weights=[], states=[])
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH002",
-        ),
-    ).result_of("RH002")
-    assert (r["outcome"], r["cause"]) == ("failed", "progress-bar-only-log")
-    assert "Starting training" in r["evidence"][0]["text"] and "--disable-progress-bars" in r["fix"]
+    r = check_on(ws, "RH002").of()
+    assert (r.passed, r.cause) == (False, "progress-bar-only-log")
+    assert "Starting training" in r.evidence[0].text and "--disable-progress-bars" in r.fix
