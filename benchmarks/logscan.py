@@ -4,7 +4,7 @@ the step-line regex on the same file, timed in the same run.
     python benchmarks/logscan.py              # 1024 MB
     python benchmarks/logscan.py --size-mb 256
 
-The log has the shape MEASURED.md describes (~100 tqdm `\\r` redraws per
+The log has the shape of a real kohya stdout.log (~100 tqdm `\\r` redraws per
 newline-terminated line, a log record glued after each bar line), ends with a
 traceback, and is scanned by a real `pytest --run-dir` session running every
 check that reads logs (RH002, RH201, RH202, RH208, plus the status block).

@@ -1,4 +1,4 @@
-"""Writes the examples/harvest-* evaluation harvests (LAYOUTS.md, FORMATS.md §4).
+"""Writes the examples/harvest-* evaluation harvests (docs/evaluation.md; field names of Metta-AI/coworld's api_client.py).
 
 Re-run after changing a shape: ``python examples/make_harvest_examples.py``.
 Each harvest has a sibling ``.expect.yaml`` saying what must fail and pass."""

@@ -74,7 +74,7 @@ seed: 42
 output_dir: outputs
 """
 
-# What a finished earlier run left in logs/train.log (FORMATS.md §2, --disable-progress-bars).
+# What a finished earlier run left in logs/train.log (LTX-2 ltx_trainer/trainer.py with --disable-progress-bars).
 PREVIOUS_RUN_LOG = """Progress bars disabled. Intermediate status messages will be logged instead.
 🚀 Starting training...
 Step 20/2000 - Loss: 0.2113, LR: 9.91e-05, Time/Step: 1.61s, Total Time: calculating...

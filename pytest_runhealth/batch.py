@@ -106,6 +106,7 @@ def judge_chunk(
             if spec not in specs:
                 specs.append(spec)
             state = session_of(config)
+            assert state is not None  # a chunk is an item of a run-health session
             limits = {s.id: thresholds if s is spec else state.settings.thresholds_for(s) for s in specs}
             tallies = pending[chunk] = judge_runs(specs, target, limits, config, {})
         tally = tallies.pop(spec.id)
@@ -123,6 +124,7 @@ def judge_runs(
 ) -> dict[str, Tally]:
     """Every check of ``specs`` on each run of the chunk, a run at a time, its reads dropped after it."""
     rd, state = target.run_dir, session_of(config)
+    assert target.batch is not None  # judge_runs is handed chunks only
     start, stop = target.batch
     runs = rd.runs[start:stop]
     tallies = {spec.id: Tally() for spec in specs}
@@ -138,7 +140,7 @@ def judge_runs(
         for spec, tally, limits, asks_run in judged:
             if tally.raised is not None:
                 continue
-            reason = asks_run and missing_run_need(spec, one)
+            reason = missing_run_need(spec, one) if asks_run else None
             if reason:
                 tally.skip(reason, run.name)
                 continue

@@ -1,7 +1,8 @@
 """Checkpoints as trainers name them, and safetensors headers checked
 without loading a tensor.
 
-Naming (FORMATS.md §1.3, §2): kohya writes ``{name}-step{08d}``,
+Naming (musubi-tuner src/musubi_tuner/utils/train_utils.py, sd-scripts
+library/train_util.py, LTX-2 packages/ltx-trainer/src/ltx_trainer/trainer.py): kohya writes ``{name}-step{08d}``,
 ``{name}-{06d}`` (epoch) and the final ``{name}``, each ``.safetensors``,
 with optional ``-state`` folders of the same stem; LTX-2 writes
 ``{lora|model}_weights_step_{05d}.safetensors`` and
@@ -21,10 +22,8 @@ from pathlib import Path
 from .safeio import mtime, open_readonly
 
 LTX_WEIGHTS = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safetensors$")
-LTX_STATE = re.compile(r"^training_state_step_(?P<step>\d+)\.pt$")
 KOHYA_STEP = re.compile(r"^(?P<name>.+)-step(?P<step>\d{8})\.safetensors$")
 KOHYA_EPOCH = re.compile(r"^(?P<name>.+)-(?P<epoch>\d{6})\.safetensors$")
-KOHYA_STATE_DIR = re.compile(r"^(?P<stem>.+)-state$")
 
 # safetensors refuses headers over 100 MB (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER = 100_000_000
@@ -104,8 +103,8 @@ def latest(checkpoints: list[Checkpoint]) -> Checkpoint | None:
         return max(finals, key=lambda c: mtime(c.path))
     steps = [c for c in checkpoints if c.step is not None]
     epochs = [c for c in checkpoints if c.epoch is not None]
-    best_step = max(steps, key=lambda c: c.step) if steps else None
-    best_epoch = max(epochs, key=lambda c: c.epoch) if epochs else None
+    best_step = max(steps, key=lambda c: c.step or 0) if steps else None
+    best_epoch = max(epochs, key=lambda c: c.epoch or 0) if epochs else None
     if best_step and best_epoch:
         return max((best_step, best_epoch), key=lambda c: mtime(c.path))
     return best_step or best_epoch

@@ -37,7 +37,7 @@ def validate_report(doc: Any, where: str) -> None:
 
 def check_shards(docs: list[dict[str, Any]]) -> None:
     """Shard reports merge only as a complete set: each K of one N, once."""
-    shards = [d.get("shard") for d in docs]
+    shards: list[Any] = [d.get("shard") for d in docs]
     if not any(shards):
         return
     if not all(shards):
@@ -67,7 +67,7 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
     for i, doc in enumerate(docs):
         validate_report(doc, f"report #{i + 1}")
     check_shards(docs)
-    versions = sorted({d.get("plugin_version") for d in docs})
+    versions: list[Any] = sorted({d.get("plugin_version") for d in docs})  # type: ignore[type-var]
     if len(versions) > 1:
         raise MergeError(f"reports come from different plugin versions {versions}; re-run the shards with one version")
     results: dict[str, Result] = {}

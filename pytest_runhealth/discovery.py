@@ -213,7 +213,7 @@ def run_count(found: Found, run_dir: RunDir) -> int:
 def headline(d: Discovery, counts: dict[Path, int]) -> str:
     """``ROOT: 27 trainer runs, 2 sweep sessions (61 runs), 1 harvest (5 rounds)``."""
     by_kind = Counter(f.kind for f in d.runs)
-    inner = Counter()
+    inner: Counter[str] = Counter()
     for f in d.runs:
         inner[f.kind] += counts.get(f.path, 1)
     parts = []

@@ -18,7 +18,7 @@ try:  # optional speed-up, same results (see _decode_row)
     from orjson import dumps as _fast_dumps
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
-    _fast_dumps = _fast_loads = None
+    _fast_dumps = _fast_loads = None  # type: ignore[assignment]
 
 FREEZE_FROM = 20_000  # rows; smaller ledgers cost the collector next to nothing
 
@@ -62,7 +62,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 # Cheap type rules for every row; jsonschema is brought in only for the rows
-# that break one, so the message names the field (MEASURED.md: 5.6k rows/s).
+# that break one, so the message names the field (benchmarks/ledger.py times it).
 _TYPES: dict[str, tuple[type, ...]] = {
     "run_id": (str, int),
     "role": (str,),
@@ -119,7 +119,7 @@ class LedgerRow:
 
     def get(self, name: str, default: Any = None) -> Any:
         # An absent field maps to None, never a JSON key: the lookup needs no branch (it is made ~20 times per row).
-        return self.raw.get(self.fields.get(name), default)
+        return self.raw.get(self.fields.get(name), default)  # type: ignore[arg-type]  # None is no JSON key
 
     @property
     def text(self) -> str:
@@ -306,6 +306,7 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                     if len(shapes) < 4096:
                         shapes[frozen] = shape
                 last_keys = keys
+            assert shape is not None  # set with the keys, on the first row
             row = LedgerRow(lineno, raw, shape.fields)
             bad = _type_problem(raw, shape)
             if bad:
@@ -339,7 +340,7 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                 ledger.aliases[canonical] = spelled
     if len(rows) >= FREEZE_FROM:
         # The rows live as long as the session: out of the collector's way, so
-        # pytest's end-of-session gc.collect() does not walk them (MEASURED.md).
+        # pytest's end-of-session gc.collect() does not walk them (docs/performance.md, "Ledgers").
         gc.freeze()
     return ledger
 

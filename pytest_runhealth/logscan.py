@@ -70,7 +70,9 @@ _PAIR_PREFIX = (
 BARE_PAIR_NONFINITE = re.compile(rb"^\s*" + _PAIR_PREFIX + rb"(\d+)\s+(nan|-?inf)\s*$", re.I)
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
-# The trainer reached its training loop (FORMATS.md §1.2, §2).
+# The trainer reached its training loop: kohya's accelerator.print("running training / 学習開始")
+# (musubi-tuner src/musubi_tuner/training/trainer_base.py), LTX-2's "🚀 Starting training..." or
+# "Resuming training from step" (Lightricks/LTX-2 packages/ltx-trainer/src/ltx_trainer/trainer.py).
 TRAINING_STARTED = re.compile(
     "Starting training|Resuming training from step|running training|\u5b66\u7fd2\u958b\u59cb".encode()
 )
@@ -257,7 +259,7 @@ def _count_byte(path: Path, start: int, upto: int, byte: bytes) -> int:
                 fh.seek(hole, os.SEEK_CUR)
                 left -= hole
                 continue
-            n = fh.readinto(view[: min(len(buf), left)])
+            n = fh.readinto(view[: min(len(buf), left)])  # type: ignore[attr-defined]  # a raw file: has readinto
             if not n:
                 break
             count += buf.count(byte, 0, n)

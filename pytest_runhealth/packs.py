@@ -52,7 +52,7 @@ def load(config: pytest.Config) -> list[PackError]:
         name = f"runhealth-pack-{ep.name}"
         if config.pluginmanager.has_plugin(name):
             continue
-        dist = ep.dist.name if getattr(ep, "dist", None) is not None else "an unknown distribution"
+        dist = ep.dist.name if ep.dist is not None else "an unknown distribution"
         try:
             module = ep.load()
         except Exception as exc:  # any import-time failure of third-party code

@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not counts:
         return
     for group in groups.values():  # roots before the checks they explain (consequences.py), stable otherwise
-        group.sort(key=lambda item: run_order((spec := spec_of(item)) and spec.id))
+        group.sort(key=lambda item: run_order(spec.id if (spec := spec_of(item)) else None))
     items[:] = [item for group in groups.values() for item in group]
     config.stash[COUNTS] = counts
 

@@ -129,8 +129,6 @@ class ResultCollector:
         if meta is None:
             return
         nodeid = report.nodeid
-        if meta.get("group") and nodeid.endswith("@" + meta["group"]):
-            nodeid = nodeid[: -len(meta["group"]) - 1]  # xdist loadgroup's suffix: same ids with or without -n
         res = self.results.get(nodeid)
         if res is None:
             res = self.results[nodeid] = Result(

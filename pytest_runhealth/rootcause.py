@@ -569,6 +569,7 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     )
     if roots:
         i, row = roots[0]
+        assert row.cause is not None  # only a wrapper has none, and wrappers are no root
         cause = CAUSES[row.cause]
         return RootCause(
             row.cause,

@@ -1,4 +1,4 @@
-"""What a run dir holds (LAYOUTS.md), found by looking, never by writing.
+"""What a run dir holds (docs/layouts.md), found by looking, never by writing.
 
 Everything here is lazy and cached on the object: collection only needs the
 list of runs, and each artefact is read once however many checks use it."""
@@ -195,7 +195,7 @@ class Run:
 
 class RunDir:
     """A ``--run-dir``: a sweep session, a trainer workspace, a kohya output
-    dir, an evaluation harvest, or any folder with logs (LAYOUTS.md)."""
+    dir, an evaluation harvest, or any folder with logs (docs/layouts.md)."""
 
     def __init__(self, path: Path, label: str | None = None) -> None:
         self.path = Path(path).absolute()

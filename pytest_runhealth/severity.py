@@ -84,7 +84,9 @@ def settle(item: pytest.Item, spec, target, finding) -> bool:
     """Decide what a failing finding does to the test. Raises xfail when a
     live waiver covers it; returns True when it is only a warning; returns
     False when it fails (an expired waiver adds why it no longer applies)."""
-    pol = session_of(item.config).policy
+    state = session_of(item.config)
+    assert state is not None  # an item of a run-health session
+    pol = state.policy
     names = tuple(dict.fromkeys((target.name, target.label)))
     waiver = waivers.waiver_for(pol.waivers, spec.id, names)
     if waiver is not None:

@@ -236,7 +236,7 @@ def step_times(points: list[StepPoint]) -> list[float]:
         # first step included.
         out = []
         for a, b in zip(timed, timed[1:]):
-            ds, dt = b.step - a.step, b.elapsed - a.elapsed
+            ds, dt = b.step - a.step, b.elapsed - a.elapsed  # type: ignore[operator]  # timed: not None
             if ds > 0 and dt >= 0:
                 out.append(dt / ds)
         return out

@@ -1,7 +1,8 @@
 """Event files (``events.out.tfevents.*``), read as a stream of TFRecords.
 
 Why not tbparse or EventAccumulator for the checks: both drop every record
-after the first bad one with only a DEBUG line (MEASURED.md), and both are
+after the first bad one with only a DEBUG line (tensorboard's
+``event_file_loader``), and both are
 ~10x slower than walking the frames. This reader walks the TFRecord frames
 itself, verifies both CRCs of every record (tensorboard's own CRC-32C table,
 applied to a whole chunk of records at once with numpy), parses records with
@@ -28,7 +29,6 @@ from pathlib import Path
 
 from .safeio import open_readonly
 
-EVENTS_PREFIX = "events.out.tfevents"
 CHUNK = 2 << 20  # CRCs are checked a chunk at a time: ~40k records, ~15 MB of index arrays
 MAX_RECORD = 256 << 20  # larger than any real event; a length beyond it is damage
 MAX_PROBLEMS = 20

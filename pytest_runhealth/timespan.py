@@ -85,7 +85,8 @@ def split_by_span(events, span: Span | None, stamp_of) -> tuple[list, list]:
     """(events inside the span or without a readable time, events outside it)."""
     if span is None:
         return list(events), []
-    inside, outside = [], []
+    inside: list = []
+    outside: list = []
     for ev in events:
         when = line_time(stamp_of(ev))
         (outside if when is not None and not span.contains(when) else inside).append(ev)

@@ -105,8 +105,8 @@ def parse(section: Any) -> list[Waiver]:
             raw.get("runs", "*"),
             raw["reason"].strip(),
             str(raw["owner"]).strip(),
-            _as_date(raw["expires"]),
-        )  # type: ignore[arg-type]
+            _as_date(raw["expires"]),  # type: ignore[arg-type]  # problems() refused a bad date
+        )
         for i, raw in enumerate(section or [])
     ]
 
@@ -116,7 +116,7 @@ def waiver_for(waivers: list[Waiver], check_id: str, run_names: tuple[str, ...])
     one (so the failure can say its waiver ran out)."""
     matching = [w for w in waivers if w.covers(check_id, run_names)]
     live = [w for w in matching if not w.expired()]
-    return (live or matching or [None])[0]
+    return (live or matching or [None])[0]  # type: ignore[list-item]
 
 
 # -- the end-of-session listing (this module is a sub-plugin) --------------------------

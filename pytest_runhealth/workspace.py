@@ -1,4 +1,5 @@
-"""A trainer workspace's config.yaml (LTX-2 style, FORMATS.md §2), read once
+"""A trainer workspace's config.yaml (LTX-2 style: Lightricks/LTX-2
+packages/ltx-trainer/src/ltx_trainer/config.py), read once
 and addressed by dotted keys (``model.load_checkpoint``)."""
 
 from __future__ import annotations

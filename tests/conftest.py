@@ -32,6 +32,21 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
+def _load_regenerate():
+    """scripts/regenerate.py, the one command that rewrites every generated file: the tests that compare
+    a generated file import its generators and name it in their failure message."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("runhealth_regenerate", REPO / "scripts" / "regenerate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+regenerate = _load_regenerate()
+
+
 class HealthRun:
     """A finished inner pytest session with its parsed runhealth report."""
 

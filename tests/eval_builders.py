@@ -1,5 +1,5 @@
 """Experience requests and harvests as the server and the harvester write them
-(FORMATS.md §4 field names), for the RH5xx tests."""
+(field names of Metta-AI/coworld's src/coworld/api_client.py), for the RH5xx tests."""
 
 from __future__ import annotations
 

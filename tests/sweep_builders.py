@@ -1,6 +1,6 @@
 """Builders for sweep sessions as Bracket and kohya's trainers leave them:
-ledger rows with every field (LAYOUTS.md), and stdout.log files with the
-real kohya start-up block, tqdm bars redrawn with ``\\r`` (FORMATS.md §1.1),
+ledger rows with every field (docs/layouts.md), and stdout.log files with the
+real kohya start-up block, tqdm bars redrawn with ``\\r`` (musubi-tuner's ``desc="steps"`` bar),
 ``saving checkpoint:`` lines and the tracebacks of the runbook's failures.
 
 The shipped ``examples/sweep-*`` dirs are written by ``write_examples()``

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from eval_builders import episode, request, write
 
+from pytest_runhealth.testing import check_on
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 LINE_100MB = 100 << 20
@@ -880,17 +882,16 @@ def test_unparseable_lmstudio_url_is_a_usage_error(pytester, url):
 
 # -- low items (#14): FIFOs where artefacts belong, markdown markup, orphan temp files -----------------
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
-def test_fifo_where_an_event_file_belongs_is_named(tmp_path, run_health):
+def test_fifo_where_an_event_file_belongs_is_named(tmp_path):
     run = tmp_path / "run"
     (run / "logs").mkdir(parents=True)
     (run / "logs" / "train.log").write_text("step 1 loss 0.5\n")
     os.mkfifo(run / "logs" / "events.out.tfevents.1.host")
     os.mkfifo(run / "notes.fifo")
-    res = run_health(run, args=("-k", "RH006"))
-    r = res.result_of("RH006")
-    assert r["outcome"] == "failed" and r["cause"] == "artefact-not-a-file", r
-    assert any("events.out.tfevents.1.host" in e["path"] for e in r["evidence"])
-    assert "notes.fifo" in r["summary"]
+    r = check_on(run, "RH006").of()
+    assert not r.passed and r.cause == "artefact-not-a-file", r
+    assert any("events.out.tfevents.1.host" in e.path for e in r.evidence)
+    assert "notes.fifo" in r.summary
 
 
 def test_markdown_cells_render_no_image_link_or_mention():

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO, regenerate
 
 from pytest_runhealth import Registry, checks
 from pytest_runhealth.catalogue import render_catalogue
 
 DOCS = REPO / "docs" / "checks.md"
-REGENERATE = "pytest -p no:cacheprovider --runhealth-list=markdown > docs/checks.md"
 
 # Built-in checks that still lack a failing or a passing example: a visible,
 # shrinking list. A check that gains its examples must leave it.
@@ -94,8 +93,8 @@ def test_examples_name_only_known_checks():
 
 def test_docs_checks_md_is_in_sync():
     rendered = render_catalogue(builtin_registry(), "markdown")
-    assert DOCS.is_file(), f"docs/checks.md is missing; generate it with: {REGENERATE}"
-    assert DOCS.read_text(encoding="utf-8") == rendered, f"docs/checks.md is out of date; regenerate it: {REGENERATE}"
+    assert DOCS.is_file(), regenerate.out_of_date_message("docs/checks.md")
+    assert DOCS.read_text(encoding="utf-8") == rendered, regenerate.out_of_date_message("docs/checks.md")
 
 
 def test_list_markdown_prints_the_docs(pytester):

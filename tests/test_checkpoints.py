@@ -10,6 +10,7 @@ import pytest
 from trainerfiles import EXAMPLES, cut_file, ltx_step_lines, ltx_workspace, write_safetensors
 
 from pytest_runhealth.checkpoints import check_safetensors, find_checkpoints, latest, parse_name
+from pytest_runhealth.testing import check_on
 
 
 def test_names_of_both_trainers():
@@ -108,82 +109,52 @@ def workspace(tmp_path, **kw):
     return ltx_workspace(tmp_path / "ws", **kw)
 
 
-def test_rh205_newest_pair_present_while_older_pruned_passes(tmp_path, run_health):
+def test_rh205_newest_pair_present_while_older_pruned_passes(tmp_path):
     ws = workspace(tmp_path, weights=[1000, 1500], states=[1500])  # step 500 pruned, state 1000 pruned
-    r = run_health(ws, args=("-k", "RH205", "-rA")).result_of("RH205")
-    assert r["outcome"] == "passed" and "1500 has its training state" in r["note"]
+    r = check_on(ws, "RH205").of()
+    assert r.passed and "1500 has its training state" in r.note
 
 
-def test_rh205_load_checkpoint_missing(tmp_path, run_health):
+def test_rh205_load_checkpoint_missing(tmp_path):
     ws = workspace(
         tmp_path, weights=[500], states=[500], load="outputs/checkpoints/lora_weights_step_00900.safetensors"
     )
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH205",
-        ),
-    ).result_of("RH205")
-    assert (r["outcome"], r["cause"]) == ("failed", "load-checkpoint-missing")
-    assert r["evidence"][0]["path"] == "config.yaml" and r["evidence"][0]["line"] == 5
+    r = check_on(ws, "RH205").of()
+    assert (r.passed, r.cause) == (False, "load-checkpoint-missing")
+    assert r.evidence[0].path == "config.yaml" and r.evidence[0].line == 5
 
 
-def test_rh205_load_checkpoint_without_state_beside_it(tmp_path, run_health):
+def test_rh205_load_checkpoint_without_state_beside_it(tmp_path):
     ws = workspace(
         tmp_path, weights=[500, 1000], states=[1000], load="outputs/checkpoints/lora_weights_step_00500.safetensors"
     )
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH205",
-        ),
-    ).result_of("RH205")
-    assert (r["outcome"], r["cause"]) == ("failed", "resume-state-missing")
-    assert "restart at step 0" in r["summary"]
+    r = check_on(ws, "RH205").of()
+    assert (r.passed, r.cause) == (False, "resume-state-missing")
+    assert "restart at step 0" in r.summary
 
 
-def test_rh205_state_being_written_is_named(tmp_path, run_health):
+def test_rh205_state_being_written_is_named(tmp_path):
     ws = workspace(tmp_path, weights=[500, 1000], states=[500])
     (ws / "outputs/checkpoints/training_state_step_01000.pt.tmp").write_bytes(b"PK")
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH205",
-        ),
-    ).result_of("RH205")
-    assert r["cause"] == "resume-state-missing" and ".pt.tmp exists" in r["summary"]
+    r = check_on(ws, "RH205").of()
+    assert r.cause == "resume-state-missing" and ".pt.tmp exists" in r.summary
 
 
-def test_rh205_kohya_state_folders(tmp_path, run_health):
+def test_rh205_kohya_state_folders(tmp_path):
     kohya = tmp_path / "k"
     shutil.copytree(EXAMPLES / "kohya-healthy", kohya)
     shutil.rmtree(kohya / "mylora-state")  # the final checkpoint lost its state; step 50 kept one
-    r = run_health(
-        kohya,
-        args=(
-            "-k",
-            "RH205",
-        ),
-    ).result_of("RH205")
-    assert (r["outcome"], r["cause"]) == ("failed", "resume-state-missing")
+    r = check_on(kohya, "RH205").of()
+    assert (r.passed, r.cause) == (False, "resume-state-missing")
 
 
-def test_rh206_zero_byte_and_oversized_claim(tmp_path, run_health):
+def test_rh206_zero_byte_and_oversized_claim(tmp_path):
     ws = workspace(tmp_path, weights=[500, 1000], states=[500, 1000])
     ck = ws / "outputs" / "checkpoints"
     (ck / "lora_weights_step_01000.safetensors").write_bytes(b"")
     header_file(
         ck / "extra.safetensors", {"w": {"dtype": "F16", "shape": [1024], "data_offsets": [0, 2048]}}, b"\x00" * 10
     )
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH206",
-        ),
-    ).result_of("RH206")
-    assert (r["outcome"], r["cause"]) == ("failed", "truncated-checkpoint")
-    assert "2 of 3 checkpoint(s)" in r["summary"] and "lora_weights_step_00500" in r["summary"]
+    r = check_on(ws, "RH206").of()
+    assert (r.passed, r.cause) == (False, "truncated-checkpoint")
+    assert "2 of 3 checkpoint(s)" in r.summary and "lora_weights_step_00500" in r.summary

@@ -1,5 +1,5 @@
 """The field corpus: real excerpts from public bug reports (tests/field/<case>/,
-format in FIELD_FORMAT.md), each with the check and cause it must produce, or
+format in tests/field/README.md), each with the check and cause it must produce, or
 ``no-alarm`` for a look-alike on which no log or loss check may fail.
 
 One pytest session runs the plugin over every case's run dir (a session per

@@ -112,3 +112,60 @@ def test_nothing_imports_the_entry_plugin():
 def test_the_cycle_finder_finds_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# -- checks read through ctx (issue 24) ----------------------------------------------------------
+# What a check may not reach, even through a module it imports: the sub-plugins (their state is offered
+# on ``ctx``: ``ctx.facts``, ``ctx.live``, ``ctx.evaluation``), the engine and session hooks above them,
+# and the session module (``ctx.session``, ``ctx.settings`` and ``ctx.config`` hand it down).
+# ``printable`` is a sub-plugin only for its one hook; its function is a leaf every finding uses.
+ABOVE_CHECKS = {
+    f"{PACKAGE}.{name}" for name in ("plugin", "core", "collection", "judging", "evaluate", "batch", "session", "packs")
+}
+GATEWAY = f"{PACKAGE}.context"  # the one module that imports them for a check, when the check asks
+
+
+def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for dep in graph.get(todo.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def _forbidden_for_checks() -> set[str]:
+    from pytest_runhealth.plugin import SUBPLUGINS
+
+    return (set(SUBPLUGINS) | ABOVE_CHECKS) - {f"{PACKAGE}.printable", f"{PACKAGE}.checks"}
+
+
+def check_reaches(graph: dict[str, set[str]], forbidden: set[str]) -> list[str]:
+    """Each (checks module -> imported module -> forbidden module it reaches) outside the gateway."""
+    out = []
+    for module in sorted(m for m in graph if m.startswith(f"{PACKAGE}.checks")):
+        for dep in sorted(graph[module]):
+            if dep == GATEWAY or dep.startswith(f"{PACKAGE}.checks"):
+                continue
+            reached = ({dep} | _closure(graph, dep)) & forbidden
+            if reached:
+                out.append(f"{module} -> {dep} (reaches {', '.join(sorted(reached))})")
+    return out
+
+
+def test_checks_import_only_leaves():
+    bad = check_reaches(import_graph(), _forbidden_for_checks())
+    assert bad == [], "a check reads the session and the sub-plugins through ctx, not by import:\n" + "\n".join(bad)
+
+
+def test_the_checks_rule_finds_a_reach():
+    graph = {
+        f"{PACKAGE}.checks.x": {f"{PACKAGE}.helper", GATEWAY},
+        f"{PACKAGE}.helper": {f"{PACKAGE}.status"},
+        GATEWAY: {f"{PACKAGE}.status"},
+    }
+    assert check_reaches(graph, {f"{PACKAGE}.status"}) == [
+        f"{PACKAGE}.checks.x -> {PACKAGE}.helper (reaches {PACKAGE}.status)"
+    ]

@@ -1,4 +1,4 @@
-"""LM Studio's server log (FORMATS.md §3.1): every date layout, messages over
+"""LM Studio's server log (the layouts of lmstudio-bug-tracker#618, #2085): every date layout, messages over
 several lines, glued lines, noise read as noise; RH402/RH405 on real files."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The shared log reader on what real trainer logs contain (FORMATS.md §1, §2, §6)."""
+"""The shared log reader on what real trainer logs contain (kohya's tqdm bars, LTX-2's step lines, \\r redraws)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ import pytest
 import yaml
 from conftest import EXAMPLES
 
+from pytest_runhealth.testing import check_on
+
 PRELAUNCH = ("-m", "prelaunch", "-rs")
 # The summary-line tests keep to checks that read only the workspace: live probes (GPU, LM Studio)
 # answer differently on every machine.
@@ -57,7 +59,7 @@ FOX_SAMPLE = [{"prompt": "a fox", "conditions": [{"type": "first_frame", "image_
 AUDIO = {"is_generated": True, "latents_dir": "audio_latents", "conditions": []}
 
 
-def test_rh209_each_problem_is_named(tmp_path, run_health):
+def test_rh209_each_problem_is_named(tmp_path):
     """One session, one workspace per problem; each names its key and why."""
     cases = {
         "url": (
@@ -96,19 +98,19 @@ def test_rh209_each_problem_is_named(tmp_path, run_health):
         "not-a-path": ({"model__model_path": 42}, "config-path-missing", "is int 42, not a path"),
     }
     dirs = [workspace(tmp_path, name=name, **changes) for name, (changes, _, _) in cases.items()]
-    res = run_health(*dirs, args=PRELAUNCH + ("-k", "RH209"))
+    found = {ws.name: check_on(ws, "RH209").of() for ws in dirs}
     for name, (_, cause, says) in cases.items():
-        r = res.result_of("RH209", name)
-        assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "config", cause), (name, r)
-        assert says in r["summary"], (name, r["summary"])
+        r = found[name]
+        assert (r.passed, r.verdict, r.cause) == (False, "config", cause), (name, r)
+        assert says in r.summary, (name, r.summary)
         lines = (tmp_path / name / "config.yaml").read_text().splitlines()
-        quoted = [(lines[e["line"] - 1].strip(), e["text"].rstrip("…")) for e in r["evidence"] if e["line"]]
-        assert quoted and all(line.startswith(text) for line, text in quoted), (name, r["evidence"])
-    assert "video masks" in res.result_of("RH209", "conditional")["summary"]
-    assert "Model path cannot be a URL" in res.result_of("RH209", "url")["summary"]
+        quoted = [(lines[e.line - 1].strip(), e.text.rstrip("…")) for e in r.evidence if e.line]
+        assert quoted and all(line.startswith(text) for line, text in quoted), (name, r.evidence)
+    assert "video masks" in found["conditional"].summary
+    assert "Model path cannot be a URL" in found["url"].summary
 
 
-def test_rh209_near_misses_pass(tmp_path, run_health, monkeypatch):
+def test_rh209_near_misses_pass(tmp_path, monkeypatch):
     ready = workspace(tmp_path, name="relative")
     absolute = workspace(
         tmp_path,
@@ -136,23 +138,23 @@ def test_rh209_near_misses_pass(tmp_path, run_health, monkeypatch):
         dirs.append(ws)
     (tmp_path / "validation-media/refs/fox.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     monkeypatch.chdir(tmp_path)  # not a workspace: only the config's folder makes relative paths exist
-    res = run_health(*dirs, args=PRELAUNCH + ("-k", "RH209"))
-    for ws in dirs:
-        assert res.outcome("RH209", ws.name) == "passed", res.stdout
-    note = res.result_of("RH209", "relative")["note"]
+    found = {ws.name: check_on(ws, "RH209").of() for ws in dirs}
+    for name, r in found.items():
+        assert r.passed, (name, r)
+    note = found["relative"].note
     assert "relative path(s)" in note and "model.model_path" in note
-    assert "relative" not in res.result_of("RH209", "absolute")["note"]
+    assert "relative" not in found["absolute"].note
 
 
-def test_rh209_temporal_factor_is_a_threshold(tmp_path, run_health):
+def test_rh209_temporal_factor_is_a_threshold(tmp_path):
     ws = workspace(tmp_path, validation__video_dims=[768, 512, 93])  # (93 - 1) % 8 = 4, % 4 = 0
+    assert check_on(ws, "RH209").of().cause == "frames-constraint"
     conf = tmp_path / "runhealth.yaml"
     conf.write_text("thresholds:\n  RH209:\n    vae_temporal_factor: 4\n")
-    res = run_health(ws, args=PRELAUNCH + ("-k", "RH209", "--runhealth-config", str(conf)))
-    assert res.outcome("RH209") == "passed"
+    assert check_on(ws, "RH209", config=conf).of().passed
 
 
-def test_bad_config_is_a_finding_or_a_skip_never_a_traceback(tmp_path, run_health):
+def test_bad_config_is_a_finding_or_a_skip_never_a_traceback(tmp_path):
     contents = {
         "invalid-yaml": (b"model: [unclosed\n", "not valid YAML"),
         "a-list": (b"- just\n- a list\n", "not a mapping"),
@@ -166,13 +168,14 @@ def test_bad_config_is_a_finding_or_a_skip_never_a_traceback(tmp_path, run_healt
     other = tmp_path / "not-ltx"
     other.mkdir()
     (other / "config.yaml").write_text("learning_rate: 0.1\nbatch: 8\n")
-    res = run_health(*dirs, other, args=PRELAUNCH + ("-k", "RH209 or RH210 or RH211"))
-    for name, (_, says) in contents.items():
-        r = res.result_of("RH209", name)
-        assert r["outcome"] == "failed" and says in r["summary"], (name, r)
-        assert res.outcome("RH210", name) == "skipped" and res.outcome("RH211", name) == "skipped"
-    assert {res.outcome(c, "not-ltx") for c in ("RH209", "RH210", "RH211")} == {"skipped"}
-    assert "not an LTX-2 trainer config" in res.result_of("RH209", "not-ltx")["note"]
+    for ws in dirs:
+        r = check_on(ws, "RH209").of()
+        assert not r.passed and contents[ws.name][1] in r.summary, (ws.name, r)
+        for check in ("RH210", "RH211"):
+            assert ws.name in check_on(ws, check).skipped, (check, ws.name)
+    for check in ("RH209", "RH210", "RH211"):
+        assert "not-ltx" in check_on(other, check).skipped, check
+    assert "not an LTX-2 trainer config" in check_on(other, "RH209").skipped["not-ltx"]
 
 
 # -- RH210 tracker-credentials ------------------------------------------------
@@ -273,7 +276,7 @@ def test_rh210_hanging_library_is_bounded(tmp_path, run_health, fake_wandb):
 
 
 # -- RH211 output-dir-fresh ---------------------------------------------------
-def test_rh211_passes_resume_and_explicit_fresh_start(tmp_path, run_health):
+def test_rh211_passes_resume_and_explicit_fresh_start(tmp_path):
     elsewhere = tmp_path / "shared-outputs"
     shutil.copytree(EXAMPLES / "workspace-reused-output/outputs", elsewhere)
     dirs = [
@@ -290,15 +293,14 @@ def test_rh211_passes_resume_and_explicit_fresh_start(tmp_path, run_health):
     ]
     (tmp_path / "no-weights/outputs/checkpoints").mkdir(parents=True)
     (tmp_path / "no-weights/outputs/checkpoints/notes.txt").write_text("nothing saved yet\n")
-    res = run_health(*dirs, args=PRELAUNCH + ("-k", "RH211"))
-    notes = {ws.name: res.result_of("RH211", ws.name) for ws in dirs}
-    assert notes["resume-latest"]["outcome"] == "passed" and "older" not in notes["resume-latest"]["note"]
-    assert notes["resume-older"]["outcome"] == "passed" and "older than the latest" in notes["resume-older"]["note"]
-    assert notes["fresh-on-purpose"]["outcome"] == "passed" and "no_resume: true" in notes["fresh-on-purpose"]["note"]
-    assert notes["no-weights"]["outcome"] == "passed" and "holds no checkpoints" in notes["no-weights"]["note"]
+    notes = {ws.name: check_on(ws, "RH211").of() for ws in dirs}
+    assert notes["resume-latest"].passed and "older" not in notes["resume-latest"].note
+    assert notes["resume-older"].passed and "older than the latest" in notes["resume-older"].note
+    assert notes["fresh-on-purpose"].passed and "no_resume: true" in notes["fresh-on-purpose"].note
+    assert notes["no-weights"].passed and "holds no checkpoints" in notes["no-weights"].note
     outside = notes["outside"]
-    assert outside["outcome"] == "failed" and outside["cause"] == "output-dir-reused"
-    assert outside["evidence"][0]["path"] == str(elsewhere / "checkpoints/lora_weights_step_02000.safetensors")
+    assert not outside.passed and outside.cause == "output-dir-reused"
+    assert outside.evidence[0].path == str(elsewhere / "checkpoints/lora_weights_step_02000.safetensors")
 
 
 # -- the moment: plain sessions and the summary line --------------------------

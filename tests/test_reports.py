@@ -45,7 +45,7 @@ def kohya_log(
     path: Path, steps: int, total: int, sec: float = 1.5, nan_from: int | None = None, climb: float = 0.0
 ) -> None:
     """musubi-tuner/sd-scripts stdout: tqdm redraws joined by \\r, one newline
-    per epoch line (FORMATS.md §1)."""
+    per epoch line (musubi-tuner's ``desc="steps"`` bar)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     parts = []
     for i in range(1, steps + 1):

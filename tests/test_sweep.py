@@ -14,6 +14,8 @@ import sys
 import pytest
 import sweep_builders as sb
 
+from pytest_runhealth.testing import check_on
+
 
 def only(check: str) -> tuple[str, ...]:
     return ("-k", check)
@@ -32,6 +34,15 @@ def of(res, check: str, target: str) -> dict:
     found = [r for r in res.results(check) if label(r) == target]
     assert len(found) == 1, f"{check}[{target}]: {len(found)} results\n{res.stdout}"
     return found[0]
+
+
+def text_of(*findings) -> str:
+    """Every finding rendered as the terminal shows it, and every skip reason."""
+    return (
+        "\n".join(f.render() for fs in findings for f in fs)
+        + "\n"
+        + "\n".join(reason for fs in findings for reason in fs.skipped.values())
+    )
 
 
 def config_file(pytester, text: str) -> tuple[str, ...]:
@@ -95,12 +106,11 @@ def test_rh101_vram_leak_and_its_near_misses(tmp_path, run_health):
     assert "no earlier run of the sweep trained fully" in of(res, "RH101", "all-collapsed/cand-001")["note"]
 
 
-def test_rh101_thresholds_are_configurable(tmp_path, run_health, pytester):
+def test_rh101_thresholds_are_configurable(tmp_path):
     session = sb.vram_leak_session(tmp_path / "s")
-    res = run_health(
-        session, args=only("RH101") + config_file(pytester, "thresholds:\n  RH101:\n    handful_steps: 2\n")
-    )
-    assert res.ret == 0
+    assert not all(f.passed for f in check_on(session, "RH101"))
+    findings = check_on(session, "RH101", config={"thresholds": {"RH101": {"handful_steps": 2}}})
+    assert findings and all(f.passed for f in findings)
 
 
 # -- RH102 trainer-died-instantly --------------------------------------------------------
@@ -144,19 +154,20 @@ def test_rh102_reads_each_cause_from_the_log_tail(tmp_path, run_health):
     )
     session = sb.write_session(tmp_path / "s", rows, logs)
     (session / "runs" / "no-log").mkdir()
-    res = run_health(session, args=only("RH102"))
-    assert res.outcome("RH102", "baseline-000-s0") == "passed"
+    findings = check_on(session, "RH102")
+    assert findings.of("baseline-000-s0").passed
     for cause, verdict in CAUSES.items():
-        r = res.result_of("RH102", cause)
-        assert (r["outcome"], r["cause"], r["verdict"]) == ("failed", cause, verdict)
-        log_ev = r["evidence"][1]
-        assert log_ev["path"] == f"runs/{cause}/logs/stdout.log"
+        r = findings.of(cause)
+        assert (r.passed, r.cause, r.verdict) == (False, cause, verdict)
+        log_ev = r.evidence[1]
+        assert log_ev.path == f"runs/{cause}/logs/stdout.log"
         last = sb.TRACEBACKS[cause].splitlines()[-1]
-        assert log_ev["text"] == (last[:239] + "…" if len(last) > 240 else last)
-    r = res.result_of("RH102", "no-log")
-    assert (r["outcome"], r["verdict"]) == ("failed", "not-evaluable")
-    assert "no log in runs/no-log" in res.stdout and "(6 of 7 runs of the sweep were disqualified so)" in res.stdout
-    assert "KeyError: 'beta1'" in res.stdout and "Bracket's search spaces exclude AdamW" in res.stdout
+        assert log_ev.text == (last[:239] + "…" if len(last) > 240 else last)
+    r = findings.of("no-log")
+    assert (r.passed, r.verdict) == (False, "not-evaluable")
+    text = text_of(findings)
+    assert "no log in runs/no-log" in text and "(6 of 7 runs of the sweep were disqualified so)" in text
+    assert "KeyError: 'beta1'" in text and "Bracket's search spaces exclude AdamW" in text
 
 
 # -- RH103, RH104: the judge ---------------------------------------------------------------
@@ -166,20 +177,20 @@ def rewrite(session, change) -> None:
     sb.write_session(session, rows, {})
 
 
-def test_rh103_judge_never_called_and_near_miss(tmp_path, run_health):
+def test_rh103_judge_never_called_and_near_miss(tmp_path):
     plain = sb.judge_session(tmp_path / "plain", "none")
     method = sb.judge_session(tmp_path / "method", "none")
     rewrite(method, lambda rows: [r["config"].update(judge_method="none") for r in rows])
     judged = sb.judge_session(tmp_path / "judged", "none")
     rewrite(judged, lambda rows: rows[2].update(judge_report=sb.judge_report(0.7)))
-    res = run_health(plain, method, judged, args=only("RH103"))
-    r = res.result_of("RH103", "plain")
-    assert (r["outcome"], r["cause"], r["verdict"]) == ("failed", "judge-not-called", "config")
-    assert "all 4 scored runs have judge_report null" in res.stdout
-    assert res.outcome("RH103", "method") == "failed" and "judge_method is 'none', not 'lmstudio'" in res.stdout
+    r = check_on(plain, "RH103").of()
+    assert (r.passed, r.cause, r.verdict) == (False, "judge-not-called", "config")
+    assert "all 4 scored runs have judge_report null" in r.summary
+    r = check_on(method, "RH103").of()
+    assert not r.passed and "judge_method is 'none', not 'lmstudio'" in r.render()
     # issue 26: one judged row among loss-only ones is not a near-miss but a mixed sweep
-    r = res.result_of("RH103", "judged")
-    assert (r["outcome"], r["cause"]) == ("failed", "mixed-scoring")
+    r = check_on(judged, "RH103").of()
+    assert (r.passed, r.cause) == (False, "mixed-scoring")
 
 
 def test_rh103_mixed_scoring_names_the_rows_and_their_rank(tmp_path, run_health):
@@ -196,22 +207,21 @@ def test_rh103_mixed_scoring_names_the_rows_and_their_rank(tmp_path, run_health)
     assert res.outcome("RH103", "whole") == "passed"
 
 
-def test_rh104_thinking_judge_and_one_transient_miss(tmp_path, run_health):
+def test_rh104_thinking_judge_and_one_transient_miss(tmp_path):
     prose = sb.judge_session(tmp_path / "prose", "no-json")
     transient = sb.healthy_session(tmp_path / "transient")
     rewrite(
         transient, lambda rows: rows[1]["judge_report"]["judgements"][0].update(error="no JSON scores in response text")
     )
-    res = run_health(prose, transient, args=only("RH104"))
-    r = res.result_of("RH104", "prose")
-    assert (r["outcome"], r["cause"]) == ("failed", "judge-no-json")
-    assert "16 of 16 judgements" in res.stdout and "qwen3-vl-8b-thinking (a thinking variant)" in res.stdout
-    r = res.result_of("RH104", "transient")
-    assert r["outcome"] == "passed" and "1 of 20 judgements" in r["note"]
+    r = check_on(prose, "RH104").of()
+    assert (r.passed, r.cause) == (False, "judge-no-json")
+    assert "16 of 16 judgements" in r.render() and "qwen3-vl-8b-thinking (a thinking variant)" in r.render()
+    r = check_on(transient, "RH104").of()
+    assert r.passed and "1 of 20 judgements" in r.note
 
 
 # -- RH105 early-exit-config ---------------------------------------------------------------
-def test_rh105_names_the_knobs_and_passes_late_failures(tmp_path, run_health):
+def test_rh105_names_the_knobs_and_passes_late_failures(tmp_path):
     knob = sb.knob_session(tmp_path / "knob")
     rows = [
         sb.row("cand-000", at=sb.at(0), duration_s=2200.0, n_steps=1500, config=sb.knobs(seed=1)),
@@ -228,15 +238,15 @@ def test_rh105_names_the_knobs_and_passes_late_failures(tmp_path, run_health):
         ),
     ]
     late = sb.write_session(tmp_path / "late", rows, {})
-    res = run_health(knob, late, args=only("RH105"))
-    assert sorted(label(r) for r in failed(res, "RH105")) == ["knob/cand-001-s0", "knob/cand-004-s0"]
-    r = of(res, "RH105", "knob/cand-001-s0")
-    assert (r["verdict"], r["cause"]) == ("config", "config-knob")
-    assert 'optimizer_type="AdamW8bit" (healthy: "adafactor")' in res.stdout
-    assert "fused_backward_pass=true (healthy: false)" in res.stdout
-    assert "seed" not in r["fix"] and "learning_rate" not in r["fix"]
-    assert any("AssertionError: fused_backward_pass" in e["text"] for e in r["evidence"])
-    assert {r["outcome"] for r in res.results("RH105") if label(r).startswith("late/")} == {"passed"}
+    findings = check_on(knob, "RH105")
+    assert sorted(f.run for f in findings if not f.passed) == ["cand-001-s0", "cand-004-s0"]
+    r = findings.of("cand-001-s0")
+    assert (r.verdict, r.cause) == ("config", "config-knob")
+    assert 'optimizer_type="AdamW8bit" (healthy: "adafactor")' in text_of(findings)
+    assert "fused_backward_pass=true (healthy: false)" in text_of(findings)
+    assert "seed" not in r.fix and "learning_rate" not in r.fix
+    assert any("AssertionError: fused_backward_pass" in e.text for e in r.evidence)
+    assert all(f.passed for f in check_on(late, "RH105"))
 
 
 # -- RH106 stop-event-not-failures -------------------------------------------------------------
@@ -267,65 +277,62 @@ def generic_run(path, log: str):
     return path
 
 
-def test_rh107_pipe_deadlock_and_a_healthy_sweep(tmp_path, run_health):
+def test_rh107_pipe_deadlock_and_a_healthy_sweep(tmp_path):
     slow = sb.slow_steps_session(tmp_path / "slow")
     healthy = sb.healthy_session(tmp_path / "healthy")
-    res = run_health(slow, healthy, args=("-k", "RH107 or RH108"))
-    r = of(res, "RH107", "slow/cur-000-s0")
-    assert (r["outcome"], r["cause"]) == ("failed", "pipe-deadlock")
-    assert 'subprocess.Popen(stdout=open(log_path, "ab"))' in r["fix"]
-    assert r["evidence"][-1]["path"] == "runs/cur-000-s0/logs/stdout.log"
-    assert "29/1500" in r["evidence"][-1]["text"]
-    assert {r["outcome"] for r in res.results() if label(r).startswith("healthy/")} == {"passed"}
+    r = check_on(slow, "RH107", run="cur-000-s0").of()
+    assert (r.passed, r.cause) == (False, "pipe-deadlock")
+    assert 'subprocess.Popen(stdout=open(log_path, "ab"))' in r.fix
+    assert r.evidence[-1].path == "runs/cur-000-s0/logs/stdout.log"
+    assert "29/1500" in r.evidence[-1].text
+    for check in ("RH107", "RH108"):
+        findings = check_on(healthy, check)
+        assert findings and all(f.passed for f in findings), findings
 
 
-def test_pipe_deadlock_is_found_with_defaults_and_a_slow_healthy_gpu_is_not(tmp_path, run_health):
+def test_pipe_deadlock_is_found_with_defaults_and_a_slow_healthy_gpu_is_not(tmp_path):
     """Issue 18: every run slow from its first step, no healthy run, 2900 s/it: the deadlock without
     expected_s_per_it; and RH002 stays quiet on a musubi log whose bar lines end in newlines."""
     stuck = sb.deadlock_session(tmp_path / "stuck")
     slow_gpu = sb.deadlock_session(tmp_path / "slowgpu", s_per_it=60.0, steps=100, wall=7200)
-    res = run_health(stuck, slow_gpu, args=("-k", "RH107 or RH002", "-rA"))
+    stuck_107, stuck_002 = check_on(stuck, "RH107"), check_on(stuck, "RH002")
+    slow_107, slow_002 = check_on(slow_gpu, "RH107"), check_on(slow_gpu, "RH002")
     for rid in ("baseline-000-s0", "cur-000-s0", "cand-000-s0"):
-        r = of(res, "RH107", f"stuck/{rid}")
-        assert (r["outcome"], r["cause"]) == ("failed", "pipe-deadlock"), r
-        assert "from its first timed step" in r["summary"] and "subprocess.Popen" in r["fix"]
-        assert of(res, "RH002", f"stuck/{rid}")["outcome"] == "passed"
-        assert of(res, "RH107", f"slowgpu/{rid}")["outcome"] == "skipped"
-        assert of(res, "RH002", f"slowgpu/{rid}")["outcome"] == "passed"
+        r = stuck_107.of(rid)
+        assert (r.passed, r.cause) == (False, "pipe-deadlock"), r
+        assert "from its first timed step" in r.summary and "subprocess.Popen" in r.fix
+        assert stuck_002.of(rid).passed
+        assert rid in slow_107.skipped and rid not in {f.run for f in slow_107}
+        assert slow_002.of(rid).passed
 
 
-def test_rh002_still_fires_on_a_log_of_only_carriage_return_redraws(tmp_path, run_health):
+def test_rh002_still_fires_on_a_log_of_only_carriage_return_redraws(tmp_path):
     run = generic_run(tmp_path / "bars", sb.startup(1500) + "".join("\r" + sb.bar(0, 1500, 0, None) for _ in range(50)))
-    r = run_health(run, args=only("RH002")).result_of("RH002")
-    assert (r["outcome"], r["cause"]) == ("failed", "progress-bar-only-log")
+    r = check_on(run, "RH002").of()
+    assert (r.passed, r.cause) == (False, "progress-bar-only-log")
 
 
-def test_rh107_on_plain_runs_needs_an_expected_figure(tmp_path, run_health, pytester):
+def test_rh107_on_plain_runs_needs_an_expected_figure(tmp_path):
     fast = generic_run(tmp_path / "fast", sb.healthy_log(300, 0.25, every=10))  # tqdm prints it/s under 1 s a step
     slow = generic_run(tmp_path / "slow", sb.healthy_log(300, 0.5, every=10))
-    res = run_health(fast, args=only("RH107") + ("-rs",))
-    assert res.outcome("RH107") == "skipped" and "expected_s_per_it" in res.stdout
-    cfg = config_file(pytester, "thresholds:\n  RH107:\n    expected_s_per_it: 0.004\n")
-    res = run_health(fast, slow, args=only("RH107") + cfg)
-    assert res.outcome("RH107", "fast") == "passed"
-    assert res.outcome("RH107", "slow") == "failed" and "0.500 s/it (2.00 it/s), 125x the expected" in res.stdout
+    findings = check_on(fast, "RH107")
+    assert not findings and "expected_s_per_it" in findings.skipped["fast"]
+    cfg = {"thresholds": {"RH107": {"expected_s_per_it": 0.004}}}
+    assert check_on(fast, "RH107", config=cfg).of().passed
+    r = check_on(slow, "RH107", config=cfg).of()
+    assert not r.passed and "0.500 s/it (2.00 it/s), 125x the expected" in r.summary
 
 
-def test_rh108_climbing_step_time_and_benign_bumps(tmp_path, run_health):
+def test_rh108_climbing_step_time_and_benign_bumps(tmp_path):
     climbing = sb.startup(900) + sb.training(900, 900, lambda s: 29.0 * (1 + 5.0 * (s / 900) ** 2), every=50)
 
     def bumpy(s: int) -> float:  # slow warm-up, a sampling pause, noise
         return 9.0 if s < 5 else (6.0 if 400 <= s < 420 else 2.0 + 0.05 * ((s * 31) % 7))
 
-    res = run_health(
-        generic_run(tmp_path / "climbing", climbing),
-        generic_run(tmp_path / "bumpy", sb.healthy_log(900, bumpy, every=30)),
-        args=only("RH108"),
-    )
-    r = res.result_of("RH108", "climbing")
-    assert (r["outcome"], r["cause"], r["verdict"]) == ("failed", "vram-pressure", "infra")
-    assert all(e["path"] == "logs/stdout.log" for e in r["evidence"])
-    assert res.outcome("RH108", "bumpy") == "passed"
+    r = check_on(generic_run(tmp_path / "climbing", climbing), "RH108").of()
+    assert (r.passed, r.cause, r.verdict) == (False, "vram-pressure", "infra")
+    assert all(e.path == "logs/stdout.log" for e in r.evidence)
+    assert check_on(generic_run(tmp_path / "bumpy", sb.healthy_log(900, bumpy, every=30)), "RH108").of().passed
 
 
 # -- bad input ----------------------------------------------------------------------------
@@ -359,7 +366,7 @@ def test_truncated_final_line_alone_does_not_fail_the_sweep_checks(tmp_path, run
     assert {r["outcome"] for r in res.results() if r["check"] != "RH001"} <= {"passed", "skipped"}
 
 
-def test_binary_log_and_a_50mb_line_without_newline(tmp_path, run_health):
+def test_binary_log_and_a_50mb_line_without_newline(tmp_path):
     session = sb.died_session(tmp_path / "s", "cuda-oom")
     log0 = session / "runs" / "cand-000-s0" / "logs" / "stdout.log"
     log0.write_bytes(os.urandom(4096) + b"\x00" * 1024 + sb.TRACEBACKS["cuda-oom"].encode())
@@ -368,12 +375,13 @@ def test_binary_log_and_a_50mb_line_without_newline(tmp_path, run_health):
         chunk = b"steps: x" * (1 << 17)  # 1 MiB
         for _ in range(50):
             fh.write(chunk)
-    res = run_health(session, args=("-k", "RH102 or RH107 or RH108"))
-    assert res.result_of("RH102", "cand-000-s0")["cause"] == "cuda-oom"
-    r = res.result_of("RH102", "cand-001-s0")
-    assert (r["outcome"], r["cause"]) == ("failed", "unknown")
-    assert all(len(e["text"]) <= 240 for e in r["evidence"])
-    assert {x["outcome"] for x in res.results("RH108")} <= {"passed", "skipped"}
+    rh102 = check_on(session, "RH102")
+    assert rh102.of("cand-000-s0").cause == "cuda-oom"
+    r = rh102.of("cand-001-s0")
+    assert (r.passed, r.cause) == (False, "unknown")
+    assert all(len(e.text) <= 240 for e in r.evidence)
+    assert all(f.passed for f in check_on(session, "RH108"))  # each run judged healthy or skipped
+    check_on(session, "RH107")  # a finding or a skip for each run, never an exception
 
 
 def test_run_folder_without_logs_and_folder_without_row(tmp_path, run_health):

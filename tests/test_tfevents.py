@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from trainerfiles import cut_file, flip_byte, kohya_log, kohya_scalars, write_events
 
+from pytest_runhealth.testing import check_on
 from pytest_runhealth.tfevents import first_scalar, is_loss_tag, masked_crcs, read_event_file
 
 
@@ -129,39 +130,26 @@ def kohya_run(tmp_path, log: str, scalars) -> os.PathLike:
     return run
 
 
-def test_rh005_header_only_early_in_a_live_run_passes(tmp_path, run_health):
+def test_rh005_header_only_early_in_a_live_run_passes(tmp_path):
     run = kohya_run(tmp_path, kohya_log(312, stop_at=10, finish=False), [])
-    res = run_health(run, args=("-k", "RH005", "-rA"))
-    r = res.result_of("RH005")
-    assert r["outcome"] == "passed" and "has not ended" in r["note"]
+    r = check_on(run, "RH005").of()
+    assert r.passed and "has not ended" in r.note
 
 
-def test_rh005_header_only_after_the_run_died_fails(tmp_path, run_health):
+def test_rh005_header_only_after_the_run_died_fails(tmp_path):
     log = kohya_log(312, stop_at=0, finish=False) + "\nTraceback (most recent call last):\nKeyError: 'beta1'\n"
     run = kohya_run(tmp_path, log, [])
-    r = run_health(
-        run,
-        args=(
-            "-k",
-            "RH005",
-        ),
-    ).result_of("RH005")
-    assert (r["outcome"], r["cause"]) == ("failed", "empty-tfevents")
+    r = check_on(run, "RH005").of()
+    assert (r.passed, r.cause) == (False, "empty-tfevents")
 
 
-def test_rh005_corrupt_file_fails_with_record_evidence(tmp_path, run_health):
+def test_rh005_corrupt_file_fails_with_record_evidence(tmp_path):
     run = kohya_run(tmp_path, kohya_log(20), kohya_scalars(20))
     (events,) = run.rglob("events.out.tfevents.*")
     cut_file(events, events.stat().st_size - 9)
-    r = run_health(
-        run,
-        args=(
-            "-k",
-            "RH005",
-        ),
-    ).result_of("RH005")
-    assert (r["outcome"], r["cause"]) == ("failed", "corrupt-tfevents")
-    assert "the file ends" in r["evidence"][0]["text"] and r["evidence"][0]["path"].startswith("logs/")
+    r = check_on(run, "RH005").of()
+    assert (r.passed, r.cause) == (False, "corrupt-tfevents")
+    assert "the file ends" in r.evidence[0].text and r.evidence[0].path.startswith("logs/")
 
 
 def test_series_memory_is_bounded(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, l
 from pytest_runhealth.logscan import StepPoint, read_log_tail
 from pytest_runhealth.rootcause import diagnose as classify
 from pytest_runhealth.status import steady_step_time
+from pytest_runhealth.testing import check_on
 
 STEPS = generic_log(30, 30)  # a finished generic run: step 30/30
 
@@ -117,72 +118,51 @@ def test_healthy_noise_is_not_fatal(tmp_path, text):
     assert fatal_of(tmp_path, text) is None
 
 
-def test_rh201_quotes_the_rich_box_example(run_health):
+def test_rh201_quotes_the_rich_box_example():
     from conftest import EXAMPLES
 
-    r = run_health(
-        EXAMPLES / "generic-oom-rich",
-        args=(
-            "-k",
-            "RH201",
-        ),
-    ).result_of("RH201")
-    assert r["cause"] == "cuda-oom" and r["verdict"] == "config"
-    assert r["evidence"][0]["text"].startswith("OutOfMemoryError: CUDA out of memory")
-    assert any("Traceback" not in e["text"] and "│" in e["text"] or "╰" in e["text"] for e in r["evidence"])
+    r = check_on(EXAMPLES / "generic-oom-rich", "RH201").of()
+    assert r.cause == "cuda-oom" and r.verdict == "config"
+    assert r.evidence[0].text.startswith("OutOfMemoryError: CUDA out of memory")
+    assert any("Traceback" not in e.text and "│" in e.text or "╰" in e.text for e in r.evidence)
 
 
 # -- RH202 ----------------------------------------------------------------------------------------
-def test_rh202_ltx_loss_nan_fails_and_names_later_checkpoints(tmp_path, run_health):
+def test_rh202_ltx_loss_nan_fails_and_names_later_checkpoints(tmp_path):
     ws = ltx_workspace(
         tmp_path / "ws", log=ltx_step_lines(2000, 1200, nan_from=700), weights=[500, 1000], states=[500, 1000]
     )
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH202",
-        ),
-    ).result_of("RH202")
-    assert (r["outcome"], r["cause"]) == ("failed", "nan-loss")
-    assert "Loss: nan" in r["evidence"][0]["text"] and r["evidence"][0]["path"] == "logs/train.log"
-    assert "lora_weights_step_01000" in r["summary"] and "lora_weights_step_00500" not in r["summary"]
+    r = check_on(ws, "RH202").of()
+    assert (r.passed, r.cause) == (False, "nan-loss")
+    assert "Loss: nan" in r.evidence[0].text and r.evidence[0].path == "logs/train.log"
+    assert "lora_weights_step_01000" in r.summary and "lora_weights_step_00500" not in r.summary
 
 
-def test_rh202_nan_grad_norm_is_not_a_nan_loss(tmp_path, run_health):
+def test_rh202_nan_grad_norm_is_not_a_nan_loss(tmp_path):
     run = tmp_path / "g"
     run.mkdir()
     (run / "train.log").write_text(generic_log(30, 30))  # grad_norm=nan at step 7
-    assert (
-        run_health(
-            run,
-            args=(
-                "-k",
-                "RH202",
-            ),
-        ).outcome("RH202")
-        == "passed"
-    )
+    assert check_on(run, "RH202").of().passed
 
 
 # -- RH002 ----------------------------------------------------------------------------------------
-def test_rh002_bars_and_step_lines_together_pass(tmp_path, run_health):
+def test_rh002_bars_and_step_lines_together_pass(tmp_path):
     log = kohya_log(40, redraws_per_step=1) + "".join(f"step {s} loss 0.1\n" for s in range(1, 4))
     ws = ltx_workspace(tmp_path / "ws", log=log, weights=[], states=[])
-    r = run_health(ws, args=("-k", "RH002", "-rA")).result_of("RH002")
-    assert r["outcome"] == "passed" and "steps read" in r["note"]
+    r = check_on(ws, "RH002").of()
+    assert r.passed and "steps read" in r.note
 
 
-def test_rh002_log_of_a_run_that_never_reached_training_passes(tmp_path, run_health):
+def test_rh002_log_of_a_run_that_never_reached_training_passes(tmp_path):
     run = tmp_path / "g"
     run.mkdir()
     (run / "train.log").write_text("INFO loading model\nINFO loading dataset\n")
-    r = run_health(run, args=("-k", "RH002", "-rA")).result_of("RH002")
-    assert r["outcome"] == "passed" and "no sign that training began" in r["note"]
+    r = check_on(run, "RH002").of()
+    assert r.passed and "no sign that training began" in r.note
 
 
 # -- RH207 ----------------------------------------------------------------------------------------
-def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path, run_health):
+def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path):
     import shutil
 
     from conftest import EXAMPLES
@@ -192,15 +172,9 @@ def test_rh207_summary_naming_an_older_checkpoint_fails(tmp_path, run_health):
     summary = ws / "outputs" / "run-summary.md"
     text = summary.read_text().replace("lora_weights_step_02000", "lora_weights_step_01500")
     summary.write_text(text.replace("## Reproducibility", "## Notes"))
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH207",
-        ),
-    ).result_of("RH207")
-    assert (r["outcome"], r["cause"]) == ("failed", "run-summary-missing")
-    assert "reproducibility section" in r["summary"] and "lora_weights_step_02000" in r["summary"]
+    r = check_on(ws, "RH207").of()
+    assert (r.passed, r.cause) == (False, "run-summary-missing")
+    assert "reproducibility section" in r.summary and "lora_weights_step_02000" in r.summary
 
 
 # -- RH208 ----------------------------------------------------------------------------------------
@@ -397,17 +371,14 @@ def test_bad_logs_never_crash(tmp_path, run_health, content):
     ]
 
 
-def test_rh002_run_that_died_at_step_zero_is_rh201s_not_rh002s(tmp_path, run_health):
+def test_rh002_run_that_died_at_step_zero_is_rh201s_not_rh002s(tmp_path):
     run = tmp_path / "g"
     run.mkdir()
     log = kohya_log(312, stop_at=0, finish=False) + "\nTraceback (most recent call last):\nKeyError: 'beta1'\n"
     (run / "train.log").write_text(log)
-    res = run_health(run, args=("-k", "RH002 or RH201", "-rA"))
-    assert (
-        res.result_of("RH002")["outcome"] == "passed"
-        and "RH201: fused-optimizer-keyerror" in res.result_of("RH002")["note"]
-    )
-    assert res.result_of("RH201")["cause"] == "fused-optimizer-keyerror"
+    r = check_on(run, "RH002").of()
+    assert r.passed and "RH201: fused-optimizer-keyerror" in r.note
+    assert check_on(run, "RH201").of().cause == "fused-optimizer-keyerror"
 
 
 def test_rh208_sweep_run_stopped_by_its_wall_clock_passes(tmp_path, run_health):
@@ -430,18 +401,12 @@ def test_xdist_keeps_findings_and_status(run_health):
     assert res.report["status"]["ltx-interrupted"]["step"] == 1240
 
 
-def test_rh002_rich_default_prints_nothing_after_start(tmp_path, run_health):
+def test_rh002_rich_default_prints_nothing_after_start(tmp_path):
     """LTX-2's default Rich progress on a redirected stdout: the start line, then silence."""
     log = ltx_step_lines(2000, 0).replace(
         "WARNING  Progress bars disabled. Intermediate status messages will be logged instead.\n", ""
     )
     ws = ltx_workspace(tmp_path / "ws", log=log, weights=[], states=[])
-    r = run_health(
-        ws,
-        args=(
-            "-k",
-            "RH002",
-        ),
-    ).result_of("RH002")
-    assert (r["outcome"], r["cause"]) == ("failed", "progress-bar-only-log")
-    assert "Starting training" in r["evidence"][0]["text"] and "--disable-progress-bars" in r["fix"]
+    r = check_on(ws, "RH002").of()
+    assert (r.passed, r.cause) == (False, "progress-bar-only-log")
+    assert "Starting training" in r.evidence[0].text and "--disable-progress-bars" in r.fix

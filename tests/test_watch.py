@@ -237,6 +237,7 @@ with open(log / "stdout.log", "w") as fh:
         fh.write("\r" + bar(s, 100, 600.0 * s, 0.1)); fh.flush(); time.sleep(0.3)
 append(row("cur-000-s0", "curated", at=t0 + timedelta(seconds=200), duration_s=1800, n_steps=3, score=None,
            exit_code=-9, killed_by_timeout=True, error="timeout", disqualified="timeout"))
+Path(sys.argv[3]).touch()  # the first collapsed run has landed: the test starts the watch on this event
 time.sleep(60)  # the rest of the night: the watch must not wait for it
 append(row("cur-001-s0", "curated", at=t0 + timedelta(seconds=2100), duration_s=1800, n_steps=3, score=None,
            exit_code=-9, killed_by_timeout=True, error="timeout"))
@@ -251,8 +252,16 @@ def test_sweep_collapse_caught_at_the_first_collapsed_run(tmp_path):
         FakeLMStudio(lifetime_s=90, models=[Model("qwen2.5-vl-7b-instruct", loaded=True)]) as lms,
         JsonServer({"/api/session": {"status": "running", "total_runs": 9}}, lifetime_s=90) as dashboard,
     ):
-        orch = subprocess.Popen([sys.executable, str(script), str(sweep), str(HERE)])
+        landed = tmp_path / "first-collapse-landed"  # outside the run dir: the watch reads it read-only
+        orch = subprocess.Popen([sys.executable, str(script), str(sweep), str(HERE), str(landed)])
         try:
+            # The watch stops once a failure holds on the next check, and RH402 (the judge left loaded) fails
+            # from the first one: started before the orchestrator's first collapsed run, it could stop before
+            # that run existed. It starts on the orchestrator's own signal instead of after a sleep.
+            deadline = time.monotonic() + 60
+            while not landed.exists():
+                assert orch.poll() is None and time.monotonic() < deadline, "the fake orchestrator never got there"
+                time.sleep(0.05)
             started = time.monotonic()
             res = watch(
                 sweep,
@@ -271,12 +280,8 @@ def test_sweep_collapse_caught_at_the_first_collapsed_run(tmp_path):
     out = res.stdout
     assert res.returncode == 1, out + res.stderr
     assert "run 1/9 done: baseline-000-s0" in out and "cur-000-s0" in out  # progress: done / planned
-    # The first collapsed run is named while it runs (RH107's swap-slowdown after a healthy run), or by RH101
-    # once its ledger row lands: whichever comes first on this machine's clock.
-    assert (
-        "RH101 step-count-collapse [cur-000-s0]" in out
-        or "RH107 slow-steps [cur-000-s0]: failed: [infra/swap-slowdown]" in out
-    ), out
+    # The first collapsed run is named: its ledger row has landed, so RH101 sees it from the first check.
+    assert "RH101 step-count-collapse [cur-000-s0]" in out, out
     assert "cur-001-s0" not in out and took < 55  # stopped at the first collapsed run
     # The live LM Studio evidence gathered at that moment: the judge is still loaded.
     assert "RH402" in out and "qwen2.5-vl-7b-instruct" in out

@@ -40,6 +40,17 @@ def test_every_public_member_is_documented_and_every_documented_member_exists(tm
     assert doc - api == set(), f"documented but missing: {sorted(doc - api)}"
 
 
+def test_every_member_says_what_it_returns_with_an_example():
+    """Issue 29: a reader took ``workspace_config()`` for a dict; each member names its return type."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## CheckContext members", 1)[1].split("\n## ", 1)[0]
+    for block in section.split("\n### ctx.")[1:]:
+        name = block.split("\n", 1)[0]
+        assert "returns: " in block.lower(), f"ctx.{name} does not say what it returns"
+        assert "```python" in block, f"ctx.{name} has no example"
+    assert "WorkspaceConfig | None" in section and "not a dict" in section
+
+
 def test_an_unknown_need_is_refused_when_the_check_is_declared():
     with pytest.raises(RegistryError, match=r"TEAM001: unknown need\(s\) \['log'\]"):
         check("TEAM001", "typo", needs=["log"])(lambda ctx: None)

@@ -2,7 +2,8 @@
 
 Event files are written by tensorboard's own EventFileWriter (event_pb2 and
 summary_pb2 messages), safetensors files by the safetensors library, and logs
-with the exact line formats of FORMATS.md §1, §2, §6, §7. Damaged variants
+with the exact line formats of kohya's and LTX-2's trainers (docs/layouts.md;
+musubi-tuner trainer_base.py, ltx_trainer/trainer.py) and of the errors users paste. Damaged variants
 are made by cutting or flipping bytes of a real file.
 
 ``python tests/trainerfiles.py`` rebuilds examples/ltx-*, examples/kohya-*

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..evaluation import evaluation_of, terminal_statuses
 from ..evaluation.triage import classify, completed_episodes, score_problem, teardown_race
 from ..registry import check
 
@@ -49,7 +48,7 @@ def _unread(ctx, rnd, what: str):
 
 
 def _rounds(ctx):
-    ev = evaluation_of(ctx.run_dir)
+    ev = ctx.evaluation.of()
     if not ev.rounds and ev.fetch_error is None:
         ctx.skip(f"no round or experience request in {ctx.run_dir.path}")
     return ev
@@ -87,7 +86,7 @@ def _nothing_returned(ctx, ev):
     "(.venv/bin/python script.py) or `uv run -qq`, or keep stderr out of the JSON (no 2>&1).",
 )
 def json_not_preambled(ctx):
-    ev = evaluation_of(ctx.run_dir)
+    ev = ctx.evaluation.of()
     if not ev.json_problems:
         return f"{len(ev.read)} JSON document(s) parsed cleanly"
     pre = [p for p in ev.json_problems if p.preamble]
@@ -133,13 +132,11 @@ def json_not_preambled(ctx):
     "on too long.",
 )
 def round_terminal(ctx):
-    from ..evaluation.state import gate_mode
-
     ev = _rounds(ctx)
     if ev.fetch_error and not ev.rounds:
         return ctx.fail("infra", "eval-server-error", ev.fetch_error, fix=SOURCE_FIX)
-    terminal = terminal_statuses(ctx.config)
-    gate = gate_mode(ctx.config)
+    terminal = ctx.evaluation.terminal
+    gate = ctx.evaluation.gate_mode
     out = []
     waiting = []
     done: dict[str, int] = {}
@@ -235,7 +232,7 @@ def within_budget(ctx):
     if (nothing := _nothing_returned(ctx, ev)) is not None:
         return nothing
     th = ctx.thresholds
-    terminal = terminal_statuses(ctx.config)
+    terminal = ctx.evaluation.terminal
     out, notes = [], []
     for rnd in ev.rounds:
         if rnd.unreadable or rnd.status in terminal:
@@ -304,7 +301,7 @@ def players_started(ctx):
     ev = _rounds(ctx)
     if (nothing := _nothing_returned(ctx, ev)) is not None:
         return nothing
-    terminal = terminal_statuses(ctx.config)
+    terminal = ctx.evaluation.terminal
     out, failed = [], 0
     for rnd in ev.rounds:
         if rnd.unreadable or rnd.status not in terminal or rnd.status == "completed":
@@ -345,7 +342,7 @@ def teardown_race_check(ctx):
     ev = _rounds(ctx)
     if (nothing := _nothing_returned(ctx, ev)) is not None:
         return nothing
-    terminal = terminal_statuses(ctx.config)
+    terminal = ctx.evaluation.terminal
     out = []
     for rnd in ev.rounds:
         if rnd.unreadable or rnd.status not in terminal:
@@ -384,7 +381,7 @@ def teardown_race_check(ctx):
 )
 def real_scores(ctx):
     ev = _rounds(ctx)
-    terminal = terminal_statuses(ctx.config)
+    terminal = ctx.evaluation.terminal
     out, scored = [], 0
     for rnd in ev.rounds:
         if rnd.unreadable:
@@ -462,7 +459,7 @@ def real_scores(ctx):
     "division with no members needs entrants before any round can fill its seats.",
 )
 def leaderboard_not_dead(ctx):
-    ev = evaluation_of(ctx.run_dir)
+    ev = ctx.evaluation.of()
     if not ev.leaderboards:
         ctx.skip("no division leaderboard in the harvest or from the server (leaderboard.json)")
     out, notes = [], []
@@ -512,7 +509,7 @@ def leaderboard_not_dead(ctx):
 def request_shape(ctx):
     from ..evaluation.shape import client_422s, validate_body
 
-    ev = evaluation_of(ctx.run_dir)
+    ev = ctx.evaluation.of()
     hits = client_422s(ev.client_logs, ctx.run_dir.log_tail)
     if ev.body is None and not ev.client_logs:
         ctx.skip("no request body (request_body.json or --eval-body) and no client log to check")
@@ -594,7 +591,7 @@ def failed_round_classified(ctx):
     ev = _rounds(ctx)
     if (nothing := _nothing_returned(ctx, ev)) is not None:
         return nothing
-    terminal = terminal_statuses(ctx.config)
+    terminal = ctx.evaluation.terminal
     out = []
     for rnd in ev.rounds:
         for f in failed_after_start(rnd, terminal, ctx.run_dir.log_tail):
@@ -658,17 +655,15 @@ GATE_FIXES = {
     "claim-contradicted: keep the champion and rework the candidate.",
 )
 def promotion_gate(ctx):
-    from ..evaluation.state import decision_for, gate_mode, gated_run_dirs
-
-    if not gate_mode(ctx.config):
+    if not ctx.evaluation.gate_mode:
         ctx.skip("not a promotion gate (run with --runhealth-gate, or mark a test runhealth_gate)")
-    gated = gated_run_dirs(ctx.config, ctx.run_dir)
+    gated = ctx.evaluation.gated_run_dirs()
     if gated and gated[0] is not ctx.run_dir:
         ctx.skip(
             f"the session is one decision, judged once under RH508[{gated[0].name}] over the rounds of "
             f"{len(gated)} run dirs"
         )
-    decision = decision_for(ctx.run_dir, ctx.config)
+    decision = ctx.evaluation.decision()
     outcome = decision.outcome
     if decision.passed:
         return f"promote: {decision.rounds_line()}; {decision.test.describe()} (K={decision.k})"

@@ -89,13 +89,11 @@ RUN_ID_FIX = (
     "bar) to its own file (2> bar.log) so stdout stays line-based.",
 )
 def log_has_step_lines(ctx):
-    from ..status import training_points
-
     log = ctx.run.main_log
     scan = ctx.run_dir.log_scan(log)
     if scan.error:
         ctx.skip(f"cannot read {ctx.run_dir.rel(log)}: {scan.error}")
-    points = training_points(scan)
+    points = ctx.training_points(scan)
     distinct = len({p.step for p in points})
     source = points[-1].source if points else None
     if distinct >= 2:
@@ -104,9 +102,7 @@ def log_has_step_lines(ctx):
     began = scan.started_line is not None or scan.redraws > 0 or bool(scan.steps)
     if not began:
         return f"{ctx.run_dir.rel(log)} shows no sign that training began; nothing to parse yet"
-    from ..status import facts
-
-    fatal = facts(ctx.run).fatal
+    fatal = ctx.facts.fatal
     if fatal is not None:
         # A run that died before its second step has no step lines to show:
         # that is RH201's finding, not a logging problem.
@@ -157,7 +153,6 @@ def log_has_step_lines(ctx):
     "(they were read); empty-tfevents: read the run's log for why it died before its first logged step.",
 )
 def tfevents_readable(ctx):
-    from ..status import facts
     from ..tfevents import read_event_file
 
     run = ctx.run
@@ -184,7 +179,7 @@ def tfevents_readable(ctx):
     scalars = sum(r.scalar_count for r in reads)
     if scalars:
         return f"{len(reads)} event file(s), {scalars} scalars, every record CRC-checked"
-    f = facts(run)
+    f = ctx.facts
     if not f.ended:
         where = f"step {f.last.step}" + (f"/{f.total}" if f.total else "") if f.last else "before its first step"
         return (

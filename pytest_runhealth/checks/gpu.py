@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import os
 
+from ..live.gpu import JUDGE_PROCESSES
 from ..registry import check
 
 NVML_WHERE = "nvml"
 
 
 def _devices_or_skip(ctx, gpu):
-    from ..live.fixtures import live_services
-    from ..locality import NOT_LOCAL, local_reason
-
     # This machine's GPUs say something only about a run on this machine (issue 18).
-    lmstudio = live_services(ctx.config).lmstudio if ctx.config is not None else None
-    if local_reason(ctx.run_dir, ctx.config, lmstudio, prelaunch_any=True) is None:
-        ctx.skip(NOT_LOCAL)
+    if ctx.live.local_reason(prelaunch_any=True) is None:
+        ctx.skip(ctx.live.not_local)
     reason = gpu.unavailable()
     if reason:
         ctx.skip(f"no GPU can be read: {reason}")
@@ -94,9 +91,6 @@ def gpu_free_before_launch(ctx, gpu, processes):
         f"{len(lines)} foreign GPU user(s) on the GPUs this run uses:\n" + "\n".join(lines),
         evidence,
     )
-
-
-JUDGE_PROCESSES = ["lm studio", "lmstudio", "lm-studio", "llmworker", "llama-server", "ollama"]
 
 
 @check(

@@ -293,18 +293,16 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     "to the lms executable; then restart the orchestrator so it reads the variable.",
 )
 def lms_cli_resolvable(ctx, lmstudio):
-    from ..locality import is_local_url, local_reason
-
     lm = lmstudio
     # Only LM Studio in use on this machine needs this machine's lms CLI: a log copied from elsewhere does not,
     # and neither does a trainer run that merely runs here (issue 18).
     in_use = lm.requested or os.environ.get("BRACKET_LMS_BIN") or ctx.run_dir.is_sweep
     if not (
         in_use
-        and local_reason(ctx.run_dir, ctx.config, lm)
+        and ctx.live.local_reason(lm)
         or ctx.run_dir.is_sweep
         and not lm.requested
-        and is_local_url(lm.url)
+        and ctx.live.is_local_url(lm.url)
         and lm.down() is None
     ):
         ctx.skip(

@@ -44,18 +44,18 @@ def completed_count(data) -> tuple[int | None, str]:
     "role); until then trust the ledger, not the dashboard.",
 )
 def dashboard_counts_runs(ctx):
-    from ..live.fixtures import live_services, probe_timeout, setting
     from ..live.http import request_json
 
-    url, source = setting(ctx.config, "orchestrator_url", "runhealth_orchestrator_url")
+    url, source = ctx.live.setting("orchestrator_url", "runhealth_orchestrator_url")
     if not url:
         ctx.skip("no orchestrator to ask (--orchestrator-url or ini runhealth_orchestrator_url)")
     base = url.rstrip("/")
     if "://" not in base:
         base = "http://" + base
-    cache = live_services(ctx.config).orchestrator
+    services = ctx.live.services
+    cache = services.orchestrator if services is not None else {}
     if base not in cache:
-        cache[base] = request_json("GET", base + "/api/session", timeout=probe_timeout(ctx.config))
+        cache[base] = request_json("GET", base + "/api/session", timeout=ctx.live.probe_timeout())
     reply = cache[base]
     where = base + "/api/session"
     if reply.problem or (reply.status or 0) >= 400:

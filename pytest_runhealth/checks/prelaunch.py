@@ -17,7 +17,8 @@ from ..registry import check
 from ..rundir import LTX_CKPT
 from ..workspace import WorkspaceConfig
 
-# The keys that make a config.yaml an LTX-2 trainer config (FORMATS.md §2).
+# The keys that make a config.yaml an LTX-2 trainer config (Lightricks/LTX-2
+# packages/ltx-trainer/src/ltx_trainer/config.py).
 LTX_SECTIONS = ("model", "data", "training_strategy", "optimization", "checkpoints")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Validation conditions name their media files with these keys (configuration-reference.md).

@@ -136,9 +136,7 @@ def extra_rh101_evidence(ctx) -> list[Evidence]:
             if hits:
                 more = f" (and {len(hits) - 1} more such lines)" if len(hits) > 1 else ""
                 found.append(ctx.evidence(path, hits[-1].line, hits[-1].text.strip() + more))
-        from ..live.collapse_evidence import rh101_live_evidence
-
-        return found + rh101_live_evidence(ctx, already=found)
+        return found + ctx.live.collapse_evidence(found)
 
     return ctx.run_dir.cached(("RH101", "lmstudio-unload-noop"), find)
 
@@ -747,7 +745,7 @@ def _healthy_step_times(run_dir) -> dict[str, float]:
     sweep."""
 
     def build() -> dict[str, float]:
-        out = {}
+        out: dict[str, float] = {}
         try:  # one listing of runs/, rather than two failed listings per ledger row without a folder
             folders = {e.name for e in os.scandir(run_dir.path / "runs")} if run_dir.is_sweep else None
         except OSError:
@@ -765,7 +763,7 @@ def _healthy_step_times(run_dir) -> dict[str, float]:
                 continue
             pts = _timed_points(run_dir.log_scan(log))
             if pts:
-                out[run.name] = statistics.median(p.sec_per_step for p in pts)
+                out[run.name] = statistics.median(p.sec_per_step for p in pts)  # type: ignore[type-var,assignment]
         return out
 
     return run_dir.cached(("RH107", "healthy-step-times"), build)
@@ -853,7 +851,7 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     1000 s/it: half the runbook's lowest deadlock figure, 2000-4000 s/it, and
     ~400x its healthy 2-3 s/it; no trainer's healthy step is that slow)."""
     limit = float(ctx.thresholds.get("deadlock_s_per_it") or 1000)
-    first = pts[0].sec_per_step
+    first: float = pts[0].sec_per_step  # type: ignore[assignment]  # a timed point
     if own < limit or first < limit:
         ctx.skip(
             f"no healthy run of the sweep has step times to compare {ctx.run.name} with ({_fmt_rate(own)}, "

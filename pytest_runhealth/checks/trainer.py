@@ -13,7 +13,6 @@ from pathlib import Path
 from ..checkpoints import check_safetensors, find_checkpoints, latest
 from ..registry import check
 from ..rootcause import CAUSES
-from ..status import readable_facts
 from ..tfevents import is_loss_tag, read_event_file
 
 SUMMARY_NAME = "run-summary.md"
@@ -52,7 +51,7 @@ def _tfevents(ctx, path: Path):
     + "\n".join(f"- `{name}` ({cause.doc}): {cause.fix}" for name, cause in CAUSES.items()),
 )
 def trainer_error(ctx):
-    f = readable_facts(ctx)
+    f = ctx.readable_facts()
     if f.fatal is None:
         if f.last is not None:
             return f"no fatal error after the last step ({f.last.step}, line {f.last.line})"
@@ -321,7 +320,7 @@ def run_summary(ctx):
     rd = ctx.run_dir
     if "trainer" not in rd.layouts or ctx.run.path != rd.path:
         ctx.skip(f"{rd.path} is not a trainer workspace (config.yaml with logs/ or outputs/)")
-    f = readable_facts(ctx)
+    f = ctx.readable_facts()
     ckpts = [c for c in find_checkpoints(ctx.run.checkpoints) if c.trainer == "ltx"]
     newest = latest(ckpts)
     finished = f.finished or (newest is not None and f.total is not None and newest.step >= f.total)
@@ -375,7 +374,7 @@ def run_summary(ctx):
     "session that launched it) and resume from the newest checkpoint pair (model.load_checkpoint).",
 )
 def steps_complete(ctx):
-    f = readable_facts(ctx)
+    f = ctx.readable_facts()
     if f.last is None:
         ctx.skip(f"no training step in {ctx.run_dir.rel(f.log)}: nothing to compare with a plan")
     if not f.total:
@@ -435,10 +434,9 @@ def _row_finished(row, total: int) -> str | None:
 def _silence_limit(ctx, f) -> tuple[float, str]:
     """How long the log may be silent before that is evidence of an end: the
     run's own steady step time times ``silent_steps``, never under the floor."""
-    from ..status import steady_step_time
 
     floor = float(ctx.thresholds.get("silent_floor_s", 900))
-    sec, _ = steady_step_time(f.points)
+    sec, _ = ctx.steady_step_time(f.points)
     if sec is None:
         return floor, f"the {floor:.0f} s floor (no steady step time yet)"
     limit = max(floor, float(ctx.thresholds.get("silent_steps", 20)) * sec)

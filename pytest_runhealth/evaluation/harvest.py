@@ -1,5 +1,5 @@
 """An evaluation harvest on disk, read into the same objects the live client
-builds (LAYOUTS.md, "Evaluation harvest"):
+builds (docs/evaluation.md, "A harvest"):
 
     experience_request.json | round.json     one round at the top, or
     rounds/<name>/experience_request.json     several, one folder each
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..rundir import RunDir, round_folders
 from ..safeio import outside_link
@@ -126,14 +127,14 @@ def _load_round(reader: _Reader, folder: Path, summary_clock) -> Round:
         ]
         stamps = [s for s in stamps if s[0] is not None]
         if stamps:
-            rnd.server_now = max(s[0] for s in stamps)
+            rnd.server_now = max(s[0] for s in stamps if s[0] is not None)
             rnd.clock_source = "the latest server timestamp in the harvest (a lower bound: no fetched_at recorded)"
     return rnd
 
 
 def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
     rd = reader.rd
-    listed = data.get("episodes") if isinstance(data.get("episodes"), list) else []
+    listed: list[Any] = data["episodes"] if isinstance(data.get("episodes"), list) else []
     try:
         dirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and p.name.startswith("episode"))
     except OSError:
@@ -203,7 +204,7 @@ def member_count(data) -> int | None:
 
 def _load_leaderboards(reader: _Reader, ev: Evaluation) -> None:
     rd = reader.rd
-    folders = [(rd.path, None)]
+    folders: list[tuple[Path, str | None]] = [(rd.path, None)]
     try:
         folders += sorted((p, p.name) for p in (rd.path / "divisions").iterdir() if p.is_dir() and not p.is_symlink())
     except OSError:

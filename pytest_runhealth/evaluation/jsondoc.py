@@ -1,5 +1,5 @@
 """JSON as tools really write it: sometimes behind `uv run`'s install chatter
-(FORMATS.md §5: it goes to stderr, and a `2>&1` merges it into the output).
+(uv prints progress to stderr, data to stdout: astral-sh/uv#2656; a `2>&1` merges the two).
 
 The command may well have succeeded; only the parse failed. So the JSON after
 the chatter is recovered and used, and the chatter is reported (RH004)."""

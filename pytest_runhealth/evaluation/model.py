@@ -1,6 +1,7 @@
 """The objects every RH5xx check reads, whether they came from a harvest on
 disk or live from an evaluation server: one shape, so both sources give the
-same verdicts (FORMATS.md §4 names the server's fields).
+same verdicts (field names as in Metta-AI/coworld's client, src/coworld/api_client.py:
+``ExperienceRequestRow``, ``V2EpisodeRequestRow``, ``RoundPublic``).
 
 Parsing is forgiving on purpose: servers drift, harvesters differ, and a
 field that is missing is recorded as unknown rather than guessed."""
@@ -16,7 +17,6 @@ from typing import Any
 
 # coworld src/coworld/upload.py:41; both spellings of cancelled occur.
 DEFAULT_TERMINAL = ("completed", "failed", "canceled", "cancelled")
-COUNTERS = ("pending", "submitted", "running", "completed", "failed")
 MAX_TICKS_KEYS = ("maxTicks", "max_ticks", "maxticks")
 PLAYER_ID_KEYS = ("policy_version_id", "player_id", "policy_ref", "player_name", "policy_name", "name", "id")
 
@@ -77,7 +77,7 @@ def find_key(obj: Any, keys: tuple[str, ...], depth: int = 4) -> Any:
     (maxTicks sits in round_config, a variant, or a game config depending on the server)."""
     level = [obj]
     for _ in range(depth):
-        nxt = []
+        nxt: list[Any] = []
         for item in level:
             if not isinstance(item, dict):
                 continue

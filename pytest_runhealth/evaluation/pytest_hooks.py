@@ -116,7 +116,7 @@ def check_player_names(config: pytest.Config) -> None:
 
 
 # -- the gate at the end of the session ----------------------------------------
-def _blockers(results: list[dict]) -> list[dict]:
+def _blockers(results: list) -> list[dict]:
     out = []
     for r in results:
         if r["outcome"] in ("failed", "error") and (r.get("verdict") == "not-evaluable" or r["check"] == "RH508"):
@@ -142,7 +142,7 @@ def _blockers(results: list[dict]) -> list[dict]:
     return out
 
 
-def _check_versions(results: list[dict], registry) -> list[dict[str, str]]:
+def _check_versions(results: list, registry) -> list[dict[str, str]]:
     from importlib import metadata
 
     out = []

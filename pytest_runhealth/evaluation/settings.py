@@ -10,7 +10,7 @@ from typing import Any
 
 from .model import DEFAULT_TERMINAL
 
-# coworld src/coworld/api_client.py@7c3d8f05 (FORMATS.md §4). The memberships
+# Metta-AI/coworld src/coworld/api_client.py@7c3d8f05 (its v2 routes). The memberships
 # route is not in the pinned client; it is this plugin's best guess, so it is
 # optional (a missing route only leaves the member count unknown).
 DEFAULT_ROUTES: dict[str, str] = {
@@ -22,8 +22,6 @@ DEFAULT_ROUTES: dict[str, str] = {
     "openapi": "/openapi.json",
     "submit": "/v2/experience-requests",
 }
-# The runbook's transient statuses: retried, with a bound.
-TRANSIENT = frozenset({404, 425, 429, 500, 502, 503, 504})
 
 SCHEMA = {
     "type": "object",

@@ -4,12 +4,14 @@ cites what RH302 and RH402 see, when they can see it, so the diagnosis reads
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..finding import Evidence
 
 SHOWN = 3
 
 
-def rh101_live_evidence(ctx, already: list[Evidence] = ()) -> list[Evidence]:
+def rh101_live_evidence(ctx, already: Sequence[Evidence] = ()) -> list[Evidence]:
     """Evidence from the LM Studio server log (the unload no-op), the GPU (a
     judge process holding VRAM) and, when LM Studio was named, its loaded
     models. Nothing here waits on a service that was not asked for."""
@@ -36,7 +38,7 @@ def rh101_live_evidence(ctx, already: list[Evidence] = ()) -> list[Evidence]:
 
 
 def _gpu_evidence(ctx, gpu) -> list[Evidence]:
-    from ..checks.gpu import JUDGE_PROCESSES
+    from .gpu import JUDGE_PROCESSES
 
     if gpu.unavailable():
         return []

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 MIB = 1 << 20
+# Process names of a judge model server holding VRAM (RH302's default, and RH101's live evidence).
+JUDGE_PROCESSES = ["lm studio", "lmstudio", "lm-studio", "llmworker", "llama-server", "ollama"]
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """A client for the LM Studio judge that knows its three APIs and its quirks
-(FORMATS.md §3.1): the OpenAI-compatible routes, the v0 REST API (models with
+(lmstudio.ai/docs, "REST API"): the OpenAI-compatible routes, the v0 REST API (models with
 ``state: loaded``) and the v1 native API (``loaded_instances``; unloading is
 ``POST /api/v1/models/unload``). LM Studio answers a route it does not know
 with HTTP 200 and ``{"error": "Unexpected endpoint or method. …"}``, so a 200

@@ -1,6 +1,6 @@
 """LM Studio's server log, read as entries (timestamp, level, message, line).
 
-Builds differ in layout (FORMATS.md §3.1)::
+Builds differ in layout (lmstudio-ai/lmstudio-bug-tracker#618, #2085; n4ze3m/dialoqbase#146)::
 
     2025-03-01 10:00:00 [ERROR]
      Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway
@@ -98,7 +98,6 @@ class ServerLog:
     path: Path
     entries: list[LogEntry]
     events: list[LogEvent]
-    window_start_line: int = 1
     error: str | None = None
 
     def of(self, *kinds: str) -> list[LogEvent]:

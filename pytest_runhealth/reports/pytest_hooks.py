@@ -104,7 +104,7 @@ def build(state: Any, paths: dict[str, Path], config: pytest.Config):
         registry=state.registry,
         version=__version__,
         started_at=state.collector.started_at,
-        relative_to=paths.get("html", paths.get("markdown")).parent,
+        relative_to=(paths.get("html") or paths["markdown"]).parent,
         statuses=statuses(state, config),
         judged_runs_only=bool(config.getoption("runhealth_shard", None)),
     )

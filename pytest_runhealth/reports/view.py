@@ -178,7 +178,7 @@ def build_view(
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     by_dir: dict[str, list[dict[str, Any]]] = {rd.name: [] for rd in run_dirs}
-    unplaced = []
+    unplaced: list[dict[str, Any]] = []
     for r in results:
         label = r.get("run_dir") or (run_dirs[0].name if len(run_dirs) == 1 else None)
         (by_dir[label] if label in by_dir else unplaced).append(r)

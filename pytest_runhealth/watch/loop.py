@@ -21,6 +21,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..redact import redact
 from ..rundir import RunDir
@@ -153,7 +154,7 @@ class Watch:
         self.out = out or sys.stdout
         self.clock = clock
         self.paths = [Path(p) for p in args.run_dirs]
-        self.units: dict[str, object] = {}
+        self.units: dict[str, Any] = {}  # trainer, sweep, harvest and eval watches: tick(), label
         if args.eval_server and args.eval_request:
             self.units["eval"] = ServerRequestWatch(args.eval_server, args.eval_request)
         self.every = args.every or (DEFAULT_EVERY_EVAL_S if not self.paths else DEFAULT_EVERY_S)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import find_checkpoints, latest
+from ..rootcause import RootCause
 from ..rootcause import diagnose as classify
 from ..rundir import Run, RunDir
 from ..status import pid_alive, planned_steps, render, run_state, status_record
@@ -47,7 +48,7 @@ class TrainerWatch:
         self.log: LogTailer | None = None
         self.events = EventsTailer()
         self.status: dict[str, Any] | None = None
-        self.fatal = None
+        self.fatal: RootCause | None = None
         self.milestone = -1
         self.eta_said = False
         self.file_count = -1
@@ -69,7 +70,7 @@ class TrainerWatch:
         if log_path is not None and (self.log is None or self.log.path != log_path):
             self.log = LogTailer(log_path)
         new_bytes, reset = self.log.poll() if self.log else (0, None)
-        if reset:
+        if reset and self.log is not None:
             out.lines.append(f"{run.rel(self.log.path)} was {reset}: the trainer restarted; reading it from the start")
             out.evidence = True
             self.fatal = None

@@ -163,7 +163,7 @@ def transitions(before: Verdicts | None, after: Verdicts) -> list[tuple[Result, 
     """(result, its previous outcome) for every result whose outcome changed;
     on the first verdict, only the failures (the status block says the rest).
     After-run checks are left to the end of the watch."""
-    out = []
+    out: list[tuple[Result, str | None]] = []
     for nodeid, res in after.results.items():
         if res.check in AFTER_RUN_CHECKS:
             continue  # said once, when the watch ends

@@ -1,6 +1,6 @@
 """A real HTTP evaluation server on 127.0.0.1 for the RH5xx tests.
 
-It serves the coworld routes of FORMATS.md §4 and an OpenAPI document of the
+It serves the v2 routes of Metta-AI/coworld's src/coworld/api_client.py and an OpenAPI document of the
 post-rework request body (a ``roster``). Its clock is its own and is moved by
 the test (``server.clock += 3600``): the ``Date`` header and nothing else tells
 the client what time it is, so budgets are tested without sleeping.

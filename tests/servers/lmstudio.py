@@ -1,5 +1,5 @@
 """A real HTTP server on 127.0.0.1 (a free port) that speaks LM Studio's
-documented API (FORMATS.md §3.1) closely enough to probe: ``GET /v1/models``,
+documented API (lmstudio.ai/docs, "REST API") closely enough to probe: ``GET /v1/models``,
 ``GET /api/v0/models`` (``state``), ``GET /api/v1/models``
 (``loaded_instances``), ``POST /api/v1/models/unload``,
 ``POST /v1/chat/completions``, and LM Studio's HTTP-200 ``Unexpected

@@ -1,0 +1,166 @@
+"""Regenerate every file in the repository that the code writes, in one command.
+
+    python scripts/regenerate.py             # write what is out of date, say what changed
+    python scripts/regenerate.py --check     # write nothing; exit 1 naming what is out of date
+    python scripts/regenerate.py --examples  # first rebuild the example run dirs from their builders
+
+The generated files, and the test that compares each with what the code makes now:
+
+    docs/checks.md                            tests/test_catalogue.py      (--runhealth-list=markdown)
+    examples/reports/sweeps.html, sweeps.md   tests/test_reports_example.py (the example sweeps' reports)
+    tests/golden/report-generic-oom-rich.json tests/test_report_format.py  (a JSON report, normalised)
+
+``--examples`` rebuilds the example run dirs first (tests/sweep_builders.py, tests/trainerfiles.py,
+examples/make_harvest_examples.py, examples/make_workspace_examples.py). It is not the default: event
+files carry the time, host and pid in their names, so every rebuild renames them (and a test that names
+one, tests/test_badinput.py's ``ARTEFACTS``, must follow). Run it when a builder changed, then review
+``git status examples/``.
+
+Each output is made in a temporary folder by a real ``pytest`` session of this checkout (in a
+subprocess, as a user runs it), then compared with the file in the tree. The tests import
+:func:`normalised_report` and :data:`REPORT_EPOCH` from here, so a test and this script cannot
+disagree on what the file should hold."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+COMMAND = "python scripts/regenerate.py"
+
+CATALOGUE = REPO / "docs" / "checks.md"
+REPORTS = EXAMPLES / "reports"
+REPORT_EPOCH = "1773446400"  # SOURCE_DATE_EPOCH of the example reports: 2026-03-14, the day the sweeps ran
+GOLDEN = REPO / "tests" / "golden" / "report-generic-oom-rich.json"
+GOLDEN_EXAMPLE = EXAMPLES / "generic-oom-rich"
+
+BUILDERS = (
+    ["tests/sweep_builders.py"],
+    ["tests/trainerfiles.py"],
+    ["examples/make_harvest_examples.py"],
+    ["examples/make_workspace_examples.py"],
+)
+
+
+def out_of_date_message(path: str) -> str:
+    """What a test says when a generated file differs from what the code makes now."""
+    return f"{path} is out of date with the code; regenerate it with: {COMMAND} (then review git diff)"
+
+
+# -- the generators: each returns {path in the tree: the text it should hold} -----------------
+def _pytest(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    environ = dict(os.environ, **(env or {}))
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environ.get("PYTHONPATH", "")]))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def catalogue() -> dict[Path, str]:
+    with tempfile.TemporaryDirectory(prefix="regen-") as tmp:  # no ini or conftest of this repo: built-ins only
+        proc = _pytest("--runhealth-list=markdown", cwd=Path(tmp))
+    if proc.returncode != 0:
+        raise RuntimeError(f"--runhealth-list=markdown failed:\n{proc.stdout}{proc.stderr}")
+    return {CATALOGUE: proc.stdout}
+
+
+def example_sweeps(root: Path = EXAMPLES) -> list[Path]:
+    return sorted(p for p in root.glob("sweep-*") if p.is_dir())
+
+
+def example_reports() -> dict[Path, str]:
+    """The HTML page and the Markdown summary of the example sweeps. Made beside copies of the sweeps
+    (mtimes kept), so the page's relative paths (``../sweep-vram-leak``) are those of the tree."""
+    with tempfile.TemporaryDirectory(prefix="regen-") as tmp:
+        examples = Path(tmp) / "examples"
+        for sweep in example_sweeps():
+            shutil.copytree(sweep, examples / sweep.name, symlinks=True)
+        reports = examples / "reports"
+        reports.mkdir(parents=True)
+        html, md = reports / "sweeps.html", reports / "sweeps.md"
+        args = ["--tb=no", "-q", "--runhealth-html", str(html), "--runhealth-markdown", str(md)]
+        for sweep in example_sweeps(examples):
+            args += ["--run-dir", str(sweep)]
+        proc = _pytest(*args, cwd=Path(tmp), env={"SOURCE_DATE_EPOCH": REPORT_EPOCH})
+        if not html.is_file() or not md.is_file():
+            raise RuntimeError(f"the example reports were not written:\n{proc.stdout[-3000:]}{proc.stderr}")
+        return {
+            REPORTS / "sweeps.html": html.read_text(encoding="utf-8"),
+            REPORTS / "sweeps.md": md.read_text(encoding="utf-8"),
+        }
+
+
+def normalised_report(text: str, run_dir: Path) -> str:
+    """A runhealth-report/1 document with what changes from run to run (time, version, paths,
+    durations) replaced, so two reports of the same example compare equal."""
+    doc = json.loads(text)
+    doc["started_at"], doc["plugin_version"], doc["run_dirs"] = "<started_at>", "<version>", ["<ex>"]
+    for res in doc["results"]:
+        res["duration_s"] = 0.0
+    return json.dumps(doc, indent=2).replace(str(run_dir), "<ex>") + "\n"
+
+
+def golden_report() -> dict[Path, str]:
+    with tempfile.TemporaryDirectory(prefix="regen-") as tmp:
+        ex = Path(tmp) / "ex"
+        shutil.copytree(GOLDEN_EXAMPLE, ex, symlinks=True)
+        report = Path(tmp) / "runhealth-report.json"
+        _pytest("--tb=no", "-q", "--run-dir", str(ex), "--runhealth-report", str(report), cwd=Path(tmp))
+        if not report.is_file():
+            raise RuntimeError("the golden report was not written")
+        return {GOLDEN: normalised_report(report.read_text(encoding="utf-8"), ex)}
+
+
+GENERATORS: tuple[Callable[[], dict[Path, str]], ...] = (catalogue, example_reports, golden_report)
+
+
+def rebuild_examples() -> None:
+    for script in BUILDERS:
+        subprocess.run([sys.executable, *script], cwd=REPO, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        print("rebuilt examples with", " ".join(script))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is out of date")
+    parser.add_argument("--examples", action="store_true", help="first rebuild the example run dirs")
+    args = parser.parse_args(argv)
+    if args.examples and not args.check:
+        rebuild_examples()
+    stale = []
+    for generate in GENERATORS:
+        for path, text in generate().items():
+            rel = path.relative_to(REPO)
+            current = path.read_text(encoding="utf-8") if path.is_file() else None
+            if current == text:
+                print(f"up to date  {rel}")
+                continue
+            stale.append(rel)
+            if args.check:
+                print(f"OUT OF DATE {rel}")
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+                print(f"written     {rel}")
+    if args.check and stale:
+        print(f"{len(stale)} file(s) out of date: run {COMMAND}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
