@@ -29,8 +29,8 @@ from ..safeio import mtime
     "W&B's `logs/debug.log` `got exitcode: N` with N not 0 (`tracker-run-failed`). A run the tracker still "
     "calls RUNNING (MLflow status 1 with no `end_time`; a W&B run whose debug.log has no exit code) is "
     "`tracker-run-stale` only when both the newest time it recorded (metric timestamps, or the start) and "
-    "its files' modification times are older than `stale_after_s` (6 h); otherwise it is a live run and "
-    "passes with a note.",
+    "its files' modification times are older than `stale_after_s` (6 h); otherwise it passes with a note "
+    "(a live run, or one that died without telling the tracker recently: RH201 reads its log).",
     why="A tracker's dashboard shows a failed or stale run as a line that just stops; a sweep or a "
     "promotion that reads its metrics takes a crashed run's last values as if they were final.",
     example="mlruns/1/3f2a.../meta.yaml:13 status: 4 (FAILED)",
@@ -107,7 +107,7 @@ def _stale_or_live(ctx, tracker, state, recorded_s, written_s, what, ev):
         )
     return (
         f"{tracker} calls the run {state}; {what} {_hours(since_recorded)} ago, files written "
-        f"{_hours(since_written)} ago: a live run"
+        f"{_hours(since_written)} ago: not stale (both must be over {_hours(limit)})"
     )
 
 
