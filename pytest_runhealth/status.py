@@ -257,6 +257,8 @@ def run_status(run) -> dict[str, Any] | None:
     f = facts(run)
     ckpts = find_checkpoints(run.checkpoints)
     newest = latest(ckpts)
+    if newest is None:
+        newest = _hf_newest(run)  # a Hugging Face checkpoint-N/ (docs/layouts.md)
     if f.last is None and newest is None:
         return None
     losses = [p.loss for p in f.points if p.loss is not None][-5:]
@@ -300,6 +302,17 @@ def run_status(run) -> dict[str, Any] | None:
         "latest_samples": samples,
         "sample_count": count,
     }
+
+
+def _hf_newest(run):
+    """The newest complete Hugging Face ``checkpoint-N/`` of a discovered run, as a Checkpoint."""
+    from .checkpoints import Checkpoint
+    from .layouts import HF_TRAINER, hf_trainer, own_kind
+
+    if own_kind(run) != HF_TRAINER:
+        return None
+    ck = hf_trainer.newest_complete(hf_trainer.checkpoints(run.path))
+    return Checkpoint(ck.path, "hf", ck.path.name, step=ck.step) if ck is not None else None
 
 
 def _tfevents_losses(run) -> tuple[list[float], str | None]:

@@ -186,6 +186,7 @@ def test_grad_norm_nonfinite_only_when_persistent():
     j = series.judge(_pts([0.5, 0.4, nan, nan, nan], key="grad_norm"))
     assert j is not None and j.cause == "grad-norm-nonfinite" and j.count == 3
     assert series.judge(_pts([0.5, nan, 0.4, nan, 0.3], key="grad_norm")) is None  # skipped steps, recovered
+    assert series.judge(_pts([nan, nan, nan], key="grad_norm")) is None  # the scaler finding its scale at the start
 
 
 # -- MLflow ------------------------------------------------------------------------------------------------------
@@ -323,3 +324,17 @@ def test_not_an_elastic_record(tmp_path):
     p.write_text('{"message": "plain"}')
     assert torchelastic.read_record(p) is None
     assert layouts.kind_of(tmp_path) is None
+
+
+def test_wandb_without_an_end_is_stale_only_with_both_times_old(tmp_path, run_health):
+    """The SDK recorded no exit for the uncaught exception: RH201 has the cause; RH212 claims a stale run
+    only once the service's own last timestamp and the files' times are both old."""
+    root = copy("wandb-cuda-oom", tmp_path)
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert r["outcome"] == "passed" and "not stale" in (r.get("note") or "")
+    run = next(p for p in (root / "wandb").glob("*run-*") if not p.is_symlink())
+    internal = run / "logs" / "debug-internal.log"
+    internal.write_text(internal.read_text().replace('"time":"20', '"time":"19'))  # recorded a century ago
+    age(root, 2 * 86400)
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert r["cause"] == "tracker-run-stale" and "debug-internal.log" in r["summary"]

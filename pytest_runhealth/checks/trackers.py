@@ -86,8 +86,12 @@ def _wandb(ctx):
     console = wandb_run.console_log(ctx.run.path)
     files = [end.path] + ([console] if console is not None else [])
     written = max(mtime(p) for p in files)
+    recorded = wandb_run.last_recorded(ctx.run.path)
+    what = "the last entry of logs/debug-internal.log" if recorded is not None else "its last write"
     ev = [ctx.evidence(end.path, None, "no 'got exitcode' line: W&B has not recorded an end")]
-    return _stale_or_live(ctx, "W&B", "running (no end recorded)", written, written, "its last write", ev)
+    return _stale_or_live(
+        ctx, "W&B", "running (no end recorded)", recorded if recorded is not None else written, written, what, ev
+    )
 
 
 def _stale_or_live(ctx, tracker, state, recorded_s, written_s, what, ev):

@@ -92,7 +92,11 @@ def judge(points: list[Point]) -> Judgement | None:
             return Judgement("loss-diverged", crossed, len(series), detail)
     norms = sorted((p for p in points if is_grad_norm_key(p.key)), key=lambda p: (p.step or 0, p.line or 0))
     tail = norms[-PERSISTENT:]
-    if len(tail) == PERSISTENT and not any(math.isfinite(p.value) for p in tail):
+    # Non-finite norms early in a mixed-precision run are the loss scaler finding its scale (a step
+    # skipped, normal); the same from some point to the end, after finite ones, is a run that stopped
+    # learning.
+    had_finite = any(math.isfinite(p.value) for p in norms[:-PERSISTENT])
+    if len(tail) == PERSISTENT and had_finite and not any(math.isfinite(p.value) for p in tail):
         run = 0
         for p in reversed(norms):
             if math.isfinite(p.value):

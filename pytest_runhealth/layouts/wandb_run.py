@@ -58,6 +58,29 @@ def read_end(run_path: Path) -> RunEnd | None:
     return RunEnd(path, code, line, quoted, bool(FINISHING.search(text)))
 
 
+TIME = re.compile(r'"time":"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})')
+
+
+def last_recorded(run_path: Path) -> float | None:
+    """The newest time the W&B service wrote into ``logs/debug-internal.log``
+    (JSON lines, ``"time":"2026-03-14T10:00:00.123Z"``), as a Unix time."""
+    from datetime import datetime, timezone
+
+    from ..safeio import read_tail
+
+    try:
+        data, _ = read_tail(run_path / "logs" / "debug-internal.log", 64 << 10)
+    except OSError:
+        return None
+    found = TIME.findall(data.decode("utf-8", "replace"))
+    if not found:
+        return None
+    try:
+        return datetime.strptime(found[-1], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
 def summary_points(run_path: Path, rel_prefix: str) -> list[Point]:
     """Each loss and gradient norm's last value from ``files/wandb-summary.json``
     (bare ``NaN``/``Infinity`` and the strings ``"NaN"``/``"Infinity"`` alike)."""
