@@ -257,8 +257,8 @@ def run_status(run) -> dict[str, Any] | None:
     f = facts(run)
     ckpts = find_checkpoints(run.checkpoints)
     newest = latest(ckpts)
-    if newest is None:
-        newest = _hf_newest(run)  # a Hugging Face checkpoint-N/ (docs/layouts.md)
+    if newest is None and f.last is not None:
+        newest = _hf_newest(run)  # a Hugging Face checkpoint-N/ beside the run's log (docs/layouts.md)
     if f.last is None and newest is None:
         return None
     losses = [p.loss for p in f.points if p.loss is not None][-5:]

@@ -648,14 +648,19 @@ def _child_error(ctx, records, f):
         verdict, fix = (found.verdict, found.fix) if cause != "unknown" else (CAUSES["unknown"].verdict, None)
         rank = f" on local rank {rec.rank}" if rec.rank is not None else ""
         what = found.describe() if cause != "unknown" else "a traceback that matches no known pattern"
+        said = (rec.message or found.text).strip()
         summary = (
             f"the run died of {what}{rank}, as torchrun's child recorded it in {ctx.run_dir.rel(rec.path)}: "
-            f"{found.text[:200]}"
+            f"{said[:200]}"
         )
         if len(records) > 1:
             summary += f"\n{len(records) - 1} other child error record(s) follow it (their ranks died after it)"
-        evidence = [ctx.evidence(rec.path, None, rec.message or found.text)]
-        evidence += [ctx.evidence(rec.path, None, tl.text) for tl in found.context[-4:] if tl.text.strip()]
+        evidence = [ctx.evidence(rec.path, None, said)]
+        evidence += [
+            ctx.evidence(rec.path, None, tl.text)
+            for tl in found.context[-4:]
+            if tl.text.strip() and tl.text.strip() != said
+        ]
         if f is not None and f.fatal is not None:
             summary += "\nconsequence (the launcher's report of it, not the cause): " + f.fatal.text[:160]
             evidence.append(ctx.evidence(f.log, f.fatal.line.line, f.fatal.line.text))
