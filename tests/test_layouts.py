@@ -58,11 +58,11 @@ def test_each_layout_is_its_own_kind(example, kind, label):
     assert kind in RunDir(d.runs[0].path).layouts
 
 
-def test_hf_output_dir_runs_folder_is_not_a_sweep(tmp_path):
-    """The Trainer's TensorBoard folder runs/<date>_<host>/ is not a sweep's runs/<id>/."""
-    out = copy("hf-trainer-healthy", tmp_path)
-    (out / "runs" / "Mar14_10-00-00_gpu-node-07").mkdir(parents=True)
-    (out / "runs" / "Mar14_10-00-00_gpu-node-07" / "events.out.tfevents.1773482400.gpu-node-07.1.0").write_bytes(b"")
+def test_hf_output_dir_runs_folder_is_not_a_sweep():
+    """The Trainer's TensorBoard folder runs/<date>_<host>/ (written by its TensorBoardCallback) is not a
+    sweep's runs/<id>/."""
+    out = EXAMPLES / "hf-trainer-healthy"
+    assert any((out / "runs").glob("*/events.out.tfevents.*"))
     rd = RunDir(out)
     assert "sweep" not in rd.layouts and "hf-trainer" in rd.layouts
     assert [r.path for r in rd.runs] == [rd.path]

@@ -2,7 +2,9 @@
 the real libraries where they install without torch:
 
 - ``hf-trainer-*``: ``trainer_state.json`` written by transformers'
-  ``TrainerState.save_to_json`` (transformers 5.24.0); ``checkpoint-N/`` with
+  ``TrainerState.save_to_json`` (transformers 5.24.0); ``runs/<date>_<host>/``
+  events written by its ``TensorBoardCallback.on_log`` through tensorboardX
+  2.6.5 (the writer the callback falls back to without torch); ``checkpoint-N/`` with
   the file names ``Trainer._save_checkpoint`` writes, weights as real
   safetensors files (safetensors 0.7), the other state files as placeholders
   (only their presence is read);
@@ -171,16 +173,30 @@ def finish(out: Path, st: TrainerState, runtime: float) -> None:
     weights(out)
 
 
+def tensorboard(out: Path, log: list[dict]) -> None:
+    """What report_to="tensorboard" writes: the Trainer's own callback, fed each log_history entry."""
+    from transformers.integrations.integration_utils import TensorBoardCallback
+
+    cb = TensorBoardCallback()
+    cb.logging_dir = str(out / "runs" / "Mar14_10-00-00_gpu-node-07")
+    for entry in log:
+        st = TrainerState(global_step=entry["step"], is_world_process_zero=True)
+        cb.on_log(None, st, None, logs={k: v for k, v in entry.items() if k != "step"})
+    cb.on_train_end(None, st, None)
+
+
 def hf_examples() -> None:
     out = fresh("hf-trainer-healthy")
     checkpoint(out, 500, state(500, 1000, history(500), CONTROL))
     checkpoint(out, 1000, state(1000, 1000, history(1000), CONTROL))
     finish(out, state(1000, 1000, history(1000, eval_every=100), CONTROL), 905.3)
+    tensorboard(out, history(1000, eval_every=100))
     expect(
         "hf-trainer-healthy",
         """
 # Near-miss: a Hugging Face Trainer output dir that reached max_steps (trainer_state.json written by
-# transformers' TrainerState.save_to_json), every checkpoint-N/ complete, finite losses and gradient norms.
+# transformers' TrainerState.save_to_json), every checkpoint-N/ complete, finite losses and gradient norms;
+# runs/<date>_<host>/ holds TensorBoard events (not a sweep's run folders).
 fails: {}
 passes: [RH202, RH206, RH208]
 """,
@@ -189,11 +205,13 @@ passes: [RH202, RH206, RH208]
     out = fresh("hf-trainer-nan-loss")
     checkpoint(out, 200, state(200, 1000, history(200), CONTROL))
     checkpoint(out, 400, state(400, 1000, history(400, nan_from=300), CONTROL))
+    tensorboard(out, history(400, nan_from=300))
     expect(
         "hf-trainer-nan-loss",
         """
 # The loss logged in trainer_state.json's log_history turns NaN at step 300 (written as the bare NaN
-# Python's json writes); checkpoint-400 was saved after it and is named as suspect.
+# Python's json writes; the TensorBoard events under runs/ say the same); checkpoint-400 was saved after
+# it and is named as suspect.
 fails:
   RH202: nan-loss
 passes: [RH206]
