@@ -345,6 +345,15 @@ SLURM_ROWS: tuple[Row, ...] = (
         ROOT,
         anywhere=True,
     ),
+    # the job's cgroup went over its --mem: "Job 7518 exceeded memory limit (626359956 > 512000000), being
+    # killed", "Exceeded job memory limit" (coqui-ai/STT#2238); the CANCELLED line after it is its consequence
+    Row(
+        "slurm-memory-limit",
+        _r(r"(?:Job|Step) \S+ exceeded memory limit \(|Exceeded (?:job|step) memory limit"),
+        "host-oom",
+        ROOT,
+        anywhere=True,
+    ),
     Row(
         "slurm-cancelled",
         _r(r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+(?: DUE TO SIGNAL \w+)? \*\*\*"),
@@ -431,6 +440,7 @@ HINTS.update(
         "slurm-time-limit": ("time limit",),
         "slurm-preempted": ("preemption", "requeue"),
         "slurm-node-failure": ("node failure", "uncorrectable"),
+        "slurm-memory-limit": ("memory limit",),
         "slurm-cancelled": ("cancelled at",),
         "srun-task-exit": ("srun: error",),
     }

@@ -274,6 +274,7 @@ def test_wandb_summary_nan(tmp_path, run_health):
             "node-failure",
         ),
         ("srun: error: Node failure on gpu-07", "node-failure"),
+        ("slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed", "host-oom"),
         (
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.batch. Some of your processes may have "
             "been killed by the cgroup out-of-memory handler.",
