@@ -339,3 +339,27 @@ def test_wandb_without_an_end_is_stale_only_with_both_times_old(tmp_path, run_he
     age(root, 2 * 86400)
     (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
     assert r["cause"] == "tracker-run-stale" and "debug-internal.log" in r["summary"]
+
+
+@pytest.mark.parametrize(
+    ("example", "rel", "garbage"),
+    [
+        (
+            "hf-trainer-healthy",
+            "trainer_state.json",
+            '{"global_step": 5, "max_steps": 9, "log_history": 7, '
+            '"stateful_callbacks": {"EarlyStoppingCallback": {"args": [], "attributes": 3}}}',
+        ),
+        ("hf-trainer-healthy", "trainer_state.json", "{not json"),
+        ("lightning-healthy", "lightning_logs/version_0/metrics.csv", 'step,train_loss\n1,"0.5\n'),
+        ("mlflow-healthy", "meta.yaml", "status: [1, {"),
+    ],
+)
+def test_bad_layout_files_are_findings_or_skips(tmp_path, run_health, example, rel, garbage):
+    """A damaged state, metrics or meta file never becomes an INTERNALERROR."""
+    root = copy(example, tmp_path)
+    target = _mlflow_run(root) / rel if example.startswith("mlflow") else root / rel
+    target.write_text(garbage)
+    res = run_health(root, args=("-k", "RH201 or RH202 or RH206 or RH208 or RH212"))
+    assert "INTERNALERROR" not in res.stdout and res.results()
+    assert all(r["outcome"] != "error" for r in res.results()), res.stdout

@@ -144,7 +144,8 @@ def read_state(path: Path) -> TrainerState:
         v = data.get(key)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
 
-    history = [h for h in data.get("log_history") or [] if isinstance(h, dict)]
+    raw = data.get("log_history")
+    history = [h for h in raw if isinstance(h, dict)] if isinstance(raw, list) else []
     return TrainerState(path, _int("global_step"), _int("max_steps"), history, text, _early_stop(data))
 
 
@@ -158,8 +159,9 @@ def _early_stop(data: dict) -> str | None:
     for item in es if isinstance(es, list) else [es]:
         if not isinstance(item, dict):
             continue
-        patience = (item.get("args") or {}).get("early_stopping_patience")
-        counter = (item.get("attributes") or {}).get("early_stopping_patience_counter")
+        args, attrs = item.get("args"), item.get("attributes")
+        patience = args.get("early_stopping_patience") if isinstance(args, dict) else None
+        counter = attrs.get("early_stopping_patience_counter") if isinstance(attrs, dict) else None
         if isinstance(patience, int) and isinstance(counter, int) and patience > 0 and counter >= patience:
             return f"EarlyStoppingCallback: {counter} evaluations without improvement (patience {patience})"
     return None

@@ -33,13 +33,20 @@ def metrics_points(run_path: Path, rel_prefix: str) -> list[Point]:
     if not text:
         return []
     out: list[Point] = []
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
+    reader = csv.reader(io.StringIO(text.replace("\0", "")))  # csv refuses NUL bytes (a file cut by a crash)
+    try:
+        header = next(reader, None)
+    except csv.Error:
+        return []
     if not header:
         return []
     step_at = header.index("step") if "step" in header else None
     wanted = [(i, k) for i, k in enumerate(header) if "loss" in k.lower() or "grad_norm" in k.lower()]
-    for lineno, row in enumerate(reader, 2):
+    try:
+        rows = list(reader)
+    except csv.Error:
+        return []
+    for lineno, row in enumerate(rows, 2):
         step = None
         if step_at is not None and step_at < len(row):
             try:
