@@ -363,3 +363,11 @@ def test_bad_layout_files_are_findings_or_skips(tmp_path, run_health, example, r
     res = run_health(root, args=("-k", "RH201 or RH202 or RH206 or RH208 or RH212"))
     assert "INTERNALERROR" not in res.stdout and res.results()
     assert all(r["outcome"] != "error" for r in res.results()), res.stdout
+
+
+def test_a_checkpoint_folder_alone_is_not_an_ended_run(run_health):
+    """--run-dir pointed at one checkpoint-N/: its trainer_state.json is the save's, not the end's."""
+    ck = EXAMPLES / "hf-trainer-data-ran-out" / "checkpoint-500"
+    assert [f.kind for f in discovery.discover(ck).runs] == ["hf-trainer"]
+    (r,) = run_health(ck, args=("-k", "RH208")).results("RH208")
+    assert r["outcome"] != "failed", r

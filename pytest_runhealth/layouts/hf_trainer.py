@@ -217,7 +217,9 @@ def _json_number(value: Any) -> str:
 def ended_at_end(run_path: Path) -> Path | None:
     """The file that says ``train()`` returned: ``train_results.json`` /
     ``all_results.json`` or the output dir's own ``trainer_state.json``."""
-    for name in (*RESULTS, STATE):
+    # A checkpoint-N/ folder checked on its own holds its save-time state, not the end-of-training one.
+    names = RESULTS if CHECKPOINT_DIR.match(run_path.name) else (*RESULTS, STATE)
+    for name in names:
         p = run_path / name
         if p.is_file() and not p.is_symlink():
             return p
