@@ -53,11 +53,12 @@ def _mlflow(ctx):
         ctx.skip(f"{ctx.run_dir.rel(meta.path)}: {meta.error or 'no status field'}: the tracker's record is unknown")
     shown = f"status: {meta.status_raw}" + (f" ({meta.status})" if meta.status_raw != meta.status else "")
     ev = [ctx.evidence(meta.path, meta.status_line, shown)]
+    name = f" {meta.run_name!r}" if meta.run_name else ""
     if meta.status == "FAILED":
-        return ctx.fail("infra", "tracker-run-failed", f"MLflow records the run as FAILED ({shown})", ev)
+        return ctx.fail("infra", "tracker-run-failed", f"MLflow records the run{name} as FAILED ({shown})", ev)
     if meta.status == "KILLED":
         return ctx.fail(
-            "infra", "tracker-run-killed", f"MLflow records the run as KILLED ({shown}): it was stopped", ev
+            "infra", "tracker-run-killed", f"MLflow records the run{name} as KILLED ({shown}): it was stopped", ev
         )
     if meta.status in ("RUNNING", "SCHEDULED") and meta.end_ms is None:
         metrics = mlflow_store.read_metrics(ctx.run.path, "")
@@ -82,6 +83,8 @@ def _wandb(ctx):
                 ev,
             )
         return "W&B recorded the run's end with exit code 0"
+    if end.finishing:
+        return "W&B logged 'finishing run' but no exit code: the run ended without the SDK recording how"
     # No exit recorded: still running, or killed before the SDK could say so.
     console = wandb_run.console_log(ctx.run.path)
     files = [end.path] + ([console] if console is not None else [])

@@ -20,7 +20,6 @@ from ._files import read_text
 from .series import Point
 
 VERSION_DIR = re.compile(r"^version_\d+$")
-CKPT = re.compile(r"^epoch=(?P<epoch>\d+)-step=(?P<step>\d+)(?:-v\d+)?\.ckpt$")
 
 
 def is_version_folder(name: str, files: set[str], dirs: set[str]) -> bool:

@@ -15,11 +15,6 @@ from __future__ import annotations
 import re
 
 JOB_LOG = re.compile(r"^slurm-\d+(?:_\d+)?\.(?:out|err)$")
-NAMED_JOB_LOG = re.compile(r"^.+-\d{2,}(?:_\d+)?\.(?:out|err)$")
-
-
-def is_job_log(name: str) -> bool:
-    return bool(JOB_LOG.match(name))
 
 
 def job_logs(files: set[str]) -> list[str]:
