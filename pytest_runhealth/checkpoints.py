@@ -51,7 +51,7 @@ DTYPE_BYTES = {
 @dataclass(frozen=True)
 class Checkpoint:
     path: Path
-    trainer: str  # ltx, kohya
+    trainer: str  # ltx, kohya; hf for a Hugging Face checkpoint-N/ folder (status only)
     name: str  # LTX prefix (lora/model) or kohya output name
     step: int | None = None
     epoch: int | None = None

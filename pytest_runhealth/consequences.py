@@ -60,6 +60,7 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("RH201", "RH203", None, "the process is gone because it died of the fatal error"),
     Relation("RH201", "RH208", None, "the fatal error ended the run short of its planned steps"),
     Relation("RH203", "RH208", None, "the process ended before its last step: that is why the steps stop short"),
+    Relation("RH201", "RH212", None, "the tracker recorded the failure that the fatal error caused"),
     Relation(
         "RH101", "RH107", frozenset({"swap-slowdown"}), "the judge kept the VRAM, so this run's steps ran from swap"
     ),

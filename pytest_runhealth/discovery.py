@@ -23,20 +23,24 @@ from pathlib import Path
 
 import pytest
 
+from . import layouts
 from .options import DEFAULT_DEPTH
 from .rundir import LTX_CKPT, ROUND_FILES, RunDir, round_folders, walk
 
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
-KINDS = ("trainer", "kohya", "sweep", "harvest", "generic")
+KINDS = ("trainer", "kohya", *layouts.KINDS, "sweep", "harvest", "generic")
 NOUNS = {
     "trainer": ("trainer run", "trainer runs"),
     "kohya": ("kohya run", "kohya runs"),
+    **layouts.NOUNS,
     "sweep": ("sweep session", "sweep sessions"),
     "harvest": ("harvest", "harvests"),
     "generic": ("generic run", "generic runs"),
     "unrecognised": ("unrecognised folder", "unrecognised folders"),
 }
+# Kinds that stand where a generic run would: a stronger run inside such a folder wins over it.
+WEAK_KINDS = frozenset({layouts.SLURM, layouts.TORCHRUN})
 
 
 @dataclass
@@ -45,7 +49,8 @@ class Found:
     (a sweep's runs, a harvest's rounds) it stands for."""
 
     path: Path
-    kind: str  # trainer, kohya, sweep, harvest, generic; "unrecognised" for a root where nothing was found
+    kind: str  # trainer, kohya, hf-trainer, lightning, mlflow, wandb, torchrun, slurm, sweep, harvest, generic;
+    # "unrecognised" for a root where nothing was found
     rounds: list[Path] = field(default_factory=list)  # a harvest's round folders
 
     def label(self, root: Path) -> str:
@@ -105,6 +110,9 @@ def classify(
         return "trainer"  # an LTX-2 workspace
     if "checkpoints" in dirs and any(LTX_CKPT.match(n) for n in _names(folder / "checkpoints")[0]):
         return "trainer"  # an LTX-2 output folder
+    strong = layouts.strong_kind(folder, files, dirs)  # HF Trainer, Lightning, MLflow, W&B (docs/layouts.md)
+    if strong is not None:
+        return strong
     weights = [n for n in names if n.endswith(".safetensors") and not LTX_CKPT.match(n)]
     if any(KOHYA_STEPPED.match(n) for n in weights) or (
         weights
@@ -121,6 +129,9 @@ def classify(
         inner = classify(folder / child, *_names(folder / child), nested=False) if child in dirs else None
         if inner in ("trainer", "kohya"):
             return inner
+    weak = layouts.weak_kind(folder, files, dirs) if folder.name != "logs" else None
+    if weak is not None:
+        return weak  # torchrun, Slurm: where a generic run would be
     if folder.name != "logs" and (
         any(n.endswith(GENERIC_LOGS) or n.startswith("events.out.tfevents") for n in names)
         or ("logs" in dirs and _names(folder / "logs")[0])
@@ -137,14 +148,17 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     strong: list[Found] = []
     rounds: list[Path] = []
     generic: list[Path] = []
+    weak: dict[Path, str] = {}  # generic-strength folders that a layout names (Slurm, torchrun)
 
     def visit(folder: Path, entries: list[os.DirEntry]) -> bool:
         kind = classify(folder, *_split(entries))
         if kind == "round":
             rounds.append(folder)
             return False
-        if kind == "generic":
+        if kind == "generic" or kind in WEAK_KINDS:
             generic.append(folder)
+            if kind != "generic":
+                weak[folder] = kind
             return True
         if kind is not None:
             strong.append(Found(folder, kind, round_folders(folder) if kind == "harvest" else []))
@@ -160,7 +174,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
         if g in holds_run or _inside(g, taken) or _inside(g, kept):
             continue  # a stronger run at or below it, one above it, or inside a generic run already kept
         kept.add(g)
-    found = strong + [Found(g, "generic") for g in sorted(kept)]
+    found = strong + [Found(g, weak.get(g, "generic")) for g in sorted(kept)]
     if not found:
         found = [Found(root, "unrecognised")]
     found.sort(key=lambda f: f.path.parts)

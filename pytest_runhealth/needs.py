@@ -46,6 +46,9 @@ def _tfevents(t: Target) -> str | None:
 
 def _checkpoints(t: Target) -> str | None:
     files = t.run.checkpoints if t.run is not None else [f for f in t.run_dir.walk.files if f.suffix == ".safetensors"]
+    if not files and t.run is not None and t.run.path == t.run_dir.path and "hf-trainer" in t.run_dir.layouts:
+        # A Hugging Face Trainer's checkpoint-N/ folders, whatever their weights are saved as (docs/layouts.md).
+        files = [f for f in t.run.files if f.parent.name.startswith("checkpoint-")]
     return None if files else f"no .safetensors checkpoint under {t.run.path if t.run else t.run_dir.path}"
 
 

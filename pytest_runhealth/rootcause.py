@@ -314,6 +314,89 @@ ROWS: tuple[Row, ...] = (
     ),
 )
 
+# -- Slurm (issue 28): the scheduler's own words in a job log (slurm-<id>.out). slurmstepd
+# (src/slurmd/slurmstepd/req.c) writes "*** JOB <id> ON <node> CANCELLED AT <time> DUE TO TIME LIMIT ***"
+# ("STEP <id>.<n>" for a job step; "DUE TO PREEMPTION", "DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR
+# DETAILS", or no reason: a user's scancel); srun adds "srun: error: Node failure on <node>". Its
+# "Detected N oom-kill event(s)" line is host-oom (the oom-killer row above). Decisive wherever it sits:
+# the job's own output before it is the trainer's, cut off by the scheduler.
+SLURM_ROWS: tuple[Row, ...] = (
+    Row(
+        "slurm-time-limit",
+        _r(r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO TIME LIMIT"),
+        "scheduler-time-limit",
+        ROOT,
+        anywhere=True,
+    ),
+    Row(
+        "slurm-preempted",
+        _r(r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO (?:PREEMPTION|JOB REQUEUE)"),
+        "scheduler-preempted",
+        ROOT,
+        anywhere=True,
+    ),
+    Row(
+        "slurm-node-failure",
+        _r(
+            r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO NODE FAILURE|"
+            r"^srun: error: Node failure on \S+|\*\*\* (?:JOB|STEP) \S+ ON \S+ UNCORRECTABLE MEMORY ERROR"
+        ),
+        "node-failure",
+        ROOT,
+        anywhere=True,
+    ),
+    # the job's cgroup went over its --mem: "Job 7518 exceeded memory limit (626359956 > 512000000), being
+    # killed", "Exceeded job memory limit" (coqui-ai/STT#2238); the CANCELLED line after it is its consequence
+    Row(
+        "slurm-memory-limit",
+        _r(r"(?:Job|Step) \S+ exceeded memory limit \(|Exceeded (?:job|step) memory limit"),
+        "host-oom",
+        ROOT,
+        anywhere=True,
+    ),
+    Row(
+        "slurm-cancelled",
+        _r(r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+(?: DUE TO SIGNAL \w+)? \*\*\*"),
+        "scheduler-cancelled",
+        ROOT,
+        anywhere=True,
+    ),
+    # srun's per-task report of the death (the cause, when there is one, was printed before it)
+    Row("srun-task-exit", _r(r"^srun: error: \S+: tasks? [\d,\-]+: Exited with exit code \d+"), None, WRAPPER),
+)
+ROWS = ROWS + SLURM_ROWS
+CAUSES.update(
+    {
+        "scheduler-time-limit": Cause(
+            "config",
+            "the job reached its Slurm time limit and was killed: ask for more time (#SBATCH --time), or save "
+            "checkpoints often enough and resume from the newest complete one in a follow-up job (sbatch "
+            "--dependency=afterany:<id>, or --signal=B:USR1@300 to save before the limit).",
+            "Slurm killed the job at its time limit (`*** JOB N ON node CANCELLED AT ... DUE TO TIME LIMIT ***`)",
+        ),
+        "scheduler-cancelled": Cause(
+            "infra",
+            "the job was cancelled (scancel by a user or an administrator, or a dependency that failed): "
+            "`sacct -j <id> --format=JobID,State,ExitCode,Reason` says who and why; resume from the newest "
+            "complete checkpoint.",
+            "the job was cancelled (`*** JOB N ON node CANCELLED AT <time> ***`, no reason given)",
+        ),
+        "scheduler-preempted": Cause(
+            "infra",
+            "a higher-priority job preempted this one (or it was requeued): submit with --requeue and resume "
+            "from the newest complete checkpoint at start, or use a partition/QOS without preemption.",
+            "Slurm preempted or requeued the job (`... DUE TO PREEMPTION ***`, `... DUE TO JOB REQUEUE ***`)",
+        ),
+        "node-failure": Cause(
+            "infra",
+            "a node of the job failed (slurmctld's log and `sinfo -R` say why): resubmit excluding it "
+            "(--exclude=<node>) and resume from the newest complete checkpoint; report the node to the admins.",
+            "a node of the job failed (`... DUE TO NODE FAILURE ...`, `srun: error: Node failure on <node>`)",
+        ),
+    }
+)
+
+
 # For each row, lower-case words one of which every match contains: a plain
 # substring test rules most lines out before any regex runs.
 HINTS: dict[str, tuple[str, ...]] = {
@@ -351,6 +434,17 @@ HINTS: dict[str, tuple[str, ...]] = {
         "no file named",
     ),
 }
+# Slurm (issue 28)
+HINTS.update(
+    {
+        "slurm-time-limit": ("time limit",),
+        "slurm-preempted": ("preemption", "requeue"),
+        "slurm-node-failure": ("node failure", "uncorrectable"),
+        "slurm-memory-limit": ("memory limit",),
+        "slurm-cancelled": ("cancelled at",),
+        "srun-task-exit": ("srun: error",),
+    }
+)
 ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
 ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
 

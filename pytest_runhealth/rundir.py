@@ -156,6 +156,7 @@ class Run:
         if not self.has_folder:
             return []
         found = []
+        layout_dirs = False
         for folder in (self.path / "logs", self.path):
             try:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -164,8 +165,15 @@ class Run:
             for e in entries:
                 if e.name.endswith(LOG_SUFFIXES) and self._readable_inside(e):
                     found.append(Path(e.path))
-        rank = {"stdout.log": 0, "train.log": 1}
-        return sorted(found, key=lambda p: (rank.get(p.name, 2), p.name))
+                elif folder == self.path and (e.name == "files" or e.name.startswith("attempt_")):
+                    layout_dirs = True
+        extra = []
+        if layout_dirs:  # W&B's captured console, torchrun's per-rank logs (docs/layouts.md): the run's own output
+            from .layouts import extra_logs
+
+            extra = [p for p in extra_logs(self.path) if p not in found]
+        rank = {"stdout.log": 0, "train.log": 1, "output.log": 1}
+        return sorted(found + extra, key=lambda p: (rank.get(p.name, 2), p.name))
 
     def _readable_inside(self, entry: os.DirEntry) -> bool:
         """A regular file, or a link to one inside the run dir (links out are
@@ -227,9 +235,13 @@ class RunDir:
 
     @cached_property
     def layouts(self) -> tuple[str, ...]:
+        from . import layouts
+
         found = []
         p = self.path
-        if self.ledger_path.exists() or (p / "runs").is_dir():
+        kind = layouts.kind_of(p)  # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+        # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
+        if self.ledger_path.exists() or ((p / "runs").is_dir() and kind != layouts.HF_TRAINER):
             found.append("sweep")
         if (p / "config.yaml").is_file() and ((p / "logs").is_dir() or (p / "outputs").is_dir()):
             found.append("trainer")
@@ -240,6 +252,8 @@ class RunDir:
             found.append("kohya")
         if (p / "rounds").is_dir() or round_folders(p):  # one round, rounds/<name>/, or a folder of round folders
             found.append("harvest")
+        if kind is not None:
+            found.append(kind)
         found.append("generic")
         return tuple(found)
 

@@ -305,7 +305,10 @@ def run_status(run) -> dict[str, Any] | None:
     """The status of one run, or None when it shows no sign of training
     (no step in its log, no checkpoint): not every run dir is a trainer run."""
     f = facts(run)
-    newest = latest(find_checkpoints(run.checkpoints))
+    ckpts = find_checkpoints(run.checkpoints)
+    newest = latest(ckpts)
+    if newest is None and f.last is not None:
+        newest = _hf_newest(run)  # a Hugging Face checkpoint-N/ beside the run's log (docs/layouts.md)
     if f.last is None and newest is None:
         return None
     losses = [p.loss for p in f.points if p.loss is not None][-5:]
@@ -371,6 +374,17 @@ def status_record(
         "latest_samples": samples,
         "sample_count": count,
     }
+
+
+def _hf_newest(run):
+    """The newest complete Hugging Face ``checkpoint-N/`` of a discovered run, as a Checkpoint."""
+    from .checkpoints import Checkpoint
+    from .layouts import HF_TRAINER, hf_trainer, own_kind
+
+    if own_kind(run) != HF_TRAINER:
+        return None
+    ck = hf_trainer.newest_complete(hf_trainer.checkpoints(run.path))
+    return Checkpoint(ck.path, "hf", ck.path.name, step=ck.step) if ck is not None else None
 
 
 def _tfevents_losses(run) -> tuple[list[float], str | None]:

@@ -8,7 +8,8 @@ a few sit outside their family's module on purpose: the pid-file checks RH003,
 RH203 and RH204 share ``process.py`` (one reader of pid files and process
 state); RH004 lives with the harvest readers in ``eval.py``; RH006 in
 ``links.py`` with the link walk it reports; RH109 in ``orchestrator.py`` beside
-its HTTP client; RH209-RH211 in ``prelaunch.py`` with the workspace reader.
+its HTTP client; RH209-RH211 in ``prelaunch.py`` with the workspace reader; RH212 in ``trackers.py``
+with the trackers' readers.
 ``--runhealth-list`` shows each check's family whatever its module."""
 
 from __future__ import annotations
@@ -17,7 +18,19 @@ import importlib
 
 import pytest
 
-MODULES = ("evidence", "links", "sweep", "prelaunch", "eval", "gpu", "lmstudio", "process", "orchestrator", "trainer")
+MODULES = (
+    "evidence",
+    "links",
+    "sweep",
+    "prelaunch",
+    "eval",
+    "gpu",
+    "lmstudio",
+    "process",
+    "orchestrator",
+    "trainer",
+    "trackers",
+)
 
 
 def builtin_modules():

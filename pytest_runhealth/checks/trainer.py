@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .. import layouts
 from ..checkpoints import check_safetensors, find_checkpoints, latest
+from ..layouts import hf_trainer, torchelastic
+from ..layouts.series import judge as judge_series
 from ..registry import check
 from ..rootcause import CAUSES
 from ..tfevents import is_loss_tag, read_event_file
@@ -26,7 +29,6 @@ def _tfevents(ctx, path: Path):
 @check(
     "RH201",
     "trainer-error",
-    needs=["logs"],
     phases=["live", "postmortem"],
     verdicts=["config", "infra"],
     detects="The run died of a known fatal error, read as the root cause: the earliest decisive error after "
@@ -42,7 +44,12 @@ def _tfevents(ctx, path: Path):
     "pattern, `unknown` quoting the root traceback's exception line (not the launcher's). Only the tail "
     "window is read. Only what follows the last training step counts: an error the run trained past "
     "(a handled fallback, an OOM hint, loss-scaler overflow skips, a NaN gradient norm) is not fatal, and "
-    "neither is another thread's traceback after the final step.",
+    "neither is another thread's traceback after the final step. Every log a run has is read: a Slurm job "
+    "log (`slurm-<id>.out`; its `slurmstepd` lines are causes of their own: scheduler-time-limit, "
+    "scheduler-cancelled, scheduler-preempted, node-failure, host-oom for `oom-kill` events), W&B's captured "
+    "console `files/output.log`. Where torchrun's child recorded its death in a torch.distributed.elastic "
+    "error file (`TORCHELASTIC_ERROR_FILE`, `attempt_N/<rank>/error.json`) and the log shows no known cause, "
+    "the root cause is read from the earliest child's recorded traceback.",
     why="A dead run's cause is in the last lines of its log, often inside a Rich box or behind a "
     "`[rank0]:` prefix; re-launching without reading it repeats the failure.",
     example="logs/train.log:212 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. "
@@ -51,7 +58,14 @@ def _tfevents(ctx, path: Path):
     + "\n".join(f"- `{name}` ({cause.doc}): {cause.fix}" for name, cause in CAUSES.items()),
 )
 def trainer_error(ctx):
+    elastic = torchelastic.records(ctx.run.files) if _may_hold_error_files(ctx) else []
+    if not ctx.run.logs:
+        if not elastic:
+            ctx.skip(f"no log in {ctx.run.where} (looked for logs/*.log and *.log)")
+        return _child_error(ctx, elastic, None)
     f = ctx.readable_facts()
+    if elastic and (f.fatal is None or f.fatal.cause == "unknown"):
+        return _child_error(ctx, elastic, f)
     if f.fatal is None:
         if f.last is not None:
             return f"no fatal error after the last step ({f.last.step}, line {f.last.line})"
@@ -88,7 +102,12 @@ def trainer_error(ctx):
     "step line, a generic `step N ... loss nan`, the transformers Trainer's `{'loss': nan, ...}`, `loss: nan`, "
     "`Loss: NaN`, prose such as `loss is nan`, or a non-finite scalar under a loss tag in an event file. A NaN "
     "followed by finite values is still a NaN event (the first step and the count are reported). "
-    "A NaN learning rate, gradient norm or loss scale is not a NaN loss.",
+    "A NaN learning rate, gradient norm or loss scale is not a NaN loss. The loss is also read where the "
+    "trainer or tracker records it (docs/layouts.md): the Hugging Face Trainer's `trainer_state.json` "
+    "`log_history` (`NaN`/`Infinity` as Python's json writes them), Lightning's `metrics.csv`, MLflow's "
+    "`metrics/<key>` files and W&B's `wandb-summary.json`; there a training loss that ends 100x above its "
+    "lowest value and 10x above its first (`loss-diverged`), or gradient norms non-finite in the last 3 "
+    "logged values (`grad-norm-nonfinite`: every update skipped or NaN), fail too.",
     why="Once the loss is NaN the weights are NaN too: every checkpoint saved after it is unusable, and "
     "the run keeps burning GPU time.",
     example="logs/stdout.log:88 steps:  38%|███▊ | 36/96 [13:09<21:55, 21.93s/it, avr_loss=nan]",
@@ -124,19 +143,38 @@ def loss_finite(ctx):
                 ctx.evidence(path, None, f"record {nf.index}: tag {nf.tag!r} step {nf.step} value {nf.value}")
             )
             sources.append(f"{nf.tag} = {nf.value} at step {nf.step} in {ctx.run_dir.rel(path)}")
+    # What the trainer or tracker recorded in its own files (docs/layouts.md): HF trainer_state.json,
+    # MLflow metrics/, W&B wandb-summary.json, Lightning metrics.csv.
+    recorded = layouts.loss_points(run)
+    judged = judge_series(recorded) if recorded else None
+    if judged is not None and judged.cause == "nan-loss":
+        p = judged.first
+        if p.step is not None:
+            first_step = p.step if first_step is None else min(first_step, p.step)
+        evidence.append(ctx.evidence(p.file, p.line, p.text))
+        sources.append(f"{judged.detail} in {p.file}")
     if not evidence:
-        if log is None and not tf_checked:
+        if judged is not None:  # a loss that grew by orders of magnitude, or gradients NaN to the end
+            p = judged.first
+            return ctx.fail(
+                "config", judged.cause, f"{judged.detail} ({p.file})", [ctx.evidence(p.file, p.line, p.text)]
+            )
+        if log is None and not tf_checked and not recorded:
             ctx.skip(f"no log and no event file under {run.path}: no loss to check")
+        if recorded and log is None and not tf_checked:
+            return f"{len(recorded)} recorded loss/gradient-norm value(s) finite and not diverging"
         return None
     after = [
         c
         for c in find_checkpoints(run.checkpoints)
         if c.step is not None and first_step is not None and c.step >= first_step
     ]
+    names = sorted(c.path.name for c in after)
+    if first_step is not None and layouts.own_kind(run) == layouts.HF_TRAINER:
+        names += [c.path.name for c in hf_trainer.checkpoints(run.path) if c.step >= first_step]
     summary = "the loss went non-finite: " + "; ".join(sources) + "."
-    if after:
-        names = ", ".join(sorted(c.path.name for c in after)[:6])
-        summary += f" Checkpoints saved at or after step {first_step} are suspect: {names}."
+    if names:
+        summary += f" Checkpoints saved at or after step {first_step} are suspect: {', '.join(names[:6])}."
     return ctx.fail("config", "nan-loss", summary, evidence)
 
 
@@ -245,7 +283,11 @@ def resume_pair(ctx):
     detects="A `.safetensors` file whose header does not parse (under 8 bytes, a length beyond the file or "
     "over 100 MB, not JSON, tensor offsets that disagree with dtype and shape) or whose tensor data is "
     "shorter or longer than the header says: a write cut short (disk full, killed mid-save, a copy "
-    "interrupted). Only headers are read; no tensor is loaded.",
+    "interrupted). Only headers are read; no tensor is loaded. A Hugging Face Trainer `checkpoint-N/` "
+    "missing part of its state (`checkpoint-incomplete`): no weights, no `trainer_state.json` (the Trainer "
+    "writes it last), a weight shard its index names, or `optimizer.pt`/`scheduler.pt`/`rng_state*.pth`/"
+    "`training_args.bin` that the run's other checkpoints all have (with `save_only_model` none has them: "
+    "not a finding); the newest complete checkpoint is named as the one to resume from.",
     why="Resuming from or shipping a truncated checkpoint fails at load time, often days later and far "
     "from the cause; the newest checkpoint is the one most likely cut short when a run dies.",
     example="outputs/checkpoints/lora_weights_step_02000.safetensors: the header says 4194304 bytes of "
@@ -261,20 +303,35 @@ def checkpoint_intact(ctx):
             good += 1
         else:
             bad.append(res)
-    if not bad:
-        return f"{good} safetensors header(s) intact"
+    hf = hf_trainer.checkpoints(ctx.run.path) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else []
+    incomplete = [c for c in hf if not c.complete]
+    if not bad and not incomplete:
+        return f"{good} safetensors header(s) intact" + (f"; {len(hf)} checkpoint folder(s) complete" if hf else "")
     lines = [f"{ctx.run_dir.rel(r.path)}: {r.problem}" for r in bad[:10]]
-    summary = f"{len(bad)} of {len(bad) + good} checkpoint(s) are damaged:\n" + "\n".join(lines)
-    intact = [p for p in ctx.run.checkpoints if p not in {r.path for r in bad}]
-    newest_ok = latest([c for c in find_checkpoints(intact)])
-    if newest_ok is not None:
-        summary += f"\nnewest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}"
-    return ctx.fail(
-        "infra",
-        "truncated-checkpoint",
-        summary,
-        [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]],
-    )
+    summary = f"{len(bad)} of {len(bad) + good} checkpoint(s) are damaged:\n" + "\n".join(lines) if bad else ""
+    evidence = [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]]
+    damaged = {r.path for r in bad}
+    if incomplete:
+        # A Hugging Face checkpoint-N/ without part of its state: its save was cut short.
+        summary += ("\n" if summary else "") + f"{len(incomplete)} of {len(hf)} checkpoint folder(s) are incomplete:\n"
+        summary += "\n".join(f"{ctx.run_dir.rel(c.path)}/ lacks {', '.join(c.missing)}" for c in incomplete[:10])
+        evidence += [
+            ctx.evidence(c.path, None, f"{c.path.name}/ holds {', '.join(sorted(c.files)[:12]) or 'nothing'}")
+            for c in incomplete[:10]
+        ]
+    if hf:
+        usable = [c for c in hf if c.complete and not any(c.path in p.parents for p in damaged)]
+        summary += (
+            f"\nnewest complete checkpoint to resume from: {ctx.run_dir.rel(usable[-1].path)}"
+            if usable
+            else "\nno checkpoint folder is complete: none can be resumed from"
+        )
+    else:
+        intact = [p for p in ctx.run.checkpoints if p not in damaged]
+        newest_ok = latest([c for c in find_checkpoints(intact)])
+        if newest_ok is not None:
+            summary += f"\nnewest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}"
+    return ctx.fail("infra", "truncated-checkpoint" if bad else "checkpoint-incomplete", summary, evidence)
 
 
 # -- RH207 --------------------------------------------------------------------------
@@ -351,7 +408,6 @@ def run_summary(ctx):
 @check(
     "RH208",
     "steps-complete",
-    needs=["logs"],
     phases=["postmortem", "gate"],
     verdicts=["infra"],
     thresholds={"silent_steps": 20, "silent_floor_s": 900},
@@ -364,7 +420,12 @@ def run_summary(ctx):
     "are throttled and captured logs cut). Without evidence either way its state is unknown: it "
     "is skipped with what is known (no pid file, when the log was last written); with a live process in "
     "its pid file it passes, still running. A run that ended with an error is RH201's finding; a sweep run its ledger row "
-    "says the wall clock or the user stopped is RH101's, RH106's and RH107's to judge.",
+    "says the wall clock or the user stopped is RH101's, RH106's and RH107's to judge. A Hugging Face "
+    "Trainer output dir is judged from `trainer_state.json` (`global_step` against `max_steps`): "
+    "`train()` returned short of `max_steps` (the output dir's own `trainer_state.json` or "
+    "`train_results.json` was written) without EarlyStoppingCallback's record of its patience running "
+    "out, or the output dir has been silent longer than 3 checkpoint intervals (never less than the "
+    "floor); the newest complete `checkpoint-N/` is named to resume from.",
     why="A run killed from outside (OOM killer, a wall-clock limit, a closed terminal, a preempted node) "
     "leaves no traceback: its last checkpoint looks final but is not. A run still writing its log has "
     "not been killed, however far from its plan it is.",
@@ -374,6 +435,11 @@ def run_summary(ctx):
     "session that launched it) and resume from the newest checkpoint pair (model.load_checkpoint).",
 )
 def steps_complete(ctx):
+    hf = _hf_steps(ctx) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else None
+    if hf is not None:
+        return hf
+    if not ctx.run.logs:
+        ctx.skip(f"no log in {ctx.run.where} (looked for logs/*.log and *.log)")
     f = ctx.readable_facts()
     if f.last is None:
         ctx.skip(f"no training step in {ctx.run_dir.rel(f.log)}: nothing to compare with a plan")
@@ -501,3 +567,103 @@ def _line_text(ctx, f) -> str:
             return tl.text
     loss = f"loss {f.last.loss}" if f.last.loss is not None else ""
     return f"step {f.last.step}/{f.last.total or f.total} {loss}".strip()
+
+
+def _hf_steps(ctx):
+    """RH208 on a Hugging Face Trainer output dir, from its trainer_state.json;
+    None when there is no usable state (the log is read instead)."""
+    import time
+
+    path = ctx.run.path
+    cks = hf_trainer.checkpoints(path)
+    sf = hf_trainer.state_file(path, cks)
+    if sf is None:
+        return None
+    st = ctx.run_dir.cached(("hf-state", sf), lambda: hf_trainer.read_state(sf))
+    if st.error or not st.max_steps or st.max_steps <= 0 or st.global_step is None:
+        return None
+    rel = ctx.run_dir.rel(sf)
+    gs, ms = st.global_step, st.max_steps
+    if gs >= ms:
+        return f"{rel}: global_step {gs} of max_steps {ms}"
+    if ctx.run.logs:
+        f = ctx.readable_facts()
+        if f.fatal is not None:
+            return f"stopped at step {gs} of {ms} with an error (RH201: {f.fatal.cause})"
+    if st.early_stopped:
+        return f"stopped at step {gs} of {ms} on purpose ({rel}: {st.early_stopped})"
+    line, _ = _text_line(st.text, '"global_step"')
+    ev = [ctx.evidence(sf, line, f'"global_step": {gs}, "max_steps": {ms}')]
+    end = hf_trainer.ended_at_end(path)
+    if end is not None:
+        how = (
+            f"{ctx.run_dir.rel(end)} was written when train() returned: the Trainer itself stopped, told to by a "
+            f"callback (should_training_stop) or by data that ran out (an IterableDataset shorter than max_steps: "
+            f"the Trainer warns 'There seems not to be a single sample in your epoch_iterator')"
+        )
+    else:
+        alive = ctx.facts.alive
+        silent = time.time() - hf_trainer.newest_write(path, cks)
+        floor = float(ctx.thresholds.get("silent_floor_s", 900))
+        gap = hf_trainer.save_gap(cks)
+        limit = max(floor, 3 * gap) if gap else floor
+        if alive:
+            return f"step {gs} of {ms}; the process in the pid file is still running"
+        if alive is False:
+            how = "the process in its pid file is gone"
+        elif silent > limit:
+            how = f"the output dir has been silent for {_human(silent)}, longer than {_human(limit)}"
+        else:
+            return (
+                f"still running: step {gs}/{ms} in {rel}, last written {_human(silent)} ago (silence would count "
+                f"after {_human(limit)})"
+            )
+    summary = f"the run ended at step {gs} of max_steps {ms} with no error ({how})"
+    newest = hf_trainer.newest_complete(cks)
+    if newest is not None:
+        summary += f". Newest complete checkpoint to resume from: {ctx.run_dir.rel(newest.path)}"
+    return ctx.fail("infra", "steps-incomplete", summary, ev)
+
+
+def _text_line(text: str, needle: str) -> tuple[int | None, int]:
+    at = text.find(needle)
+    return (text.count("\n", 0, at) + 1, at) if at >= 0 else (None, -1)
+
+
+def _may_hold_error_files(ctx) -> bool:
+    """Only a discovered run reads its whole file list for error files (a
+    sweep's 10,000 runs are not walked for them)."""
+    return ctx.run.path == ctx.run_dir.path
+
+
+def _child_error(ctx, records, f):
+    """RH201 from torchrun's child error record: the earliest child's traceback
+    read as a log (rootcause.diagnose), quoting the error file."""
+    from ..rootcause import CAUSES, diagnose
+
+    for rec in records:
+        found = diagnose(torchelastic.as_tail(rec))
+        if found is None:
+            continue
+        cause = found.cause
+        verdict, fix = (found.verdict, found.fix) if cause != "unknown" else (CAUSES["unknown"].verdict, None)
+        rank = f" on local rank {rec.rank}" if rec.rank is not None else ""
+        what = found.describe() if cause != "unknown" else "a traceback that matches no known pattern"
+        said = (rec.message or found.text).strip()
+        summary = (
+            f"the run died of {what}{rank}, as torchrun's child recorded it in {ctx.run_dir.rel(rec.path)}: "
+            f"{said[:200]}"
+        )
+        if len(records) > 1:
+            summary += f"\n{len(records) - 1} other child error record(s) follow it (their ranks died after it)"
+        evidence = [ctx.evidence(rec.path, None, said)]
+        evidence += [
+            ctx.evidence(rec.path, None, tl.text)
+            for tl in found.context[-4:]
+            if tl.text.strip() and tl.text.strip() != said
+        ]
+        if f is not None and f.fatal is not None:
+            summary += "\nconsequence (the launcher's report of it, not the cause): " + f.fatal.text[:160]
+            evidence.append(ctx.evidence(f.log, f.fatal.line.line, f.fatal.line.text))
+        return ctx.fail(verdict, cause, summary, evidence[:8], fix=fix)
+    return "torchrun's error record(s) name no error"

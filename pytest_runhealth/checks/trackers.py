@@ -1,0 +1,126 @@
+"""RH212: what an experiment tracker recorded about a run (issue 28).
+
+A tracker keeps its own record of how a run ended, apart from the trainer's
+log: MLflow's file store writes the run's status into ``meta.yaml``; the W&B
+SDK writes ``got exitcode: N`` into the run's ``logs/debug.log`` when it
+finishes. A run the tracker records as failed or killed is a failed run even
+where the log says nothing (a notebook's cell, a log not kept); a run it
+still calls RUNNING is judged stale only with the time evidence."""
+
+from __future__ import annotations
+
+import time
+
+from .. import layouts
+from ..layouts import mlflow_store, wandb_run
+from ..registry import check
+from ..safeio import mtime
+
+
+@check(
+    "RH212",
+    "tracker-run-status",
+    phases=["postmortem", "gate"],
+    verdicts=["infra"],
+    layouts=["mlflow", "wandb"],
+    thresholds={"stale_after_s": 21600},
+    detects="The tracker's own record of the run says it did not end well: MLflow's `meta.yaml` `status` "
+    "FAILED (`tracker-run-failed`) or KILLED (`tracker-run-killed`), as a RunStatus number (4, 5) or name; "
+    "W&B's `logs/debug.log` `got exitcode: N` with N not 0 (`tracker-run-failed`). A run the tracker still "
+    "calls RUNNING (MLflow status 1 with no `end_time`; a W&B run whose debug.log has no exit code) is "
+    "`tracker-run-stale` only when both the newest time it recorded (metric timestamps, or the start) and "
+    "its files' modification times are older than `stale_after_s` (6 h); otherwise it passes with a note "
+    "(a live run, or one that died without telling the tracker recently: RH201 reads its log).",
+    why="A tracker's dashboard shows a failed or stale run as a line that just stops; a sweep or a "
+    "promotion that reads its metrics takes a crashed run's last values as if they were final.",
+    example="mlruns/1/3f2a.../meta.yaml:13 status: 4 (FAILED)",
+    fix="Read the run's log for the cause (RH201); resume from the newest complete checkpoint, or mark "
+    "the run as failed in the tracker (`mlflow runs` / the W&B UI) so no comparison uses it. A stale "
+    "RUNNING run whose process is gone: set its status (MlflowClient().set_terminated(run_id, 'KILLED')).",
+)
+def tracker_run_status(ctx):
+    kind = layouts.own_kind(ctx.run)
+    if kind == layouts.MLFLOW:
+        return _mlflow(ctx)
+    if kind == layouts.WANDB:
+        return _wandb(ctx)
+    ctx.skip(f"no tracker record in {ctx.run.where} (an MLflow run's meta.yaml, a W&B run's logs/debug.log)")
+
+
+def _mlflow(ctx):
+    meta = mlflow_store.read_meta(ctx.run.path)
+    if meta.error or meta.status is None:
+        ctx.skip(f"{ctx.run_dir.rel(meta.path)}: {meta.error or 'no status field'}: the tracker's record is unknown")
+    shown = f"status: {meta.status_raw}" + (f" ({meta.status})" if meta.status_raw != meta.status else "")
+    ev = [ctx.evidence(meta.path, meta.status_line, shown)]
+    name = f" {meta.run_name!r}" if meta.run_name else ""
+    if meta.status == "FAILED":
+        return ctx.fail("infra", "tracker-run-failed", f"MLflow records the run{name} as FAILED ({shown})", ev)
+    if meta.status == "KILLED":
+        return ctx.fail(
+            "infra", "tracker-run-killed", f"MLflow records the run{name} as KILLED ({shown}): it was stopped", ev
+        )
+    if meta.status in ("RUNNING", "SCHEDULED") and meta.end_ms is None:
+        metrics = mlflow_store.read_metrics(ctx.run.path, "")
+        recorded = metrics.last_ms if metrics.last_ms is not None else meta.start_ms
+        written = max(metrics.newest_mtime, mtime(meta.path))
+        what = "its last metric" if metrics.last_ms is not None else "its start"
+        return _stale_or_live(ctx, "MLflow", meta.status, recorded / 1000 if recorded else None, written, what, ev)
+    return f"MLflow records the run as {meta.status}"
+
+
+def _wandb(ctx):
+    end = wandb_run.read_end(ctx.run.path)
+    if end is None:
+        ctx.skip(f"no logs/debug.log in {ctx.run.where}: W&B's record of the run's end is unknown")
+    if end.exit_code is not None:
+        ev = [ctx.evidence(end.path, end.line, end.text)]
+        if end.exit_code != 0:
+            return ctx.fail(
+                "infra",
+                "tracker-run-failed",
+                f"W&B recorded the run's end with exit code {end.exit_code}: the process failed",
+                ev,
+            )
+        return "W&B recorded the run's end with exit code 0"
+    if end.finishing:
+        return "W&B logged 'finishing run' but no exit code: the run ended without the SDK recording how"
+    # No exit recorded: still running, or killed before the SDK could say so.
+    console = wandb_run.console_log(ctx.run.path)
+    files = [end.path] + ([console] if console is not None else [])
+    written = max(mtime(p) for p in files)
+    recorded = wandb_run.last_recorded(ctx.run.path)
+    what = "the last entry of logs/debug-internal.log" if recorded is not None else "its last write"
+    ev = [ctx.evidence(end.path, None, "no 'got exitcode' line: W&B has not recorded an end")]
+    return _stale_or_live(
+        ctx, "W&B", "running (no end recorded)", recorded if recorded is not None else written, written, what, ev
+    )
+
+
+def _stale_or_live(ctx, tracker, state, recorded_s, written_s, what, ev):
+    limit = float(ctx.thresholds.get("stale_after_s", 21600))
+    now = time.time()
+    if recorded_s is None or not written_s:
+        return f"{tracker} calls the run {state}; no time it recorded to judge staleness by"
+    since_recorded, since_written = now - recorded_s, now - written_s
+    if since_recorded > limit and since_written > limit:
+        return ctx.fail(
+            "infra",
+            "tracker-run-stale",
+            f"{tracker} still calls the run {state}, but {what} was recorded {_hours(since_recorded)} ago and "
+            f"its files were last written {_hours(since_written)} ago (over {_hours(limit)}): the run stopped "
+            f"without telling the tracker",
+            ev,
+        )
+    return (
+        f"{tracker} calls the run {state}; {what} {_hours(since_recorded)} ago, files written "
+        f"{_hours(since_written)} ago: not stale (both must be over {_hours(limit)})"
+    )
+
+
+def _hours(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

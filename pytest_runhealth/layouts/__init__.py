@@ -1,0 +1,119 @@
+"""The layouts of the trainers and trackers most runs come from, each read
+from its own files (docs/layouts.md): the Hugging Face Trainer's output dir,
+PyTorch Lightning's ``version_N/``, Slurm job logs, torchrun's error files,
+MLflow's file store and W&B's local run folders.
+
+:func:`kind_of` classifies a folder from its own entries; discovery asks it
+after the older kinds (sweep, harvest, LTX-2 trainer, kohya) did not match, so
+those keep their meaning. Each kind's reader is a leaf module here; the checks
+ask them for what they need (a loss series, the tracker's status, the
+checkpoints)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import hf_trainer, lightning, mlflow_store, slurm, wandb_run
+from ._files import entries
+
+# Kind names, as discovery and --runhealth-list-runs print them.
+HF_TRAINER = "hf-trainer"
+LIGHTNING = "lightning"
+SLURM = "slurm"
+TORCHRUN = "torchrun"
+MLFLOW = "mlflow"
+WANDB = "wandb"
+KINDS = (HF_TRAINER, LIGHTNING, MLFLOW, WANDB, TORCHRUN, SLURM)
+NOUNS = {
+    HF_TRAINER: ("Hugging Face Trainer run", "Hugging Face Trainer runs"),
+    LIGHTNING: ("Lightning run", "Lightning runs"),
+    MLFLOW: ("MLflow run", "MLflow runs"),
+    WANDB: ("W&B run", "W&B runs"),
+    TORCHRUN: ("torchrun run", "torchrun runs"),
+    SLURM: ("Slurm job", "Slurm jobs"),
+}
+ATTEMPT_DIR = re.compile(r"^attempt_\d+$")
+
+
+def strong_kind(folder: Path, files: set[str], dirs: set[str]) -> str | None:
+    """A kind whose marker files say it outright (checked before kohya: a
+    Trainer output dir may hold ``model.safetensors`` beside a log)."""
+    if hf_trainer.is_output_dir(files, dirs):
+        return HF_TRAINER
+    if lightning.is_version_folder(folder.name, files, dirs):
+        return LIGHTNING
+    if mlflow_store.is_run_folder(files, dirs):
+        return MLFLOW
+    if wandb_run.is_run_folder(folder.name, files, dirs):
+        return WANDB
+    return None
+
+
+def weak_kind(folder: Path, files: set[str], dirs: set[str]) -> str | None:
+    """A kind that would otherwise be a generic run: torchrun's per-attempt
+    log folders or an error file, a Slurm job log."""
+    if any(ATTEMPT_DIR.match(d) for d in dirs) or any(_is_elastic_file(folder / f) for f in files if "error" in f):
+        return TORCHRUN
+    if slurm.job_logs(files):
+        return SLURM
+    return None
+
+
+def _is_elastic_file(path: Path) -> bool:
+    from .torchelastic import NAME, read_record
+
+    return bool(NAME.search(path.name)) and read_record(path) is not None
+
+
+def kind_of(path: Path) -> str | None:
+    """The new kind of a run folder, from its own entries (RunDir.layouts)."""
+    files, dirs = entries(path)
+    return strong_kind(path, files, dirs) or weak_kind(path, files, dirs)
+
+
+def extra_logs(run_path: Path) -> list[Path]:
+    """Logs a layout keeps outside ``logs/`` and the top: W&B's captured
+    console ``files/output.log``; torchrun's per-rank ``stderr.log`` and
+    ``stdout.log`` under ``attempt_N/<rank>/`` (``--redirects``/``--tee``)."""
+    out = []
+    console = wandb_run.console_log(run_path)
+    if console is not None:
+        out.append(console)
+    _, dirs = entries(run_path)
+    for d in sorted(dirs):
+        if ATTEMPT_DIR.match(d):
+            _, ranks = entries(run_path / d)
+            for r in sorted(ranks)[:16]:
+                files, _ = entries(run_path / d / r)
+                out += [run_path / d / r / n for n in ("stderr.log", "stdout.log") if n in files]
+    return out
+
+
+def own_kind(run) -> str | None:
+    """The new layout kind of a run that is its run dir (a discovered run), else None."""
+    if run.path != run.run_dir.path:
+        return None
+    return next((k for k in run.run_dir.layouts if k in KINDS), None)
+
+
+def loss_points(run) -> list:
+    """The loss and gradient-norm values the run's trainer or tracker recorded
+    in its own files (not its log or event files): HF ``trainer_state.json``,
+    MLflow ``metrics/``, W&B ``wandb-summary.json``, Lightning ``metrics.csv``."""
+    kind = own_kind(run)
+    path = run.path
+    if kind == HF_TRAINER:
+        cks = hf_trainer.checkpoints(path)
+        state = hf_trainer.state_file(path, cks)
+        if state is None:
+            return []
+        read = run.run_dir.cached(("hf-state", state), lambda: hf_trainer.read_state(state))
+        return hf_trainer.points(read, run.run_dir.rel(state))
+    if kind == MLFLOW:
+        return mlflow_store.read_metrics(path, "").points
+    if kind == WANDB:
+        return wandb_run.summary_points(path, "")
+    if kind == LIGHTNING:
+        return lightning.metrics_points(path, "")
+    return []

@@ -1,0 +1,242 @@
+"""The Hugging Face Trainer's ``output_dir`` (transformers ``Trainer``, and
+TRL, PEFT, axolotl and LLaMA-Factory on top of it).
+
+What the Trainer writes (transformers ``trainer.py``, ``_save_checkpoint``):
+``checkpoint-<global_step>/`` with the weights first (``model.safetensors``,
+sharded ``model-0000K-of-0000N.safetensors`` with ``model.safetensors.index.json``,
+``pytorch_model.bin``, or a PEFT adapter's ``adapter_model.safetensors``) and
+``training_args.bin``, then ``optimizer.pt``, ``scheduler.pt``, ``scaler.pt``
+and ``rng_state.pth`` (``rng_state_<rank>.pth`` with several processes), and
+``trainer_state.json`` last (``TrainerState.save_to_json``:
+``json.dumps(asdict(state), indent=2, sort_keys=True)``, so a NaN loss is
+written as the bare ``NaN`` Python's json writes). With ``save_only_model``
+there is no optimizer, scheduler or RNG state at all; DeepSpeed keeps its
+optimizer in ``global_step<N>/``, FSDP in ``optimizer_0/``.
+
+At the end of training the example scripts call ``trainer.save_state()``
+(``output_dir/trainer_state.json``) and ``save_metrics("train", ...)``
+(``train_results.json`` and ``all_results.json``); TensorBoard events go to
+``runs/<date>_<host>/``.
+
+A checkpoint missing its ``trainer_state.json`` or its weights, or a part its
+sibling checkpoints all have, was cut short while it was saved: it is
+*incomplete*, and no advice names it as the one to resume from."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..safeio import mtime
+from ._files import as_float, entries, line_of, read_json, read_text
+from .series import Point
+
+CHECKPOINT_DIR = re.compile(r"^checkpoint-(?P<step>\d+)$")
+STATE = "trainer_state.json"
+RESULTS = ("train_results.json", "all_results.json")
+WEIGHTS = re.compile(
+    r"^(?:model(?:-\d{5}-of-\d{5})?\.safetensors|pytorch_model(?:-\d{5}-of-\d{5})?\.bin|"
+    r"adapter_model\.(?:safetensors|bin)|model\.safetensors\.index\.json|pytorch_model\.bin\.index\.json|"
+    r"tf_model\.h5|flax_model\.msgpack)$"
+)
+RNG = re.compile(r"^rng_state(?:_\d+)?\.pth$")
+# The parts of a resumable checkpoint besides weights and trainer state, each as a test on the entries.
+PARTS: dict[str, Any] = {
+    "optimizer.pt": lambda files, dirs: bool(
+        {"optimizer.pt", "optimizer.bin"} & files
+        or any(n.endswith("-optimizer.pt") for n in files)
+        or any(d.startswith(("global_step", "optimizer_")) for d in dirs)
+    ),
+    "scheduler.pt": lambda files, dirs: "scheduler.pt" in files,
+    "rng_state.pth": lambda files, dirs: any(RNG.match(n) for n in files),
+    "training_args.bin": lambda files, dirs: "training_args.bin" in files,
+}
+
+
+def is_output_dir(files: set[str], dirs: set[str]) -> bool:
+    """A Trainer output dir from its own entries: its state file, or a ``checkpoint-N/`` folder."""
+    return STATE in files or any(CHECKPOINT_DIR.match(d) for d in dirs)
+
+
+@dataclass
+class HfCheckpoint:
+    path: Path
+    step: int
+    files: set[str]
+    dirs: set[str]
+    missing: list[str] = field(default_factory=list)  # why it is incomplete, empty when complete
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+
+def checkpoints(run_path: Path) -> list[HfCheckpoint]:
+    """Every ``checkpoint-N/`` of the output dir, by step, each judged
+    complete or not (see the module docstring)."""
+    _, dirs = entries(run_path)
+    found = []
+    for d in dirs:
+        m = CHECKPOINT_DIR.match(d)
+        if m:
+            files, sub = entries(run_path / d)
+            found.append(HfCheckpoint(run_path / d, int(m["step"]), files, sub))
+    found.sort(key=lambda c: c.step)
+    common = {name for name, has in PARTS.items() if found and all(has(c.files, c.dirs) for c in found if c.files)}
+    for c in found:
+        if not any(WEIGHTS.match(n) for n in c.files):
+            c.missing.append("weights (model.safetensors, pytorch_model.bin or adapter_model.safetensors)")
+        c.missing += _missing_shards(c)
+        if STATE not in c.files:
+            c.missing.append(f"{STATE} (written last: the save was cut short)")
+        # A part every other checkpoint of this run has (all but this one), or the optimizer beside a scheduler.
+        others = [o for o in found if o is not c and o.files]
+        for name, has in PARTS.items():
+            if has(c.files, c.dirs):
+                continue
+            if (others and all(has(o.files, o.dirs) for o in others)) or name in common:
+                c.missing.append(name)
+            elif name == "optimizer.pt" and "scheduler.pt" in c.files:
+                c.missing.append(f"{name} (scheduler.pt is there: they are saved together)")
+    return found
+
+
+def _missing_shards(c: HfCheckpoint) -> list[str]:
+    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        if index in c.files:
+            data, err = read_json(c.path / index, 16 << 20)
+            wmap = data.get("weight_map") if isinstance(data, dict) else None
+            if err or not isinstance(wmap, dict):
+                return [f"a readable {index}"]
+            gone = sorted({str(v) for v in wmap.values()} - c.files)
+            return [f"weight shard {g} (named in {index})" for g in gone[:3]]
+    return []
+
+
+def newest_complete(cks: list[HfCheckpoint]) -> HfCheckpoint | None:
+    done = [c for c in cks if c.complete]
+    return done[-1] if done else None
+
+
+@dataclass
+class TrainerState:
+    """The fields of ``trainer_state.json`` the checks read."""
+
+    path: Path
+    global_step: int | None
+    max_steps: int | None
+    log_history: list[dict]
+    text: str
+    early_stopped: str | None  # why a callback stopped training on purpose, or None
+    error: str | None = None
+
+
+def read_state(path: Path) -> TrainerState:
+    data, err = read_json(path)
+    text = read_text(path) or ""
+    if err or not isinstance(data, dict):
+        return TrainerState(path, None, None, [], text, None, err or "not a JSON object")
+
+    def _int(key: str) -> int | None:
+        v = data.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    raw = data.get("log_history")
+    history = [h for h in raw if isinstance(h, dict)] if isinstance(raw, list) else []
+    return TrainerState(path, _int("global_step"), _int("max_steps"), history, text, _early_stop(data))
+
+
+def _early_stop(data: dict) -> str | None:
+    """EarlyStoppingCallback's own record (``stateful_callbacks``): its patience
+    counter reached its patience, so it stopped the training on purpose."""
+    cbs = data.get("stateful_callbacks")
+    if not isinstance(cbs, dict):
+        return None
+    es = cbs.get("EarlyStoppingCallback")
+    for item in es if isinstance(es, list) else [es]:
+        if not isinstance(item, dict):
+            continue
+        args, attrs = item.get("args"), item.get("attributes")
+        patience = args.get("early_stopping_patience") if isinstance(args, dict) else None
+        counter = attrs.get("early_stopping_patience_counter") if isinstance(attrs, dict) else None
+        if isinstance(patience, int) and isinstance(counter, int) and patience > 0 and counter >= patience:
+            return f"EarlyStoppingCallback: {counter} evaluations without improvement (patience {patience})"
+    return None
+
+
+def state_file(run_path: Path, cks: list[HfCheckpoint] | None = None) -> Path | None:
+    """The newest trainer state: the output dir's own (written at the end),
+    else the newest checkpoint's that has one."""
+    top = run_path / STATE
+    if top.is_file() and not top.is_symlink():
+        return top
+    for c in reversed(cks if cks is not None else checkpoints(run_path)):
+        if STATE in c.files:
+            return c.path / STATE
+    return None
+
+
+def points(state: TrainerState, rel: str) -> list[Point]:
+    """Every logged loss, eval loss and gradient norm of ``log_history``, with
+    the line of ``trainer_state.json`` it is written on."""
+    out: list[Point] = []
+    pos = state.text.find('"log_history"')
+    for entry in state.log_history:
+        step = entry.get("step") if isinstance(entry.get("step"), int) else None
+        for key in sorted(entry):
+            low = key.lower()
+            if not ("loss" in low or "grad_norm" in low):
+                continue
+            value = as_float(entry[key])
+            if value is None:
+                continue
+            line, at = (None, -1)
+            if pos >= 0:
+                shown = _json_number(entry[key])
+                line, at = line_of(state.text, f'"{key}": {shown}', pos)
+            out.append(Point(key, step, value, rel, line, f'"{key}": {_json_number(entry[key])}, "step": {step}'))
+        # entries are written in order: search the next one after this one's step
+        if pos >= 0 and step is not None:
+            nxt = state.text.find(f'"step": {step}', pos)
+            pos = nxt + 1 if nxt >= 0 else pos
+    return out
+
+
+def _json_number(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+    return str(value) if not isinstance(value, str) else f'"{value}"'
+
+
+def ended_at_end(run_path: Path) -> Path | None:
+    """The file that says ``train()`` returned: ``train_results.json`` /
+    ``all_results.json`` or the output dir's own ``trainer_state.json``."""
+    # A checkpoint-N/ folder checked on its own holds its save-time state, not the end-of-training one.
+    names = RESULTS if CHECKPOINT_DIR.match(run_path.name) else (*RESULTS, STATE)
+    for name in names:
+        p = run_path / name
+        if p.is_file() and not p.is_symlink():
+            return p
+    return None
+
+
+def newest_write(run_path: Path, cks: list[HfCheckpoint]) -> float:
+    """When the output dir was last written (its files and checkpoints' files)."""
+    files, _ = entries(run_path)
+    times = [mtime(run_path / f) for f in files]
+    for c in cks[-2:]:
+        times += [mtime(c.path / f) for f in c.files]
+    return max(times, default=0.0)
+
+
+def save_gap(cks: list[HfCheckpoint]) -> float | None:
+    """The median time between consecutive checkpoints (by their state files' mtimes)."""
+    times = sorted(mtime(c.path / STATE) for c in cks if STATE in c.files)
+    gaps = sorted(b - a for a, b in zip(times, times[1:]) if b > a)
+    return gaps[len(gaps) // 2] if gaps else None

@@ -1,0 +1,86 @@
+"""torch.distributed.elastic error files: what a child process of ``torchrun``
+recorded about its own death.
+
+``torch/distributed/elastic/multiprocessing/errors/error_handler.py``
+(``ErrorHandler.record_exception``) writes, to the file named by
+``TORCHELASTIC_ERROR_FILE``::
+
+    {"message": {"message": "<ExcType>: <text>",
+                 "extraInfo": {"py_callstack": "<traceback.format_exc()>",
+                               "timestamp": "<unix seconds>"}}}
+
+The agent gives each child its own file, ``<log_dir>/attempt_<n>/<local_rank>/error.json``
+(``torchrun --log-dir``); a user may point the variable anywhere. The launcher's
+own ``ChildFailedError`` summary only names the first failure; the child's
+record holds the real traceback, so the root cause is read from it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..logscan import LogTail, TailLine
+from ._files import read_json
+
+NAME = re.compile(r"(?:^|[_.-])error\.json$|^error_file.*\.json$")
+MAX_FILES = 64
+
+
+@dataclass
+class ErrorRecord:
+    path: Path
+    message: str
+    callstack: str
+    timestamp: int | None
+    rank: str | None  # the local-rank folder it sits in, when it does
+
+
+def read_record(path: Path) -> ErrorRecord | None:
+    data, err = read_json(path, 4 << 20)
+    if err or not isinstance(data, dict):
+        return None
+    msg = data.get("message")
+    if isinstance(msg, str):  # a record written by hand as {"message": "..."} is not torchelastic's
+        return None
+    if not isinstance(msg, dict):
+        return None
+    extra_info = msg.get("extraInfo")
+    extra: dict = extra_info if isinstance(extra_info, dict) else {}
+    stack = extra.get("py_callstack")
+    text = msg.get("message")
+    if not isinstance(text, str) and not isinstance(stack, str):
+        return None
+    ts = extra.get("timestamp")
+    try:
+        stamp = int(ts) if ts is not None else None
+    except (TypeError, ValueError):
+        stamp = None
+    rank = path.parent.name if path.parent.name.isdigit() else None
+    return ErrorRecord(
+        path, text if isinstance(text, str) else "", stack if isinstance(stack, str) else "", stamp, rank
+    )
+
+
+def records(files: list[Path]) -> list[ErrorRecord]:
+    """The torchelastic error records among a run's files, earliest first
+    (the first child to die is the root; the others often died of it)."""
+    out: list[ErrorRecord] = []
+    for p in files:
+        if len(out) >= MAX_FILES:
+            break
+        if NAME.search(p.name):
+            rec = read_record(p)
+            if rec is not None:
+                out.append(rec)
+    out.sort(key=lambda r: (r.timestamp if r.timestamp is not None else 1 << 62, str(r.path)))
+    return out
+
+
+def as_tail(rec: ErrorRecord) -> LogTail:
+    """The child's traceback as log lines, for the root-cause reader."""
+    text = rec.callstack or rec.message
+    lines = [TailLine(i, t) for i, t in enumerate(text.splitlines(), 1)]
+    if rec.message and rec.callstack and rec.message.strip() not in rec.callstack:
+        lines.append(TailLine(len(lines) + 1, rec.message))
+    return LogTail(rec.path, lines, len(text), True)

@@ -1,0 +1,103 @@
+"""A Weights & Biases local run folder: ``wandb/run-<YYYYmmdd_HHMMSS>-<id>/``
+(``offline-run-...`` in offline mode).
+
+What the SDK writes there (wandb 0.31, ``wandb/sdk/lib/filenames.py`` and
+``wandb_run.py``): ``files/output.log``, the process's captured console
+(stdout and stderr, as the terminal showed them); ``logs/debug.log``, the
+SDK's own log, which records ``finishing run <entity>/<project>/<id>`` and
+``got exitcode: <N>`` when the run ends; ``logs/debug-internal.log``; the
+binary ``run-<id>.wandb`` record. Synced (online) runs also hold
+``files/wandb-summary.json`` (each metric's last value), ``files/config.yaml``
+and ``files/wandb-metadata.json``; offline runs get these only when synced."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._files import as_float, line_of, read_json, read_text
+from .series import Point
+
+RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[0-9a-z]+$")
+EXIT = re.compile(r"got exitcode: (-?\d+)")
+FINISHING = re.compile(r"finishing run (\S+)")
+
+
+def is_run_folder(name: str, files: set[str], dirs: set[str]) -> bool:
+    return bool(RUN_DIR.match(name)) and ("files" in dirs or "logs" in dirs or any(f.endswith(".wandb") for f in files))
+
+
+def console_log(run_path: Path) -> Path | None:
+    p = run_path / "files" / "output.log"
+    return p if p.is_file() and not p.is_symlink() else None
+
+
+@dataclass
+class RunEnd:
+    """What ``logs/debug.log`` says about the run's end."""
+
+    path: Path
+    exit_code: int | None
+    line: int | None
+    text: str
+    finishing: bool  # "finishing run" was logged
+
+
+def read_end(run_path: Path) -> RunEnd | None:
+    path = run_path / "logs" / "debug.log"
+    text = read_text(path, 16 << 20)
+    if text is None:
+        return None
+    code = line = None
+    quoted = ""
+    for i, ln in enumerate(text.splitlines(), 1):
+        m = EXIT.search(ln)
+        if m:
+            code, line, quoted = int(m.group(1)), i, ln.strip()
+    return RunEnd(path, code, line, quoted, bool(FINISHING.search(text)))
+
+
+TIME = re.compile(r'"time":"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})')
+
+
+def last_recorded(run_path: Path) -> float | None:
+    """The newest time the W&B service wrote into ``logs/debug-internal.log``
+    (JSON lines, ``"time":"2026-03-14T10:00:00.123Z"``), as a Unix time."""
+    from datetime import datetime, timezone
+
+    from ..safeio import read_tail
+
+    try:
+        data, _ = read_tail(run_path / "logs" / "debug-internal.log", 64 << 10)
+    except OSError:
+        return None
+    found = TIME.findall(data.decode("utf-8", "replace"))
+    if not found:
+        return None
+    try:
+        return datetime.strptime(found[-1], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def summary_points(run_path: Path, rel_prefix: str) -> list[Point]:
+    """Each loss and gradient norm's last value from ``files/wandb-summary.json``
+    (bare ``NaN``/``Infinity`` and the strings ``"NaN"``/``"Infinity"`` alike)."""
+    path = run_path / "files" / "wandb-summary.json"
+    data, err = read_json(path, 16 << 20)
+    if err or not isinstance(data, dict):
+        return []
+    text = read_text(path, 16 << 20) or ""
+    step = data.get("_step") if isinstance(data.get("_step"), int) else None
+    out = []
+    for key, raw in data.items():
+        low = key.lower()
+        if not ("loss" in low or "grad_norm" in low):
+            continue
+        value = as_float(raw)
+        if value is None:
+            continue
+        line, _ = line_of(text, f'"{key}"')
+        out.append(Point(key, step, value, f"{rel_prefix}files/wandb-summary.json", line, f'"{key}": {raw}'))
+    return out

@@ -1,0 +1,373 @@
+"""The layouts of issue 28 (docs/layouts.md): each recognised under its own
+kind, read from its own files, judged by the checks that apply.
+
+The shipped examples (examples/hf-trainer-*, mlflow-*, wandb-*, torchrun-*,
+slurm-*, lightning-*) were written by the real libraries where they install
+without torch (examples/_make/make_layout_examples.py); these tests copy them
+and change one thing at a time."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES
+
+from pytest_runhealth import discovery, layouts
+from pytest_runhealth.layouts import hf_trainer, mlflow_store, series, torchelastic, wandb_run
+from pytest_runhealth.logscan import LogTail, TailLine
+from pytest_runhealth.rootcause import diagnose
+from pytest_runhealth.rundir import RunDir
+
+
+def copy(name: str, tmp_path: Path) -> Path:
+    dst = tmp_path / name
+    shutil.copytree(EXAMPLES / name, dst, symlinks=True)
+    return dst
+
+
+def age(root: Path, seconds: float) -> None:
+    """Every file and folder below ``root`` last written ``seconds`` ago."""
+    when = time.time() - seconds
+    for p in [root, *root.rglob("*")]:
+        if not p.is_symlink():
+            os.utime(p, (when, when))
+
+
+# -- discovery ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("example", "kind", "label"),
+    [
+        ("hf-trainer-healthy", "hf-trainer", "."),
+        ("lightning-healthy", "lightning", "lightning_logs/version_0"),
+        ("slurm-healthy", "slurm", "."),
+        ("torchrun-child-oom", "torchrun", "."),
+        ("wandb-healthy", "wandb", "wandb/"),
+        ("mlflow-healthy", "mlflow", "mlruns/"),
+    ],
+)
+def test_each_layout_is_its_own_kind(example, kind, label):
+    d = discovery.discover(EXAMPLES / example)
+    assert [f.kind for f in d.runs] == [kind]
+    rel = d.runs[0].path.relative_to(d.root).as_posix()
+    assert rel == label or rel.startswith(label), rel
+    assert kind in RunDir(d.runs[0].path).layouts
+
+
+def test_hf_output_dir_runs_folder_is_not_a_sweep():
+    """The Trainer's TensorBoard folder runs/<date>_<host>/ (written by its TensorBoardCallback) is not a
+    sweep's runs/<id>/."""
+    out = EXAMPLES / "hf-trainer-healthy"
+    assert any((out / "runs").glob("*/events.out.tfevents.*"))
+    rd = RunDir(out)
+    assert "sweep" not in rd.layouts and "hf-trainer" in rd.layouts
+    assert [r.path for r in rd.runs] == [rd.path]
+
+
+def test_weak_kinds_give_way_to_a_stronger_run_inside(tmp_path):
+    """A folder with a Slurm job log that holds a kohya output folder: the kohya run is found, as
+    a generic folder would give way (existing kinds keep their meaning)."""
+    root = tmp_path / "job"
+    shutil.copytree(EXAMPLES / "kohya-healthy", root / "out")
+    (root / "slurm-77.out").write_text("step 1/10 loss 0.5\n")
+    kinds = {f.path.relative_to(root).as_posix(): f.kind for f in discovery.discover(root).runs}
+    assert kinds == {"out": "kohya"}
+
+
+def test_wandb_project_folder_counts_its_runs_once(tmp_path):
+    root = tmp_path / "proj"
+    for name in ("wandb-healthy", "wandb-cuda-oom"):
+        for run in (EXAMPLES / name / "wandb").glob("*run-*"):
+            if not run.is_symlink():
+                shutil.copytree(run, root / "wandb" / run.name)
+    (root / "train.log").write_text("step 1/10 loss 0.5\n")
+    d = discovery.discover(root)
+    assert sorted(f.kind for f in d.runs) == ["wandb", "wandb"]
+    assert "2 W&B runs" in discovery.headline(d, {})
+
+
+# -- Hugging Face Trainer ----------------------------------------------------------------------------------------
+def test_hf_checkpoint_completeness_rules(tmp_path):
+    out = copy("hf-trainer-healthy", tmp_path)
+    assert all(c.complete for c in hf_trainer.checkpoints(out))
+    (out / "checkpoint-1000" / "rng_state.pth").unlink()  # a part its sibling has
+    cks = hf_trainer.checkpoints(out)
+    assert [c.step for c in cks if not c.complete] == [1000]
+    assert cks[-1].missing == ["rng_state.pth"]
+    assert hf_trainer.newest_complete(cks).step == 500
+
+
+def test_hf_save_only_model_is_not_incomplete(tmp_path):
+    """save_only_model: no checkpoint has optimizer, scheduler or RNG state, on purpose."""
+    out = copy("hf-trainer-healthy", tmp_path)
+    for ck in out.glob("checkpoint-*"):
+        for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+            (ck / name).unlink()
+    assert all(c.complete for c in hf_trainer.checkpoints(out))
+
+
+def test_hf_sharded_weights_need_every_shard(tmp_path):
+    out = copy("hf-trainer-healthy", tmp_path)
+    ck = out / "checkpoint-1000"
+    (ck / "model.safetensors").rename(ck / "model-00001-of-00002.safetensors")
+    index = {
+        "metadata": {"total_size": 64},
+        "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"},
+    }
+    (ck / "model.safetensors.index.json").write_text(json.dumps(index))
+    (c,) = [c for c in hf_trainer.checkpoints(out) if c.step == 1000]
+    assert c.missing == ["weight shard model-00002-of-00002.safetensors (named in model.safetensors.index.json)"]
+
+
+def test_hf_state_reads_nan_as_python_json_writes_it():
+    st = hf_trainer.read_state(EXAMPLES / "hf-trainer-nan-loss" / "checkpoint-400" / "trainer_state.json")
+    assert '"loss": NaN' in st.text
+    pts = hf_trainer.points(st, "checkpoint-400/trainer_state.json")
+    j = series.judge(pts)
+    assert j is not None and j.cause == "nan-loss" and j.first.step == 300
+    assert "NaN" in st.text.splitlines()[j.first.line - 1]  # the evidence line is the value's own
+
+
+def test_hf_rh206_and_resume_advice(run_health):
+    res = run_health(EXAMPLES / "hf-trainer-slurm-timeout", args=("-k", "RH206 or RH201 or RH208"))
+    (rh206,) = res.results("RH206")
+    assert rh206["cause"] == "checkpoint-incomplete"
+    assert "checkpoint-1000/ lacks trainer_state.json" in rh206["summary"]
+    assert "resume from: checkpoint-500" in rh206["summary"]
+    (rh208,) = res.results("RH208")
+    assert rh208["outcome"] == "passed" and "RH201: scheduler-time-limit" in (rh208.get("note") or "")
+
+
+def test_hf_rh208_killed_from_outside_needs_time_evidence(tmp_path, run_health):
+    """checkpoint-N folders only, short of max_steps: stopped only once the output dir has been silent
+    longer than the floor; a fresh copy is a live run."""
+    out = copy("hf-trainer-nan-loss", tmp_path)
+    for ck in out.glob("checkpoint-*"):  # finite losses: this test is about the steps
+        st = json.loads((ck / "trainer_state.json").read_text())
+        for h in st["log_history"]:
+            h.update({k: 0.5 for k in ("loss", "grad_norm") if k in h})
+        (ck / "trainer_state.json").write_text(json.dumps(st, indent=2))
+    live = run_health(out, args=("-k", "RH208"))
+    (r,) = live.results("RH208")
+    assert r["outcome"] == "passed" and "still running" in (r.get("note") or "")
+    age(out, 7200)
+    dead = run_health(out, args=("-k", "RH208"))
+    (r,) = dead.results("RH208")
+    assert r["outcome"] == "failed" and r["cause"] == "steps-incomplete"
+    assert "Newest complete checkpoint to resume from: checkpoint-400" in r["summary"]
+
+
+def test_hf_rh208_early_stop_is_on_purpose(run_health):
+    res = run_health(EXAMPLES / "hf-trainer-early-stopped", args=("-k", "RH208"))
+    (r,) = res.results("RH208")
+    assert r["outcome"] == "passed" and "EarlyStoppingCallback" in (r.get("note") or "")
+
+
+# -- the loss series ---------------------------------------------------------------------------------------------
+def _pts(values, key="loss"):
+    return [series.Point(key, (i + 1) * 10, v, "f", i + 1, str(v)) for i, v in enumerate(values)]
+
+
+def test_diverged_loss_and_its_near_miss():
+    j = series.judge(_pts([2.0, 1.0, 0.2, 0.1, 3.0, 40.0]))
+    assert j is not None and j.cause == "loss-diverged" and j.first.step == 60  # 40.0 is the first past 100x 0.1
+    # an overfit dip back up, still below where it started: not divergence
+    assert series.judge(_pts([2.0, 0.5, 0.01, 0.02, 1.2])) is None
+    # an eval loss is not the training loss
+    assert series.judge(_pts([2.0, 1.0, 0.2, 0.1, 3.0, 40.0], key="eval_loss")) is None
+
+
+def test_grad_norm_nonfinite_only_when_persistent():
+    nan = float("nan")
+    j = series.judge(_pts([0.5, 0.4, nan, nan, nan], key="grad_norm"))
+    assert j is not None and j.cause == "grad-norm-nonfinite" and j.count == 3
+    assert series.judge(_pts([0.5, nan, 0.4, nan, 0.3], key="grad_norm")) is None  # skipped steps, recovered
+    assert series.judge(_pts([nan, nan, nan], key="grad_norm")) is None  # the scaler finding its scale at the start
+
+
+# -- MLflow ------------------------------------------------------------------------------------------------------
+def _mlflow_run(root: Path) -> Path:
+    return next(p.parent for p in root.rglob("meta.yaml") if (p.parent / "metrics").is_dir())
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"), [("4", "FAILED"), ("KILLED", "KILLED"), ("5", "KILLED"), ("RunStatus.FAILED", "FAILED")]
+)
+def test_mlflow_status_numbers_and_names(tmp_path, status, expected):
+    run = _mlflow_run(copy("mlflow-healthy", tmp_path))
+    meta = run / "meta.yaml"
+    meta.write_text(meta.read_text().replace("status: 3", f"status: {status}"))
+    assert mlflow_store.read_meta(run).status == expected
+
+
+def test_mlflow_killed_and_stale(tmp_path, run_health):
+    root = copy("mlflow-healthy", tmp_path)
+    run = _mlflow_run(root)
+    meta = run / "meta.yaml"
+    text = meta.read_text()
+    meta.write_text(text.replace("status: 3", "status: 5"))
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert r["cause"] == "tracker-run-killed" and "meta.yaml" in r["evidence"][0]["path"]
+    # RUNNING, metrics recorded recently (a copy keeps the recorded timestamps): a live run
+    end = [ln for ln in text.splitlines() if ln.startswith("end_time:")][0]
+    running = text.replace("status: 3", "status: 1").replace(end, "end_time: null")
+    metric = run / "metrics" / "train_loss"
+    now_ms = int(time.time() * 1000)
+    metric.write_text("".join(f"{now_ms - 60_000 + i} 0.5 {i}\n" for i in range(3)))
+    meta.write_text(running)
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert r["outcome"] == "passed" and "not stale" in (r.get("note") or "")
+    # recorded long ago, but the files were just copied: no claim
+    old_ms = now_ms - 3 * 86400_000
+    metric.write_text("".join(f"{old_ms + i} 0.5 {i}\n" for i in range(3)))
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert r["outcome"] == "passed"
+    # both old: stale
+    age(root, 3 * 86400)
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert r["cause"] == "tracker-run-stale" and "72.0 h ago" in r["summary"]
+
+
+# -- W&B ---------------------------------------------------------------------------------------------------------
+def test_wandb_console_is_the_main_log():
+    run = next(p for p in (EXAMPLES / "wandb-cuda-oom" / "wandb").glob("*run-*") if not p.is_symlink())
+    rd = RunDir(run)
+    assert rd.runs[0].main_log == run / "files" / "output.log"
+    assert wandb_run.read_end(run).exit_code is None  # the SDK recorded no exit for the uncaught exception
+
+
+def test_wandb_summary_nan(tmp_path, run_health):
+    root = copy("wandb-healthy", tmp_path)
+    run = next(p for p in (root / "wandb").glob("*run-*") if not p.is_symlink())
+    # the shape a synced run's files/wandb-summary.json has (bare NaN as Python's json reads it)
+    (run / "files" / "wandb-summary.json").write_text(
+        '{"_runtime": 412.5, "_step": 60, "_timestamp": 1773482400.1, "train/grad_norm": 0.8, "train/loss": NaN}'
+    )
+    (r,) = run_health(root, args=("-k", "RH202")).results("RH202")
+    assert r["cause"] == "nan-loss" and "wandb-summary.json" in r["evidence"][0]["path"]
+
+
+# -- Slurm -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("line", "cause"),
+    [
+        (
+            "slurmstepd: error: *** JOB 4242 ON gpu-07 CANCELLED AT 2026-03-14T11:00:12 DUE TO TIME LIMIT ***",
+            "scheduler-time-limit",
+        ),
+        (
+            "slurmstepd: error: *** STEP 4242.0 ON gpu-07 CANCELLED AT 2026-03-14T11:00:12 DUE TO TIME LIMIT ***",
+            "scheduler-time-limit",
+        ),
+        ("slurmstepd: error: *** JOB 4242 ON gpu-07 CANCELLED AT 2026-03-14T11:00:12 ***", "scheduler-cancelled"),
+        (
+            "slurmstepd: error: *** JOB 4242 ON gpu-07 CANCELLED AT 2026-03-14T11:00:12 DUE TO PREEMPTION ***",
+            "scheduler-preempted",
+        ),
+        (
+            "slurmstepd: error: *** JOB 4242 ON gpu-07 CANCELLED AT 2026-03-14T11:00:12 DUE TO NODE FAILURE, SEE "
+            "SLURMCTLD LOG FOR DETAILS ***",
+            "node-failure",
+        ),
+        ("srun: error: Node failure on gpu-07", "node-failure"),
+        ("slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed", "host-oom"),
+        (
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.batch. Some of your processes may have "
+            "been killed by the cgroup out-of-memory handler.",
+            "host-oom",
+        ),
+    ],
+)
+def test_slurm_lines_are_causes(line, cause):
+    tail = LogTail(Path("slurm-4242.out"), [TailLine(1, "step 10/100 loss 0.5"), TailLine(2, line)], 0, True)
+    found = diagnose(tail, 1)
+    assert found is not None and found.cause == cause
+
+
+def test_slurm_benign_lines_are_not_causes():
+    for line in (
+        "slurmstepd: error: Unable to create TMPDIR [/tmp/job1]: Permission denied",
+        "slurmstepd: error: Setting TMPDIR to /tmp",
+        "srun: error: gpu-07: task 0: Exited with exit code 1",
+    ):
+        tail = LogTail(Path("slurm-1.out"), [TailLine(1, "step 10/100 loss 0.5"), TailLine(2, line)], 0, True)
+        found = diagnose(tail, 1)
+        assert found is None or found.cause == "unknown", (line, found)
+
+
+# -- torchrun ----------------------------------------------------------------------------------------------------
+def test_torchrun_earliest_child_is_the_root(tmp_path):
+    root = copy("torchrun-child-oom", tmp_path)
+    recs = torchelastic.records(sorted(root.rglob("*.json")))
+    assert [r.rank for r in recs] == ["1", "0"]
+    assert diagnose(torchelastic.as_tail(recs[0])).cause == "cuda-oom"
+    assert diagnose(torchelastic.as_tail(recs[1])).cause == "nccl-timeout"
+
+
+def test_torchrun_record_behind_a_launcher_log(tmp_path, run_health):
+    """The launcher's log shows only its ChildFailedError; the child's record names the cause."""
+    root = copy("torchrun-child-oom", tmp_path)
+    (root / "torchrun.log").write_text(
+        'Traceback (most recent call last):\n  File "/usr/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "train.py FAILED\n"
+    )
+    (r,) = run_health(root, args=("-k", "RH201")).results("RH201")
+    assert r["cause"] == "cuda-oom" and "local rank 1" in r["summary"] and "consequence" in r["summary"]
+
+
+def test_not_an_elastic_record(tmp_path):
+    p = tmp_path / "error.json"
+    p.write_text('{"message": "plain"}')
+    assert torchelastic.read_record(p) is None
+    assert layouts.kind_of(tmp_path) is None
+
+
+def test_wandb_without_an_end_is_stale_only_with_both_times_old(tmp_path, run_health):
+    """The SDK recorded no exit for the uncaught exception: RH201 has the cause; RH212 claims a stale run
+    only once the service's own last timestamp and the files' times are both old."""
+    root = copy("wandb-cuda-oom", tmp_path)
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert r["outcome"] == "passed" and "not stale" in (r.get("note") or "")
+    run = next(p for p in (root / "wandb").glob("*run-*") if not p.is_symlink())
+    internal = run / "logs" / "debug-internal.log"
+    internal.write_text(internal.read_text().replace('"time":"20', '"time":"19'))  # recorded a century ago
+    age(root, 2 * 86400)
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert r["cause"] == "tracker-run-stale" and "debug-internal.log" in r["summary"]
+
+
+@pytest.mark.parametrize(
+    ("example", "rel", "garbage"),
+    [
+        (
+            "hf-trainer-healthy",
+            "trainer_state.json",
+            '{"global_step": 5, "max_steps": 9, "log_history": 7, '
+            '"stateful_callbacks": {"EarlyStoppingCallback": {"args": [], "attributes": 3}}}',
+        ),
+        ("hf-trainer-healthy", "trainer_state.json", "{not json"),
+        ("lightning-healthy", "lightning_logs/version_0/metrics.csv", 'step,train_loss\n1,"0.5\n'),
+        ("mlflow-healthy", "meta.yaml", "status: [1, {"),
+    ],
+)
+def test_bad_layout_files_are_findings_or_skips(tmp_path, run_health, example, rel, garbage):
+    """A damaged state, metrics or meta file never becomes an INTERNALERROR."""
+    root = copy(example, tmp_path)
+    target = _mlflow_run(root) / rel if example.startswith("mlflow") else root / rel
+    target.write_text(garbage)
+    res = run_health(root, args=("-k", "RH201 or RH202 or RH206 or RH208 or RH212"))
+    assert "INTERNALERROR" not in res.stdout and res.results()
+    assert all(r["outcome"] != "error" for r in res.results()), res.stdout
+
+
+def test_a_checkpoint_folder_alone_is_not_an_ended_run(run_health):
+    """--run-dir pointed at one checkpoint-N/: its trainer_state.json is the save's, not the end's."""
+    ck = EXAMPLES / "hf-trainer-data-ran-out" / "checkpoint-500"
+    assert [f.kind for f in discovery.discover(ck).runs] == ["hf-trainer"]
+    (r,) = run_health(ck, args=("-k", "RH208")).results("RH208")
+    assert r["outcome"] != "failed", r
