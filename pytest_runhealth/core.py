@@ -22,7 +22,7 @@ from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
 from .given import usable_paths
-from .judging import FINDING
+from .judging import FINDING, ROOT
 from .registry import PHASES, RegistryError
 from .results import write_json
 from .session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of, spec_of
@@ -154,6 +154,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if finding is not None and call.when == "call":
         meta["finding"] = finding.to_dict()
         meta.update(severity.disposition(item))
+        root = item.stash.get(ROOT, None)
+        if root is not None:  # folded in its run's pass (runpass.py): the root's check and verdict
+            meta["consequence_of"], meta["verdict"] = root.check, root.verdict
         if finding.passed and finding.note:
             report.sections.append(("runhealth note", finding.note))
     if report.skipped and isinstance(report.longrepr, tuple):

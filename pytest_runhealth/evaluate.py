@@ -17,7 +17,7 @@ from .context import CheckContext, Target
 from .finding import Finding
 from .needs import missing_need
 from .registry import CheckSpec
-from .session import session_of
+from .session import RunHealthSession
 
 
 def skip_reason(spec: CheckSpec, target: Target) -> str | None:
@@ -48,13 +48,18 @@ def call_check(ctx: CheckContext, fixtures: dict[str, Any]) -> Any:
 
 
 def judge(
-    spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config, fixtures: dict[str, Any]
+    spec: CheckSpec,
+    target: Target,
+    thresholds: dict[str, Any],
+    config: pytest.Config | None,
+    fixtures: dict[str, Any],
+    session: RunHealthSession | None = None,
 ) -> Finding:
     """One check on one target; pytest's skip where the target lacks what it needs."""
     reason = skip_reason(spec, target)
     if reason:
         pytest.skip(reason)
-    ctx = CheckContext(spec, target, thresholds, config, session_of(config))
+    ctx = CheckContext(spec, target, thresholds, config, session)
     return normalise(ctx, call_check(ctx, fixtures))
 
 

@@ -143,6 +143,8 @@ class ResultCollector:
                 setattr(res, key, finding.get(key) or getattr(res, key))
             if finding.get("summary"):
                 res.summary = finding["summary"]
+        if meta.get("consequence_of"):  # folded in its run's pass: one root cause, one verdict
+            res.consequence_of, res.verdict = meta["consequence_of"], meta.get("verdict") or res.verdict
         if meta.get("waived"):
             res.waived = meta["waived"]
         if meta.get("warned") and report.passed and res.outcome == "passed":

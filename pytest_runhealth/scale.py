@@ -30,16 +30,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return int(m[1]), int(m[2])
 
 
-def group_of(target) -> str:
-    """The xdist group and shard unit: one run (or one run dir, for
-    session-scope checks, which read the run dir's shared artefacts)."""
-    if target.batch is not None:
-        return f"{target.run_dir.name}:{target.batch[0]}"
-    if target.run is None:
-        return f"{target.run_dir.name}"
-    return f"{target.run_dir.name}/{target.run.name}"
-
-
 def _weight(target) -> int:
     """Bytes a run's checks will read: logs dominate the cost."""
     if target.batch is not None:
@@ -77,11 +67,11 @@ def outside_shard(items: list[pytest.Item], shard: tuple[int, int]) -> list[pyte
     k, n = shard
     targets: dict[str, object] = {}
     for item in items:
-        target = target_of(item)
+        target = Target.of(item)
         if target is not None:
-            targets.setdefault(group_of(target), target)
+            targets.setdefault(target.group, target)
     assignment = assign_shards(targets, n)
-    return [item for item in items if (target := target_of(item)) is not None and assignment[group_of(target)] != k]
+    return [item for item in items if (target := Target.of(item)) is not None and assignment[target.group] != k]
 
 
 def run_label(rd, run, many: bool) -> str:
@@ -236,9 +226,3 @@ def prefer_loadgroup(config: pytest.Config) -> None:
             config.option.loadgroup = True
     elif getattr(config.option, "dist", None) == "load" and getattr(config.option, "numprocesses", None):
         config.option.dist = "loadgroup"
-
-
-def target_of(item: pytest.Item):
-    callspec = getattr(item, "callspec", None)
-    target = callspec.params.get("runhealth_target") if callspec is not None else None
-    return target if isinstance(target, Target) else None

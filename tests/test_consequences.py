@@ -186,13 +186,28 @@ def test_the_junit_properties_agree_with_the_json_report_under_xdist(pytester, r
     assert junit_grouping(xml) == expected
 
 
-def test_roots_run_before_the_checks_they_explain(pytester, run_health):
-    """Within a run, RH201 before RH102 before RH005 and RH105, RH101 before RH107."""
-    h = run_health(EXAMPLES / "sweep-died-cuda-oom", args=("--collect-only", "-q"))
-    ids = [ln for ln in h.stdout.splitlines() if "[sweep-died-cuda-oom/cand-000-s0]" in ln]
-    pos = {ln.split("::")[-1].split("-")[0]: i for i, ln in enumerate(ids)}
-    assert pos["RH201"] < pos["RH102"] < min(pos["RH005"], pos["RH105"]), ids
-    assert pos["RH101"] < pos["RH107"], ids
+BY_NAME = """
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.name)  # RH005, RH102, RH105 before RH201: consequences first
+"""
+
+
+def test_the_grouping_does_not_depend_on_the_order_items_run_in(pytester, run_health):
+    """Every check of a run is judged in one pass and folded once: with the
+    items run consequences first (RH102 before RH201), the JUnit
+    properties and the JSON report group exactly as in pytest's own order."""
+    xml = pytester.path / "junit.xml"
+    expected = json_grouping(run_health(*AGREE_DIRS, args=("--tb=no",)).report)
+    pytester.makepyfile(orderplug=BY_NAME)
+    pytester.syspathinsert()
+    h = run_health(*AGREE_DIRS, args=("--tb=no", "-v", "-p", "orderplug", "--junitxml", str(xml)))
+    ran = re.findall(r"::(RH\d+)-[\w-]+\[sweep-died-cuda-oom/cand-000-s0\] FAILED", h.stdout)
+    assert ran.index("RH102") < ran.index("RH201"), ran  # the consequence did run first
+    assert json_grouping(h.report) == expected
+    assert junit_grouping(xml) == expected
 
 
 def test_two_independent_failures_on_one_run_stay_two_roots(run_health):
@@ -282,16 +297,16 @@ def test_the_table_needs_the_cause_it_names():
 
 
 def test_the_per_run_record_is_released_with_the_run(pytester):
-    """Judge time remembers a run's failures only while its items run: when
-    the session ends, every run's record is gone (memory flat in runs)."""
-    from pytest_runhealth.consequences import EARLIER
+    """A run's verdicts wait only until its items have reported them: when
+    the session ends, no run's pass is held (memory flat in runs)."""
+    from pytest_runhealth.runpass import _PASSES
 
     seen_at_end = []
 
     class Probe:
         @pytest.hookimpl(tryfirst=True)
         def pytest_sessionfinish(self, session):
-            seen_at_end.append(dict(session.config.stash.get(EARLIER, {})))
+            seen_at_end.append(dict(session.config.stash.get(_PASSES, {})))
 
     pytester.inline_run(
         "-p", "no:cacheprovider", "--tb=no", "--run-dir", str(EXAMPLES / "sweep-died-cuda-oom"), plugins=[Probe()]
