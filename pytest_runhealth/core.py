@@ -63,7 +63,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(state.collector, "runhealth-results")
     if run_dirs:
         add_health_module(config, replace=bool(cli_dirs) or bool(extra))
-        scale.prefer_loadgroup(config)
     shard = scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
     state.collector.shard = f"{shard[0]}/{shard[1]}" if shard else None  # merge checks every shard is there
     scale.runs_per_group(config)  # likewise a bad group size

@@ -1,7 +1,7 @@
 """Spreading a big session over cores and machines with the engines pytest
 users already run: under pytest-xdist the plugin's scheduler
 (xdist_scheduling.py) keeps the items of one run on one worker (so its
-artefacts are read once), packed into work groups here; ``--runhealth-shard
+artefacts are read once), packed into work groups here (``pack_weights``); ``--runhealth-shard
 K/N`` picks a deterministic, balanced share of runs for a CI matrix or a
 Slurm array, whose reports ``pytest-runhealth merge`` joins again."""
 
@@ -15,7 +15,6 @@ import zlib
 import pytest
 
 from .context import Target
-from .session import is_controller
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -213,16 +212,3 @@ def chunk_advice(run_dirs: list, workers: int, batch_limit: int) -> str | None:
         f"checks; --runhealth-batch-above={XDIST_CHUNK} makes one item per {XDIST_CHUNK} runs (measured 1.8x "
         f"faster with -n 2 at 1,000 runs; docs/scaling.md)"
     )
-
-
-def prefer_loadgroup(config: pytest.Config) -> None:
-    """With ``-n``, xdist defaults to ``--dist load``; make it ``loadgroup``,
-    the mode in which xdist_scheduling.py schedules a run-health session (one
-    run's items on one worker). An explicit other mode is kept."""
-    if not is_controller(config):
-        # A worker parses its own command line, where ``-n`` alone leaves
-        # dist at "no"; the controller switched to loadgroup in that case.
-        if getattr(config.option, "dist", None) == "no":
-            config.option.loadgroup = True
-    elif getattr(config.option, "dist", None) == "load" and getattr(config.option, "numprocesses", None):
-        config.option.dist = "loadgroup"

@@ -186,6 +186,17 @@ def test_the_junit_properties_agree_with_the_json_report_under_xdist(pytester, r
     assert junit_grouping(xml) == expected
 
 
+def test_an_explicit_dist_load_splits_runs_and_groups_the_same(pytester, run_health):
+    """``--dist load`` is the user's: xdist spreads a run's items over the
+    workers, and each worker that gets one judges the whole run, so the JUnit
+    properties and the JSON report still group as in one process."""
+    xml = pytester.path / "junit.xml"
+    expected = json_grouping(run_health(*AGREE_DIRS, args=("--tb=no",)).report)
+    h = run_health(*AGREE_DIRS, args=("--tb=no", "--junitxml", str(xml), "-n", "2", "--dist", "load"), subprocess=True)
+    assert json_grouping(h.report) == expected
+    assert junit_grouping(xml) == expected
+
+
 BY_NAME = """
 import pytest
 
