@@ -66,8 +66,8 @@ def _results(config: pytest.Config) -> list | None:
     return list(state.collector.results.values())
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def finish(session: pytest.Session) -> None:
+    """Under the gate, a session in which nothing was checked fails (a step of core.pytest_sessionfinish)."""
     results = _results(session.config)
     if results is not None and nothing_checked(results) and gate_mode(session.config) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -85,10 +85,11 @@ def _state(config: pytest.Config):
     return session_of(config)
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def finish(session: pytest.Session, exitstatus: int) -> None:
     """A launcher gates on the exit code: a pre-launch session in which
     nothing could be checked (no config.yaml, a wrong --run-dir) must not
-    read as "ready", so it ends like an empty session (exit code 5)."""
+    read as "ready", so it ends like an empty session (exit code 5). A step
+    of core.pytest_sessionfinish."""
     state = _state(session.config)
     if state is None or exitstatus != pytest.ExitCode.OK:
         return

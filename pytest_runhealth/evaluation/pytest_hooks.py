@@ -15,7 +15,7 @@ import pytest
 from .. import __version__
 from ..results import write_json
 from ..rundir import RunDir
-from ..session import is_controller, report_path, session_of
+from ..session import RunHealthSession, report_path, session_of
 from . import evaluation_of
 from .gate import record_path, verdict_record
 from .model import Evaluation
@@ -130,11 +130,11 @@ def _check_versions(results: list[dict], registry) -> list[dict[str, str]]:
     return out
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def finish(session: pytest.Session, state: RunHealthSession) -> None:
+    """The session's last step (core.pytest_sessionfinish, in the controller):
+    the promotion gate's verdict record, and a hold fails the session."""
     config = session.config
-    state = session_of(config)
-    if state is None or not is_controller(config) or not gate_mode(config):
+    if not gate_mode(config):
         return
     results = list(state.collector.results.values())
     blockers = _blockers(results)
