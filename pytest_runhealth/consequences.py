@@ -95,17 +95,25 @@ def _root_check(check: str, on_run: Mapping[str, Failure], seen: frozenset[str] 
     return check
 
 
+def explains(check: str) -> bool:
+    """Whether ``check``'s failure can be the root of another's (it is a root in :data:`RELATIONS`)."""
+    return any(rel.root == check for rel in RELATIONS)
+
+
 def why(root: str, consequence: str) -> str:
     """The table's one line on how ``root`` explains ``consequence`` ('' for a chain's far end)."""
     return next((rel.why for rel in RELATIONS if rel.root == root and rel.consequence == consequence), "")
 
 
-def fold(on_run: Mapping[str, Failure]) -> dict[str, str]:
+def fold(on_run: Mapping[str, Failure], on_run_dir: Mapping[str, Failure] | None = None) -> dict[str, str]:
     """The rule, in one place: ``{check: its root check}`` for each failure of
     ``on_run`` (one run's diagnosed failures by check ID) that another one
-    explains, through chains; a root or a lone failure is not listed. Called
-    once per run after all its checks (runpass.py), and by :func:`apply`."""
-    return {check: root for check in on_run if (root := _root_check(check, on_run)) != check}
+    explains, through chains; a root or a lone failure is not listed. The
+    failures of the run dir's own (session-scope) checks, ``on_run_dir``, may
+    be roots too. Called once per run after all its checks (runpass.py), and
+    by :func:`apply`."""
+    merged = {**on_run_dir, **on_run} if on_run_dir else on_run
+    return {check: root for check in on_run if (root := _root_check(check, merged)) != check}
 
 
 def apply(results: Iterable[Result]) -> list[Result]:
@@ -118,12 +126,13 @@ def apply(results: Iterable[Result]) -> list[Result]:
         if _diagnosed(res) and res.check:
             by_run.setdefault((res.run_dir or "", res.run or ""), {}).setdefault(res.check, res)
     marked = []
-    for on_run in by_run.values():
-        roots = fold(on_run)
+    for (run_dir, run), on_run in by_run.items():
+        on_run_dir = by_run.get((run_dir, run_dir), {}) if run != run_dir else {}
+        roots = fold(on_run, on_run_dir)
         for check, res in on_run.items():
             res.consequence_of = roots.get(check)
             if res.consequence_of:
-                res.verdict = on_run[res.consequence_of].verdict
+                res.verdict = (on_run.get(res.consequence_of) or on_run_dir[res.consequence_of]).verdict
                 marked.append(res)
     return marked
 

@@ -54,7 +54,10 @@ class Verdict:
 
 _ALONE = Verdict()  # marks a check that its own item judges alone (its fixtures were not to be had)
 _PASSES = pytest.StashKey[dict[str, dict[str, Verdict]]]()  # group → verdicts not yet reported
-_PLAN = pytest.StashKey[dict[str, list[CheckSpec]]]()  # group → the checks this session runs on it
+_PLAN = pytest.StashKey[dict[str, tuple[Target, list[CheckSpec]]]]()  # group → a target and the checks run on it
+# run dir → the failures of its own (session-scope) checks, kept for the session: a root there may explain a
+# failure on any of its runs, so a run's pass is folded with them.
+_RUN_DIR_FAILURES = pytest.StashKey[dict[str, dict[str, Finding]]]()
 
 
 def verdict_for(
@@ -66,33 +69,64 @@ def verdict_for(
 ) -> Verdict:
     """``spec``'s verdict on ``target``: judged with its whole group by the
     group's first item in this process, taken by each item once."""
-    config = request.config
-    passes = config.stash.setdefault(_PASSES, {})
+    passes = request.config.stash.setdefault(_PASSES, {})
     key = target.group
     verdicts = passes.get(key)
     if verdicts is None:
-        specs = list(plan(config, request.session.items).get(key, ()))
-        if spec not in specs:
-            specs.append(spec)
-        values = {spec.id: fixtures}
-        for other in specs:
-            if other is not spec and other.fixtures:
-                try:
-                    values[other.id] = {name: request.getfixturevalue(name) for name in other.fixtures}
-                except (Exception, pytest.skip.Exception, pytest.fail.Exception):  # its own item sets it up, says so
-                    continue
-        judged = [s for s in specs if s.id in values or not s.fixtures]
-        verdicts = passes[key] = judge_pass(judged, target, values, config, state)
-        for other in specs:
-            verdicts.setdefault(other.id, _ALONE)
-        if target.run is not None:  # after this item's report, which builds the run's status from its reads
-            request.node.addfinalizer(partial(target.run_dir.release_run, target.run))
+        verdicts = _judge_group(request, target, state, spec, fixtures)
     verdict = verdicts.pop(spec.id, _ALONE)
     if not verdicts:
         del passes[key]
     if verdict is _ALONE:
-        verdict = judge_pass([spec], target, {spec.id: fixtures}, config, state)[spec.id]
+        verdict = judge_pass([spec], target, {spec.id: fixtures}, request.config, state)[spec.id]
     return verdict
+
+
+def _judge_group(
+    request: pytest.FixtureRequest,
+    target: Target,
+    state: RunHealthSession,
+    spec: CheckSpec | None = None,
+    fixtures: dict[str, Any] | None = None,
+) -> dict[str, Verdict]:
+    """Judge the pass of ``target``'s group (``spec`` is the asking item's
+    check, with its own fixture values) and keep its verdicts for its items."""
+    config = request.config
+    key = target.group
+    specs = list(plan(config, request.session.items).get(key, (target, []))[1])
+    if spec is not None and spec not in specs:
+        specs.append(spec)
+    values = {spec.id: fixtures or {}} if spec is not None else {}
+    for other in specs:
+        if other is not spec and other.fixtures:
+            try:
+                values[other.id] = {name: request.getfixturevalue(name) for name in other.fixtures}
+            except (Exception, pytest.skip.Exception, pytest.fail.Exception):  # its own item sets it up, says so
+                continue
+    judged = [s for s in specs if s.id in values or not s.fixtures]
+    on_run_dir = run_dir_failures(request, target, state) if target.run is not None else None
+    verdicts = judge_pass(judged, target, values, config, state, on_run_dir)
+    for other in specs:
+        verdicts.setdefault(other.id, _ALONE)
+    config.stash.setdefault(_PASSES, {})[key] = verdicts
+    if target.run is not None:  # after this item's report, which builds the run's status from its reads
+        request.node.addfinalizer(partial(target.run_dir.release_run, target.run))
+    return verdicts
+
+
+def run_dir_failures(request: pytest.FixtureRequest, target: Target, state: RunHealthSession) -> dict[str, Finding]:
+    """The failures of the run dir's own (session-scope) checks, its pass
+    judged first where no item has asked for it yet in this process and one
+    of its checks is a root of consequences.RELATIONS."""
+    failures = request.config.stash.setdefault(_RUN_DIR_FAILURES, {})
+    key = target.run_dir.name
+    if key not in failures:
+        failures[key] = {}
+        entry = plan(request.config, request.session.items).get(key)
+        roots = entry is not None and any(consequences.explains(spec.id) for spec in entry[1])
+        if roots and key not in request.config.stash.get(_PASSES, {}):  # else nothing there can be a root
+            _judge_group(request, entry[0], state)
+    return failures[key]
 
 
 def judge_pass(
@@ -101,9 +135,12 @@ def judge_pass(
     fixtures: dict[str, dict[str, Any]],
     config: pytest.Config | None,
     state: RunHealthSession,
+    on_run_dir: dict[str, Finding] | None = None,
 ) -> dict[str, Verdict]:
-    """Every check of ``specs`` on ``target``, then the run's failures folded
-    (a chunk's findings stand for many runs: they are not)."""
+    """Every check of ``specs`` on ``target``, then the run's failures folded,
+    with ``on_run_dir``'s (its run dir's own failures) as possible roots; a
+    run dir's own failures are kept for its runs' passes. A chunk's findings
+    stand for many runs: they are not folded."""
     thresholds = {spec.id: state.settings.thresholds_for(spec) for spec in specs}
     out: dict[str, Verdict] = {}
     if target.batch is not None:
@@ -121,8 +158,11 @@ def judge_pass(
         finding = out[spec.id].finding
         if finding is not None and not finding.passed and severity.waiver_of(state.policy, spec, target) is None:
             failing[spec.id] = finding
-    for check, root in consequences.fold(failing).items():
-        out[check].root = failing[root]
+    if target.run is None and config is not None:
+        config.stash.setdefault(_RUN_DIR_FAILURES, {})[target.run_dir.name] = failing
+    roots = {**(on_run_dir or {}), **failing}
+    for check, root in consequences.fold(failing, on_run_dir).items():
+        out[check].root = roots[root]
     return out
 
 
@@ -150,14 +190,14 @@ def _outcome(judge: Any) -> Verdict:
         return Verdict(raised=exc.with_traceback(None))
 
 
-def plan(config: pytest.Config, items: list[pytest.Item]) -> dict[str, list[CheckSpec]]:
-    """Group → the checks the session runs on it (after -k, -m, shards), built once."""
+def plan(config: pytest.Config, items: list[pytest.Item]) -> dict[str, tuple[Target, list[CheckSpec]]]:
+    """Group → one of its targets and the checks the session runs on it (after -k, -m, shards), built once."""
     groups = config.stash.get(_PLAN, None)
     if groups is None:
         groups = {}
         for item in items:
             target = Target.of(item)
             if target is not None and (spec := spec_of(item)) is not None:
-                groups.setdefault(target.group, []).append(spec)
+                groups.setdefault(target.group, (target, []))[1].append(spec)
         config.stash[_PLAN] = groups
     return groups

@@ -323,3 +323,39 @@ def test_the_per_run_record_is_released_with_the_run(pytester):
         "-p", "no:cacheprovider", "--tb=no", "--run-dir", str(EXAMPLES / "sweep-died-cuda-oom"), plugins=[Probe()]
     )
     assert seen_at_end == [{}]
+
+
+RUN_DIR_ROOT = """
+import pytest_runhealth as rh
+
+@rh.check("ZZ101", "run-fails", needs=["logs"], detects="d", why="w", fix="f")
+def run_fails(ctx):
+    return ctx.fail("degraded", "slow", "this run is slow", [])
+
+@rh.check("ZZ901", "run-dir-fails", scope="session", detects="d", why="w", fix="f")
+def run_dir_fails(ctx):
+    return ctx.fail("infra", "judge-kept-vram", "the judge kept the VRAM", [])
+"""
+
+
+def test_a_root_on_the_run_dir_explains_a_failure_on_its_runs(pytester, run_health, monkeypatch, tmp_path):
+    """A relation whose root is a session-scope check: each run's pass is
+    folded with its run dir's own failures, judged first where needed, so
+    the run's failure names it although the run dir's item runs last."""
+    from pytest_runhealth import consequences
+    from pytest_runhealth.consequences import Relation
+
+    extra = Relation("ZZ901", "ZZ101", None, "the run dir's failure explains the run's")
+    monkeypatch.setattr(consequences, "RELATIONS", (*consequences.RELATIONS, extra))
+    pytester.makeconftest(RUN_DIR_ROOT)
+    xml = pytester.path / "junit.xml"
+    h = run_health(
+        dead_run_sweep(tmp_path / "s"), args=("--tb=short", "-v", "-k", "ZZ101 or ZZ901", "--junitxml", str(xml))
+    )
+    ran = re.findall(r"::(ZZ\d+)-", h.stdout)
+    assert ran.index("ZZ101") < ran.index("ZZ901"), ran  # the run's items ran before the run dir's
+    marked = {r["run"]: r.get("consequence_of") for r in h.report["results"] if r["check"] == "ZZ101"}
+    assert marked == dict.fromkeys(["baseline-000-s0", "cand-000-s0", DEAD], "ZZ901")
+    assert all(v == ("ZZ901", "infra") for k, v in junit_grouping(xml).items() if k.startswith("ZZ101"))
+    assert "consequence of ZZ901 on this run (judge-kept-vram): see there" in h.stdout
+    assert [r for r in apply(Result.from_json(r) for r in h.report["results"]) if r.check == "ZZ101"]  # merge agrees
