@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from .. import __version__
-from ..results import write_json
+from ..results import Result, write_json
 from ..rundir import RunDir
 from ..session import RunHealthSession, report_path, session_of
 from . import evaluation_of
@@ -87,20 +87,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # -- the gate at the end of the session ----------------------------------------
-def _blockers(results: list[dict]) -> list[dict]:
+def _blockers(results: list[Result]) -> list[dict]:
     out = []
     for r in results:
-        if r["outcome"] in ("failed", "error") and (r.get("verdict") == "not-evaluable" or r["check"] == "RH508"):
+        if r.outcome in ("failed", "error") and (r.verdict == "not-evaluable" or r.check == "RH508"):
             out.append(
                 {
-                    "check": r["check"],
-                    "run": r["run"],
-                    "verdict": r.get("verdict"),
-                    "cause": r.get("cause"),
-                    "summary": (r.get("summary") or "").splitlines()[0] if r.get("summary") else "",
+                    "check": r.check,
+                    "run": r.run,
+                    "verdict": r.verdict,
+                    "cause": r.cause,
+                    "summary": r.summary.splitlines()[0] if r.summary else "",
                 }
             )
-    if not any(r["check"] == "RH508" and r["outcome"] in ("passed", "failed", "error") for r in results):
+    if not any(r.check == "RH508" and r.outcome in ("passed", "failed", "error") for r in results):
         out.append(
             {
                 "check": "RH508",
@@ -113,11 +113,11 @@ def _blockers(results: list[dict]) -> list[dict]:
     return out
 
 
-def _check_versions(results: list[dict], registry) -> list[dict[str, str]]:
+def _check_versions(results: list[Result], registry) -> list[dict[str, str]]:
     from importlib import metadata
 
     out = []
-    for cid in sorted({r["check"] for r in results if r.get("check")}):
+    for cid in sorted({r.check for r in results if r.check}):
         spec = registry.get(cid)
         owner = spec.owner if spec else "unknown"
         version = __version__ if owner.startswith("pytest_runhealth") else "unknown"
