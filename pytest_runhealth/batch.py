@@ -89,6 +89,7 @@ def judge_runs(
     """Every check of ``specs`` on each run of the chunk, a run at a time, its
     reads dropped after it; ``fixtures`` holds each check's fixture values."""
     rd = target.run_dir
+    assert target.batch is not None, "a chunk's target"
     start, stop = target.batch
     runs = rd.runs[start:stop]
     tallies = {spec.id: Tally() for spec in specs}
@@ -105,7 +106,7 @@ def judge_runs(
         for spec, tally, limits, asks_run, values in judged:
             if tally.raised is not None:
                 continue
-            reason = asks_run and missing_run_need(spec, one)
+            reason = missing_run_need(spec, one) if asks_run else None
             if reason:
                 tally.skip(reason, run.name)
                 continue

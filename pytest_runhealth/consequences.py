@@ -77,9 +77,12 @@ def _diagnosed(res: Result) -> bool:
 class Failure(Protocol):
     """What the rule reads of a failure: a judged ``Finding`` or a reported ``Result``."""
 
-    check: str | None
-    verdict: str | None
-    cause: str | None
+    @property
+    def check(self) -> str | None: ...
+    @property
+    def verdict(self) -> str | None: ...
+    @property
+    def cause(self) -> str | None: ...
 
 
 def _covers(rel: Relation, res: Failure) -> bool:

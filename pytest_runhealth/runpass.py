@@ -39,7 +39,7 @@ from .session import RunHealthSession, spec_of
 _OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """One check's outcome in its run's pass: a finding, a skip reason, or the
     check's own pytest outcome (kept without its traceback, so a waiting
@@ -53,6 +53,9 @@ class Verdict:
 
 
 _ALONE = Verdict()  # marks a check that its own item judges alone (its fixtures were not to be had)
+# A plain pass (the check returned None): one shared verdict, its finding built when its item reports, so a
+# sweep's waiting verdicts cost next to nothing.
+_PASSED = Verdict()
 _PASSES = pytest.StashKey[dict[str, dict[str, Verdict]]]()  # group → verdicts not yet reported
 _PLAN = pytest.StashKey[dict[str, tuple[Target, list[CheckSpec]]]]()  # group → a target and the checks run on it
 # run dir → the failures of its own (session-scope) checks, kept for the session: a root there may explain a
@@ -79,6 +82,8 @@ def verdict_for(
         del passes[key]
     if verdict is _ALONE:
         verdict = judge_pass([spec], target, {spec.id: fixtures}, request.config, state)[spec.id]
+    if verdict is _PASSED:
+        verdict = Verdict(finding=Finding(check=spec.id, run=target.name, verdict="healthy", slug=spec.slug))
     return verdict
 
 
@@ -123,8 +128,9 @@ def run_dir_failures(request: pytest.FixtureRequest, target: Target, state: RunH
     if key not in failures:
         failures[key] = {}
         entry = plan(request.config, request.session.items).get(key)
-        roots = entry is not None and any(consequences.explains(spec.id) for spec in entry[1])
-        if roots and key not in request.config.stash.get(_PASSES, {}):  # else nothing there can be a root
+        if entry is None or key in request.config.stash.get(_PASSES, {}):
+            return failures[key]
+        if any(consequences.explains(spec.id) for spec in entry[1]):  # else nothing there can be a root
             _judge_group(request, entry[0], state)
     return failures[key]
 
@@ -158,8 +164,8 @@ def judge_pass(
         finding = out[spec.id].finding
         if finding is not None and not finding.passed and severity.waiver_of(state.policy, spec, target) is None:
             failing[spec.id] = finding
-    if target.run is None and config is not None:
-        config.stash.setdefault(_RUN_DIR_FAILURES, {})[target.run_dir.name] = failing
+    if target.run is None and config is not None:  # the run dir's own failures (one check judged alone adds)
+        config.stash.setdefault(_RUN_DIR_FAILURES, {}).setdefault(target.run_dir.name, {}).update(failing)
     roots = {**(on_run_dir or {}), **failing}
     for check, root in consequences.fold(failing, on_run_dir).items():
         out[check].root = roots[root]
@@ -173,17 +179,19 @@ def _judge(
     config: pytest.Config | None,
     state: RunHealthSession,
     fixtures: dict[str, Any],
-) -> Finding:
+) -> Finding | None:
     reason = skip_reason(spec, target)
     if reason:
         pytest.skip(reason)
     ctx = CheckContext(spec, target, thresholds, config, state)
-    return normalise(ctx, call_check(ctx, fixtures))
+    result = call_check(ctx, fixtures)
+    return None if result is None else normalise(ctx, result)  # None: a plain pass (_PASSED)
 
 
 def _outcome(judge: Any) -> Verdict:
     try:
-        return Verdict(finding=judge())
+        finding = judge()
+        return _PASSED if finding is None else Verdict(finding=finding)
     except pytest.skip.Exception as exc:
         return Verdict(skip=str(exc.msg))
     except _OUTCOMES as exc:

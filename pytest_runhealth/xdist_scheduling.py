@@ -101,8 +101,8 @@ def make_scheduler(config: pytest.Config, log: Any, groups: dict[str, str], chec
         def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
             """The JSON report's ``group`` of a run-health result: the work group it ran in."""
             meta = getattr(report, "runhealth", None)
-            label = unit_of(report.nodeid, check_names) if meta is not None else None
-            if label is not None:
+            label = unit_of(report.nodeid, check_names)
+            if meta is not None and label is not None:
                 meta["group"] = groups.get(label, label)
 
     return RunGroupScheduling()
