@@ -15,7 +15,7 @@ import pytest
 from .. import __version__
 from ..results import Result, write_json
 from ..rundir import RunDir
-from ..session import RunHealthSession, report_path, session_of
+from ..session import RunHealthSession, is_controller, report_path, session_of
 from . import evaluation_of
 from .gate import record_path, verdict_record
 from .model import Evaluation
@@ -134,7 +134,7 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
     """The session's last step (core.pytest_sessionfinish, in the controller):
     the promotion gate's verdict record, and a hold fails the session."""
     config = session.config
-    if not gate_mode(config):
+    if not is_controller(config) or not gate_mode(config):
         return
     results = list(state.collector.results.values())
     blockers = _blockers(results)

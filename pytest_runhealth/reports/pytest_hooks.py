@@ -14,7 +14,7 @@ import pytest
 
 from .. import __version__
 from ..results import write_text
-from ..session import RunHealthSession, report_path, session_of
+from ..session import RunHealthSession, is_controller, report_path, session_of
 from .gpu import add_gpu_lines
 from .html import render_page
 from .markdown import render_markdown
@@ -72,7 +72,7 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
     session's end (a step of core.pytest_sessionfinish)."""
     config = session.config
     paths = report_paths(config)
-    if not paths:
+    if not paths or not is_controller(config):
         return
     written: list[str] = []
     config.stash[WRITTEN] = written
