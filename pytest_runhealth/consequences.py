@@ -5,22 +5,22 @@ A trainer that dies at step 0 fails RH201 (the fatal error), RH102 (the sweep
 disqualified it ``empty_tfevents``), RH005 (its event file holds no scalar) and
 RH105 (it exited early): four failures, one cause. A sweep collapsed by the
 judge's VRAM leak fails RH101 and, on the same runs, RH107 ``swap-slowdown``.
-:data:`RELATIONS` says which check explains which; :func:`apply` marks each
-consequence with ``consequence_of`` (the root's check ID) and gives it the
+:data:`RELATIONS` says which check explains which; each
+consequence is marked with ``consequence_of`` (the root's check ID) and gives it the
 root's verdict, so the two never disagree. pytest's outcomes are not touched:
 a consequence is still a failed item and the exit code stays what it was.
 
-Decided twice, with one table, through pytest's public API only. At judge
-time (judging.py), each run's items run in one process with the roots first
-(release.py orders them by :func:`run_order`), so a consequence finds its
-root in :func:`judged`'s per-run record and says so in its own item:
-``consequence_of`` and the root's ``verdict`` in ``item.user_properties``
-(hence in the JUnit XML) and a "consequence of RH201 on this run" line in its
-failure text. At session end, :func:`apply` marks the
-:class:`~pytest_runhealth.results.Result` objects the same way for the JSON
-report, the HTML page and the Markdown summary, the same with or without
-pytest-xdist; ``pytest-runhealth merge`` applies it to merged shard reports.
-The terminal section, the HTML page and the Markdown summary read
+Decided once per run, by :func:`fold`, the one rule over :data:`RELATIONS`:
+every check of a run is judged in one pass (runpass.py), then the run's
+failing findings are folded, whatever order its items run in. A consequence
+says so in its own item: ``consequence_of`` and the root's ``verdict`` in
+``item.user_properties`` (hence in the JUnit XML), a "consequence of RH201 on
+this run" line in its failure text, and the same two fields on its test
+report, from which the :class:`~pytest_runhealth.results.Result` of the JSON
+report, the HTML page and the Markdown summary are built (the same with or
+without pytest-xdist). :func:`apply` folds finished results by the same rule:
+``pytest-runhealth merge`` applies it to merged shard reports. The terminal
+section, the HTML page and the Markdown summary read
 :func:`root_groups` (one group per distinct root cause, over runs)."""
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pytest
 
 from .results import Result
-from .session import RunHealthSession, is_controller, session_of
+from .session import RunHealthSession
 
 DIAGNOSED = ("failed", "error", "warned")  # a waived failure (skipped, xfail) is not grouped
 _BATCH = re.compile(r":runs-\d+-\d+$")  # a batch item stands for many runs: never grouped by run
@@ -84,13 +85,24 @@ def _diagnosed(res: Result) -> bool:
     return res.outcome in DIAGNOSED and not res.waived and not _BATCH.search(res.run or "")
 
 
-def _covers(rel: Relation, res: Result | Earlier, root: Result | Earlier) -> bool:
+class Failure(Protocol):
+    """What the rule reads of a failure: a judged ``Finding`` or a reported ``Result``."""
+
+    @property
+    def check(self) -> str | None: ...
+    @property
+    def verdict(self) -> str | None: ...
+    @property
+    def cause(self) -> str | None: ...
+
+
+def _covers(rel: Relation, res: Failure, root: Failure) -> bool:
     return (rel.causes is None or (res.cause or "") in rel.causes) and (
         rel.root_causes is None or (root.cause or "") in rel.root_causes
     )
 
 
-def _root_check(check: str, on_run: Mapping[str, Result | Earlier], seen: frozenset[str] = frozenset()) -> str:
+def _root_check(check: str, on_run: Mapping[str, Failure], seen: frozenset[str] = frozenset()) -> str:
     """The rule, in one place: the check whose failure explains ``check``'s
     among the failures of one run (``on_run``: its own failures and those of
     its run dir's session-scope checks), through chains (RH005 -> RH102 ->
@@ -104,6 +116,11 @@ def _root_check(check: str, on_run: Mapping[str, Result | Earlier], seen: frozen
         ):
             return _root_check(rel.root, on_run, seen | {check})
     return check
+
+
+def explains(check: str) -> bool:
+    """Whether ``check``'s failure can be the root of another's (it is a root in :data:`RELATIONS`)."""
+    return any(rel.root == check for rel in RELATIONS)
 
 
 def why(root: str, consequence: str, seen: frozenset[str] = frozenset()) -> str:
@@ -120,32 +137,36 @@ def why(root: str, consequence: str, seen: frozenset[str] = frozenset()) -> str:
     return ""
 
 
+def fold(on_run: Mapping[str, Failure], on_run_dir: Mapping[str, Failure] | None = None) -> dict[str, str]:
+    """The rule, in one place: ``{check: its root check}`` for each failure of
+    ``on_run`` (one run's diagnosed failures by check ID) that another one
+    explains, through chains; a root or a lone failure is not listed. The
+    failures of the run dir's own (session-scope) checks, ``on_run_dir``, may
+    be roots too. Called once per run after all its checks (runpass.py), and
+    by :func:`apply`."""
+    merged = {**on_run_dir, **on_run} if on_run_dir else on_run
+    return {check: root for check in on_run if (root := _root_check(check, merged)) != check}
+
+
 def apply(results: Iterable[Result]) -> list[Result]:
-    """Mark the consequences among ``results`` (in place): ``consequence_of``
-    is the root's check ID and ``verdict`` the root's. Idempotent, so a merge
-    of reports that were already grouped gives the same answer. Returns the
-    results marked."""
+    """Mark the consequences among finished ``results`` (in place), by
+    :func:`fold`: ``consequence_of`` is the root's check ID and ``verdict`` the
+    root's. Idempotent, so a merge of reports that were already grouped gives
+    the same answer. Returns the results marked."""
     by_run: dict[tuple[str, str], dict[str, Result]] = {}
     for res in results:
         if _diagnosed(res) and res.check:
             by_run.setdefault((res.run_dir or "", res.run or ""), {}).setdefault(res.check, res)
     marked = []
-    for (run_dir, _run), own in by_run.items():
-        on_run = with_run_dir_roots(own, by_run.get((run_dir, run_dir), {}))
-        for check, res in own.items():
-            root = _root_check(check, on_run)
-            res.consequence_of = None if root == check else root
+    for (run_dir, run), on_run in by_run.items():
+        on_run_dir = by_run.get((run_dir, run_dir), {}) if run != run_dir else {}
+        roots = fold(on_run, on_run_dir)
+        for check, res in on_run.items():
+            res.consequence_of = roots.get(check)
             if res.consequence_of:
-                res.verdict = on_run[root].verdict
+                res.verdict = (on_run.get(res.consequence_of) or on_run_dir[res.consequence_of]).verdict
                 marked.append(res)
     return marked
-
-
-def with_run_dir_roots(on_run: Mapping[str, Result], on_run_dir: Mapping[str, Result]) -> dict[str, Result]:
-    """A run's failures and, where the run's own checks did not fail the same
-    way, its run dir's session-scope failures (whose ``run`` is the run dir):
-    RH402 on a sweep explains RH101 on each of its runs."""
-    return {**on_run_dir, **on_run}
 
 
 @dataclass
@@ -275,71 +296,9 @@ def worth_showing(groups: list[RootGroup]) -> bool:
     return any(g.consequences or len(g.roots) > 1 for g in groups)
 
 
-# -- at judge time: per process, per run, roots judged first -----------------------------
-def _depth(check: str, seen: frozenset[str] = frozenset()) -> int:
-    """0 for a check that explains others or stands alone; one more than its
-    deepest root for a consequence (RH201 0, RH102 1, RH005 and RH105 2)."""
-    roots = [rel.root for rel in RELATIONS if rel.consequence == check and rel.root not in seen]
-    return max((1 + _depth(root, seen | {check}) for root in roots), default=0)
-
-
-def run_order(check: str | None) -> int:
-    """Where ``check``'s item goes among its run's items (a stable sort key):
-    the roots of :data:`RELATIONS` before the checks they explain, so a
-    consequence is judged after its root and can name it."""
-    return _depth(check) if check else 0
-
-
-@dataclass(frozen=True)
-class Earlier:
-    """A diagnosed failure judged earlier on this run, as judge time knows it."""
-
-    check: str
-    verdict: str
-    cause: str | None
-
-
-EARLIER = pytest.StashKey[dict]()  # group_of(target) -> {check: Earlier}, in this process; dropped by forget()
-# run dir -> {check: Earlier} of its session-scope failures, kept for the session (one small record per run dir):
-# its runs' items, judged after it in this process, may be their consequences.
-RUN_DIR_ROOTS = pytest.StashKey[dict]()
-
-
-def judged(config: pytest.Config, run_key: str, check: str, verdict: str, cause: str | None) -> Earlier | None:
-    """Record a diagnosed failure of ``check`` on run ``run_key`` and return
-    the earlier root failure on the same run that explains it (through chains,
-    as :func:`apply` resolves them), or None. The items are ordered by
-    :func:`run_order` and one run's items run in one process, so the root is
-    known by now; :func:`apply` at session end reaches the same answer."""
-    on_run = config.stash.setdefault(EARLIER, {}).setdefault(run_key, {})
-    on_run.setdefault(check, Earlier(check, verdict, cause))
-    run_dir, sep, _ = run_key.partition("/")
-    on_run_dir = config.stash.setdefault(RUN_DIR_ROOTS, {}).setdefault(run_dir, {})
-    if not sep:  # a session-scope check of the run dir: a root its runs' checks may name (RH402 for RH101)
-        on_run_dir.setdefault(check, Earlier(check, verdict, cause))
-    merged = {**on_run_dir, **on_run}
-    root = _root_check(check, merged)
-    return None if root == check else merged[root]
-
-
-def forget(config: pytest.Config, run_key: str) -> None:
-    """The run's items are done (release.py): its record goes, so memory stays flat."""
-    config.stash.get(EARLIER, {}).pop(run_key, None)
-
-
-def failure_line(root: Earlier) -> str:
+def failure_line(root: Failure) -> str:
     """The line a consequence adds to its own failure text."""
     return f"consequence of {root.check} on this run" + (f" ({root.cause})" if root.cause else "") + ": see there"
-
-
-# -- the session end: once, in the controller, for the JSON/HTML/Markdown reports -------
-@pytest.hookimpl(tryfirst=True)  # before the JSON, HTML and Markdown reports are written
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    config = session.config
-    state = session_of(config)
-    if state is None or not is_controller(config):
-        return
-    apply(state.collector.results.values())
 
 
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session: RunHealthSession) -> None:

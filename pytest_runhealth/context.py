@@ -42,6 +42,26 @@ class Target:
     def name(self) -> str:
         return self.run.name if self.run is not None else self.run_dir.name
 
+    @property
+    def group(self) -> str:
+        """The unit of judging, of xdist scheduling and of shards: one run, a
+        chunk of runs, or a run dir (its session-scope checks, which read the
+        run dir's shared artefacts). Every check of one group is judged in one
+        pass (runpass.py)."""
+        if self.batch is not None:
+            return f"{self.run_dir.name}:{self.batch[0]}"
+        if self.run is None:
+            return self.run_dir.name
+        return f"{self.run_dir.name}/{self.run.name}"
+
+    @staticmethod
+    def of(item: Any) -> Target | None:
+        """The target a run-health item checks (its ``runhealth_target``
+        parameter), or None for any other item."""
+        callspec = getattr(item, "callspec", None)
+        target = callspec.params.get("runhealth_target") if callspec is not None else None
+        return target if isinstance(target, Target) else None
+
 
 class CheckContext:
     """Everything a check may use; a check never reaches for plugin state.

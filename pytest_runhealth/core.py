@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 
-from . import __version__, discovery, prelaunch_summary, scale, severity
+from . import __version__, discovery, given, prelaunch_summary, scale, severity
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
+from .evaluation import pytest_hooks as gate
 from .given import usable_paths
-from .judging import FINDING
+from .judging import FINDING, ROOT
 from .registry import PHASES, RegistryError
+from .reports import pytest_hooks as report_files
 from .results import write_json
 from .session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of, spec_of
 
@@ -63,7 +65,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(state.collector, "runhealth-results")
     if run_dirs:
         add_health_module(config, replace=bool(cli_dirs) or bool(extra))
-        scale.prefer_loadgroup(config)
     shard = scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
     state.collector.shard = f"{shard[0]}/{shard[1]}" if shard else None  # merge checks every shard is there
     scale.runs_per_group(config)  # likewise a bad group size
@@ -154,6 +155,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if finding is not None and call.when == "call":
         meta["finding"] = finding.to_dict()
         meta.update(severity.disposition(item))
+        root = item.stash.get(ROOT, None)
+        if root is not None:  # folded in its run's pass (runpass.py): the root's check and verdict
+            meta["consequence_of"], meta["verdict"] = root.check, root.verdict
         if finding.passed and finding.note:
             report.sections.append(("runhealth note", finding.note))
     if report.skipped and isinstance(report.longrepr, tuple):
@@ -164,6 +168,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The session's end, in the controller, as one sequence in this order
+    (each result is final by now: consequences were folded run by run):
+
+    1. the JSON report;
+    2. the HTML and Markdown reports;
+    3. a pre-launch session that checked nothing ends with exit code 5;
+    4. under the gate, a session that checked nothing fails;
+    5. the promotion gate's verdict record, and a hold fails the session.
+
+    The terminal summary follows (pytest_terminal_summary)."""
     config = session.config
     state = session_of(config)
     if state is None or not is_controller(config):
@@ -172,6 +186,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if out:
         doc = state.collector.document([str(rd.path) for rd in state.run_dirs], __version__)
         write_json(out, doc)
+    report_files.finish(session, state)
+    prelaunch_summary.finish(session, exitstatus)
+    given.finish(session)
+    gate.finish(session, state)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -1,5 +1,5 @@
-"""One check on one target: what a test item and a batched chunk of runs
-(batch.py) share.
+"""One check on one target: what a run's pass (runpass.py) and a batched
+chunk of runs (batch.py) share.
 
 A target lacking what the check needs has a skip reason, asked before the
 check is called (a 100,000-run chunk must not raise 100,000 exceptions to
@@ -17,7 +17,6 @@ from .context import CheckContext, Target
 from .finding import Finding
 from .needs import missing_need
 from .registry import CheckSpec
-from .session import session_of
 
 
 def skip_reason(spec: CheckSpec, target: Target) -> str | None:
@@ -45,17 +44,6 @@ def call_check(ctx: CheckContext, fixtures: dict[str, Any]) -> Any:
             f"({ctx.spec.owner}); the run was not judged.",
             fix="report it with the run dir's layout; run with -p no:runhealth to bypass.",
         )
-
-
-def judge(
-    spec: CheckSpec, target: Target, thresholds: dict[str, Any], config: pytest.Config, fixtures: dict[str, Any]
-) -> Finding:
-    """One check on one target; pytest's skip where the target lacks what it needs."""
-    reason = skip_reason(spec, target)
-    if reason:
-        pytest.skip(reason)
-    ctx = CheckContext(spec, target, thresholds, config, session_of(config))
-    return normalise(ctx, call_check(ctx, fixtures))
 
 
 def normalise(ctx: CheckContext, result: Any) -> Finding:

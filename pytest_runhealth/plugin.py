@@ -39,7 +39,6 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.live.fixtures",
     "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.prelaunch_summary",
-    "pytest_runhealth.release",
     "pytest_runhealth.reports.pytest_hooks",
     "pytest_runhealth.reports.terminal",  # each distinct fix once in the failure sections
     "pytest_runhealth.rules",

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from .results import Result
 from .session import is_controller, session_of, spec_of
 
 LINE_PREFIX = "pre-launch:"
@@ -35,26 +36,26 @@ def deselect_prelaunch_only(config: pytest.Config, items: list[pytest.Item]) -> 
     return [item for item in items if (spec := spec_of(item)) is not None and prelaunch_only(spec)]
 
 
-def summary_line(results: list[dict], many_run_dirs: bool = False, informative=frozenset()) -> tuple[str, bool]:
+def summary_line(results: list[Result], many_run_dirs: bool = False, informative=frozenset()) -> tuple[str, bool]:
     """The line, and whether anything was actually checked: a failure, or a
     pass of a check that can fail. Skips, and the passes of ``informative``
     checks (those whose pass proves nothing about readiness, such as RH006), have not
     shown that the workspace is ready."""
 
-    def name(r: dict) -> str:
-        label = f"{r['check']} {r['slug']}"
-        if r.get("cause"):
-            label += f" ({r['cause']})"
-        if many_run_dirs and r.get("run"):
-            label += f" [{r['run']}]"
+    def name(r: Result) -> str:
+        label = f"{r.check} {r.slug}"
+        if r.cause:
+            label += f" ({r.cause})"
+        if many_run_dirs and r.run:
+            label += f" [{r.run}]"
         return label
 
-    ordered = sorted(results, key=lambda r: (r.get("check") or "", r.get("run") or ""))
-    blockers = [r for r in ordered if r["outcome"] in ("failed", "error")]
-    passed = [r for r in ordered if r["outcome"] == "passed"]
-    checked = [r for r in passed if r.get("check") not in informative]
-    skipped = [r for r in ordered if r["outcome"] == "skipped"]
-    skipped_ids = ", ".join(dict.fromkeys(r["check"] for r in skipped))
+    ordered = sorted(results, key=lambda r: (r.check or "", r.run or ""))
+    blockers = [r for r in ordered if r.outcome in ("failed", "error")]
+    passed = [r for r in ordered if r.outcome == "passed"]
+    checked = [r for r in passed if r.check not in informative]
+    skipped = [r for r in ordered if r.outcome == "skipped"]
+    skipped_ids = ", ".join(dict.fromkeys(r.check or "" for r in skipped))
     if blockers:
         return f"{LINE_PREFIX} NOT ready, {len(blockers)} blocker(s): " + "; ".join(map(name, blockers)), True
     if not checked:
@@ -85,10 +86,11 @@ def _state(config: pytest.Config):
     return session_of(config)
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def finish(session: pytest.Session, exitstatus: int) -> None:
     """A launcher gates on the exit code: a pre-launch session in which
     nothing could be checked (no config.yaml, a wrong --run-dir) must not
-    read as "ready", so it ends like an empty session (exit code 5)."""
+    read as "ready", so it ends like an empty session (exit code 5). A step
+    of core.pytest_sessionfinish."""
     state = _state(session.config)
     if state is None or exitstatus != pytest.ExitCode.OK:
         return

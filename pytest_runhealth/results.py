@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,7 +18,7 @@ OUTCOMES = ("passed", "failed", "skipped", "error", "warned")  # warned: failed,
 
 
 @dataclass(eq=True)
-class Result(Mapping):
+class Result:
     """One health item's result: what the JSON report's ``results`` holds,
     and what the terminal summary, the JUnit properties' consumers, the HTML
     and Markdown reports and ``pytest-runhealth merge`` read.
@@ -27,8 +27,7 @@ class Result(Mapping):
     order; ``summary`` only when the finding had one, ``consequence_of``
     only on a consequence), :meth:`from_json`
     reads it back (keys it does not know are kept, so a merge loses nothing).
-    It is also a read-only mapping of that form (``r["outcome"]``,
-    ``r.get("cause")``), for code written against the dicts it replaces."""
+    Read it by attribute (``r.outcome``, ``r.cause``)."""
 
     nodeid: str
     check: str | None = None
@@ -65,16 +64,6 @@ class Result(Mapping):
     def from_json(cls, data: dict[str, Any]) -> Result:
         known = {k: v for k, v in data.items() if k in _JSON_KEYS or k in _OPTIONAL_KEYS}
         return cls(**known, extra={k: v for k, v in data.items() if k not in known})
-
-    # -- read-only mapping of the JSON form --------------------------------------
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
-
-    def __len__(self) -> int:
-        return len(self.to_json())
 
 
 _JSON_KEYS = (
@@ -141,6 +130,8 @@ class ResultCollector:
                 setattr(res, key, finding.get(key) or getattr(res, key))
             if finding.get("summary"):
                 res.summary = finding["summary"]
+        if meta.get("consequence_of"):  # folded in its run's pass: one root cause, one verdict
+            res.consequence_of, res.verdict = meta["consequence_of"], meta.get("verdict") or res.verdict
         if meta.get("waived"):
             res.waived = meta["waived"]
         if meta.get("warned") and report.passed and res.outcome == "passed":

@@ -541,8 +541,8 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
         return
     results = list(session.collector.results.values())
     for rule in rules:
-        mine = [r for r in results if r["check"] == rule.id]
-        if mine and all(r["outcome"] == "skipped" and NO_MATCH in (r.get("note") or "") for r in mine):
+        mine = [r for r in results if r.check == rule.id]
+        if mine and all(r.outcome == "skipped" and NO_MATCH in (r.note or "") for r in mine):
             terminalreporter.write_line(
                 f"rule {rule.id}: files '{rule.files or 'the run logs'}' matched nothing in any of {len(mine)} "
                 "target(s); a glob is relative to each run (logs/*.log) or to its run dir (runs/*/logs/stdout.log)"

@@ -1,7 +1,7 @@
 """Spreading a big session over cores and machines with the engines pytest
 users already run: under pytest-xdist the plugin's scheduler
 (xdist_scheduling.py) keeps the items of one run on one worker (so its
-artefacts are read once), packed into work groups here; ``--runhealth-shard
+artefacts are read once), packed into work groups here (``pack_weights``); ``--runhealth-shard
 K/N`` picks a deterministic, balanced share of runs for a CI matrix or a
 Slurm array, whose reports ``pytest-runhealth merge`` joins again."""
 
@@ -15,7 +15,6 @@ import zlib
 import pytest
 
 from .context import Target
-from .session import is_controller
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -28,16 +27,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if not m or not (1 <= int(m[1]) <= int(m[2])):
         raise pytest.UsageError(f"--runhealth-shard wants K/N with 1 ≤ K ≤ N, e.g. 2/4; got {text!r}")
     return int(m[1]), int(m[2])
-
-
-def group_of(target) -> str:
-    """The xdist group and shard unit: one run (or one run dir, for
-    session-scope checks, which read the run dir's shared artefacts)."""
-    if target.batch is not None:
-        return f"{target.run_dir.name}:{target.batch[0]}"
-    if target.run is None:
-        return f"{target.run_dir.name}"
-    return f"{target.run_dir.name}/{target.run.name}"
 
 
 def _weight(target) -> int:
@@ -77,11 +66,11 @@ def outside_shard(items: list[pytest.Item], shard: tuple[int, int]) -> list[pyte
     k, n = shard
     targets: dict[str, object] = {}
     for item in items:
-        target = target_of(item)
+        target = Target.of(item)
         if target is not None:
-            targets.setdefault(group_of(target), target)
+            targets.setdefault(target.group, target)
     assignment = assign_shards(targets, n)
-    return [item for item in items if (target := target_of(item)) is not None and assignment[group_of(target)] != k]
+    return [item for item in items if (target := Target.of(item)) is not None and assignment[target.group] != k]
 
 
 def run_label(rd, run, many: bool) -> str:
@@ -223,22 +212,3 @@ def chunk_advice(run_dirs: list, workers: int, batch_limit: int) -> str | None:
         f"checks; --runhealth-batch-above={XDIST_CHUNK} makes one item per {XDIST_CHUNK} runs (measured 1.8x "
         f"faster with -n 2 at 1,000 runs; docs/scaling.md)"
     )
-
-
-def prefer_loadgroup(config: pytest.Config) -> None:
-    """With ``-n``, xdist defaults to ``--dist load``; make it ``loadgroup``,
-    the mode in which xdist_scheduling.py schedules a run-health session (one
-    run's items on one worker). An explicit other mode is kept."""
-    if not is_controller(config):
-        # A worker parses its own command line, where ``-n`` alone leaves
-        # dist at "no"; the controller switched to loadgroup in that case.
-        if getattr(config.option, "dist", None) == "no":
-            config.option.loadgroup = True
-    elif getattr(config.option, "dist", None) == "load" and getattr(config.option, "numprocesses", None):
-        config.option.dist = "loadgroup"
-
-
-def target_of(item: pytest.Item):
-    callspec = getattr(item, "callspec", None)
-    target = callspec.params.get("runhealth_target") if callspec is not None else None
-    return target if isinstance(target, Target) else None

@@ -80,15 +80,16 @@ class Policy:
         return level_of(spec, self.levels)
 
 
-def settle(item: pytest.Item, spec, target, finding) -> bool:
+def waiver_of(pol: Policy, spec, target) -> waivers.Waiver | None:
+    """The waiver (live, else expired) that names this check on this target."""
+    return waivers.waiver_for(pol.waivers, spec.id, tuple(dict.fromkeys((target.name, target.label))))
+
+
+def settle(item: pytest.Item, spec, target, finding, pol: Policy) -> bool:
     """Decide what a failing finding does to the test. Raises xfail when a
     live waiver covers it; returns True when it is only a warning; returns
     False when it fails (an expired waiver adds why it no longer applies)."""
-    state = session_of(item.config)
-    assert state is not None  # an item of a run-health session
-    pol = state.policy
-    names = tuple(dict.fromkeys((target.name, target.label)))
-    waiver = waivers.waiver_for(pol.waivers, spec.id, names)
+    waiver = waiver_of(pol, spec, target)
     if waiver is not None:
         item.stash[WAIVED] = waiver.to_dict()
         if not waiver.expired():

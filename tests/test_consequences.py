@@ -193,13 +193,39 @@ def test_the_junit_properties_agree_with_the_json_report_under_xdist(pytester, r
     assert all(junit[k][0] in ("RH402", "RH101", None) for k in across)
 
 
-def test_roots_run_before_the_checks_they_explain(pytester, run_health):
-    """Within a run, RH201 before RH102 before RH005 and RH105, RH101 before RH107."""
-    h = run_health(EXAMPLES / "sweep-died-cuda-oom", args=("--collect-only", "-q"))
-    ids = [ln for ln in h.stdout.splitlines() if "[sweep-died-cuda-oom/cand-000-s0]" in ln]
-    pos = {ln.split("::")[-1].split("-")[0]: i for i, ln in enumerate(ids)}
-    assert pos["RH201"] < pos["RH102"] < min(pos["RH005"], pos["RH105"]), ids
-    assert pos["RH101"] < pos["RH107"], ids
+def test_an_explicit_dist_load_splits_runs_and_groups_the_same(pytester, run_health):
+    """``--dist load`` is the user's: xdist spreads a run's items over the
+    workers, and each worker that gets one judges the whole run, so the JUnit
+    properties and the JSON report still group as in one process."""
+    xml = pytester.path / "junit.xml"
+    expected = json_grouping(run_health(*AGREE_DIRS, args=("--tb=no",)).report)
+    h = run_health(*AGREE_DIRS, args=("--tb=no", "--junitxml", str(xml), "-n", "2", "--dist", "load"), subprocess=True)
+    assert json_grouping(h.report) == expected
+    assert junit_grouping(xml) == expected
+
+
+BY_NAME = """
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.name)  # RH005, RH102, RH105 before RH201: consequences first
+"""
+
+
+def test_the_grouping_does_not_depend_on_the_order_items_run_in(pytester, run_health):
+    """Every check of a run is judged in one pass and folded once: with the
+    items run consequences first (RH102 before RH201), the JUnit
+    properties and the JSON report group exactly as in pytest's own order."""
+    xml = pytester.path / "junit.xml"
+    expected = json_grouping(run_health(*AGREE_DIRS, args=("--tb=no",)).report)
+    pytester.makepyfile(orderplug=BY_NAME)
+    pytester.syspathinsert()
+    h = run_health(*AGREE_DIRS, args=("--tb=no", "-v", "-p", "orderplug", "--junitxml", str(xml)))
+    ran = re.findall(r"::(RH\d+)-[\w-]+\[sweep-died-cuda-oom/cand-000-s0\] FAILED", h.stdout)
+    assert ran.index("RH102") < ran.index("RH201"), ran  # the consequence did run first
+    assert json_grouping(h.report) == expected
+    assert junit_grouping(xml) == expected
 
 
 def test_two_independent_failures_on_one_run_stay_two_roots(run_health):
@@ -296,16 +322,16 @@ def test_the_table_needs_the_cause_it_names():
 
 
 def test_the_per_run_record_is_released_with_the_run(pytester):
-    """Judge time remembers a run's failures only while its items run: when
-    the session ends, every run's record is gone (memory flat in runs)."""
-    from pytest_runhealth.consequences import EARLIER
+    """A run's verdicts wait only until its items have reported them: when
+    the session ends, no run's pass is held (memory flat in runs)."""
+    from pytest_runhealth.runpass import _PASSES
 
     seen_at_end = []
 
     class Probe:
         @pytest.hookimpl(tryfirst=True)
         def pytest_sessionfinish(self, session):
-            seen_at_end.append(dict(session.config.stash.get(EARLIER, {})))
+            seen_at_end.append(dict(session.config.stash.get(_PASSES, {})))
 
     pytester.inline_run(
         "-p", "no:cacheprovider", "--tb=no", "--run-dir", str(EXAMPLES / "sweep-died-cuda-oom"), plugins=[Probe()]
@@ -338,3 +364,39 @@ def test_a_root_on_the_run_dir_explains_its_runs_only_with_the_causes_it_names()
     assert apply(other) == []
     knob = [on("RH402", "lmstudio-unload-noop", "sweep"), on("RH101", "knob-collapse", "r1")]
     assert apply(knob) == []
+
+
+RUN_DIR_ROOT = """
+import pytest_runhealth as rh
+
+@rh.check("ZZ101", "run-fails", needs=["logs"], detects="d", why="w", fix="f")
+def run_fails(ctx):
+    return ctx.fail("degraded", "slow", "this run is slow", [])
+
+@rh.check("ZZ901", "run-dir-fails", scope="session", detects="d", why="w", fix="f")
+def run_dir_fails(ctx):
+    return ctx.fail("infra", "judge-kept-vram", "the judge kept the VRAM", [])
+"""
+
+
+def test_a_root_on_the_run_dir_explains_a_failure_on_its_runs(pytester, run_health, monkeypatch, tmp_path):
+    """A relation whose root is a session-scope check: each run's pass is
+    folded with its run dir's own failures, judged first where needed, so
+    the run's failure names it although the run dir's item runs last."""
+    from pytest_runhealth import consequences
+    from pytest_runhealth.consequences import Relation
+
+    extra = Relation("ZZ901", "ZZ101", None, "the run dir's failure explains the run's")
+    monkeypatch.setattr(consequences, "RELATIONS", (*consequences.RELATIONS, extra))
+    pytester.makeconftest(RUN_DIR_ROOT)
+    xml = pytester.path / "junit.xml"
+    h = run_health(
+        dead_run_sweep(tmp_path / "s"), args=("--tb=short", "-v", "-k", "ZZ101 or ZZ901", "--junitxml", str(xml))
+    )
+    ran = re.findall(r"::(ZZ\d+)-", h.stdout)
+    assert ran.index("ZZ101") < ran.index("ZZ901"), ran  # the run's items ran before the run dir's
+    marked = {r["run"]: r.get("consequence_of") for r in h.report["results"] if r["check"] == "ZZ101"}
+    assert marked == dict.fromkeys(["baseline-000-s0", "cand-000-s0", DEAD], "ZZ901")
+    assert all(v == ("ZZ901", "infra") for k, v in junit_grouping(xml).items() if k.startswith("ZZ101"))
+    assert "consequence of ZZ901 on this run (judge-kept-vram): see there" in h.stdout
+    assert [r for r in apply(Result.from_json(r) for r in h.report["results"]) if r.check == "ZZ101"]  # merge agrees

@@ -82,3 +82,19 @@ def test_many_runs_one_item_each_under_n_are_told_to_chunk(tmp_path):
     assert chunk_advice([small], workers=2, batch_limit=1000) is None
     assert chunk_advice([big], workers=2, batch_limit=XDIST_CHUNK) is None  # already one item per chunk
     assert chunk_advice([big], workers=1, batch_limit=1000) is None
+
+
+def test_a_target_names_its_unit_of_judging(tmp_path):
+    """``Target.group``: one run, a chunk of runs, or the run dir (its
+    session-scope checks, and a run-scope check on a run dir without runs);
+    ``Target.of`` finds it on an item, and nothing on any other item."""
+    rd = RunDir(make_sweep(tmp_path / "sweep", [10] * 3))
+    run = rd.runs[1]
+    assert Target(rd, run, run.name).group == "sweep/run-001"
+    assert Target(rd, None, "sweep:runs-1-2", batch=(0, 2)).group == "sweep:0"
+    assert Target(rd, None, rd.name).group == "sweep"
+    target = Target(rd, run, run.name)
+    item = type("Item", (), {"callspec": type("C", (), {"params": {"runhealth_target": target}})()})()
+    assert Target.of(item) is target
+    assert Target.of(object()) is None
+    assert Target.of(type("Item", (), {"callspec": type("C", (), {"params": {"x": 1}})()})()) is None

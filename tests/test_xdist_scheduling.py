@@ -8,13 +8,13 @@ speed-up is measured in ``benchmarks/scale.py --xdist``, not here."""
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from sweep_builders import make_sweep
 
-from pytest_runhealth.scale import GROUPS_PER_WORKER
-from pytest_runhealth.xdist_scheduling import unit_of, work_groups
+from pytest_runhealth.scale import GROUPS_PER_WORKER, pack_weights
+from pytest_runhealth.xdist_scheduling import unit_of
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CHECKS = {"RH001-ledger-readable", "RH101-step-count-collapse", "RH102-trainer-died-instantly", "RH201-trainer-error"}
@@ -41,61 +41,66 @@ def collection(runs: int) -> list[str]:
 
 # -- units and groups, from node ids alone ------------------------------------------
 def test_a_node_id_names_its_unit():
-    assert unit_of("runhealth::RH101-step-count-collapse[s1/cand-000-s0]", CHECKS) == ("run", "s1/cand-000-s0")
-    assert unit_of("runhealth::RH101-step-count-collapse[s1:runs-1-2000]", CHECKS) == ("run", "s1:runs-1-2000")
-    assert unit_of("runhealth::RH001-ledger-readable[s1]", CHECKS) == ("run", "s1")
-    assert unit_of("tests/test_mine.py::test_x[a[b]]", CHECKS) == ("item", "tests/test_mine.py::test_x[a[b]]")
-    assert unit_of("tests/test_mine.py::test_y@db", CHECKS) == ("group", "db")
+    assert unit_of("runhealth::RH101-step-count-collapse[s1/cand-000-s0]", CHECKS) == "s1/cand-000-s0"
+    assert unit_of("runhealth::RH101-step-count-collapse[s1:runs-1-2000]", CHECKS) == "s1:runs-1-2000"
+    assert unit_of("runhealth::RH001-ledger-readable[s1]", CHECKS) == "s1"
+    assert unit_of("tests/test_mine.py::test_x[a[b]]", CHECKS) is None
+    assert unit_of("tests/test_mine.py::test_y@db", CHECKS) is None
+
+
+def scopes(ids, groups):
+    """The scope xdist's loadgroup machinery gives each node id under our scheduler."""
+    import pytest as _pytest
+
+    from pytest_runhealth.xdist_scheduling import make_scheduler
+
+    class Config:  # what LoadScopeScheduling reads of the config
+        option = type("O", (), {"tx": ["popen", "popen"], "numprocesses": 2, "dist": "load"})()
+
+        def getvalue(self, name):
+            return getattr(self.option, name)
+
+    _pytest.importorskip("xdist")
+    sched = make_scheduler(Config(), None, groups, CHECKS)
+    return [sched._split_scope(nodeid) for nodeid in ids]
 
 
 def test_consecutive_runs_are_packed_whole_and_in_order():
     ids = collection(40)
-    groups = work_groups(ids, CHECKS, weights={}, workers=2)
-    assert groups == work_groups(ids, CHECKS, weights={}, workers=2)  # deterministic
-    assert 2 <= len(groups) <= 2 * GROUPS_PER_WORKER + 1
-    assert sorted(i for _, indices in groups for i in indices) == list(range(len(ids)))  # each item once
-    flat = [i for _, indices in groups for i in indices]
-    assert flat == sorted(flat)  # collection order kept: roots (release.py puts them first) stay first
+    labels = {unit_of(i, CHECKS): 1 for i in ids}
+    groups = pack_weights(labels, workers=2)
+    assert groups == pack_weights(labels, workers=2)  # deterministic
+    assert 2 <= len(set(groups.values())) <= 2 * GROUPS_PER_WORKER + 1
+    assert list(groups.values()) == sorted(groups.values())  # consecutive runs, consecutive groups
     owner = {}
-    for name, indices in groups:
-        for i in indices:
-            label = unit_of(ids[i], CHECKS)[1]
-            assert owner.setdefault(label, name) == name, label  # one run, one group
+    for nodeid, scope in zip(ids, scopes(ids, groups)):
+        assert owner.setdefault(unit_of(nodeid, CHECKS), scope) == scope, nodeid  # one run, one group
 
 
 def test_log_bytes_weigh_the_groups():
     """A run with a big log fills a group alone; small ones share."""
-    ids = collection(13)
     weights = {"s1": 1, **{f"s1/run-{i:03d}": 100 for i in range(12)}, "s1/run-012": 100_000}
-    groups = work_groups(ids, CHECKS, weights, workers=2)
-    big = [name for name, indices in groups if any("run-012" in ids[i] for i in indices)]
-    (alone,) = [indices for name, indices in groups if name == big[0]]
-    assert {unit_of(ids[i], CHECKS)[1] for i in alone} == {"s1/run-012"}
+    groups = pack_weights(weights, workers=2)
+    assert [label for label, g in groups.items() if g == groups["s1/run-012"]] == ["s1/run-012"]
 
 
 def test_a_fixed_group_size_counts_runs():
-    groups = work_groups(collection(12), CHECKS, weights={}, workers=2, per_group=5)
-    runs_per = [len({unit_of(collection(12)[i], CHECKS)[1] for i in indices}) for _, indices in groups]
-    assert runs_per == [5, 5, 3]  # the run dir's own unit ("s1") counts as one
+    labels = dict.fromkeys(dict.fromkeys(unit_of(i, CHECKS) for i in collection(12)), 1)
+    groups = pack_weights(labels, workers=2, per_group=5)
+    assert sorted(Counter(groups.values()).values(), reverse=True) == [5, 5, 3]  # the run dir's own unit counts
 
 
 def test_other_items_are_units_of_their_own():
-    ids = [
-        "tests/test_mine.py::test_a",
-        *collection(4),
-        "tests/test_mine.py::test_b@db",
-        "tests/test_mine.py::test_c@db",
-    ]
-    groups = work_groups(ids, CHECKS, weights={}, workers=2)
-    names = [name for name, _ in groups]
-    assert names[0] == "tests/test_mine.py::test_a" and names[-1] == "@db"
-    assert groups[-1][1] == [len(ids) - 2, len(ids) - 1]
+    ids = ["tests/test_mine.py::test_a", *collection(2), "tests/test_mine.py::test_b@db"]
+    got = scopes(ids, {"s1": "runs-00000", "s1/run-000": "runs-00000", "s1/run-001": "runs-00001"})
+    assert got[0] == "tests/test_mine.py::test_a" and got[-1] == "db"
+    assert set(got[1:-1]) == {"runs-00000", "runs-00001"}
 
 
 # -- real sessions under -n 2 ------------------------------------------------------------
-def test_each_run_runs_on_one_worker_roots_first(run_health):
-    """sweep-died-cuda-oom: RH201 (the root) before its consequence RH102 on
-    every run, both on the worker that ran the run's other checks."""
+def test_each_run_runs_on_one_worker(run_health):
+    """sweep-died-cuda-oom: every item of a run on the worker that ran the
+    run's other checks, its consequences marked as without -n."""
     h = run_health(EXAMPLES / "sweep-died-cuda-oom", args=("-v", "--tb=no", "-n", "2"), subprocess=True)
     assert "scheduling tests via RunGroupScheduling" in h.stdout
     seen = runs_by_worker(h.stdout)
@@ -104,8 +109,8 @@ def test_each_run_runs_on_one_worker_roots_first(run_health):
     assert len({w for ran in seen.values() for w, _ in ran}) == 2  # both workers had work
     for label, ran in per_run.items():
         assert len({worker for worker, _ in ran}) == 1, (label, ran)
-        order = [check for _, check in ran]
-        assert order.index("RH201") < order.index("RH102"), (label, order)
+    folded = {r["check"] for r in h.report["results"] if r.get("consequence_of") == "RH201"}
+    assert folded == {"RH102"}
     assert len(h.report["results"]) == sum(len(ran) for ran in seen.values())
     # the report's "group" is the work group (runs-NNNNN); the node ids are the plain ones
     assert not any("@" in r["nodeid"] for r in h.report["results"])
@@ -168,6 +173,11 @@ def test_without_xdist_nothing_changes(tmp_path, run_health):
     assert "RunGroupScheduling" not in plain.stdout and plain.report["results"]
     loadscope = run_health(sweep, args=("-n", "2", "--dist", "loadscope", "-v"), subprocess=True)
     assert "scheduling tests via LoadScopeScheduling" in loadscope.stdout  # an explicit other mode is the user's
+    load = run_health(sweep, args=("-n", "2", "--dist", "load", "-v"), subprocess=True)
+    assert "scheduling tests via LoadScheduling" in load.stdout  # so is an explicit --dist load
+    assert sorted((r["nodeid"], r["outcome"]) for r in load.report["results"]) == sorted(
+        (r["nodeid"], r["outcome"]) for r in plain.report["results"]
+    )
 
 
 def test_the_controller_knows_the_weight_of_every_label_collected(pytester, run_health, tmp_path):

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from .. import __version__
-from ..results import write_json
+from ..results import Result, write_json
 from ..rundir import RunDir
-from ..session import is_controller, report_path, session_of
+from ..session import RunHealthSession, is_controller, report_path, session_of
 from . import evaluation_of
 from .gate import record_path, verdict_record
 from .model import Evaluation
@@ -116,20 +116,20 @@ def check_player_names(config: pytest.Config) -> None:
 
 
 # -- the gate at the end of the session ----------------------------------------
-def _blockers(results: list) -> list[dict]:
+def _blockers(results: list[Result]) -> list[dict]:
     out = []
     for r in results:
-        if r["outcome"] in ("failed", "error") and (r.get("verdict") == "not-evaluable" or r["check"] == "RH508"):
+        if r.outcome in ("failed", "error") and (r.verdict == "not-evaluable" or r.check == "RH508"):
             out.append(
                 {
-                    "check": r["check"],
-                    "run": r["run"],
-                    "verdict": r.get("verdict"),
-                    "cause": r.get("cause"),
-                    "summary": (r.get("summary") or "").splitlines()[0] if r.get("summary") else "",
+                    "check": r.check,
+                    "run": r.run,
+                    "verdict": r.verdict,
+                    "cause": r.cause,
+                    "summary": r.summary.splitlines()[0] if r.summary else "",
                 }
             )
-    if not any(r["check"] == "RH508" and r["outcome"] in ("passed", "failed", "error") for r in results):
+    if not any(r.check == "RH508" and r.outcome in ("passed", "failed", "error") for r in results):
         out.append(
             {
                 "check": "RH508",
@@ -142,11 +142,11 @@ def _blockers(results: list) -> list[dict]:
     return out
 
 
-def _check_versions(results: list, registry) -> list[dict[str, str]]:
+def _check_versions(results: list[Result], registry) -> list[dict[str, str]]:
     from importlib import metadata
 
     out = []
-    for cid in sorted({r["check"] for r in results if r.get("check")}):
+    for cid in sorted({r.check for r in results if r.check}):
         spec = registry.get(cid)
         owner = spec.owner if spec else "unknown"
         version = __version__ if owner.startswith("pytest_runhealth") else "unknown"
@@ -159,11 +159,11 @@ def _check_versions(results: list, registry) -> list[dict[str, str]]:
     return out
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def finish(session: pytest.Session, state: RunHealthSession) -> None:
+    """The session's last step (core.pytest_sessionfinish, in the controller):
+    the promotion gate's verdict record, and a hold fails the session."""
     config = session.config
-    state = session_of(config)
-    if state is None or not is_controller(config) or not gate_mode(config):
+    if not is_controller(config) or not gate_mode(config):
         return
     results = list(state.collector.results.values())
     blockers = _blockers(results)

@@ -14,7 +14,7 @@ import pytest
 
 from .. import __version__
 from ..results import write_text
-from ..session import is_controller, report_path, session_of
+from ..session import RunHealthSession, is_controller, report_path, session_of
 from .gpu import add_gpu_lines
 from .html import render_page
 from .markdown import render_markdown
@@ -52,8 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[str, Any]]:
     """status.py's blocks per (run dir, run), with a GPU reading for the runs
-    still running. status.py fills ``collector.status`` in its own (tryfirst)
-    sessionfinish, keyed ``run`` or ``run_dir/run``."""
+    still running. status.py's blocks travel on the test reports into
+    ``collector.status``, keyed ``run`` or ``run_dir/run``."""
     found = getattr(state.collector, "status", None) or {}
     many = len(state.run_dirs) > 1
     out, runs = {}, {}
@@ -67,11 +67,12 @@ def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[st
     return out
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def finish(session: pytest.Session, state: RunHealthSession) -> None:
+    """The HTML and Markdown reports, written by the controller at the
+    session's end (a step of core.pytest_sessionfinish)."""
     config = session.config
-    state = session_of(config)
     paths = report_paths(config)
-    if state is None or not paths or not is_controller(config):
+    if not paths or not is_controller(config):
         return
     written: list[str] = []
     config.stash[WRITTEN] = written

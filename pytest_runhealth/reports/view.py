@@ -171,7 +171,8 @@ def build_view(
     """``statuses``: status.py's blocks per (run dir, run), where there are any.
     ``judged_runs_only``: rows only for runs this session checked (a
     ``--runhealth-shard`` session must not read the other shards' logs)."""
-    results = sort_results(results)
+    # The pages render the runhealth-report/1 form of each result (what a merged report holds too).
+    results = sort_results(r.to_json() if isinstance(r, Result) else r for r in results)
     if relative_to is not None:
         results = [_relative_paths(r, run_dirs, relative_to) for r in results]
     counts = {k: 0 for k in ORDER}

@@ -1,0 +1,211 @@
+"""The run is the unit of judging: every check the session runs on one run
+(or one chunk of runs, or one run dir's session-scope checks: a
+``Target.group``) is judged in one pass, the run's failing findings are
+folded into roots and consequences once (consequences.fold), and the run's
+cached reads are dropped. Each item then only reports its own check's
+verdict (judging.py).
+
+Why: a consequence can only be named knowing its root, and a run's reads are
+only worth caching while its checks run. Judged item by item, both depended
+on the order the items ran in (roots first, a run's items contiguous, the
+same worker under xdist). Judged as one pass, neither does: pytest may run
+the items in any order, on any worker; whichever item of a run comes first
+judges the run, in the process it runs in.
+
+What the pass needs of the session (its settings, the severity policy and
+its waivers) is handed to it once, as the ``RunHealthSession``.
+
+A check's pytest fixtures are asked of the first item's request; one whose
+fixture cannot be set up there (it skips or fails) is judged alone in its own
+item, where pytest sets it up as for any test, and is not folded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import pytest
+
+from . import consequences, severity
+from .batch import judge_runs
+from .context import CheckContext, Target
+from .evaluate import call_check, normalise, skip_reason
+from .finding import Finding
+from .registry import CheckSpec
+from .session import RunHealthSession, spec_of
+
+# A check's own pytest.fail/xfail ends its own item, not its run's other checks.
+_OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)
+
+
+@dataclass(slots=True)
+class Verdict:
+    """One check's outcome in its run's pass: a finding, a skip reason, or the
+    check's own pytest outcome (kept without its traceback, so a waiting
+    verdict holds no frame of the check); ``root`` is the finding of the check
+    whose failure on this run explains this one."""
+
+    finding: Finding | None = None
+    skip: str | None = None
+    raised: BaseException | None = None
+    root: Finding | None = None
+
+
+_ALONE = Verdict()  # marks a check that its own item judges alone (its fixtures were not to be had)
+# A plain pass (the check returned None): one shared verdict, its finding built when its item reports, so a
+# sweep's waiting verdicts cost next to nothing.
+_PASSED = Verdict()
+_PASSES = pytest.StashKey[dict[str, dict[str, Verdict]]]()  # group → verdicts not yet reported
+_PLAN = pytest.StashKey[dict[str, tuple[Target, list[CheckSpec]]]]()  # group → a target and the checks run on it
+# run dir → the failures of its own (session-scope) checks, kept for the session: a root there may explain a
+# failure on any of its runs, so a run's pass is folded with them.
+_RUN_DIR_FAILURES = pytest.StashKey[dict[str, dict[str, Finding]]]()
+
+
+def verdict_for(
+    spec: CheckSpec,
+    target: Target,
+    request: pytest.FixtureRequest,
+    fixtures: dict[str, Any],
+    state: RunHealthSession,
+) -> Verdict:
+    """``spec``'s verdict on ``target``: judged with its whole group by the
+    group's first item in this process, taken by each item once."""
+    passes = request.config.stash.setdefault(_PASSES, {})
+    key = target.group
+    verdicts = passes.get(key)
+    if verdicts is None:
+        verdicts = _judge_group(request, target, state, spec, fixtures)
+    verdict = verdicts.pop(spec.id, _ALONE)
+    if not verdicts:
+        del passes[key]
+    if verdict is _ALONE:
+        verdict = judge_pass([spec], target, {spec.id: fixtures}, request.config, state)[spec.id]
+    if verdict is _PASSED:
+        verdict = Verdict(finding=Finding(check=spec.id, run=target.name, verdict="healthy", slug=spec.slug))
+    return verdict
+
+
+def _judge_group(
+    request: pytest.FixtureRequest,
+    target: Target,
+    state: RunHealthSession,
+    spec: CheckSpec | None = None,
+    fixtures: dict[str, Any] | None = None,
+) -> dict[str, Verdict]:
+    """Judge the pass of ``target``'s group (``spec`` is the asking item's
+    check, with its own fixture values) and keep its verdicts for its items."""
+    config = request.config
+    key = target.group
+    specs = list(plan(config, request.session.items).get(key, (target, []))[1])
+    if spec is not None and spec not in specs:
+        specs.append(spec)
+    values = {spec.id: fixtures or {}} if spec is not None else {}
+    for other in specs:
+        if other is not spec and other.fixtures:
+            try:
+                values[other.id] = {name: request.getfixturevalue(name) for name in other.fixtures}
+            except (Exception, pytest.skip.Exception, pytest.fail.Exception):  # its own item sets it up, says so
+                continue
+    judged = [s for s in specs if s.id in values or not s.fixtures]
+    on_run_dir = run_dir_failures(request, target, state) if target.run is not None else None
+    verdicts = judge_pass(judged, target, values, config, state, on_run_dir)
+    for other in specs:
+        verdicts.setdefault(other.id, _ALONE)
+    config.stash.setdefault(_PASSES, {})[key] = verdicts
+    if target.run is not None:  # after this item's report, which builds the run's status from its reads
+        request.node.addfinalizer(partial(target.run_dir.release_run, target.run))
+    return verdicts
+
+
+def run_dir_failures(request: pytest.FixtureRequest, target: Target, state: RunHealthSession) -> dict[str, Finding]:
+    """The failures of the run dir's own (session-scope) checks, its pass
+    judged first where no item has asked for it yet in this process and one
+    of its checks is a root of consequences.RELATIONS."""
+    failures = request.config.stash.setdefault(_RUN_DIR_FAILURES, {})
+    key = target.run_dir.name
+    if key not in failures:
+        failures[key] = {}
+        entry = plan(request.config, request.session.items).get(key)
+        if entry is None or key in request.config.stash.get(_PASSES, {}):
+            return failures[key]
+        if any(consequences.explains(spec.id) for spec in entry[1]):  # else nothing there can be a root
+            _judge_group(request, entry[0], state)
+    return failures[key]
+
+
+def judge_pass(
+    specs: list[CheckSpec],
+    target: Target,
+    fixtures: dict[str, dict[str, Any]],
+    config: pytest.Config | None,
+    state: RunHealthSession,
+    on_run_dir: dict[str, Finding] | None = None,
+) -> dict[str, Verdict]:
+    """Every check of ``specs`` on ``target``, then the run's failures folded,
+    with ``on_run_dir``'s (its run dir's own failures) as possible roots; a
+    run dir's own failures are kept for its runs' passes. A chunk's findings
+    stand for many runs: they are not folded."""
+    thresholds = {spec.id: state.settings.thresholds_for(spec) for spec in specs}
+    out: dict[str, Verdict] = {}
+    if target.batch is not None:
+        tallies = judge_runs(specs, target, thresholds, config, fixtures, state)
+        for spec in specs:
+            ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
+            out[spec.id] = _outcome(partial(tallies[spec.id].finding, ctx))
+        return out
+    for spec in specs:
+        out[spec.id] = _outcome(
+            partial(_judge, spec, target, thresholds[spec.id], config, state, fixtures.get(spec.id, {}))
+        )
+    failing = {}
+    for spec in specs:
+        finding = out[spec.id].finding
+        if finding is not None and not finding.passed and severity.waiver_of(state.policy, spec, target) is None:
+            failing[spec.id] = finding
+    if target.run is None and config is not None:  # the run dir's own failures (one check judged alone adds)
+        config.stash.setdefault(_RUN_DIR_FAILURES, {}).setdefault(target.run_dir.name, {}).update(failing)
+    roots = {**(on_run_dir or {}), **failing}
+    for check, root in consequences.fold(failing, on_run_dir).items():
+        out[check].root = roots[root]
+    return out
+
+
+def _judge(
+    spec: CheckSpec,
+    target: Target,
+    thresholds: dict[str, Any],
+    config: pytest.Config | None,
+    state: RunHealthSession,
+    fixtures: dict[str, Any],
+) -> Finding | None:
+    reason = skip_reason(spec, target)
+    if reason:
+        pytest.skip(reason)
+    ctx = CheckContext(spec, target, thresholds, config, state)
+    result = call_check(ctx, fixtures)
+    return None if result is None else normalise(ctx, result)  # None: a plain pass (_PASSED)
+
+
+def _outcome(judge: Any) -> Verdict:
+    try:
+        finding = judge()
+        return _PASSED if finding is None else Verdict(finding=finding)
+    except pytest.skip.Exception as exc:
+        return Verdict(skip=str(exc.msg))
+    except _OUTCOMES as exc:
+        return Verdict(raised=exc.with_traceback(None))
+
+
+def plan(config: pytest.Config, items: list[pytest.Item]) -> dict[str, tuple[Target, list[CheckSpec]]]:
+    """Group → one of its targets and the checks the session runs on it (after -k, -m, shards), built once."""
+    groups = config.stash.get(_PLAN, None)
+    if groups is None:
+        groups = {}
+        for item in items:
+            target = Target.of(item)
+            if target is not None and (spec := spec_of(item)) is not None:
+                groups.setdefault(target.group, (target, []))[1].append(spec)
+        config.stash[_PLAN] = groups
+    return groups
