@@ -34,10 +34,12 @@ Generated data lives under ``--data`` (default: a folder in the system temp
 dir, kept and reused between runs; delete it when done). Nothing is written
 inside the repository.
 
-With ``--guard`` the sizes are small (10,000 rows, 100 folders; a 64 MB log)
-and the script exits 1 when a ratio exceeds its ceiling (about 2x the aim
-plus room for the noise of a small run): an order-of-magnitude regression
-fails, a slow machine does not. ``--growth`` times the ledger session at
+With ``--guard`` the sizes are small (10,000 rows, 100 folders; a 64 MB log;
+~25 s on 2 cores) and the script exits 1 when a CPU-time figure exceeds its
+ceiling (about 2x the aim, plus room for what a 10x smaller run adds): an
+order-of-magnitude regression fails, a slow or busy machine does not. CPU
+time, because the wall clock of a small run on a shared machine moves by
+more than the aims (a 64 MB log's checks take ~0.2 s). ``--growth`` times the ledger session at
 ``--rows`` and 10x ``--rows`` (same folders), and the log session at
 ``--log-mb`` and 4x, and prints the growth of the checks' own time.
 """
@@ -237,7 +239,7 @@ def spread(values: list[float], fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(statistics.median(values))} (range {fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
-def measure_ledger(root: Path, empty: Path, rounds: int) -> float:
+def measure_ledger(root: Path, empty: Path, rounds: int) -> tuple[float, float]:
     ledger = root / "ledger.jsonl"
     session = pytest_cmd(f"--run-dir={root}", "-k", "RH1")
     startup = pytest_cmd("--co")
@@ -269,10 +271,10 @@ def measure_ledger(root: Path, empty: Path, rounds: int) -> float:
         flush=True,
     )
     NET["ledger"] = statistics.median(s_net), statistics.median(r_net)
-    return ratio
+    return ratio, statistics.median(cpu_ratios)
 
 
-def measure_logs(run: Path, rounds: int) -> float:
+def measure_logs(run: Path, rounds: int) -> tuple[float, float]:
     log = run / "train.log"
     subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # the page cache
     session = pytest_cmd(f"--run-dir={run}", "-k", LOG_CHECKS)
@@ -301,10 +303,10 @@ def measure_logs(run: Path, rounds: int) -> float:
         flush=True,
     )
     NET["logs"] = statistics.median(s_net), statistics.median(g_all)
-    return ratio
+    return ratio, statistics.median(cpu_ratios)
 
 
-def measure_unused(empty: Path, rounds: int) -> float:
+def measure_unused(empty: Path, rounds: int) -> tuple[float, float]:
     with_plugin = pytest_cmd("--co")
     without = pytest_cmd("--co", "-p", "no:runhealth")
     timed(with_plugin, empty)
@@ -324,7 +326,7 @@ def measure_unused(empty: Path, rounds: int) -> float:
         f"  unused plugin: {diff:+.3f} s per session, wall  (aim <= +{AIMS['unused']:.2f} s); CPU time {cpu:+.3f} s",
         flush=True,
     )
-    return diff
+    return diff, cpu
 
 
 def main() -> int:
@@ -349,7 +351,7 @@ def main() -> int:
     only = set(args.only.split(","))
     empty = args.data / "empty"
     empty.mkdir(parents=True, exist_ok=True)
-    got: dict[str, float] = {}
+    got: dict[str, tuple[float, float]] = {}  # measure -> (wall, CPU) figure
     if "unused" in only:
         got["unused"] = measure_unused(empty, args.rounds)
     if "ledger" in only:
@@ -378,8 +380,12 @@ def main() -> int:
             print(f"growth at a 4x log: checks {s2 / s1:.1f}x the time, grep {g2 / g1:.1f}x")
     if not args.guard:
         return 0
-    over = [f"{k} {v:.2f} > {CEILINGS[k]}" for k, v in got.items() if v > CEILINGS[k]]
-    print("guard: " + ("FAILED: " + "; ".join(over) if over else "every ratio under its ceiling " + str(CEILINGS)))
+    # CPU time: on a shared CI machine the wall clock of a small run moves by more than the aims.
+    over = [f"{k} {cpu:.2f} > {CEILINGS[k]}" for k, (_, cpu) in got.items() if cpu > CEILINGS[k]]
+    print(
+        "guard (CPU-time figures): "
+        + ("FAILED: " + "; ".join(over) if over else "every figure under its ceiling " + str(CEILINGS))
+    )
     return 1 if over else 0
 
 
