@@ -205,11 +205,14 @@ def cached(folder: Path, builder: Callable[..., None], *args: Any) -> None:
 
 
 # -- timing -------------------------------------------------------------------------------------------------------
+CODE: list[Path] = [REPO]  # the folder whose pytest_runhealth the sessions run: this checkout, or --baseline
+
+
 def env() -> dict[str, str]:
-    """This checkout's package first on the path; bytecode caching on."""
+    """The measured package first on the path; bytecode caching on."""
     e = dict(os.environ)
     e.pop("PYTHONDONTWRITEBYTECODE", None)
-    e["PYTHONPATH"] = str(REPO) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    e["PYTHONPATH"] = str(CODE[0]) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     return e
 
 
@@ -345,7 +348,23 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "runhealth-bench-sessions")
     ap.add_argument("--guard", action="store_true", help="small sizes; exit 1 above the ceilings")
     ap.add_argument("--growth", action="store_true", help="also 10x rows and a 4x log")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="a folder holding another version's pytest_runhealth (`git archive REV pytest_runhealth | tar -x -C "
+        "DIR`): every measure is run again with it, in the same run",
+    )
     args = ap.parse_args()
+    if args.baseline is None:
+        return measure_all(args)
+    rc = measure_all(args)
+    print(f"-- baseline: {args.baseline}", flush=True)
+    CODE[0] = args.baseline.resolve()
+    measure_all(args)
+    return rc
+
+
+def measure_all(args: argparse.Namespace) -> int:
     if args.guard:
         args.rows, args.folders, args.log_mb = 10_000, 100, 64
     only = set(args.only.split(","))
