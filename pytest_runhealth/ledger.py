@@ -21,7 +21,7 @@ try:  # optional speed-up, same results (see _decode_row)
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
     _fast_dumps = _fast_loads = None
 
-FREEZE_FROM = 1_000  # rows; a ledger of 10,000 rows (~200,000 containers) still cost its session ~0.5 s of full collections
+FREEZE_FROM = 1_000  # rows; at 10,000 (~200,000 containers) full collections still cost ~0.5 s
 
 # Canonical field -> accepted spellings, most common first. Real ledgers from
 # different orchestrator versions disagree on names; we say which one we read.

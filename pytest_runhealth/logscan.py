@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .safeio import open_readonly, read_tail
 
+Bytes = bytes | bytearray  # a scan's lines are slices of its one reused bytearray
 CHUNK = 8 << 20
 MAX_PENDING = 4 << 20  # a "line" longer than this is processed as it streams
 TAIL_BYTES = 1 << 20
@@ -80,7 +81,7 @@ _NONFINITE_HINT = (b"nan", b"inf")  # how Python, torch and tqdm print non-finit
 HINT_HITS = 4096  # "n" bytes looked at one by one in a chunk before two plain substring searches take over
 
 
-def mentions_nonfinite(buf: bytes) -> bool:
+def mentions_nonfinite(buf: Bytes) -> bool:
     """Whether ``buf`` holds ``nan`` or ``inf`` anywhere: the same answer as
     ``b"nan" in buf or b"inf" in buf``, in one pass instead of two.
 
@@ -198,19 +199,19 @@ class LogTail:
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def _decode(segment: bytes) -> str:
+def _decode(segment: Bytes) -> str:
     text = segment.decode("utf-8", "replace").replace("\x00", "\\0")
     return ANSI.sub("", text) if "\x1b" in text else text
 
 
-def _num(raw: bytes) -> float | None:
+def _num(raw: Bytes) -> float | None:
     try:
         return float(raw)
     except ValueError:
         return None
 
 
-def _interval(raw: bytes) -> float | None:
+def _interval(raw: Bytes) -> float | None:
     """tqdm's elapsed field: ``MM:SS``, ``H:MM:SS`` or ``Dd H:MM:SS``."""
     if len(raw) == 5 and raw[2] == 58 and raw[:2].isdigit() and raw[3:].isdigit():  # "MM:SS", most bars
         return float(int(raw[:2]) * 60 + int(raw[3:]))
@@ -295,7 +296,7 @@ def _count_byte(path: Path, start: int, upto: int, byte: bytes) -> int:
 _DESCS: dict[bytes, str] = {}  # the bytes before a bar's counts -> its description; a bar repeats a few hundred
 
 
-def _desc_before(seg: bytes, start: int) -> str:
+def _desc_before(seg: Bytes, start: int) -> str:
     """A bar's description ("steps", "validation steps"): the words before the
     last colon ahead of the counts, when only "NN%|bar|" lies in between.
     Remembered by the bytes it is read from (the redraws of one bar differ
@@ -327,7 +328,7 @@ class _Scanner:
         self.since = 0
         self.held: list[tuple] = []
 
-    def add(self, key: tuple[str, int | None], point: StepPoint, text: bytes) -> None:
+    def add(self, key: tuple[str, int | None], point: StepPoint, text: Bytes) -> None:
         if not point.loss_finite:
             self.scan.nonfinite_count += 1
             if len(self.scan.nonfinite) < MAX_NONFINITE:
@@ -348,7 +349,7 @@ class _Scanner:
                     series.append(keep_last)
         self.last[key] = point
 
-    def segment(self, seg: bytes, lineno: int) -> bool:
+    def segment(self, seg: Bytes, lineno: int) -> bool:
         found = False
         if b"it" in seg and b"/" in seg:
             pos = 0
@@ -420,7 +421,7 @@ class _Scanner:
                 self.nonfinite_text(seg, lineno, m.group(2), int(m.group(1)))
         return False
 
-    def nonfinite_text(self, seg: bytes, lineno: int, raw: bytes, step: int | None = None) -> None:
+    def nonfinite_text(self, seg: Bytes, lineno: int, raw: Bytes, step: int | None = None) -> None:
         """A non-finite loss in a line that is no step record: counted and kept
         as evidence at the step it names or the step last seen, but not a
         point of any series."""
@@ -431,13 +432,13 @@ class _Scanner:
         if len(self.scan.nonfinite) < MAX_NONFINITE:
             self.scan.nonfinite.append((StepPoint(step, None, None, value, lineno, "text"), _decode(seg)))
 
-    def markers(self, line: bytes, lineno: int) -> None:
+    def markers(self, line: Bytes, lineno: int) -> None:
         if self.scan.started_line is None and TRAINING_STARTED.search(line):
             self.scan.started_line = lineno
         if (b"model saved" in line or b"Statistics" in line) and TRAINING_FINISHED.search(line):
             self.scan.finished_line = lineno
 
-    def line(self, line: bytes, lineno: int, partial: bool = False, may_hint: bool = True) -> None:
+    def line(self, line: Bytes, lineno: int, partial: bool = False, may_hint: bool = True) -> None:
         """One physical line. In a big log, lines closer than ``stride``
         bytes to the last parsed one are only held (the series does not need
         them); a line that mentions nan/inf is always parsed, and the last
@@ -461,7 +462,7 @@ class _Scanner:
         self.held.clear()
         self.parse(line, lineno, partial, hinted)
 
-    def plain_lines(self, buf: bytes, lineno: int) -> tuple[int, int]:
+    def plain_lines(self, buf: Bytes, lineno: int) -> tuple[int, int]:
         """Every newline-terminated line of ``buf``, in a big log (``stride``)
         whose chunk mentions no nan/inf: what ``line`` does for each, inlined,
         with a held line kept as offsets until the chunk ends (most lines are
@@ -508,7 +509,7 @@ class _Scanner:
             self.parse(*held)
         self.held.clear()
 
-    def parse(self, line: bytes, lineno: int, partial: bool, hinted: bool) -> None:
+    def parse(self, line: Bytes, lineno: int, partial: bool, hinted: bool) -> None:
         scan = self.scan
         n = line.count(b"\r")
         if n == 0:
@@ -520,15 +521,17 @@ class _Scanner:
         # How many redraws this line deserves: its share of the file's bytes
         # times the series budget. A line with a non-finite value gets all.
         budget = max(2, MAX_POINTS * len(line) // self.size)
+        picks: list[Bytes]
+        segs: list[Bytes]
         if hinted:
-            segs = line.split(b"\r")
+            segs = list(line.split(b"\r"))
             stride = max(1, -(-len(segs) // budget))
             last = len(segs) - 1
             picks = [
                 s for i, s in enumerate(segs) if i % stride == 0 or i == last or any(h in s for h in _NONFINITE_HINT)
             ]
         elif budget >= n + 1:
-            picks = line.split(b"\r")
+            picks = list(line.split(b"\r"))
         elif budget <= 2:
             first = line[: line.find(b"\r")]
             last_seg = line[line.rfind(b"\r") + 1 :]
@@ -537,7 +540,7 @@ class _Scanner:
                 last_seg = line[cut + 1 :]
             picks = [first, last_seg]
         else:
-            segs = line.split(b"\r")
+            segs = list(line.split(b"\r"))
             stride = max(1, -(-len(segs) // budget))  # rounded up: at most ``budget`` picks
             picks = segs[::stride] + [segs[-1]]
         if len(picks[0]) < 4096:
@@ -589,7 +592,7 @@ def scan_log(path: Path) -> LogScan:
         scan.error = exc.strerror or str(exc)
         return scan
 
-    def consumed(buf: bytes, lo: int, hi: int) -> None:
+    def consumed(buf: Bytes, lo: int, hi: int) -> None:
         """Bytes done with: count their redraws and NUL bytes in C, once."""
         if scan.carriage_returns is not None:
             scan.carriage_returns += buf.count(b"\r", lo, hi)  # line() counts Windows line ends apart
@@ -602,7 +605,7 @@ def scan_log(path: Path) -> LogScan:
             scan.carriage_returns = None  # counted on first use of scan.redraws
         scanner = _Scanner(scan)
         line = scanner.line
-        pending = b""
+        pending: Bytes = b""
         # Reads of a small log are its size: a zeroed 8 MiB buffer would cost more than the scan.
         chunk_len = min(CHUNK, max(scan.size + 1, 1 << 16))
         buf = bytearray()
