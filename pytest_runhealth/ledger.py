@@ -7,6 +7,7 @@ import gc
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ try:  # optional speed-up, same results (see _decode_row)
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
     _fast_dumps = _fast_loads = None  # type: ignore[assignment]
 
-FREEZE_FROM = 20_000  # rows; smaller ledgers cost the collector next to nothing
+FREEZE_FROM = 1_000  # rows; at 10,000 (~200,000 containers) full collections still cost ~0.5 s
 
 # Canonical field -> accepted spellings, most common first. Real ledgers from
 # different orchestrator versions disagree on names; we say which one we read.
@@ -345,6 +346,7 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
     return ledger
 
 
+_PATHLIKE = re.compile(r"[/\\\x00]")
 NAME_MAX = 255  # bytes in one file name on every common filesystem (ext4, xfs, btrfs, APFS, NTFS in UTF-16 units)
 
 
@@ -354,6 +356,8 @@ def unusable_run_id(rid: str) -> str | None:
     A run id is a name, never a path: ``runs/<id>`` with ``../../x``, ``/etc`` or
     ``/`` would read (and quote) files outside the run dir, so such a row's
     folder is never opened."""
+    if rid.isascii() and 0 < len(rid) <= NAME_MAX and rid not in (".", "..") and not _PATHLIKE.search(rid):
+        return None  # nearly every run id: one C-level search instead of the checks below
     if not rid:
         return "it is empty"
     if "\x00" in rid:

@@ -99,6 +99,10 @@ class EvalSettings:
 
 
 def validate(section: Any, schema: dict, name: str) -> dict:
+    if not section:
+        # No section (nearly every session): valid against every schema here (none has a required
+        # key; a test holds them to that), and jsonschema's import is ~0.14 s of a session's start.
+        return {}
     import jsonschema
 
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(section or {}), key=lambda e: list(e.path))
