@@ -246,7 +246,9 @@ def resume_pair(ctx):
     detects="A `.safetensors` file whose header does not parse (under 8 bytes, a length beyond the file or "
     "over 100 MB, not JSON, tensor offsets that disagree with dtype and shape) or whose tensor data is "
     "shorter or longer than the header says: a write cut short (disk full, killed mid-save, a copy "
-    "interrupted). Only headers are read; no tensor is loaded.",
+    "interrupted): `truncated-checkpoint`. The temporary file an atomic save leaves when it is interrupted "
+    "(safetensors' hidden `.tmpXXXXXX`, a trainer's `name.tmp`) beside the checkpoints: `interrupted-save`. "
+    "Only headers are read; no tensor is loaded.",
     why="Resuming from or shipping a truncated checkpoint fails at load time, often days later and far "
     "from the cause; the newest checkpoint is the one most likely cut short when a run dies.",
     example="outputs/checkpoints/lora_weights_step_02000.safetensors: the header says 4194304 bytes of "
@@ -255,27 +257,50 @@ def resume_pair(ctx):
     "check free disk space, and re-save; re-copy the file if it came from another machine.",
 )
 def checkpoint_intact(ctx):
-    bad, good = [], 0
-    for path in sorted(ctx.run.checkpoints):
-        res = ctx.run_dir.cached(("safetensors", path), lambda p=path: check_safetensors(p))
-        if res.ok:
-            good += 1
-        else:
-            bad.append(res)
-    if not bad:
+    from ..resume import damaged, interrupted_saves, newest_resumable
+
+    bad_map = damaged(ctx.run_dir, ctx.run)
+    bad = [ctx.run_dir.cached(("safetensors", p), lambda p=p: check_safetensors(p)) for p in bad_map]
+    good = len(ctx.run.checkpoints) - len(bad)
+    leftovers = interrupted_saves(ctx.run)
+    if not bad and not leftovers:
         return f"{good} safetensors header(s) intact"
     lines = [f"{ctx.run_dir.rel(r.path)}: {r.problem}" for r in bad[:10]]
-    summary = f"{len(bad)} of {len(bad) + good} checkpoint(s) are damaged:\n" + "\n".join(lines)
-    intact = [p for p in ctx.run.checkpoints if p not in {r.path for r in bad}]
-    newest_ok = latest([c for c in find_checkpoints(intact)])
+    if bad:
+        summary = f"{len(bad)} of {len(bad) + good} checkpoint(s) are damaged:\n" + "\n".join(lines)
+    else:
+        summary = f"{good} safetensors header(s) intact, but a save was interrupted"
+    if leftovers:
+        names = ", ".join(ctx.run_dir.rel(p) for p in leftovers[:6])
+        summary += (
+            f"\n{len(leftovers)} temporary file(s) of an interrupted save beside the checkpoints: {names} (an atomic "
+            "save writes a temporary file and renames it when done; a kill or a full disk mid-save leaves it "
+            "behind, and the checkpoint it was writing never appeared)"
+        )
+    newest_ok = newest_resumable(ctx.run_dir, ctx.run)
     if newest_ok is not None:
         summary += f"\nnewest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}"
-    return ctx.fail(
-        "infra",
-        "truncated-checkpoint",
-        summary,
-        [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]],
-    )
+    evidence = [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]]
+    from ..safeio import mtime
+
+    evidence += [
+        ctx.evidence(p, None, f"temporary file of an interrupted save ({_size(p)} bytes, written {_stamp(mtime(p))})")
+        for p in leftovers[:4]
+    ]
+    return ctx.fail("infra", "truncated-checkpoint" if bad else "interrupted-save", summary, evidence)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _stamp(t: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if t else "at an unknown time"
 
 
 # -- RH207 --------------------------------------------------------------------------
@@ -403,7 +428,9 @@ def steps_complete(ctx):
     ended = _end_evidence(ctx, f, row)
     if ended is None:
         return _still_running(ctx, f)
-    ckpt = latest([c for c in find_checkpoints(ctx.run.checkpoints) if c.step is not None])
+    from ..resume import newest_resumable
+
+    ckpt = newest_resumable(ctx.run_dir, ctx.run)  # never one RH206 found damaged
     summary = (
         f"the run stopped at step {f.last.step} of {f.total} planned ({ended}), and its log ends without "
         f"an error: something outside the trainer ended it"
