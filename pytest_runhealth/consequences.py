@@ -62,6 +62,16 @@ RELATIONS: tuple[Relation, ...] = (
     Relation(
         "RH101", "RH107", frozenset({"swap-slowdown"}), "the judge kept the VRAM, so this run's steps ran from swap"
     ),
+    # issue 25: a run killed after it hung, and a save cut short by the death that ended the run
+    Relation("RH204", "RH203", None, "the process is gone because it was killed after it stopped advancing"),
+    Relation("RH204", "RH208", None, "the run stopped advancing long before it was killed short of its steps"),
+    Relation(
+        "RH201",
+        "RH206",
+        frozenset({"truncated-checkpoint", "interrupted-save"}),
+        "the fatal error cut the checkpoint being saved short",
+    ),
+    Relation("RH203", "RH206", frozenset({"interrupted-save"}), "the process was killed while it saved a checkpoint"),
 )
 # Roots whose groups read "N of M runs died of <cause>"; others "N of M runs failed <check> <slug> (<cause>)".
 DEATHS = ("RH201", "RH102")

@@ -25,6 +25,9 @@ from ..registry import check
 def ledger_readable(ctx):
     rd = ctx.run_dir
     if rd.ledger is None:
+        not_due = _no_row_due(rd)
+        if not_due:
+            return not_due
         return ctx.fail(
             "not-evaluable",
             None,
@@ -60,6 +63,21 @@ def ledger_readable(ctx):
         summary,
         [ctx.evidence(path, p.line or None, p.text or p.message) for p in shown],
         fix=RUN_ID_FIX if cause else None,
+    )
+
+
+def _no_row_due(rd) -> str | None:
+    """Why no ledger row is due yet (a sweep writes a run's row when the run
+    ends): every run folder's process is still alive. None when one ended."""
+    from ..status import pid_alive
+
+    runs = [r for r in rd.runs if r.has_folder][:50]
+    alive = [r for r in runs if pid_alive(r)]
+    if not alive or any(pid_alive(r) is False for r in runs):
+        return None
+    return (
+        f"no ledger.jsonl yet, and none is due: the sweep writes a run's row when the run ends, and "
+        f"{', '.join(r.name for r in alive[:3])} is still running (its pid file names a live process)"
     )
 
 
@@ -102,6 +120,10 @@ def log_has_step_lines(ctx):
         how = "newline step lines" if scan.newline_step_lines else f"{source} progress redraws"
         return f"{distinct} steps read from {how} in {ctx.run_dir.rel(log)}"
     began = scan.started_line is not None or scan.redraws > 0 or bool(scan.steps)
+    if scan.steps and not points:
+        # tqdm draws "0/N" before the first step: a parsed bar with no step done yet is a young run whose
+        # later redraws will carry steps, not a log whose progress cannot be read.
+        return f"{ctx.run_dir.rel(log)} holds only the bar's first redraw (0/{scan.steps[-1].total}): no step has completed yet"
     if not began:
         return f"{ctx.run_dir.rel(log)} shows no sign that training began; nothing to parse yet"
     from ..status import facts

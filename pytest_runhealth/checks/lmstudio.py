@@ -274,6 +274,14 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     return None
 
 
+def _prelaunch_lmstudio_sweep(ctx) -> bool:
+    """A -m prelaunch session preparing a sweep whose ledger says judge_method: lmstudio here."""
+    from ..locality import sweep_judges_with_lmstudio
+    from ..prelaunch_summary import is_prelaunch_session
+
+    return bool(ctx.config is not None and is_prelaunch_session(ctx.config) and sweep_judges_with_lmstudio(ctx.run_dir))
+
+
 @check(
     "RH403",
     "lms-cli-resolvable",
@@ -298,10 +306,15 @@ def lms_cli_resolvable(ctx, lmstudio):
     lm = lmstudio
     # Only LM Studio in use on this machine needs this machine's lms CLI: a log copied from elsewhere does not,
     # and neither does a trainer run that merely runs here (issue 18).
-    in_use = lm.requested or os.environ.get("BRACKET_LMS_BIN") or ctx.run_dir.is_sweep
+    # A sweep alone is no evidence that LM Studio judges it: only a configured LM Studio (--lmstudio-url,
+    # BRACKET_LMS_BIN, runhealth.yaml) or a sweep prepared here for an LM Studio judge counts (issue 25: a live
+    # sweep on a machine without lms must not fail RH403 and end `watch` within a second).
+    in_use = lm.requested or os.environ.get("BRACKET_LMS_BIN")
     if not (
         in_use
         and local_reason(ctx.run_dir, ctx.config, lm)
+        or ctx.run_dir.is_sweep
+        and _prelaunch_lmstudio_sweep(ctx)
         or ctx.run_dir.is_sweep
         and not lm.requested
         and is_local_url(lm.url)
