@@ -86,6 +86,7 @@ def main() -> int:
     ap.add_argument("--slow", type=float, default=40.0)
     ap.add_argument("--save-every", type=int, default=20)
     ap.add_argument("--knob", action="append", default=[])
+    ap.add_argument("--own-log", action="store_true", help="also write step lines to logs/train.log (a logging file)")
     a = ap.parse_args()
     run = Path(a.run)
     logs = run / "logs"
@@ -123,6 +124,7 @@ def main() -> int:
 
         worker = mp.get_context("fork").Process(target=data_worker, daemon=True)
         worker.start()
+    own = open(logs / "train.log", "a", encoding="utf-8") if a.own_log else None  # noqa: SIM115
     bar = tqdm(total=a.steps, desc="steps", mininterval=0, file=sys.stderr)
     for step in range(1, a.steps + 1):
         dt = a.dt * (a.slow if a.fault == "slow" and step >= a.at else 1.0)
@@ -165,6 +167,9 @@ def main() -> int:
         bar.update(1)
         if a.fault == "finish" and step == a.at:
             print(f"step {step}: grad_norm: nan, loss: {loss:.4f} (skipped by the scaler)", flush=True)
+        if own is not None:
+            own.write(f"INFO step {step}/{a.steps} loss {loss:.5f} time/step: {dt:.3f}s\n")
+            own.flush()
         if a.fault == "spew":
             print(f"step {step} batch stats " + "x" * 2000, flush=True)
         ev = event_pb2.Event(wall_time=time.time(), step=step)
