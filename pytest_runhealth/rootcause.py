@@ -183,6 +183,7 @@ ROWS: tuple[Row, ...] = (
         _r(
             r"exits with return code\s*=\s*-(?:9|15|6)\b|exitcode\s*:\s*-(?:9|15|6)\b|"
             r"died with <Signals\.SIG(?:KILL|TERM|ABRT|INT)|Signal (?:9|15|6) \(SIG(?:KILL|TERM|ABRT)\) received by PID|"
+            r"(?:process \d+ )?terminated with signal SIG(?:KILL|TERM|ABRT)\b|"
             r"(?:exit(?:ed)? (?:with )?(?:code|status)|return(?:ed)? code|returncode)\s*[:=]?\s*(?:137|143)\b"
         ),
         "killed-by-signal",
@@ -378,7 +379,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "mps-oom": ("mps backend",),
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
-    "wrapper-signal": ("-9", "-15", "-6", "signals.sig", "received by pid", "137", "143"),
+    "wrapper-signal": ("-9", "-15", "-6", "signals.sig", "received by pid", "with signal sig", "137", "143"),
     "paddle-oom": ("out of memory error on gpu",),
     "nan-loss": ("infinite or nan", "floatingpointerror", "tensor(nan", "tensor(inf"),
     "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror", "cublas_status_alloc"),
@@ -389,7 +390,15 @@ HINTS: dict[str, tuple[str, ...]] = {
     "dataloader-worker-killed": ("dataloader worker",),
     "segfault": ("segmentation", "sigsegv"),
     "nccl-timeout": ("watchdog", "nccl", "timeout"),
-    "disk-full": ("errno 28", "errno 27", "no space", "code: 28", "code: 27", "basic_ios", "unexpected pos"),
+    "disk-full": (
+        "errno 28",
+        "errno 27",
+        "no space",
+        "code: 28",
+        "code: 27",
+        "basic_ios",
+        "unexpected pos",
+    ),
     "host-memoryerror": (
         "memoryerror",
         "memory allocation",
