@@ -15,7 +15,8 @@ from ..registry import check
     detects="ledger.jsonl is missing where a sweep needs it, a line is not JSON, a row breaks the row schema, "
     "a run_id repeats, the last line is cut short, or a run_id cannot name a folder (`run-id-unusable`: absolute, "
     "with a path separator or `..`, a NUL, or longer than a file name may be; that row's run folder is never "
-    "opened).",
+    "opened). A sweep whose every run folder's process is still alive has no row due yet (rows are written "
+    "when a run ends): that passes.",
     why="Every sweep check reads the ledger; a dropped line hides exactly the run that went wrong, and a "
     "truncated last line means the writer is still appending or crashed mid-write.",
     example='ledger.jsonl:7 {"run_id": "cur-002-s0", "n_steps": 3, "durat',
@@ -98,7 +99,8 @@ RUN_ID_FIX = (
     "to carriage-return redraws (Rich) or to a terminal, and no newline-terminated step or loss line "
     "reached the file. A log whose tqdm redraws carry step and loss, or that has step lines beside its "
     "bars, passes; so does a line-based log that holds a single step so far (a bar whose lines end in "
-    "newlines, a run killed one step in): that is a slow or short run, not a logging problem.",
+    "newlines, a run killed one step in): that is a slow or short run, not a logging problem; so does a "
+    "log holding only the bar's first `0/N` redraw (no step has completed yet).",
     why="Without step lines nothing downstream can judge the run: no loss trend, no ETA, no stall "
     "detection; the runbook's monitor falls back to polling nvidia-smi.",
     example="logs/train.log:41 🚀 Starting training... (then 212 carriage-return redraws, no step line)",

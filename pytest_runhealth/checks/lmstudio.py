@@ -289,9 +289,10 @@ def _prelaunch_lmstudio_sweep(ctx) -> bool:
     phases=["prelaunch", "live"],
     verdicts=["infra"],
     detects="None of BRACKET_LMS_BIN, `lms` on PATH and ~/.lmstudio/bin/lms is an executable that starts "
-    "(each is tried with `lms version`). Checked only where LM Studio is used on this machine: a localhost "
-    "--lmstudio-url, BRACKET_LMS_BIN, a pid file of a process running here, a sweep whose ledger says "
-    "judge_method: lmstudio prepared here (-m prelaunch), or a sweep with a reachable local server. A server "
+    "(each is tried with `lms version`). Checked only where LM Studio is configured for this machine: a "
+    "localhost --lmstudio-url (with a sign the run is here, such as a pid file of a process running here), "
+    "BRACKET_LMS_BIN, a sweep whose ledger says judge_method: lmstudio prepared here (-m prelaunch), or a "
+    "sweep with a reachable local server. A live sweep alone is not LM Studio configured, and a server "
     "log copied from elsewhere (--lmstudio-log) says nothing about this machine.",
     why="Without the CLI the orchestrator falls back to an HTTP unload that LM Studio silently ignores, so the "
     "judge stays in VRAM after every scoring pass (RH402, RH101). The server log then says "
@@ -480,7 +481,8 @@ SERVER_ERROR_CAUSES = {
     ),
     "model-crashed": (
         "lmstudio-model-crashed",
-        'the model\'s engine process crashed ("The model has crashed", an exit code): most often it ran '
+        'the model\'s engine process crashed ("The model has crashed", an exit code, or CPython\'s "Fatal Python '
+        'error: Aborted" from the MLX engine): most often it ran '
         "out of VRAM or RAM while generating (lower the GPU offload or the context length, or pick a smaller "
         "quantisation), else an engine bug (update LM Studio's runtime). Reload the model: every request "
         "fails until it is loaded again.",
@@ -509,7 +511,8 @@ SERVER_ERROR_CAUSES = {
     detects='The LM Studio server log shows errors serving requests: a context overflow ("Trying to keep the '
     'first N tokens when context the overflows"), `received prediction-error`, `No models loaded. Please load a '
     "model` (just-in-time loading did not load the judge), a model that failed to load (`load-error`), or a model "
-    'that crashed ("The model has crashed"). Same '
+    'that crashed ("The model has crashed", or only CPython\'s "Fatal Python error: Aborted" / "Segmentation fault" '
+    "when the MLX engine dies mid-generation). Same "
     "inputs as RH405 (--lmstudio-log, a `*lmstudio*.log` in the run dir, the server's log folder). `Client "
     "disconnected` right after `Finished streaming response` is the normal end of a stream, not an error.",
     why="The client sees only an empty or error reply and the judge scores nothing (RH103/RH104); the server log is "

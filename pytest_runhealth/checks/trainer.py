@@ -37,13 +37,18 @@ def _tfevents(ctx, path: Path):
     "prefixes stripped and text glued after a progress bar split off; of interleaved ranks, the first to fail "
     "is the root. Causes: cuda-oom (CUDA old and new wording, HIP, MPS, XPU; the backend is named), "
     "host-oom (`MemoryError`, the OOM killer's bare `Killed`), dataloader-worker-killed, segfault, "
-    'nccl-timeout, disk-full (`[Errno 28]`), missing-model-file (also a trainer\'s own "model not found"), '
-    "missing-trainer-module (any `ModuleNotFoundError` that ends the run), fused-optimizer-keyerror, "
+    'nccl-timeout, disk-full (`[Errno 28]`, torch.save\'s `basic_ios::clear: iostream error` and `unexpected '
+    'pos`, `[Errno 27] File too large`), missing-model-file (also a trainer\'s own "model not found"), '
+    "missing-trainer-module (any `ModuleNotFoundError` that ends the run), nan-loss (detectron2's "
+    "`FloatingPointError: Loss became infinite or NaN`, a loss dict printing `tensor(nan`), killed-by-signal "
+    "(a signal reported only by a launcher: `exitcode: -9`, `return code = -9`, `died with <Signals.SIGKILL: 9>`, "
+    "`Signal 9 (SIGKILL) received by PID`), fused-optimizer-keyerror, "
     "tensorboard-logdir-not-directory, missing-cache-files, optimizer-scheduler-mismatch; with no known "
     "pattern, `unknown` quoting the root traceback's exception line (not the launcher's). Only the tail "
     "window is read. Only what follows the last training step counts: an error the run trained past "
     "(a handled fallback, an OOM hint, loss-scaler overflow skips, a NaN gradient norm) is not fatal, and "
-    "neither is another thread's traceback after the final step.",
+    "neither is another thread's traceback after the final step. The bar's closing redraw that tqdm prints "
+    "after a traceback when Python exits is no training step: the traceback before it counts.",
     why="A dead run's cause is in the last lines of its log, often inside a Rich box or behind a "
     "`[rank0]:` prefix; re-launching without reading it repeats the failure.",
     example="logs/train.log:212 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. "
