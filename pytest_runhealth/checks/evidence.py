@@ -122,10 +122,6 @@ def log_has_step_lines(ctx):
         how = "newline step lines" if scan.newline_step_lines else f"{source} progress redraws"
         return f"{distinct} steps read from {how} in {ctx.run_dir.rel(log)}"
     began = scan.started_line is not None or scan.redraws > 0 or bool(scan.steps)
-    if scan.steps and not points:
-        # tqdm draws "0/N" before the first step: a parsed bar with no step done yet is a young run whose
-        # later redraws will carry steps, not a log whose progress cannot be read.
-        return f"{ctx.run_dir.rel(log)} holds only the bar's first redraw (0/{scan.steps[-1].total}): no step has completed yet"
     if not began:
         return f"{ctx.run_dir.rel(log)} shows no sign that training began; nothing to parse yet"
     from ..status import facts
@@ -136,6 +132,10 @@ def log_has_step_lines(ctx):
         # that is RH201's finding, not a logging problem.
         return f"the run died before a second step (RH201: {fatal.cause}); no step lines were due"
     rel = ctx.run_dir.rel(log)
+    if scan.steps and not points and scan.redraws <= 2 and len(scan.steps) <= 2:
+        # tqdm draws "0/N" before the first step: a young run whose later redraws will carry steps, not a
+        # log whose progress cannot be read (many 0/N redraws with nothing else are still RH002's).
+        return f"{rel} holds only the bar's first redraw (0/{scan.steps[-1].total}): no step has completed yet"
     if scan.newline_step_lines:
         # Line-based, only short (a musubi bar whose lines end in newlines, killed a step in): the log is fine,
         # the run is slow or young; RH107 and RH208 judge that, and no flag would add step lines (issue 18).
