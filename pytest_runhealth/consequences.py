@@ -72,6 +72,9 @@ RELATIONS: tuple[Relation, ...] = (
         "the fatal error cut the checkpoint being saved short",
     ),
     Relation("RH203", "RH206", frozenset({"interrupted-save"}), "the process was killed while it saved a checkpoint"),
+    Relation(
+        "RH208", "RH206", frozenset({"interrupted-save"}), "the run was ended from outside while it saved a checkpoint"
+    ),
 )
 # Roots whose groups read "N of M runs died of <cause>"; others "N of M runs failed <check> <slug> (<cause>)".
 DEATHS = ("RH201", "RH102")

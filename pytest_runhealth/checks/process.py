@@ -154,6 +154,13 @@ def process_alive(ctx, processes):
     done = _finished(ctx, run)
     if done:
         return f"process {readable[0].pid} has exited, and the run finished: {done}"
+    row = run.row
+    if row is not None and (row.get("killed_by_timeout") is True or "timeout" in str(row.get("error") or "").lower()):
+        # The sweep stopped it on purpose: whether that came too early is RH101's, RH107's and RH204's call.
+        return (
+            f"process {readable[0].pid} was stopped by the sweep's wall clock (ledger.jsonl:{row.line}); "
+            "RH101/RH107 judge whether that was too early, RH204 whether it had stalled"
+        )
     writing = _still_writing(ctx, processes, run, [st.pidfile for st in readable])
     if writing and all(st.state != "zombie" for st in readable):  # a zombie is in this machine's process table
         ctx.skip(

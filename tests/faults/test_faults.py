@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -41,6 +42,7 @@ PY = sys.executable
 SCORES: list[dict] = []  # read by conftest.py's terminal summary
 # Short clocks for runs that last seconds: the checks' own thresholds, scaled down.
 CONFIG = """thresholds:
+  RH203: {writing_s: 1, writing_steps: 5}
   RH204: {min_stall_s: 1, stall_s_without_step_time: 2, pipe_silent_s: 1, pipe_silent_steps: 10}
 """
 # The checks whose failure on a run is an alarm. A healthy near-miss may fail none of them.
@@ -52,6 +54,9 @@ class Case:
     name: str
     build: str  # how the run dir is made (see BUILDERS)
     expect: list[tuple[str, str]] = field(default_factory=list)  # (check, cause) that must fail as a root
+    # A kill from outside leaves no word in the log: RH203 (the pid file's process is gone) or, where RH203
+    # cannot tell that the run stopped here, RH208 (short of its steps, something outside ended it).
+    expect_any: tuple[tuple[str, str], ...] = ()
     run: str | None = None  # the run (sweep) the expectation is about
     near_miss_of: str | None = None  # a healthy case: no alarm check may fail
     not_roots: tuple[str, ...] = ()  # checks that must not fail as a root of their own
@@ -89,8 +94,6 @@ def wait_for(pred, timeout: float = 30.0, every: float = 0.05) -> bool:
 
 
 def _stepped(log: Path, n: int):
-    import re
-
     def ok() -> bool:
         try:
             found = re.findall(rb"(\d+)/\d+ \[", log.read_bytes()[-4000:])
@@ -121,6 +124,9 @@ def killed_from_outside(run: Path, via: str) -> None:
 
 
 def sweep(session: Path, plan: list[dict]) -> None:
+    """Run the plan under the launcher. Run ids carry the case's name, so one watch over every case's run
+    dir names each run unambiguously."""
+    plan = [{**spec, "run_id": f"{session.name}.{spec['run_id']}"} for spec in plan]
     session.mkdir(parents=True, exist_ok=True)
     (session / "plan.json").write_text(json.dumps(plan))
     subprocess.run([PY, str(LAUNCHER), str(session), str(session / "plan.json")], env=_env(), timeout=120, check=True)
@@ -210,11 +216,12 @@ POSTMORTEM = [
     Case(
         "kill-during-save",
         "trainer:save-kill",
-        [("RH203", "process-gone")],
-        not_roots=("RH206", "RH208"),
+        expect_any=(("RH203", "process-gone"), ("RH208", "steps-incomplete")),
+        not_roots=("RH206",),
+        not_in_advice=".tmp",
         doc="SIGKILL while safetensors writes its .tmp file",
     ),
-    Case("sigkill-silent", "kill:bare", [("RH203", "process-gone")], not_roots=("RH208",)),
+    Case("sigkill-silent", "kill:bare", expect_any=(("RH203", "process-gone"), ("RH208", "steps-incomplete"))),
     Case("sigkill-bash-killed", "kill:bash", [("RH201", "host-oom")], doc="bash's `Killed` glued to the bar"),
     Case("sigkill-launcher", "kill:launcher", [("RH201", "killed-by-signal")], doc="died with <Signals.SIGKILL: 9>"),
     Case("sweep-healthy", "sweep-healthy", near_miss_of="sweep faults", doc="a knob value that trains fine"),
@@ -277,12 +284,40 @@ def postmortem(tmp_path_factory) -> dict[str, list[dict]]:
     for res in doc["results"]:
         out.setdefault(res.get("run_dir") or "", []).append(res)
     out["__timing__"] = [{"built_s": built, "judged_s": time.time() - started - built}]
+    # The same run dirs under `pytest-runhealth watch`: every run has ended, so it judges, says what failed
+    # (consequences folded under their root) and stops.
+    cmd = [PY, "-m", "pytest_runhealth.cli", "watch", *map(str, runs), "--every", "0.5", "--runhealth-config", str(cfg)]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, env=_env(), check=False)
+    out["__watch__"] = parse_watch(proc.stdout + proc.stderr)
     return out
+
+
+WATCH_LINE = re.compile(
+    r"^\[[\d:]+\] (?P<check>RH\d+) \S+ \[(?P<run>[^\]]+)\]: (?:\w+ -> )?failed"
+    r"(?:: \[[\w-]+/(?P<cause>[\w-]+)\]| \(consequence of (?P<root>RH\d+))",
+    re.M,
+)
+
+
+def parse_watch(text: str) -> list[dict]:
+    """The failures a watch printed, as result-like dicts (check, run, cause, consequence_of)."""
+    return [
+        {
+            "check": m["check"],
+            "run": m["run"],
+            "cause": m["cause"],
+            "outcome": "failed",
+            "consequence_of": m["root"],
+            "summary": m.group(0),
+        }
+        for m in WATCH_LINE.finditer(text)
+    ]
 
 
 def score(case: Case, results: list[dict], mode: str) -> tuple[bool, str]:
     """Whether the plugin said what the case documents, and what it said."""
-    mine = [r for r in results if case.run is None or r.get("run") == case.run]
+    target = f"{case.name}.{case.run}" if case.run else None
+    mine = [r for r in results if target is None or r.get("run") == target]
     failed = [r for r in mine if r["outcome"] == "failed"]
     roots = {(r["check"], r.get("cause")) for r in failed if not r.get("consequence_of")}
     said = ", ".join(sorted(f"{c}:{k}" for c, k in roots)) or "no alarm"
@@ -290,6 +325,8 @@ def score(case: Case, results: list[dict], mode: str) -> tuple[bool, str]:
     for want in case.expect:
         if want not in roots:
             problems.append(f"missing {want[0]}:{want[1]}")
+    if case.expect_any and not any(want in roots for want in case.expect_any):
+        problems.append("missing one of " + ", ".join(f"{c}:{k}" for c, k in case.expect_any))
     for check in case.not_roots:
         if any(c == check for c, _ in roots):
             problems.append(f"{check} a root of its own")
@@ -307,7 +344,9 @@ def score(case: Case, results: list[dict], mode: str) -> tuple[bool, str]:
         {
             "case": case.name,
             "mode": mode,
-            "expect": ", ".join(f"{c}:{k}" for c, k in case.expect) or "no alarm",
+            "expect": ", ".join(f"{c}:{k}" for c, k in case.expect)
+            or " or ".join(f"{c}:{k}" for c, k in case.expect_any)
+            or "no alarm",
             "said": said,
             "ok": ok,
             "why": "; ".join(problems),
@@ -319,6 +358,18 @@ def score(case: Case, results: list[dict], mode: str) -> tuple[bool, str]:
 @pytest.mark.parametrize("case", POSTMORTEM, ids=[c.name for c in POSTMORTEM])
 def test_postmortem(case: Case, postmortem):
     ok, said = score(case, postmortem[case.name], "post-mortem")
+    assert ok, f"{case.name}: {said}"
+
+
+@pytest.mark.parametrize("case", POSTMORTEM, ids=[c.name for c in POSTMORTEM])
+def test_postmortem_under_watch(case: Case, postmortem):
+    lines = postmortem["__watch__"]
+    if case.run:
+        mine = [r for r in lines if r["run"] == f"{case.name}.{case.run}"]
+    else:  # the run itself, or any run of its sweep
+        mine = [r for r in lines if r["run"] == case.name or r["run"].startswith(case.name + ".")]
+    probe = Case(case.name, case.build, case.expect, case.expect_any, None, case.near_miss_of, case.not_roots, None)
+    ok, said = score(probe, mine, "watch")
     assert ok, f"{case.name}: {said}"
 
 

@@ -81,7 +81,7 @@ def main() -> int:
     ap.add_argument("run")
     ap.add_argument("fault")
     ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--dt", type=float, default=0.01)
+    ap.add_argument("--dt", type=float, default=0.03)
     ap.add_argument("--at", type=int, default=30)
     ap.add_argument("--slow", type=float, default=40.0)
     ap.add_argument("--save-every", type=int, default=20)
