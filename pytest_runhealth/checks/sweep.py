@@ -276,8 +276,8 @@ def _log_rate(run_dir, run) -> float | None:
     log = run.main_log if run is not None else None
     if log is None:
         return None
-    pts = _timed_points(run_dir.log_scan(log))
-    return statistics.median(p.sec_per_step for p in pts) if pts else None
+    times: list[float] = [p.sec_per_step for p in _timed_points(run_dir.log_scan(log)) if p.sec_per_step]
+    return statistics.median(times) if times else None
 
 
 def _row_rate(row: LedgerRow | None) -> float | None:
@@ -295,6 +295,7 @@ def slowdown(ctx, run, row: LedgerRow | None, ref_row: LedgerRow | None = None) 
         own = _row_rate(row)
         own_from = "duration_s / n_steps in its ledger row"
     medians = {k: v for k, v in _healthy_step_times(ctx.run_dir).items() if run is None or k != run.name}
+    ref: float | None
     if medians:
         ref, ref_from = statistics.median(medians.values()), f"the median of {len(medians)} healthy run log(s)"
     else:
