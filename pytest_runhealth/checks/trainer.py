@@ -37,7 +37,7 @@ def _tfevents(ctx, path: Path):
     "prefixes stripped and text glued after a progress bar split off; of interleaved ranks, the first to fail "
     "is the root. Causes: cuda-oom (CUDA old and new wording, HIP, MPS, XPU; the backend is named), "
     "host-oom (`MemoryError`, the OOM killer's bare `Killed`), dataloader-worker-killed, segfault, "
-    'nccl-timeout, disk-full (`[Errno 28]`, torch.save\'s `basic_ios::clear: iostream error` and `unexpected '
+    "nccl-timeout, disk-full (`[Errno 28]`, torch.save's `basic_ios::clear: iostream error` and `unexpected "
     'pos`, `[Errno 27] File too large`), missing-model-file (also a trainer\'s own "model not found"), '
     "missing-trainer-module (any `ModuleNotFoundError` that ends the run), nan-loss (detectron2's "
     "`FloatingPointError: Loss became infinite or NaN`, a loss dict printing `tensor(nan`), killed-by-signal "
@@ -72,6 +72,15 @@ def trainer_error(ctx):
         summary = f"the run stopped at a traceback ({where}) that matches no known pattern: {root}"
     else:
         summary = f"the run died of {err.describe()} ({where}): {root}"
+    fix = err.fix
+    if err.cause == "disk-full" and re.search(r"Errno 27|code: 27|FileTooLarge|File too large", root):
+        # errno 27 (EFBIG) is a size limit, not a full disk: CPython ignores SIGXFSZ, so the write fails.
+        summary += "\n(errno 27: a file-size limit was reached, not necessarily a full disk)"
+        fix = (
+            "a file grew past a size limit (errno 27, EFBIG): check `ulimit -f` (RLIMIT_FSIZE, often set by a "
+            "scheduler or container) and the filesystem's maximum file size (FAT32: 4 GiB); raise the limit or "
+            "write the checkpoint elsewhere. The checkpoint being written is truncated (RH206)."
+        )
     if err.consequences:
         summary += (
             "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
@@ -81,7 +90,7 @@ def trainer_error(ctx):
             for tl in err.consequences[-2:]
             if ctx.evidence(f.log, tl.line, tl.text) not in evidence
         ]
-    return ctx.fail(err.verdict, err.cause, summary, evidence, fix=err.fix)
+    return ctx.fail(err.verdict, err.cause, summary, evidence, fix=fix)
 
 
 # -- RH202 --------------------------------------------------------------------------
