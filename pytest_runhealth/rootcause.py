@@ -70,7 +70,8 @@ CAUSES: dict[str, Cause] = {
         "a DataLoader worker process was killed (almost always by the OOM killer, or /dev/shm too small in a "
         "container): lower --max_data_loader_n_workers / num_workers, raise the container's --shm-size, or disable "
         "persistent workers.",
-        "a DataLoader worker process died (`is killed by signal`, `exited unexpectedly`)",
+        "a DataLoader worker process died (`is killed by signal`, `exited unexpectedly`, a `BrokenProcessPool`, a "
+        "worker's bus error)",
     ),
     "segfault": Cause(
         "infra",
@@ -141,7 +142,8 @@ CAUSES: dict[str, Cause] = {
         "with a lower learning rate, bf16 instead of fp16 (or a loss scaler), gradient clipping, and check the data "
         "for broken samples (RH202 names the first non-finite step).",
         "the run stopped on a non-finite loss (`FloatingPointError: Loss became infinite or NaN`, a loss dict "
-        "printing `tensor(nan`)",
+        "printing `tensor(nan`, Lightning's `The loss returned in training_step is nan`, autograd's anomaly "
+        "mode `returned nan values`, Keras' `Invalid loss, terminating training`)",
     ),
     "unknown": Cause(
         "infra",
@@ -270,7 +272,12 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "dataloader-worker-killed",
-        _r(r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)"),
+        _r(
+            r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)|"
+            # concurrent.futures' pool, and PyTorch's worker bus error (a /dev/shm too small)
+            r"BrokenProcessPool\b|A process in the process pool was terminated abruptly|"
+            r"Unexpected bus error encountered in worker"
+        ),
         "dataloader-worker-killed",
         ROOT,
         anywhere=True,
@@ -311,7 +318,11 @@ ROWS: tuple[Row, ...] = (
     Row(
         "nan-loss",
         _r(
-            r"Loss became infinite or NaN|FloatingPointError\b.*\b(?:nan|NaN|inf)|loss\w*['\"]?\s*[:=]\s*tensor\((?:nan|inf)\b"
+            r"Loss became infinite or NaN|FloatingPointError\b.*\b(?:nan|NaN|inf)|loss\w*['\"]?\s*[:=]\s*tensor\((?:nan|inf)\b|"
+            # Lightning's finite-loss check, torch.autograd's anomaly mode, Keras' TerminateOnNaN, DINO/MAE's stop
+            r"The loss returned in `training_step` is (?:nan|inf|tensor\((?:nan|inf))|"
+            r"Function '\w+' returned nan values in its \d+(?:st|nd|rd|th) output|"
+            r"Batch \d+: Invalid loss, terminating training|Loss is (?:nan|inf|NaN), stopping training"
         ),
         "nan-loss",
         ROOT,
@@ -381,13 +392,22 @@ HINTS: dict[str, tuple[str, ...]] = {
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
     "wrapper-signal": ("-9", "-15", "-6", "signals.sig", "received by pid", "with signal sig", "137", "143"),
     "paddle-oom": ("out of memory error on gpu",),
-    "nan-loss": ("infinite or nan", "floatingpointerror", "tensor(nan", "tensor(inf"),
+    "nan-loss": (
+        "infinite or nan",
+        "floatingpointerror",
+        "tensor(nan",
+        "tensor(inf",
+        "training_step",
+        "returned nan values",
+        "invalid loss",
+        "stopping training",
+    ),
     "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror", "cublas_status_alloc"),
     "ray-memory-monitor": ("memory pressure", "memory usage threshold", "ray killed", "outofmemoryerror"),
     "torchrun-summary": ("exitcode", "to enable traceback"),
     "oom-killer": ("killed", "oom-kill", "已杀死", "oom_kill", "srun"),
     "xla-oom": ("exhausted", "oom when allocating"),
-    "dataloader-worker-killed": ("dataloader worker",),
+    "dataloader-worker-killed": ("dataloader worker", "brokenprocesspool", "terminated abruptly", "bus error"),
     "segfault": ("segmentation", "sigsegv"),
     "nccl-timeout": ("watchdog", "nccl", "timeout"),
     "disk-full": (

@@ -606,3 +606,28 @@ def test_tqdm_closing_redraw_after_a_traceback_does_not_hide_it(tmp_path):
     more = "\r" + bar.replace("29/100", "30/100") + "\r" + bar.replace("29/100", "31/100") + "\n"
     handled = "WARNING:root:retrying after\n" + tb.replace("KeyError: 'k'", "KeyError: 'k' (retrying)")
     assert _diagnose_text(tmp_path / "b.log", "\r" + bar + "\n" + handled + more) is None
+
+
+ISSUE25_MORE = [
+    # Lightning's check_finite_loss, torch.autograd.detect_anomaly, Keras' TerminateOnNaN (library source wordings)
+    ("ValueError: The loss returned in `training_step` is nan or inf.", "nan-loss"),
+    ("RuntimeError: Function 'PowBackward0' returned nan values in its 0th output.", "nan-loss"),
+    # concurrent.futures.process (CPython's wording)
+    (
+        "concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly "
+        "while the future was running or pending.",
+        "dataloader-worker-killed",
+    ),
+]
+
+
+@pytest.mark.parametrize("line,cause", ISSUE25_MORE, ids=[c + str(i) for i, (_, c) in enumerate(ISSUE25_MORE)])
+def test_issue25_more_wordings(tmp_path, line, cause):
+    body = "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nTraceback (most recent call last):\n"
+    body += '  File "train.py", line 3, in <module>\n    main()\n' + line + "\n"
+    assert _diagnose_text(tmp_path / "x.log", body) == cause
+
+
+def test_a_handled_nan_message_is_not_a_nan_death(tmp_path):
+    body = "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nWARNING: loss is nan, skipping batch\n"
+    assert _diagnose_text(tmp_path / "x.log", body) is None
