@@ -65,6 +65,8 @@ RELATIONS: tuple[Relation, ...] = (
     # issue 25: a run killed after it hung, and a save cut short by the death that ended the run
     Relation("RH204", "RH203", None, "the process is gone because it was killed after it stopped advancing"),
     Relation("RH204", "RH208", None, "the run stopped advancing long before it was killed short of its steps"),
+    Relation("RH204", "RH101", None, "a handful of steps before the wall clock, because the run stopped advancing"),
+    Relation("RH204", "RH102", None, "the run hung before its log showed a step; the wall clock ended it"),
     Relation(
         "RH201",
         "RH206",

@@ -367,6 +367,7 @@ def _kill_evidence(ctx, run) -> tuple[str, Evidence | None, float | None] | None
 
 
 def _row_end(row) -> float | None:
+    """When the ledger says the run ended: finished_at, else started_at + duration_s."""
     from datetime import datetime
 
     for key in ("finished_at", "ended_at", "end_time"):
@@ -376,7 +377,27 @@ def _row_end(row) -> float | None:
                 return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
             except ValueError:
                 continue
+    start, took = _row_start(row), row.get("duration_s")
+    if start is not None and isinstance(took, (int, float)) and not isinstance(took, bool):
+        return start + float(took)
     return None
+
+
+def _event_progress(ctx, run) -> tuple[int, float, object] | None:
+    """(last step, when the event files were last written, the newest file) from the run's event files:
+    where the log shows no step (a trainer whose output went to a pipe nobody read), the event writer
+    still recorded how far it got. The file's mtime lags its last event by at most the writer's flush
+    interval, which only makes the silence look shorter."""
+    from ..tfevents import read_event_file
+
+    best = None
+    for path in run.event_files:
+        read = ctx.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p))
+        steps = [series.steps[-1] for series in read.scalars.values() if len(series.steps)]
+        written = mtime(path)
+        if steps and written and (best is None or written > best[1]):
+            best = (max(steps), written, path)
+    return best
 
 
 def _stalled_before_kill(ctx, run, statuses):
@@ -386,7 +407,7 @@ def _stalled_before_kill(ctx, run, statuses):
 
     f = facts(run)
     if f.last is None:
-        ctx.skip("no live process and no training step in the log: nothing to judge a stall by")
+        return _stalled_by_events(ctx, run)
     if f.finished:
         return f"the run reached its last step ({f.last.step}); no live process to judge"
     kill = _kill_evidence(ctx, run)
@@ -440,6 +461,35 @@ def _stalled_before_kill(ctx, run, statuses):
         f"for {_ago(silent)} before it was killed ({how}); {basis}. The limit is {_ago(limit)} "
         f"({ctx.thresholds['stall_factor']} × {step_basis}, at least {floor:.0f} s): it hung, it was not slow.",
         [ctx.evidence(f.log, f.last.line, f"{last_text} (the last step)"), kill_ev] if kill_ev else [],
+    )
+
+
+def _stalled_by_events(ctx, run):
+    """Post-mortem stall from the event files when the log shows no step (see RH204)."""
+    kill = _kill_evidence(ctx, run)
+    progress = _event_progress(ctx, run)
+    if kill is None or progress is None:
+        ctx.skip("no live process and no training step in the log or an event file: nothing to judge a stall by")
+    how, kill_ev, end = kill
+    step, written, path = progress
+    start = _row_start(run.row)
+    if end is None or written > end + REUSE_SLACK_S or (start is not None and written < start - REUSE_SLACK_S):
+        ctx.skip(f"killed ({how}), but the event files' time cannot be set against the end the ledger records")
+    silent = max(0.0, end - written)
+    limit = max(float(ctx.thresholds["min_stall_s"]), float(ctx.thresholds["stall_s_without_step_time"]))
+    if silent <= limit:
+        return f"killed ({how}); its event file was last written {_ago(silent)} before the end, within {_ago(limit)}"
+    rel = ctx.run_dir.rel(path)
+    return ctx.fail(
+        "infra",
+        "stalled",
+        f"the run stopped advancing at step {step} (the last step in {rel}; its log shows no step) and was silent "
+        f"for {_ago(silent)} before it was killed ({how}): the event file was last written {_ago(silent)} before "
+        f"the end the ledger records. The limit is {_ago(limit)} (no step time in the log). A trainer whose output "
+        "went to a pipe nobody read stops exactly like this (RH204 names it live).",
+        [ctx.evidence(path, None, f"last step {step}, last written {_ago(silent)} before the end"), kill_ev]
+        if kill_ev
+        else [],
     )
 
 

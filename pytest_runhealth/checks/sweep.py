@@ -187,6 +187,12 @@ def step_count_collapse(ctx):
         return None
     ref, collapsed, places = _collapse_story(ctx, th)
     if ref is None or row.line not in places:
+        # A knob's collapse does not need a fully trained run before it (the VRAM leak does): any run that
+        # trained fully, wherever it sits in the ledger, shows the value is the difference.
+        anywhere = [r for r in ctx.ledger if _collapsed(r, th)]
+        knob = _shared_knob(ctx, anywhere) if row.line in {r.line for r in anywhere} else None
+        if knob is not None:
+            return _knob_finding(ctx, row, knob, anywhere)
         return (
             f"{row.run_id} hit the wall clock after {row.get('n_steps')} steps, but no earlier run of the "
             "sweep trained fully, so this is not the step-count collapse (see RH107 for slow steps)."
@@ -220,21 +226,7 @@ def step_count_collapse(ctx):
         return ctx.fail("infra", "vram-leak-step-collapse", summary, evidence + judge)
     knob = _shared_knob(ctx, collapsed)
     if knob is not None:
-        key, value, healthy = knob
-        shown = ", ".join(_show(v) for v in healthy[:4]) or "(unset)"
-        summary += (
-            f"\nEvery collapsed run ({len(collapsed)}) has {key} = {_show(value)}, a value no run that trained fully "
-            f"used (they had {shown}): the knob, not the machine."
-        )
-        return ctx.fail(
-            "config",
-            "config-knob",
-            summary,
-            evidence,
-            fix=f"Take {key} = {_show(value)} out of the search space, or give it its own wall clock: with it, a "
-            "step is orders of magnitude slower (block swap, CPU offload or a gradient-checkpointing mode that "
-            "moves weights every step).",
-        )
+        return _knob_finding(ctx, row, knob, collapsed, summary, evidence)
     summary += (
         "\nChecked for evidence of a cause: no LM Studio unload no-op in a server log under the run dir, no "
         "resident judge or VRAM reading from the live probes, no config knob that the collapsed runs share and "
@@ -307,23 +299,53 @@ def slowdown(ctx, run, row: LedgerRow | None, ref_row: LedgerRow | None = None) 
 
 
 def _shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] | None:
-    """A config knob whose value every collapsed run has and no fully trained run has."""
+    """A config knob whose value every collapsed run has and no fully trained
+    run has. A knob different on every healthy run (a seed, an output name)
+    says nothing; one collapsed run names a knob only when it is its only
+    difference (with one run, "shared" proves nothing)."""
     configs = [r.get("config") for r in collapsed]
     if not configs or not all(isinstance(c, dict) for c in configs):
         return None
     healthy = [r.get("config") for r in ctx.ledger if _finished_ok(r) and isinstance(r.get("config"), dict)]
     if not healthy:
         return None
-    first = configs[0]
-    for key, value in first.items():
+    found = []
+    for key, value in configs[0].items():
         if key in ("seed", "output_name", "output_dir", "run_id"):
             continue
-        if all(_knob(c.get(key, _ABSENT)) == _knob(value) for c in configs[1:]) and all(
-            _knob(h.get(key, _ABSENT)) != _knob(value) for h in healthy
-        ):
-            seen = {_knob(h.get(key)): h.get(key) for h in healthy}
-            return key, value, list(seen.values())
-    return None
+        if not all(_knob(c.get(key, _ABSENT)) == _knob(value) for c in configs[1:]):
+            continue
+        if any(_knob(h.get(key, _ABSENT)) == _knob(value) for h in healthy):
+            continue
+        seen = {_knob(h.get(key, _ABSENT)): h.get(key) for h in healthy}
+        if len(healthy) > 1 and len(seen) == len(healthy):
+            continue
+        found.append((key, value, list(seen.values())))
+    if not found or (len(configs) < 2 and len(found) > 1):
+        return None
+    return found[0]
+
+
+def _knob_finding(ctx, row: LedgerRow, knob, collapsed: list[LedgerRow], summary: str = "", evidence=None):
+    key, value, healthy = knob
+    shown = ", ".join(_show(v) for v in healthy[:4]) or "(unset)"
+    if not summary:
+        summary = f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(finite_number(row.get('duration_s')))} (the wall clock)."
+    summary += (
+        f"\nEvery collapsed run ({len(collapsed)}) has {key} = {_show(value)}, a value no run that trained fully "
+        f"used (they had {shown}): the knob, not the machine."
+    )
+    fields = ("n_steps", "duration_s", "killed_by_timeout", "error", "wall_secs", "exit_code")
+    ev = evidence if evidence is not None else [_quote_row(ctx, row, *fields)]
+    return ctx.fail(
+        "config",
+        "config-knob",
+        summary,
+        ev,
+        fix=f"Take {key} = {_show(value)} out of the search space, or give it its own wall clock: with it, a "
+        "step is orders of magnitude slower (block swap, CPU offload or a gradient-checkpointing mode that "
+        "moves weights every step).",
+    )
 
 
 # -- RH102 ------------------------------------------------------------------------------

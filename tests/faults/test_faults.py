@@ -176,6 +176,9 @@ def build(case: Case, root: Path) -> Path:
         )
     elif b == "sweep-stall":
         sweep(run, [BASE, {"run_id": "cand-000", "fault": "hang", "args": ["--at", "5"], "wall_secs": 4}])
+    elif b == "sweep-pipe":
+        spew = {"run_id": "cand-000", "fault": "spew", "args": ["--steps", "400"], "pipe": True, "wall_secs": 8}
+        sweep(run, [BASE, spew])
     elif b == "sweep-slow-steady":
         plan = [BASE, {"run_id": "cand-000", "fault": "slow", "args": ["--at", "1", "--slow", "10"], "wall_secs": 4}]
         sweep(run, plan)
@@ -232,6 +235,14 @@ POSTMORTEM = [
         run="cand-000",
         not_roots=("RH101", "RH203", "RH208"),
         doc="hangs at step 5, killed by the wall clock",
+    ),
+    Case(
+        "sweep-pipe-killed",
+        "sweep-pipe",
+        [("RH204", "stalled")],
+        run="cand-000",
+        not_roots=("RH101", "RH102", "RH203", "RH208"),
+        doc="stdout=PIPE never read, then the wall clock: the log is empty, the event file says how far it got",
     ),
     Case(
         "sweep-slow-killed",
