@@ -29,6 +29,12 @@ tensorboard's own EventFileWriter, saves step checkpoints with safetensors
 ``spew``       like ``finish``, but prints a line of chatter per step to stdout
                (under a pipe nobody reads this fills the pipe and blocks)
 =============  ==============================================================
+
+``--ckpt-kb N`` pads each step checkpoint to about N KiB: on a tiny filesystem
+(the suite mounts a tmpfs where it may) the second save finds the disk full.
+
+=============  ==============================================================
+=============  ==============================================================
 """
 
 from __future__ import annotations
@@ -49,7 +55,8 @@ def save_checkpoint(folder: Path, step: int, weights) -> Path:
     from safetensors.numpy import save_file
 
     path = folder / f"lora-step{step:08d}.safetensors"
-    save_file({"lora_down.weight": weights}, str(path))
+    tensors = weights if isinstance(weights, dict) else {"lora_down.weight": weights}
+    save_file(tensors, str(path))
     return path
 
 
@@ -87,6 +94,7 @@ def main() -> int:
     ap.add_argument("--save-every", type=int, default=20)
     ap.add_argument("--knob", action="append", default=[])
     ap.add_argument("--own-log", action="store_true", help="also write step lines to logs/train.log (a logging file)")
+    ap.add_argument("--ckpt-kb", type=int, default=0, help="pad each checkpoint to about this many KiB")
     a = ap.parse_args()
     run = Path(a.run)
     logs = run / "logs"
@@ -177,7 +185,8 @@ def main() -> int:
         writer.add_event(ev)
         if a.save_every and step % a.save_every == 0 and step != a.steps:
             print(f"\nsaving checkpoint: {run / f'lora-step{step:08d}.safetensors'}", file=sys.stderr, flush=True)
-            save_checkpoint(run, step, w)
+            pad = np.zeros((a.ckpt_kb * 256,), dtype=np.float32) if a.ckpt_kb else None
+            save_checkpoint(run, step, w if pad is None else {"w": w, "pad": pad})
     bar.close()
     writer.close()
     from safetensors.numpy import save_file
