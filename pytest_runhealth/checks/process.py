@@ -354,6 +354,7 @@ def _kill_evidence(ctx, run) -> tuple[str, Evidence | None, float | None] | None
             }
             ev = ctx.evidence(ctx.run_dir.rel(ctx.run_dir.ledger_path), row.line, json.dumps(keep, default=str))
             return "; ".join(how) + f" (ledger.jsonl:{row.line})", ev, end
+        return None  # the sweep recorded an end, and it was no kill
     from ..status import facts
 
     f = facts(run)
@@ -405,6 +406,10 @@ def _stalled_before_kill(ctx, run, statuses):
     from ..status import facts
     from ..status import steady_step_time as steady
 
+    row = run.row
+    if row is not None and _kill_evidence(ctx, run) is None:
+        # Most rows of a large sweep: an end that was no kill, said by the row alone (no log is read).
+        ctx.skip(f"no live process, and ledger.jsonl:{row.line} records an end that was no kill")
     f = facts(run)
     if f.last is None:
         return _stalled_by_events(ctx, run)
@@ -419,7 +424,6 @@ def _stalled_before_kill(ctx, run, statuses):
     sec, _n = steady(f.points)
     gaps: list[tuple[float, str]] = []
     written = mtime(f.log) if f.log is not None else 0.0
-    row = run.row
     if end is not None and written and written <= end + REUSE_SLACK_S:
         start = _row_start(row)
         if start is None or written >= start - REUSE_SLACK_S:

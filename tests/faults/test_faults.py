@@ -14,7 +14,7 @@ The finished runs are judged post-mortem in one pytest session (a session
 per case costs ~1 s each); the live ones (a hang, a pipe deadlock, a healthy
 live sweep) with ``-m live`` while their process runs, and under
 ``pytest-runhealth watch``. Each case is scored against its expectation and
-the score table is printed at the end of the session (conftest.py)."""
+the score table is printed at the end of the session (ScoreTable)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ REPO = HERE.parent.parent
 TRAINER = HERE / "trainer.py"
 LAUNCHER = HERE / "launcher.py"
 PY = sys.executable
-SCORES: list[dict] = []  # read by conftest.py's terminal summary
+SCORES: list[dict] = []  # printed by ScoreTable at the end of the session
 SKIPPED: dict[str, str] = {}  # cases this machine cannot build, and why
 # Short clocks for runs that last seconds: the checks' own thresholds, scaled down.
 CONFIG = """thresholds:
@@ -48,6 +48,33 @@ CONFIG = """thresholds:
 """
 # The checks whose failure on a run is an alarm. A healthy near-miss may fail none of them.
 ALARM_CHECKS = ("RH101", "RH102", "RH105", "RH107", "RH108", "RH201", "RH202", "RH203", "RH204", "RH206", "RH208")
+
+
+class ScoreTable:
+    """Prints the score table at the end of the session. Registered by the fixture below rather than
+    in a conftest.py: a second conftest module would shadow tests/conftest.py for `from conftest import`."""
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not SCORES:
+            return
+        tr = terminalreporter
+        tr.write_sep("-", "fault injection: real processes, real faults")
+        width = max(len(s["case"]) for s in SCORES)
+        tr.write_line(f"{'case':<{width}}  {'mode':<11}  {'expected':<34}  {'right':<5}  said")
+        for s in SCORES:
+            tr.write_line(
+                f"{s['case']:<{width}}  {s['mode']:<11}  {s['expect']:<34}  {'yes' if s['ok'] else 'NO':<5}  "
+                f"{s['said'][:90]}" + (f"  [{s['why'][:120]}]" if s["why"] else "")
+            )
+        tr.write_line(f"score: {sum(s['ok'] for s in SCORES)} of {len(SCORES)} right")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def score_table(request):
+    name = "runhealth-fault-score-table"
+    if request.config.pluginmanager.get_plugin(name) is None:
+        request.config.pluginmanager.register(ScoreTable(), name)
+    yield
 
 
 @dataclass
