@@ -582,6 +582,16 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     found = _read(lines, finished)
     if finished or not after_line or (found is not None and found.cause != "unknown"):
         return found
+    # tqdm redraws its bars once more when the interpreter exits on an exception (each bar is closed at
+    # exit, after the traceback was printed): the log ends in bar-only lines right after a traceback.
+    # Those redraws are no training step; the traceback before them is where the run died, known
+    # pattern or not (several lines when nested bars, an epoch bar and a step bar, are closed).
+    suffix = _closing_suffix(tail)
+    if found is None and suffix is not None and suffix <= after_line:
+        prev = next((tl.line for tl in reversed(tail.lines) if tl.line < suffix and BAR_END.search(tl.text)), 0)
+        closed = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < suffix], finished)
+        if closed is not None:
+            return closed
     # Nothing known after the last step (nothing at all, or only a launcher's wrapper or an
     # unknown traceback). stdout and stderr interleave, so a death printed just before the last
     # bar redraw is still the end: read the lines between the bar before it and it, but only a
@@ -591,8 +601,7 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     # tqdm redraws its bar once more when the interpreter exits on an exception (the bar's close, run at
     # exit): a traceback, then one lone redraw as the log's last line. That redraw is no training step;
     # the traceback before it is where the run died, known pattern or not.
-    closing = before is not None and found is None and _closing_redraw(tail, after_line)
-    if before is None or (before.cause == "unknown" and not closing):
+    if before is None or before.cause == "unknown":
         return found
     if found is not None:
         before.consequences = before.consequences + [
@@ -601,19 +610,37 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     return before
 
 
-def _closing_redraw(tail: LogTail, after_line: int) -> bool:
-    """Whether the line of the last step is a bar's closing redraw: the log's
-    last non-empty line, a single bar with nothing glued after it, printed
-    right after a traceback (the line before it ends one)."""
-    rest = [tl for tl in tail.lines if tl.line >= after_line and tl.text.strip()]
-    if len(rest) != 1 or rest[0].line != after_line:
-        return False
-    text = rest[0].text
-    ends = list(BAR_END.finditer(text))
-    if len(ends) != 1 or text[ends[0].end() :].strip() or "\r" in text.strip("\r\n")[: ends[0].start()]:
-        return False
-    prior = [tl for tl in tail.lines if tl.line < after_line and tl.text.strip()]
-    return bool(prior) and EXCEPTION_LINE.search(strip_prefix(prior[-1].text)[0]) is not None
+def _bar_names(text: str) -> list[str] | None:
+    """The bars a line redraws (their descriptions), or None when it holds
+    anything else: a line of nothing but ``\\r``-separated bar redraws."""
+    segments = [seg for seg in text.split("\r") if seg.strip()]
+    names = []
+    for seg in segments:
+        ends = list(BAR_END.finditer(seg))
+        if len(ends) != 1 or seg[ends[0].end() :].strip():
+            return None
+        names.append(re.sub(r"\s*\d{1,3}%\s*$", "", seg[: ends[0].start()].split("|")[0]).strip())
+    return names or None
+
+
+def _closing_suffix(tail: LogTail) -> int | None:
+    """The first line of the bar-only lines that end the log, when the line
+    before them ends a traceback (its exception line) and no bar is redrawn
+    twice among them (a bar that advanced after the traceback is training
+    that went on); else None."""
+    lines = [tl for tl in tail.lines if tl.text.strip()]
+    k, seen = len(lines), []
+    while k > 0 and len(lines) - k < 4:
+        names = _bar_names(lines[k - 1].text)
+        if names is None:
+            break
+        seen += names
+        k -= 1
+    if k == len(lines) or k == 0 or len(set(seen)) != len(seen):
+        return None
+    if EXCEPTION_LINE.search(strip_prefix(lines[k - 1].text)[0]) is None:
+        return None
+    return lines[k].line
 
 
 def _read(lines: list[Line], finished: bool) -> RootCause | None:

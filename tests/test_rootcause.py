@@ -631,3 +631,12 @@ def test_issue25_more_wordings(tmp_path, line, cause):
 def test_a_handled_nan_message_is_not_a_nan_death(tmp_path):
     body = "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nWARNING: loss is nan, skipping batch\n"
     assert _diagnose_text(tmp_path / "x.log", body) is None
+
+
+def test_nested_bars_closed_after_a_traceback(tmp_path):
+    """An epoch bar and a step bar both redrawn at exit, after the traceback."""
+    step = "steps:  29%|##9       | 29/100 [00:01<00:03, 20.00it/s, avr_loss=0.05]"
+    epoch = "epoch:   0%|          | 0/3 [00:01<?, ?it/s]"
+    tb = "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    x = cfg['k']\nKeyError: 'k'\n"
+    log = "\r" + epoch + "\n\r" + step + "\n" + tb + "\r" + step + "\n\r" + epoch + "\n"
+    assert _diagnose_text(tmp_path / "a.log", log) == "unknown"
