@@ -358,13 +358,36 @@ def _kill_evidence(ctx, run) -> tuple[str, Evidence | None, float | None] | None
     from ..status import facts
 
     f = facts(run)
+    if f.log is None or f.error:
+        return None
+    from ..rootcause import logical_lines
+
+    after = f.last.line if f.last is not None else 0
+    # What follows the last step, text glued after its bar included (a launcher's line without a newline).
+    tail = [ln.tail for ln in logical_lines(ctx.run_dir.log_tail(f.log), after)]
+    line = None
     if f.fatal is not None and f.fatal.cause == "killed-by-signal":
-        return (
-            f"its log reports the kill: {f.fatal.line.text.strip()[:120]}",
-            ctx.evidence(f.log, f.fatal.line.line, f.fatal.line.text),
-            None,
-        )
-    return None
+        line = f.fatal.line
+    else:
+        line = next((tl for tl in tail if LAUNCHER_TIMEOUT.search(tl.text)), None)
+    if line is None:
+        return None
+    # The launcher wrote its line when it killed the run: if nothing came after it, the log's last write
+    # is the moment of the kill.
+    end = mtime(f.log) if tail and tail[-1].line == line.line else None
+    return (
+        f"its log reports the kill: {line.text.strip()[:120]}",
+        ctx.evidence(f.log, line.line, line.text),
+        end,
+    )
+
+
+# A launcher's or scheduler's word that the wall clock ended the run (Python's subprocess, Slurm, a
+# launcher's own message): evidence of a kill when no ledger row says so.
+LAUNCHER_TIMEOUT = re.compile(
+    r"(?i)\btimed out after \d|\bTimeoutExpired\b|\bexceeded (?:its |the )?(?:wall[- ]?clock|time ?limit|timeout)\b|"
+    r"DUE TO TIME LIMIT|\bwall[- ]?clock (?:limit )?(?:reached|exceeded|hit)\b"
+)
 
 
 def _row_end(row) -> float | None:
@@ -424,10 +447,22 @@ def _stalled_before_kill(ctx, run, statuses):
     sec, _n = steady(f.points)
     gaps: list[tuple[float, str]] = []
     written = mtime(f.log) if f.log is not None else 0.0
-    if end is not None and written and written <= end + REUSE_SLACK_S:
+    if row is not None and end is not None and written and written <= end + REUSE_SLACK_S:
         start = _row_start(row)
         if start is None or written >= start - REUSE_SLACK_S:
             gaps.append((max(0.0, end - written), "between the log's last write and the end the ledger records"))
+    if row is None and end is not None:
+        # The end comes from the log itself (the launcher's kill line): the last step's time is when the
+        # event file was last written, if its last step is the log's last step (a file written every N
+        # steps would date an older one).
+        progress = _event_progress(ctx, run)
+        if progress is not None and progress[0] == f.last.step and progress[1] <= end + REUSE_SLACK_S:
+            gaps.append(
+                (
+                    max(0.0, end - progress[1]),
+                    f"between the event file's last write (step {progress[0]}) and the launcher's kill line",
+                )
+            )
     duration = row.get("duration_s") if row is not None else None
     if isinstance(duration, (int, float)) and not isinstance(duration, bool) and f.last.elapsed is not None:
         gaps.append(
@@ -447,23 +482,30 @@ def _stalled_before_kill(ctx, run, statuses):
         else max(floor, float(ctx.thresholds["stall_s_without_step_time"]))
     )
     step_basis = f"steady step time {sec:.3g} s" if sec else "no steady step time in the log"
+    limit_basis = (
+        f"{ctx.thresholds['stall_factor']} × {step_basis}, at least {floor:.0f} s"
+        if sec
+        else f"{step_basis}: {float(ctx.thresholds['stall_s_without_step_time']):.0f} s, at least {floor:.0f} s"
+    )
     last_text = f"step {f.last.step}" + (f"/{f.total}" if f.total else "")
     when = ""
-    if written:
+    if end is not None:
         from datetime import datetime, timezone
 
-        when = f", written at {datetime.fromtimestamp(written, timezone.utc).strftime('%Y-%m-%d %H:%M:%S')} UTC"
+        # When the last step was written, by the estimate the silence rests on (never the kill line's time).
+        last_at = datetime.fromtimestamp(end - silent, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        when = f", written at {last_at} UTC"
     if silent <= limit:
         return (
             f"killed ({how}) while still advancing: the last step ({last_text}) came {_ago(silent)} before the end "
-            f"({basis}), within {_ago(limit)} ({step_basis})"
+            f"({basis}), within {_ago(limit)} ({limit_basis})"
         )
     return ctx.fail(
         "infra",
         "stalled",
         f"the run stopped advancing at {last_text} ({ctx.run_dir.rel(f.log)}:{f.last.line}{when}) and was silent "
         f"for {_ago(silent)} before it was killed ({how}); {basis}. The limit is {_ago(limit)} "
-        f"({ctx.thresholds['stall_factor']} × {step_basis}, at least {floor:.0f} s): it hung, it was not slow.",
+        f"({limit_basis}): it hung, it was not slow.",
         [ctx.evidence(f.log, f.last.line, f"{last_text} (the last step)"), kill_ev] if kill_ev else [],
     )
 

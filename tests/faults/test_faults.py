@@ -206,6 +206,19 @@ def build(case: Case, root: Path) -> Path:
     elif b.startswith("trainer:"):
         fault, *args = b.split(":", 1)[1].split()
         trainer(run, fault, *args)
+    elif b == "launcher-timeout":
+        # A plain launcher with a wall clock: subprocess.run(timeout=...) SIGKILLs the hung trainer and the
+        # launcher says so in the same log. No ledger: the launcher's line dates the kill.
+        (run / "logs").mkdir(parents=True, exist_ok=True)
+        launcher = (
+            "import subprocess, sys\n"
+            "try:\n    subprocess.run(sys.argv[1:], timeout=6)\n"
+            "except subprocess.TimeoutExpired:\n"
+            "    print('launcher: the trainer timed out after 6 s (wall clock), killed it', flush=True)\n"
+        )
+        with open(run / "logs" / "train.log", "wb") as log:
+            cmd = [PY, "-c", launcher, PY, str(TRAINER), str(run), "hang", "--at", "5"]
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=60)
     elif b.startswith("kill:"):
         killed_from_outside(run, b.split(":", 1)[1])
     elif b == "sweep-healthy":
@@ -278,6 +291,13 @@ POSTMORTEM = [
         not_roots=("RH206",),
         not_in_advice=".tmp",
         doc="SIGKILL while safetensors writes its .tmp file",
+    ),
+    Case(
+        "plain-stall-launcher-timeout",
+        "launcher-timeout",
+        [("RH204", "stalled")],
+        not_roots=("RH201", "RH203", "RH208"),
+        doc="hung at step 4, killed by a plain launcher's wall clock, which says so in the log",
     ),
     Case("sigkill-silent", "kill:bare", expect_any=(("RH203", "process-gone"), ("RH208", "steps-incomplete"))),
     Case("sigkill-bash-killed", "kill:bash", [("RH201", "host-oom")], doc="bash's `Killed` glued to the bar"),
