@@ -253,7 +253,8 @@ def steady_step_time(scan) -> float | None:
     "samples without using CPU, while its log has been silent for pipe_silent_steps step times (at least "
     "pipe_silent_s), is `pipe-deadlock`: nobody reads the pipe. Post-mortem: a run that ended by a kill (its "
     "ledger row says killed_by_timeout, error or disqualified `timeout`, or a negative or 137/143 exit code; or "
-    "its log names the signal) whose log had stopped advancing long before the kill (more than stall_factor × "
+    "its log names the signal, or a launcher's wall-clock line such as `timed out after N s` follows the last "
+    "step) whose log had stopped advancing long before the kill (more than stall_factor × "
     "its steady step time, at least min_stall_s, between its last step and the end) is `stalled`, naming the "
     "last step, when it was written and how long the run was silent before the kill.",
     why="A hung trainer (a dead NCCL peer, a stuck dataloader worker, a deadlocked pipe) keeps its GPU and "
