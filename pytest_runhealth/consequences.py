@@ -63,6 +63,7 @@ RELATIONS: tuple[Relation, ...] = (
         "RH101", "RH107", frozenset({"swap-slowdown"}), "the judge kept the VRAM, so this run's steps ran from swap"
     ),
     # issue 25: a run killed after it hung, and a save cut short by the death that ended the run
+    Relation("RH102", "RH203", None, "the process is gone because the trainer died at its start"),
     Relation("RH204", "RH203", None, "the process is gone because it was killed after it stopped advancing"),
     Relation("RH204", "RH208", None, "the run stopped advancing long before it was killed short of its steps"),
     Relation("RH204", "RH101", None, "a handful of steps before the wall clock, because the run stopped advancing"),
