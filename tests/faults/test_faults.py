@@ -11,7 +11,8 @@ never ends, a pipe nobody reads, a knob that makes steps 60x slower. Each
 must-alarm case has a healthy near-miss.
 
 The finished runs are judged post-mortem in one pytest session (a session
-per case costs ~1 s each); the live ones (a hang, a pipe deadlock, a healthy
+per case costs ~1 s each) and under one ``pytest-runhealth watch`` over all
+of them (every run has ended, so it judges once and stops); the live ones (a hang, a pipe deadlock, a healthy
 live sweep) with ``-m live`` while their process runs, and under
 ``pytest-runhealth watch``. Each case is scored against its expectation and
 the score table is printed at the end of the session (ScoreTable)."""
