@@ -74,6 +74,22 @@ RELATIONS: tuple[Relation, ...] = (
         "the unload that did nothing left the judge in VRAM, so the next trainers ran from swap",
         frozenset({"lmstudio-unload-noop", "vram-resident"}),
     ),
+    # issue 25: a run killed after it hung, and a save cut short by the death that ended the run
+    Relation("RH102", "RH203", None, "the process is gone because the trainer died at its start"),
+    Relation("RH204", "RH203", None, "the process is gone because it was killed after it stopped advancing"),
+    Relation("RH204", "RH208", None, "the run stopped advancing long before it was killed short of its steps"),
+    Relation("RH204", "RH101", None, "a handful of steps before the wall clock, because the run stopped advancing"),
+    Relation("RH204", "RH102", None, "the run hung before its log showed a step; the wall clock ended it"),
+    Relation(
+        "RH201",
+        "RH206",
+        frozenset({"truncated-checkpoint", "interrupted-save"}),
+        "the fatal error cut the checkpoint being saved short",
+    ),
+    Relation("RH203", "RH206", frozenset({"interrupted-save"}), "the process was killed while it saved a checkpoint"),
+    Relation(
+        "RH208", "RH206", frozenset({"interrupted-save"}), "the run was ended from outside while it saved a checkpoint"
+    ),
 )
 # Roots whose groups read "N of M runs died of <cause>"; others "N of M runs failed <check> <slug> (<cause>)".
 DEATHS = ("RH201", "RH102")

@@ -142,6 +142,13 @@ class CheckContext:
 
         return facts(self.run)
 
+    def pid_alive(self, run: Run | None = None) -> bool | None:
+        """Whether the process in ``run``'s pid file (default: this run's) is alive: True or False, None
+        when the run has no readable pid file. Reads the file; probes the pid with signal 0 only."""
+        from .status import pid_alive
+
+        return pid_alive(run if run is not None else self.run)
+
     def readable_facts(self) -> RunFacts:
         """``ctx.facts``, or a skip with the reason when the run's log exists but cannot be read."""
         f = self.facts

@@ -70,7 +70,8 @@ CAUSES: dict[str, Cause] = {
         "a DataLoader worker process was killed (almost always by the OOM killer, or /dev/shm too small in a "
         "container): lower --max_data_loader_n_workers / num_workers, raise the container's --shm-size, or disable "
         "persistent workers.",
-        "a DataLoader worker process died (`is killed by signal`, `exited unexpectedly`)",
+        "a DataLoader worker process died (`is killed by signal`, `exited unexpectedly`, a `BrokenProcessPool`, a "
+        "worker's bus error)",
     ),
     "segfault": Cause(
         "infra",
@@ -90,7 +91,8 @@ CAUSES: dict[str, Cause] = {
         "the disk filled up (usually while a checkpoint was saved): free space or point the output dir at a bigger "
         "disk, keep fewer checkpoints (--save_last_n_*, keep_last_n); the checkpoint being written is truncated "
         "(RH206).",
-        "no space left on the device (`[Errno 28]`)",
+        "no space left on the device (`[Errno 28]`, torch.save's `basic_ios::clear: iostream error` and "
+        "`inline_container.cc … unexpected pos`), or a file-size limit (`[Errno 27] File too large`)",
     ),
     "missing-trainer-module": Cause(
         "infra",
@@ -124,6 +126,25 @@ CAUSES: dict[str, Cause] = {
         "model's licence and log in (HF_TOKEN), or point at a local copy.",
         'a model file or folder does not exist (`FileNotFoundError`, or the trainer\'s own "model not found")',
     ),
+    "killed-by-signal": Cause(
+        "infra",
+        "the process was killed by a signal and only the launcher said so (an exit code of -9/137, "
+        "`died with <Signals.SIGKILL: 9>`, `Signal 9 (SIGKILL) received by PID`): nothing in the log says who sent "
+        "it. Look in the kernel log for the OOM killer (`dmesg -T | grep -i -E 'killed process|oom'`, "
+        "`journalctl -k`), then in the scheduler's accounting for a time or memory limit (`sacct -j JOBID "
+        "--format=State,ExitCode,MaxRSS,Elapsed,Timelimit`), then for a user or watchdog that stopped it.",
+        "a signal ended the process and only an exit code or a launcher reports it (`exitcode: -9`, "
+        "`return code = -9`, `137`, `Signal 9 (SIGKILL) received`)",
+    ),
+    "nan-loss": Cause(
+        "config",
+        "the loss became NaN or infinite and the trainer stopped on it: resume from a checkpoint before the NaN "
+        "with a lower learning rate, bf16 instead of fp16 (or a loss scaler), gradient clipping, and check the data "
+        "for broken samples (RH202 names the first non-finite step).",
+        "the run stopped on a non-finite loss (`FloatingPointError: Loss became infinite or NaN`, a loss dict "
+        "printing `tensor(nan`, Lightning's `The loss returned in training_step is nan`, autograd's anomaly "
+        "mode `returned nan values`, Keras' `Invalid loss, terminating training`)",
+    ),
     "unknown": Cause(
         "infra",
         "read the quoted traceback; it matches no known pattern.",
@@ -156,6 +177,21 @@ ROWS: tuple[Row, ...] = (
         CASCADE,
         anywhere=True,
     ),
+    # -- a launcher's (or Python's subprocess') report of a kill by signal, with nothing else in the log: the
+    # cause is a signal, whoever sent it (torchrun's `exitcode : -9`, DeepSpeed's `return code = -9`,
+    # CalledProcessError's `died with <Signals.SIGKILL: 9>`, torchrun's `Signal 9 (SIGKILL) received by PID`)
+    Row(
+        "wrapper-signal",
+        _r(
+            r"exits with return code\s*=\s*-(?:9|15|6)\b|exitcode\s*:\s*-(?:9|15|6)\b|"
+            r"died with <Signals\.SIG(?:KILL|TERM|ABRT|INT)|Signal (?:9|15|6) \(SIG(?:KILL|TERM|ABRT)\) received by PID|"
+            r"(?:process \d+ )?terminated with signal SIG(?:KILL|TERM|ABRT)\b|"
+            r"(?:exit(?:ed)? (?:with )?(?:code|status)|return(?:ed)? code|returncode)\s*[:=]?\s*(?:137|143)\b"
+        ),
+        "killed-by-signal",
+        CASCADE,
+        anywhere=True,
+    ),
     # -- launcher wrappers: the consequence, never the cause
     Row(
         "accelerate-calledprocesserror",
@@ -179,6 +215,8 @@ ROWS: tuple[Row, ...] = (
     Row("gui-training-failed", _r(r"(?i)\btraining (?:has )?failed\b"), None, WRAPPER),
     # -- accelerator out of memory, one row per backend (the backend is named in the summary)
     Row("hip-oom", _r(r"HIP out of memory|hipErrorOutOfMemory"), "cuda-oom", ROOT, "HIP"),
+    # PaddlePaddle's allocator ("ResourceExhaustedError: Out of memory error on GPU 0. Cannot allocate ...")
+    Row("paddle-oom", _r(r"Out of memory error on GPU \d+"), "cuda-oom", ROOT, "Paddle"),
     Row("mps-oom", _r(r"MPS backend out of memory"), "cuda-oom", ROOT, "MPS"),
     Row(
         "xpu-oom",
@@ -202,7 +240,10 @@ ROWS: tuple[Row, ...] = (
     # of memory while trying to allocate"; a terminal may wrap the line right after "Out")
     Row(
         "xla-oom",
-        _r(r"(?i:resource[ _]exhausted):\s*(?:OOM\b|Out\b)|ResourceExhaustedError\b.*\bOOM when allocating"),
+        _r(
+            r"(?i:resource[ _]exhausted):\s*(?:OOM\b|Out\b)|ResourceExhaustedError\b.*\bOOM when allocating|"
+            r"^(?:\w+Error: )?OOM when allocating tensor"
+        ),
         "cuda-oom",
         ROOT,
         "TensorFlow/XLA",
@@ -231,7 +272,12 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "dataloader-worker-killed",
-        _r(r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)"),
+        _r(
+            r"DataLoader worker (?:\(pid(?:\(s\)|s)?\s*[\d, ]+\)\s*)?(?:is killed by signal|exited unexpectedly)|"
+            # concurrent.futures' pool, and PyTorch's worker bus error (a /dev/shm too small)
+            r"BrokenProcessPool\b|A process in the process pool was terminated abruptly|"
+            r"Unexpected bus error encountered in worker"
+        ),
         "dataloader-worker-killed",
         ROOT,
         anywhere=True,
@@ -249,7 +295,10 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "disk-full",
-        _r(r"\[Errno 28\]|No space left on device|\bcode: 28, kind: (?:StorageFull|Other)"),
+        _r(
+            r"\[Errno 2[78]\]|No space left on device|\bcode: 2[78], kind: (?:StorageFull|FileTooLarge|Other)|"
+            r"basic_ios::clear: iostream error|inline_container\.cc:\d+\] \. unexpected pos"
+        ),
         "disk-full",
         ROOT,
         anywhere=True,
@@ -257,10 +306,25 @@ ROWS: tuple[Row, ...] = (
     Row(
         "host-memoryerror",
         _r(
-            r"(?<![A-Za-z])MemoryError\b(?!: CUDA)|memory allocation of \d+ bytes failed|Cannot allocate memory|"
+            r"(?<![A-Za-z])MemoryError\b(?!: CUDA)|_ArrayMemoryError\b|Unable to allocate [\d.]+ [KMGTP]?i?B for an array|"
+            r"memory allocation of \d+ bytes failed|Cannot allocate memory|"
             r"std::bad_alloc|panicked at .*(?:capacity overflow|out of memory)"
         ),
         "host-oom",
+        ROOT,
+    ),
+    # detectron2's "FloatingPointError: Loss became infinite or NaN at iteration=N!", a loss dict printing a NaN
+    # tensor ("'loss_cls': tensor(nan, device='cuda:0', ...)"): the run stopped on its loss
+    Row(
+        "nan-loss",
+        _r(
+            r"Loss became infinite or NaN|FloatingPointError\b.*\b(?:nan|NaN|inf)|loss\w*['\"]?\s*[:=]\s*tensor\((?:nan|inf)\b|"
+            # Lightning's finite-loss check, torch.autograd's anomaly mode, Keras' TerminateOnNaN, DINO/MAE's stop
+            r"The loss returned in `training_step` is (?:nan|inf|tensor\((?:nan|inf))|"
+            r"Function '\w+' returned nan values in its \d+(?:st|nd|rd|th) output|"
+            r"Batch \d+: Invalid loss, terminating training|Loss is (?:nan|inf|NaN), stopping training"
+        ),
+        "nan-loss",
         ROOT,
     ),
     # -- configuration and environment
@@ -409,16 +473,43 @@ HINTS: dict[str, tuple[str, ...]] = {
     "mps-oom": ("mps backend",),
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
+    "wrapper-signal": ("-9", "-15", "-6", "signals.sig", "received by pid", "with signal sig", "137", "143"),
+    "paddle-oom": ("out of memory error on gpu",),
+    "nan-loss": (
+        "infinite or nan",
+        "floatingpointerror",
+        "tensor(nan",
+        "tensor(inf",
+        "training_step",
+        "returned nan values",
+        "invalid loss",
+        "stopping training",
+    ),
     "cuda-oom": ("out of memory", "outofmemoryerror", "cudaerror", "cublas_status_alloc"),
     "ray-memory-monitor": ("memory pressure", "memory usage threshold", "ray killed", "outofmemoryerror"),
     "torchrun-summary": ("exitcode", "to enable traceback"),
     "oom-killer": ("killed", "oom-kill", "已杀死", "oom_kill", "srun"),
-    "xla-oom": ("exhausted",),
-    "dataloader-worker-killed": ("dataloader worker",),
+    "xla-oom": ("exhausted", "oom when allocating"),
+    "dataloader-worker-killed": ("dataloader worker", "brokenprocesspool", "terminated abruptly", "bus error"),
     "segfault": ("segmentation", "sigsegv"),
     "nccl-timeout": ("watchdog", "nccl", "timeout"),
-    "disk-full": ("errno 28", "no space", "code: 28"),
-    "host-memoryerror": ("memoryerror", "memory allocation", "cannot allocate", "bad_alloc", "panicked"),
+    "disk-full": (
+        "errno 28",
+        "errno 27",
+        "no space",
+        "code: 28",
+        "code: 27",
+        "basic_ios",
+        "unexpected pos",
+    ),
+    "host-memoryerror": (
+        "memoryerror",
+        "memory allocation",
+        "cannot allocate",
+        "bad_alloc",
+        "panicked",
+        "unable to allocate",
+    ),
     "fused-optimizer-keyerror": ("beta1",),
     "module-not-found": ("no module named",),
     "tensorboard-logdir": ("not a directory",),
@@ -446,6 +537,7 @@ HINTS.update(
     }
 )
 ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
+WRAPPER_SIGNAL = replace(next(r for r in ROWS if r.id == "wrapper-signal"), cause=None, role=WRAPPER)
 ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
 
 # Line prefixes other writers put in front of the text, applied repeatedly.
@@ -584,12 +676,25 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
     found = _read(lines, finished)
     if finished or not after_line or (found is not None and found.cause != "unknown"):
         return found
+    # tqdm redraws its bars once more when the interpreter exits on an exception (each bar is closed at
+    # exit, after the traceback was printed): the log ends in bar-only lines right after a traceback.
+    # Those redraws are no training step; the traceback before them is where the run died, known
+    # pattern or not (several lines when nested bars, an epoch bar and a step bar, are closed).
+    suffix = _closing_suffix(tail)
+    if found is None and suffix is not None and suffix <= after_line:
+        prev = next((tl.line for tl in reversed(tail.lines) if tl.line < suffix and BAR_END.search(tl.text)), 0)
+        closed = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < suffix], finished)
+        if closed is not None:
+            return closed
     # Nothing known after the last step (nothing at all, or only a launcher's wrapper or an
     # unknown traceback). stdout and stderr interleave, so a death printed just before the last
     # bar redraw is still the end: read the lines between the bar before it and it, but only a
     # known cause counts there; what came after the bar is its consequence.
     prev = next((tl.line for tl in reversed(tail.lines) if tl.line < after_line and BAR_END.search(tl.text)), 0)
     before = _read([ln for ln in logical_lines(tail, prev) if ln.tail.line < after_line], finished)
+    # tqdm redraws its bar once more when the interpreter exits on an exception (the bar's close, run at
+    # exit): a traceback, then one lone redraw as the log's last line. That redraw is no training step;
+    # the traceback before it is where the run died, known pattern or not.
     if before is None or before.cause == "unknown":
         return found
     if found is not None:
@@ -597,6 +702,39 @@ def diagnose(tail: LogTail, after_line: int = 0, *, finished: bool = False) -> R
             tl for tl in [found.line, *found.consequences] if tl not in before.consequences
         ]
     return before
+
+
+def _bar_names(text: str) -> list[str] | None:
+    """The bars a line redraws (their descriptions), or None when it holds
+    anything else: a line of nothing but ``\\r``-separated bar redraws."""
+    segments = [seg for seg in text.split("\r") if seg.strip()]
+    names = []
+    for seg in segments:
+        ends = list(BAR_END.finditer(seg))
+        if len(ends) != 1 or seg[ends[0].end() :].strip():
+            return None
+        names.append(re.sub(r"\s*\d{1,3}%\s*$", "", seg[: ends[0].start()].split("|")[0]).strip())
+    return names or None
+
+
+def _closing_suffix(tail: LogTail) -> int | None:
+    """The first line of the bar-only lines that end the log, when the line
+    before them ends a traceback (its exception line) and no bar is redrawn
+    twice among them (a bar that advanced after the traceback is training
+    that went on); else None."""
+    lines = [tl for tl in tail.lines if tl.text.strip()]
+    k, seen = len(lines), []
+    while k > 0 and len(lines) - k < 4:
+        names = _bar_names(lines[k - 1].text)
+        if names is None:
+            break
+        seen += names
+        k -= 1
+    if k == len(lines) or k == 0 or len(set(seen)) != len(seen):
+        return None
+    if EXCEPTION_LINE.search(strip_prefix(lines[k - 1].text)[0]) is None:
+        return None
+    return lines[k].line
 
 
 def _read(lines: list[Line], finished: bool) -> RootCause | None:
@@ -661,6 +799,13 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         or [h for h in weak if h[1].role == ROOT]
         or [h for h in weak if h[1].role == CASCADE]
     )
+    live_tbs = [s for s in tb_starts if not ignored[s]]
+    if roots and roots[0][1].id == "wrapper-signal" and _own_traceback(lines, live_tbs, ignored):
+        # A launcher's signal exit beside a live traceback: the launcher killed the other workers after
+        # one of them raised (torchrun's SIGTERM). The traceback is the root; the exit code, a wrapper.
+        roots = []
+        hits = [(i, WRAPPER_SIGNAL if row.id == "wrapper-signal" else row) for i, row in hits]
+        wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]
     if roots:
         i, row = roots[0]
         assert row.cause is not None  # only a wrapper has none, and wrappers are no root
@@ -676,7 +821,6 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
             wrappers,
             row.id,
         )
-    live_tbs = [s for s in tb_starts if not ignored[s]]
     if not live_tbs and not wrappers:
         # No traceback, but the log ends in an exception line (a paste that kept only it, ranks'
         # lines glued together): that line is the root, cause unknown.
@@ -729,6 +873,22 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         [w for w in wrappers if w is not lines[exc_i].tail],
         None,
     )
+
+
+def _own_traceback(lines: list[Line], live_tbs: list[int], ignored: list[bool]) -> bool:
+    """Whether a live traceback ends in an exception of the trainer's own (not a
+    launcher's wrapper, such as accelerate's CalledProcessError)."""
+    n = len(lines)
+    for start in live_tbs:
+        for j in range(start + 1, min(n, start + 400)):
+            if TRACEBACK_START.search(lines[j].text):
+                break
+            if not ignored[j] and EXCEPTION_LINE.search(lines[j].text):
+                row = _match(lines[j].text)
+                if row is None or row.role != WRAPPER and row.id != "wrapper-signal":
+                    return True
+                break
+    return False
 
 
 def _thread_opened(lines: list[Line], start: int) -> bool:

@@ -546,6 +546,32 @@ def slow_steps_session(root: Path) -> Path:
     return write_session(root, rows, logs)
 
 
+def stalled_killed_session(root: Path) -> Path:
+    """Issue 25: the candidate trains at the baseline's 2.4 s/it for 30 steps, then hangs (a dead
+    dataloader worker, a wedged collective) and the wall clock kills it 1,800 s in. Its bar's elapsed
+    time says the last step came at 72 s: it was silent for ~29 minutes before the kill."""
+    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=3625.0, n_steps=1500, score=0.72, wall_secs=86400)]
+    logs = {"baseline-000-s0": healthy_log(1500, 2.4)}
+    rows.append(
+        row(
+            "cur-000-s0",
+            "curated",
+            at=at(70),
+            duration_s=1800.4,
+            n_steps=30,
+            score=None,
+            judge=None,
+            disqualified="timeout",
+            exit_code=-9,
+            killed_by_timeout=True,
+            error="timeout",
+            wall_secs=1800,
+        )
+    )
+    logs["cur-000-s0"] = startup(1500) + training(1500, 30, 2.4, every=5, finish=False)
+    return write_session(root, rows, logs)
+
+
 def deadlock_session(root: Path, s_per_it: float = 2900.0, steps: int = 2, wall: int = 7200) -> Path:
     """The runbook's pipe deadlock seen with defaults: every run, the first
     included, crawls from its first step and is killed by the wall clock after
@@ -626,6 +652,7 @@ EXAMPLES = {
     "sweep-stop-spread": lambda p: stop_session(p, spread=True),
     "sweep-truncated-ledger": truncated_ledger_session,
     "sweep-slow-steps": slow_steps_session,
+    "sweep-stalled-killed": stalled_killed_session,
     "sweep-step-time-degrades": degrading_session,
 }
 

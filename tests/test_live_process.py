@@ -111,11 +111,18 @@ def test_exited_process_fails_with_resume_point(tmp_path, run_health):
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     ws = workspace(tmp_path / "ws", p.pid, pid_age_s=3600, log_age_s=600)  # the log stopped 10 min ago
-    (ws / "outputs" / "checkpoints" / "lora_weights_step_00250.safetensors").write_bytes(b"x")
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    ckpts = ws / "outputs" / "checkpoints"
+    save_file({"w": np.zeros((2, 2), dtype=np.float32)}, str(ckpts / "lora_weights_step_00250.safetensors"))
+    # The newest one is cut short: resume advice never names a damaged checkpoint (issue 25).
+    (ckpts / "lora_weights_step_00300.safetensors").write_bytes(b"x")
     res = run_health(ws, args=("-k", "RH203"))
     r = res.result_of("RH203")
     assert r["cause"] == "process-gone" and r["verdict"] == "infra"
     assert "last logged step 400/2000" in r["summary"] and "lora_weights_step_00250" in r["summary"]
+    assert "lora_weights_step_00300" not in r["summary"] + r["fix"]
     assert "model.load_checkpoint" in r["fix"]
 
 

@@ -559,3 +559,84 @@ def test_prefixes_and_crlf_keep_a_nan_loss(tmp_path, log):
         if not scan_log(path).nonfinite_count:
             missed.append(name)
     assert missed == []
+
+
+# -- issue 25: wordings real libraries print, and tqdm's closing redraw -----------------------------
+ISSUE25_LINES = [
+    # pytorch/pytorch#156955 (torch's zip writer on a full /tmp)
+    ("  what():  [enforce fail at inline_container.cc:659] . unexpected pos 64 vs 0", "disk-full"),
+    ("RuntimeError: basic_ios::clear: iostream error", "disk-full"),
+    ("OSError: [Errno 27] File too large", "disk-full"),  # RLIMIT_FSIZE, measured by tests/faults
+    (
+        "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 2.00 GiB for an array with shape "
+        "(2147483648,) and data type uint8",
+        "host-oom",
+    ),
+    (
+        "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGKILL: 9>.",
+        "killed-by-signal",
+    ),
+    ("FloatingPointError: Loss became infinite or NaN at iteration=27!", "nan-loss"),
+]
+
+
+@pytest.mark.parametrize("line,cause", ISSUE25_LINES, ids=[c + str(i) for i, (_, c) in enumerate(ISSUE25_LINES)])
+def test_issue25_wordings(tmp_path, line, cause):
+    body = "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nTraceback (most recent call last):\n"
+    body += '  File "train.py", line 3, in <module>\n    main()\n' + line + "\n"
+    assert _diagnose_text(tmp_path / "x.log", body) == cause
+
+
+def test_a_launcher_signal_beside_the_trainers_own_traceback_is_a_wrapper(tmp_path):
+    """torchrun SIGTERMs the other ranks after one raised: the raise is the root, not the signal."""
+    body = (
+        "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nTraceback (most recent call last):\n"
+        "  File \"train.py\", line 3, in <module>\n    main()\nKeyError: 'lr_warmup_steps'\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) local_rank: 1 (pid: 7) of binary: python\n"
+    )
+    assert _diagnose_text(tmp_path / "x.log", body) == "unknown"
+
+
+def test_tqdm_closing_redraw_after_a_traceback_does_not_hide_it(tmp_path):
+    """Real tqdm (tests/faults) redraws its bar once more at interpreter exit, after the traceback."""
+    bar = "steps:  29%|##9       | 29/100 [00:01<00:03, 20.00it/s, avr_loss=0.05]"
+    tb = "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    x = cfg['k']\nKeyError: 'k'\n"
+    assert _diagnose_text(tmp_path / "a.log", "\r" + bar + "\n" + tb + "\r" + bar + "\n") == "unknown"
+    # The near-miss: a handled warning traceback, then training went on with new steps.
+    more = "\r" + bar.replace("29/100", "30/100") + "\r" + bar.replace("29/100", "31/100") + "\n"
+    handled = "WARNING:root:retrying after\n" + tb.replace("KeyError: 'k'", "KeyError: 'k' (retrying)")
+    assert _diagnose_text(tmp_path / "b.log", "\r" + bar + "\n" + handled + more) is None
+
+
+ISSUE25_MORE = [
+    # Lightning's check_finite_loss, torch.autograd.detect_anomaly, Keras' TerminateOnNaN (library source wordings)
+    ("ValueError: The loss returned in `training_step` is nan or inf.", "nan-loss"),
+    ("RuntimeError: Function 'PowBackward0' returned nan values in its 0th output.", "nan-loss"),
+    # concurrent.futures.process (CPython's wording)
+    (
+        "concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly "
+        "while the future was running or pending.",
+        "dataloader-worker-killed",
+    ),
+]
+
+
+@pytest.mark.parametrize("line,cause", ISSUE25_MORE, ids=[c + str(i) for i, (_, c) in enumerate(ISSUE25_MORE)])
+def test_issue25_more_wordings(tmp_path, line, cause):
+    body = "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nTraceback (most recent call last):\n"
+    body += '  File "train.py", line 3, in <module>\n    main()\n' + line + "\n"
+    assert _diagnose_text(tmp_path / "x.log", body) == cause
+
+
+def test_a_handled_nan_message_is_not_a_nan_death(tmp_path):
+    body = "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nWARNING: loss is nan, skipping batch\n"
+    assert _diagnose_text(tmp_path / "x.log", body) is None
+
+
+def test_nested_bars_closed_after_a_traceback(tmp_path):
+    """An epoch bar and a step bar both redrawn at exit, after the traceback."""
+    step = "steps:  29%|##9       | 29/100 [00:01<00:03, 20.00it/s, avr_loss=0.05]"
+    epoch = "epoch:   0%|          | 0/3 [00:01<?, ?it/s]"
+    tb = "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    x = cfg['k']\nKeyError: 'k'\n"
+    log = "\r" + epoch + "\n\r" + step + "\n" + tb + "\r" + step + "\n\r" + epoch + "\n"
+    assert _diagnose_text(tmp_path / "a.log", log) == "unknown"

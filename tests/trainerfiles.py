@@ -454,6 +454,13 @@ def build_examples(root: Path = EXAMPLES, only: set[str] | None = None) -> list[
     gen.mkdir(parents=True)
     (gen / "train.log").write_text(generic_log(30, 1000, tail=RICH_OOM_BOX), encoding="utf-8")
 
+    # Killed during its final save (issue 25): every step ran, the final weights never appeared, and
+    # safetensors' hidden temporary file (it writes .tmpXXXXXX and renames it when done) is left behind.
+    saving = kohya_dir(fresh("kohya-interrupted-save"), steps_saved=[50], final=False)
+    (saving / "train.log").write_text(kohya_log(96, save_every=50, name="mylora", finish=False), encoding="utf-8")
+    partial = write_safetensors(saving / ".tmpK3x9Qa")
+    cut_file(partial, partial.stat().st_size // 2)
+
     # A finished kohya run whose events file was copied while being written: cut mid-record.
     cut = kohya_dir(fresh("kohya-corrupt-tfevents"), steps_saved=[50], states=["mylora"])
     (events,) = cut.rglob("events.out.tfevents.*")

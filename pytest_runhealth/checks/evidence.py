@@ -15,7 +15,8 @@ from ..registry import check
     detects="ledger.jsonl is missing where a sweep needs it, a line is not JSON, a row breaks the row schema, "
     "a run_id repeats, the last line is cut short, or a run_id cannot name a folder (`run-id-unusable`: absolute, "
     "with a path separator or `..`, a NUL, or longer than a file name may be; that row's run folder is never "
-    "opened).",
+    "opened). A sweep whose every run folder's process is still alive has no row due yet (rows are written "
+    "when a run ends): that passes.",
     why="Every sweep check reads the ledger; a dropped line hides exactly the run that went wrong, and a "
     "truncated last line means the writer is still appending or crashed mid-write.",
     example='ledger.jsonl:7 {"run_id": "cur-002-s0", "n_steps": 3, "durat',
@@ -25,6 +26,9 @@ from ..registry import check
 def ledger_readable(ctx):
     rd = ctx.run_dir
     if rd.ledger is None:
+        not_due = _no_row_due(ctx)
+        if not_due:
+            return not_due
         return ctx.fail(
             "not-evaluable",
             None,
@@ -63,6 +67,20 @@ def ledger_readable(ctx):
     )
 
 
+def _no_row_due(ctx) -> str | None:
+    """Why no ledger row is due yet (a sweep writes a run's row when the run
+    ends): every run folder's process is still alive. None when one ended."""
+    rd, pid_alive = ctx.run_dir, ctx.pid_alive
+    runs = [r for r in rd.runs if r.has_folder][:50]
+    alive = [r for r in runs if pid_alive(r)]
+    if not alive or any(pid_alive(r) is False for r in runs):
+        return None
+    return (
+        f"no ledger.jsonl yet, and none is due: the sweep writes a run's row when the run ends, and "
+        f"{', '.join(r.name for r in alive[:3])} is still running (its pid file names a live process)"
+    )
+
+
 RUN_ID_FIX = (
     "A run_id names a folder under runs/, never a path: fix the orchestrator (or the row) so every "
     "run_id is a plain name (no '/', '\\', '..', NUL, at most 255 bytes). The row's run folder was not read."
@@ -80,7 +98,8 @@ RUN_ID_FIX = (
     "to carriage-return redraws (Rich) or to a terminal, and no newline-terminated step or loss line "
     "reached the file. A log whose tqdm redraws carry step and loss, or that has step lines beside its "
     "bars, passes; so does a line-based log that holds a single step so far (a bar whose lines end in "
-    "newlines, a run killed one step in): that is a slow or short run, not a logging problem.",
+    "newlines, a run killed one step in): that is a slow or short run, not a logging problem; so does a "
+    "log holding only the bar's first `0/N` redraw (no step has completed yet).",
     why="Without step lines nothing downstream can judge the run: no loss trend, no ETA, no stall "
     "detection; the runbook's monitor falls back to polling nvidia-smi.",
     example="logs/train.log:41 🚀 Starting training... (then 212 carriage-return redraws, no step line)",
@@ -108,6 +127,10 @@ def log_has_step_lines(ctx):
         # that is RH201's finding, not a logging problem.
         return f"the run died before a second step (RH201: {fatal.cause}); no step lines were due"
     rel = ctx.run_dir.rel(log)
+    if scan.steps and not points and scan.redraws <= 2 and len(scan.steps) <= 2:
+        # tqdm draws "0/N" before the first step: a young run whose later redraws will carry steps, not a
+        # log whose progress cannot be read (many 0/N redraws with nothing else are still RH002's).
+        return f"{rel} holds only the bar's first redraw (0/{scan.steps[-1].total}): no step has completed yet"
     if scan.newline_step_lines:
         # Line-based, only short (a musubi bar whose lines end in newlines, killed a step in): the log is fine,
         # the run is slow or young; RH107 and RH208 judge that, and no flag would add step lines (issue 18).

@@ -274,6 +274,14 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     return None
 
 
+def _prelaunch_lmstudio_sweep(ctx) -> bool:
+    """A -m prelaunch session preparing a sweep whose ledger says judge_method: lmstudio here."""
+    from ..locality import sweep_judges_with_lmstudio
+    from ..prelaunch_summary import is_prelaunch_session
+
+    return bool(ctx.config is not None and is_prelaunch_session(ctx.config) and sweep_judges_with_lmstudio(ctx.run_dir))
+
+
 @check(
     "RH403",
     "lms-cli-resolvable",
@@ -281,9 +289,10 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     phases=["prelaunch", "live"],
     verdicts=["infra"],
     detects="None of BRACKET_LMS_BIN, `lms` on PATH and ~/.lmstudio/bin/lms is an executable that starts "
-    "(each is tried with `lms version`). Checked only where LM Studio is used on this machine: a localhost "
-    "--lmstudio-url, BRACKET_LMS_BIN, a pid file of a process running here, a sweep whose ledger says "
-    "judge_method: lmstudio prepared here (-m prelaunch), or a sweep with a reachable local server. A server "
+    "(each is tried with `lms version`). Checked only where LM Studio is configured for this machine: a "
+    "localhost --lmstudio-url (with a sign the run is here, such as a pid file of a process running here), "
+    "BRACKET_LMS_BIN, a sweep whose ledger says judge_method: lmstudio prepared here (-m prelaunch), or a "
+    "sweep with a reachable local server. A live sweep alone is not LM Studio configured, and a server "
     "log copied from elsewhere (--lmstudio-log) says nothing about this machine.",
     why="Without the CLI the orchestrator falls back to an HTTP unload that LM Studio silently ignores, so the "
     "judge stays in VRAM after every scoring pass (RH402, RH101). The server log then says "
@@ -296,10 +305,15 @@ def lms_cli_resolvable(ctx, lmstudio):
     lm = lmstudio
     # Only LM Studio in use on this machine needs this machine's lms CLI: a log copied from elsewhere does not,
     # and neither does a trainer run that merely runs here (issue 18).
-    in_use = lm.requested or os.environ.get("BRACKET_LMS_BIN") or ctx.run_dir.is_sweep
+    # A sweep alone is no evidence that LM Studio judges it: only a configured LM Studio (--lmstudio-url,
+    # BRACKET_LMS_BIN, runhealth.yaml) or a sweep prepared here for an LM Studio judge counts (issue 25: a live
+    # sweep on a machine without lms must not fail RH403 and end `watch` within a second).
+    in_use = lm.requested or os.environ.get("BRACKET_LMS_BIN")
     if not (
         in_use
         and ctx.live.local_reason(lm)
+        or ctx.run_dir.is_sweep
+        and _prelaunch_lmstudio_sweep(ctx)
         or ctx.run_dir.is_sweep
         and not lm.requested
         and ctx.live.is_local_url(lm.url)
@@ -465,7 +479,8 @@ SERVER_ERROR_CAUSES = {
     ),
     "model-crashed": (
         "lmstudio-model-crashed",
-        'the model\'s engine process crashed ("The model has crashed", an exit code): most often it ran '
+        'the model\'s engine process crashed ("The model has crashed", an exit code, or CPython\'s "Fatal Python '
+        'error: Aborted" from the MLX engine): most often it ran '
         "out of VRAM or RAM while generating (lower the GPU offload or the context length, or pick a smaller "
         "quantisation), else an engine bug (update LM Studio's runtime). Reload the model: every request "
         "fails until it is loaded again.",
@@ -494,7 +509,8 @@ SERVER_ERROR_CAUSES = {
     detects='The LM Studio server log shows errors serving requests: a context overflow ("Trying to keep the '
     'first N tokens when context the overflows"), `received prediction-error`, `No models loaded. Please load a '
     "model` (just-in-time loading did not load the judge), a model that failed to load (`load-error`), or a model "
-    'that crashed ("The model has crashed"). Same '
+    'that crashed ("The model has crashed", or only CPython\'s "Fatal Python error: Aborted" / "Segmentation fault" '
+    "when the MLX engine dies mid-generation). Same "
     "inputs as RH405 (--lmstudio-log, a `*lmstudio*.log` in the run dir, the server's log folder). `Client "
     "disconnected` right after `Finished streaming response` is the normal end of a stream, not an error.",
     why="The client sees only an empty or error reply and the judge scores nothing (RH103/RH104); the server log is "

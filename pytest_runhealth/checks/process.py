@@ -4,10 +4,12 @@ and from when the log and checkpoints last changed."""
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import time
 
+from ..finding import Evidence
 from ..live.procs import REUSE_SLACK_S
 from ..registry import check
 from ..rundir import KOHYA_CKPT, LTX_CKPT
@@ -88,9 +90,25 @@ def latest_checkpoint(run):
     return best
 
 
+def _signal_exit(row) -> str | None:
+    """The ledger row's word that a signal or the wall clock ended the run, or None."""
+    if row is None:
+        return None
+    code = row.get("exit_code")
+    why = f"{row.get('error') or ''} {row.get('disqualified') or ''}".lower()
+    if isinstance(code, int) and not isinstance(code, bool) and code < 0:
+        return f"killed by signal {-code} (exit_code {code})"
+    if code in (137, 143):
+        return f"killed by signal {code - 128} (exit_code {code}, 128 + the signal)"
+    if row.get("killed_by_timeout") is True or "timeout" in why:
+        return f"killed by the sweep's wall clock (exit_code {code})"
+    return None
+
+
 def _finished(ctx, run) -> str | None:
-    if run.row is not None and run.row.get("exit_code") is not None:
-        return f"the ledger records its end (exit_code {run.row.get('exit_code')})"
+    row = run.row
+    if row is not None and row.get("exit_code") == 0 and _signal_exit(row) is None:
+        return "the ledger records its end (exit_code 0)"
     for p in run.files:
         if p.name == "run-summary.md":
             return f"{ctx.run_dir.rel(p)} exists"
@@ -114,7 +132,8 @@ def _finished(ctx, run) -> str | None:
     thresholds={"writing_steps": 5, "writing_s": 60},
     detects="The pid file (logs/train.pid or another *.pid) names a process that is gone, a zombie, or a pid "
     "the kernel has since given to an unrelated process (it started after the pid file was written), while "
-    "the run has no completion marker (run-summary.md, the trainer's end statistics, a ledger exit code) and "
+    "the run has no completion marker (run-summary.md, the trainer's end statistics, a ledger exit code of 0; "
+    "a signal exit such as -9 or 137, or the sweep's wall clock, is no finish) and "
     "its log is no longer being written (last written more than writing_steps × its steady step time ago, "
     "at least writing_s). Reports the last logged step and the checkpoint to resume from.",
     why="A run that died without a traceback (OOM killer, a closed session, a reboot) looks like a slow run "
@@ -135,6 +154,13 @@ def process_alive(ctx, processes):
     done = _finished(ctx, run)
     if done:
         return f"process {readable[0].pid} has exited, and the run finished: {done}"
+    row = run.row
+    if row is not None and (row.get("killed_by_timeout") is True or "timeout" in str(row.get("error") or "").lower()):
+        # The sweep stopped it on purpose: whether that came too early is RH101's, RH107's and RH204's call.
+        return (
+            f"process {readable[0].pid} was stopped by the sweep's wall clock (ledger.jsonl:{row.line}); "
+            "RH101/RH107 judge whether that was too early, RH204 whether it had stalled"
+        )
     writing = _still_writing(ctx, processes, run, [st.pidfile for st in readable])
     if writing and all(st.state != "zombie" for st in readable):  # a zombie is in this machine's process table
         ctx.skip(
@@ -149,7 +175,13 @@ def process_alive(ctx, processes):
         if last is not None:
             total = f"/{last.total}" if last.total else ""
             where.append(f"last logged step {last.step}{total} ({ctx.run_dir.rel(run.main_log)}:{last.line})")
-    ckpt = latest_checkpoint(run)
+    from ..resume import newest_resumable
+
+    sig = _signal_exit(run.row)
+    if sig:
+        where.append(sig)
+    resumable = newest_resumable(ctx.run_dir, run)  # never a checkpoint RH206 found damaged
+    ckpt = (resumable.path, resumable.step) if resumable is not None and resumable.step is not None else None
     fix = None
     if ckpt is not None:
         where.append(f"latest checkpoint {ctx.run_dir.rel(ckpt[0])} (step {ckpt[1]})")
@@ -157,6 +189,10 @@ def process_alive(ctx, processes):
             f"resume: set model.load_checkpoint: {ckpt[0]} in config.yaml (a training_state_step_{ckpt[1]:05d}.pt "
             "beside it restores the optimizer and step; RH205 checks the pair) and relaunch the same command. "
             "Ask before patching the config."
+        )
+    elif latest_checkpoint(run) is not None:
+        where.append(
+            "no intact step checkpoint to resume from (RH206 names the damaged ones): a relaunch starts at step 0"
         )
     else:
         where.append("no step checkpoint to resume from: a relaunch starts at step 0")
@@ -200,24 +236,41 @@ def steady_step_time(scan) -> float | None:
 @check(
     "RH204",
     "run-not-stalled",
-    needs=["pidfile"],
-    phases=["live"],
+    needs=["logs"],
+    phases=["live", "postmortem"],
     verdicts=["infra"],
-    thresholds={"stall_factor": 20, "min_stall_s": 600, "stall_s_without_step_time": 1800},
-    detects="The run's process is alive but neither its log nor its checkpoints (nor any other artefact) "
+    thresholds={
+        "stall_factor": 20,
+        "min_stall_s": 600,
+        "stall_s_without_step_time": 1800,
+        "pipe_silent_s": 60,
+        "pipe_silent_steps": 10,
+    },
+    detects="Live: the run's process is alive but neither its log nor its checkpoints (nor any other artefact) "
     "changed for more than stall_factor × the steady-state step time (at least min_stall_s; "
-    "stall_s_without_step_time when the log gives no step time).",
+    "stall_s_without_step_time when the log gives no step time): `stalled`. A live process whose stdout or "
+    "stderr is a pipe, asleep in a pipe write (Linux `/proc/PID/wchan`: `pipe_write`, `anon_pipe_write`) on two "
+    "samples without using CPU, while its log has been silent for pipe_silent_steps step times (at least "
+    "pipe_silent_s), is `pipe-deadlock`: nobody reads the pipe. Post-mortem: a run that ended by a kill (its "
+    "ledger row says killed_by_timeout, error or disqualified `timeout`, or a negative or 137/143 exit code; or "
+    "its log names the signal, or a launcher's wall-clock line such as `timed out after N s` follows the last "
+    "step) whose log had stopped advancing long before the kill (more than stall_factor × "
+    "its steady step time, at least min_stall_s, between its last step and the end) is `stalled`, naming the "
+    "last step, when it was written and how long the run was silent before the kill.",
     why="A hung trainer (a dead NCCL peer, a stuck dataloader worker, a deadlocked pipe) keeps its GPU and "
-    "its slot while doing nothing; a liveness check alone says all is well.",
+    "its slot while doing nothing; a liveness check alone says all is well, and after the wall clock kills it "
+    "the run looks like one that was merely slow.",
     example="logs/train.log last written 47 min ago; steady step time 2.9 s/step; process 81234 alive",
     fix="Look where it waits (`py-spy dump --pid N`, GPU utilisation in nvidia-smi); if it is hung, stop it and "
-    "resume from the latest checkpoint (RH203's fix).",
+    "resume from the latest intact checkpoint (RH203's fix). For pipe-deadlock: have the launcher read the "
+    "trainer's output (or send it to a file: `stdout=open(log, 'wb')`, never an unread `subprocess.PIPE`).",
 )
 def run_not_stalled(ctx, processes):
     run = ctx.run
-    alive = [st for st in processes.for_run(run) if st.alive]
+    statuses = processes.for_run(run)
+    alive = [st for st in statuses if st.alive]
     if not alive:
-        ctx.skip("no live process for this run (RH203 reports a gone one)")
+        return _stalled_before_kill(ctx, run, statuses)
     fr = processes.freshness(run)
     marks = []
     if fr.log_mtime is not None and fr.log_size:
@@ -226,10 +279,13 @@ def run_not_stalled(ctx, processes):
         marks.append((fr.checkpoint_mtime, fr.newest_checkpoint))
     if fr.artifact_mtime is not None:
         marks.append((fr.artifact_mtime, fr.newest_artifact))
+    step_time = steady_step_time(ctx.log_scan(fr.log)) if fr.log is not None and fr.log_size else None
+    deadlock = _pipe_deadlock(ctx, alive[0], fr, step_time)
+    if deadlock is not None:
+        return deadlock
     if not marks:
         return "no log content or artefact yet to judge progress by (an empty log is RH003's)"
     last_t, last_p = max(marks, key=lambda m: m[0])
-    step_time = steady_step_time(ctx.log_scan(fr.log)) if fr.log is not None and fr.log_size else None
     if step_time:
         limit = max(float(ctx.thresholds["min_stall_s"]), float(ctx.thresholds["stall_factor"]) * step_time)
         basis = f"{ctx.thresholds['stall_factor']} × steady step time {step_time:.2f} s, at least {ctx.thresholds['min_stall_s']} s"
@@ -246,3 +302,246 @@ def run_not_stalled(ctx, processes):
         f"{ctx.run_dir.rel(last_p)}); the limit is {_ago(limit)} ({basis}).",
         [_pid_evidence(ctx, alive[0]), ctx.evidence(last_p, None, f"last written {_ago(age)} ago")],
     )
+
+
+def _pipe_deadlock(ctx, st, fr, step_time: float | None):
+    """The live pipe deadlock (see RH204), or None."""
+    if st.pid is None or fr.log is None or fr.log_mtime is None:
+        return None
+    silent = time.time() - fr.log_mtime
+    limit = float(ctx.thresholds["pipe_silent_s"])
+    if step_time:
+        limit = max(limit, float(ctx.thresholds["pipe_silent_steps"]) * step_time)
+    if silent < limit:
+        return None
+    from ..live.pipes import blocked_in_pipe_write
+
+    block = blocked_in_pipe_write(st.pid)
+    if block is None:
+        return None
+    return ctx.fail(
+        "infra",
+        "pipe-deadlock",
+        f"process {st.pid} is blocked writing its output to a pipe that nobody reads: {block.describe()}; "
+        f"{ctx.run_dir.rel(fr.log)} has been silent for {_ago(silent)} (limit {_ago(limit)}). The pipe's buffer "
+        "is full, so the trainer's next write waits for a reader that never comes.",
+        [
+            _pid_evidence(ctx, st),
+            ctx.evidence(f"/proc/{st.pid}/wchan", None, f"{block.wchan}; fds {', '.join(block.fds)}"),
+            ctx.evidence(fr.log, None, f"last written {_ago(silent)} ago"),
+        ],
+    )
+
+
+def _kill_evidence(ctx, run) -> tuple[str, Evidence | None, float | None] | None:
+    """What says the run ended by a kill (the wall clock, a signal), the
+    evidence, and the end's epoch time where the row gives one."""
+    row = run.row
+    if row is not None:
+        why = f"{row.get('error') or ''} {row.get('disqualified') or ''}".lower()
+        code = row.get("exit_code")
+        signal_exit = isinstance(code, int) and not isinstance(code, bool) and (code < 0 or code in (137, 143))
+        if row.get("killed_by_timeout") is True or "timeout" in why or signal_exit:
+            how = []
+            if row.get("killed_by_timeout") is True or "timeout" in why:
+                how.append("the sweep's wall clock killed it")
+            if signal_exit:
+                how.append(f"exit code {code}")
+            end = _row_end(row)
+            keep = {
+                k: row.get(k)
+                for k in ("run_id", "killed_by_timeout", "exit_code", "error", "duration_s", "finished_at")
+                if row.get(k) is not None
+            }
+            ev = ctx.evidence(ctx.run_dir.rel(ctx.run_dir.ledger_path), row.line, json.dumps(keep, default=str))
+            return "; ".join(how) + f" (ledger.jsonl:{row.line})", ev, end
+        return None  # the sweep recorded an end, and it was no kill
+    f = ctx.facts if run is ctx.run else None
+    if f is None or f.log is None or f.error:
+        return None
+    from ..rootcause import logical_lines
+
+    after = f.last.line if f.last is not None else 0
+    # What follows the last step, text glued after its bar included (a launcher's line without a newline).
+    tail = [ln.tail for ln in logical_lines(ctx.run_dir.log_tail(f.log), after)]
+    line = None
+    if f.fatal is not None and f.fatal.cause == "killed-by-signal":
+        line = f.fatal.line
+    else:
+        line = next((tl for tl in tail if LAUNCHER_TIMEOUT.search(tl.text)), None)
+    if line is None:
+        return None
+    # The launcher wrote its line when it killed the run: if nothing came after it, the log's last write
+    # is the moment of the kill.
+    end = mtime(f.log) if tail and tail[-1].line == line.line else None
+    return (
+        f"its log reports the kill: {line.text.strip()[:120]}",
+        ctx.evidence(f.log, line.line, line.text),
+        end,
+    )
+
+
+# A launcher's or scheduler's word that the wall clock ended the run (Python's subprocess, Slurm, a
+# launcher's own message): evidence of a kill when no ledger row says so.
+LAUNCHER_TIMEOUT = re.compile(
+    r"(?i)\btimed out after \d|\bTimeoutExpired\b|\bexceeded (?:its |the )?(?:wall[- ]?clock|time ?limit|timeout)\b|"
+    r"DUE TO TIME LIMIT|\bwall[- ]?clock (?:limit )?(?:reached|exceeded|hit)\b"
+)
+
+
+def _row_end(row) -> float | None:
+    """When the ledger says the run ended: finished_at, else started_at + duration_s."""
+    from datetime import datetime
+
+    for key in ("finished_at", "ended_at", "end_time"):
+        value = row.get(key)
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    start, took = _row_start(row), row.get("duration_s")
+    if start is not None and isinstance(took, (int, float)) and not isinstance(took, bool):
+        return start + float(took)
+    return None
+
+
+def _event_progress(ctx, run) -> tuple[int, float, object] | None:
+    """(last step, when the event files were last written, the newest file) from the run's event files:
+    where the log shows no step (a trainer whose output went to a pipe nobody read), the event writer
+    still recorded how far it got. The file's mtime lags its last event by at most the writer's flush
+    interval, which only makes the silence look shorter."""
+    from ..tfevents import read_event_file
+
+    best = None
+    for path in run.event_files:
+        read = ctx.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p))
+        steps = [series.steps[-1] for series in read.scalars.values() if len(series.steps)]
+        written = mtime(path)
+        if steps and written and (best is None or written > best[1]):
+            best = (max(steps), written, path)
+    return best
+
+
+def _stalled_before_kill(ctx, run, statuses):
+    """Post-mortem: a run killed long after its log stopped advancing (see RH204)."""
+    row = run.row
+    if row is not None and _kill_evidence(ctx, run) is None:
+        # Most rows of a large sweep: an end that was no kill, said by the row alone (no log is read).
+        ctx.skip(f"no live process, and ledger.jsonl:{row.line} records an end that was no kill")
+    f = ctx.facts
+    if f.last is None:
+        return _stalled_by_events(ctx, run)
+    if f.finished:
+        return f"the run reached its last step ({f.last.step}); no live process to judge"
+    kill = _kill_evidence(ctx, run)
+    if kill is None:
+        if any(st.state != "unreadable" for st in statuses):
+            ctx.skip("no live process for this run, and nothing says it was killed (RH203 reports a gone one)")
+        ctx.skip("no live process and no record of a kill (a ledger row, a launcher's signal line) to judge a stall by")
+    how, kill_ev, end = kill
+    sec, _n = ctx.steady_step_time(f.points)
+    gaps: list[tuple[float, str]] = []
+    written = mtime(f.log) if f.log is not None else 0.0
+    if row is not None and end is not None and written and written <= end + REUSE_SLACK_S:
+        start = _row_start(row)
+        if start is None or written >= start - REUSE_SLACK_S:
+            gaps.append((max(0.0, end - written), "between the log's last write and the end the ledger records"))
+    if row is None and end is not None:
+        # The end comes from the log itself (the launcher's kill line): the last step's time is when the
+        # event file was last written, if its last step is the log's last step (a file written every N
+        # steps would date an older one).
+        progress = _event_progress(ctx, run)
+        if progress is not None and progress[0] == f.last.step and progress[1] <= end + REUSE_SLACK_S:
+            gaps.append(
+                (
+                    max(0.0, end - progress[1]),
+                    f"between the event file's last write (step {progress[0]}) and the launcher's kill line",
+                )
+            )
+    duration = row.get("duration_s") if row is not None else None
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool) and f.last.elapsed is not None:
+        gaps.append(
+            (
+                max(0.0, float(duration) - f.last.elapsed),
+                f"between the last step's elapsed time on the bar ({f.last.elapsed:.0f} s) and the run's "
+                f"duration ({float(duration):.0f} s)",
+            )
+        )
+    if not gaps:
+        ctx.skip(f"killed ({how}), but nothing dates the last step against the end (no end time, no elapsed time)")
+    silent, basis = min(gaps)  # the smaller estimate: a claim of silence never rests on the larger one
+    floor = float(ctx.thresholds["min_stall_s"])
+    limit = (
+        max(floor, float(ctx.thresholds["stall_factor"]) * sec)
+        if sec
+        else max(floor, float(ctx.thresholds["stall_s_without_step_time"]))
+    )
+    step_basis = f"steady step time {sec:.3g} s" if sec else "no steady step time in the log"
+    limit_basis = (
+        f"{ctx.thresholds['stall_factor']} × {step_basis}, at least {floor:.0f} s"
+        if sec
+        else f"{step_basis}: {float(ctx.thresholds['stall_s_without_step_time']):.0f} s, at least {floor:.0f} s"
+    )
+    last_text = f"step {f.last.step}" + (f"/{f.total}" if f.total else "")
+    when = ""
+    if end is not None:
+        from datetime import datetime, timezone
+
+        # When the last step was written, by the estimate the silence rests on (never the kill line's time).
+        last_at = datetime.fromtimestamp(end - silent, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        when = f", written at {last_at} UTC"
+    if silent <= limit:
+        return (
+            f"killed ({how}) while still advancing: the last step ({last_text}) came {_ago(silent)} before the end "
+            f"({basis}), within {_ago(limit)} ({limit_basis})"
+        )
+    return ctx.fail(
+        "infra",
+        "stalled",
+        f"the run stopped advancing at {last_text} ({ctx.run_dir.rel(f.log)}:{f.last.line}{when}) and was silent "
+        f"for {_ago(silent)} before it was killed ({how}); {basis}. The limit is {_ago(limit)} "
+        f"({limit_basis}): it hung, it was not slow.",
+        [ctx.evidence(f.log, f.last.line, f"{last_text} (the last step)"), kill_ev] if kill_ev else [],
+    )
+
+
+def _stalled_by_events(ctx, run):
+    """Post-mortem stall from the event files when the log shows no step (see RH204)."""
+    kill = _kill_evidence(ctx, run)
+    progress = _event_progress(ctx, run)
+    if kill is None or progress is None:
+        ctx.skip("no live process and no training step in the log or an event file: nothing to judge a stall by")
+    how, kill_ev, end = kill
+    step, written, path = progress
+    start = _row_start(run.row)
+    if end is None or written > end + REUSE_SLACK_S or (start is not None and written < start - REUSE_SLACK_S):
+        ctx.skip(f"killed ({how}), but the event files' time cannot be set against the end the ledger records")
+    silent = max(0.0, end - written)
+    limit = max(float(ctx.thresholds["min_stall_s"]), float(ctx.thresholds["stall_s_without_step_time"]))
+    if silent <= limit:
+        return f"killed ({how}); its event file was last written {_ago(silent)} before the end, within {_ago(limit)}"
+    rel = ctx.run_dir.rel(path)
+    return ctx.fail(
+        "infra",
+        "stalled",
+        f"the run stopped advancing at step {step} (the last step in {rel}; its log shows no step) and was silent "
+        f"for {_ago(silent)} before it was killed ({how}): the event file was last written {_ago(silent)} before "
+        f"the end the ledger records. The limit is {_ago(limit)} (no step time in the log). A trainer whose output "
+        "went to a pipe nobody read stops exactly like this (RH204 names it live).",
+        [ctx.evidence(path, None, f"last step {step}, last written {_ago(silent)} before the end"), kill_ev]
+        if kill_ev
+        else [],
+    )
+
+
+def _row_start(row) -> float | None:
+    from datetime import datetime
+
+    value = row.get("started_at") if row is not None else None
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None

@@ -24,7 +24,7 @@ from ..registry import check
 from ..values import finite_number, timestamp
 
 NOT_TRAINING_ROLES = {"setup"}  # every other role (baseline, curated, candidate, finalist) trains
-RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9}
+RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9, "stall_ratio": 10}
 
 
 # -- reading rows -------------------------------------------------------------------
@@ -161,11 +161,16 @@ RH101_FIX = (
     needs=["ledger"],
     scope="run",
     phases=["live", "postmortem"],
-    verdicts=["infra"],
+    verdicts=["infra", "config"],
     thresholds=RH101_DEFAULTS,
     detects="An earlier run of the sweep trained its full steps, and this one hit the wall clock "
     '(killed_by_timeout, or error "timeout") after a handful of steps (n_steps <= handful_steps) with '
-    "duration_s close to wall_secs (>= wall_fraction of it).",
+    "duration_s close to wall_secs (>= wall_fraction of it). The step rate comes from the run's log where it "
+    "shows step times (else duration_s / n_steps); a log of normal steps followed by silence is a stall "
+    "(RH204), not a collapse. The cause is named only with its evidence: `vram-leak-step-collapse` with the "
+    "judge's or the VRAM's (the LM Studio unload no-op in a server log, a resident model or an NVML reading "
+    "from the live probes); `config-knob` when every collapsed run shares a config value that no fully "
+    "trained run has (the knob is named); otherwise `unknown`, listing what was checked.",
     why="This is the LM Studio VRAM leak: the judge model loaded for the first scoring pass never left the GPU, "
     "every later trainer ran from swap, and the whole rest of the sweep is wasted budget with no scores. "
     "It looks like a string of slow configs, but the configs are not at fault.",
@@ -180,6 +185,12 @@ def step_count_collapse(ctx):
         return None
     ref, collapsed, places = _collapse_story(ctx, th)
     if ref is None or row.line not in places:
+        # A knob's collapse does not need a fully trained run before it (the VRAM leak does): any run that
+        # trained fully, wherever it sits in the ledger, shows the value is the difference.
+        anywhere = [r for r in ctx.ledger if _collapsed(r, th)]
+        knob = _shared_knob(ctx, anywhere) if row.line in {r.line for r in anywhere} else None
+        if knob is not None:
+            return _knob_finding(ctx, row, knob, anywhere)
         return (
             f"{row.run_id} hit the wall clock after {row.get('n_steps')} steps, but no earlier run of the "
             "sweep trained fully, so this is not the step-count collapse (see RH107 for slow steps)."
@@ -195,13 +206,144 @@ def step_count_collapse(ctx):
         summary += f", and so did the {_plural(after, 'run')} after it." if after else "."
     else:
         summary += f": collapse {place + 1} of {len(collapsed)} since {collapsed[0].run_id}."
-    ref_rate = (_int(ref.get("n_steps")) or 0) / (finite_number(ref.get("duration_s")) or math.inf)
-    own_rate = (_int(row.get("n_steps")) or 0) / (finite_number(row.get("duration_s")) or math.inf)
-    if ref_rate and own_rate:
-        summary += f"\nIt ran {ref_rate / own_rate:.0f}x slower per step than {ref.run_id}: the VRAM-leak signature."
+    slow = slowdown(ctx, ctx.run, row, ref)
+    if slow is not None and slow.from_log and slow.ratio < th.get("stall_ratio", 10):
+        # The log shows steps at the normal rate, then nothing: a hang the wall clock ended, not a collapse
+        # of the step rate. RH204 judges the stall (its last step, and how long the run was silent).
+        return (
+            summary
+            + f"\nBut its log shows normal steps ({slow.describe()}): it stopped advancing, it did not slow down (see RH204)."
+        )
+    if slow is not None:
+        summary += f"\nIt ran {slow.describe()}."
     fields = ("n_steps", "duration_s", "killed_by_timeout", "error", "wall_secs", "exit_code")
-    evidence = [_quote_row(ctx, ref, *fields), _quote_row(ctx, row, *fields)] + list(extra_rh101_evidence(ctx))
-    return ctx.fail("infra", "vram-leak-step-collapse", summary, evidence)
+    evidence = [_quote_row(ctx, ref, *fields), _quote_row(ctx, row, *fields)]
+    judge = list(extra_rh101_evidence(ctx))
+    if judge:
+        summary += "\nThe judge's VRAM is the evidence (quoted): the VRAM-leak signature."
+        return ctx.fail("infra", "vram-leak-step-collapse", summary, evidence + judge)
+    knob = _shared_knob(ctx, collapsed)
+    if knob is not None:
+        return _knob_finding(ctx, row, knob, collapsed, summary, evidence)
+    summary += (
+        "\nChecked for evidence of a cause: no LM Studio unload no-op in a server log under the run dir, no "
+        "resident judge or VRAM reading from the live probes, no config knob that the collapsed runs share and "
+        "the healthy runs lack. Cause unknown."
+    )
+    return ctx.fail(
+        "infra",
+        "unknown",
+        summary,
+        evidence,
+        fix="Look at what changed after the first full run: GPU memory (nvidia-smi), another process on the GPU "
+        "(RH302), the judge still loaded (`lms ps`), the machine swapping (vmstat 5). Pass --lmstudio-url so "
+        "RH101 can read the judge's state.",
+    )
+
+
+class Slowdown:
+    """A run's seconds per step against the sweep's reference, and where each
+    figure came from. The one place the slowdown factor is computed: RH101 and
+    RH107 quote the same number for the same run."""
+
+    def __init__(self, own: float, own_from: str, ref: float, ref_from: str, from_log: bool) -> None:
+        self.own, self.own_from, self.ref, self.ref_from, self.from_log = own, own_from, ref, ref_from, from_log
+
+    @property
+    def ratio(self) -> float:
+        return self.own / self.ref if self.ref else math.inf
+
+    def describe(self) -> str:
+        return (
+            f"{_fmt_rate(self.own)} ({self.own_from}), {self.ratio:.0f}x {_fmt_rate(self.ref)} ({self.ref_from})"
+            if self.ratio >= 2
+            else f"{_fmt_rate(self.own)} ({self.own_from}) against {_fmt_rate(self.ref)} ({self.ref_from})"
+        )
+
+
+def _log_rate(run_dir, run) -> float | None:
+    """Median s/it of the run's logged steps, or None (no log, no timed step)."""
+    log = run.main_log if run is not None else None
+    if log is None:
+        return None
+    times: list[float] = [p.sec_per_step for p in _timed_points(run_dir.log_scan(log)) if p.sec_per_step]
+    return statistics.median(times) if times else None
+
+
+def _row_rate(row: LedgerRow | None) -> float | None:
+    steps, took = (_int(row.get("n_steps")), finite_number(row.get("duration_s"))) if row is not None else (None, None)
+    return took / steps if steps and took else None
+
+
+def slowdown(ctx, run, row: LedgerRow | None, ref_row: LedgerRow | None = None) -> Slowdown | None:
+    """The run's step time against the sweep's healthy runs: from the logs
+    where they show step times (the median s/it of each), else from the
+    ledger (duration_s / n_steps, which counts start-up and a hang as steps)."""
+    own = _log_rate(ctx.run_dir, run)
+    own_from = "its log's median step time" if own is not None else None
+    if own is None:
+        own = _row_rate(row)
+        own_from = "duration_s / n_steps in its ledger row"
+    medians = {k: v for k, v in _healthy_step_times(ctx.run_dir).items() if run is None or k != run.name}
+    ref: float | None
+    if medians:
+        ref, ref_from = statistics.median(medians.values()), f"the median of {len(medians)} healthy run log(s)"
+    else:
+        ref = _row_rate(ref_row)
+        ref_from = f"{ref_row.run_id}'s duration_s / n_steps" if ref_row is not None else ""
+    if own is None or not ref:
+        return None
+    return Slowdown(own, own_from or "", ref, ref_from, own_from == "its log's median step time")
+
+
+def _shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] | None:
+    """A config knob whose value every collapsed run has and no fully trained
+    run has. A knob different on every healthy run (a seed, an output name)
+    says nothing; one collapsed run names a knob only when it is its only
+    difference (with one run, "shared" proves nothing)."""
+    configs = [r.get("config") for r in collapsed]
+    if not configs or not all(isinstance(c, dict) for c in configs):
+        return None
+    healthy = [r.get("config") for r in ctx.ledger if _finished_ok(r) and isinstance(r.get("config"), dict)]
+    if not healthy:
+        return None
+    found = []
+    for key, value in configs[0].items():
+        if key in ("seed", "output_name", "output_dir", "run_id"):
+            continue
+        if not all(_knob(c.get(key, _ABSENT)) == _knob(value) for c in configs[1:]):
+            continue
+        if any(_knob(h.get(key, _ABSENT)) == _knob(value) for h in healthy):
+            continue
+        seen = {_knob(h.get(key, _ABSENT)): h.get(key) for h in healthy}
+        if len(healthy) > 1 and len(seen) == len(healthy):
+            continue
+        found.append((key, value, list(seen.values())))
+    if not found or (len(configs) < 2 and len(found) > 1):
+        return None
+    return found[0]
+
+
+def _knob_finding(ctx, row: LedgerRow, knob, collapsed: list[LedgerRow], summary: str = "", evidence=None):
+    key, value, healthy = knob
+    shown = ", ".join(_show(v) for v in healthy[:4]) or "(unset)"
+    if not summary:
+        summary = f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(finite_number(row.get('duration_s')))} (the wall clock)."
+    summary += (
+        f"\nEvery collapsed run ({len(collapsed)}) has {key} = {_show(value)}, a value no run that trained fully "
+        f"used (they had {shown}): the knob, not the machine."
+    )
+    fields = ("n_steps", "duration_s", "killed_by_timeout", "error", "wall_secs", "exit_code")
+    ev = evidence if evidence is not None else [_quote_row(ctx, row, *fields)]
+    return ctx.fail(
+        "config",
+        "config-knob",
+        summary,
+        ev,
+        fix=f"Take {key} = {_show(value)} out of the search space, or give it its own wall clock: with it, a "
+        "step is orders of magnitude slower (block swap, CPU offload or a gradient-checkpointing mode that "
+        "moves weights every step).",
+    )
 
 
 # -- RH102 ------------------------------------------------------------------------------
@@ -816,6 +958,9 @@ def slow_steps(ctx):
             return _deadlock_without_reference(ctx, scan, pts, own)
         ref = statistics.median(healthy)
         against = f"the sweep's {len(healthy)} healthy runs ({_fmt_rate(ref)})"
+        shared = slowdown(ctx, ctx.run, row)
+        if shared is not None and shared.from_log:
+            own, ref = shared.own, shared.ref  # the figure RH101 quotes for the same run
     else:
         ctx.skip("no reference step time for a single run: set thresholds.RH107.expected_s_per_it in runhealth.yaml")
     ratio = own / ref
@@ -875,10 +1020,12 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     scope="run",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    thresholds={"windows": 3, "min_points": 9, "min_rise": 0.1, "degrade_factor": 1.5},
+    thresholds={"windows": 3, "min_points": 9, "min_rise": 0.1, "degrade_factor": 1.5, "min_s_per_it": 0.1},
     detects="Within one run, the step time climbs steadily: the log's step series, cut into `windows` equal parts, "
     "has a median s/it that rises by at least min_rise from each part to the next and ends at least "
-    "degrade_factor times where it started (e.g. 29 -> 44 -> 77 s/it). Applies to any run with a step series.",
+    "degrade_factor times where it started (e.g. 29 -> 44 -> 77 s/it). Applies to any run with a step series. "
+    "Steps that end under min_s_per_it (0.1 s) are left alone: at that scale the trend is the machine's "
+    "scheduling noise (other processes starting), not memory pressure (measured by tests/faults).",
     why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache, another process "
     "taking memory); the run will miss its wall clock long before its loss says anything.",
     example="cand-000-s0: step time climbed 30.2 -> 43.1 -> 71.4 s/it over 900 steps.",
@@ -899,6 +1046,11 @@ def step_time_degrades(ctx):
     rising = all(b >= a * (1 + th["min_rise"]) for a, b in zip(medians, medians[1:]))
     if not rising or medians[-1] < medians[0] * th["degrade_factor"]:
         return None
+    if medians[-1] < float(th.get("min_s_per_it") or 0):
+        return (
+            f"step time rose {' -> '.join(f'{m:.3f}' for m in medians)} s/it, all under {th['min_s_per_it']} s/it: "
+            "scheduling noise at that scale, not memory pressure"
+        )
     path = " -> ".join(f"{m:.1f}" for m in medians)
     summary = (
         f"{ctx.run.name}: step time climbed {path} s/it over steps {pts[0].step}-{pts[-1].step} "

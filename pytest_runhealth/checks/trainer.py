@@ -38,13 +38,19 @@ def _tfevents(ctx, path: Path):
     "prefixes stripped and text glued after a progress bar split off; of interleaved ranks, the first to fail "
     "is the root. Causes: cuda-oom (CUDA old and new wording, HIP, MPS, XPU; the backend is named), "
     "host-oom (`MemoryError`, the OOM killer's bare `Killed`), dataloader-worker-killed, segfault, "
-    'nccl-timeout, disk-full (`[Errno 28]`), missing-model-file (also a trainer\'s own "model not found"), '
-    "missing-trainer-module (any `ModuleNotFoundError` that ends the run), fused-optimizer-keyerror, "
+    "nccl-timeout, disk-full (`[Errno 28]`, torch.save's `basic_ios::clear: iostream error` and `unexpected "
+    'pos`, `[Errno 27] File too large`), missing-model-file (also a trainer\'s own "model not found"), '
+    "missing-trainer-module (any `ModuleNotFoundError` that ends the run), nan-loss (detectron2's "
+    "`FloatingPointError: Loss became infinite or NaN`, a loss dict printing `tensor(nan`), killed-by-signal "
+    "(a signal reported only by a launcher: `exitcode: -9`, `return code = -9`, `died with <Signals.SIGKILL: 9>`, "
+    "`Signal 9 (SIGKILL) received by PID`), fused-optimizer-keyerror, "
     "tensorboard-logdir-not-directory, missing-cache-files, optimizer-scheduler-mismatch; with no known "
     "pattern, `unknown` quoting the root traceback's exception line (not the launcher's). Only the tail "
     "window is read. Only what follows the last training step counts: an error the run trained past "
     "(a handled fallback, an OOM hint, loss-scaler overflow skips, a NaN gradient norm) is not fatal, and "
-    "neither is another thread's traceback after the final step. Every log a run has is read: a Slurm job "
+    "neither is another thread's traceback after the final step. The bar's closing redraw that tqdm prints "
+    "after a traceback when Python exits is no training step: the traceback before it counts. "
+    "Every log a run has is read: a Slurm job "
     "log (`slurm-<id>.out`; its `slurmstepd` lines are causes of their own: scheduler-time-limit, "
     "scheduler-cancelled, scheduler-preempted, node-failure, host-oom for `oom-kill` events), W&B's captured "
     "console `files/output.log`. Where torchrun's child recorded its death in a torch.distributed.elastic "
@@ -80,6 +86,15 @@ def trainer_error(ctx):
         summary = f"the run stopped at a traceback ({where}) that matches no known pattern: {root}"
     else:
         summary = f"the run died of {err.describe()} ({where}): {root}"
+    fix = err.fix
+    if err.cause == "disk-full" and re.search(r"Errno 27|code: 27|FileTooLarge|File too large", root):
+        # errno 27 (EFBIG) is a size limit, not a full disk: CPython ignores SIGXFSZ, so the write fails.
+        summary += "\n(errno 27: a file-size limit was reached, not necessarily a full disk)"
+        fix = (
+            "a file grew past a size limit (errno 27, EFBIG): check `ulimit -f` (RLIMIT_FSIZE, often set by a "
+            "scheduler or container) and the filesystem's maximum file size (FAT32: 4 GiB); raise the limit or "
+            "write the checkpoint elsewhere. The checkpoint being written is truncated (RH206)."
+        )
     if err.consequences:
         summary += (
             "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
@@ -89,7 +104,7 @@ def trainer_error(ctx):
             for tl in err.consequences[-2:]
             if ctx.evidence(f.log, tl.line, tl.text) not in evidence
         ]
-    return ctx.fail(err.verdict, err.cause, summary, evidence, fix=err.fix)
+    return ctx.fail(err.verdict, err.cause, summary, evidence, fix=fix)
 
 
 # -- RH202 --------------------------------------------------------------------------
@@ -283,7 +298,9 @@ def resume_pair(ctx):
     detects="A `.safetensors` file whose header does not parse (under 8 bytes, a length beyond the file or "
     "over 100 MB, not JSON, tensor offsets that disagree with dtype and shape) or whose tensor data is "
     "shorter or longer than the header says: a write cut short (disk full, killed mid-save, a copy "
-    "interrupted). Only headers are read; no tensor is loaded. A Hugging Face Trainer `checkpoint-N/` "
+    "interrupted): `truncated-checkpoint`. The temporary file an atomic save leaves when it is interrupted "
+    "(safetensors' hidden `.tmpXXXXXX`, a trainer's `name.tmp`) beside the checkpoints: `interrupted-save`. "
+    "Only headers are read; no tensor is loaded. A Hugging Face Trainer `checkpoint-N/` "
     "missing part of its state (`checkpoint-incomplete`): no weights, no `trainer_state.json` (the Trainer "
     "writes it last), a weight shard its index names, or `optimizer.pt`/`scheduler.pt`/`rng_state*.pth`/"
     "`training_args.bin` that the run's other checkpoints all have (with `save_only_model` none has them: "
@@ -296,42 +313,70 @@ def resume_pair(ctx):
     "check free disk space, and re-save; re-copy the file if it came from another machine.",
 )
 def checkpoint_intact(ctx):
-    bad, good = [], 0
-    for path in sorted(ctx.run.checkpoints):
-        res = ctx.run_dir.cached(("safetensors", path), lambda p=path: check_safetensors(p))
-        if res.ok:
-            good += 1
-        else:
-            bad.append(res)
+    from ..resume import damaged, interrupted_saves, newest_resumable
+
+    bad_map = damaged(ctx.run_dir, ctx.run)
+    bad = [ctx.run_dir.cached(("safetensors", p), lambda p=p: check_safetensors(p)) for p in bad_map]
+    good = len(ctx.run.checkpoints) - len(bad)
+    leftovers = interrupted_saves(ctx.run)
     hf = hf_trainer.checkpoints(ctx.run.path) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else []
     incomplete = [c for c in hf if not c.complete]
-    if not bad and not incomplete:
+    if not bad and not leftovers and not incomplete:
         return f"{good} safetensors header(s) intact" + (f"; {len(hf)} checkpoint folder(s) complete" if hf else "")
-    lines = [f"{ctx.run_dir.rel(r.path)}: {r.problem}" for r in bad[:10]]
-    summary = f"{len(bad)} of {len(bad) + good} checkpoint(s) are damaged:\n" + "\n".join(lines) if bad else ""
-    evidence = [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]]
-    damaged = {r.path for r in bad}
+    parts = []
+    if bad:
+        lines = [f"{ctx.run_dir.rel(r.path)}: {r.problem}" for r in bad[:10]]
+        parts.append(f"{len(bad)} of {len(bad) + good} checkpoint(s) are damaged:\n" + "\n".join(lines))
+    elif leftovers:
+        parts.append(f"{good} safetensors header(s) intact, but a save was interrupted")
+    if leftovers:
+        names = ", ".join(ctx.run_dir.rel(p) for p in leftovers[:6])
+        parts.append(
+            f"{len(leftovers)} temporary file(s) of an interrupted save beside the checkpoints: {names} (an atomic "
+            "save writes a temporary file and renames it when done; a kill or a full disk mid-save leaves it "
+            "behind, and the checkpoint it was writing never appeared)"
+        )
     if incomplete:
         # A Hugging Face checkpoint-N/ without part of its state: its save was cut short.
-        summary += ("\n" if summary else "") + f"{len(incomplete)} of {len(hf)} checkpoint folder(s) are incomplete:\n"
-        summary += "\n".join(f"{ctx.run_dir.rel(c.path)}/ lacks {', '.join(c.missing)}" for c in incomplete[:10])
-        evidence += [
-            ctx.evidence(c.path, None, f"{c.path.name}/ holds {', '.join(sorted(c.files)[:12]) or 'nothing'}")
-            for c in incomplete[:10]
-        ]
-    if hf:
-        usable = [c for c in hf if c.complete and not any(c.path in p.parents for p in damaged)]
-        summary += (
-            f"\nnewest complete checkpoint to resume from: {ctx.run_dir.rel(usable[-1].path)}"
-            if usable
-            else "\nno checkpoint folder is complete: none can be resumed from"
+        parts.append(
+            f"{len(incomplete)} of {len(hf)} checkpoint folder(s) are incomplete:\n"
+            + "\n".join(f"{ctx.run_dir.rel(c.path)}/ lacks {', '.join(c.missing)}" for c in incomplete[:10])
         )
-    else:
-        intact = [p for p in ctx.run.checkpoints if p not in damaged]
-        newest_ok = latest([c for c in find_checkpoints(intact)])
-        if newest_ok is not None:
-            summary += f"\nnewest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}"
-    return ctx.fail("infra", "truncated-checkpoint" if bad else "checkpoint-incomplete", summary, evidence)
+    if hf:
+        usable = [c for c in hf if c.complete and not any(c.path in p.parents for p in bad_map)]
+        parts.append(
+            f"newest complete checkpoint to resume from: {ctx.run_dir.rel(usable[-1].path)}"
+            if usable
+            else "no checkpoint folder is complete: none can be resumed from"
+        )
+    elif (newest_ok := newest_resumable(ctx.run_dir, ctx.run)) is not None:
+        parts.append(f"newest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}")
+    evidence = [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]]
+    from ..safeio import mtime
+
+    evidence += [
+        ctx.evidence(p, None, f"temporary file of an interrupted save ({_size(p)} bytes, written {_stamp(mtime(p))})")
+        for p in leftovers[:4]
+    ]
+    evidence += [
+        ctx.evidence(c.path, None, f"{c.path.name}/ holds {', '.join(sorted(c.files)[:12]) or 'nothing'}")
+        for c in incomplete[:10]
+    ]
+    cause = "truncated-checkpoint" if bad else "interrupted-save" if leftovers else "checkpoint-incomplete"
+    return ctx.fail("infra", cause, "\n".join(parts), evidence)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _stamp(t: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if t else "at an unknown time"
 
 
 # -- RH207 --------------------------------------------------------------------------
@@ -469,7 +514,9 @@ def steps_complete(ctx):
     ended = _end_evidence(ctx, f, row)
     if ended is None:
         ctx.skip(_state_unknown(ctx, f))
-    ckpt = latest([c for c in find_checkpoints(ctx.run.checkpoints) if c.step is not None])
+    from ..resume import newest_resumable
+
+    ckpt = newest_resumable(ctx.run_dir, ctx.run)  # never one RH206 found damaged
     summary = (
         f"the run stopped at step {f.last.step} of {f.total} planned ({ended}), and its log ends without "
         f"an error: something outside the trainer ended it"

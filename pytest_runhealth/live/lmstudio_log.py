@@ -51,7 +51,16 @@ SERVER_ERRORS = (
         ),
     ),
     # The model's engine process died (a native crash, often VRAM exhausted): every request fails until reloaded.
-    ("model-crashed", re.compile(r"\bThe model has crashed\b|\bmodel (?:process )?(?:has )?crashed\b", re.I)),
+    # The MLX engine is a Python process: when it aborts or segfaults mid-generation, LM Studio's log shows only
+    # CPython's fault handler ("Fatal Python error: Aborted", "... Segmentation fault"), no "has crashed" phrase.
+    (
+        "model-crashed",
+        re.compile(
+            r"\bThe model has crashed\b|\bmodel (?:process )?(?:has )?crashed\b|"
+            r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception)",
+            re.I,
+        ),
+    ),
     (
         "prediction-error",
         re.compile(

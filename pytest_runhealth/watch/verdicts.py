@@ -49,6 +49,7 @@ class Result:
     cause: str | None
     summary: str
     fix: str | None
+    consequence_of: str | None = None  # the root's check ID on the same run (consequences.py)
 
     @property
     def bad(self) -> bool:
@@ -106,6 +107,7 @@ def parse_report(doc: dict) -> Verdicts:
             res.get("cause"),
             _summary(res),
             res.get("fix"),
+            res.get("consequence_of"),
         )
     return out
 
@@ -182,6 +184,9 @@ def describe(res: Result, prev: str | None) -> str:
         head = f"{name}: {res.outcome}"
     else:
         head = f"{name}: {prev} -> {res.outcome}"
+    if res.bad and res.consequence_of:
+        # Folded under its root, as the post-mortem summary does: one root cause, one diagnosis.
+        return head + f" (consequence of {res.consequence_of} on this run; see there)"
     if res.bad:
         head += f": {res.diagnosis()}"
     return head
