@@ -139,12 +139,14 @@ class VerdictRunner:
     def run(self) -> Verdicts:
         import pytest
 
+        from ..trust_boundary import safe_session  # imports pytest: only when a session runs
+
         self.sessions += 1
         with tempfile.TemporaryDirectory(prefix="runhealth-watch-") as tmp:
             report = Path(tmp) / "report.json"
             sink = io.StringIO()
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                code = pytest.main(self.args(report))
+                code = safe_session(self.args(report), Path(tmp))
             if int(code) == int(pytest.ExitCode.INTERRUPTED):  # Ctrl-C arrived inside the session
                 raise KeyboardInterrupt
             if not report.exists():
