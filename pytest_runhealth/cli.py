@@ -20,7 +20,8 @@ class MergeError(Exception):
     pass
 
 
-MAX_REPORT_BYTES = 512 << 20
+MAX_REPORT_BYTES = 256 << 20
+MAX_REPORT_VALUES = 4_000_000  # JSON values per report (a 1,000-run, 43-check report holds ~1M)
 REPORT_SCHEMA_FILE = Path(__file__).with_name("runhealth-report-1.schema.json")
 
 
@@ -101,6 +102,13 @@ def _load(path: str) -> dict[str, Any]:
             raw = fh.read(MAX_REPORT_BYTES + 1)
         if len(raw) > MAX_REPORT_BYTES:
             raise MergeError(f"report {path} is over {MAX_REPORT_BYTES >> 20} MiB: not a runhealth report")
+        # Bounded before parsing: every JSON value but the first follows a ',' or a ':' or opens
+        # a container, and each costs ~50-100 bytes as a Python object (99 MB of "[]," held 2.5 GB).
+        values = raw.count(b",") + raw.count(b":") + raw.count(b"[") + raw.count(b"{")
+        if values > MAX_REPORT_VALUES:
+            raise MergeError(
+                f"report {path} holds over {MAX_REPORT_VALUES:,} JSON values: not a runhealth report of this size"
+            )
         return json.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise MergeError(f"cannot read report {path}: {exc}") from None

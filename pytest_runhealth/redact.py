@@ -24,7 +24,37 @@ _SECRET_NAME = (
 )
 _VALUE = r"[^\s\"',;}&]+"
 
-_PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
+
+class _UrlUserinfo:
+    """``scheme://userinfo@host``: the userinfo, up to the last '@' of the
+    URL's token (a run without whitespace, quotes or angle brackets), is
+    masked. Linear: each scheme is looked at once, and a scheme inside a token
+    already read is not looked at again."""
+
+    _SCHEME = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,30}://")
+    _TOKEN_END = re.compile(r"[\s\"'<>]")
+    pattern = _SCHEME.pattern
+
+    def sub(self, replacement: str, text: str) -> str:
+        out: list[str] = []
+        kept = 0  # text[:kept] is already in out
+        at = 0
+        while True:
+            m = self._SCHEME.search(text, at)
+            if m is None:
+                break
+            end_match = self._TOKEN_END.search(text, m.end())
+            end = end_match.start() if end_match else len(text)
+            last_at = text.rfind("@", m.end(), end)
+            if last_at >= 0:
+                out += [text[kept : m.end()], replacement]
+                kept = last_at + 1
+            at = max(end, m.end())
+        out.append(text[kept:])
+        return "".join(out)
+
+
+_PATTERNS: list[tuple[str, re.Pattern[str] | _UrlUserinfo, str]] = [
     # PEM private keys: the whole block when it is on one quote, the header line otherwise.
     (
         "pem",
@@ -60,14 +90,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
     # A bare bearer credential anywhere ("Bearer eyJ...").
     ("bearer", re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + MASK),
     # JSON Web Tokens wherever they stand.
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?"), MASK),
+    # (Only where a run of token characters begins: "eyJ-" repeated is one candidate, not n.)
+    ("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?"), MASK),
     # Credentials inside URLs, any scheme case, user:password or a token alone; the
     # password may hold '/' or '@', so the userinfo runs to the token's last '@'.
-    (
-        "url-userinfo",
-        re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)[^\s\"'<>@]*(?:@[^\s\"'<>@]*)*@(?=[^\s\"'<>@]*(?:[\s\"'<>]|$))"),
-        r"\1" + MASK + "@",
-    ),
+    # Not one regex: "a://" repeated made the old one quadratic (issue #27).
+    ("url-userinfo", _UrlUserinfo(), MASK + "@"),
     # --hf-token X, --api-key=X, --password X (the last word of the option names the secret).
     (
         "cli-option",

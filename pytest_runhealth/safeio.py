@@ -1,9 +1,16 @@
 """Every file the plugin touches is opened here: read-only, never a FIFO or a
 device (opening those can block forever), and with links out of the run dir
-named rather than followed silently."""
+named rather than followed silently.
+
+Inside a pytest session (between :func:`begin_session` and :func:`end_session`,
+called by the plugin) a file is read only up to the size it had when the
+session first opened it: a log still being written is not chased to its end
+(a writer appending for 100 s made one check read for 114 s, issue #27). The
+watch follows growing logs outside any session, with ``follow=True``."""
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
@@ -12,15 +19,67 @@ from typing import BinaryIO
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
-def open_readonly(path: str | os.PathLike) -> BinaryIO:
-    """Open a regular file for binary reading, or raise OSError with a reason."""
+# (st_dev, st_ino) -> size at first open in this session; None outside a session.
+_SESSION_SIZES: dict[tuple[int, int], int] | None = None
+
+
+def begin_session() -> None:
+    global _SESSION_SIZES
+    _SESSION_SIZES = {}
+
+
+def end_session() -> None:
+    global _SESSION_SIZES
+    _SESSION_SIZES = None
+
+
+class CappedFile(io.FileIO):
+    """A read-only file that ends at ``limit`` bytes, whatever is appended
+    after it was first seen."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        super().__init__(fd, "rb", closefd=True)
+        self.limit = limit
+
+    def _left(self) -> int:
+        return max(0, self.limit - self.tell())
+
+    def read(self, size: int | None = -1) -> bytes:
+        left = self._left()
+        if size is None or size < 0:
+            return self.readall()
+        return super().read(min(size, left)) if left else b""
+
+    def readall(self) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            chunk = self.read(1 << 20)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def, override]
+        left = self._left()
+        view = memoryview(buffer).cast("B")
+        if not left or not len(view):
+            return 0
+        return super().readinto(view[: min(len(view), left)]) or 0
+
+
+def open_readonly(path: str | os.PathLike, follow: bool = False) -> BinaryIO:
+    """Open a regular file for binary reading, or raise OSError with a reason.
+    In a session, reads end at the size the file had when the session first
+    opened it, unless ``follow``."""
     fd = os.open(path, _FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
             raise OSError(21 if stat.S_ISDIR(st.st_mode) else 22, f"{kind}", str(path))
-        return os.fdopen(fd, "rb", buffering=0)
+        if _SESSION_SIZES is None or follow:
+            return os.fdopen(fd, "rb", buffering=0)
+        limit = _SESSION_SIZES.setdefault((st.st_dev, st.st_ino), st.st_size)
+        return CappedFile(fd, limit)  # type: ignore[return-value]
     except BaseException:
         os.close(fd)
         raise

@@ -426,7 +426,28 @@ def safe_session(argv: list[str], tmp: Path) -> int:
         os.chdir(cwd)
 
 
-# -- nothing written into a run dir ---------------------------------------------------
+# -- nothing written into a run dir; nothing chased ----------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """From here on, a file is read up to the size it had when first opened
+    (a log still growing is not chased: safeio.begin_session)."""
+    from . import safeio
+
+    if run_dir_paths(session.config):  # a session that checks run dirs (not a test suite that imports us)
+        safeio.begin_session()
+        session.config.stash[_CAPPED] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from . import safeio
+
+    if config.stash.get(_CAPPED, False):
+        safeio.end_session()
+
+
+_CAPPED = pytest.StashKey[bool]()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """The JSON report (and the gate's verdict record beside it) is refused

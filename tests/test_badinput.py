@@ -920,3 +920,123 @@ def test_rh502_to_rh504_are_not_evaluable_when_the_eval_server_returned_nothing(
     for check in ("RH502", "RH503", "RH504"):
         r = res.result_of(check)
         assert r["outcome"] == "failed" and r["verdict"] == "not-evaluable", (check, r)
+
+
+# -- linear text handling (issue #27 item 2) ----------------------------------------------------
+def _best_time(fn, text, repeat: int = 3) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def growth_exponent(fn, unit: str, sizes: tuple[int, ...]) -> tuple[float, list[float]]:
+    """How time grows with input size: 1 is linear, 2 quadratic (a ratio, not a
+    time: timings from one run, on one machine). Stops early when the first step
+    already looks quadratic, so a regression fails in seconds, not hours."""
+    import math
+
+    times: list[float] = []
+    for size in sizes:
+        times.append(_best_time(fn, unit * (size // len(unit))))
+        if len(times) >= 2 and times[-1] > 0.05:
+            exponent = math.log(times[-1] / max(times[0], 1e-6)) / math.log(size / sizes[0])
+            if exponent > 1.7:
+                return exponent, times
+    return math.log(times[-1] / max(times[0], 1e-6)) / math.log(sizes[-1] / sizes[0]), times
+
+
+def _adversarial_cases():
+    from pytest_runhealth import logscan, redact, rootcause
+
+    return {
+        "redact url-userinfo": (redact.redact, "a://"),
+        "redact url-userinfo with @": (redact.redact, "a://x@"),
+        "redact jwt": (redact.redact, "eyJ-"),
+        "redact cli option": (redact.redact, "--token "),
+        "redact key header": (redact.redact, "x-a-"),
+        "redact env assignment": (redact.redact, "password "),
+        "redact bearer": (redact.redact, "bearer "),
+        "rootcause BAR_END": (rootcause.BAR_END.search, "| 1/2 ["),
+        "rootcause BAR_END digits": (rootcause.BAR_END.search, "1"),
+        "rootcause BOX_RIGHT": (rootcause.BOX_RIGHT.search, " "),
+        "rootcause WARNING_RECORD": (rootcause.WARNING_RECORD.search, " -"),
+        "logscan TQDM": (lambda s: logscan.TQDM.search(s.encode()), "| 1/2 [a<"),
+        "logscan TQDM digits": (lambda s: logscan.TQDM.search(s.encode()), "1"),
+        "logscan LTX_RICH digits": (lambda s: logscan.LTX_RICH.search(s.encode()), "1"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_adversarial_cases()))
+def test_text_handling_grows_linearly_on_adversarial_repeats(case):
+    fn, unit = _adversarial_cases()[case]
+    exponent, times = growth_exponent(fn, unit, (64 << 10, 256 << 10, 1 << 20))
+    if times[-1] < 0.02:
+        return  # too fast to tell linear from anything else: linear enough
+    assert exponent < 1.6, f"{case}: time grows like n^{exponent:.2f} over 64 kB/256 kB/1 MB: {times}"
+
+
+# -- every reader has a cap (issue #27 item 2) --------------------------------------------------
+def test_a_ledger_past_its_row_cap_is_read_up_to_it_and_says_so(tmp_path, monkeypatch):
+    from pytest_runhealth import ledger as ledger_mod
+
+    monkeypatch.setattr(ledger_mod, "MAX_ROWS", 50)
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("".join(json.dumps({"run_id": f"r{i}", "exit_code": 0}) + "\n" for i in range(200)))
+    led = ledger_mod.read_ledger(path)
+    assert len(led.rows) == 50
+    assert [p.kind for p in led.problems] == ["too-many-rows"]
+    assert "no further" in led.problems[0].message
+
+
+def test_a_ledger_of_only_bad_lines_stops_at_its_problem_cap(tmp_path, monkeypatch):
+    from pytest_runhealth import ledger as ledger_mod
+
+    monkeypatch.setattr(ledger_mod, "MAX_PROBLEMS", 20)
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("not json\n" * 1000)
+    led = ledger_mod.read_ledger(path)
+    assert len(led.problems) == 21 and led.problems[-1].kind == "too-many-rows"
+
+
+def test_a_log_still_growing_is_read_up_to_its_size_when_the_session_first_opened_it(tmp_path):
+    from pytest_runhealth import safeio
+    from pytest_runhealth.logscan import scan_log
+
+    log = tmp_path / "train.log"
+    log.write_bytes(b"step 1 loss 0.5\n" * 10)
+    safeio.begin_session()
+    try:
+        with safeio.open_readonly(log) as fh:
+            assert len(fh.read()) == 160
+        with log.open("ab") as w:  # the writer goes on after the session first looked
+            w.write(b"RuntimeError: CUDA out of memory\n" * 1000)
+        with safeio.open_readonly(log) as fh:
+            assert fh.read() == b"step 1 loss 0.5\n" * 10
+            fh.seek(0)
+            assert fh.readline() == b"step 1 loss 0.5\n" and len(fh.readlines()) == 9
+        data, _start = safeio.read_tail(log, 1 << 20)
+        assert b"CUDA" not in data
+        assert b"CUDA" not in log.read_bytes()[:160]
+        scan = scan_log(log)
+        assert scan.nul_bytes == 0
+    finally:
+        safeio.end_session()
+    with safeio.open_readonly(log) as fh:  # outside a session (the watch follows): the whole file
+        assert b"CUDA" in fh.read()
+
+
+def test_merge_refuses_a_report_of_too_many_values_before_parsing_it(tmp_path, capsys, monkeypatch):
+    from pytest_runhealth import cli
+
+    monkeypatch.setattr(cli, "MAX_REPORT_VALUES", 10_000)
+    bad = tmp_path / "bad.json"
+    doc = _report()
+    bad.write_text(json.dumps(doc)[:-1] + ', "junk": [' + "[]," * 20_000 + "[]]}")
+    assert cli.main(["merge", str(bad), "-o", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert "JSON values" in err and err.count("\n") == 1
