@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..consequences import worth_showing
+from ..redact import redact
 from .svg import _CONTROL
 from .view import ReportView
 
@@ -25,7 +26,7 @@ _MARKUP = re.compile(r"[\[\]]")  # no brackets, no image or link
 
 def cell(value: Any, limit: int = MAX_CELL) -> str:
     """Table-safe: no pipes, no newlines, bounded length, no raw HTML."""
-    text = " ".join(_CONTROL.sub("\ufffd", str(value or "")).split())
+    text = " ".join(_CONTROL.sub("\ufffd", redact(str(value or ""))).split())
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
     # Quoted names and text must not render as images, links or @mentions (a run id "![x](http://…)").
     text = _MARKUP.sub(lambda m: "\\" + m.group(), text).replace("@", "@\u2060")

@@ -22,8 +22,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from ..redact import redact
 from ..rundir import RunDir
+from ..shown import one_line
 from .evaluation import HarvestWatch, ServerRequestWatch
 from .notify import Notifier
 from .sweep import SweepWatch
@@ -173,7 +173,7 @@ class Watch:
         """Print one line now; it goes to the notifiers with the rest of its
         tick, as one message (a status block is one post, not five)."""
         stamp = datetime.now().strftime("%H:%M:%S")
-        text = redact(text)
+        text = one_line(text)  # redacted; ESC, BEL, C1 and newlines in names made visible
         self.out.write(f"[{stamp}] {text}\n")
         self.out.flush()
         self.unsent.append(text)

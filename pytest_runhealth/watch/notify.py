@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 
 from ..redact import redact
+from ..shown import shown
 
 TIMEOUT_S = 5.0
 QUEUE_MAX = 100  # messages waiting; beyond it the oldest are dropped (and counted)
@@ -50,7 +51,7 @@ class Notifier:
 
     def send(self, text: str) -> None:
         """Queue one message for every target; returns at once."""
-        msg = redact(text)
+        msg = "\n".join(shown(line) for line in text.split("\n"))  # redacted, control characters visible
         for q, _ in self._lanes:
             while True:
                 try:
