@@ -798,6 +798,16 @@ MERGE_BAD = {
     "outcome-FAILED": _report(results=[{"nodeid": "a", "outcome": "FAILED"}]),
     "results-not-a-list": _report(results={"a": 1}),
     "deep-nesting": None,  # written raw below
+    # issue #27 item 6: a report that disagrees with itself
+    "duration-nan": _report(results=[{"nodeid": "a", "outcome": "passed", "duration_s": float("nan")}]),
+    "duration-1e400": None,  # written raw below
+    "shard-3-of-2": _report(shard="3/2"),
+    "summary-counts-removed-failures": _report(summary={"passed": 1, "failed": 11}),
+    "failed-relabelled-passed": _report(
+        results=[{"nodeid": "a", "outcome": "passed", "verdict": "infra", "cause": "cuda-oom", "evidence": []}]
+    ),
+    "unknown-top-level-gate": _report(gate={"decision": "promote"}),
+    "unknown-top-level-verdict": _report(verdict="promote"),
 }
 
 
@@ -806,7 +816,12 @@ def test_merge_refuses_hostile_reports_with_one_line(tmp_path, capsys, case):
     from pytest_runhealth.cli import main as cli_main
 
     bad = tmp_path / "bad.json"
-    bad.write_text("[" * 100_000 + "]" * 100_000 if case == "deep-nesting" else json.dumps(MERGE_BAD[case]))
+    if case == "deep-nesting":
+        bad.write_text("[" * 100_000 + "]" * 100_000)
+    elif case == "duration-1e400":
+        bad.write_text(json.dumps(_report()).replace('"outcome": "passed"', '"outcome": "passed", "duration_s": 1e400'))
+    else:
+        bad.write_text(json.dumps(MERGE_BAD[case]))
     assert cli_main(["merge", str(bad), "-o", str(tmp_path / "m.json")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("pytest-runhealth merge: ") and err.count("\n") == 1, err
@@ -832,6 +847,8 @@ def test_merge_refuses_fifos_and_devices(tmp_path, capsys, special):
         (["1/2", "1/2", "2/2"], "1/2 given more than once"),
         (["1/2", "2/3"], "different splits"),
         (["1/2", None], "some reports are shards"),
+        (["1/2", "2/2", "3/2"], "not K/N with 1 <= K <= N"),
+        (["1/999999"], "missing (999,998 of 999,999)"),
     ],
 )
 def test_merge_needs_every_shard_once(tmp_path, capsys, shards, problem):
@@ -843,7 +860,8 @@ def test_merge_needs_every_shard_once(tmp_path, capsys, shards, problem):
         paths.append(tmp_path / f"{i}.json")
         paths[-1].write_text(json.dumps(doc))
     assert cli_main(["merge", *map(str, paths), "-o", str(tmp_path / "m.json")]) == 2
-    assert problem in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert problem in err and err.count("\n") == 1 and len(err) < 400, err[:500]
 
 
 def test_merge_of_a_complete_shard_set_passes(tmp_path):
