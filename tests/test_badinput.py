@@ -1065,3 +1065,115 @@ def test_merge_refuses_a_report_of_too_many_values_before_parsing_it(tmp_path, c
     assert cli.main(["merge", str(bad), "-o", str(tmp_path / "m.json")]) == 2
     err = capsys.readouterr().err
     assert "JSON values" in err and err.count("\n") == 1
+
+
+# -- terminal and watch (issue #27 item 5) -------------------------------------------------------
+class _Server:
+    """A real HTTP server on 127.0.0.1 answering every request with ``respond(handler)``."""
+
+    def __init__(self, respond):
+        import http.server
+        import threading
+
+        outer = self
+        self.requests: list[tuple[str, str, bytes]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _any(self):
+                length = int(self.headers.get("content-length") or 0)
+                outer.requests.append((self.command, self.path, self.rfile.read(length) if length else b""))
+                respond(self)
+
+            do_GET = do_POST = _any
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _answer(status: int, body: bytes = b"", headers: dict | None = None):
+    def respond(h):
+        h.send_response(status)
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    return respond
+
+
+def test_a_server_answering_500_is_not_a_wedge():
+    from pytest_runhealth.watch.verdicts import Result, Verdicts
+
+    v = Verdicts(exit_code=1)
+    v.results["n"] = Result("n", "RH502", "r", "xr-1", "failed", "not-evaluable", "eval-server-error", "HTTP 500", None)
+    assert v.wedged() == []
+    v.results["m"] = Result("m", "RH502", "r", "xr-2", "failed", "infra", "stalled", "no progress", None)
+    assert [r.nodeid for r in v.wedged()] == ["m"]
+
+
+def test_retry_after_1e308_does_not_hold_a_watch_tick():
+    import time
+
+    from pytest_runhealth.evaluation.client import bounded_retry_wait
+    from pytest_runhealth.watch.evaluation import ServerRequestWatch
+
+    with _Server(_answer(503, b"{}", {"Retry-After": "1e308"})) as srv:
+        started = time.monotonic()
+        with bounded_retry_wait(1.0):
+            tick = ServerRequestWatch(srv.url, ["xr-1"]).tick()
+        took = time.monotonic() - started
+    assert took < 20, took  # without the bound: 30 s per retry, 120 s a session
+    assert tick.ended is False
+
+
+def test_stacked_content_encodings_are_refused_without_recursion():
+    import gzip
+
+    from pytest_runhealth.live.bounded_decode import UnsupportedEncoding, decoded_chunks
+
+    body = b"{}"
+    for _ in range(3):
+        body = gzip.compress(body)
+    assert b"".join(decoded_chunks([body], "gzip, gzip, gzip")) == b"{}"
+    with pytest.raises(UnsupportedEncoding, match="1500 stacked"):
+        list(decoded_chunks([body], ", ".join(["gzip"] * 1500)))
+
+
+def test_stacked_content_encodings_from_a_real_server_are_a_fetch_error():
+    import gzip
+
+    from pytest_runhealth.evaluation.client import EvalClient, FetchError
+    from pytest_runhealth.evaluation.settings import EvalSettings
+
+    with _Server(_answer(200, gzip.compress(b"{}"), {"Content-Encoding": ", ".join(["gzip"] * 1500)})) as srv:
+        with EvalClient(EvalSettings(server=srv.url, requests=["xr-1"])) as client:
+            with pytest.raises(FetchError) as caught:
+                client.get("experience_request", id="xr-1")
+    assert "stacked" in str(caught.value) and "Recursion" not in str(caught.value)
+
+
+def test_notify_treats_a_redirect_as_a_failure_and_says_so(capsys):
+    from pytest_runhealth.watch.notify import Notifier
+
+    with _Server(_answer(200)) as target, _Server(_answer(302, headers={"Location": "/elsewhere"})) as hook:
+        _ = target
+        notifier = Notifier([hook.url + "/T000/B000/secretpath"], [])
+        notifier.send("RH201 failed")
+        notifier.close(wait_s=10)
+    assert notifier.sent == 0 and notifier.failures == 1
+    assert [r[0] for r in hook.requests] == ["POST"]  # no body-less GET followed the 302
+    err = capsys.readouterr().err
+    assert "302" in err and "secretpath" not in err and err.count("\n") == 1

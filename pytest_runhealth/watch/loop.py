@@ -343,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while True:
             started = time.monotonic()
-            code = watch.tick()
+            from ..evaluation.client import bounded_retry_wait
+
+            with bounded_retry_wait(max(1.0, watch.every)):  # a server's Retry-After never holds a tick longer
+                code = watch.tick()
             if code is not None:
                 return code
             time.sleep(max(0.0, watch.every - (time.monotonic() - started)))

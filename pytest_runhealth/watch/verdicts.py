@@ -80,7 +80,10 @@ class Verdicts:
         return [r for r in self.results.values() if r.bad and r.check in AFTER_RUN_CHECKS]
 
     def wedged(self) -> list[Result]:
-        return [r for r in self.failed() if r.check in WEDGE_CHECKS]
+        """A stall or budget rule that failed on evidence: a server that answered
+        500 (RH502 not-evaluable, eval-server-error) has not shown a wedge
+        (docs/watching.md: a server that does not answer never stops the watch)."""
+        return [r for r in self.failed_now() if r.check in WEDGE_CHECKS]
 
 
 def _summary(res: dict) -> str:
