@@ -76,13 +76,118 @@ def open_readonly(path: str | os.PathLike, follow: bool = False) -> BinaryIO:
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
             raise OSError(21 if stat.S_ISDIR(st.st_mode) else 22, f"{kind}", str(path))
+        limit = st.st_size
+        if _SESSION_SIZES is not None and not follow:
+            limit = _SESSION_SIZES.setdefault((st.st_dev, st.st_ino), st.st_size)
+        kind = None if follow else utf16_kind(fd, os.fspath(path))
+        if kind is not None:
+            try:
+                return _transcoded(fd, kind, limit)
+            finally:
+                os.close(fd)
         if _SESSION_SIZES is None or follow:
             return os.fdopen(fd, "rb", buffering=0)
-        limit = _SESSION_SIZES.setdefault((st.st_dev, st.st_ino), st.st_size)
         return CappedFile(fd, limit)  # type: ignore[return-value]
     except BaseException:
         os.close(fd)
         raise
+
+
+# -- UTF-16 text (PowerShell's ">" writes it) ---------------------------------------------
+# Files never sniffed: binary formats whose bytes may look like UTF-16 to the heuristic.
+_BINARY_SUFFIXES = (
+    ".safetensors",
+    ".bin",
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".npy",
+    ".npz",
+    ".gz",
+    ".bz2",
+    ".xz",
+    ".zst",
+    ".zip",
+    ".tar",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".webp",
+    ".gif",
+    ".mp4",
+    ".wav",
+    ".parquet",
+    ".arrow",
+    ".pkl",
+    ".pb",
+    ".onnx",
+    ".h5",
+    ".msgpack",
+    ".db",
+    ".sqlite",
+)
+SNIFF_BYTES = 4096
+MAX_TRANSCODE = 256 << 20  # source bytes decoded at most (the tail of a larger file)
+
+
+def utf16_kind(fd: int, name: str) -> str | None:
+    """``utf-16-le``/``utf-16-be`` for a text file written in UTF-16: a BOM,
+    or (no BOM) ASCII-range text whose every other byte is NUL. Else None."""
+    lowered = name.lower()
+    if lowered.endswith(_BINARY_SUFFIXES) or "tfevents" in lowered:
+        return None
+    try:
+        head = _pread(fd, SNIFF_BYTES, 0)
+    except OSError:
+        return None
+    if head.startswith(b"\xff\xfe") and not head.startswith(b"\xff\xfe\x00\x00"):  # (that is UTF-32)
+        return "utf-16-le"
+    if head.startswith(b"\xfe\xff"):
+        return "utf-16-be"
+    pairs = len(head) // 2
+    if pairs < 8:
+        return None
+    even_nul = head[0 : pairs * 2 : 2].count(0) / pairs
+    odd_nul = head[1 : pairs * 2 : 2].count(0) / pairs
+    if odd_nul >= 0.4 and even_nul <= 0.02:
+        return "utf-16-le"
+    if even_nul >= 0.4 and odd_nul <= 0.02:
+        return "utf-16-be"
+    return None
+
+
+def _pread(fd: int, n: int, pos: int) -> bytes:
+    if hasattr(os, "pread"):
+        return os.pread(fd, n, pos)
+    os.lseek(fd, pos, os.SEEK_SET)  # Windows: no pread
+    return os.read(fd, n)
+
+
+def _transcoded(fd: int, kind: str, limit: int) -> BinaryIO:
+    """The file's first ``limit`` bytes (its last MAX_TRANSCODE of them) as
+    UTF-8, in an anonymous temporary file: every reader gets text it can
+    scan (offsets and line numbers are the transcoded file's)."""
+    import codecs
+    import tempfile
+
+    start = max(0, limit - MAX_TRANSCODE) & ~1
+    decoder = codecs.getincrementaldecoder(kind)("replace")
+    out = tempfile.TemporaryFile(buffering=0)
+    first = True
+    pos = start
+    while pos < limit:
+        chunk = _pread(fd, min(1 << 20, limit - pos), pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        text = decoder.decode(chunk, final=pos >= limit)
+        if first:
+            text = text.lstrip("\ufeff")
+            first = False
+        out.write(text.encode("utf-8"))
+    out.write(decoder.decode(b"", final=True).encode("utf-8"))
+    out.seek(0)
+    return out  # type: ignore[return-value]
 
 
 def read_tail(path: str | os.PathLike, nbytes: int) -> tuple[bytes, int]:
@@ -123,6 +228,13 @@ def outside_link(root: Path, path: Path) -> Path | None:
         return None
     except ValueError:
         return target
+
+
+def enterable(root: Path, folder: Path) -> bool:
+    """A folder the readers may list: not a link that leads out of ``root``
+    (``logs/ -> /outside``: never entered, so nothing from there is quoted;
+    the walk reports the link, RH006)."""
+    return outside_link(root, folder) is None
 
 
 def mtime(path: str | os.PathLike) -> float:

@@ -1177,3 +1177,117 @@ def test_notify_treats_a_redirect_as_a_failure_and_says_so(capsys):
     assert [r[0] for r in hook.requests] == ["POST"]  # no body-less GET followed the 302
     err = capsys.readouterr().err
     assert "302" in err and "secretpath" not in err and err.count("\n") == 1
+
+
+# -- links, encodings, pids (issue #27 item 3) -----------------------------------------------------
+def test_a_linked_logs_folder_leading_out_is_never_entered_nor_quoted(tmp_path, run_health):
+    outside = tmp_path / "elsewhere-9f3a"
+    outside.mkdir()
+    (outside / "stdout.log").write_text("step 1 loss 0.5\ntorch.OutOfMemoryError: CUDA out of memory.\n")
+    (outside / "train.pid").write_text("1\n")
+    run = tmp_path / "session" / "run"
+    run.mkdir(parents=True)
+    (run / "logs").symlink_to(outside, target_is_directory=True)
+    (run / "train.log").write_text("step 1 loss 0.5\nstep 2 loss 0.4\n")
+    res = run_health(run, args=("-rA",))
+    report = res.report or {}
+    quoted = [
+        e.get("path", "") + " " + e.get("text", "")
+        for r in report.get("results", [])
+        if r["check"] != "RH006"
+        for e in r.get("evidence") or []
+    ]
+    assert not any("elsewhere-9f3a" in q or "CUDA out of memory" in q for q in quoted), quoted
+    assert res.result_of("RH006")["outcome"] == "failed"
+    assert not any(r["check"] == "RH201" and r["outcome"] == "failed" for r in report.get("results", []))
+
+
+@pytest.mark.parametrize("form", ["bom-le", "no-bom-le", "bom-be"])
+def test_a_utf16_log_ending_in_a_cuda_oom_fails_rh201(tmp_path, run_health, form):
+    """PowerShell's ``>`` writes UTF-16; the file layer decodes it for every reader."""
+    text = (
+        "step 1/100 loss 0.51\r\nstep 2/100 loss 0.49\r\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+        "of 23.64 GiB of which 1.02 GiB is free.\r\n"
+    )
+    data = {
+        "bom-le": b"\xff\xfe" + text.encode("utf-16-le"),
+        "no-bom-le": text.encode("utf-16-le"),
+        "bom-be": b"\xfe\xff" + text.encode("utf-16-be"),
+    }[form]
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "train.log").write_bytes(data)
+    res = run_health(run, args=("-k", "RH201"))
+    assert res.outcome("RH201") == "failed", res.stdout[-2000:]
+    assert res.result_of("RH201")["cause"] == "cuda-oom"
+
+
+def test_binary_files_are_never_taken_for_utf16(tmp_path):
+    from pytest_runhealth import safeio
+
+    blob = bytes([0x41, 0x00]) * 2000  # looks like UTF-16 "AAAA..."
+    for name in ("w.safetensors", "events.out.tfevents.1.host"):
+        (tmp_path / name).write_bytes(blob)
+        with safeio.open_readonly(tmp_path / name) as fh:
+            assert fh.read() == blob
+
+
+def _pid_run(tmp_path: Path, pid: int, written_offset_s: float) -> Path:
+    run = tmp_path / "run-7c1e"
+    (run / "logs").mkdir(parents=True, exist_ok=True)
+    pidfile = run / "logs" / "train.pid"
+    pidfile.write_text(f"{pid}\n")
+    import time as _time
+
+    when = _time.time() + written_offset_s
+    os.utime(pidfile, (when, when))
+    return pidfile
+
+
+def test_pid_1_is_not_the_runs_process(tmp_path):
+    """A pid file naming pid 1 (or any process running long before the run)
+    does not prove the run is alive: the pid belongs to another process."""
+    from pytest_runhealth.live.procs import MAX_LAUNCH_GAP_S, pid_status
+    from pytest_runhealth.status import pid_alive
+
+    psutil = pytest.importorskip("psutil")
+    started_1 = psutil.Process(1).create_time()
+    import time as _time
+
+    offset = max(0.0, started_1 + MAX_LAUNCH_GAP_S + 60 - _time.time())  # written well after pid 1 began
+    pidfile = _pid_run(tmp_path, 1, offset)
+    st = pid_status(pidfile)
+    assert st.state == "foreign" and not st.alive, st
+    assert "belongs to another process" in st.detail
+    from types import SimpleNamespace
+
+    assert pid_alive(SimpleNamespace(path=pidfile.parent.parent)) is False
+
+
+@pytest.mark.parametrize("fits", ["cwd", "nothing"])
+def test_an_old_process_is_the_runs_only_when_its_cwd_or_command_line_names_the_run(tmp_path, fits):
+    from pytest_runhealth.live.procs import MAX_LAUNCH_GAP_S, pid_status
+
+    run = tmp_path / "run-7c1e"
+    run.mkdir()
+    proc = subprocess.Popen(["sleep", "30"], cwd=run if fits == "cwd" else tmp_path)
+    try:
+        pidfile = _pid_run(tmp_path, proc.pid, MAX_LAUNCH_GAP_S + 120)  # as if written 2 min past the gap
+        st = pid_status(pidfile)
+        assert st.state == ("alive" if fits == "cwd" else "foreign"), st
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_freshly_launched_process_is_the_runs(tmp_path):
+    from pytest_runhealth.live.procs import pid_status
+
+    proc = subprocess.Popen(["sleep", "30"], cwd=tmp_path)
+    try:
+        st = pid_status(_pid_run(tmp_path, proc.pid, 0.5))
+        assert st.state == "alive", st
+    finally:
+        proc.kill()
+        proc.wait()
