@@ -79,10 +79,10 @@ def open_readonly(path: str | os.PathLike, follow: bool = False) -> BinaryIO:
         limit = st.st_size
         if _SESSION_SIZES is not None and not follow:
             limit = _SESSION_SIZES.setdefault((st.st_dev, st.st_ino), st.st_size)
-        kind = None if follow else utf16_kind(fd, os.fspath(path))
-        if kind is not None:
+        encoding = None if follow else utf16_kind(fd, os.fspath(path))
+        if encoding is not None:
             try:
-                return _transcoded(fd, kind, limit)
+                return _transcoded(fd, encoding, limit)
             finally:
                 os.close(fd)
         if _SESSION_SIZES is None or follow:
