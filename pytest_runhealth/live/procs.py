@@ -170,9 +170,9 @@ def _span(seconds: float) -> str:
 
 
 def pid_is_the_runs(pid: int, pidfile: Path) -> tuple[bool | None, str]:
-    """For callers without a PidStatus (the watch): True when the live process
-    ``pid`` is the run's, False when it is gone or belongs to another process
-    (with why), None when that cannot be told."""
+    """For callers without a PidStatus (the watch, status, locality): False
+    when the live process ``pid`` belongs to another, older process (with
+    why), True when it fits, None when that cannot be told."""
     try:
         import psutil
     except ImportError:
@@ -185,8 +185,8 @@ def pid_is_the_runs(pid: int, pidfile: Path) -> tuple[bool | None, str]:
         return False, f"no process {pid}"
     except (psutil.Error, OSError) as exc:
         return None, str(exc)
-    if started > written + REUSE_SLACK_S:
-        return False, f"pid {pid} was reused: its process started after {pidfile.name} was written"
+    # (A process that started after the file was written is RH203's "reused" case; here only
+    # the older process, pid 1 or a daemon, that would make a run look alive forever.)
     fits, why = provenance(proc, started, written, pidfile)
     return (True, "") if fits else (False, f"the pid belongs to another process: {why}")
 
