@@ -1,5 +1,6 @@
 """``pytest-runhealth``: the few jobs that happen outside a pytest session.
 
+``check`` checks run dirs you did not write, safe by construction (docs/robustness.md).
 ``watch`` follows runs while they train (docs/watching.md).
 ``merge`` joins the JSON reports of ``--runhealth-shard K/N`` sessions (a CI
 matrix, a Slurm array) into one report of the same schema."""
@@ -200,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(
         "check",
-        help="check run dirs you did not write: pytest with its ini file and rootdir pinned to "
-        "your project (pytest-runhealth check PATH... [pytest options])",
+        help="check run dirs you did not write: pytest started in an empty folder of its own, with an empty "
+        "ini file, no conftest.py and every positional word a run dir (pytest-runhealth check PATH... "
+        "[pytest options])",
     )
     sub.add_parser("watch", help="watch runs while they train, print only on change (pytest-runhealth watch --help)")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")
