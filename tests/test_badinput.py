@@ -1291,3 +1291,16 @@ def test_a_freshly_launched_process_is_the_runs(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_control_characters_in_a_run_dir_name_never_reach_the_root_causes_section(tmp_path, run_health, workers):
+    evil = tmp_path / "sweep\x1b]0;pwned\x07\x9b2J"
+    shutil.copytree(EXAMPLES / "sweep-died-cuda-oom", evil)
+    other = tmp_path / "other"
+    shutil.copytree(EXAMPLES / "sweep-died-cuda-oom", other)
+    res = run_health(evil, other, args=("--tb=no", "-p", "xdist", *workers), subprocess=bool(workers))
+    assert "root causes" in res.stdout, res.stdout[-3000:]
+    section = res.stdout.split("root causes", 1)[1]
+    assert "\\x1b]0;pwned\\x07" in section  # shown, made visible
+    assert "\x1b" not in res.stdout and "\x07" not in res.stdout and "\x9b" not in res.stdout
