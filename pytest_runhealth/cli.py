@@ -1,5 +1,6 @@
 """``pytest-runhealth``: the few jobs that happen outside a pytest session.
 
+``check`` checks run dirs you did not write, safe by construction (docs/robustness.md).
 ``watch`` follows runs while they train (docs/watching.md).
 ``merge`` joins the JSON reports of ``--runhealth-shard K/N`` sessions (a CI
 matrix, a Slurm array) into one report of the same schema."""
@@ -20,7 +21,8 @@ class MergeError(Exception):
     pass
 
 
-MAX_REPORT_BYTES = 512 << 20
+MAX_REPORT_BYTES = 256 << 20
+MAX_REPORT_VALUES = 4_000_000  # JSON values per report (a 1,000-run, 43-check report holds ~1M)
 REPORT_SCHEMA_FILE = Path(__file__).with_name("runhealth-report-1.schema.json")
 
 
@@ -35,6 +37,23 @@ def validate_report(doc: Any, where: str) -> None:
         raise MergeError(f"{where} is not a runhealth-report/1 document: at {at}: {error.message[:300]}")
 
 
+SHARD_SHOWN = 5  # shards named in one error line at most (a "1/999999" set is not listed whole)
+
+
+def _shard_of(value: Any, where: str) -> tuple[int, int]:
+    """``"K/N"`` with 1 <= K <= N, or a MergeError."""
+    text = str(value)
+    k, slash, n = text.partition("/")
+    if not (slash and k.isdigit() and n.isdigit() and len(k) <= 9 and len(n) <= 9) or not 1 <= int(k) <= int(n):
+        raise MergeError(f"{where} has shard {text[:40]!r}: not K/N with 1 <= K <= N")
+    return int(k), int(n)
+
+
+def _listed(shards: list[int], total: int) -> str:
+    shown = ", ".join(f"{k}/{total}" for k in shards[:SHARD_SHOWN])
+    return shown + (f" and {len(shards) - SHARD_SHOWN:,} more" if len(shards) > SHARD_SHOWN else "")
+
+
 def check_shards(docs: list[dict[str, Any]]) -> None:
     """Shard reports merge only as a complete set: each K of one N, once."""
     shards: list[Any] = [d.get("shard") for d in docs]
@@ -42,17 +61,51 @@ def check_shards(docs: list[dict[str, Any]]) -> None:
         return
     if not all(shards):
         raise MergeError("some reports are shards (--runhealth-shard) and some are not; merge one session's shards")
-    totals = {int(s.split("/")[1]) for s in shards}
+    parsed = [_shard_of(s, f"report #{i + 1}") for i, s in enumerate(shards)]
+    totals = {n for _, n in parsed}
     if len(totals) > 1:
-        raise MergeError(f"the reports are shards of different splits ({', '.join(sorted(set(shards)))})")
+        raise MergeError(f"the reports are shards of different splits ({', '.join(sorted(set(map(str, shards))))})")
     total = totals.pop()
-    given = [int(s.split("/")[0]) for s in shards]
+    given = [k for k, _ in parsed]
     twice = sorted({k for k in given if given.count(k) > 1})
-    missing = sorted(set(range(1, total + 1)) - set(given))
     if twice:
-        raise MergeError(f"shard {', '.join(f'{k}/{total}' for k in twice)} given more than once")
-    if missing:
-        raise MergeError(f"shard {', '.join(f'{k}/{total}' for k in missing)} missing: merge all {total} shards")
+        raise MergeError(f"shard {_listed(twice, total)} given more than once")
+    if len(given) < total:
+        present = set(given)
+        missing = [k for k in range(1, total + 1) if k not in present][: SHARD_SHOWN + 1]
+        raise MergeError(
+            f"shard {_listed(missing, total)} missing ({total - len(given):,} of {total:,}): merge all {total:,} shards"
+        )
+
+
+# Top-level keys a runhealth-report/1 document may hold (the published schema's properties).
+KNOWN_KEYS = frozenset(json.loads(REPORT_SCHEMA_FILE.read_text(encoding="utf-8"))["properties"])
+
+
+def check_consistent(doc: dict[str, Any], where: str) -> None:
+    """A report agrees with itself: no key the schema does not know (a ``gate`` or
+    ``verdict`` copied into the merge would speak for the merged set), a summary
+    that counts its own results, no passed result carrying a failure's verdict
+    (a pass says ``healthy`` or nothing)."""
+    unknown = sorted(set(doc) - KNOWN_KEYS)
+    if unknown:
+        raise MergeError(f"{where} has top-level keys no runhealth report writes: {', '.join(unknown)[:200]}")
+    results = doc.get("results") or []
+    counted: dict[str, int] = {}
+    for raw in results:
+        outcome = raw.get("outcome", "passed")
+        counted[outcome] = counted.get(outcome, 0) + 1
+        if outcome == "passed" and raw.get("verdict") not in (None, "healthy"):
+            raise MergeError(
+                f"{where}: {str(raw.get('nodeid'))[:120]} is 'passed' but carries a failure's verdict "
+                f"{str(raw.get('verdict'))[:40]!r}: the results were edited"
+            )
+    summary = doc.get("summary")
+    if summary:  # (an empty summary claims nothing)
+        differ = sorted(k for k in set(summary) | set(counted) if summary.get(k, 0) != counted.get(k, 0))
+        if differ:
+            shown = ", ".join(f"{k}: {summary.get(k, 0)} in the summary, {counted.get(k, 0)} results" for k in differ)
+            raise MergeError(f"{where}'s summary does not count its results ({shown[:300]})")
 
 
 def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -66,6 +119,7 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
             raise MergeError(f"report #{i + 1} has schema {doc.get('schema')!r}, not {SCHEMA}")
     for i, doc in enumerate(docs):
         validate_report(doc, f"report #{i + 1}")
+        check_consistent(doc, f"report #{i + 1}")
     check_shards(docs)
     versions: list[Any] = sorted({d.get("plugin_version") for d in docs})  # type: ignore[type-var]
     if len(versions) > 1:
@@ -91,6 +145,17 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a runhealth report holds")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
+
+
 def _load(path: str) -> dict[str, Any]:
     """A regular file only (a FIFO would block, /dev/zero never ends), read
     capped, parsed with its nesting bounded by the stack."""
@@ -101,9 +166,16 @@ def _load(path: str) -> dict[str, Any]:
             raw = fh.read(MAX_REPORT_BYTES + 1)
         if len(raw) > MAX_REPORT_BYTES:
             raise MergeError(f"report {path} is over {MAX_REPORT_BYTES >> 20} MiB: not a runhealth report")
-        return json.loads(raw.decode("utf-8"))
+        # Bounded before parsing: every JSON value but the first follows a ',' or a ':' or opens
+        # a container, and each costs ~50-100 bytes as a Python object (99 MB of "[]," held 2.5 GB).
+        values = raw.count(b",") + raw.count(b":") + raw.count(b"[") + raw.count(b"{")
+        if values > MAX_REPORT_VALUES:
+            raise MergeError(
+                f"report {path} holds over {MAX_REPORT_VALUES:,} JSON values: not a runhealth report of this size"
+            )
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
     except (OSError, ValueError) as exc:
-        raise MergeError(f"cannot read report {path}: {exc}") from None
+        raise MergeError(f"cannot read report {path}: {str(exc)[:300]}") from None
     except RecursionError:
         raise MergeError(f"report {path} is nested too deeply to be a runhealth report") from None
 
@@ -129,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(
         "check",
-        help="check run dirs you did not write: pytest with its ini file and rootdir pinned to "
-        "your project (pytest-runhealth check PATH... [pytest options])",
+        help="check run dirs you did not write: pytest started in an empty folder of its own, with an empty "
+        "ini file, no conftest.py and every positional word a run dir (pytest-runhealth check PATH... "
+        "[pytest options])",
     )
     sub.add_parser("watch", help="watch runs while they train, print only on change (pytest-runhealth watch --help)")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")

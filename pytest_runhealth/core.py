@@ -200,7 +200,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     state = session_of(config)
     if state is None or not is_controller(config):
         return
-    config.hook.pytest_runhealth_terminal_summary(terminalreporter=terminalreporter, config=config, session=state)
+    from .printable import ShownTerminal  # every summary line redacted, control characters visible
+
+    shown_tr = ShownTerminal(terminalreporter)
+    config.hook.pytest_runhealth_terminal_summary(terminalreporter=shown_tr, config=config, session=state)
 
 
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session: RunHealthSession) -> None:

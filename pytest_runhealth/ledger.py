@@ -21,6 +21,10 @@ try:  # optional speed-up, same results (see _decode_row)
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
     _fast_dumps = _fast_loads = None  # type: ignore[assignment]
 
+# A ledger is read up to this many rows (600k rows held 1.4 GB) or problems; past it,
+# one "too-many-rows" problem says where reading stopped (RH's ledger-problems finding).
+MAX_ROWS = 100_000
+MAX_PROBLEMS = 10_000
 FREEZE_FROM = 1_000  # rows; at 10,000 (~200,000 containers) full collections still cost ~0.5 s
 
 # Canonical field -> accepted spellings, most common first. Real ledgers from
@@ -130,7 +134,8 @@ class LedgerRow:
 @dataclass
 class LedgerProblem:
     line: int
-    kind: str  # not-json, not-object, truncated-last-line, schema, duplicate-run-id, run-id-unusable, empty
+    kind: str  # not-json, not-object, truncated-last-line, schema, duplicate-run-id, run-id-unusable, empty,
+    # too-many-rows
     message: str
     text: str = ""
 
@@ -266,6 +271,16 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
             fh.seek(start)
         lineno = first_line - 1
         for lineno, (line, complete, overlong, nbytes) in enumerate(_lines(fh, max_line_bytes), start=first_line):
+            if len(rows) >= MAX_ROWS or len(problems) >= MAX_PROBLEMS:
+                problems.append(
+                    LedgerProblem(
+                        lineno,
+                        "too-many-rows",
+                        f"over {MAX_ROWS:,} rows or {MAX_PROBLEMS:,} problems: read up to line {lineno - 1} "
+                        "and no further (memory stays bounded)",
+                    )
+                )
+                break
             if complete:
                 ledger.resume_at += nbytes
                 ledger.resume_line = lineno + 1

@@ -39,7 +39,9 @@ _NUM = rb"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Inf|INF|-
 # The core starts at the counts, so a failed search is cheap at every
 # position; the "desc:  38%|bar| " before it is read backwards (_desc_before).
 # Groups: n, total, elapsed, rate, unit, postfix.
-TQDM = re.compile(rb"(\d+)/(\d+)\s*\[([^\]<\r\n]*)<[^\],\r\n]*,\s*(\?|[\d.]+)\s*(s/it|it/s)([^\]\r\n]{0,400})\]")
+TQDM = re.compile(
+    rb"(?<!\d)(\d+)/(\d+)\s*\[([^\[\]<\r\n]*)<[^\[\],\r\n]*,\s*(\?|[\d.]+)\s*(s/it|it/s)([^\]\r\n]{0,400})\]"
+)
 _BETWEEN = re.compile(rb"\s*(?:\d{1,3}%\s*(?:\|[^|\r\n]{0,400}\|\s*)?)?")
 _DESC = re.compile(rb"[A-Za-z][A-Za-z _\-]{0,40}\Z")
 POSTFIX_LOSS = re.compile(rb"(?:avr_loss|loss)\s*=\s*(" + _NUM + rb")")
@@ -48,7 +50,7 @@ DESC_LOSS = re.compile(rb"(?i)(?<![a-z])(?<!val_)(?<!eval_)(?<!test_)loss\s*[:=]
 # LTX-2 with --disable-progress-bars: "Step N/M - Loss: x, LR: y, Time/Step: zs, Total Time: ..."
 LTX = re.compile(rb"Step (\d+)/(\d+) - Loss: (" + _NUM + rb"),[^\r\n]*?Time/Step: ([\d.]+)s")
 # LTX-2's Rich info column, when it does reach a file: "Loss: x | LR: y | z s/step" next to "N/M".
-LTX_RICH = re.compile(rb"(\d+)/(\d+)[^\r\n]{0,80}?Loss: (" + _NUM + rb") \| LR: [^|\r\n]+\| ([\d.]+)s/step")
+LTX_RICH = re.compile(rb"(?<!\d)(\d+)/(\d+)[^\r\n]{0,80}?Loss: (" + _NUM + rb") \| LR: [^|\r\n]+\| ([\d.]+)s/step")
 # Anything else: "step 120 ... loss 0.31", "step=120, loss=0.31", "Step: 120/2000 loss: 0.31".
 GENERIC = re.compile(
     rb"\b[Ss]tep\b\s*[:=]?\s*(\d+)(?:\s*/\s*(\d+))?[^\r\n]{0,120}?\b[Ll]oss\b\s*[:=]?\s*(" + _NUM + rb")"

@@ -68,11 +68,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     that names one registers the features first, as a plugin loaded from an
     entry point always was. Otherwise the conftests decide, once loaded."""
     reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=False)
-    if reason:
-        activate(early_config, reason)
+    if reason or options.typed_run_dir(early_config):
+        # First the guard, then the features: no file inside a run dir configures this
+        # session, and nothing is imported (not even orjson or statistics, which a
+        # planted ``pythonpath`` could shadow) before it has said so. It runs when
+        # ``--run-dir`` was typed even if a planted ``addopts = --`` hid it from pytest.
         from .trust_boundary import guard
 
-        guard(early_config)  # no file inside a run dir configures this session (refused before any conftest)
+        guard(early_config)
+    if reason:
+        activate(early_config, reason)
     result = yield
     if not reason:
         reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=True)

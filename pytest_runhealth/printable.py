@@ -10,18 +10,36 @@ every terminal line, JUnit message and -rA summary comes from."""
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
 import pytest
 
-# C0 controls but tab and newline (a summary has lines), DEL, and C1 controls (0x9b is a CSI on some terminals).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from .shown import one_line, printable, shown
+
+__all__ = ["printable", "shown", "one_line", "ShownTerminal"]
 
 
-def printable(text: str) -> str:
-    if not text:
-        return text
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+class ShownTerminal:
+    """The terminal reporter as the run-health summary sections get it: every
+    line they write is :func:`shown` (a run name with ESC, BEL or a C1 code in
+    it reaches the "root causes" section as visible ``\\xNN``; a secret quoted
+    there is masked)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        for part in str(line).split("\n"):
+            self._inner.write_line(shown(part), **markup)
+
+    def write_sep(self, sep: str, title: str | None = None, **markup: Any) -> None:
+        self._inner.write_sep(sep, one_line(title) if title else title, **markup)
+
+    def write(self, content: str, **markup: bool) -> None:
+        self._inner.write(shown(str(content)), **markup)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -31,8 +49,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return report
     longrepr = report.longrepr
     if isinstance(longrepr, str):
-        report.longrepr = printable(longrepr)
+        report.longrepr = shown(longrepr)
     elif isinstance(longrepr, tuple) and len(longrepr) == 3 and isinstance(longrepr[2], str):
-        report.longrepr = (longrepr[0], longrepr[1], printable(longrepr[2]))  # a skip: (path, line, reason)
-    report.sections = [(printable(title), printable(body)) for title, body in report.sections]
+        report.longrepr = (longrepr[0], longrepr[1], shown(longrepr[2]))  # a skip: (path, line, reason)
+    report.sections = [(shown(title), shown(body)) for title, body in report.sections]
     return report

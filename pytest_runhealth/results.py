@@ -176,7 +176,20 @@ def report_document(
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
-    write_text(path, json.dumps(doc, indent=2, default=str, allow_nan=False) + "\n")
+    shown = {key: value if key == "results" else _redacted(value) for key, value in doc.items()}
+    write_text(path, json.dumps(shown, indent=2, default=str, allow_nan=False) + "\n")
+
+
+def _redacted(value: Any) -> Any:
+    """Every string of a report section redacted. The results are redacted when
+    their findings are made (finding.py), so they are not walked again here."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redacted(v) for v in value]
+    return value
 
 
 def write_text(path: Path, text: str) -> None:

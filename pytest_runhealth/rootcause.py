@@ -563,9 +563,10 @@ PREFIX = re.compile(
     )\s*""",
     re.X,
 )
-BOX_RIGHT = re.compile(r"\s*[│┃]\s*$")
+BOX_RIGHT = re.compile(r"(?<!\s)\s*[│┃]\s*$")  # starts where a space run starts: linear
 # The end of a tqdm bar: text after it on the same line was glued on by a writer without a newline.
-BAR_END = re.compile(r"\d+/\d+\s*\[[^\]\r\n]*(?:s/it|it/s)[^\]\r\n]{0,400}\]")
+# (No start inside a digit run, no "[" before the rate: linear on "| 1/2 [" repeated, issue #27.)
+BAR_END = re.compile(r"(?<!\d)\d+/\d+\s*\[[^\[\]\r\n]*(?:s/it|it/s)[^\]\r\n]{0,400}\]")
 TRACEBACK_START = re.compile(r"Traceback \(most recent call last\)|^[─━╭]+ Traceback")
 EXCEPTION_LINE = re.compile(
     r"^(?:[\w.]+\.)?(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)|KeyError|Killed)\b(?::|\s*$)"
@@ -581,7 +582,7 @@ HANDLED = re.compile(
 )
 WARNS = re.compile(r"(?i)\bwarn(?:ing)?s?\b|\bhint\b|\btip\b")
 # A logger's warning record (logging's "WARNING:root:", Rich's "WARNING  "), possibly after a time column.
-WARNING_RECORD = re.compile(r"^\W*(?:[\d\-:.,T ]+\s)?(?:WARNING|WARN)\b")
+WARNING_RECORD = re.compile(r"^[\W\d:.,T-]*(?<!\w)(?:WARNING|WARN)\b")  # one class, not three overlapping: linear
 THREAD_TRACEBACK = re.compile(r"Exception in thread|Unhandled exception in thread|Exception ignored in")
 # A GUI trainer that trains in a thread (OneTrainer's "Exception in thread Thread-1 (__training_thread_function):"):
 # that thread's death is the run's.

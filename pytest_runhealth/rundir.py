@@ -16,7 +16,7 @@ from typing import Any
 
 from .ledger import FREEZE_FROM, Ledger, LedgerRow, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
-from .safeio import outside_link
+from .safeio import enterable, outside_link
 
 MAX_WALK = 200_000
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
@@ -38,6 +38,8 @@ def round_folders(root: Path) -> list[Path]:
     round folders). Links are not followed; episode folders are not rounds."""
     found = [root] if is_round_folder(root) else []
     for base in (root / "rounds", root):
+        if not enterable(root, base):
+            continue
         try:
             subs = sorted(
                 Path(e.path)
@@ -156,6 +158,8 @@ class Run:
         found = []
         layout_dirs = False
         for folder in (self.path / "logs", self.path):
+            if not enterable(self.run_dir.path, folder):
+                continue  # a linked folder that leads out of the run dir is never entered
             try:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name)
             except OSError:

@@ -1,9 +1,16 @@
 """Every file the plugin touches is opened here: read-only, never a FIFO or a
 device (opening those can block forever), and with links out of the run dir
-named rather than followed silently."""
+named rather than followed silently.
+
+Inside a pytest session (between :func:`begin_session` and :func:`end_session`,
+called by the plugin) a file is read only up to the size it had when the
+session first opened it: a log still being written is not chased to its end
+(a writer appending for 100 s made one check read for 114 s, issue #27). The
+watch follows growing logs outside any session, with ``follow=True``."""
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
@@ -12,18 +19,175 @@ from typing import BinaryIO
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
-def open_readonly(path: str | os.PathLike) -> BinaryIO:
-    """Open a regular file for binary reading, or raise OSError with a reason."""
+# (st_dev, st_ino) -> size at first open in this session; None outside a session.
+_SESSION_SIZES: dict[tuple[int, int], int] | None = None
+
+
+def begin_session() -> None:
+    global _SESSION_SIZES
+    _SESSION_SIZES = {}
+
+
+def end_session() -> None:
+    global _SESSION_SIZES
+    _SESSION_SIZES = None
+
+
+class CappedFile(io.FileIO):
+    """A read-only file that ends at ``limit`` bytes, whatever is appended
+    after it was first seen."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        super().__init__(fd, "rb", closefd=True)
+        self.limit = limit
+
+    def _left(self) -> int:
+        return max(0, self.limit - self.tell())
+
+    def read(self, size: int | None = -1) -> bytes:
+        left = self._left()
+        if size is None or size < 0:
+            return self.readall()
+        return super().read(min(size, left)) if left else b""
+
+    def readall(self) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            chunk = self.read(1 << 20)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def, override]
+        left = self._left()
+        view = memoryview(buffer).cast("B")
+        if not left or not len(view):
+            return 0
+        return super().readinto(view[: min(len(view), left)]) or 0
+
+
+def open_readonly(path: str | os.PathLike, follow: bool = False) -> BinaryIO:
+    """Open a regular file for binary reading, or raise OSError with a reason.
+    In a session, reads end at the size the file had when the session first
+    opened it, unless ``follow``."""
     fd = os.open(path, _FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
             raise OSError(21 if stat.S_ISDIR(st.st_mode) else 22, f"{kind}", str(path))
-        return os.fdopen(fd, "rb", buffering=0)
+        limit = st.st_size
+        if _SESSION_SIZES is not None and not follow:
+            limit = _SESSION_SIZES.setdefault((st.st_dev, st.st_ino), st.st_size)
+        encoding = None if follow else utf16_kind(fd, os.fspath(path))
+        if encoding is not None:
+            try:
+                return _transcoded(fd, encoding, limit)
+            finally:
+                os.close(fd)
+        if _SESSION_SIZES is None or follow:
+            return os.fdopen(fd, "rb", buffering=0)
+        return CappedFile(fd, limit)  # type: ignore[return-value]
     except BaseException:
         os.close(fd)
         raise
+
+
+# -- UTF-16 text (PowerShell's ">" writes it) ---------------------------------------------
+# Files never sniffed: binary formats whose bytes may look like UTF-16 to the heuristic.
+_BINARY_SUFFIXES = (
+    ".safetensors",
+    ".bin",
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".npy",
+    ".npz",
+    ".gz",
+    ".bz2",
+    ".xz",
+    ".zst",
+    ".zip",
+    ".tar",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".webp",
+    ".gif",
+    ".mp4",
+    ".wav",
+    ".parquet",
+    ".arrow",
+    ".pkl",
+    ".pb",
+    ".onnx",
+    ".h5",
+    ".msgpack",
+    ".db",
+    ".sqlite",
+)
+SNIFF_BYTES = 4096
+MAX_TRANSCODE = 256 << 20  # source bytes decoded at most (the tail of a larger file)
+
+
+def utf16_kind(fd: int, name: str) -> str | None:
+    """``utf-16-le``/``utf-16-be`` for a text file written in UTF-16: a BOM,
+    or (no BOM) ASCII-range text whose every other byte is NUL. Else None."""
+    lowered = name.lower()
+    if lowered.endswith(_BINARY_SUFFIXES) or "tfevents" in lowered:
+        return None
+    try:
+        head = _pread(fd, SNIFF_BYTES, 0)
+    except OSError:
+        return None
+    if head.startswith(b"\xff\xfe") and not head.startswith(b"\xff\xfe\x00\x00"):  # (that is UTF-32)
+        return "utf-16-le"
+    if head.startswith(b"\xfe\xff"):
+        return "utf-16-be"
+    pairs = len(head) // 2
+    if pairs < 8:
+        return None
+    even_nul = head[0 : pairs * 2 : 2].count(0) / pairs
+    odd_nul = head[1 : pairs * 2 : 2].count(0) / pairs
+    if odd_nul >= 0.4 and even_nul <= 0.02:
+        return "utf-16-le"
+    if even_nul >= 0.4 and odd_nul <= 0.02:
+        return "utf-16-be"
+    return None
+
+
+def _pread(fd: int, n: int, pos: int) -> bytes:
+    if hasattr(os, "pread"):
+        return os.pread(fd, n, pos)
+    os.lseek(fd, pos, os.SEEK_SET)  # Windows: no pread
+    return os.read(fd, n)
+
+
+def _transcoded(fd: int, kind: str, limit: int) -> BinaryIO:
+    """The file's first ``limit`` bytes (its last MAX_TRANSCODE of them) as
+    UTF-8, in an anonymous temporary file: every reader gets text it can
+    scan (offsets and line numbers are the transcoded file's)."""
+    import codecs
+    import tempfile
+
+    start = max(0, limit - MAX_TRANSCODE) & ~1
+    decoder = codecs.getincrementaldecoder(kind)("replace")
+    out = tempfile.TemporaryFile(buffering=0)
+    first = True
+    pos = start
+    while pos < limit:
+        chunk = _pread(fd, min(1 << 20, limit - pos), pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        text = decoder.decode(chunk, final=pos >= limit)
+        if first:
+            text = text.lstrip("\ufeff")
+            first = False
+        out.write(text.encode("utf-8"))
+    out.write(decoder.decode(b"", final=True).encode("utf-8"))
+    out.seek(0)
+    return out  # type: ignore[return-value]
 
 
 def read_tail(path: str | os.PathLike, nbytes: int) -> tuple[bytes, int]:
@@ -64,6 +228,13 @@ def outside_link(root: Path, path: Path) -> Path | None:
         return None
     except ValueError:
         return target
+
+
+def enterable(root: Path, folder: Path) -> bool:
+    """A folder the readers may list: not a link that leads out of ``root``
+    (``logs/ -> /outside``: never entered, so nothing from there is quoted;
+    the walk reports the link, RH006)."""
+    return outside_link(root, folder) is None
 
 
 def mtime(path: str | os.PathLike) -> float:

@@ -104,10 +104,13 @@ def pid_alive(run) -> bool | None:
             except ProcessLookupError:
                 return False
             except PermissionError:
-                return True
+                pass
             except (OSError, OverflowError):
                 return None
-            return True
+            from .live.procs import pid_is_the_runs
+
+            mine, _why = pid_is_the_runs(int(text), path)  # pid 1 or an old daemon is not this run
+            return True if mine is None else mine
     return None
 
 

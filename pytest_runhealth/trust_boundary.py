@@ -5,33 +5,37 @@ chooses its rootdir and ini file *before* this plugin's options exist, so with
 the space form ``pytest --run-dir PATH`` it reads PATH as a test path and may
 take ``PATH/pytest.ini`` (or ``pyproject.toml``, ``tox.ini``, ``setup.cfg``) as
 the session's configuration -- ``addopts``, ``pythonpath``, ``-p plugin``.
-Three defences live here:
+Defences here:
 
-* :func:`pytest_load_initial_conftests` refuses (one-line usage error, exit 4)
-  before any conftest or check runs when the ini file or rootdir lies inside a
-  run dir, and keeps pytest's cache out of every run dir;
+* :func:`guard` (called by the entry plugin before it registers any feature
+  module) refuses (one-line usage error, exit 4) before any conftest runs when
+  an ini file, a ``pythonpath`` entry or a conftest.py pytest would load lies
+  in a run dir or on the way to it, and keeps pytest's cache out of every run
+  dir;
+* :func:`pytest_ignore_collect`: nothing inside a run dir is collected;
 * :func:`project_folders` says where ``runhealth.yaml`` may come from: the
   user's project, never a folder that merely contains a run dir;
-* :func:`check_main` is ``pytest-runhealth check PATH...``: pytest started with
-  the run dirs in ``=`` form and its ini file and rootdir pinned to the user's
-  own project, safe by construction.
+* :func:`check_main` is ``pytest-runhealth check PATH...``: pytest started in
+  an empty folder of its own, with an empty ini file, ``--noconftest`` and
+  every positional word as ``--run-dir=``: safe by construction.
 
-A plugin named by a planted ``addopts = -p ...`` is imported by pytest before
-any plugin hook runs, so for the space form the refusal comes too late to stop
-that import; ``pytest-runhealth check`` (or ``--run-dir=PATH``) is the safe way
-to check run dirs you did not write (docs/robustness.md).
+pytest applies a chosen ini file's ``addopts`` and ``pythonpath`` and imports
+``-p`` plugins before any installed plugin loads, so when pytest takes its ini
+file from inside a run dir (the space form, or started inside it) a planted
+``-p evil`` runs, and a planted ``-p no:runhealth`` switches the refusal off,
+before this module exists: ``pytest-runhealth check`` is the safe way to check
+run dirs you did not write (docs/robustness.md).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-CHECK_HINT = "write --run-dir=PATH (with '=') or check untrusted run dirs with `pytest-runhealth check PATH`"
+CHECK_HINT = "check it with `pytest-runhealth check PATH` (or write --run-dir=PATH from outside the run dir)"
 
 
 def _real(path: str | os.PathLike[str]) -> Path:
@@ -43,9 +47,33 @@ def inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _raw_run_dirs(args: list[str]) -> list[str]:
+    """``--run-dir`` values as typed (the invocation's own argv and
+    ``$PYTEST_ADDOPTS``), read without pytest's parser: a planted ``addopts =
+    --`` turns them into test paths, and the guard must still know them."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--run-dir" and i + 1 < len(args):
+            out.append(args[i + 1])
+        elif arg.startswith("--run-dir="):
+            out.append(arg.split("=", 1)[1])
+    return out
+
+
+def typed_run_dirs(config: pytest.Config) -> list[str]:
+    import shlex
+
+    args = [str(a) for a in config.invocation_params.args]
+    try:
+        args = shlex.split(os.environ.get("PYTEST_ADDOPTS", "")) + args
+    except ValueError:
+        pass
+    return _raw_run_dirs(args)
+
+
 def run_dir_paths(config: pytest.Config) -> list[Path]:
     """The run dirs of this session, resolved, from the early or full option
-    namespace and the ini list."""
+    namespace, the ini list and the invocation's own argv."""
     namespace = getattr(config, "known_args_namespace", None) or config.option
     given = list(getattr(namespace, "runhealth_run_dirs", None) or [])
     if not given:
@@ -53,7 +81,9 @@ def run_dir_paths(config: pytest.Config) -> list[Path]:
             given = list(config.getini("runhealth_run_dirs") or [])
         except ValueError:
             given = []
-    return [_real(p) for p in given]
+    given += typed_run_dirs(config)
+    base = Path(config.invocation_params.dir)
+    return list(dict.fromkeys(_real(base / os.path.expanduser(str(p))) for p in given))
 
 
 def containing_run_dir(path: Path | None, run_dirs: list[Path]) -> Path | None:
@@ -63,38 +93,129 @@ def containing_run_dir(path: Path | None, run_dirs: list[Path]) -> Path | None:
     return next((rd for rd in run_dirs if inside(real, rd)), None)
 
 
+def _between(folder: Path, invocation: Path, run_dirs: list[Path]) -> Path | None:
+    """The run dir whose path from the invocation dir passes through ``folder``
+    (a folder strictly below the invocation dir and above or at the run dir)."""
+    if folder == invocation or invocation not in folder.parents:
+        return None
+    return next((rd for rd in run_dirs if inside(rd, folder)), None)
+
+
+def _initial_conftest_folders(config: pytest.Config, invocation: Path) -> list[Path]:
+    """Folders pytest looks for conftest.py in before collection: each anchor
+    (the test paths given, else the invocation dir), its ``test*`` subfolders,
+    and their parents down from the confcut dir (``_pytest.config``,
+    ``PytestPluginManager._set_initial_conftests``)."""
+    if getattr(config.known_args_namespace, "noconftest", False):
+        return []
+    given = [str(a) for a in (getattr(config.known_args_namespace, "file_or_dir", None) or [])]
+    anchors: list[Path] = []
+    for arg in given:
+        anchor = _real(invocation / arg.split("::", 1)[0])
+        if anchor.exists():
+            anchors.append(anchor)
+    if not anchors:
+        anchors.append(invocation)
+    more: list[Path] = []
+    for anchor in anchors:
+        if anchor.is_dir():
+            try:
+                more += [p for p in anchor.glob("test*") if p.is_dir()]
+            except OSError:
+                pass
+    confcut = getattr(config.known_args_namespace, "confcutdir", None)
+    cut = _real(invocation / confcut) if confcut else None
+    folders: list[Path] = []
+    for anchor in anchors + [_real(p) for p in more]:
+        start = anchor if anchor.is_dir() else anchor.parent
+        for folder in (start, *start.parents):
+            folders.append(folder)
+            if cut is not None and folder == cut:
+                break
+    return list(dict.fromkeys(folders))
+
+
 def refusal(config: pytest.Config) -> str | None:
-    """The one-line reason this session must not run, or None."""
+    """The one-line reason this session must not run, or None.
+
+    Refused, before anything from there is imported: an ini file, a
+    ``pythonpath`` entry or a ``conftest.py`` that lies inside a run dir or in
+    a folder between the invocation dir and a run dir; a ``test*`` folder's
+    conftest.py too (pytest loads those of its anchor); a rootdir that pytest
+    chose inside a run dir because the space form made it a test path."""
     run_dirs = run_dir_paths(config)
     if not run_dirs:
         return None
-    inipath = config.inipath
-    holder = containing_run_dir(inipath, run_dirs)
-    if holder is not None:
-        return (
-            f"pytest took its ini file {inipath} from inside the run dir {holder}; a run dir must not "
-            f"configure the session: {CHECK_HINT}"
-        )
-    holder = containing_run_dir(config.rootpath, run_dirs)
-    if holder is None:
-        return None
-    # Standing inside a run dir on purpose (``cd run && pytest --run-dir .``) is
-    # allowed when nothing there would be loaded: no ini file (above) and no
-    # conftest.py between the run dir and where pytest was started.
     invocation = _real(config.invocation_params.dir)
-    root = _real(config.rootpath)
-    if invocation != root:
+    inipath = config.inipath
+    if inipath is not None:
+        ini = _real(inipath)
+        holder = containing_run_dir(ini, run_dirs) or _between(ini.parent, invocation, run_dirs)
+        if holder is not None:
+            return (
+                f"pytest took its ini file {inipath} from the run dir {holder} or a folder on the way to it; "
+                f"a run dir must not configure the session: {CHECK_HINT}"
+            )
+    try:
+        pythonpath = [_real(p) for p in config.getini("pythonpath") or []]
+    except ValueError:
+        pythonpath = []
+    for entry in pythonpath:
+        holder = containing_run_dir(entry, run_dirs) or _between(entry, invocation, run_dirs)
+        if holder is not None:
+            return (
+                f"pythonpath puts {entry} (the run dir {holder} or a folder on the way to it) on sys.path: {CHECK_HINT}"
+            )
+    for folder in _initial_conftest_folders(config, invocation):
+        conftest = folder / "conftest.py"
+        holder = containing_run_dir(folder, run_dirs) or _between(folder, invocation, run_dirs)
+        if holder is not None and conftest.exists():
+            return (
+                f"{conftest} (in the run dir {holder} or a folder on the way to it) would be loaded as "
+                f"pytest configuration: {CHECK_HINT}"
+            )
+    holder = containing_run_dir(config.rootpath, run_dirs)
+    if holder is not None and invocation != _real(config.rootpath):
         return (
             f"pytest chose its rootdir {config.rootpath} inside the run dir {holder} (it read the run dir "
             f"as a test path): {CHECK_HINT}"
         )
-    for folder in (invocation, *invocation.parents):
-        if not inside(folder, holder):
-            break
-        if (folder / "conftest.py").exists():
+    return None
+
+
+def parent_config_refusal(config: pytest.Config) -> str | None:
+    """Started inside a run dir (``cd RUN && pytest --run-dir=.``), pytest may
+    take an ini file or a conftest.py from a folder *above* the run dir, which
+    came with it as often as not (an unpacked archive). Refused when that file
+    would put code on the way (``pythonpath``, ``-p``, a conftest.py)."""
+    run_dirs = run_dir_paths(config)
+    invocation = _real(config.invocation_params.dir)
+    holder = containing_run_dir(invocation, run_dirs)
+    if holder is None:
+        return None
+    if config.inipath is not None and not inside(_real(config.inipath), holder):
+        try:
+            addopts = " ".join(str(a) for a in config.getini("addopts") or [])
+            pythonpath = config.getini("pythonpath") or []
+        except ValueError:
+            addopts, pythonpath = "", []
+        loads_plugins = any(a.startswith("-p") for a in addopts.split())
+        if pythonpath or loads_plugins:
             return (
-                f"{folder / 'conftest.py'} inside the run dir {holder} would be loaded as pytest "
-                f"configuration: {CHECK_HINT}"
+                f"started inside the run dir {holder}, pytest took the ini file {config.inipath} above it, "
+                f"which sets pythonpath or loads plugins (-p): {CHECK_HINT}"
+            )
+    if getattr(config.known_args_namespace, "noconftest", False):
+        return None
+    cut = getattr(config.known_args_namespace, "confcutdir", None)
+    cutpath = _real(invocation / cut) if cut else None
+    for folder in holder.parents:
+        if cutpath is not None and folder in cutpath.parents:
+            break  # pytest loads no conftest.py above its confcut dir
+        if (folder / "conftest.py").is_file():
+            return (
+                f"started inside the run dir {holder}, pytest would load {folder / 'conftest.py'} above it: "
+                f"{CHECK_HINT}"
             )
     return None
 
@@ -111,7 +232,7 @@ def guard(early_config: pytest.Config) -> None:
     """Called by the entry plugin's ``pytest_load_initial_conftests`` wrapper
     as soon as a session is known to be a run-health session, before pytest
     imports any initial conftest.py."""
-    reason = refusal(early_config)
+    reason = refusal(early_config) or parent_config_refusal(early_config)
     if reason is not None:
         raise pytest.UsageError(reason)
     if containing_run_dir(cache_dir(early_config), run_dir_paths(early_config)) is not None:
@@ -131,72 +252,148 @@ def project_folders(config: pytest.Config) -> list[Path]:
 
 
 # -- pytest-runhealth check ---------------------------------------------------------
-INI_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# pytest options that take a value as the next word (``-k RH2``), so that word
+# is not a run dir. Taken from pytest 9 and pytest-xdist; an option missing here
+# makes its value a run dir, which fails as a usage error, never as a test path.
+_PYTEST_VALUE_OPTIONS = frozenset(
+    """-W -c -k -m -n -o -p -r --assert --basetemp --capture --code-highlight --color --confcutdir
+    --config-file --deselect --dist --doctest-glob --doctest-report --durations --durations-min --ignore
+    --ignore-glob --import-mode --junit-prefix --junit-xml --junitprefix --junitxml --last-failed-no-failures
+    --lfnf --log-auto-indent --log-cli-date-format --log-cli-format --log-cli-level --log-date-format
+    --log-disable --log-file --log-file-date-format --log-file-format --log-file-level --log-file-mode
+    --log-format --log-level --max-warnings --max-worker-restart --maxfail --maxprocesses --maxschedchunk
+    --numprocesses --override-ini --pastebin --pdbcls --px --pythonwarnings --report-chars --rootdir
+    --rsyncdir --rsyncignore --show-capture --tb --testrunuid --tx --verbosity""".split()
+)
+# Options whose value is a file the user names relative to where they stand: made
+# absolute, because the session starts in a folder of its own.
+_PATH_OPTIONS = frozenset(
+    """--runhealth-report --runhealth-html --runhealth-markdown --runhealth-config --eval-body --lmstudio-log
+    --junitxml --junit-xml --basetemp --log-file --confcutdir --rootdir -c --config-file""".split()
+)
 
 
-def _declares_pytest(path: Path) -> bool:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:1_000_000]
-    except OSError:
-        return False
-    if path.name in ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml"):
-        return True
-    marker = {"pyproject.toml": "[tool.pytest", "tox.ini": "[pytest]", "setup.cfg": "[tool:pytest]"}[path.name]
-    return marker in text
+def _our_value_options() -> frozenset[str]:
+    """This plugin's options that take a value (recorded from options.add_all)."""
+    from . import options
 
+    names: set[str] = set()
 
-def project_ini(project: Path) -> Path | None:
-    """The user's own pytest configuration, looked up like pytest does from
-    the project folder upwards."""
-    for folder in (project, *project.parents):
-        for name in INI_NAMES:
-            candidate = folder / name
-            if candidate.is_file() and _declares_pytest(candidate):
-                return candidate
-    return None
+    class _Group:
+        def addoption(self, *opt: str, **attrs: object) -> None:
+            if attrs.get("action") in (None, "store", "append") and attrs.get("nargs") != "?":
+                names.update(opt)
+
+        def addini(self, *args: object, **kwargs: object) -> None:
+            pass
+
+    recorder = _Group()
+
+    class _Parser:
+        def getgroup(self, *args: object) -> _Group:
+            return recorder
+
+        def addini(self, *args: object, **kwargs: object) -> None:
+            pass
+
+    options.add_all(_Parser())  # type: ignore[arg-type]
+    return frozenset(names)
 
 
 def split_check_args(argv: list[str]) -> tuple[list[str], list[str]]:
-    """``PATH... [pytest options]`` -> (run dirs, other pytest options);
-    ``--run-dir PATH`` and ``--run-dir=PATH`` among the options count too."""
+    """``PATH... [options] [PATH...]`` -> (run dirs, other pytest options).
+
+    Every word that is not an option or an option's value is a run dir,
+    wherever it stands (``check RUN1 -q RUN2`` checks both: a positional word
+    never reaches pytest, where it would be a test path whose conftest.py and
+    test_*.py run); ``--run-dir PATH`` and ``--run-dir=PATH`` count too;
+    after ``--`` every word is a run dir."""
+    takes_value = _PYTEST_VALUE_OPTIONS | _our_value_options()
     run_dirs: list[str] = []
     rest: list[str] = []
     i = 0
-    while i < len(argv) and not argv[i].startswith("-"):
-        run_dirs.append(argv[i])
-        i += 1
     while i < len(argv):
         arg = argv[i]
+        if arg == "--":
+            run_dirs += argv[i + 1 :]
+            break
         if arg == "--run-dir" and i + 1 < len(argv):
             run_dirs.append(argv[i + 1])
             i += 2
             continue
         if arg.startswith("--run-dir="):
             run_dirs.append(arg.split("=", 1)[1])
+        elif not arg.startswith("-") or arg == "-":
+            run_dirs.append(arg)
+        elif arg in takes_value and i + 1 < len(argv):
+            rest += [arg, argv[i + 1]]
+            i += 2
+            continue
         else:
             rest.append(arg)
         i += 1
     return run_dirs, rest
 
 
-def check_args(run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: Path) -> list[str]:
-    """pytest's argv for ``pytest-runhealth check``: ini file and rootdir are
-    the user's project (cwd) -- or an empty ini when cwd is itself inside a
-    run dir -- and the run dirs are given in ``=`` form, never as test paths."""
-    real_dirs = [_real(p) for p in run_dirs]
-    project = _real(cwd)
-    untrusted = any(inside(project, rd) for rd in real_dirs)
-    ini = None if untrusted else project_ini(project)
-    if ini is not None and not any(inside(_real(ini), rd) for rd in real_dirs):
-        pinned = ["-c", str(ini), f"--rootdir={ini.parent}", f"--confcutdir={project}"]
-    else:
-        empty = empty_ini_dir / "pytest.ini"
-        empty.write_text("[pytest]\n", encoding="utf-8")
-        if untrusted:
-            pinned = ["-c", str(empty), f"--rootdir={empty_ini_dir}", "--noconftest", "-p", "no:cacheprovider"]
+def _absolute_paths(rest: list[str], cwd: Path) -> list[str]:
+    """Path-valued options made absolute against ``cwd`` (the session runs elsewhere)."""
+    out: list[str] = []
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        name, eq, value = arg.partition("=")
+        if eq and name in _PATH_OPTIONS and name.startswith("--"):
+            out.append(f"{name}={cwd / os.path.expanduser(value)}")
+        elif arg in _PATH_OPTIONS and i + 1 < len(rest):
+            out += [arg, str(cwd / os.path.expanduser(rest[i + 1]))]
+            i += 2
+            continue
         else:
-            pinned = ["-c", str(empty), f"--rootdir={project}", f"--confcutdir={project}"]
-    return [*pinned, *(f"--run-dir={p}" for p in run_dirs), *rest]
+            out.append(arg)
+        i += 1
+    return out
+
+
+def _plugin_arg() -> str:
+    """``-p runhealth`` when the entry point exists (``-p pytest_runhealth.plugin``
+    would register the module a second time under the entry point's name)."""
+    from importlib.metadata import entry_points
+
+    return "runhealth" if list(entry_points(group="pytest11", name="runhealth")) else "pytest_runhealth.plugin"
+
+
+def check_args(run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: Path) -> list[str]:
+    """pytest's argv for ``pytest-runhealth check``, safe by construction: the
+    session starts in ``empty_ini_dir`` (an empty folder of its own), reads the
+    empty ini file there (``-c``, ``--rootdir``), loads no conftest.py at all
+    (``--noconftest``: not the run dir's, not a parent's, not a ``test*``
+    folder's), writes no cache, loads this plugin explicitly, and gets every run
+    dir as ``--run-dir=ABSOLUTE`` -- never as a test path. ``./runhealth.yaml``
+    of the folder the user stands in is passed on explicitly, unless that folder
+    is inside a run dir."""
+    real_dirs = [_real(cwd / p) for p in run_dirs]
+    project = _real(cwd)
+    empty = empty_ini_dir / "pytest.ini"
+    empty.write_text("[pytest]\n", encoding="utf-8")
+    given = _absolute_paths(rest, cwd)
+    config: list[str] = []
+    yaml = project / "runhealth.yaml"
+    named = any(a == "--runhealth-config" or a.startswith("--runhealth-config=") for a in given)
+    if not named and yaml.is_file() and not any(inside(project, rd) for rd in real_dirs):
+        config = [f"--runhealth-config={yaml}"]
+    pinned = [
+        "-c",
+        str(empty),
+        f"--rootdir={empty_ini_dir}",
+        f"--confcutdir={empty_ini_dir}",
+        "--noconftest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        _plugin_arg(),
+    ]
+    # The user's options first, the pins last: for pytest's single-valued options the last one wins.
+    return [*config, *given, *pinned, *(f"--run-dir={p}" for p in real_dirs)]
 
 
 def check_main(argv: list[str]) -> int:
@@ -207,11 +404,50 @@ def check_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return int(pytest.ExitCode.USAGE_ERROR)
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="runhealth-check-") as tmp:
-        return int(pytest.main(check_args(run_dirs, rest, Path.cwd(), Path(tmp))))
+        return safe_session(argv, Path(tmp))
 
 
-# -- nothing written into a run dir ---------------------------------------------------
+def safe_session(argv: list[str], tmp: Path) -> int:
+    """``pytest.main`` for the argv of ``check`` (run dirs and options), run
+    as :func:`check_args` builds it from an empty folder under ``tmp``; the
+    watch runs its sessions this way too."""
+    run_dirs, rest = split_check_args(argv)
+    cwd = Path.cwd()
+    session_dir = tmp / "session"
+    session_dir.mkdir(exist_ok=True)
+    args = check_args(run_dirs, rest, cwd, tmp)
+    os.chdir(session_dir)  # pytest's invocation dir: an empty folder, no test* folder, no conftest.py
+    try:
+        return int(pytest.main(args))
+    finally:
+        os.chdir(cwd)
+
+
+# -- nothing written into a run dir; nothing chased ----------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """From here on, a file is read up to the size it had when first opened
+    (a log still growing is not chased: safeio.begin_session)."""
+    from . import safeio
+
+    if run_dir_paths(session.config):  # a session that checks run dirs (not a test suite that imports us)
+        safeio.begin_session()
+        session.config.stash[_CAPPED] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from . import safeio
+
+    if config.stash.get(_CAPPED, False):
+        safeio.end_session()
+
+
+_CAPPED = pytest.StashKey[bool]()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """The JSON report (and the gate's verdict record beside it) is refused
@@ -229,3 +465,26 @@ def pytest_configure(config: pytest.Config) -> None:
             "writes into a run dir (nor the verdict record beside the report). Write the report "
             "next to it instead."
         )
+
+
+# -- nothing inside a run dir is collected as a test ------------------------------------
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A run dir is data: its ``conftest.py`` and ``test_*.py`` are never
+    imported, even when a test path given with it contains it
+    (``pytest tests --run-dir=tests/data/run``)."""
+    run_dirs = config.stash.get(_RUN_DIRS, None)
+    if run_dirs is None:
+        run_dirs = config.stash[_RUN_DIRS] = run_dir_paths(config)
+    if not run_dirs:
+        return None
+    real = _real(collection_path)
+    if inside(real, _PACKAGE) or real in _PACKAGE.parents:
+        return None
+    return True if containing_run_dir(real, run_dirs) is not None else None
+
+
+_RUN_DIRS = pytest.StashKey[list[Path]]()

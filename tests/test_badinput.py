@@ -800,6 +800,16 @@ MERGE_BAD = {
     "outcome-FAILED": _report(results=[{"nodeid": "a", "outcome": "FAILED"}]),
     "results-not-a-list": _report(results={"a": 1}),
     "deep-nesting": None,  # written raw below
+    # issue #27 item 6: a report that disagrees with itself
+    "duration-nan": _report(results=[{"nodeid": "a", "outcome": "passed", "duration_s": float("nan")}]),
+    "duration-1e400": None,  # written raw below
+    "shard-3-of-2": _report(shard="3/2"),
+    "summary-counts-removed-failures": _report(summary={"passed": 1, "failed": 11}),
+    "failed-relabelled-passed": _report(
+        results=[{"nodeid": "a", "outcome": "passed", "verdict": "infra", "cause": "cuda-oom", "evidence": []}]
+    ),
+    "unknown-top-level-gate": _report(gate={"decision": "promote"}),
+    "unknown-top-level-verdict": _report(verdict="promote"),
 }
 
 
@@ -808,7 +818,12 @@ def test_merge_refuses_hostile_reports_with_one_line(tmp_path, capsys, case):
     from pytest_runhealth.cli import main as cli_main
 
     bad = tmp_path / "bad.json"
-    bad.write_text("[" * 100_000 + "]" * 100_000 if case == "deep-nesting" else json.dumps(MERGE_BAD[case]))
+    if case == "deep-nesting":
+        bad.write_text("[" * 100_000 + "]" * 100_000)
+    elif case == "duration-1e400":
+        bad.write_text(json.dumps(_report()).replace('"outcome": "passed"', '"outcome": "passed", "duration_s": 1e400'))
+    else:
+        bad.write_text(json.dumps(MERGE_BAD[case]))
     assert cli_main(["merge", str(bad), "-o", str(tmp_path / "m.json")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("pytest-runhealth merge: ") and err.count("\n") == 1, err
@@ -834,6 +849,8 @@ def test_merge_refuses_fifos_and_devices(tmp_path, capsys, special):
         (["1/2", "1/2", "2/2"], "1/2 given more than once"),
         (["1/2", "2/3"], "different splits"),
         (["1/2", None], "some reports are shards"),
+        (["1/2", "2/2", "3/2"], "not K/N with 1 <= K <= N"),
+        (["1/999999"], "missing (999,998 of 999,999)"),
     ],
 )
 def test_merge_needs_every_shard_once(tmp_path, capsys, shards, problem):
@@ -845,7 +862,8 @@ def test_merge_needs_every_shard_once(tmp_path, capsys, shards, problem):
         paths.append(tmp_path / f"{i}.json")
         paths[-1].write_text(json.dumps(doc))
     assert cli_main(["merge", *map(str, paths), "-o", str(tmp_path / "m.json")]) == 2
-    assert problem in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert problem in err and err.count("\n") == 1 and len(err) < 400, err[:500]
 
 
 def test_merge_of_a_complete_shard_set_passes(tmp_path):
@@ -921,3 +939,369 @@ def test_rh502_to_rh504_are_not_evaluable_when_the_eval_server_returned_nothing(
     for check in ("RH502", "RH503", "RH504"):
         r = res.result_of(check)
         assert r["outcome"] == "failed" and r["verdict"] == "not-evaluable", (check, r)
+
+
+# -- linear text handling (issue #27 item 2) ----------------------------------------------------
+def _best_time(fn, text, repeat: int = 3) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def growth_exponent(fn, unit: str, sizes: tuple[int, ...]) -> tuple[float, list[float]]:
+    """How time grows with input size: 1 is linear, 2 quadratic (a ratio, not a
+    time: timings from one run, on one machine). Stops early when the first step
+    already looks quadratic, so a regression fails in seconds, not hours."""
+    import math
+
+    times: list[float] = []
+    for size in sizes:
+        times.append(_best_time(fn, unit * (size // len(unit))))
+        if len(times) >= 2 and times[-1] > 0.05:
+            exponent = math.log(times[-1] / max(times[0], 1e-6)) / math.log(size / sizes[0])
+            if exponent > 1.7:
+                return exponent, times
+    return math.log(times[-1] / max(times[0], 1e-6)) / math.log(sizes[-1] / sizes[0]), times
+
+
+def _adversarial_cases():
+    from pytest_runhealth import logscan, redact, rootcause
+
+    return {
+        "redact url-userinfo": (redact.redact, "a://"),
+        "redact url-userinfo with @": (redact.redact, "a://x@"),
+        "redact jwt": (redact.redact, "eyJ-"),
+        "redact cli option": (redact.redact, "--token "),
+        "redact key header": (redact.redact, "x-a-"),
+        "redact env assignment": (redact.redact, "password "),
+        "redact bearer": (redact.redact, "bearer "),
+        "redact user option": (redact.redact, "-u a:"),
+        "redact mysql": (redact.redact, "mysql -"),
+        "redact basic": (redact.redact, "Basic QUFBQUFBQUE "),
+        "redact signed url": (redact.redact, "&sig=&x-amz-"),
+        "redact prefixes": (redact.redact, "sk-hf_gsk_"),
+        "redact aws pair": (redact.redact, "AKIA/aws+"),
+        "redact quoted field": (redact.redact, '\\"token\\": \\"'),
+        "rootcause BAR_END": (rootcause.BAR_END.search, "| 1/2 ["),
+        "rootcause BAR_END digits": (rootcause.BAR_END.search, "1"),
+        "rootcause BOX_RIGHT": (rootcause.BOX_RIGHT.search, " "),
+        "rootcause WARNING_RECORD": (rootcause.WARNING_RECORD.search, " -"),
+        "logscan TQDM": (lambda s: logscan.TQDM.search(s.encode()), "| 1/2 [a<"),
+        "logscan TQDM digits": (lambda s: logscan.TQDM.search(s.encode()), "1"),
+        "logscan LTX_RICH digits": (lambda s: logscan.LTX_RICH.search(s.encode()), "1"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_adversarial_cases()))
+def test_text_handling_grows_linearly_on_adversarial_repeats(case):
+    fn, unit = _adversarial_cases()[case]
+    exponent, times = growth_exponent(fn, unit, (64 << 10, 256 << 10, 1 << 20))
+    if times[-1] < 0.02:
+        return  # too fast to tell linear from anything else: linear enough
+    assert exponent < 1.6, f"{case}: time grows like n^{exponent:.2f} over 64 kB/256 kB/1 MB: {times}"
+
+
+# -- every reader has a cap (issue #27 item 2) --------------------------------------------------
+def test_a_ledger_past_its_row_cap_is_read_up_to_it_and_says_so(tmp_path, monkeypatch):
+    from pytest_runhealth import ledger as ledger_mod
+
+    monkeypatch.setattr(ledger_mod, "MAX_ROWS", 50)
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("".join(json.dumps({"run_id": f"r{i}", "exit_code": 0}) + "\n" for i in range(200)))
+    led = ledger_mod.read_ledger(path)
+    assert len(led.rows) == 50
+    assert [p.kind for p in led.problems] == ["too-many-rows"]
+    assert "no further" in led.problems[0].message
+
+
+def test_a_ledger_of_only_bad_lines_stops_at_its_problem_cap(tmp_path, monkeypatch):
+    from pytest_runhealth import ledger as ledger_mod
+
+    monkeypatch.setattr(ledger_mod, "MAX_PROBLEMS", 20)
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("not json\n" * 1000)
+    led = ledger_mod.read_ledger(path)
+    assert len(led.problems) == 21 and led.problems[-1].kind == "too-many-rows"
+
+
+def test_a_log_still_growing_is_read_up_to_its_size_when_the_session_first_opened_it(tmp_path):
+    from pytest_runhealth import safeio
+    from pytest_runhealth.logscan import scan_log
+
+    log = tmp_path / "train.log"
+    log.write_bytes(b"step 1 loss 0.5\n" * 10)
+    safeio.begin_session()
+    try:
+        with safeio.open_readonly(log) as fh:
+            assert len(fh.read()) == 160
+        with log.open("ab") as w:  # the writer goes on after the session first looked
+            w.write(b"RuntimeError: CUDA out of memory\n" * 1000)
+        with safeio.open_readonly(log) as fh:
+            assert fh.read() == b"step 1 loss 0.5\n" * 10
+            fh.seek(0)
+            assert fh.readline() == b"step 1 loss 0.5\n" and len(fh.readlines()) == 9
+        data, _start = safeio.read_tail(log, 1 << 20)
+        assert b"CUDA" not in data
+        assert b"CUDA" not in log.read_bytes()[:160]
+        scan = scan_log(log)
+        assert scan.nul_bytes == 0
+    finally:
+        safeio.end_session()
+    with safeio.open_readonly(log) as fh:  # outside a session (the watch follows): the whole file
+        assert b"CUDA" in fh.read()
+
+
+def test_merge_refuses_a_report_of_too_many_values_before_parsing_it(tmp_path, capsys, monkeypatch):
+    from pytest_runhealth import cli
+
+    monkeypatch.setattr(cli, "MAX_REPORT_VALUES", 10_000)
+    bad = tmp_path / "bad.json"
+    doc = _report()
+    bad.write_text(json.dumps(doc)[:-1] + ', "junk": [' + "[]," * 20_000 + "[]]}")
+    assert cli.main(["merge", str(bad), "-o", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert "JSON values" in err and err.count("\n") == 1
+
+
+# -- terminal and watch (issue #27 item 5) -------------------------------------------------------
+class _Server:
+    """A real HTTP server on 127.0.0.1 answering every request with ``respond(handler)``."""
+
+    def __init__(self, respond):
+        import http.server
+        import threading
+
+        outer = self
+        self.requests: list[tuple[str, str, bytes]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _any(self):
+                length = int(self.headers.get("content-length") or 0)
+                outer.requests.append((self.command, self.path, self.rfile.read(length) if length else b""))
+                respond(self)
+
+            do_GET = do_POST = _any
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _answer(status: int, body: bytes = b"", headers: dict | None = None):
+    def respond(h):
+        h.send_response(status)
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    return respond
+
+
+def test_a_server_answering_500_is_not_a_wedge():
+    from pytest_runhealth.watch.verdicts import Result, Verdicts
+
+    v = Verdicts(exit_code=1)
+    v.results["n"] = Result("n", "RH502", "r", "xr-1", "failed", "not-evaluable", "eval-server-error", "HTTP 500", None)
+    assert v.wedged() == []
+    v.results["m"] = Result("m", "RH502", "r", "xr-2", "failed", "infra", "stalled", "no progress", None)
+    assert [r.nodeid for r in v.wedged()] == ["m"]
+
+
+def test_retry_after_1e308_does_not_hold_a_watch_tick():
+    import time
+
+    from pytest_runhealth.evaluation.client import bounded_retry_wait
+    from pytest_runhealth.watch.evaluation import ServerRequestWatch
+
+    with _Server(_answer(503, b"{}", {"Retry-After": "1e308"})) as srv:
+        started = time.monotonic()
+        with bounded_retry_wait(1.0):
+            tick = ServerRequestWatch(srv.url, ["xr-1"]).tick()
+        took = time.monotonic() - started
+    assert took < 20, took  # without the bound: 30 s per retry, 120 s a session
+    assert tick.ended is False
+
+
+def test_stacked_content_encodings_are_refused_without_recursion():
+    import gzip
+
+    from pytest_runhealth.live.bounded_decode import UnsupportedEncoding, decoded_chunks
+
+    body = b"{}"
+    for _ in range(3):
+        body = gzip.compress(body)
+    assert b"".join(decoded_chunks([body], "gzip, gzip, gzip")) == b"{}"
+    with pytest.raises(UnsupportedEncoding, match="1500 stacked"):
+        list(decoded_chunks([body], ", ".join(["gzip"] * 1500)))
+
+
+def test_stacked_content_encodings_from_a_real_server_are_a_fetch_error():
+    import gzip
+
+    from pytest_runhealth.evaluation.client import EvalClient, FetchError
+    from pytest_runhealth.evaluation.settings import EvalSettings
+
+    with _Server(_answer(200, gzip.compress(b"{}"), {"Content-Encoding": ", ".join(["gzip"] * 1500)})) as srv:
+        with EvalClient(EvalSettings(server=srv.url, requests=["xr-1"])) as client:
+            with pytest.raises(FetchError) as caught:
+                client.get("experience_request", id="xr-1")
+    assert "stacked" in str(caught.value) and "Recursion" not in str(caught.value)
+
+
+def test_notify_treats_a_redirect_as_a_failure_and_says_so(capsys):
+    from pytest_runhealth.watch.notify import Notifier
+
+    with _Server(_answer(200)) as target, _Server(_answer(302, headers={"Location": "/elsewhere"})) as hook:
+        _ = target
+        notifier = Notifier([hook.url + "/T000/B000/secretpath"], [])
+        notifier.send("RH201 failed")
+        notifier.close(wait_s=10)
+    assert notifier.sent == 0 and notifier.failures == 1
+    assert [r[0] for r in hook.requests] == ["POST"]  # no body-less GET followed the 302
+    err = capsys.readouterr().err
+    assert "302" in err and "secretpath" not in err and err.count("\n") == 1
+
+
+# -- links, encodings, pids (issue #27 item 3) -----------------------------------------------------
+def test_a_linked_logs_folder_leading_out_is_never_entered_nor_quoted(tmp_path, run_health):
+    outside = tmp_path / "elsewhere-9f3a"
+    outside.mkdir()
+    (outside / "stdout.log").write_text("step 1 loss 0.5\ntorch.OutOfMemoryError: CUDA out of memory.\n")
+    (outside / "train.pid").write_text("1\n")
+    run = tmp_path / "session" / "run"
+    run.mkdir(parents=True)
+    (run / "logs").symlink_to(outside, target_is_directory=True)
+    (run / "train.log").write_text("step 1 loss 0.5\nstep 2 loss 0.4\n")
+    res = run_health(run, args=("-rA",))
+    report = res.report or {}
+    quoted = [
+        e.get("path", "") + " " + e.get("text", "")
+        for r in report.get("results", [])
+        if r["check"] != "RH006"
+        for e in r.get("evidence") or []
+    ]
+    assert not any("elsewhere-9f3a" in q or "CUDA out of memory" in q for q in quoted), quoted
+    assert res.result_of("RH006")["outcome"] == "failed"
+    assert not any(r["check"] == "RH201" and r["outcome"] == "failed" for r in report.get("results", []))
+
+
+@pytest.mark.parametrize("form", ["bom-le", "no-bom-le", "bom-be"])
+def test_a_utf16_log_ending_in_a_cuda_oom_fails_rh201(tmp_path, run_health, form):
+    """PowerShell's ``>`` writes UTF-16; the file layer decodes it for every reader."""
+    text = (
+        "step 1/100 loss 0.51\r\nstep 2/100 loss 0.49\r\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+        "of 23.64 GiB of which 1.02 GiB is free.\r\n"
+    )
+    data = {
+        "bom-le": b"\xff\xfe" + text.encode("utf-16-le"),
+        "no-bom-le": text.encode("utf-16-le"),
+        "bom-be": b"\xfe\xff" + text.encode("utf-16-be"),
+    }[form]
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "train.log").write_bytes(data)
+    res = run_health(run, args=("-k", "RH201"))
+    assert res.outcome("RH201") == "failed", res.stdout[-2000:]
+    assert res.result_of("RH201")["cause"] == "cuda-oom"
+
+
+def test_binary_files_are_never_taken_for_utf16(tmp_path):
+    from pytest_runhealth import safeio
+
+    blob = bytes([0x41, 0x00]) * 2000  # looks like UTF-16 "AAAA..."
+    for name in ("w.safetensors", "events.out.tfevents.1.host"):
+        (tmp_path / name).write_bytes(blob)
+        with safeio.open_readonly(tmp_path / name) as fh:
+            assert fh.read() == blob
+
+
+def _pid_run(tmp_path: Path, pid: int, written_offset_s: float) -> Path:
+    run = tmp_path / "run-7c1e"
+    (run / "logs").mkdir(parents=True, exist_ok=True)
+    pidfile = run / "logs" / "train.pid"
+    pidfile.write_text(f"{pid}\n")
+    import time as _time
+
+    when = _time.time() + written_offset_s
+    os.utime(pidfile, (when, when))
+    return pidfile
+
+
+def test_pid_1_is_not_the_runs_process(tmp_path):
+    """A pid file naming pid 1 (or any process running long before the run)
+    does not prove the run is alive: the pid belongs to another process."""
+    from pytest_runhealth.live.procs import MAX_LAUNCH_GAP_S, pid_status
+    from pytest_runhealth.status import pid_alive
+
+    psutil = pytest.importorskip("psutil")
+    started_1 = psutil.Process(1).create_time()
+    import time as _time
+
+    offset = max(0.0, started_1 + MAX_LAUNCH_GAP_S + 60 - _time.time())  # written well after pid 1 began
+    pidfile = _pid_run(tmp_path, 1, offset)
+    st = pid_status(pidfile)
+    assert st.state == "foreign" and not st.alive, st
+    assert "belongs to another process" in st.detail
+    from types import SimpleNamespace
+
+    assert pid_alive(SimpleNamespace(path=pidfile.parent.parent)) is False
+
+
+@pytest.mark.parametrize("fits", ["cwd", "nothing"])
+def test_an_old_process_is_the_runs_only_when_its_cwd_or_command_line_names_the_run(tmp_path, fits):
+    from pytest_runhealth.live.procs import MAX_LAUNCH_GAP_S, pid_status
+
+    run = tmp_path / "run-7c1e"
+    run.mkdir()
+    proc = subprocess.Popen(["sleep", "30"], cwd=run if fits == "cwd" else tmp_path)
+    try:
+        pidfile = _pid_run(tmp_path, proc.pid, MAX_LAUNCH_GAP_S + 120)  # as if written 2 min past the gap
+        st = pid_status(pidfile)
+        assert st.state == ("alive" if fits == "cwd" else "foreign"), st
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_freshly_launched_process_is_the_runs(tmp_path):
+    from pytest_runhealth.live.procs import pid_status
+
+    proc = subprocess.Popen(["sleep", "30"], cwd=tmp_path)
+    try:
+        st = pid_status(_pid_run(tmp_path, proc.pid, 0.5))
+        assert st.state == "alive", st
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_control_characters_in_a_run_dir_name_never_reach_the_root_causes_section(tmp_path, run_health, workers):
+    evil = tmp_path / "sweep\x1b]0;pwned\x07\x9b2J"
+    shutil.copytree(EXAMPLES / "sweep-died-cuda-oom", evil)
+    other = tmp_path / "other"
+    shutil.copytree(EXAMPLES / "sweep-died-cuda-oom", other)
+    res = run_health(evil, other, args=("--tb=no", "-p", "xdist", *workers), subprocess=bool(workers))
+    assert "root causes" in res.stdout, res.stdout[-3000:]
+    section = res.stdout.split("root causes", 1)[1]
+    assert "\\x1b]0;pwned\\x07" in section  # shown, made visible
+    assert "\x1b" not in res.stdout and "\x07" not in res.stdout and "\x9b" not in res.stdout

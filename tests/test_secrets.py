@@ -177,3 +177,122 @@ def test_the_trigger_filter_changes_no_redaction():
     lines.append("PAſſWORD=plantedsecret99 and Kelvin-sign Token=plantedsecret98")
     for line in lines:
         assert r.redact(line) == unfiltered(line), line
+
+
+# -- issue #27 item 4: the forms that leaked, and the look-alikes that must survive ----------------
+# The forms follow the rule sets of gitleaks (config/gitleaks.toml) and detect-secrets
+# (detect_secrets/plugins): https://github.com/gitleaks/gitleaks, https://github.com/Yelp/detect-secrets
+NEW_FORMS = [  # (line, the part that must never be shown)
+    ("aws-pair AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYplnt000001", "bPxRfiCYplnt000001"),
+    ("GET /b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=9f8e7d6c5b4aplnt0002&X-Amz-Date=1", "plnt0002"),
+    ("header Basic YWxpY2U6cGxudDAwMDM=", "YWxpY2U6cGxudDAwMDM="),
+    ("curl -u alice:plnt0004pw https://api.example/x", "plnt0004pw"),
+    ("mysql -h db -u root -pplnt0005pw mydb", "plnt0005pw"),
+    ("-----BEGIN PGP PRIVATE KEY BLOCK----- lQOYBGplnt0006 -----END PGP PRIVATE KEY BLOCK-----", "lQOYBGplnt0006"),
+    ("post https://hooks.slack.com/services/T0000/B0000/plnt0007abcdefgh", "plnt0007abcdefgh"),
+    ("post https://discord.com/api/webhooks/123456/plnt0008abcdefgh", "plnt0008abcdefgh"),
+    ("app token xapp-1-A0123-4567-plnt0009abcdef", "plnt0009abcdef"),
+    ("DB_PASS=plnt0010", "plnt0010"),
+    ("OPENROUTER_KEY=plnt0011abcdef", "plnt0011abcdef"),
+    ("REGISTRY_AUTH=plnt0012abcdef", "plnt0012abcdef"),
+    ('msg "{\\"api_key\\": \\"plnt0013abcdef\\"}"', "plnt0013abcdef"),
+    ('{"pwd": "plnt0014"}', "plnt0014"),
+    ('{"passphrase": "plnt0015 words"}', "plnt0015"),
+    ('{"auths": {"r.example": {"auth": "cGxudDAwMTY6eHl6"}}}', "cGxudDAwMTY6eHl6"),
+    ("//registry.npmjs.org/:_auth=cGxudDAwMTc6eHl6", "cGxudDAwMTc6eHl6"),
+    ("https://acct.blob.core.windows.net/c/b?sv=2022-11-02&ss=b&sig=plnt0018abc%2Bdef%3D", "plnt0018abc"),
+    ("Ocp-Apim-Subscription-Key: plnt0019abcdef", "plnt0019abcdef"),
+    ("groq gsk_plnt0020abcdefghijklmnopqrstuv", "plnt0020abcdefghij"),
+    ("replicate r8_plnt0021abcdefghijklmnopqrstuv", "plnt0021abcdefghij"),
+    ("sendgrid SG.plnt0022abcdefghijkl.mnopqrstuvwxyz0123456789", "plnt0022abcdefghijkl"),
+    ("vault hvs.plnt0023abcdefghijklmnopqrstuvwxyz", "plnt0023abcdefghij"),
+    ("bot 1234567890:AAplnt0024abcdefghijklmnopqrstuvwxyz_-", "AAplnt0024abcdefghij"),
+    ("do dop_v1_" + "ab12" * 16, "ab12ab12ab12ab12ab12"),
+    ("Location: https://s.example/file?se=2030&sp=r&sig=plnt0026xyz", "plnt0026xyz"),
+]
+HARMLESS = [  # shown exactly as written
+    "commit a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",
+    "wandb: git commit a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",
+    "eos_token: </s>",
+    "python train.py --pad-token 0",
+    "credentials: loaded from ~/.aws/credentials",
+    "s3://bucket/data/token=abc/part-0000.parquet",
+    "python -u train.py --lr 1e-4",
+    "tokenizer: gpt2, num_tokens: 4096, pad_token_id: 0",
+    "Basic training finished",
+    "sort_key=name primary_key: id",
+]
+
+
+def test_the_forms_that_leaked_are_redacted_and_the_look_alikes_are_not():
+    from pytest_runhealth.redact import redact
+
+    leaks = [line for line, secret in NEW_FORMS if secret in redact(line)]
+    assert leaks == []
+    changed = [(line, redact(line)) for line in HARMLESS if redact(line) != line]
+    assert changed == []
+
+
+def test_redaction_is_idempotent_and_the_trigger_filter_changes_nothing_on_the_new_forms():
+    from pytest_runhealth import redact as r
+
+    def unfiltered(text: str) -> str:
+        for _family, pattern, replacement in r._PATTERNS:
+            text = pattern.sub(replacement, text)
+        return text
+
+    for line in [line for line, _ in NEW_FORMS] + HARMLESS:
+        for variant in (line, line.upper(), line.swapcase()):
+            once = r.redact(variant)
+            assert once == unfiltered(variant), variant
+            assert r.redact(once) == once, variant
+
+
+def test_every_writer_ends_in_the_one_sanitiser():
+    """HTML (the rounds table's "not counted: ..." included), Markdown, the JSON
+    report's sections, the terminal summary and the watch/notify lines."""
+    import io
+    import json as jsonlib
+
+    from pytest_runhealth.printable import ShownTerminal
+    from pytest_runhealth.reports import html, markdown
+    from pytest_runhealth.results import write_json
+
+    secret_line, secret = NEW_FORMS[17]  # an Azure SAS sig=
+    row = {"round": "r1", "source": "s", "status": "done", "episodes": 2, "scores": "", "counted": False}
+    page = html.render_rounds([{**row, "why": f"episode log says {secret_line}"}])
+    assert "not counted" in page and secret not in page
+    assert secret not in markdown.cell(secret_line)
+
+    class Recorder:
+        lines: list[str] = []
+
+        def write_line(self, line, **markup):
+            self.lines.append(line)
+
+        def write_sep(self, sep, title=None, **markup):
+            self.lines.append(title)
+
+    rec = Recorder()
+    tr = ShownTerminal(rec)
+    tr.write_sep("-", "run-health: root causes")
+    tr.write_line("run \x1b]0;pwned\x07 " + secret_line)
+    assert all(secret not in line and "\x1b" not in line and "\x07" not in line for line in rec.lines), rec.lines
+
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "r.json"
+        write_json(path, {"results": [], "status": {"r1": {"error": secret_line}}})
+        assert secret not in path.read_text() and jsonlib.loads(path.read_text())["status"]["r1"]["error"]
+
+    from types import SimpleNamespace
+
+    from pytest_runhealth.watch.loop import Watch
+
+    fake = SimpleNamespace(out=io.StringIO(), unsent=[])
+    Watch.say(fake, "run-1\n[12:00:00] stopping: all checks passed " + secret_line + "\x1b[2J\x9b")
+    printed = fake.out.getvalue()
+    assert printed.count("\n") == 1 and secret not in printed and "\x1b" not in printed and "\x9b" not in printed
+    assert fake.unsent and secret not in fake.unsent[0]

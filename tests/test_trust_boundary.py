@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES
 
+import pytest_runhealth
+
 BIN = Path(sys.executable).parent
+PACKAGE_ROOT = Path(pytest_runhealth.__file__).resolve().parent.parent
 EVIL = "import os, pathlib\npathlib.Path(os.environ['RUNHEALTH_TEST_MARKER']).write_text('ran')\n"
 PLANTED = {
     "pytest.ini": "[pytest]\naddopts = -p evilplug\npythonpath = .\n",
@@ -29,6 +32,9 @@ PLANTED = {
 def env_for(marker: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
     env["RUNHEALTH_TEST_MARKER"] = str(marker)
+    env["PYTHONPATH"] = os.environ.get(
+        "RH_TEST_ROOT", str(PACKAGE_ROOT)
+    )  # this checkout's package, whatever is installed
     return env
 
 
@@ -136,3 +142,164 @@ def test_json_report_inside_a_run_dir_is_refused_like_html(pytester, how):
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     assert "is inside the run dir" in res.stderr.str()
     assert sorted(p.name for p in run.iterdir()) == ["logs"]
+
+
+# -- issue #27 item 1: every door, each with a marker the planted code would write -----------
+ALL_INI = {
+    **PLANTED,
+    ".pytest.ini": "[pytest]\naddopts = -p evilplug\npythonpath = .\n",
+    "pytest.toml": '[pytest]\naddopts = ["-p", "evilplug"]\npythonpath = ["."]\n',
+}
+DASHDASH = {
+    "pytest.ini": "[pytest]\naddopts = --\n",
+    ".pytest.ini": "[pytest]\naddopts = --\n",
+    "pytest.toml": '[pytest]\naddopts = ["--"]\n',
+    "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--"\n',
+    "tox.ini": "[pytest]\naddopts = --\n",
+    "setup.cfg": "[tool:pytest]\naddopts = --\n",
+}
+
+
+def healthy_run(root: Path) -> Path:
+    (root / "logs").mkdir(parents=True)
+    (root / "logs" / "train.log").write_text("step 1 loss 0.5\n")
+    return root
+
+
+def plant_code(folder: Path) -> None:
+    """conftest.py and a test module, both writing the marker when imported."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "conftest.py").write_text(EVIL)
+    (folder / "test_planted.py").write_text(EVIL + "def test_x():\n    pass\n")
+
+
+def pytest_cmd(*args: str) -> list[str]:
+    return [str(BIN / "pytest"), "-p", "no:cacheprovider", "-q", "-k", "RH00", *args]
+
+
+def check_cmd(*args: str) -> list[str]:
+    return [str(BIN / "pytest-runhealth"), "check", *args, "-q", "-k", "RH00"]
+
+
+def assert_refused(proc: subprocess.CompletedProcess, marker: Path) -> None:
+    assert not marker.exists(), "code from the run dir ran: " + proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "pytest-runhealth check" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def assert_checked(proc: subprocess.CompletedProcess, marker: Path) -> None:
+    assert not marker.exists(), "code from the run dir ran: " + proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "passed" in proc.stdout or "failed" in proc.stdout
+
+
+@pytest.mark.parametrize("door", ["check", "pytest-equals"])
+def test_a_run_dir_named_test_star_beside_the_invocation_dir_loads_nothing(tmp_path, door):
+    proj = tmp_path / "proj"
+    run_dir = healthy_run(proj / "test-run-01")
+    plant_code(run_dir)
+    marker = tmp_path / "marker"
+    if door == "check":
+        assert_checked(run(check_cmd("test-run-01"), proj, marker), marker)
+    else:
+        assert_refused(run(pytest_cmd("--run-dir=test-run-01"), proj, marker), marker)
+
+
+def test_a_tests_folder_inside_the_run_dir_is_refused_when_started_there(tmp_path):
+    run_dir = healthy_run(tmp_path / "run")
+    plant_code(run_dir / "tests")
+    marker = tmp_path / "marker"
+    assert_refused(run(pytest_cmd("--run-dir=."), run_dir, marker), marker)
+    assert_checked(run(check_cmd("."), run_dir, marker), marker)
+
+
+def test_every_positional_of_check_is_a_run_dir(tmp_path):
+    one = healthy_run(tmp_path / "one")
+    two = healthy_run(tmp_path / "two")
+    plant_code(two)
+    marker = tmp_path / "marker"
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = run([str(BIN / "pytest-runhealth"), "check", str(one), "-q", str(two), "-k", "RH00", "-rA"], work, marker)
+    assert_checked(proc, marker)
+    assert "[one]" in proc.stdout.replace("-one]", "[one]") or "one" in proc.stdout
+    assert "two" in proc.stdout  # RUN2 was checked as a run dir, not collected as a test path
+
+
+def test_check_splits_options_and_run_dirs():
+    from pytest_runhealth.trust_boundary import split_check_args
+
+    dirs, rest = split_check_args(["a", "-q", "b", "-k", "RH2", "--runhealth-report", "r.json", "c", "--", "-d"])
+    assert dirs == ["a", "b", "c", "-d"]
+    assert rest == ["-q", "-k", "RH2", "--runhealth-report", "r.json"]
+
+
+@pytest.mark.parametrize("ini_name", sorted(DASHDASH))
+@pytest.mark.parametrize("form", ["space", "inside"])
+def test_a_planted_addopts_double_dash_does_not_switch_the_guard_off(tmp_path, ini_name, form):
+    run_dir = healthy_run(tmp_path / "incoming" / "run")
+    (run_dir / ini_name).write_text(DASHDASH[ini_name])
+    plant_code(run_dir)
+    marker = tmp_path / "marker"
+    work = tmp_path / "work"
+    work.mkdir()
+    if form == "space":
+        proc = run(pytest_cmd("--run-dir", str(run_dir)), work, marker)
+    else:
+        proc = run(pytest_cmd("--run-dir=."), run_dir, marker)
+    assert_refused(proc, marker)
+
+
+@pytest.mark.parametrize("ini_name", sorted(ALL_INI))
+def test_check_ignores_every_planted_ini_including_no_runhealth(tmp_path, ini_name):
+    """The residual limit of plain pytest (a planted ``-p no:runhealth``
+    switches the plugin off before any hook) does not reach ``check``."""
+    run_dir = healthy_run(tmp_path / "run")
+    text = (
+        ALL_INI[ini_name]
+        .replace("-p evilplug", "-p no:runhealth -p evilplug")
+        .replace('"-p", "evilplug"', '"-p", "no:runhealth", "-p", "evilplug"')
+    )
+    (run_dir / ini_name).write_text(text)
+    (run_dir / "evilplug.py").write_text(EVIL)
+    plant_code(run_dir)
+    marker = tmp_path / "marker"
+    assert_checked(run(check_cmd("."), run_dir, marker), marker)
+
+
+def test_a_planted_pythonpath_alone_shadows_nothing_before_the_refusal(tmp_path):
+    """``pythonpath = .`` is applied by pytest before any plugin; the guard
+    refuses before the plugin imports a module the run dir could shadow."""
+    run_dir = healthy_run(tmp_path / "run")
+    (run_dir / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    for name in ("orjson", "statistics", "yaml", "numpy", "shlex", "tempfile", "jsonschema", "httpx"):
+        (run_dir / f"{name}.py").write_text(EVIL)
+    marker = tmp_path / "marker"
+    assert_refused(run(pytest_cmd("--run-dir=."), run_dir, marker), marker)
+
+
+def test_configuration_above_the_run_dir_is_refused_when_started_inside(tmp_path):
+    parent = tmp_path / "P"
+    run_dir = healthy_run(parent / "run")
+    (parent / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    (parent / "orjson.py").write_text(EVIL)
+    marker = tmp_path / "marker"
+    assert_refused(run(pytest_cmd("--run-dir=."), run_dir, marker), marker)
+    q = tmp_path / "Q"
+    run_q = healthy_run(q / "run")
+    (q / "pytest.ini").write_text("[pytest]\n")
+    (q / "conftest.py").write_text(EVIL)
+    assert_refused(run(pytest_cmd("--run-dir=."), run_q, marker), marker)
+
+
+def test_a_test_path_containing_the_run_dir_never_collects_it(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / "tests").mkdir(parents=True)
+    (proj / "tests" / "test_mine.py").write_text("def test_mine():\n    pass\n")
+    run_dir = healthy_run(proj / "tests" / "data" / "run")
+    (run_dir / "test_planted.py").write_text(EVIL + "def test_x():\n    pass\n")
+    marker = tmp_path / "marker"
+    proc = run([str(BIN / "pytest"), "-p", "no:cacheprovider", "-q", "tests", "--run-dir=tests/data/run"], proj, marker)
+    assert not marker.exists()
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]

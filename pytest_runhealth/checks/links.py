@@ -13,7 +13,7 @@ MAX_LISTED = 20
 # Where a link out of the run dir hides an artefact the checks read, the run
 # is judged without it: that is a finding, not a note.
 ARTEFACT = re.compile(
-    r"(^|/)(ledger\.jsonl|config\.yaml|experience_request\.json|round\.json|[^/]*\.(log|pid|safetensors)"
+    r"(^|/)(logs|ledger\.jsonl|config\.yaml|experience_request\.json|round\.json|[^/]*\.(log|pid|safetensors)"
     r"|events\.out\.tfevents\.[^/]*|[^/]*\.(json|pt|bin|ckpt))$"
 )
 

@@ -6,11 +6,12 @@ httpx is imported when a client is built, never at plugin load."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,20 @@ from .settings import EvalSettings
 
 MAX_RETRY_AFTER_S = 30.0
 MAX_RETRY_BUDGET_S = 120.0  # the most one session waits on Retry-After and backoff, all requests together
+
+
+@contextlib.contextmanager
+def bounded_retry_wait(seconds: float) -> Iterator[None]:
+    """Clients made inside wait at most ``seconds`` on Retry-After and backoff in
+    all: the watch's tick (a ``Retry-After: 1e308`` must not hold a watch past its
+    interval; each wait is capped at MAX_RETRY_AFTER_S anyway)."""
+    global MAX_RETRY_BUDGET_S
+    before = MAX_RETRY_BUDGET_S
+    MAX_RETRY_BUDGET_S = min(before, max(0.0, seconds))
+    try:
+        yield
+    finally:
+        MAX_RETRY_BUDGET_S = before
 
 
 def is_transient(status: int) -> bool:

@@ -12,6 +12,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 
 PIECE = 64 << 10
+MAX_LAYERS = 4  # stacked encodings undone at most ("gzip, gzip" is legal; 1,500 layers are an attack)
 ACCEPT_ENCODING = "gzip, deflate"  # what the decoder below knows; sent so servers pick one of these
 
 
@@ -64,7 +65,10 @@ def decoded_chunks(raw: Iterable[bytes], content_encoding: str | None, piece: in
     """The body decoded, in pieces of at most ``piece`` bytes; raises
     ``UnsupportedEncoding`` or ``zlib.error`` for what cannot be decoded."""
     stream: Iterable[bytes] = raw
-    for name in reversed(encodings(content_encoding)):  # the last applied is undone first
+    layers = encodings(content_encoding)
+    if len(layers) > MAX_LAYERS:  # each layer is a generator inside the next: 1,500 would overflow the stack
+        raise UnsupportedEncoding(f"{len(layers)} stacked Content-Encoding layers; at most {MAX_LAYERS} are decoded")
+    for name in reversed(layers):  # the last applied is undone first
         if name in ("gzip", "x-gzip"):
             stream = _inflate(stream, 16 + zlib.MAX_WBITS, piece)
         elif name == "deflate":

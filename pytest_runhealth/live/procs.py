@@ -11,18 +11,24 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..safeio import read_head
+from ..safeio import enterable, read_head
 
 PID_NAMES = ("train.pid",)
 # A pid file written right after the launch (``echo $! > train.pid``) is a
 # little younger than its process; one much older than the process it names
 # was written for another one.
 REUSE_SLACK_S = 2.0
+# A pid file is written when its process starts (the launcher's ``echo $!``, or the
+# trainer itself after its imports and model load). A process that had been running
+# for longer than this when the pid file was written is not the run's (pid 1, a
+# daemon, an old shell), unless its command line or working folder names the run.
+MAX_LAUNCH_GAP_S = 3600.0
 
 
 @dataclass
 class PidStatus:
-    """``state`` is ``alive``, ``gone``, ``zombie``, ``reused`` or ``unreadable``."""
+    """``state`` is ``alive``, ``gone``, ``zombie``, ``reused``, ``foreign`` (a
+    process that is not this run's: see :func:`provenance`) or ``unreadable``."""
 
     pidfile: Path
     pid: int | None
@@ -41,6 +47,8 @@ def pid_files(run_path: Path) -> list[Path]:
     folder or ``logs/`` (links are not followed)."""
     found: list[Path] = []
     for folder in (run_path / "logs", run_path):
+        if not enterable(run_path, folder):
+            continue  # a linked logs/ that leads out of the run is never entered
         try:
             entries = sorted(os.scandir(folder), key=lambda e: (e.name not in PID_NAMES, e.name))
         except OSError:
@@ -105,7 +113,82 @@ def pid_status(path: Path) -> PidStatus:
             name,
             text,
         )
+    fits, why = provenance(proc, started, written, path)
+    if not fits:
+        return PidStatus(path, pid, "foreign", f"the pid belongs to another process: {why}", name, text)
     return PidStatus(path, pid, "alive", f"process {pid} ({name}) is running", name, text)
+
+
+def provenance(proc, started: float, written: float, pidfile: Path) -> tuple[bool, str]:  # noqa: ANN001
+    """Whether a live process is the one the pid file was written for: it
+    started before the file was written (else the pid was reused: pid_status)
+    and not long before (MAX_LAUNCH_GAP_S); or, where readable, its command
+    line or working folder names the run. Returns (fits, why not)."""
+    run_path = pidfile.parent.parent if pidfile.parent.name == "logs" else pidfile.parent
+    if _names_run(proc, run_path):
+        return True, ""
+    if started >= written - MAX_LAUNCH_GAP_S:
+        return True, ""
+    try:
+        name = proc.name()
+    except Exception:  # noqa: BLE001 - psutil's AccessDenied and kin: the name is only for the message
+        name = "?"
+    age = written - started
+    return False, (
+        f"pid {proc.pid} is {name!r}, running {_span(age)} before {pidfile.name} was written, and neither its "
+        "command line nor its working folder names the run"
+    )
+
+
+def _names_run(proc, run_path: Path) -> bool:  # noqa: ANN001
+    """The process's command line mentions the run folder, or its working
+    folder is the run folder or inside it (where readable)."""
+    try:
+        real = os.path.realpath(run_path)
+    except OSError:
+        return False
+    try:
+        cwd = os.path.realpath(proc.cwd())
+        if cwd == real or cwd.startswith(real + os.sep):
+            return True
+    except Exception:  # noqa: BLE001 - AccessDenied, gone, not supported
+        pass
+    try:
+        args = proc.cmdline()
+    except Exception:  # noqa: BLE001
+        return False
+    name = os.path.basename(real)
+    return any(real in a or (len(name) >= 3 and name in a) for a in args)
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.0f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 60:.0f} min"
+
+
+def pid_is_the_runs(pid: int, pidfile: Path) -> tuple[bool | None, str]:
+    """For callers without a PidStatus (the watch, status, locality): False
+    when the live process ``pid`` belongs to another, older process (with
+    why), True when it fits, None when that cannot be told."""
+    try:
+        import psutil
+    except ImportError:
+        return None, "psutil is not installed"
+    try:
+        written = os.stat(pidfile).st_mtime
+        proc = psutil.Process(pid)
+        started = proc.create_time()
+    except psutil.NoSuchProcess:
+        return False, f"no process {pid}"
+    except (psutil.Error, OSError) as exc:
+        return None, str(exc)
+    # (A process that started after the file was written is RH203's "reused" case; here only
+    # the older process, pid 1 or a daemon, that would make a run look alive forever.)
+    fits, why = provenance(proc, started, written, pidfile)
+    return (True, "") if fits else (False, f"the pid belongs to another process: {why}")
 
 
 @dataclass

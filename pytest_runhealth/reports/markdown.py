@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..consequences import worth_showing
+from ..redact import redact
 from .svg import _CONTROL
 from .view import ReportView
 
@@ -41,7 +42,7 @@ def _in_code(text: str) -> str:
 
 
 def _one_line(value: Any, limit: int) -> str:
-    text = " ".join(_CONTROL.sub("\ufffd", str(value or "")).split())
+    text = " ".join(_CONTROL.sub("\ufffd", redact(str(value or ""))).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

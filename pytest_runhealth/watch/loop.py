@@ -23,8 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..redact import redact
 from ..rundir import RunDir
+from ..shown import one_line
 from .evaluation import HarvestWatch, ServerRequestWatch
 from .notify import Notifier
 from .sweep import SweepWatch
@@ -174,7 +174,7 @@ class Watch:
         """Print one line now; it goes to the notifiers with the rest of its
         tick, as one message (a status block is one post, not five)."""
         stamp = datetime.now().strftime("%H:%M:%S")
-        text = redact(text)
+        text = one_line(text)  # redacted; ESC, BEL, C1 and newlines in names made visible
         self.out.write(f"[{stamp}] {text}\n")
         self.out.flush()
         self.unsent.append(text)
@@ -344,7 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while True:
             started = time.monotonic()
-            code = watch.tick()
+            from ..evaluation.client import bounded_retry_wait
+
+            with bounded_retry_wait(max(1.0, watch.every)):  # a server's Retry-After never holds a tick longer
+                code = watch.tick()
             if code is not None:
                 return code
             time.sleep(max(0.0, watch.every - (time.monotonic() - started)))

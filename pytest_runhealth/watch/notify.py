@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 
 from ..redact import redact
+from ..shown import shown
 
 TIMEOUT_S = 5.0
 QUEUE_MAX = 100  # messages waiting; beyond it the oldest are dropped (and counted)
@@ -50,7 +51,7 @@ class Notifier:
 
     def send(self, text: str) -> None:
         """Queue one message for every target; returns at once."""
-        msg = redact(text)
+        msg = "\n".join(shown(line) for line in text.split("\n"))  # redacted, control characters visible
         for q, _ in self._lanes:
             while True:
                 try:
@@ -60,6 +61,12 @@ class Notifier:
                     try:
                         q.get_nowait()
                         self.dropped += 1
+                        if self.dropped == 1:  # a slow endpoint loses messages: said once, not silently
+                            print(
+                                "pytest-runhealth watch: a notification endpoint is too slow to keep up; "
+                                "the oldest queued message was dropped (the count is given at the end)",
+                                file=sys.stderr,
+                            )
                     except queue.Empty:
                         pass
 
@@ -79,6 +86,13 @@ class Notifier:
                 pass
         for _, t in self._lanes:
             t.join(max(0.0, deadline - time.monotonic()))
+        unsent = sum(q.qsize() for q, _ in self._lanes)
+        if self.dropped or unsent > len(self._lanes):
+            print(
+                f"pytest-runhealth watch: {self.dropped} notification(s) dropped and about {unsent} not sent "
+                "before the end (a slow or hung endpoint)",
+                file=sys.stderr,
+            )
 
     def _work(self, q: queue.Queue, where: str, how) -> None:
         while True:
@@ -109,7 +123,10 @@ class Notifier:
             method="POST",
             headers={"Content-Type": "application/json", "User-Agent": "pytest-runhealth"},
         )
-        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+        # No redirect is followed: urllib would turn a 302/303 into a GET without the
+        # message, and the message would be lost without a word. A 3xx is a failure.
+        opener = urllib.request.build_opener(_NoRedirect)
+        with opener.open(req, timeout=self.timeout_s) as resp:
             resp.read(4096)
             if resp.status >= 300:
                 raise urllib.error.HTTPError(url, resp.status, "not accepted", resp.headers, None)
@@ -125,6 +142,13 @@ class Notifier:
         )
         if proc.returncode != 0:
             raise RuntimeError(f"exited {proc.returncode}")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def, override]
+        raise urllib.error.HTTPError(
+            req.full_url, code, f"answered {code} (a redirect; not followed: it would drop the message)", headers, fp
+        )
 
 
 def _where(target: str) -> str:

@@ -63,7 +63,7 @@ class LogTailer:
     def poll(self) -> tuple[int, str | None]:
         """Read what is new: (bytes read, ``truncated``/``rotated``/None)."""
         try:
-            fh = open_readonly(self.path)
+            fh = open_readonly(self.path, follow=True)  # the watch follows what is appended
         except OSError:
             return 0, None
         with fh:

@@ -81,7 +81,10 @@ class Verdicts:
         return [r for r in self.results.values() if r.bad and r.check in AFTER_RUN_CHECKS]
 
     def wedged(self) -> list[Result]:
-        return [r for r in self.failed() if r.check in WEDGE_CHECKS]
+        """A stall or budget rule that failed on evidence: a server that answered
+        500 (RH502 not-evaluable, eval-server-error) has not shown a wedge
+        (docs/watching.md: a server that does not answer never stops the watch)."""
+        return [r for r in self.failed_now() if r.check in WEDGE_CHECKS]
 
 
 def _summary(res: dict) -> str:
@@ -141,12 +144,14 @@ class VerdictRunner:
     def run(self) -> Verdicts:
         import pytest
 
+        from ..trust_boundary import safe_session  # imports pytest: only when a session runs
+
         self.sessions += 1
         with tempfile.TemporaryDirectory(prefix="runhealth-watch-") as tmp:
             report = Path(tmp) / "report.json"
             sink = io.StringIO()
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                code = pytest.main(self.args(report))
+                code = safe_session(self.args(report), Path(tmp))
             if int(code) == int(pytest.ExitCode.INTERRUPTED):  # Ctrl-C arrived inside the session
                 raise KeyboardInterrupt
             if not report.exists():
