@@ -265,6 +265,17 @@ class LiveView:
         lm = lmstudio if lmstudio is not None else self.lmstudio
         return local_reason(self._ctx.run_dir, self._ctx.config, lm, prelaunch_any=prelaunch_any)
 
+    def prelaunch_lmstudio_sweep(self) -> bool:
+        """A ``-m prelaunch`` session preparing, here, a sweep whose ledger says ``judge_method: lmstudio``:
+        LM Studio is then configured for this machine although nothing of it runs yet."""
+        from .locality import sweep_judges_with_lmstudio
+        from .prelaunch_summary import is_prelaunch_session
+
+        config = self._ctx.config
+        return bool(
+            config is not None and is_prelaunch_session(config) and sweep_judges_with_lmstudio(self._ctx.run_dir)
+        )
+
     @property
     def not_local(self) -> str:
         """The skip reason for a probe of this machine when ``local_reason()`` is None."""

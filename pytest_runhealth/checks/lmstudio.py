@@ -274,14 +274,6 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     return None
 
 
-def _prelaunch_lmstudio_sweep(ctx) -> bool:
-    """A -m prelaunch session preparing a sweep whose ledger says judge_method: lmstudio here."""
-    from ..locality import sweep_judges_with_lmstudio
-    from ..prelaunch_summary import is_prelaunch_session
-
-    return bool(ctx.config is not None and is_prelaunch_session(ctx.config) and sweep_judges_with_lmstudio(ctx.run_dir))
-
-
 @check(
     "RH403",
     "lms-cli-resolvable",
@@ -313,7 +305,7 @@ def lms_cli_resolvable(ctx, lmstudio):
         in_use
         and ctx.live.local_reason(lm)
         or ctx.run_dir.is_sweep
-        and _prelaunch_lmstudio_sweep(ctx)
+        and ctx.live.prelaunch_lmstudio_sweep()
         or ctx.run_dir.is_sweep
         and not lm.requested
         and ctx.live.is_local_url(lm.url)
