@@ -639,6 +639,13 @@ def _hf_steps(ctx):
             return f"stopped at step {gs} of {ms} with an error (RH201: {f.fatal.cause})"
     if st.early_stopped:
         return f"stopped at step {gs} of {ms} on purpose ({rel}: {st.early_stopped})"
+    if not cks and hf_trainer.CHECKPOINT_DIR.match(path.name):
+        # A checkpoint-N/ pointed at on its own: its trainer_state.json was written by the save, and
+        # neither its age nor a missing pid file says how the run went on after it.
+        ctx.skip(
+            f"{path.name}/ is one checkpoint of a Trainer output dir: its {rel} records the save at step {gs} "
+            f"of {ms}, not how the run ended; point --run-dir at the output dir that holds it"
+        )
     line, _ = _text_line(st.text, '"global_step"')
     ev = [ctx.evidence(sf, line, f'"global_step": {gs}, "max_steps": {ms}')]
     end = hf_trainer.ended_at_end(path)
