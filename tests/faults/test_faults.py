@@ -19,6 +19,7 @@ the score table is printed at the end of the session (ScoreTable)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -90,6 +91,7 @@ class Case:
     near_miss_of: str | None = None  # a healthy case: no alarm check may fail
     not_roots: tuple[str, ...] = ()  # checks that must not fail as a root of their own
     not_in_advice: str | None = None  # a file name no summary or fix may offer to resume from
+    consequences: tuple[tuple[str, str, str], ...] = ()  # (check, cause, root) that must fail folded under root
     doc: str = ""
 
 
@@ -331,9 +333,10 @@ POSTMORTEM = [
     Case(
         "sweep-vram-leak",
         "sweep-vram",
-        [("RH101", "vram-leak-step-collapse")],
+        [("RH402", "lmstudio-unload-noop")],
         run="cand-000",
-        doc="the judge's unload no-op in the server log",
+        consequences=(("RH101", "vram-leak-step-collapse", "RH402"),),
+        doc="the judge's unload no-op in the server log: the root; the run's step collapse its consequence",
     ),
     Case(
         "sweep-collapse-no-evidence",
@@ -407,7 +410,8 @@ def parse_watch(text: str) -> list[dict]:
 def score(case: Case, results: list[dict], mode: str) -> tuple[bool, str]:
     """Whether the plugin said what the case documents, and what it said."""
     target = f"{case.name}.{case.run}" if case.run else None
-    mine = [r for r in results if target is None or r.get("run") == target]
+    # The run's own results, and those of its run dir's session checks (a root such as RH402 lives there).
+    mine = [r for r in results if target is None or r.get("run") in (target, case.name)]
     failed = [r for r in mine if r["outcome"] == "failed"]
     roots = {(r["check"], r.get("cause")) for r in failed if not r.get("consequence_of")}
     said = ", ".join(sorted(f"{c}:{k}" for c, k in roots)) or "no alarm"
@@ -415,6 +419,10 @@ def score(case: Case, results: list[dict], mode: str) -> tuple[bool, str]:
     for want in case.expect:
         if want not in roots:
             problems.append(f"missing {want[0]}:{want[1]}")
+    folded = {(r["check"], r.get("cause"), r.get("consequence_of")) for r in failed if r.get("consequence_of")}
+    for check, cause, root in case.consequences:
+        if (check, cause, root) not in folded and (check, None, root) not in folded:
+            problems.append(f"missing {check}:{cause} as a consequence of {root}")
     if case.expect_any and not any(want in roots for want in case.expect_any):
         problems.append("missing one of " + ", ".join(f"{c}:{k}" for c, k in case.expect_any))
     for check in case.not_roots:
@@ -459,10 +467,10 @@ def test_postmortem_under_watch(case: Case, postmortem):
         pytest.skip(SKIPPED[case.name])
     lines = postmortem["__watch__"]
     if case.run:
-        mine = [r for r in lines if r["run"] == f"{case.name}.{case.run}"]
+        mine = [r for r in lines if r["run"] in (f"{case.name}.{case.run}", case.name)]
     else:  # the run itself, or any run of its sweep
         mine = [r for r in lines if r["run"] == case.name or r["run"].startswith(case.name + ".")]
-    probe = Case(case.name, case.build, case.expect, case.expect_any, None, case.near_miss_of, case.not_roots, None)
+    probe = dataclasses.replace(case, run=None, not_in_advice=None)
     ok, said = score(probe, mine, "watch")
     assert ok, f"{case.name}: {said}"
 
