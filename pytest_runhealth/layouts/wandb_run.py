@@ -28,6 +28,20 @@ def is_run_folder(name: str, files: set[str], dirs: set[str]) -> bool:
     return bool(RUN_DIR.match(name)) and ("files" in dirs or "logs" in dirs or any(f.endswith(".wandb") for f in files))
 
 
+def is_service_log_link(link: Path, target: Path | str) -> bool:
+    """``logs/debug-core.log`` in a W&B run folder: a link the SDK's
+    wandb-core service makes, in every run, to its own log in the user's
+    cache (``~/.cache/wandb/logs/core-debug-<time>.log``). It records the
+    service, not the run (the run's end is in ``logs/debug.log``), so a link
+    out for it is expected, not a missing artefact."""
+    return (
+        link.name == "debug-core.log"
+        and link.parent.name == "logs"
+        and bool(RUN_DIR.match(link.parent.parent.name))
+        and Path(target).name.startswith("core-debug")
+    )
+
+
 def console_log(run_path: Path) -> Path | None:
     p = run_path / "files" / "output.log"
     return p if p.is_file() and not p.is_symlink() else None
