@@ -63,3 +63,50 @@ def test_gate_p_value_is_not_rounded_to_zero(tmp_path, run_health, pytester):
     assert "p = 9.313e-10, confidence >99.9% (needed 95%)" in res.stdout
     test = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())["session"]["test"]
     assert test["p_value"] == 9.31323e-10 and test["pairs_for"] == 30
+
+
+def sweep_with_inner_layouts(tmp_path: Path, loss: str) -> Path:
+    """A two-run sweep whose runs/r0/ is a Hugging Face Trainer output dir and
+    whose runs/r1/ holds a W&B run; ``loss`` is what both recorded last."""
+    import json
+
+    from sweep_builders import at, row, write_session
+
+    root = tmp_path / "sweep"
+    rows = [row("r0", at=at(0), duration_s=600, n_steps=400), row("r1", at=at(20), duration_s=600, n_steps=400)]
+    write_session(root, rows, {"r0": "training\n", "r1": "training\n"})
+    history = ",\n".join(
+        f'    {{"epoch": {s / 100}, "grad_norm": 0.9, "loss": {loss if s >= 300 else 1.2}, "step": {s}}}'
+        for s in range(100, 401, 100)
+    )
+    ck = root / "runs" / "r0" / "checkpoint-400"
+    ck.mkdir()
+    # the shape TrainerState.save_to_json writes (json.dumps(..., indent=2, sort_keys=True): a bare NaN)
+    (ck / "trainer_state.json").write_text(
+        '{\n  "global_step": 400,\n  "log_history": [\n' + history + '\n  ],\n  "max_steps": 1000\n}\n'
+    )
+    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"):
+        (ck / name).write_bytes(b"x")
+    wb = root / "runs" / "r1" / "wandb" / "offline-run-20261201_153653-04c9h15o"
+    (wb / "files").mkdir(parents=True)
+    (wb / "files" / "wandb-summary.json").write_text(
+        '{"_step": 400, "train/grad_norm": 0.8, "train/loss": ' + loss + "}"
+    )
+    json.loads((wb / "files" / "wandb-summary.json").read_text())  # Python's json reads what it wrote
+    return root
+
+
+def test_rh202_reads_the_layouts_inside_a_sweeps_runs(tmp_path):
+    """QA: a sweep's runs/<id>/ that is a Trainer output dir, or holds a W&B
+    run, had its trainer_state.json and wandb-summary.json ignored (only a run
+    discovered on its own was read): RH202 passed a NaN loss."""
+    root = sweep_with_inner_layouts(tmp_path / "bad", "NaN")
+    f = check_on(root, "RH202", run="r0").of("r0")
+    assert (f.verdict, f.cause) == ("config", "nan-loss")
+    assert f.evidence[0].path == "runs/r0/checkpoint-400/trainer_state.json"
+    f = check_on(root, "RH202", run="r1").of("r1")
+    assert f.cause == "nan-loss"
+    assert f.evidence[0].path == "runs/r1/wandb/offline-run-20261201_153653-04c9h15o/files/wandb-summary.json"
+    # near miss: the same sweep with finite losses
+    fine = sweep_with_inner_layouts(tmp_path / "fine", "0.7")
+    assert all(f.passed for f in check_on(fine, "RH202"))
