@@ -319,7 +319,7 @@ def run_status(run) -> dict[str, Any] | None:
         run,
         label=run.name,
         run_dir=str(run.run_dir.path),
-        state=f.state,
+        state=tracker_state(run) or f.state if f.state == "unknown" else f.state,
         fatal=f.fatal,
         log=f.log,
         points=f.points,
@@ -374,6 +374,26 @@ def status_record(
         "latest_samples": samples,
         "sample_count": count,
     }
+
+
+def tracker_state(run) -> str | None:
+    """How the run's tracker recorded its end, for a run its own files leave
+    ``unknown`` (docs/layouts.md): W&B's ``got exitcode: N`` in
+    ``logs/debug.log`` (0: finished, else failed); MLflow's ``meta.yaml``
+    status (FINISHED, FAILED, KILLED: stopped). None while it records none."""
+    from .layouts import MLFLOW, WANDB, mlflow_store, own_kind, wandb_run
+
+    kind = own_kind(run)
+    if kind == WANDB:
+        end = wandb_run.read_end(run.path)
+        if end is None or end.exit_code is None:
+            return None
+        return "finished" if end.exit_code == 0 else "failed"
+    if kind == MLFLOW:
+        return {"FINISHED": "finished", "FAILED": "failed", "KILLED": "stopped"}.get(
+            mlflow_store.read_meta(run.path).status or ""
+        )
+    return None
 
 
 def _hf_newest(run):

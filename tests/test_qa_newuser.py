@@ -110,3 +110,29 @@ def test_rh202_reads_the_layouts_inside_a_sweeps_runs(tmp_path):
     # near miss: the same sweep with finite losses
     fine = sweep_with_inner_layouts(tmp_path / "fine", "0.7")
     assert all(f.passed for f in check_on(fine, "RH202"))
+
+
+def test_status_block_takes_the_trackers_recorded_end(tmp_path):
+    """QA: a W&B run whose SDK logged ``got exitcode: 0`` showed as "state
+    unknown: no pid file, log last written 30 s ago" in the status block (no
+    pid file is kept beside a W&B run). The tracker's record of the end is
+    evidence; a run with none recorded stays unknown."""
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.status import run_status, tracker_state
+
+    done = wandb_run_copy(tmp_path / "done")
+    # a console that prints no "finished" line and no step total (a loop that logs only to W&B)
+    (done / "files" / "output.log").write_text("".join(f"step {s} loss {1 / s:.4f}\n" for s in range(10, 61, 10)))
+    st = run_status(RunDir(done).runs[0])
+    assert st is not None and (st["state"], st["state_note"], st["eta"]) == ("finished", None, "done")
+
+    src = next(p for p in (EXAMPLES / "wandb-exit-code" / "wandb").glob("*run-*") if not p.is_symlink())
+    failed = tmp_path / "failed" / src.name
+    shutil.copytree(src, failed, symlinks=True)
+    assert tracker_state(RunDir(failed).runs[0]) == "failed"
+
+    # near miss: no exit code recorded (killed, or still running): unknown, with its note
+    debug = done / "logs" / "debug.log"
+    debug.write_text("".join(ln for ln in debug.read_text().splitlines(True) if "exitcode" not in ln))
+    st = run_status(RunDir(done).runs[0])
+    assert st["state"] == "unknown" and st["state_note"].startswith("state unknown: no pid file")
