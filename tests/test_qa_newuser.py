@@ -171,3 +171,16 @@ def test_distributed_checkpoints_keep_their_weights_in_folders(tmp_path):
     hf_checkpoint(ds, 1500, {"latest": False})
     f = check_on(ds, "RH206").of()
     assert f.cause == "checkpoint-incomplete" and "checkpoint-1500/ lacks weights" in f.summary
+
+
+def test_markdown_code_span_pipe_is_escaped_only_in_a_table():
+    """QA: host-oom's fix holds `dmesg | grep -i oom`; in the Markdown page's
+    root-cause list (not a table) the escaped pipe showed as ``dmesg \\| grep``
+    (a backslash is literal inside a code span). A table cell still needs it."""
+    from pytest_runhealth.reports.markdown import cell
+
+    fix = "add swap or stop other jobs; `dmesg | grep -i oom` confirms the OOM killer | <b>"
+    assert cell(fix, in_table=False) == (
+        "add swap or stop other jobs; `dmesg | grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
+    )
+    assert cell(fix) == "add swap or stop other jobs; `dmesg \\| grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
