@@ -518,12 +518,34 @@ def failing_checks(results, many_dirs: bool) -> dict[str, list[str]]:
     return out
 
 
-def verdict_tally(keys: list[str], failing: dict[str, list[str]]) -> str:
-    """``by the checks: 5 of 8 runs with no failed check, 3 with a failed check``."""
+def verdict_tally(keys: list[str], failing: dict[str, list[str]], others: set[str] | None = None) -> str:
+    """``by the checks: 5 of 8 runs with no failed check, 3 with a failed check``;
+    ``others``: the runs checked that have no block here (no step, no
+    checkpoint: an MLflow run, a harvest round), counted apart so "5 of 8"
+    does not read as all the runs there were."""
     bad = sum(1 for k in keys if failing.get(k))
     n = len(keys)
     out = f"by the checks: {n - bad} of {n} run{'s' if n != 1 else ''} with no failed check"
-    return out + (f", {bad} with a failed check" if bad else "")
+    out += f", {bad} with a failed check" if bad else ""
+    rest = sorted((others or set()) - set(keys))
+    if rest:
+        worse = sum(1 for k in rest if failing.get(k))
+        out += f"; {len(rest)} more run{'s' if len(rest) != 1 else ''} checked with no progress to show here" + (
+            f" ({worse} with a failed check)" if worse else ""
+        )
+    return out
+
+
+def checked_runs(results, run_dirs, many_dirs: bool) -> set[str]:
+    """Every run a check judged, keyed as the status blocks are; a sweep's
+    own session-scope results (their run is the sweep) are not a run."""
+    sweeps = {rd.name for rd in run_dirs if rd.exists and rd.is_sweep}
+    out = set()
+    for res in results:
+        if not res.run or (res.run == res.run_dir and res.run in sweeps):
+            continue
+        out.add(f"{res.run_dir}/{res.run}" if many_dirs and res.run_dir else res.run)
+    return out
 
 
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
@@ -534,7 +556,9 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
     keyed = list(state.collector.status.items())
     failing = failing_checks(state.collector.results.values(), len(state.run_dirs) > 1)
     many = len(keyed) > COMPACT_FROM
-    tally_line = verdict_tally([k for k, _ in keyed], failing)
+    many_dirs = len(state.run_dirs) > 1
+    others = checked_runs(state.collector.results.values(), state.run_dirs, many_dirs)
+    tally_line = verdict_tally([k for k, _ in keyed], failing, others)
     if len(keyed) > LISTED_AT_MOST:
         # A sweep of thousands of runs: a screenful of "finished" lines hides the few that matter.
         states = Counter(st.get("state", "unknown") for _, st in keyed)
@@ -547,7 +571,7 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
             terminalreporter.write_line(
                 f"the first {LISTED_AT_MOST} of {len(unfinished)} runs not finished or with a failed check:"
             )
-    elif len(keyed) > 1:
+    elif len(keyed) > 1 or others - {k for k, _ in keyed}:
         terminalreporter.write_line(tally_line)
     for key, st in keyed:
         if "step" not in st:

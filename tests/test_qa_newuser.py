@@ -184,3 +184,18 @@ def test_markdown_code_span_pipe_is_escaped_only_in_a_table():
         "add swap or stop other jobs; `dmesg | grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
     )
     assert cell(fix) == "add swap or stop other jobs; `dmesg \\| grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
+
+
+def test_status_tally_counts_the_runs_it_shows_no_block_for(tmp_path, run_health):
+    """QA: a folder of a Slurm job and an MLflow run (no log, no step: no status
+    block) said "by the checks: 1 of 1 run with no failed check", silent about
+    the killed MLflow run. The runs checked without a block are counted apart."""
+    shutil.copytree(EXAMPLES / "slurm-healthy", tmp_path / "slurm-healthy")
+    shutil.copytree(EXAMPLES / "mlflow-failed", tmp_path / "mlflow-failed")
+    h = run_health(tmp_path, args=("--tb=no",))
+    status = h.stdout.split("-- run status --")[1].split("-- run-health --")[0]
+    assert (
+        "by the checks: 1 of 1 run with no failed check; "
+        "1 more run checked with no progress to show here (1 with a failed check)"
+    ) in status
+    assert "slurm-healthy: finished" in status
