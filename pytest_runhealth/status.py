@@ -554,6 +554,10 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
         return
     terminalreporter.write_sep("-", "run status")
     keyed = list(state.collector.status.items())
+    if config.getoption("dist", "no") != "no":
+        keyed.sort(
+            key=lambda kv: kv[0].split("/")
+        )  # workers report in the order they finish: one order whatever -n says
     failing = failing_checks(state.collector.results.values(), len(state.run_dirs) > 1)
     many = len(keyed) > COMPACT_FROM
     many_dirs = len(state.run_dirs) > 1

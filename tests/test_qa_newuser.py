@@ -199,3 +199,19 @@ def test_status_tally_counts_the_runs_it_shows_no_block_for(tmp_path, run_health
         "1 more run checked with no progress to show here (1 with a failed check)"
     ) in status
     assert "slurm-healthy: finished" in status
+
+
+def test_status_blocks_keep_one_order_under_xdist(tmp_path, run_health):
+    """QA: under ``-n 2`` the status blocks came in the order the workers
+    finished (``oomkill``, ``cancelled``, ``oomkill-new``, ...): the controller
+    now sorts them as discovery does, so ``-n`` changes nothing."""
+    for name in ("job", "job-2", "a", "zz"):
+        shutil.copytree(EXAMPLES / "slurm-healthy", tmp_path / name)
+
+    def order(*args: str) -> list[str]:
+        out = run_health(tmp_path, args=("--tb=no", *args), subprocess=bool(args)).stdout
+        block = out.split("-- run status --")[1].split("-- run-health --")[0]
+        return [ln.split(":")[0] for ln in block.splitlines() if ln.endswith(": finished")]
+
+    assert order() == ["a", "job", "job-2", "zz"]
+    assert order("-n", "2") == ["a", "job", "job-2", "zz"]
