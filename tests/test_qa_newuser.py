@@ -215,3 +215,13 @@ def test_status_blocks_keep_one_order_under_xdist(tmp_path, run_health):
 
     assert order() == ["a", "job", "job-2", "zz"]
     assert order("-n", "2") == ["a", "job", "job-2", "zz"]
+
+
+def test_a_finished_trainer_output_dir_is_not_also_a_kohya_folder():
+    """QA: the final ``model.safetensors`` save_model() writes at the top of a
+    Trainer output dir made the HTML page say ``layouts: kohya, hf-trainer``."""
+    from pytest_runhealth.rundir import RunDir
+
+    layouts = RunDir(EXAMPLES / "hf-trainer-healthy").layouts
+    assert "hf-trainer" in layouts and "kohya" not in layouts
+    assert "kohya" in RunDir(EXAMPLES / "kohya-healthy").layouts  # near miss: a kohya folder still is one
