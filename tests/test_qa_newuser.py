@@ -225,3 +225,30 @@ def test_a_finished_trainer_output_dir_is_not_also_a_kohya_folder():
     layouts = RunDir(EXAMPLES / "hf-trainer-healthy").layouts
     assert "hf-trainer" in layouts and "kohya" not in layouts
     assert "kohya" in RunDir(EXAMPLES / "kohya-healthy").layouts  # near miss: a kohya folder still is one
+
+
+def test_too_few_rounds_fix_names_what_is_missing(tmp_path, run_health):
+    """QA: two completed rounds, both won, K=3: the fix said "Wait for the
+    running rounds, fix the infra failures and re-run them" where no round ran
+    or failed. It now names the missing steps only."""
+    from eval_builders import T0, episode, harvest, request
+
+    def ep() -> dict:
+        e = episode("completed", None)
+        e["scores"] = [{"policy_version_id": "pv-champ", "score": 20}, {"policy_version_id": "pv-cand", "score": 30}]
+        return e
+
+    rounds = [request("r-0", episodes=[ep()]), request("r-1", episodes=[ep()])]
+    h = harvest(tmp_path / "h", rounds, fetched_at=T0)
+    res = run_health(h, args=("--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-cand"))
+    (r,) = res.results("RH508")
+    assert r["cause"] == "insufficient-evidence"
+    assert r["fix"] == (
+        "Until 3 rounds (K=min_rounds) are counted with the candidate's scores: run 1 more round(s) with the "
+        "candidate; then re-run the gate."
+    )
+    # near miss: a round still running is waited for
+    rounds.append(request("r-2", status="running", episodes=[episode("running", None)]))
+    h = harvest(tmp_path / "h2", rounds, fetched_at=T0)
+    (r,) = run_health(h, args=("--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-cand")).results("RH508")
+    assert "wait for the 1 running round(s); then re-run the gate." in r["fix"]
