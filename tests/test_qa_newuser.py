@@ -252,3 +252,20 @@ def test_too_few_rounds_fix_names_what_is_missing(tmp_path, run_health):
     h = harvest(tmp_path / "h2", rounds, fetched_at=T0)
     (r,) = run_health(h, args=("--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-cand")).results("RH508")
     assert "wait for the 1 running round(s); then re-run the gate." in r["fix"]
+
+
+def test_a_run_deleted_in_mlflow_is_not_judged(tmp_path):
+    """QA: ``MlflowClient().delete_run`` keeps the run's folder and writes
+    ``lifecycle_stage: deleted`` in its meta.yaml (a deleted experiment goes to
+    ``mlruns/.trash/``); RH212 failed the FAILED and KILLED runs the user had
+    already deleted. They are skipped with the reason; an active one is judged."""
+    root = tmp_path / "store"
+    shutil.copytree(EXAMPLES / "mlflow-failed", root)
+    meta = next(p for p in (root / "mlruns").rglob("meta.yaml") if (p.parent / "metrics").is_dir())
+    text = meta.read_text()
+    assert "lifecycle_stage: active" in text
+    run = meta.parent
+    assert check_on(run, "RH212").of().cause == "tracker-run-failed"  # near miss: active
+    meta.write_text(text.replace("lifecycle_stage: active", "lifecycle_stage: deleted"))
+    findings = check_on(run, "RH212")
+    assert not findings and "as deleted (lifecycle_stage: deleted)" in findings.skipped[run.name]

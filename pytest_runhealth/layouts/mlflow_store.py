@@ -42,6 +42,7 @@ class RunMeta:
     end_ms: int | None
     run_name: str | None
     error: str | None = None
+    lifecycle: str | None = None  # lifecycle_stage: "active", or "deleted" (mlflow runs delete; in .trash/)
 
 
 def read_meta(run_path: Path) -> RunMeta:
@@ -80,6 +81,7 @@ def read_meta(run_path: Path) -> RunMeta:
         _ms("start_time"),
         _ms("end_time"),
         name if isinstance(name, str) else None,
+        lifecycle=str(data["lifecycle_stage"]) if data.get("lifecycle_stage") is not None else None,
     )
 
 
