@@ -592,6 +592,13 @@ def _hf_steps(ctx):
             return f"stopped at step {gs} of {ms} with an error (RH201: {f.fatal.cause})"
     if st.early_stopped:
         return f"stopped at step {gs} of {ms} on purpose ({rel}: {st.early_stopped})"
+    if hf_trainer.CHECKPOINT_DIR.match(path.name):
+        # A checkpoint is written once and never again: its age says nothing about the run that saved it.
+        ctx.skip(
+            f"{ctx.run.where} is one {path.name}/ folder: global_step {gs} of max_steps {ms} is when it was "
+            f"saved, and a saved checkpoint is not written again, so its silence is no sign the run ended; point "
+            f"--run-dir at the output dir that holds it to judge the run"
+        )
     line, _ = _text_line(st.text, '"global_step"')
     ev = [ctx.evidence(sf, line, f'"global_step": {gs}, "max_steps": {ms}')]
     end = hf_trainer.ended_at_end(path)
