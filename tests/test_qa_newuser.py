@@ -269,3 +269,22 @@ def test_a_run_deleted_in_mlflow_is_not_judged(tmp_path):
     meta.write_text(text.replace("lifecycle_stage: active", "lifecycle_stage: deleted"))
     findings = check_on(run, "RH212")
     assert not findings and "as deleted (lifecycle_stage: deleted)" in findings.skipped[run.name]
+
+
+def test_torchrun_restart_survived_is_not_the_runs_death(tmp_path):
+    """QA: with ``torchrun --max-restarts`` the agent restarts every worker
+    after a failure, in ``attempt_1/``; RH201 reported attempt_0's CUDA OOM as
+    the run's death though attempt_1 trained to its last step."""
+    run = tmp_path / "restarted"
+    shutil.copytree(EXAMPLES / "torchrun-child-oom", run)
+    for rank in ("0", "1"):
+        d = run / "attempt_1" / rank
+        d.mkdir(parents=True)
+        (d / "stdout.log").write_text(f"rank {rank} step 100/500 loss 0.9\ntraining finished: 500/500 steps\n")
+        (d / "stderr.log").write_text("")
+    f = check_on(run, "RH201").of()
+    assert f.passed, f.summary
+    # near miss: the restarted attempt died of the same OOM: that record is the run's
+    shutil.copy(run / "attempt_0" / "1" / "error.json", run / "attempt_1" / "1" / "error.json")
+    f = check_on(run, "RH201").of()
+    assert f.cause == "cuda-oom" and "attempt_1/1/error.json" in f.summary
