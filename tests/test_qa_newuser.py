@@ -288,3 +288,30 @@ def test_torchrun_restart_survived_is_not_the_runs_death(tmp_path):
     shutil.copy(run / "attempt_0" / "1" / "error.json", run / "attempt_1" / "1" / "error.json")
     f = check_on(run, "RH201").of()
     assert f.cause == "cuda-oom" and "attempt_1/1/error.json" in f.summary
+
+
+def test_a_quiet_offline_wandb_run_writing_its_record_is_not_stale(tmp_path):
+    """QA: an offline W&B run that prints nothing has a debug-internal.log
+    with only its start, and logs/ and files/ untouched for hours, while the
+    SDK keeps appending to ``run-<id>.wandb`` on every wandb.log. RH212 called
+    it stale; the record file's time counts as a write."""
+    import time
+
+    run = wandb_run_copy(tmp_path)
+    debug = run / "logs" / "debug.log"
+    debug.write_text(
+        "".join(ln for ln in debug.read_text().splitlines(True) if "exitcode" not in ln and "finishing" not in ln)
+    )
+    internal = run / "logs" / "debug-internal.log"
+    internal.write_text(internal.read_text().replace('"time":"20', '"time":"19'))  # its start, long ago
+    old = time.time() - 2 * 86400
+    for p in [*run.rglob("*")]:
+        if not p.is_symlink():
+            os.utime(p, (old, old))
+    record = next(run.glob("*.wandb"))
+    os.utime(record, None)  # written just now
+    f = check_on(run, "RH212").of()
+    assert f.passed and "not stale" in f.note, f.summary
+    # near miss: the record old too: stale
+    os.utime(record, (old, old))
+    assert check_on(run, "RH212").of().cause == "tracker-run-stale"

@@ -94,7 +94,7 @@ def _wandb(ctx):
         return "W&B logged 'finishing run' but no exit code: the run ended without the SDK recording how"
     # No exit recorded: still running, or killed before the SDK could say so.
     console = wandb_run.console_log(ctx.run.path)
-    files = [end.path] + ([console] if console is not None else [])
+    files = [end.path] + ([console] if console is not None else []) + wandb_run.record_files(ctx.run.path)
     written = max(mtime(p) for p in files)
     recorded = wandb_run.last_recorded(ctx.run.path)
     what = "the last entry of logs/debug-internal.log" if recorded is not None else "its last write"

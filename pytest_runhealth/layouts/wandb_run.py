@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._files import as_float, line_of, read_json, read_text
+from ._files import as_float, entries, line_of, read_json, read_text
 from .series import Point
 
 RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[0-9a-z]+$")
@@ -40,6 +40,14 @@ def is_service_log_link(link: Path, target: Path | str) -> bool:
         and bool(RUN_DIR.match(link.parent.parent.name))
         and Path(target).name.startswith("core-debug")
     )
+
+
+def record_files(run_path: Path) -> list[Path]:
+    """The run's binary record, ``run-<id>.wandb``: the SDK appends to it on
+    every ``wandb.log`` (offline too), so its time is the run's last word even
+    when it prints nothing and ``logs/debug-internal.log`` logged only its start."""
+    files, _ = entries(run_path)
+    return [run_path / n for n in sorted(files) if n.endswith(".wandb")][:4]
 
 
 def console_log(run_path: Path) -> Path | None:
