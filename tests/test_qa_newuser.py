@@ -293,7 +293,7 @@ def test_torchrun_restart_survived_is_not_the_runs_death(tmp_path):
 def test_a_quiet_offline_wandb_run_writing_its_record_is_not_stale(tmp_path):
     """QA: an offline W&B run that prints nothing has a debug-internal.log
     with only its start, and logs/ and files/ untouched for hours, while the
-    SDK keeps appending to ``run-<id>.wandb`` on every wandb.log. RH212 called
+    SDK keeps appending what wandb.log records to ``run-<id>.wandb``. RH212 called
     it stale; the record file's time counts as a write."""
     import time
 

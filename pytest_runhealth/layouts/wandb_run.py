@@ -43,9 +43,11 @@ def is_service_log_link(link: Path, target: Path | str) -> bool:
 
 
 def record_files(run_path: Path) -> list[Path]:
-    """The run's binary record, ``run-<id>.wandb``: the SDK appends to it on
-    every ``wandb.log`` (offline too), so its time is the run's last word even
-    when it prints nothing and ``logs/debug-internal.log`` logged only its start."""
+    """The run's binary record, ``run-<id>.wandb``: wandb-core appends what
+    ``wandb.log`` records to it as its buffer fills (offline too; measured with
+    wandb 0.31: a few scalars may wait minutes, a busy run writes every
+    second), so its time is evidence of life where the run prints nothing and
+    ``logs/debug-internal.log`` logged only its start."""
     files, _ = entries(run_path)
     return [run_path / n for n in sorted(files) if n.endswith(".wandb")][:4]
 
