@@ -315,3 +315,40 @@ def test_a_quiet_offline_wandb_run_writing_its_record_is_not_stale(tmp_path):
     # near miss: the record old too: stale
     os.utime(record, (old, old))
     assert check_on(run, "RH212").of().cause == "tracker-run-stale"
+
+
+def grpo_state(out: Path, rl: bool) -> Path:
+    """An output dir whose trainer_state.json has a TRL GRPO run's log_history
+    (the loss is ~beta * KL: near 0 at first, growing as the policy moves;
+    ``kl`` and ``reward`` logged beside it), in the shape TrainerState.save_to_json writes."""
+    import json
+
+    log = []
+    for i, step in enumerate(range(10, 410, 10)):
+        entry = {"epoch": step / 400, "grad_norm": 0.3, "learning_rate": 1e-6, "loss": 1e-6 * (1.3**i), "step": step}
+        if rl:
+            entry.update({"kl": 2.5e-5 * (1.3**i), "reward": 0.2 + i / 80, "reward_std": 0.4})
+        log.append(entry)
+    out.mkdir(parents=True)
+    state = {"global_step": 400, "log_history": log, "max_steps": 1000}
+    (out / "trainer_state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
+    return out
+
+
+def test_a_grpo_loss_growing_from_zero_is_not_divergence(tmp_path):
+    """QA: a healthy GRPO run's loss starts near 0 and grows with the KL term
+    (huggingface/open-r1#239: "completely normal"); RH202 called it
+    loss-diverged (last value 100x its low and 10x its first). An RL trainer's
+    log (kl, reward beside the loss) is not judged for growth; NaN still is."""
+    assert check_on(grpo_state(tmp_path / "grpo", rl=True), "RH202").of().passed
+    # near miss: the same numbers from a run that logs no kl/reward (an SFT loss up 40,000x) diverged
+    f = check_on(grpo_state(tmp_path / "sft", rl=False), "RH202").of()
+    assert f.cause == "loss-diverged"
+    # and an MLflow run with kl and reward metrics beside its loss likewise
+    run = shutil.copytree(EXAMPLES / "mlflow-healthy", tmp_path / "store")
+    metrics = next(p for p in run.rglob("metrics") if p.is_dir())
+    (metrics / "train_loss").write_text("".join(f"1773482400000 {1e-6 * 1.3**i} {i * 10}\n" for i in range(40)))
+    meta = metrics.parent
+    assert check_on(meta, "RH202").of().cause == "loss-diverged"
+    (metrics / "kl").write_text("".join(f"1773482400000 {2.5e-5 * 1.3**i} {i * 10}\n" for i in range(40)))
+    assert check_on(meta, "RH202").of().passed

@@ -107,7 +107,9 @@ def trainer_error(ctx):
     "`log_history` (`NaN`/`Infinity` as Python's json writes them), Lightning's `metrics.csv`, MLflow's "
     "`metrics/<key>` files and W&B's `wandb-summary.json`; there a training loss that ends 100x above its "
     "lowest value and 10x above its first (`loss-diverged`), or gradient norms non-finite in the last 3 "
-    "logged values (`grad-norm-nonfinite`: every update skipped or NaN), fail too.",
+    "logged values (`grad-norm-nonfinite`: every update skipped or NaN), fail too. The loss of an RL trainer "
+    "(`kl` or `reward` logged beside it: TRL's GRPO, PPO, RLOO) grows from about 0 with its KL term by design "
+    "and is judged for NaN only.",
     why="Once the loss is NaN the weights are NaN too: every checkpoint saved after it is unusable, and "
     "the run keeps burning GPU time.",
     example="logs/stdout.log:88 steps:  38%|███▊ | 36/96 [13:09<21:55, 21.93s/it, avr_loss=nan]",

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..safeio import mtime
 from ._files import as_float, entries, line_of, read_json, read_text
-from .series import Point
+from .series import Point, is_rl_key
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(?P<step>\d+)$")
 STATE = "trainer_state.json"
@@ -198,6 +198,7 @@ def points(state: TrainerState, rel: str) -> list[Point]:
     the line of ``trainer_state.json`` it is written on."""
     out: list[Point] = []
     pos = state.text.find('"log_history"')
+    rl = any(isinstance(e, dict) and any(is_rl_key(k) for k in e) for e in state.log_history)
     for entry in state.log_history:
         step = entry.get("step") if isinstance(entry.get("step"), int) else None
         for key in sorted(entry):
@@ -211,7 +212,8 @@ def points(state: TrainerState, rel: str) -> list[Point]:
             if pos >= 0:
                 shown = _json_number(entry[key])
                 line, at = line_of(state.text, f'"{key}": {shown}', pos)
-            out.append(Point(key, step, value, rel, line, f'"{key}": {_json_number(entry[key])}, "step": {step}'))
+            text = f'"{key}": {_json_number(entry[key])}, "step": {step}'
+            out.append(Point(key, step, value, rel, line, text, rl=rl and "loss" in low))
         # entries are written in order: search the next one after this one's step
         if pos >= 0 and step is not None:
             nxt = state.text.find(f'"step": {step}', pos)
