@@ -16,6 +16,8 @@ and with it every feature module."""
 from __future__ import annotations
 
 import importlib
+import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,12 +109,21 @@ RUN_MARKS: tuple[tuple[str, bool], ...] = (
     ("checkpoints", True),
     ("outputs", True),
     ("runs", True),
+    ("meta.yaml", False),  # with metrics/: an MLflow run folder
+    ("metrics", True),
 )
+# Names that say it alone (docs/layouts.md): a harvest's round, a Hugging Face Trainer output dir
+# (trainer_state.json, checkpoint-N/), a W&B, MLflow or Lightning tree, a Slurm job log.
+STRONG_MARK = re.compile(
+    r"^(?:ledger\.jsonl|trainer_state\.json|experience_request\.json|round\.json|rounds/|checkpoint-\d+/"
+    r"|wandb/|mlruns/|lightning_logs/|(?:offline-)?run-\d{8}_\d{6}-[0-9a-z]+/|slurm-\d+(?:_\d+)?\.(?:out|err))$"
+)
+MAX_LISTED = 2000  # entries looked at: a huge folder is not read in full for a hint
 
 
 def run_marks(folder: Path) -> list[str]:
-    """The names in ``folder`` that say it is a run: a few stat calls, no
-    read, nothing imported or opened there."""
+    """The names in ``folder`` that say it is a run: one bounded listing, no
+    file read, nothing imported or opened there."""
     found = []
     for name, is_dir in RUN_MARKS:
         path = folder / name
@@ -121,7 +132,18 @@ def run_marks(folder: Path) -> list[str]:
                 found.append(name + ("/" if is_dir else ""))
         except OSError:
             continue
-    return found
+    strong = []
+    try:
+        with os.scandir(folder) as it:
+            for n, entry in enumerate(it):
+                if n >= MAX_LISTED:
+                    break
+                name = entry.name + ("/" if entry.is_dir(follow_symlinks=False) else "")
+                if name not in found and STRONG_MARK.match(name):
+                    strong.append(name)
+    except OSError:
+        pass
+    return found + sorted(strong)[:4]
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -132,7 +154,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     folder = Path(config.invocation_params.dir)
     marks = run_marks(folder)
-    if "ledger.jsonl" not in marks and len(marks) < 2:  # a lone logs/ or outputs/ folder is any project's
+    if not any(STRONG_MARK.match(m) for m in marks) and len(marks) < 2:  # a lone logs/ is any project's
         return
     terminalreporter.write_line(
         f"run-health: this folder looks like a run ({', '.join(marks)}), but no run was checked without "

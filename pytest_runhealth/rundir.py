@@ -257,7 +257,8 @@ class RunDir:
             found.append("sweep")
         if (p / "config.yaml").is_file() and ((p / "logs").is_dir() or (p / "outputs").is_dir()):
             found.append("trainer")
-        if any(
+        # A Trainer output dir's final model.safetensors / adapter_model.safetensors is not a kohya LoRA.
+        if kind != layouts.HF_TRAINER and any(
             f.suffix == ".safetensors" and KOHYA_CKPT.match(f.name) and not LTX_CKPT.match(f.name)
             for f in self._top_files()
         ):

@@ -322,7 +322,7 @@ def run_status(run) -> dict[str, Any] | None:
         run,
         label=run.name,
         run_dir=str(run.run_dir.path),
-        state=f.state,
+        state=tracker_state(run) or f.state if f.state == "unknown" else f.state,
         fatal=f.fatal,
         log=f.log,
         points=f.points,
@@ -377,6 +377,26 @@ def status_record(
         "latest_samples": samples,
         "sample_count": count,
     }
+
+
+def tracker_state(run) -> str | None:
+    """How the run's tracker recorded its end, for a run its own files leave
+    ``unknown`` (docs/layouts.md): W&B's ``got exitcode: N`` in
+    ``logs/debug.log`` (0: finished, else failed); MLflow's ``meta.yaml``
+    status (FINISHED, FAILED, KILLED: stopped). None while it records none."""
+    from .layouts import MLFLOW, WANDB, mlflow_store, own_kind, wandb_run
+
+    kind = own_kind(run)
+    if kind == WANDB:
+        end = wandb_run.read_end(run.path)
+        if end is None or end.exit_code is None:
+            return None
+        return "finished" if end.exit_code == 0 else "failed"
+    if kind == MLFLOW:
+        return {"FINISHED": "finished", "FAILED": "failed", "KILLED": "stopped"}.get(
+            mlflow_store.read_meta(run.path).status or ""
+        )
+    return None
 
 
 def _hf_newest(run):
@@ -501,12 +521,34 @@ def failing_checks(results, many_dirs: bool) -> dict[str, list[str]]:
     return out
 
 
-def verdict_tally(keys: list[str], failing: dict[str, list[str]]) -> str:
-    """``by the checks: 5 of 8 runs with no failed check, 3 with a failed check``."""
+def verdict_tally(keys: list[str], failing: dict[str, list[str]], others: set[str] | None = None) -> str:
+    """``by the checks: 5 of 8 runs with no failed check, 3 with a failed check``;
+    ``others``: the runs checked that have no block here (no step, no
+    checkpoint: an MLflow run, a harvest round), counted apart so "5 of 8"
+    does not read as all the runs there were."""
     bad = sum(1 for k in keys if failing.get(k))
     n = len(keys)
     out = f"by the checks: {n - bad} of {n} run{'s' if n != 1 else ''} with no failed check"
-    return out + (f", {bad} with a failed check" if bad else "")
+    out += f", {bad} with a failed check" if bad else ""
+    rest = sorted((others or set()) - set(keys))
+    if rest:
+        worse = sum(1 for k in rest if failing.get(k))
+        out += f"; {len(rest)} more run{'s' if len(rest) != 1 else ''} checked with no progress to show here" + (
+            f" ({worse} with a failed check)" if worse else ""
+        )
+    return out
+
+
+def checked_runs(results, run_dirs, many_dirs: bool) -> set[str]:
+    """Every run a check judged, keyed as the status blocks are; a sweep's
+    own session-scope results (their run is the sweep) are not a run."""
+    sweeps = {rd.name for rd in run_dirs if rd.exists and rd.is_sweep}
+    out = set()
+    for res in results:
+        if not res.run or (res.run == res.run_dir and res.run in sweeps):
+            continue
+        out.add(f"{res.run_dir}/{res.run}" if many_dirs and res.run_dir else res.run)
+    return out
 
 
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
@@ -515,9 +557,15 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
         return
     terminalreporter.write_sep("-", "run status")
     keyed = list(state.collector.status.items())
+    if config.getoption("dist", "no") != "no":
+        keyed.sort(
+            key=lambda kv: kv[0].split("/")
+        )  # workers report in the order they finish: one order whatever -n says
     failing = failing_checks(state.collector.results.values(), len(state.run_dirs) > 1)
     many = len(keyed) > COMPACT_FROM
-    tally_line = verdict_tally([k for k, _ in keyed], failing)
+    many_dirs = len(state.run_dirs) > 1
+    others = checked_runs(state.collector.results.values(), state.run_dirs, many_dirs)
+    tally_line = verdict_tally([k for k, _ in keyed], failing, others)
     if len(keyed) > LISTED_AT_MOST:
         # A sweep of thousands of runs: a screenful of "finished" lines hides the few that matter.
         states = Counter(st.get("state", "unknown") for _, st in keyed)
@@ -530,7 +578,7 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
             terminalreporter.write_line(
                 f"the first {LISTED_AT_MOST} of {len(unfinished)} runs not finished or with a failed check:"
             )
-    elif len(keyed) > 1:
+    elif len(keyed) > 1 or others - {k for k, _ in keyed}:
         terminalreporter.write_line(tally_line)
     for key, st in keyed:
         if "step" not in st:

@@ -365,9 +365,15 @@ def test_bad_layout_files_are_findings_or_skips(tmp_path, run_health, example, r
     assert all(r["outcome"] != "error" for r in res.results()), res.stdout
 
 
-def test_a_checkpoint_folder_alone_is_not_an_ended_run(run_health):
+def test_a_checkpoint_folder_alone_is_not_an_ended_run(tmp_path, run_health):
     """--run-dir pointed at one checkpoint-N/: its trainer_state.json is the save's, not the end's."""
     ck = EXAMPLES / "hf-trainer-data-ran-out" / "checkpoint-500"
     assert [f.kind for f in discovery.discover(ck).runs] == ["hf-trainer"]
     (r,) = run_health(ck, args=("-k", "RH208")).results("RH208")
     assert r["outcome"] != "failed", r
+    # QA: also once the checkpoint is old (the test passed only in a checkout under 15 minutes old).
+    old = tmp_path / "checkpoint-500"
+    shutil.copytree(ck, old)
+    age(old, 3 * 3600)
+    (r,) = run_health(old, args=("-k", "RH208")).results("RH208")
+    assert r["outcome"] == "skipped" and "a saved checkpoint is not written again" in r["note"], r

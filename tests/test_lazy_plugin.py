@@ -142,3 +142,37 @@ def test_pytest_typed_inside_a_run_dir_says_how_to_check_it(tmp_path):
     (empty / "logs").mkdir(parents=True)
     quiet = probe(empty)
     assert quiet["code"] == 5 and "looks like a run" not in quiet["stdout"]
+
+
+@pytest.mark.parametrize(
+    ("names", "shown"),
+    [
+        (("trainer_state.json", "checkpoint-500/"), "checkpoint-500/, trainer_state.json"),  # HF Trainer output dir
+        (("wandb/",), "wandb/"),
+        (("slurm-4242.out",), "slurm-4242.out"),
+        (("meta.yaml", "metrics/"), "meta.yaml, metrics/"),  # an MLflow run folder
+        (("lightning_logs/",), "lightning_logs/"),
+    ],
+)
+def test_the_hint_knows_the_trainer_and_tracker_layouts(tmp_path, names, shown):
+    """QA: the hint knew only sweeps and trainer workspaces; ``pytest`` typed in
+    a Trainer output dir, beside ``wandb/`` or in a Slurm job's folder said
+    only "no tests ran"."""
+    for name in names:
+        if name.endswith("/"):
+            (tmp_path / name).mkdir()
+        else:
+            (tmp_path / name).write_text("{}\n")
+    used = probe(tmp_path)
+    assert used["code"] == 5, used["stdout"]
+    assert f"run-health: this folder looks like a run ({shown}), but no run was checked" in used["stdout"]
+    assert set(used["modules"]) <= ENTRY_MODULES, used["modules"]
+
+
+def test_the_hint_stays_quiet_for_look_alike_names(tmp_path):
+    """Near miss: a ``checkpoints.json`` file and a ``run-notes/`` folder say nothing."""
+    (tmp_path / "checkpoints.json").write_text("{}")
+    (tmp_path / "run-notes").mkdir()
+    (tmp_path / "slurm.out").write_text("x")
+    quiet = probe(tmp_path)
+    assert quiet["code"] == 5 and "looks like a run" not in quiet["stdout"]

@@ -95,3 +95,48 @@ def test_a_rule_that_matches_nothing_anywhere_says_so_once(tmp_path, run_health)
     )
     assert {r["outcome"] for r in res.results("TEAM301")} == {"skipped"}
     assert res.stdout.count("rule TEAM301: files 'runs/*/log/stdout.log' matched nothing in any of") == 1
+
+
+def test_the_check_on_example_runs_as_shown(tmp_path):
+    """QA: the documented ``check_on`` block expected verdict ``infra`` from a
+    check that reports ``config``, a threshold the check does not have, and
+    example folders the pack does not hold. The block is now the check pack's
+    own test file, and it passes there."""
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES
+
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## Testing a check: `check_on`", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    pack = EXAMPLES / "check_pack"
+    shipped = (pack / "tests" / "test_check_on.py").read_text(encoding="utf-8")
+    assert shipped.endswith(block), "examples/check_pack/tests/test_check_on.py differs from the documented block"
+    root = Path(__file__).resolve().parent.parent
+    env = {**__import__("os").environ, "PYTHONPATH": f"{root}{__import__('os').pathsep}{pack / 'src'}"}
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "--rootdir",
+            str(pack),
+            "-c",
+            str(pack / "pyproject.toml"),
+            str(pack / "tests" / "test_check_on.py"),
+            "--basetemp",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=pack,
+    )
+    assert ran.returncode == 0 and "3 passed" in ran.stdout, ran.stdout + ran.stderr

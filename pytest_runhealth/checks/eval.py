@@ -698,4 +698,32 @@ def promotion_gate(ctx):
         cause = outcome
     if decision.source_error:
         summary += f"\n{decision.source_error}"
-    return ctx.fail(decision.verdict, cause, summary, evidence, fix=GATE_FIXES.get(outcome))
+    fix = _missing_fix(decision) if outcome == "insufficient-evidence" else None
+    return ctx.fail(decision.verdict, cause, summary, evidence, fix=fix or GATE_FIXES.get(outcome))
+
+
+def _missing_fix(decision) -> str | None:
+    """The steps that would bring the counted rounds up to K, from what
+    keeps the rest out: "wait for the running rounds" only when some run."""
+    if decision.source_error:
+        return None
+    running = sum(1 for s in decision.excluded if s.category.startswith("still"))
+    failed = sum(1 for s in decision.excluded if not s.category.startswith("still") and "failed" in s.category)
+    other = len(decision.excluded) - running - failed
+    steps = []
+    if running:
+        steps.append(f"wait for the {running} running round(s)")
+    if failed:
+        steps.append(f"fix what failed them and re-run the {failed} failed round(s)")
+    if other:
+        steps.append(f"re-run or re-harvest the {other} round(s) without real per-player scores")
+    short = decision.k - decision.paired_rounds - len(decision.excluded)
+    if short > 0:
+        steps.append(f"run {short} more round(s) with the candidate")
+    if not steps:
+        return None
+    return (
+        f"Until {decision.k} rounds (K=min_rounds) are counted with the candidate's scores: "
+        + "; ".join(steps)
+        + "; then re-run the gate."
+    )

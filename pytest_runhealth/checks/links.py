@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ..layouts.wandb_run import is_service_log_link
 from ..registry import check
 
 MAX_LISTED = 20
@@ -51,7 +52,11 @@ def links_stay_inside(ctx):
         parts.append(f"{len(special)} entr(ies) are FIFOs, devices or sockets, not files, and were not read: {shown}")
     if walk.truncated:
         parts.append("the run dir holds over 200,000 files; only the first 200,000 were looked at")
-    hidden = [(p, t) for p, t in walk.outside_links if ARTEFACT.search(ctx.run_dir.rel(p).replace("\\", "/"))]
+    hidden = [
+        (p, t)
+        for p, t in walk.outside_links
+        if ARTEFACT.search(ctx.run_dir.rel(p).replace("\\", "/")) and not is_service_log_link(p, t)
+    ]
     odd = [p for p in special if ARTEFACT.search(ctx.run_dir.rel(p).replace("\\", "/"))]
     if odd and not hidden:
         return ctx.fail(

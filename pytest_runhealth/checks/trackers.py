@@ -30,7 +30,8 @@ from ..safeio import mtime
     "calls RUNNING (MLflow status 1 with no `end_time`; a W&B run whose debug.log has no exit code) is "
     "`tracker-run-stale` only when both the newest time it recorded (metric timestamps, or the start) and "
     "its files' modification times are older than `stale_after_s` (6 h); otherwise it passes with a note "
-    "(a live run, or one that died without telling the tracker recently: RH201 reads its log).",
+    "(a live run, or one that died without telling the tracker recently: RH201 reads its log). A run MLflow "
+    "records as deleted (`lifecycle_stage: deleted`) is skipped.",
     why="A tracker's dashboard shows a failed or stale run as a line that just stops; a sweep or a "
     "promotion that reads its metrics takes a crashed run's last values as if they were final.",
     example="mlruns/1/3f2a.../meta.yaml:13 status: 4 (FAILED)",
@@ -51,6 +52,12 @@ def _mlflow(ctx):
     meta = mlflow_store.read_meta(ctx.run.path)
     if meta.error or meta.status is None:
         ctx.skip(f"{ctx.run_dir.rel(meta.path)}: {meta.error or 'no status field'}: the tracker's record is unknown")
+    if meta.lifecycle == "deleted":
+        ctx.skip(
+            f"MLflow records the run{' ' + repr(meta.run_name) if meta.run_name else ''} as deleted "
+            f"(lifecycle_stage: deleted): its UI and searches leave it out, so no comparison uses it; "
+            f"`mlflow runs restore --run-id <id>` brings it back to be judged"
+        )
     shown = f"status: {meta.status_raw}" + (f" ({meta.status})" if meta.status_raw != meta.status else "")
     ev = [ctx.evidence(meta.path, meta.status_line, shown)]
     name = f" {meta.run_name!r}" if meta.run_name else ""
@@ -87,7 +94,7 @@ def _wandb(ctx):
         return "W&B logged 'finishing run' but no exit code: the run ended without the SDK recording how"
     # No exit recorded: still running, or killed before the SDK could say so.
     console = wandb_run.console_log(ctx.run.path)
-    files = [end.path] + ([console] if console is not None else [])
+    files = [end.path] + ([console] if console is not None else []) + wandb_run.record_files(ctx.run.path)
     written = max(mtime(p) for p in files)
     recorded = wandb_run.last_recorded(ctx.run.path)
     what = "the last entry of logs/debug-internal.log" if recorded is not None else "its last write"

@@ -122,7 +122,9 @@ def trainer_error(ctx):
     "`log_history` (`NaN`/`Infinity` as Python's json writes them), Lightning's `metrics.csv`, MLflow's "
     "`metrics/<key>` files and W&B's `wandb-summary.json`; there a training loss that ends 100x above its "
     "lowest value and 10x above its first (`loss-diverged`), or gradient norms non-finite in the last 3 "
-    "logged values (`grad-norm-nonfinite`: every update skipped or NaN), fail too.",
+    "logged values (`grad-norm-nonfinite`: every update skipped or NaN), fail too. The loss of an RL trainer "
+    "(`kl` or `reward` logged beside it: TRL's GRPO, PPO, RLOO) grows from about 0 with its KL term by design "
+    "and is judged for NaN only.",
     why="Once the loss is NaN the weights are NaN too: every checkpoint saved after it is unusable, and "
     "the run keeps burning GPU time.",
     example="logs/stdout.log:88 steps:  38%|███▊ | 36/96 [13:09<21:55, 21.93s/it, avr_loss=nan]",
@@ -639,12 +641,12 @@ def _hf_steps(ctx):
             return f"stopped at step {gs} of {ms} with an error (RH201: {f.fatal.cause})"
     if st.early_stopped:
         return f"stopped at step {gs} of {ms} on purpose ({rel}: {st.early_stopped})"
-    if not cks and hf_trainer.CHECKPOINT_DIR.match(path.name):
-        # A checkpoint-N/ pointed at on its own: its trainer_state.json was written by the save, and
-        # neither its age nor a missing pid file says how the run went on after it.
+    if hf_trainer.CHECKPOINT_DIR.match(path.name):
+        # A checkpoint is written once and never again: its age says nothing about the run that saved it.
         ctx.skip(
-            f"{path.name}/ is one checkpoint of a Trainer output dir: its {rel} records the save at step {gs} "
-            f"of {ms}, not how the run ended; point --run-dir at the output dir that holds it"
+            f"{ctx.run.where} is one {path.name}/ folder: global_step {gs} of max_steps {ms} is when it was "
+            f"saved, and a saved checkpoint is not written again, so its silence is no sign the run ended; point "
+            f"--run-dir at the output dir that holds it to judge the run"
         )
     line, _ = _text_line(st.text, '"global_step"')
     ev = [ctx.evidence(sf, line, f'"global_step": {gs}, "max_steps": {ms}')]

@@ -20,6 +20,7 @@ from . import evaluation_of
 from .gate import record_path, verdict_record
 from .model import Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
+from .signtest import percent
 from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode, gate_settings, gated_run_dirs
 
 GATE_RESULT = pytest.StashKey[dict]()
@@ -197,7 +198,7 @@ def gate_lines(session: dict | None) -> list[str]:
         f"{session['candidate']} {session['claim']} ({versus}): {won} {session['rounds_shown']}, "
         f"{lost} {session['rounds_contradicted']}, tied {session['rounds_tied']} round(s); "
         f"episode pairs {test['pairs_for']} for, {test['pairs_against']} against, {test['pairs_tied']} tied",
-        f"sign test (ties left out): p = {test['p_value']:.4g}, confidence {test['confidence']:.1%} "
+        f"sign test (ties left out): p = {test['p_value']:.4g}, confidence {percent(1 - test['p_value'])} "
         f"(needed {1 - test['alpha']:.0%}); contrary p = {test['p_value_contrary']:.4g} -> {session['outcome']}",
     ]
     against = [c["round"] for c in session.get("contradicted") or []]

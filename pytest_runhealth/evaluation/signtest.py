@@ -29,6 +29,18 @@ MAX_MORE = 10_000  # past this many pairs "more evidence" is no longer a useful 
 EXACT_UP_TO = 2_000  # integer sums up to here; log-space terms above (only "how many more" goes there)
 
 
+def significant(p: float) -> float:
+    """A probability to 6 significant digits: 30 pairs all for the claim give
+    p = 2**-30, which rounding to 6 decimals would record (and print) as 0."""
+    return float(f"{p:.6g}")
+
+
+def percent(confidence: float) -> str:
+    """``99.9%`` at most: a confidence short of certainty is never shown as 100%."""
+    text = f"{confidence:.1%}"
+    return ">99.9%" if text == "100.0%" and confidence < 1 else text
+
+
 def tail_at_least(k: int, n: int) -> float:
     """P(X >= k) for X ~ Binomial(n, 1/2): exact integer sums for the counts a
     gate sees, summed in log space for the large n of :meth:`SignTest.more_pairs`."""
@@ -116,7 +128,7 @@ class SignTest:
         return (
             f"sign test: {self.shown} for, {self.against} against, {self.tied} tied (ties left out); "
             f"P(>= {self.shown} of {self.decisive} | even) = {self.p_claim:.4g}, "
-            f"confidence {self.confidence:.1%}, needed {1 - self.alpha:.0%}"
+            f"confidence {percent(self.confidence)}, needed {1 - self.alpha:.0%}"
         )
 
     def to_record(self) -> dict:
@@ -126,8 +138,8 @@ class SignTest:
             "pairs_for": self.shown,
             "pairs_against": self.against,
             "pairs_tied": self.tied,
-            "p_value": round(self.p_claim, 6),
-            "p_value_contrary": round(self.p_contrary, 6),
+            "p_value": significant(self.p_claim),
+            "p_value_contrary": significant(self.p_contrary),
             "confidence": round(self.confidence, 6),
             "outcome": self.outcome,
             "more_pairs_needed": self.more_pairs(),

@@ -97,12 +97,44 @@ def own_kind(run) -> str | None:
     return next((k for k in run.run_dir.layouts if k in KINDS), None)
 
 
+def inner_layout(run) -> tuple[str, Path] | None:
+    """For a run inside a sweep (``runs/<id>/``): the layout its own folder
+    is (a Trainer ``output_dir``, an MLflow run, a Lightning version folder),
+    or the newest W&B run in its ``wandb/`` folder, with where it lies.
+    Discovery prunes a sweep's runs, so their trainer's and tracker's files
+    are found here. None for a run that is its run dir (see :func:`own_kind`)."""
+    if run.path == run.run_dir.path:
+        return None
+
+    def find() -> tuple[str, Path] | None:
+        files, dirs = entries(run.path)
+        kind = strong_kind(run.path, files, dirs)
+        if kind is not None:
+            return kind, run.path
+        if "wandb" in dirs:
+            _, inner = entries(run.path / "wandb")
+            runs = sorted(d for d in inner if wandb_run.RUN_DIR.match(d))
+            if runs:  # names begin with their start time: the last is the newest
+                return WANDB, run.path / "wandb" / runs[-1]
+        return None
+
+    return run.run_dir.cached(("inner-layout", run.path), find)
+
+
 def loss_points(run) -> list:
     """The loss and gradient-norm values the run's trainer or tracker recorded
     in its own files (not its log or event files): HF ``trainer_state.json``,
-    MLflow ``metrics/``, W&B ``wandb-summary.json``, Lightning ``metrics.csv``."""
+    MLflow ``metrics/``, W&B ``wandb-summary.json``, Lightning ``metrics.csv``;
+    for a sweep's run, those of the layout in its folder (:func:`inner_layout`)."""
     kind = own_kind(run)
     path = run.path
+    prefix = ""
+    if kind is None:
+        inner = inner_layout(run)
+        if inner is None:
+            return []
+        kind, path = inner
+        prefix = run.run_dir.rel(path) + "/"
     if kind == HF_TRAINER:
         cks = hf_trainer.checkpoints(path)
         state = hf_trainer.state_file(path, cks)
@@ -111,9 +143,9 @@ def loss_points(run) -> list:
         read = run.run_dir.cached(("hf-state", state), lambda: hf_trainer.read_state(state))
         return hf_trainer.points(read, run.run_dir.rel(state))
     if kind == MLFLOW:
-        return mlflow_store.read_metrics(path, "").points
+        return mlflow_store.read_metrics(path, prefix).points
     if kind == WANDB:
-        return wandb_run.summary_points(path, "")
+        return wandb_run.summary_points(path, prefix)
     if kind == LIGHTNING:
-        return lightning.metrics_points(path, "")
+        return lightning.metrics_points(path, prefix)
     return []

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..safeio import mtime
 from ._files import as_float, entries, line_of, read_json, read_text
-from .series import Point
+from .series import Point, is_rl_key
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(?P<step>\d+)$")
 STATE = "trainer_state.json"
@@ -43,6 +43,20 @@ WEIGHTS = re.compile(
     r"tf_model\.h5|flax_model\.msgpack)$"
 )
 RNG = re.compile(r"^rng_state(?:_\d+)?\.pth$")
+# Weights a distributed save keeps in a folder of its own (transformers Trainer.save_model,
+# _load_from_checkpoint): DeepSpeed's engine checkpoint global_step<N>/ (ZeRO-3 without
+# stage3_gather_16bit_weights_on_model_save writes no model.safetensors at all: "use zero_to_fp32.py
+# to recover weights"), FSDP's SHARDED_STATE_DICT pytorch_model_fsdp_<i>/ or FULL_STATE_DICT
+# pytorch_model_fsdp.bin.
+WEIGHT_DIRS = re.compile(r"^(?:global_step\d+|pytorch_model_fsdp(?:_\d+)?)$")
+FSDP_WEIGHTS = re.compile(r"^pytorch_model_fsdp(?:_\d+)?\.bin$")
+
+
+def has_weights(files: set[str], dirs: set[str]) -> bool:
+    """The checkpoint holds its model's weights, in any of the forms the Trainer saves."""
+    return any(WEIGHTS.match(n) or FSDP_WEIGHTS.match(n) for n in files) or any(WEIGHT_DIRS.match(d) for d in dirs)
+
+
 # The parts of a resumable checkpoint besides weights and trainer state, each as a test on the entries.
 PARTS: dict[str, Any] = {
     "optimizer.pt": lambda files, dirs: bool(
@@ -87,7 +101,7 @@ def checkpoints(run_path: Path) -> list[HfCheckpoint]:
     found.sort(key=lambda c: c.step)
     common = {name for name, has in PARTS.items() if found and all(has(c.files, c.dirs) for c in found if c.files)}
     for c in found:
-        if not any(WEIGHTS.match(n) for n in c.files):
+        if not has_weights(c.files, c.dirs):
             c.missing.append("weights (model.safetensors, pytorch_model.bin or adapter_model.safetensors)")
         c.missing += _missing_shards(c)
         if STATE not in c.files:
@@ -184,6 +198,7 @@ def points(state: TrainerState, rel: str) -> list[Point]:
     the line of ``trainer_state.json`` it is written on."""
     out: list[Point] = []
     pos = state.text.find('"log_history"')
+    rl = any(isinstance(e, dict) and any(is_rl_key(k) for k in e) for e in state.log_history)
     for entry in state.log_history:
         step = entry.get("step") if isinstance(entry.get("step"), int) else None
         for key in sorted(entry):
@@ -197,7 +212,8 @@ def points(state: TrainerState, rel: str) -> list[Point]:
             if pos >= 0:
                 shown = _json_number(entry[key])
                 line, at = line_of(state.text, f'"{key}": {shown}', pos)
-            out.append(Point(key, step, value, rel, line, f'"{key}": {_json_number(entry[key])}, "step": {step}'))
+            text = f'"{key}": {_json_number(entry[key])}, "step": {step}'
+            out.append(Point(key, step, value, rel, line, text, rl=rl and "loss" in low))
         # entries are written in order: search the next one after this one's step
         if pos >= 0 and step is not None:
             nxt = state.text.find(f'"step": {step}', pos)

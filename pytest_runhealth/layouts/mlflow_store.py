@@ -16,12 +16,12 @@ An experiment folder holds a ``meta.yaml`` too, but no ``metrics/``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..safeio import mtime
 from ._files import entries, read_text
-from .series import Point
+from .series import Point, is_rl_key
 
 RUN_STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
 MAX_METRIC_BYTES = 16 << 20
@@ -42,6 +42,7 @@ class RunMeta:
     end_ms: int | None
     run_name: str | None
     error: str | None = None
+    lifecycle: str | None = None  # lifecycle_stage: "active", or "deleted" (mlflow runs delete; in .trash/)
 
 
 def read_meta(run_path: Path) -> RunMeta:
@@ -80,6 +81,7 @@ def read_meta(run_path: Path) -> RunMeta:
         _ms("start_time"),
         _ms("end_time"),
         name if isinstance(name, str) else None,
+        lifecycle=str(data["lifecycle_stage"]) if data.get("lifecycle_stage") is not None else None,
     )
 
 
@@ -98,6 +100,7 @@ def read_metrics(run_path: Path, rel_prefix: str) -> Metrics:
     newest = 0.0
     stack = [(folder, "")]
     seen = 0
+    keys: set[str] = set()
     while stack and seen < MAX_METRIC_FILES:
         here, prefix = stack.pop()
         files, dirs = entries(here)
@@ -105,6 +108,7 @@ def read_metrics(run_path: Path, rel_prefix: str) -> Metrics:
         for name in sorted(files):
             seen += 1
             key = prefix + name
+            keys.add(key)
             path = here / name
             newest = max(newest, mtime(path))
             text = read_text(path, MAX_METRIC_BYTES) or ""
@@ -119,4 +123,6 @@ def read_metrics(run_path: Path, rel_prefix: str) -> Metrics:
                     continue
                 last_ms = ts if last_ms is None else max(last_ms, ts)
                 out.append(Point(key, step, value, f"{rel_prefix}metrics/{key}", lineno, line.strip()))
+    if any(is_rl_key(k) for k in keys):  # an RL trainer's loss (series.is_rl_key): its growth is no divergence
+        out = [replace(p, rl=True) if "loss" in p.key.lower() else p for p in out]
     return Metrics(out, last_ms, newest)

@@ -27,6 +27,7 @@ class Point:
     file: str
     line: int | None
     text: str
+    rl: bool = False  # a reinforcement-learning objective's loss: its growth is no divergence (see is_rl_key)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,15 @@ def is_loss_key(key: str) -> bool:
 def is_train_loss_key(key: str) -> bool:
     low = key.lower().replace("/", "_")
     return is_loss_key(key) and not any(low.startswith(p) for p in ("eval", "val", "test", "valid"))
+
+
+def is_rl_key(key: str) -> bool:
+    """A metric only an RL trainer logs beside its loss (TRL's GRPO, PPO, RLOO, online DPO: ``kl``,
+    ``reward``, ``reward_std``, ``rewards/<func>``). Such a loss starts at or near 0 and grows as the
+    policy moves from its reference (the KL term): normal, and no sign of divergence
+    (https://github.com/huggingface/open-r1/issues/239, https://github.com/huggingface/trl/issues/2703)."""
+    low = key.lower().removeprefix("train/").removeprefix("train_")
+    return low in ("kl", "reward", "reward_std", "rewards") or low.startswith("rewards/")
 
 
 def is_grad_norm_key(key: str) -> bool:
@@ -71,7 +81,7 @@ def judge(points: list[Point]) -> Judgement | None:
         return Judgement("nan-loss", first, len(bad), detail)
     by_key: dict[str, list[Point]] = {}
     for p in losses:
-        if is_train_loss_key(p.key) and p.step is not None:
+        if is_train_loss_key(p.key) and p.step is not None and not p.rl:
             by_key.setdefault(p.key, []).append(p)
     for key, series in sorted(by_key.items()):
         series.sort(key=lambda p: p.step or 0)

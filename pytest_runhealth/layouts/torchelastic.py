@@ -62,14 +62,32 @@ def read_record(path: Path) -> ErrorRecord | None:
     )
 
 
+ATTEMPT = re.compile(r"^attempt_(\d+)$")
+
+
+def attempt_of(path: Path) -> int | None:
+    """N of the ``attempt_N/`` folder the file sits in, if any."""
+    for part in reversed(path.parts[:-1]):
+        m = ATTEMPT.match(part)
+        if m:
+            return int(m.group(1))
+    return None
+
+
 def records(files: list[Path]) -> list[ErrorRecord]:
     """The torchelastic error records among a run's files, earliest first
-    (the first child to die is the root; the others often died of it)."""
+    (the first child to die is the root; the others often died of it).
+
+    With ``--max-restarts`` the agent restarts every worker after a failure,
+    in ``attempt_<n+1>/``: an earlier attempt's records were survived and are
+    left out; the last attempt's (if it failed too) are the run's."""
+    attempts = [a for a in map(attempt_of, files) if a is not None]
+    last = max(attempts) if attempts else None
     out: list[ErrorRecord] = []
     for p in files:
         if len(out) >= MAX_FILES:
             break
-        if NAME.search(p.name):
+        if NAME.search(p.name) and (last is None or attempt_of(p) in (None, last)):
             rec = read_record(p)
             if rec is not None:
                 out.append(rec)

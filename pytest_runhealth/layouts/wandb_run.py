@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._files import as_float, line_of, read_json, read_text
+from ._files import as_float, entries, line_of, read_json, read_text
 from .series import Point
 
 RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[0-9a-z]+$")
@@ -26,6 +26,30 @@ FINISHING = re.compile(r"finishing run (\S+)")
 
 def is_run_folder(name: str, files: set[str], dirs: set[str]) -> bool:
     return bool(RUN_DIR.match(name)) and ("files" in dirs or "logs" in dirs or any(f.endswith(".wandb") for f in files))
+
+
+def is_service_log_link(link: Path, target: Path | str) -> bool:
+    """``logs/debug-core.log`` in a W&B run folder: a link the SDK's
+    wandb-core service makes, in every run, to its own log in the user's
+    cache (``~/.cache/wandb/logs/core-debug-<time>.log``). It records the
+    service, not the run (the run's end is in ``logs/debug.log``), so a link
+    out for it is expected, not a missing artefact."""
+    return (
+        link.name == "debug-core.log"
+        and link.parent.name == "logs"
+        and bool(RUN_DIR.match(link.parent.parent.name))
+        and Path(target).name.startswith("core-debug")
+    )
+
+
+def record_files(run_path: Path) -> list[Path]:
+    """The run's binary record, ``run-<id>.wandb``: wandb-core appends what
+    ``wandb.log`` records to it as its buffer fills (offline too; measured with
+    wandb 0.31: a few scalars may wait minutes, a busy run writes every
+    second), so its time is evidence of life where the run prints nothing and
+    ``logs/debug-internal.log`` logged only its start."""
+    files, _ = entries(run_path)
+    return [run_path / n for n in sorted(files) if n.endswith(".wandb")][:4]
 
 
 def console_log(run_path: Path) -> Path | None:

@@ -35,10 +35,11 @@ def _plain(text: str) -> str:
     return _MARKUP.sub(lambda m: "\\" + m.group(), text).replace("@", "@\u2060")
 
 
-def _in_code(text: str) -> str:
+def _in_code(text: str, in_table: bool = True) -> str:
     """Inside a code span everything is literal (GitHub would show ``&lt;``
-    as is): only a pipe is escaped, which a table cell needs even there."""
-    return text.replace("|", "\\|")
+    as is): only a pipe is escaped, which a table cell needs even there;
+    outside a table the backslash would show (``dmesg \\| grep``)."""
+    return text.replace("|", "\\|") if in_table else text
 
 
 def _one_line(value: Any, limit: int) -> str:
@@ -46,7 +47,7 @@ def _one_line(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def cell(value: Any, limit: int = MAX_CELL) -> str:
+def cell(value: Any, limit: int = MAX_CELL, *, in_table: bool = True) -> str:
     """Table-safe: no pipes, no newlines, bounded length, no raw HTML;
     escaped for where each part lands (a fix's `lms unload <id>` stays a
     code span reading ``<id>``, the text around it is escaped)."""
@@ -54,7 +55,7 @@ def cell(value: Any, limit: int = MAX_CELL) -> str:
     out, at = [], 0
     for m in _CODE_SPAN.finditer(text):
         out.append(_plain(text[at : m.start()]))
-        out.append(m.group(1) + _in_code(m.group(2)) + m.group(1))
+        out.append(m.group(1) + _in_code(m.group(2), in_table) + m.group(1))
         at = m.end()
     out.append(_plain(text[at:]))
     return "".join(out)
@@ -119,10 +120,10 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
     if grouped:  # one line per distinct root cause, each fix once; the per-run rows fold below
         lines += ["**Root causes**", ""]
         for g in view.root_causes:
-            lines.append(f"- {cell(g.line(with_run_dir=many_dirs), 400)}")
-            lines += [f"  - ↳ {cell(line, 200)}" for line in g.consequence_lines()]
+            lines.append(f"- {cell(g.line(with_run_dir=many_dirs), 400, in_table=False)}")
+            lines += [f"  - ↳ {cell(line, 200, in_table=False)}" for line in g.consequence_lines()]
             if g.fix:
-                lines.append(f"  - fix: {cell(g.fix)}")
+                lines.append(f"  - fix: {cell(g.fix, in_table=False)}")
         lines += ["", "<details><summary>per-run detail</summary>", ""]
     lines += [
         "| result | check | run | verdict | cause | diagnosis | fix |",
