@@ -142,6 +142,82 @@ def test_hf_rh206_and_resume_advice(run_health):
     assert rh208["outcome"] == "passed" and "RH201: scheduler-time-limit" in (rh208.get("note") or "")
 
 
+def _mid_save(tmp_path: Path, seconds_ago: float) -> Path:
+    """hf-trainer-healthy as it looks while the Trainer saves checkpoint-1000/: no train_results.json,
+    all_results.json or final trainer_state.json yet (the run has not ended), and the checkpoint holds what
+    the Trainer writes first (weights, training_args.bin, optimizer.pt) but not yet scheduler.pt,
+    rng_state.pth or trainer_state.json (written last). checkpoint-500/ was saved two hours ago; the
+    checkpoint in progress was last written ``seconds_ago``."""
+    out = copy("hf-trainer-healthy", tmp_path)
+    for name in ("train_results.json", "all_results.json", "trainer_state.json", "model.safetensors"):
+        (out / name).unlink()
+    ck = out / "checkpoint-1000"
+    for name in ("scheduler.pt", "rng_state.pth", "trainer_state.json"):
+        (ck / name).unlink()
+    age(out, 7200)
+    age(ck, seconds_ago)
+    return out
+
+
+def test_hf_rh206_a_save_in_progress_is_not_incomplete(tmp_path, run_health):
+    """QA false alarm: checkpoint-1000/ written 20 s ago in a run that has not ended is being written, not
+    incomplete: RH206 passes with a note, and no advice names it (the resume point stays checkpoint-500)."""
+    out = _mid_save(tmp_path, 20)
+    cks = hf_trainer.checkpoints(out)
+    assert hf_trainer.being_written(cks, time.time(), 300) is cks[-1]
+    assert hf_trainer.newest_complete(cks).step == 500
+    res = run_health(out, args=("-k", "RH206 or RH208"))
+    (r,) = res.results("RH206")
+    assert r["outcome"] == "passed", r
+    assert "checkpoint-1000/ is being written" in r["note"] and "lacks trainer_state.json, scheduler.pt, rng_state.pth so far" in r["note"]
+    for other in res.results():
+        text = (other.get("summary") or "") + (other.get("note") or "")
+        assert (
+            "resume from: checkpoint-1000" not in text
+            and "Newest complete checkpoint to resume from: checkpoint-1000" not in text
+        )
+
+
+@pytest.mark.parametrize(
+    ("why", "seconds_ago", "ended"),
+    [
+        ("old: written 30 min ago, longer than save_fresh_s", 1800, None),
+        ("fresh, but train() returned", 20, "train_results.json"),
+        ("fresh, but the run's log ends in an error", 20, "train.log"),
+    ],
+)
+def test_hf_rh206_an_incomplete_save_that_is_over_still_fails(tmp_path, run_health, why, seconds_ago, ended):
+    """The near-miss the other way: an incomplete checkpoint that is old, or in a run that has ended, is
+    incomplete, and the advice names the newest complete one."""
+    out = _mid_save(tmp_path, seconds_ago)
+    if ended == "train_results.json":
+        (out / ended).write_text(json.dumps({"epoch": 1.0, "train_loss": 0.42}))
+    elif ended == "train.log":
+        (out / ended).write_text(
+            "{'loss': 0.52, 'grad_norm': 0.8, 'learning_rate': 1e-05, 'epoch': 0.5}\n"
+            "Traceback (most recent call last):\n"
+            '  File "train.py", line 88, in <module>\n'
+            "    trainer.train()\n"
+            "OSError: [Errno 28] No space left on device\n"
+        )
+    (r,) = run_health(out, args=("-k", "RH206")).results("RH206")
+    assert r["outcome"] == "failed" and r["cause"] == "checkpoint-incomplete", (why, r)
+    assert "checkpoint-1000/ lacks trainer_state.json (written last: the save was cut short), scheduler.pt, rng_state.pth" in r["summary"], why
+    assert "resume from: checkpoint-500" in r["summary"] and "being written" not in r["summary"], why
+
+
+def test_hf_only_the_newest_checkpoint_can_be_in_progress(tmp_path):
+    """A fresh incomplete checkpoint with a newer one beside it: its save is over (the Trainer saves one at a
+    time), so it is incomplete whatever its age."""
+    out = copy("hf-trainer-healthy", tmp_path)
+    (out / "checkpoint-500" / "trainer_state.json").unlink()
+    age(out, 7200)
+    age(out / "checkpoint-500", 10)
+    cks = hf_trainer.checkpoints(out)
+    assert [c.step for c in cks if not c.complete] == [500]
+    assert hf_trainer.being_written(cks, time.time(), 300) is None
+
+
 def test_hf_rh208_killed_from_outside_needs_time_evidence(tmp_path, run_health):
     """checkpoint-N folders only, short of max_steps: stopped only once the output dir has been silent
     longer than the floor; a fresh copy is a live run."""
