@@ -169,7 +169,10 @@ def test_hf_rh206_a_save_in_progress_is_not_incomplete(tmp_path, run_health):
     res = run_health(out, args=("-k", "RH206 or RH208"))
     (r,) = res.results("RH206")
     assert r["outcome"] == "passed", r
-    assert "checkpoint-1000/ is being written" in r["note"] and "lacks trainer_state.json, scheduler.pt, rng_state.pth so far" in r["note"]
+    assert (
+        "checkpoint-1000/ is being written" in r["note"]
+        and "lacks trainer_state.json, scheduler.pt, rng_state.pth so far" in r["note"]
+    )
     for other in res.results():
         text = (other.get("summary") or "") + (other.get("note") or "")
         assert (
@@ -202,7 +205,10 @@ def test_hf_rh206_an_incomplete_save_that_is_over_still_fails(tmp_path, run_heal
         )
     (r,) = run_health(out, args=("-k", "RH206")).results("RH206")
     assert r["outcome"] == "failed" and r["cause"] == "checkpoint-incomplete", (why, r)
-    assert "checkpoint-1000/ lacks trainer_state.json (written last: the save was cut short), scheduler.pt, rng_state.pth" in r["summary"], why
+    assert (
+        "checkpoint-1000/ lacks trainer_state.json (written last: the save was cut short), scheduler.pt, rng_state.pth"
+        in r["summary"]
+    ), why
     assert "resume from: checkpoint-500" in r["summary"] and "being written" not in r["summary"], why
 
 
@@ -314,6 +320,58 @@ def test_wandb_console_is_the_main_log():
     rd = RunDir(run)
     assert rd.runs[0].main_log == run / "files" / "output.log"
     assert wandb_run.read_end(run).exit_code is None  # the SDK recorded no exit for the uncaught exception
+
+
+def _sweep_with_wandb(root: Path, *examples: str, own_log: str = "training\n") -> Path:
+    """A two-run sweep whose runs/r1/ holds the W&B runs of ``examples`` (written by the wandb SDK, oldest
+    first) in its wandb/ folder beside the launcher's logs/stdout.log (``own_log``)."""
+    from sweep_builders import at, row, write_session
+
+    rows = [row("r0", at=at(0), duration_s=600, n_steps=60), row("r1", at=at(20), duration_s=600, n_steps=60)]
+    write_session(root, rows, {"r0": "training\n", "r1": own_log})
+    for name in examples:
+        src = next(p for p in (EXAMPLES / name / "wandb").glob("*run-*") if not p.is_symlink())
+        shutil.copytree(src, root / "runs" / "r1" / "wandb" / src.name, symlinks=True)
+    return root
+
+
+def test_rh201_reads_a_sweep_runs_wandb_console(tmp_path):
+    """QA miss: a sweep run's W&B console (runs/<id>/wandb/run-*/files/output.log) ends in a CUDA OOM, its
+    own logs/stdout.log says nothing: RH201 passed. The console is one of the run's logs (after its own)."""
+    from pytest_runhealth.testing import check_on
+
+    root = _sweep_with_wandb(tmp_path / "oom", "wandb-cuda-oom")
+    console = next((root / "runs" / "r1" / "wandb").glob("*run-*")) / "files" / "output.log"
+    run = next(r for r in RunDir(root).runs if r.name == "r1")
+    assert run.logs == [root / "runs" / "r1" / "logs" / "stdout.log", console]  # the launcher's log stays main
+    f = check_on(root, "RH201", run="r1").of("r1")
+    assert f.cause == "cuda-oom", f
+    assert {e.path for e in f.evidence} == {console.relative_to(root).as_posix()}
+    assert "the run died of cuda-oom" in f.summary and "after step 40" in f.summary
+    # a run with no log of its own: the console is its main log
+    (root / "runs" / "r1" / "logs" / "stdout.log").unlink()
+    assert check_on(root, "RH201", run="r1").of("r1").cause == "cuda-oom"
+
+
+def test_rh201_sweep_wandb_console_near_misses(tmp_path):
+    """A healthy console passes; only the newest W&B run is read (an older attempt's OOM is not this run's
+    end); a wandb/ folder linked from outside the run dir is not entered."""
+    from pytest_runhealth.testing import check_on
+
+    healthy = _sweep_with_wandb(tmp_path / "healthy", "wandb-healthy")
+    assert check_on(healthy, "RH201", run="r1").of("r1").passed
+    retried = _sweep_with_wandb(tmp_path / "retried", "wandb-cuda-oom", "wandb-healthy")  # the OOM is older
+    assert [p.name[:24] for p in sorted((retried / "runs" / "r1" / "wandb").iterdir())] == [
+        "offline-run-20261201_152",
+        "offline-run-20261201_152",
+    ]
+    assert check_on(retried, "RH201", run="r1").of("r1").passed
+    outside = _sweep_with_wandb(tmp_path / "outside", "wandb-cuda-oom")
+    linked = _sweep_with_wandb(tmp_path / "linked")
+    os.symlink(outside / "runs" / "r1" / "wandb", linked / "runs" / "r1" / "wandb")
+    run = next(r for r in RunDir(linked).runs if r.name == "r1")
+    assert [p.name for p in run.logs] == ["stdout.log"]
+    assert check_on(linked, "RH201", run="r1").of("r1").cause != "cuda-oom"
 
 
 def test_wandb_summary_nan(tmp_path, run_health):

@@ -73,14 +73,42 @@ def trainer_error(ctx):
     if elastic and (f.fatal is None or f.fatal.cause == "unknown"):
         return _child_error(ctx, elastic, f)
     if f.fatal is None:
+        console = _sweep_console(ctx, f.log)
+        if console is not None:
+            return _died(ctx, *console)
         if f.last is not None:
             return f"no fatal error after the last step ({f.last.step}, line {f.last.line})"
         return None
-    err = f.fatal
-    quoted = [ctx.evidence(f.log, tl.line, tl.text) for tl in err.context if tl.text.strip()][-8:]
-    main = ctx.evidence(f.log, err.line.line, err.line.text)
+    return _died(ctx, f.log, f.fatal, f.last)
+
+
+def _sweep_console(ctx, main_log):
+    """(log, error, last step) from a sweep run's W&B console when it holds the
+    decisive error its main log does not: ``runs/<id>/wandb/run-*/files/output.log``
+    (rundir.Run.logs lists it after the run's own logs), read as any log is."""
+    from ..layouts import sweep_run_console
+    from ..rootcause import diagnose
+
+    if ctx.run.path == ctx.run_dir.path:
+        return None
+    console = sweep_run_console(ctx.run.path)
+    if console is None or console == main_log or console not in ctx.run.logs:
+        return None
+    scan = ctx.log_scan(console)
+    if scan.error:
+        return None
+    points = ctx.training_points(scan)
+    last = max(points, key=lambda p: (p.step, p.line)) if points else None
+    err = diagnose(ctx.log_tail(console), last.line if last is not None else 0, finished=scan.finished_line is not None)
+    return (console, err, last) if err is not None else None
+
+
+def _died(ctx, log, err, last):
+    """RH201's finding for the decisive error ``err`` of ``log`` (after ``last``, the last step)."""
+    quoted = [ctx.evidence(log, tl.line, tl.text) for tl in err.context if tl.text.strip()][-8:]
+    main = ctx.evidence(log, err.line.line, err.line.text)
     evidence = [main] + [e for e in quoted if e != main]
-    where = f"after step {f.last.step}" if f.last is not None else "before the first training step"
+    where = f"after step {last.step}" if last is not None else "before the first training step"
     root = err.line.text.strip()[:200]
     if err.cause == "unknown":
         summary = f"the run stopped at a traceback ({where}) that matches no known pattern: {root}"
@@ -100,9 +128,9 @@ def trainer_error(ctx):
             "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
         )
         evidence += [
-            ctx.evidence(f.log, tl.line, tl.text)
+            ctx.evidence(log, tl.line, tl.text)
             for tl in err.consequences[-2:]
-            if ctx.evidence(f.log, tl.line, tl.text) not in evidence
+            if ctx.evidence(log, tl.line, tl.text) not in evidence
         ]
     return ctx.fail(err.verdict, err.cause, summary, evidence, fix=fix)
 
