@@ -222,6 +222,10 @@ def test_hf_only_the_newest_checkpoint_can_be_in_progress(tmp_path):
     cks = hf_trainer.checkpoints(out)
     assert [c.step for c in cks if not c.complete] == [500]
     assert hf_trainer.being_written(cks, time.time(), 300) is None
+    # the newest, fresh, with its trainer_state.json (written last) but no weights: that save is over too
+    (out / "checkpoint-1000" / "model.safetensors").unlink()
+    cks = hf_trainer.checkpoints(out)
+    assert not cks[-1].complete and hf_trainer.being_written(cks, time.time(), 300) is None
 
 
 def test_hf_rh208_killed_from_outside_needs_time_evidence(tmp_path, run_health):

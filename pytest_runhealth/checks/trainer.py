@@ -337,7 +337,8 @@ def resume_pair(ctx):
     "`training_args.bin` that the run's other checkpoints all have (with `save_only_model` none has them: "
     "not a finding); the newest complete checkpoint is named as the one to resume from. A save in progress "
     "looks incomplete too: the newest `checkpoint-N/`, last written within `save_fresh_s` (300 s; the run's "
-    "save interval when that is shorter), in a run with no sign of its end (no `train_results.json` or final "
+    "save interval when that is shorter), with no `trainer_state.json` yet (or only its RNG state after it, "
+    "as older transformers save it), in a run with no sign of its end (no `train_results.json` or final "
     "`trainer_state.json`, no error in its log, its pid file's process not gone) is being written: it passes "
     "with a note and is never named to resume from.",
     why="Resuming from or shipping a truncated checkpoint fails at load time, often days later and far "

@@ -146,10 +146,16 @@ def being_written(cks: list[HfCheckpoint], now: float, window: float) -> HfCheck
     ``window`` seconds of ``now``: the Trainer writes a checkpoint's parts one
     after another and ``trainer_state.json`` last, so a save in progress looks
     incomplete. Only the newest can be in progress (a newer one means its save
-    is over), and only in a run that has not ended, which the caller judges."""
+    is over), and only in a run that has not ended, which the caller judges.
+    A checkpoint that has its ``trainer_state.json`` but lacks a part written
+    before it (weights, optimizer) is not in progress: its save is over.
+    (Older transformers releases saved the RNG state after the trainer
+    state, so that one part may still be pending.)"""
     if not cks or cks[-1].complete:
         return None
     newest = cks[-1]
+    if STATE in newest.files and any(not m.startswith("rng_state") for m in newest.missing):
+        return None
     return newest if now - last_written(newest) <= window else None
 
 
