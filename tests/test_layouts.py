@@ -378,6 +378,17 @@ def test_rh201_sweep_wandb_console_near_misses(tmp_path):
     assert check_on(linked, "RH201", run="r1").of("r1").cause != "cuda-oom"
 
 
+def test_wandb_newest_run_by_start_time_whatever_its_mode(tmp_path):
+    """``offline-run-…`` sorts before every ``run-…`` by name: the newest is chosen by the start time in the
+    name; ``latest-run`` (a link) is not a run folder."""
+    wb = tmp_path / "wandb"
+    for name in ("run-20261201_100000-aaaa1111", "offline-run-20261201_120000-bbbb2222"):
+        (wb / name / "files").mkdir(parents=True)
+    os.symlink(wb / "run-20261201_100000-aaaa1111", wb / "latest-run")
+    assert wandb_run.newest_run(wb) == wb / "offline-run-20261201_120000-bbbb2222"
+    assert wandb_run.newest_run(tmp_path / "none") is None
+
+
 def test_wandb_summary_nan(tmp_path, run_health):
     root = copy("wandb-healthy", tmp_path)
     run = next(p for p in (root / "wandb").glob("*run-*") if not p.is_symlink())

@@ -86,13 +86,13 @@ def _sweep_console(ctx, main_log):
     """(log, error, last step) from a sweep run's W&B console when it holds the
     decisive error its main log does not: ``runs/<id>/wandb/run-*/files/output.log``
     (rundir.Run.logs lists it after the run's own logs), read as any log is."""
-    from ..layouts import sweep_run_console
     from ..rootcause import diagnose
 
     if ctx.run.path == ctx.run_dir.path:
         return None
-    console = sweep_run_console(ctx.run.path)
-    if console is None or console == main_log or console not in ctx.run.logs:
+    wandb = ctx.run.path / "wandb"
+    console = next((p for p in ctx.run.logs if wandb in p.parents), None)  # listed by Run.logs, nothing new read
+    if console is None or console == main_log:
         return None
     scan = ctx.log_scan(console)
     if scan.error:
