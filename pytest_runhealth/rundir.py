@@ -156,7 +156,7 @@ class Run:
     @cached_property
     def _logs(self) -> list[Path]:
         found = []
-        layout_dirs = False
+        layout_dirs = wandb_dir = False
         for folder in (self.path / "logs", self.path):
             if not enterable(self.run_dir.path, folder):
                 continue  # a linked folder that leads out of the run dir is never entered
@@ -169,13 +169,21 @@ class Run:
                     found.append(Path(e.path))
                 elif folder == self.path and (e.name == "files" or e.name.startswith("attempt_")):
                     layout_dirs = True
+                elif folder == self.path and e.name == "wandb" and self.path != self.run_dir.path:
+                    wandb_dir = e.is_dir(follow_symlinks=False)  # a linked wandb/ is not entered
         extra = []
         if layout_dirs:  # W&B's captured console, torchrun's per-rank logs (docs/layouts.md): the run's own output
             from .layouts import extra_logs
 
             extra = [p for p in extra_logs(self.path) if p not in found]
+        console = None
+        if wandb_dir:  # a sweep run's W&B console (runs/<id>/wandb/run-*/files/output.log): after its own logs
+            from .layouts import sweep_run_console
+
+            console = sweep_run_console(self.path)
         rank = {"stdout.log": 0, "train.log": 1, "output.log": 1}
-        return sorted(found + extra, key=lambda p: (rank.get(p.name, 2), p.name))
+        logs = sorted(found + extra, key=lambda p: (rank.get(p.name, 2), p.name))
+        return logs + [console] if console is not None and console not in logs else logs
 
     @property
     def logs(self) -> list[Path]:

@@ -142,6 +142,92 @@ def test_hf_rh206_and_resume_advice(run_health):
     assert rh208["outcome"] == "passed" and "RH201: scheduler-time-limit" in (rh208.get("note") or "")
 
 
+def _mid_save(tmp_path: Path, seconds_ago: float) -> Path:
+    """hf-trainer-healthy as it looks while the Trainer saves checkpoint-1000/: no train_results.json,
+    all_results.json or final trainer_state.json yet (the run has not ended), and the checkpoint holds what
+    the Trainer writes first (weights, training_args.bin, optimizer.pt) but not yet scheduler.pt,
+    rng_state.pth or trainer_state.json (written last). checkpoint-500/ was saved two hours ago; the
+    checkpoint in progress was last written ``seconds_ago``."""
+    out = copy("hf-trainer-healthy", tmp_path)
+    for name in ("train_results.json", "all_results.json", "trainer_state.json", "model.safetensors"):
+        (out / name).unlink()
+    ck = out / "checkpoint-1000"
+    for name in ("scheduler.pt", "rng_state.pth", "trainer_state.json"):
+        (ck / name).unlink()
+    age(out, 7200)
+    age(ck, seconds_ago)
+    return out
+
+
+def test_hf_rh206_a_save_in_progress_is_not_incomplete(tmp_path, run_health):
+    """QA false alarm: checkpoint-1000/ written 20 s ago in a run that has not ended is being written, not
+    incomplete: RH206 passes with a note, and no advice names it (the resume point stays checkpoint-500)."""
+    out = _mid_save(tmp_path, 20)
+    cks = hf_trainer.checkpoints(out)
+    assert hf_trainer.being_written(cks, time.time(), 300) is cks[-1]
+    assert hf_trainer.newest_complete(cks).step == 500
+    res = run_health(out, args=("-k", "RH206 or RH208"))
+    (r,) = res.results("RH206")
+    assert r["outcome"] == "passed", r
+    assert (
+        "checkpoint-1000/ is being written" in r["note"]
+        and "lacks trainer_state.json, scheduler.pt, rng_state.pth so far" in r["note"]
+    )
+    for other in res.results():
+        text = (other.get("summary") or "") + (other.get("note") or "")
+        assert (
+            "resume from: checkpoint-1000" not in text
+            and "Newest complete checkpoint to resume from: checkpoint-1000" not in text
+        )
+
+
+@pytest.mark.parametrize(
+    ("why", "seconds_ago", "ended"),
+    [
+        ("old: written 30 min ago, longer than save_fresh_s", 1800, None),
+        ("fresh, but train() returned", 20, "train_results.json"),
+        ("fresh, but the run's log ends in an error", 20, "train.log"),
+    ],
+)
+def test_hf_rh206_an_incomplete_save_that_is_over_still_fails(tmp_path, run_health, why, seconds_ago, ended):
+    """The near-miss the other way: an incomplete checkpoint that is old, or in a run that has ended, is
+    incomplete, and the advice names the newest complete one."""
+    out = _mid_save(tmp_path, seconds_ago)
+    if ended == "train_results.json":
+        (out / ended).write_text(json.dumps({"epoch": 1.0, "train_loss": 0.42}))
+    elif ended == "train.log":
+        (out / ended).write_text(
+            "{'loss': 0.52, 'grad_norm': 0.8, 'learning_rate': 1e-05, 'epoch': 0.5}\n"
+            "Traceback (most recent call last):\n"
+            '  File "train.py", line 88, in <module>\n'
+            "    trainer.train()\n"
+            "OSError: [Errno 28] No space left on device\n"
+        )
+    (r,) = run_health(out, args=("-k", "RH206")).results("RH206")
+    assert r["outcome"] == "failed" and r["cause"] == "checkpoint-incomplete", (why, r)
+    assert (
+        "checkpoint-1000/ lacks trainer_state.json (written last: the save was cut short), scheduler.pt, rng_state.pth"
+        in r["summary"]
+    ), why
+    assert "resume from: checkpoint-500" in r["summary"] and "being written" not in r["summary"], why
+
+
+def test_hf_only_the_newest_checkpoint_can_be_in_progress(tmp_path):
+    """A fresh incomplete checkpoint with a newer one beside it: its save is over (the Trainer saves one at a
+    time), so it is incomplete whatever its age."""
+    out = copy("hf-trainer-healthy", tmp_path)
+    (out / "checkpoint-500" / "trainer_state.json").unlink()
+    age(out, 7200)
+    age(out / "checkpoint-500", 10)
+    cks = hf_trainer.checkpoints(out)
+    assert [c.step for c in cks if not c.complete] == [500]
+    assert hf_trainer.being_written(cks, time.time(), 300) is None
+    # the newest, fresh, with its trainer_state.json (written last) but no weights: that save is over too
+    (out / "checkpoint-1000" / "model.safetensors").unlink()
+    cks = hf_trainer.checkpoints(out)
+    assert not cks[-1].complete and hf_trainer.being_written(cks, time.time(), 300) is None
+
+
 def test_hf_rh208_killed_from_outside_needs_time_evidence(tmp_path, run_health):
     """checkpoint-N folders only, short of max_steps: stopped only once the output dir has been silent
     longer than the floor; a fresh copy is a live run."""
@@ -238,6 +324,69 @@ def test_wandb_console_is_the_main_log():
     rd = RunDir(run)
     assert rd.runs[0].main_log == run / "files" / "output.log"
     assert wandb_run.read_end(run).exit_code is None  # the SDK recorded no exit for the uncaught exception
+
+
+def _sweep_with_wandb(root: Path, *examples: str, own_log: str = "training\n") -> Path:
+    """A two-run sweep whose runs/r1/ holds the W&B runs of ``examples`` (written by the wandb SDK, oldest
+    first) in its wandb/ folder beside the launcher's logs/stdout.log (``own_log``)."""
+    from sweep_builders import at, row, write_session
+
+    rows = [row("r0", at=at(0), duration_s=600, n_steps=60), row("r1", at=at(20), duration_s=600, n_steps=60)]
+    write_session(root, rows, {"r0": "training\n", "r1": own_log})
+    for name in examples:
+        src = next(p for p in (EXAMPLES / name / "wandb").glob("*run-*") if not p.is_symlink())
+        shutil.copytree(src, root / "runs" / "r1" / "wandb" / src.name, symlinks=True)
+    return root
+
+
+def test_rh201_reads_a_sweep_runs_wandb_console(tmp_path):
+    """QA miss: a sweep run's W&B console (runs/<id>/wandb/run-*/files/output.log) ends in a CUDA OOM, its
+    own logs/stdout.log says nothing: RH201 passed. The console is one of the run's logs (after its own)."""
+    from pytest_runhealth.testing import check_on
+
+    root = _sweep_with_wandb(tmp_path / "oom", "wandb-cuda-oom")
+    console = next((root / "runs" / "r1" / "wandb").glob("*run-*")) / "files" / "output.log"
+    run = next(r for r in RunDir(root).runs if r.name == "r1")
+    assert run.logs == [root / "runs" / "r1" / "logs" / "stdout.log", console]  # the launcher's log stays main
+    f = check_on(root, "RH201", run="r1").of("r1")
+    assert f.cause == "cuda-oom", f
+    assert {e.path for e in f.evidence} == {console.relative_to(root).as_posix()}
+    assert "the run died of cuda-oom" in f.summary and "after step 40" in f.summary
+    # a run with no log of its own: the console is its main log
+    (root / "runs" / "r1" / "logs" / "stdout.log").unlink()
+    assert check_on(root, "RH201", run="r1").of("r1").cause == "cuda-oom"
+
+
+def test_rh201_sweep_wandb_console_near_misses(tmp_path):
+    """A healthy console passes; only the newest W&B run is read (an older attempt's OOM is not this run's
+    end); a wandb/ folder linked from outside the run dir is not entered."""
+    from pytest_runhealth.testing import check_on
+
+    healthy = _sweep_with_wandb(tmp_path / "healthy", "wandb-healthy")
+    assert check_on(healthy, "RH201", run="r1").of("r1").passed
+    retried = _sweep_with_wandb(tmp_path / "retried", "wandb-cuda-oom", "wandb-healthy")  # the OOM is older
+    assert [p.name[:24] for p in sorted((retried / "runs" / "r1" / "wandb").iterdir())] == [
+        "offline-run-20261201_152",
+        "offline-run-20261201_152",
+    ]
+    assert check_on(retried, "RH201", run="r1").of("r1").passed
+    outside = _sweep_with_wandb(tmp_path / "outside", "wandb-cuda-oom")
+    linked = _sweep_with_wandb(tmp_path / "linked")
+    os.symlink(outside / "runs" / "r1" / "wandb", linked / "runs" / "r1" / "wandb")
+    run = next(r for r in RunDir(linked).runs if r.name == "r1")
+    assert [p.name for p in run.logs] == ["stdout.log"]
+    assert check_on(linked, "RH201", run="r1").of("r1").cause != "cuda-oom"
+
+
+def test_wandb_newest_run_by_start_time_whatever_its_mode(tmp_path):
+    """``offline-run-…`` sorts before every ``run-…`` by name: the newest is chosen by the start time in the
+    name; ``latest-run`` (a link) is not a run folder."""
+    wb = tmp_path / "wandb"
+    for name in ("run-20261201_100000-aaaa1111", "offline-run-20261201_120000-bbbb2222"):
+        (wb / name / "files").mkdir(parents=True)
+    os.symlink(wb / "run-20261201_100000-aaaa1111", wb / "latest-run")
+    assert wandb_run.newest_run(wb) == wb / "offline-run-20261201_120000-bbbb2222"
+    assert wandb_run.newest_run(tmp_path / "none") is None
 
 
 def test_wandb_summary_nan(tmp_path, run_health):

@@ -73,14 +73,42 @@ def trainer_error(ctx):
     if elastic and (f.fatal is None or f.fatal.cause == "unknown"):
         return _child_error(ctx, elastic, f)
     if f.fatal is None:
+        console = _sweep_console(ctx, f.log)
+        if console is not None:
+            return _died(ctx, *console)
         if f.last is not None:
             return f"no fatal error after the last step ({f.last.step}, line {f.last.line})"
         return None
-    err = f.fatal
-    quoted = [ctx.evidence(f.log, tl.line, tl.text) for tl in err.context if tl.text.strip()][-8:]
-    main = ctx.evidence(f.log, err.line.line, err.line.text)
+    return _died(ctx, f.log, f.fatal, f.last)
+
+
+def _sweep_console(ctx, main_log):
+    """(log, error, last step) from a sweep run's W&B console when it holds the
+    decisive error its main log does not: ``runs/<id>/wandb/run-*/files/output.log``
+    (rundir.Run.logs lists it after the run's own logs), read as any log is."""
+    from ..rootcause import diagnose
+
+    if ctx.run.path == ctx.run_dir.path:
+        return None
+    wandb = ctx.run.path / "wandb"
+    console = next((p for p in ctx.run.logs if wandb in p.parents), None)  # listed by Run.logs, nothing new read
+    if console is None or console == main_log:
+        return None
+    scan = ctx.log_scan(console)
+    if scan.error:
+        return None
+    points = ctx.training_points(scan)
+    last = max(points, key=lambda p: (p.step, p.line)) if points else None
+    err = diagnose(ctx.log_tail(console), last.line if last is not None else 0, finished=scan.finished_line is not None)
+    return (console, err, last) if err is not None else None
+
+
+def _died(ctx, log, err, last):
+    """RH201's finding for the decisive error ``err`` of ``log`` (after ``last``, the last step)."""
+    quoted = [ctx.evidence(log, tl.line, tl.text) for tl in err.context if tl.text.strip()][-8:]
+    main = ctx.evidence(log, err.line.line, err.line.text)
     evidence = [main] + [e for e in quoted if e != main]
-    where = f"after step {f.last.step}" if f.last is not None else "before the first training step"
+    where = f"after step {last.step}" if last is not None else "before the first training step"
     root = err.line.text.strip()[:200]
     if err.cause == "unknown":
         summary = f"the run stopped at a traceback ({where}) that matches no known pattern: {root}"
@@ -100,9 +128,9 @@ def trainer_error(ctx):
             "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
         )
         evidence += [
-            ctx.evidence(f.log, tl.line, tl.text)
+            ctx.evidence(log, tl.line, tl.text)
             for tl in err.consequences[-2:]
-            if ctx.evidence(f.log, tl.line, tl.text) not in evidence
+            if ctx.evidence(log, tl.line, tl.text) not in evidence
         ]
     return ctx.fail(err.verdict, err.cause, summary, evidence, fix=fix)
 
@@ -295,6 +323,7 @@ def resume_pair(ctx):
     "RH206",
     "checkpoint-intact",
     needs=["checkpoints"],
+    thresholds={"save_fresh_s": 300},
     phases=["live", "postmortem", "gate"],
     verdicts=["infra"],
     detects="A `.safetensors` file whose header does not parse (under 8 bytes, a length beyond the file or "
@@ -306,7 +335,12 @@ def resume_pair(ctx):
     "missing part of its state (`checkpoint-incomplete`): no weights, no `trainer_state.json` (the Trainer "
     "writes it last), a weight shard its index names, or `optimizer.pt`/`scheduler.pt`/`rng_state*.pth`/"
     "`training_args.bin` that the run's other checkpoints all have (with `save_only_model` none has them: "
-    "not a finding); the newest complete checkpoint is named as the one to resume from.",
+    "not a finding); the newest complete checkpoint is named as the one to resume from. A save in progress "
+    "looks incomplete too: the newest `checkpoint-N/`, last written within `save_fresh_s` (300 s; the run's "
+    "save interval when that is shorter), with no `trainer_state.json` yet (or only its RNG state after it, "
+    "as older transformers save it), in a run with no sign of its end (no `train_results.json` or final "
+    "`trainer_state.json`, no error in its log, its pid file's process not gone) is being written: it passes "
+    "with a note and is never named to resume from.",
     why="Resuming from or shipping a truncated checkpoint fails at load time, often days later and far "
     "from the cause; the newest checkpoint is the one most likely cut short when a run dies.",
     example="outputs/checkpoints/lora_weights_step_02000.safetensors: the header says 4194304 bytes of "
@@ -322,9 +356,12 @@ def checkpoint_intact(ctx):
     good = len(ctx.run.checkpoints) - len(bad)
     leftovers = interrupted_saves(ctx.run)
     hf = hf_trainer.checkpoints(ctx.run.path) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else []
-    incomplete = [c for c in hf if not c.complete]
+    saving = _hf_save_in_progress(ctx, hf)
+    incomplete = [c for c in hf if not c.complete and c is not saving]
     if not bad and not leftovers and not incomplete:
-        return f"{good} safetensors header(s) intact" + (f"; {len(hf)} checkpoint folder(s) complete" if hf else "")
+        done = len(hf) - (saving is not None)
+        note = f"{good} safetensors header(s) intact" + (f"; {done} checkpoint folder(s) complete" if hf else "")
+        return note + (f"; {_saving_note(ctx, saving)}" if saving is not None else "")
     parts = []
     if bad:
         lines = [f"{ctx.run_dir.rel(r.path)}: {r.problem}" for r in bad[:10]]
@@ -351,6 +388,8 @@ def checkpoint_intact(ctx):
             if usable
             else "no checkpoint folder is complete: none can be resumed from"
         )
+    if saving is not None:
+        parts.append(_saving_note(ctx, saving))
     elif (newest_ok := newest_resumable(ctx.run_dir, ctx.run)) is not None:
         parts.append(f"newest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}")
     evidence = [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]]
@@ -366,6 +405,40 @@ def checkpoint_intact(ctx):
     ]
     cause = "truncated-checkpoint" if bad else "interrupted-save" if leftovers else "checkpoint-incomplete"
     return ctx.fail("infra", cause, "\n".join(parts), evidence)
+
+
+def _hf_save_in_progress(ctx, hf: list[hf_trainer.HfCheckpoint]) -> hf_trainer.HfCheckpoint | None:
+    """The newest ``checkpoint-N/`` when the Trainer is still writing it
+    (hf_trainer.being_written: incomplete, written within ``save_fresh_s`` or
+    the run's save interval when shorter) and the run shows no sign of its
+    end: no ``train_results.json``/final ``trainer_state.json``, no decisive
+    error in its log, no ledger row, its pid file's process not gone. A claim
+    of an incomplete save needs the save to be over."""
+    import time
+
+    if not hf:
+        return None
+    window = float(ctx.thresholds.get("save_fresh_s", 300))
+    gap = hf_trainer.save_gap(hf)
+    if gap:
+        window = min(window, gap)
+    saving = hf_trainer.being_written(hf, time.time(), window)
+    if saving is None or hf_trainer.ended_at_end(ctx.run.path) is not None:
+        return None
+    if ctx.facts.ended:
+        return None  # finished, died with an error, its process gone, or recorded as over
+    return saving
+
+
+def _saving_note(ctx, c: hf_trainer.HfCheckpoint) -> str:
+    import time
+
+    ago = max(0.0, time.time() - hf_trainer.last_written(c))
+    lacks = ", ".join(m.split(" (")[0] for m in c.missing)
+    return (
+        f"{ctx.run_dir.rel(c.path)}/ is being written (last written {_human(ago)} ago, the run has not ended; it "
+        f"lacks {lacks} so far, and the Trainer writes trainer_state.json last): not judged until the save is over"
+    )
 
 
 def _size(path: Path) -> int:

@@ -90,6 +90,15 @@ def extra_logs(run_path: Path) -> list[Path]:
     return out
 
 
+def sweep_run_console(run_path: Path) -> Path | None:
+    """A sweep run's W&B console: ``files/output.log`` of the newest W&B run in
+    its ``wandb/`` folder (``runs/<id>/wandb/run-*/``), the console the W&B SDK
+    captured for it. Only the newest run (an earlier attempt's console is not
+    this run's end), and never through a link."""
+    newest = wandb_run.newest_run(run_path / "wandb")
+    return wandb_run.console_log(newest) if newest is not None else None
+
+
 def own_kind(run) -> str | None:
     """The new layout kind of a run that is its run dir (a discovered run), else None."""
     if run.path != run.run_dir.path:
@@ -112,10 +121,9 @@ def inner_layout(run) -> tuple[str, Path] | None:
         if kind is not None:
             return kind, run.path
         if "wandb" in dirs:
-            _, inner = entries(run.path / "wandb")
-            runs = sorted(d for d in inner if wandb_run.RUN_DIR.match(d))
-            if runs:  # names begin with their start time: the last is the newest
-                return WANDB, run.path / "wandb" / runs[-1]
+            newest = wandb_run.newest_run(run.path / "wandb")
+            if newest is not None:
+                return WANDB, newest
         return None
 
     return run.run_dir.cached(("inner-layout", run.path), find)

@@ -20,7 +20,10 @@ At the end of training the example scripts call ``trainer.save_state()``
 
 A checkpoint missing its ``trainer_state.json`` or its weights, or a part its
 sibling checkpoints all have, was cut short while it was saved: it is
-*incomplete*, and no advice names it as the one to resume from."""
+*incomplete*, and no advice names it as the one to resume from. Unless it is
+still *being written* (:func:`being_written`): the newest checkpoint, its
+files written moments ago, in a run that has not ended looks just the same
+while the Trainer is saving it, so it is not judged yet."""
 
 from __future__ import annotations
 
@@ -128,6 +131,32 @@ def _missing_shards(c: HfCheckpoint) -> list[str]:
             gone = sorted({str(v) for v in wmap.values()} - c.files)
             return [f"weight shard {g} (named in {index})" for g in gone[:3]]
     return []
+
+
+def last_written(c: HfCheckpoint) -> float:
+    """When anything in the checkpoint folder was last written: its files, its
+    sub-folders (DeepSpeed's ``global_step<N>/``) and the folder itself (a new
+    entry in it)."""
+    times = [mtime(c.path)] + [mtime(c.path / n) for n in (*c.files, *c.dirs)]
+    return max(times, default=0.0)
+
+
+def being_written(cks: list[HfCheckpoint], now: float, window: float) -> HfCheckpoint | None:
+    """The newest checkpoint when it is incomplete and was written within
+    ``window`` seconds of ``now``: the Trainer writes a checkpoint's parts one
+    after another and ``trainer_state.json`` last, so a save in progress looks
+    incomplete. Only the newest can be in progress (a newer one means its save
+    is over), and only in a run that has not ended, which the caller judges.
+    A checkpoint that has its ``trainer_state.json`` but lacks a part written
+    before it (weights, optimizer) is not in progress: its save is over.
+    (Older transformers releases saved the RNG state after the trainer
+    state, so that one part may still be pending.)"""
+    if not cks or cks[-1].complete:
+        return None
+    newest = cks[-1]
+    if STATE in newest.files and any(not m.startswith("rng_state") for m in newest.missing):
+        return None
+    return newest if now - last_written(newest) <= window else None
 
 
 def newest_complete(cks: list[HfCheckpoint]) -> HfCheckpoint | None:

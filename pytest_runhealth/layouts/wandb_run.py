@@ -53,8 +53,24 @@ def record_files(run_path: Path) -> list[Path]:
 
 
 def console_log(run_path: Path) -> Path | None:
-    p = run_path / "files" / "output.log"
+    """``files/output.log``, a regular file in a real ``files/`` folder (a link is never followed)."""
+    folder = run_path / "files"
+    if folder.is_symlink():
+        return None
+    p = folder / "output.log"
     return p if p.is_file() and not p.is_symlink() else None
+
+
+def newest_run(wandb_dir: Path) -> Path | None:
+    """The newest run folder in a ``wandb/`` folder (links such as
+    ``latest-run`` are not entries). Names begin with the run's start time
+    (``run-20261201_153653-<id>``; ``offline-run-`` in offline mode), so the
+    newest is the last by that time, whichever the mode."""
+    if wandb_dir.is_symlink():
+        return None
+    _, dirs = entries(wandb_dir)
+    runs = [d for d in dirs if RUN_DIR.match(d)]
+    return wandb_dir / max(runs, key=lambda d: (d.removeprefix("offline-"), d)) if runs else None
 
 
 @dataclass
