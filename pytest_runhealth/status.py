@@ -56,6 +56,7 @@ from .logscan import LogScan, StepPoint
 from .rootcause import diagnose
 from .safeio import mtime, read_head
 from .session import session_of
+from .values import duration_text
 
 MIN_STEADY = 3
 RECENT = 20  # step-time measurements the ETA averages over
@@ -185,22 +186,13 @@ def eta_of(state: str, sec: float | None, step: int | None, total: int | None) -
     return None, None
 
 
-def ago(seconds: float) -> str:
-    s = int(seconds)
-    if s < 120:
-        return f"{s} s"
-    if s < 7200:
-        return f"{s // 60} min"
-    return f"{s // 3600} h {s % 3600 // 60} min"
-
-
 def unknown_note(state: str, log: Path | None) -> str | None:
     """Why an ``unknown`` run is not called running: ``state unknown: no pid
     file, log last written 42 s ago``."""
     if state != "unknown":
         return None
     written = mtime(log) if log is not None else 0.0
-    when = f"log last written {ago(max(0.0, time.time() - written))} ago" if written else "no log"
+    when = f"log last written {duration_text(max(0.0, time.time() - written))} ago" if written else "no log"
     return f"state unknown: no pid file, {when}"
 
 

@@ -33,3 +33,14 @@ def timestamp(value: Any) -> datetime | None:
     except ValueError:
         return None
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+
+def duration_text(seconds: float) -> str:
+    """A span as people say it ("45 s", "12 min", "3 h 20 min"): every check and the status block word
+    their time evidence the same way."""
+    s = int(seconds)
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"

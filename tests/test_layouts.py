@@ -315,7 +315,7 @@ def test_mlflow_killed_and_stale(tmp_path, run_health):
     # both old: stale
     age(root, 3 * 86400)
     (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
-    assert r["cause"] == "tracker-run-stale" and "72.0 h ago" in r["summary"]
+    assert r["cause"] == "tracker-run-stale" and "72 h 0 min ago" in r["summary"]
 
 
 # -- W&B ---------------------------------------------------------------------------------------------------------

@@ -14,16 +14,9 @@ from ..live.procs import REUSE_SLACK_S
 from ..registry import check
 from ..rundir import KOHYA_CKPT, LTX_CKPT
 from ..safeio import mtime
+from ..values import duration_text
 
 DONE = re.compile(r"Training Statistics|model saved\.|[Tt]raining (?:complete|completed|finished)")
-
-
-def _ago(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _pid_evidence(ctx, st):
@@ -66,10 +59,10 @@ def log_not_buffered_empty(ctx, processes):
             f"stdout is block-buffered (buffered-empty-log).{unbuffer}"
         )
     if (empty or age > float(ctx.thresholds["stale_s"])) and artefacts_ahead:
-        state = "is empty" if empty else f"last changed {_ago(age)} ago"
+        state = "is empty" if empty else f"last changed {duration_text(age)} ago"
         return (
             f"the run is working: {log_rel} {state}, yet {ctx.run_dir.rel(fr.newest_artifact)} was written "
-            f"{_ago(lead)} after it: its log lags (block-buffered stdout, buffered-empty-log).{unbuffer}"
+            f"{duration_text(lead)} after it: its log lags (block-buffered stdout, buffered-empty-log).{unbuffer}"
         )
     if empty:
         return f"{log_rel} is empty and nothing else shows the run alive (see RH203)"
@@ -224,7 +217,7 @@ def _still_writing(ctx, processes, run, pidfiles) -> str | None:
     age = max(0.0, time.time() - fr.log_mtime)
     if age > window:
         return None
-    return f"{ctx.run_dir.rel(fr.log)} was written {_ago(age)} ago (within {_ago(window)})"
+    return f"{ctx.run_dir.rel(fr.log)} was written {duration_text(age)} ago (within {duration_text(window)})"
 
 
 def steady_step_time(scan) -> float | None:
@@ -294,13 +287,13 @@ def run_not_stalled(ctx, processes):
         basis = "no step time in the log"
     age = time.time() - last_t
     if age <= limit:
-        return f"last progress {_ago(age)} ago ({ctx.run_dir.rel(last_p)}); limit {_ago(limit)} ({basis})"
+        return f"last progress {duration_text(age)} ago ({ctx.run_dir.rel(last_p)}); limit {duration_text(limit)} ({basis})"
     return ctx.fail(
         "infra",
         "stalled",
-        f"process {alive[0].pid} is alive but nothing advanced for {_ago(age)} (newest: "
-        f"{ctx.run_dir.rel(last_p)}); the limit is {_ago(limit)} ({basis}).",
-        [_pid_evidence(ctx, alive[0]), ctx.evidence(last_p, None, f"last written {_ago(age)} ago")],
+        f"process {alive[0].pid} is alive but nothing advanced for {duration_text(age)} (newest: "
+        f"{ctx.run_dir.rel(last_p)}); the limit is {duration_text(limit)} ({basis}).",
+        [_pid_evidence(ctx, alive[0]), ctx.evidence(last_p, None, f"last written {duration_text(age)} ago")],
     )
 
 
@@ -323,12 +316,12 @@ def _pipe_deadlock(ctx, st, fr, step_time: float | None):
         "infra",
         "pipe-deadlock",
         f"process {st.pid} is blocked writing its output to a pipe that nobody reads: {block.describe()}; "
-        f"{ctx.run_dir.rel(fr.log)} has been silent for {_ago(silent)} (limit {_ago(limit)}). The pipe's buffer "
+        f"{ctx.run_dir.rel(fr.log)} has been silent for {duration_text(silent)} (limit {duration_text(limit)}). The pipe's buffer "
         "is full, so the trainer's next write waits for a reader that never comes.",
         [
             _pid_evidence(ctx, st),
             ctx.evidence(f"/proc/{st.pid}/wchan", None, f"{block.wchan}; fds {', '.join(block.fds)}"),
-            ctx.evidence(fr.log, None, f"last written {_ago(silent)} ago"),
+            ctx.evidence(fr.log, None, f"last written {duration_text(silent)} ago"),
         ],
     )
 
@@ -493,14 +486,14 @@ def _stalled_before_kill(ctx, run, statuses):
         when = f", written at {last_at} UTC"
     if silent <= limit:
         return (
-            f"killed ({how}) while still advancing: the last step ({last_text}) came {_ago(silent)} before the end "
-            f"({basis}), within {_ago(limit)} ({limit_basis})"
+            f"killed ({how}) while still advancing: the last step ({last_text}) came {duration_text(silent)} before the end "
+            f"({basis}), within {duration_text(limit)} ({limit_basis})"
         )
     return ctx.fail(
         "infra",
         "stalled",
         f"the run stopped advancing at {last_text} ({ctx.run_dir.rel(f.log)}:{f.last.line}{when}) and was silent "
-        f"for {_ago(silent)} before it was killed ({how}); {basis}. The limit is {_ago(limit)} "
+        f"for {duration_text(silent)} before it was killed ({how}); {basis}. The limit is {duration_text(limit)} "
         f"({limit_basis}): it hung, it was not slow.",
         [ctx.evidence(f.log, f.last.line, f"{last_text} (the last step)"), kill_ev] if kill_ev else [],
     )
@@ -520,16 +513,16 @@ def _stalled_by_events(ctx, run):
     silent = max(0.0, end - written)
     limit = max(float(ctx.thresholds["min_stall_s"]), float(ctx.thresholds["stall_s_without_step_time"]))
     if silent <= limit:
-        return f"killed ({how}); its event file was last written {_ago(silent)} before the end, within {_ago(limit)}"
+        return f"killed ({how}); its event file was last written {duration_text(silent)} before the end, within {duration_text(limit)}"
     rel = ctx.run_dir.rel(path)
     return ctx.fail(
         "infra",
         "stalled",
         f"the run stopped advancing at step {step} (the last step in {rel}; its log shows no step) and was silent "
-        f"for {_ago(silent)} before it was killed ({how}): the event file was last written {_ago(silent)} before "
-        f"the end the ledger records. The limit is {_ago(limit)} (no step time in the log). A trainer whose output "
+        f"for {duration_text(silent)} before it was killed ({how}): the event file was last written {duration_text(silent)} before "
+        f"the end the ledger records. The limit is {duration_text(limit)} (no step time in the log). A trainer whose output "
         "went to a pipe nobody read stops exactly like this (RH204 names it live).",
-        [ctx.evidence(path, None, f"last step {step}, last written {_ago(silent)} before the end"), kill_ev]
+        [ctx.evidence(path, None, f"last step {step}, last written {duration_text(silent)} before the end"), kill_ev]
         if kill_ev
         else [],
     )

@@ -15,6 +15,7 @@ from .. import layouts
 from ..layouts import mlflow_store, wandb_run
 from ..registry import check
 from ..safeio import mtime
+from ..values import duration_text
 
 
 @check(
@@ -114,20 +115,12 @@ def _stale_or_live(ctx, tracker, state, recorded_s, written_s, what, ev):
         return ctx.fail(
             "infra",
             "tracker-run-stale",
-            f"{tracker} still calls the run {state}, but {what} was recorded {_hours(since_recorded)} ago and "
-            f"its files were last written {_hours(since_written)} ago (over {_hours(limit)}): the run stopped "
+            f"{tracker} still calls the run {state}, but {what} was recorded {duration_text(since_recorded)} ago and "
+            f"its files were last written {duration_text(since_written)} ago (over {duration_text(limit)}): the run stopped "
             f"without telling the tracker",
             ev,
         )
     return (
-        f"{tracker} calls the run {state}; {what} {_hours(since_recorded)} ago, files written "
-        f"{_hours(since_written)} ago: not stale (both must be over {_hours(limit)})"
+        f"{tracker} calls the run {state}; {what} {duration_text(since_recorded)} ago, files written "
+        f"{duration_text(since_written)} ago: not stale (both must be over {duration_text(limit)})"
     )
-
-
-def _hours(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -17,6 +17,7 @@ from ..layouts.series import judge as judge_series
 from ..registry import check
 from ..rootcause import CAUSES
 from ..tfevents import is_loss_tag, read_event_file
+from ..values import duration_text
 
 SUMMARY_NAME = "run-summary.md"
 
@@ -436,7 +437,7 @@ def _saving_note(ctx, c: hf_trainer.HfCheckpoint) -> str:
     ago = max(0.0, time.time() - hf_trainer.last_written(c))
     lacks = ", ".join(m.split(" (")[0] for m in c.missing)
     return (
-        f"{ctx.run_dir.rel(c.path)}/ is being written (last written {_human(ago)} ago, the run has not ended; it "
+        f"{ctx.run_dir.rel(c.path)}/ is being written (last written {duration_text(ago)} ago, the run has not ended; it "
         f"lacks {lacks} so far, and the Trainer writes trainer_state.json last): not judged until the save is over"
     )
 
@@ -657,7 +658,7 @@ def _end_evidence(ctx, f, row) -> str | None:
     silent = _silence(f)
     limit, how = _silence_limit(ctx, f)
     if silent is not None and silent > limit:
-        return f"its log has been silent for {_human(silent)}, longer than {how}"
+        return f"its log has been silent for {duration_text(silent)}, longer than {how}"
     return None
 
 
@@ -665,21 +666,12 @@ def _state_unknown(ctx, f) -> str:
     """No live process and no end: "still running" would be a claim without
     evidence, and a pass would call the run healthy (issue 29)."""
     silent = _silence(f)
-    when = f"log last written {_human(silent)} ago" if silent is not None else "log never written"
+    when = f"log last written {duration_text(silent)} ago" if silent is not None else "log never written"
     _, how = _silence_limit(ctx, f)
     return (
         f"state unknown: no pid file, {when}; step {f.last.step}/{f.total} (no ledger row or summary says it "
         f"ended; silence would count after {how})"
     )
-
-
-def _human(seconds: float) -> str:
-    s = int(seconds)
-    if s < 120:
-        return f"{s} s"
-    if s < 7200:
-        return f"{s // 60} min"
-    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def _line_text(ctx, f) -> str:
@@ -741,11 +733,11 @@ def _hf_steps(ctx):
         if alive is False:
             how = "the process in its pid file is gone"
         elif silent > limit:
-            how = f"the output dir has been silent for {_human(silent)}, longer than {_human(limit)}"
+            how = f"the output dir has been silent for {duration_text(silent)}, longer than {duration_text(limit)}"
         else:
             return (
-                f"still running: step {gs}/{ms} in {rel}, last written {_human(silent)} ago (silence would count "
-                f"after {_human(limit)})"
+                f"still running: step {gs}/{ms} in {rel}, last written {duration_text(silent)} ago (silence would count "
+                f"after {duration_text(limit)})"
             )
     summary = f"the run ended at step {gs} of max_steps {ms} with no error ({how})"
     newest = hf_trainer.newest_complete(cks)
