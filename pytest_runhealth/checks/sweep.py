@@ -534,7 +534,6 @@ def _knob(value: Any) -> Any:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_SCALAR_NAMES = {t: t.__name__ for t in _SCALARS}
 _ABSENT = object()
 
 
@@ -563,15 +562,11 @@ class _HealthyKnobs:
     def values(self, key: str) -> dict[Any, Any]:
         seen = self._values.get(key)
         if seen is None:
-            found = [v for config in self.configs if (v := config.get(key, _ABSENT)) is not _ABSENT]
-            names = list(map(_SCALAR_NAMES.get, map(type, found)))
-            if None in names:  # a list or an object among them: its stand-in is its JSON text
-                seen = {((v.__class__.__name__, v) if v.__class__ in _SCALARS else _knob(v)): v for v in found}
-            else:
-                # The same {stand-in: value} built in C: like the comprehension above, dict() keeps each key at
-                # its first place with its last value (a 98,000-config sweep: ~3x faster per knob).
-                seen = dict(zip(zip(names, found), found))
-            self._values[key] = seen
+            seen = self._values[key] = {
+                ((v.__class__.__name__, v) if v.__class__ in _SCALARS else _knob(v)): v  # _knob, inlined
+                for config in self.configs
+                if (v := config.get(key, _ABSENT)) is not _ABSENT
+            }
         return seen
 
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
