@@ -13,6 +13,7 @@ chunk."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from typing import Any
 
@@ -21,7 +22,7 @@ import pytest
 from .context import CheckContext, Target
 from .evaluate import call_check, normalise
 from .finding import Finding
-from .needs import RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
+from .needs import NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
 from .registry import CheckSpec
 from .session import RunHealthSession
 
@@ -78,6 +79,11 @@ class Tally:
         return ctx.fail(verdict, self.causes.most_common(1)[0][0], "\n".join(lines), evidence, self.shown[0].fix)
 
 
+# Needs that a run without a folder under runs/ never has (its logs, event files and checkpoints are inside it):
+# a chunk counts such a run as skipped for a check that needs one of them without calling the check.
+FOLDER_NEEDS = frozenset({"logs", "tfevents", "checkpoints"})
+
+
 def judge_runs(
     specs: list[CheckSpec],
     target: Target,
@@ -87,34 +93,67 @@ def judge_runs(
     state: RunHealthSession | None,
 ) -> dict[str, Tally]:
     """Every check of ``specs`` on each run of the chunk, a run at a time, its
-    reads dropped after it; ``fixtures`` holds each check's fixture values."""
+    reads dropped after it; ``fixtures`` holds each check's fixture values.
+
+    A check is called only on the runs where it can say something: a check
+    that needs a run's logs (``FOLDER_NEEDS``) never on the runs without a
+    folder (most rows of a big sweep; their skips are counted in one pass per
+    need), and a check with a ``quiet_row`` never on the rows it passes
+    plainly (counted as judged). The tallies are the same as calling every
+    check on every run: the same counts, the same first failing runs, and skip
+    reasons in the order they first occur."""
     rd = target.run_dir
     assert target.batch is not None, "a chunk's target"
     start, stop = target.batch
     runs = rd.runs[start:stop]
     tallies = {spec.id: Tally() for spec in specs}
-    judged = []  # (spec, its tally, its thresholds, whether it needs something of each run, its fixtures)
+    bare: list[int] | None = None  # the chunk's runs without a folder (indices into runs), found once
+    absent: dict[str, tuple[dict[str, list[int]], set[int]]] = {}  # need -> (skip key -> [first, runs], exceptions)
+    judged = []  # (spec, tally, thresholds, asks_run, fixtures, runs to call it on or None for all, bulk skips)
     for spec in specs:
+        tally = tallies[spec.id]
         reason = missing_run_dir_need(spec, target)  # the same for every run of the chunk
         if reason:
-            tallies[spec.id].skipped[reason] += len(runs)
-        else:
-            asks_run = not RUN_DIR_NEEDS.issuperset(spec.needs)
-            judged.append((spec, tallies[spec.id], thresholds[spec.id], asks_run, fixtures.get(spec.id, {})))
-    for run in runs:
+            tally.skipped[reason] += len(runs)
+            continue
+        run_needs = [need for need in spec.needs if need not in RUN_DIR_NEEDS]
+        visit: set[int] | None = None
+        bulk: dict[str, list[int]] | None = None
+        if run_needs and run_needs[0] in FOLDER_NEEDS:
+            if bare is None:
+                bare = [i for i, run in enumerate(runs) if not run.has_folder]
+            if run_needs[0] not in absent:
+                absent[run_needs[0]] = _absent(rd, runs, bare, NEEDS[run_needs[0]])
+            bulk, unexpected = absent[run_needs[0]]
+            skipped = set(bare) - unexpected
+            visit = {i for i in range(len(runs)) if i not in skipped}
+        elif not run_needs and spec.quiet_row is not None:
+            loud = _loud(rd, spec, thresholds[spec.id])
+            if loud is not None:
+                visit = {i - start for i in loud[bisect_left(loud, start) : bisect_left(loud, stop)]}
+                tally.judged += len(runs) - len(visit)  # plain passes
+        judged.append((spec, tally, thresholds[spec.id], bool(run_needs), fixtures.get(spec.id, {}), visit, bulk))
+    wanted = [entry[5] for entry in judged]
+    every = any(v is None for v in wanted)
+    order: range | list[int] = range(len(runs)) if every else sorted(set().union(*(v for v in wanted if v is not None)))
+    firsts: dict[str, dict[str, int]] = {}  # check -> skip key -> the first run (index) it was seen on
+    for i in order:
+        run = runs[i]
         one = Target(rd, run, run.name)
-        for spec, tally, limits, asks_run, values in judged:
-            if tally.raised is not None:
+        for spec, tally, limits, asks_run, values, visit, _ in judged:
+            if tally.raised is not None or (visit is not None and i not in visit):
                 continue
             reason = missing_run_need(spec, one) if asks_run else None
             if reason:
                 tally.skip(reason, run.name)
+                firsts.setdefault(spec.id, {}).setdefault(reason.replace(run.name, "<run>"), i)
                 continue
             ctx = CheckContext(spec, one, limits, config, state)
             try:
                 result = call_check(ctx, values)
             except pytest.skip.Exception as exc:
                 tally.skip(str(exc.msg), run.name)
+                firsts.setdefault(spec.id, {}).setdefault(str(exc.msg).replace(run.name, "<run>"), i)
                 continue
             except _OUTCOMES as exc:
                 tally.raised = exc
@@ -124,4 +163,76 @@ def judge_runs(
             else:
                 tally.add(normalise(ctx, result))
         rd.release_run(run)
+    if not every:
+        _release_unvisited(rd, runs, set(order))
+    for spec, tally, _, _, _, _, bulk in judged:
+        if bulk:
+            _merge_skips(tally, bulk, firsts.get(spec.id, {}))
     return tallies
+
+
+def _absent(rd: Any, runs: list[Any], bare: list[int], probe: Any) -> tuple[dict[str, list[int]], set[int]]:
+    """The skip reasons of the folderless runs ``bare`` for a check whose
+    first run need is ``probe``'s (as ``Tally.skip`` keys them: key -> [first
+    run, runs]), and the runs (if any) where the probe unexpectedly found the
+    need met: those are judged as any other."""
+    counts: dict[str, list[int]] = {}
+    unexpected: set[int] = set()
+    for i in bare:
+        run = runs[i]
+        reason = probe(Target(rd, run, run.name))
+        if not reason:
+            unexpected.add(i)
+            continue
+        key = reason.replace(run.name, "<run>")
+        entry = counts.get(key)
+        if entry is None:
+            counts[key] = [i, 1]
+        else:
+            entry[1] += 1
+    return counts, unexpected
+
+
+def _loud(rd: Any, spec: CheckSpec, limits: dict[str, Any]) -> list[int] | None:
+    """Indices into ``rd.runs`` (ascending) of the runs ``spec`` may not pass
+    plainly: a run without a ledger row, or a row its ``quiet_row`` does not
+    pass. One pass over the sweep per check and thresholds, kept for the
+    session; None (call the check on every run) without a ledger or where the
+    predicate raises (the check then says what fails, run by run)."""
+    quiet = spec.quiet_row
+    assert quiet is not None
+
+    def build() -> list[int] | None:
+        if rd.ledger is None:
+            return None
+        try:
+            return [i for i, run in enumerate(rd.runs) if (row := run.row) is None or not quiet(row, limits)]
+        except Exception:
+            return None
+
+    return rd.cached(("quiet-row", spec.id, repr(sorted(limits.items()))), build)
+
+
+def _release_unvisited(rd: Any, runs: list[Any], visited: set[int]) -> None:
+    """``release_run`` for the runs no check was called on, where something
+    of theirs is cached (a need's probe may have listed an empty folder's
+    files): what the run-by-run loop would have dropped."""
+    keys = rd._run_keys
+    for i, run in enumerate(runs):
+        if i not in visited and (run.name in keys or "files" in run.__dict__ or "event_files" in run.__dict__):
+            rd.release_run(run)
+
+
+def _merge_skips(tally: Tally, bulk: dict[str, list[int]], firsts: dict[str, int]) -> None:
+    """Add the folderless runs' skips to the tally, every reason in the order
+    it first occurred in the chunk (``Counter.most_common`` breaks ties by
+    that order)."""
+    merged = {key: [first, n] for key, (first, n) in bulk.items()}
+    for key, n in tally.skipped.items():
+        entry = merged.get(key)
+        if entry is None:
+            merged[key] = [firsts.get(key, 0), n]
+        else:
+            entry[0] = min(entry[0], firsts.get(key, entry[0]))
+            entry[1] += n
+    tally.skipped = Counter({key: n for key, (_, n) in sorted(merged.items(), key=lambda kv: kv[1][0])})

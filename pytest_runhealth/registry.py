@@ -68,6 +68,10 @@ class CheckSpec:
     fix: str = ""
     owner: str = ""
     severity: str = "error"  # error | warn (observe mode) | off; runhealth.yaml's severity: overrides
+    # Optional, for a run-scope check that reads only its run's ledger row: ``quiet_row(row, thresholds)`` is
+    # True only where the check would return None (a plain pass) for that row, and raises nothing the check
+    # would not. A chunk of a big sweep (batch.py) then calls the check only on the other rows.
+    quiet_row: Callable[[Any, dict[str, Any]], bool] | None = None
 
     @property
     def name(self) -> str:
@@ -106,6 +110,7 @@ def check(
     example: str = "",
     fix: str = "",
     severity: str = "error",
+    quiet_row: Callable[[Any, dict[str, Any]], bool] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a health check.
 
@@ -152,6 +157,7 @@ def check(
             fix=fix,
             owner=getattr(func, "__module__", "") or "",
             severity=severity,
+            quiet_row=quiet_row,
         )
         setattr(func, SPEC_ATTR, spec)
         return func

@@ -140,3 +140,73 @@ def test_huge_run_dirs_batch_run_scope_checks(pytester, sweep, run_health):
         ]
     )
     assert comparable(merged) == comparable(res.report)  # chunks spread over shards
+
+
+def _mixed_sweep(root):
+    """Rows with and without folders, a folder without a row, a folder without
+    a log, runs the row-only checks fail on, and runs whose names are words of
+    the skip reasons ("log" without a folder, "logs" with one but no log)."""
+    healthy = {"optimizer_type": "adafactor", "fused_backward_pass": False, "seed": 1}
+    rows = []
+    for i in range(40):
+        rid = {17: "log", 7: "logs"}.get(i, f"run-{i:03d}")
+        row = {"run_id": rid, "role": "candidate", "exit_code": 0, "n_steps": 100, "duration_s": 500.0}
+        row["config"] = dict(healthy, seed=i)
+        if i in (3, 10, 25):
+            row.update(disqualified="empty_tfevents", exit_code=1, n_steps=0, duration_s=8.0)
+        if i in (12, 30):
+            row.update(exit_code=1, duration_s=11.0, config=dict(healthy, optimizer_type="AdamW8bit"))
+        if i in (20, 21):
+            row.update(exit_code=None, n_steps=3, killed_by_timeout=True, duration_s=1790.0, wall_secs=1800)
+        rows.append(json.dumps(row))
+        if i < 6 or i in (7, 25, 30):
+            logs = root / "runs" / rid / "logs"
+            logs.mkdir(parents=True)
+            if i not in (5, 7):
+                bars = "".join(
+                    f"\rsteps:  {s}%|| {s}/100 [00:{s % 60:02d}<01:00, {1.5 + (s > 60) * i:.2f}s/it, avr_loss=0.1]"
+                    for s in range(1, 100, 7)
+                )
+                tail = "\ntorch.OutOfMemoryError: CUDA out of memory.\n" if i in (3, 25) else "\n"
+                (logs / "stdout.log").write_text("start\n" + bars + tail)
+    (root / "runs" / "extra-folder").mkdir(parents=True)
+    (root / "ledger.jsonl").write_text("\n".join(rows) + "\n")
+
+
+def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
+    """A chunk that calls a check only where it can say something (no folder:
+    counted skip; a quiet row: counted pass) tallies exactly what calling
+    every check on every run does: counts, first failing runs, skip reasons
+    in the order they first occur."""
+    import dataclasses
+
+    from pytest_runhealth import batch
+    from pytest_runhealth.checks import sweep as sweep_checks
+    from pytest_runhealth.context import Target
+    from pytest_runhealth.registry import SPEC_ATTR
+    from pytest_runhealth.rundir import RunDir
+
+    _mixed_sweep(tmp_path / "s")
+    funcs = ("step_count_collapse", "trainer_died_instantly", "early_exit_config", "slow_steps", "step_time_degrades")
+    specs = [getattr(getattr(sweep_checks, f), SPEC_ATTR) for f in funcs]
+    assert [s.quiet_row is not None for s in specs] == [True, True, True, False, False]
+
+    def tallies(specs, folder_needs):
+        monkeypatch.setattr(batch, "FOLDER_NEEDS", folder_needs)
+        rd = RunDir(tmp_path / "s")
+        out = {}
+        for start, stop in ((0, 7), (7, 30), (30, len(rd.runs))):
+            target = Target(rd, None, "s", batch=(start, stop))
+            th = {s.id: dict(s.thresholds) for s in specs}
+            for check, t in batch.judge_runs(specs, target, th, None, {}, None).items():
+                shown = [(f.run, f.verdict, f.cause, f.summary, [e.text for e in f.evidence]) for f in t.shown]
+                out[check, start] = (t.judged, list(t.skipped.items()), t.failing, dict(t.causes), shown)
+        return out
+
+    fast = tallies(specs, batch.FOLDER_NEEDS)
+    every = tallies([dataclasses.replace(s, quiet_row=None) for s in specs], frozenset())
+    assert fast == every
+    assert fast["RH102", 0][2] == 1 and fast["RH102", 7][2] == 2  # a log's OOM, two with and without a log
+    assert fast["RH105", 7][2] == 1 and fast["RH105", 30][2] == 1
+    reasons = [reason for reason, _ in fast["RH107", 7][1]]  # "logs" (a folder) first, then the folderless runs
+    assert len(reasons) == 3 and reasons[0].endswith("(looked for <run>/*.log and *.log)")

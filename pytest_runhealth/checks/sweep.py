@@ -155,6 +155,11 @@ RH101_FIX = (
 )
 
 
+def _rh101_quiet(row: LedgerRow, th: dict) -> bool:
+    """RH101 passes plainly on a row that did not collapse (its first test)."""
+    return not _collapsed(row, th)
+
+
 @check(
     "RH101",
     "step-count-collapse",
@@ -178,10 +183,11 @@ RH101_FIX = (
     "(killed_by_timeout), and so did the 4 runs after it. evidence: ledger.jsonl:1 {...} ledger.jsonl:3 {...} "
     "lmstudio/server.log:9 Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway",
     fix=RH101_FIX,
+    quiet_row=_rh101_quiet,
 )
 def step_count_collapse(ctx):
     row, th = _row(ctx), ctx.thresholds
-    if not _collapsed(row, th):
+    if _rh101_quiet(row, th):
         return None
     ref, collapsed, places = _collapse_story(ctx, th)
     if ref is None or row.line not in places:
@@ -366,6 +372,11 @@ RUNBOOK_FIXES = {
 DIED = ("disqualified", "exit_code", "duration_s", "n_steps", "error")
 
 
+def _rh102_quiet(row: LedgerRow, th: dict) -> bool:
+    """RH102 passes plainly on a row not disqualified empty_tfevents (its first test)."""
+    return _text(row.get("disqualified")) != "empty_tfevents"
+
+
 @check(
     "RH102",
     "trainer-died-instantly",
@@ -384,10 +395,11 @@ DIED = ("disqualified", "exit_code", "duration_s", "n_steps", "error")
     "(cuda-oom). evidence: ledger.jsonl:2 {...} runs/cand-000-s0/logs/stdout.log:23 torch.OutOfMemoryError: CUDA "
     "out of memory. Tried to allocate 2.00 GiB.",
     fix="The fix depends on the cause, and the finding names it: fix the quoted error, then start a new session.",
+    quiet_row=_rh102_quiet,
 )
 def trainer_died_instantly(ctx):
     row = _row(ctx)
-    if _text(row.get("disqualified")) != "empty_tfevents":
+    if _rh102_quiet(row, ctx.thresholds):
         return None
     alike = ctx.run_dir.cached(
         ("RH102", "empty_tfevents"),
@@ -551,6 +563,8 @@ def _mentions(value: Any, needle: str) -> bool:
     A container is first serialised in C (``ledger.dumps_lower``): a needle
     absent from the whole text is absent from every string in it, so most
     rows cost no walk at all."""
+    if value is None:  # most rows' error and many a judge_report: the walk below would find nothing
+        return False
     if isinstance(value, (dict, list)):
         flat = dumps_lower(value)
         if flat is not None and needle.encode() not in flat:
@@ -717,10 +731,20 @@ def _healthy_by_role(ctx) -> dict[str, _HealthyKnobs]:
         out: dict[str, _HealthyKnobs] = {}
         for r in ctx.ledger:
             if _finished_ok(r):
-                out.setdefault(_text(r.get("role")), _HealthyKnobs()).add(r)
+                role = _text(r.get("role"))
+                knobs = out.get(role)
+                if knobs is None:  # not setdefault's default: that built one object per healthy row
+                    knobs = out[role] = _HealthyKnobs()
+                knobs.add(r)
         return out
 
     return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)
+
+
+def _rh105_quiet(row: LedgerRow, th: dict) -> bool:
+    """RH105 passes plainly on a row that is no early exit (its first test)."""
+    code, took = _int(row.get("exit_code")), finite_number(row.get("duration_s"))
+    return code in (None, 0) or took is None or took > th["early_exit_s"]
 
 
 @check(
@@ -740,6 +764,7 @@ def _healthy_by_role(ctx) -> dict[str, _HealthyKnobs]:
     fix="The trainer cannot accept this combination of knobs: cross-reference them with the trainer's documented "
     "arguments (the canonical case is --fused_backward_pass with an optimizer other than Adafactor) and exclude "
     "the combination from the search space.",
+    quiet_row=_rh105_quiet,
 )
 def early_exit_config(ctx):
     row, th = _row(ctx), ctx.thresholds
