@@ -192,6 +192,17 @@ ROWS: tuple[Row, ...] = (
         CASCADE,
         anywhere=True,
     ),
+    # torch.distributed.elastic's agent was itself signalled (a closed terminal's SIGHUP, a scheduler's SIGTERM,
+    # Ctrl-C): "Received 1 death signal, shutting down workers", then its SignalException "Process N got signal:
+    # 1" (torch/distributed/elastic/agent/server/api.py, multiprocessing/api.py). Its "Sending process N closing
+    # signal SIGHUP" lines that follow are the agent passing the signal on, not another cause.
+    Row(
+        "torchrun-death-signal",
+        _r(r"Received \d+ death signal, shutting down workers|SignalException: Process \d+ got signal: \d+"),
+        "killed-by-signal",
+        CASCADE,
+        anywhere=True,
+    ),
     # -- launcher wrappers: the consequence, never the cause
     Row(
         "accelerate-calledprocesserror",
@@ -235,6 +246,14 @@ ROWS: tuple[Row, ...] = (
         "cuda-oom",
         ROOT,
         "CUDA",
+    ),
+    # TensorFlow's OOM on the host: the tensor was being allocated on "/job:.../device:CPU:0 by allocator cpu"
+    # (or mklcpu), so the memory that ran out is the machine's RAM, not an accelerator's
+    Row(
+        "tf-cpu-oom",
+        _r(r"OOM when allocating tensor\b.*\bdevice:CPU:\d+ by allocator \w*cpu\b"),
+        "host-oom",
+        ROOT,
     ),
     # TensorFlow's and JAX/XLA's words ("Resource exhausted: OOM when allocating tensor", "RESOURCE_EXHAUSTED: Out
     # of memory while trying to allocate"; a terminal may wrap the line right after "Out")
@@ -293,11 +312,15 @@ ROWS: tuple[Row, ...] = (
         CASCADE,
         anywhere=True,
     ),
+    # basic_ios::clear is any C++ stream's failure (a read as much as a write): only the form a Python binding
+    # raises on a failed save ("RuntimeError: basic_ios::clear: iostream error", nmslib/nmslib#502 on a full
+    # disk) is read as one; a C++ program's own "terminate called ... what():  basic_ios::clear" is not
+    # (maxoodf/word2vec#4: a parser bug).
     Row(
         "disk-full",
         _r(
             r"\[Errno 2[78]\]|No space left on device|\bcode: 2[78], kind: (?:StorageFull|FileTooLarge|Other)|"
-            r"basic_ios::clear: iostream error|inline_container\.cc:\d+\] \. unexpected pos"
+            r"\w(?:Error|Exception): basic_ios::clear: iostream error|inline_container\.cc:\d+\] \. unexpected pos"
         ),
         "disk-full",
         ROOT,
@@ -418,6 +441,14 @@ SLURM_ROWS: tuple[Row, ...] = (
         ROOT,
         anywhere=True,
     ),
+    # srun cancels a step itself when one of its tasks fails: "*** STEP N ON host CANCELLED AT <time> DUE TO
+    # TASK FAILURE ***" (desihub/desispec#2744); the failing task's own error, printed before it, is the cause
+    Row(
+        "slurm-task-failure",
+        _r(r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO TASK FAILURE"),
+        None,
+        WRAPPER,
+    ),
     Row(
         "slurm-cancelled",
         _r(r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+(?: DUE TO SIGNAL \w+)? \*\*\*"),
@@ -426,7 +457,7 @@ SLURM_ROWS: tuple[Row, ...] = (
         anywhere=True,
     ),
     # srun's per-task report of the death (the cause, when there is one, was printed before it)
-    Row("srun-task-exit", _r(r"^srun: error: \S+: tasks? [\d,\-]+: Exited with exit code \d+"), None, WRAPPER),
+    Row("srun-task-exit", _r(r"^srun: error: \S+: tasks? [\d,\-]+: Exited with exit code [1-9]\d*"), None, WRAPPER),
 )
 ROWS = ROWS + SLURM_ROWS
 CAUSES.update(
@@ -473,6 +504,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "mps-oom": ("mps backend",),
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
+    "torchrun-death-signal": ("death signal", "got signal"),
     "wrapper-signal": ("-9", "-15", "-6", "signals.sig", "received by pid", "with signal sig", "137", "143"),
     "paddle-oom": ("out of memory error on gpu",),
     "nan-loss": (
@@ -489,6 +521,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "ray-memory-monitor": ("memory pressure", "memory usage threshold", "ray killed", "outofmemoryerror"),
     "torchrun-summary": ("exitcode", "to enable traceback"),
     "oom-killer": ("killed", "oom-kill", "已杀死", "oom_kill", "srun"),
+    "tf-cpu-oom": ("by allocator",),
     "xla-oom": ("exhausted", "oom when allocating"),
     "dataloader-worker-killed": ("dataloader worker", "brokenprocesspool", "terminated abruptly", "bus error"),
     "segfault": ("segmentation", "sigsegv"),
@@ -532,12 +565,17 @@ HINTS.update(
         "slurm-preempted": ("preemption", "requeue"),
         "slurm-node-failure": ("node failure", "uncorrectable"),
         "slurm-memory-limit": ("memory limit",),
+        "slurm-task-failure": ("task failure",),
         "slurm-cancelled": ("cancelled at",),
         "srun-task-exit": ("srun: error",),
     }
 )
 ROWS = tuple(replace(row, hints=HINTS[row.id]) for row in ROWS)
 WRAPPER_SIGNAL = replace(next(r for r in ROWS if r.id == "wrapper-signal"), cause=None, role=WRAPPER)
+# slurmstepd's "*** STEP N ON host CANCELLED AT <time> ***" printed after srun reported a task's non-zero exit
+# ("srun: error: c7129: task 1: Exited with exit code 99", "srun: Terminating job step"; dmtcp/dmtcp#702): srun
+# cancelled the step because the task failed. The cancellation is the task's consequence, not the scheduler's.
+CANCELLED_BY_SRUN = replace(next(r for r in ROWS if r.id == "slurm-cancelled"), cause=None, role=WRAPPER)
 ANY_HINT = re.compile("|".join(sorted({re.escape(h) for hints in HINTS.values() for h in hints})))
 
 # Line prefixes other writers put in front of the text, applied repeatedly.
@@ -569,8 +607,13 @@ BOX_RIGHT = re.compile(r"(?<!\s)\s*[│┃]\s*$")  # starts where a space run st
 BAR_END = re.compile(r"(?<!\d)\d+/\d+\s*\[[^\[\]\r\n]*(?:s/it|it/s)[^\]\r\n]{0,400}\]")
 TRACEBACK_START = re.compile(r"Traceback \(most recent call last\)|^[─━╭]+ Traceback")
 EXCEPTION_LINE = re.compile(
-    r"^(?:[\w.]+\.)?(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)|KeyError|Killed)\b(?::|\s*$)"
+    r"^(?:[\w.]+\.)?(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)|KeyError|Killed)\b(?::|\s*$)|"
+    # an uncaught C++ exception: "terminate called after throwing an instance of 'T'", then "  what():  <message>"
+    r"^what\(\):\s"
 )
+# A native stack trace's frames (glog's "*** Check failure stack trace: ***" then "@     0x7fd5...  fn()"):
+# like a traceback's lines, they do not push the error printed before them out of the window (BARE_WINDOW).
+NATIVE_FRAME = re.compile(r"^@\s+0x[0-9a-fA-F]+\s|^\*\*\* Check failure stack trace: \*\*\*")
 BENIGN = re.compile(
     r"Gradient overflow\.\s*Skipping step|OVERFLOW!.*Skipping step|overflow detected|"
     r"No module named ['\"]triton|grad[_ ]?norm[^\n]*(?:nan|inf)",
@@ -770,7 +813,7 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     # re-raised traceback is still the last thing the run said.
     from_end = [0] * n
     for i in range(n - 2, -1, -1):
-        from_end[i] = from_end[i + 1] + (not in_tb[i + 1])
+        from_end[i] = from_end[i + 1] + (not in_tb[i + 1] and not NATIVE_FRAME.search(lines[i + 1].text))
     hits: list[tuple[int, Row]] = []
     for i, ln in enumerate(lines):
         if ignored[i] or benign[i]:
@@ -789,6 +832,9 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
             ):
                 continue
         hits.append((i, row))
+    task_exit = next((i for i, row in hits if row.id == "srun-task-exit"), None)
+    if task_exit is not None:
+        hits = [(i, CANCELLED_BY_SRUN if row.id == "slurm-cancelled" and i > task_exit else row) for i, row in hits]
     wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]
     # Strong evidence first: a line inside a traceback, or a death that needs none. A message
     # outside any traceback only counts when nothing stronger is there.
@@ -807,6 +853,13 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         roots = []
         hits = [(i, WRAPPER_SIGNAL if row.id == "wrapper-signal" else row) for i, row in hits]
         wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]
+    explained = [h for h in strong if h[1].cause == "host-oom" and h[1].anywhere and roots and h[0] > roots[0][0]]
+    if roots and roots[0][1].cause == "dataloader-worker-killed" and explained:
+        # A DataLoader worker died, then the kernel's or the cgroup's OOM killer reported its kill (slurmstepd's
+        # "Detected 1 oom-kill event(s)", chenxie95/deeplearning_course_sjtu#20): the worker's death is the
+        # consequence, the exhausted host memory the cause.
+        wrappers = [lines[roots[0][0]].tail, *wrappers]
+        roots = explained
     if roots:
         i, row = roots[0]
         assert row.cause is not None  # only a wrapper has none, and wrappers are no root
