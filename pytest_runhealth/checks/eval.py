@@ -616,9 +616,9 @@ def failed_round_classified(ctx):
 
 # -- RH508 ---------------------------------------------------------------------
 GATE_FIXES = {
-    "claim-contradicted": "Keep the champion: the rounds show the opposite of the claim at the stated confidence, "
-    "and more rounds of this candidate will not turn them. Rework the candidate (or claim what the rounds show) and "
-    "judge a new version on fresh rounds.",
+    "claim-contradicted": "Keep the champion: more of the counted rounds show the opposite of the claim than show it "
+    "(the summary says at which confidence). Rework the candidate (or claim what the rounds show) and judge a new "
+    "version on fresh rounds.",
     "claim-not-significant": "Do not promote yet: run the number of further rounds named above and re-run the gate "
     "(the sign test keeps its error rate only if you decide at the end, so fix the number of rounds first); rounds "
     "that stay this even mean the candidate is no better than its opponent: keep the champion.",
@@ -683,6 +683,12 @@ def promotion_gate(ctx):
             summary += f"\nrounds contradicting the claim ({len(names)}): {shown}."
         if outcome == "claim-not-significant":
             summary += f"\n{decision.more_needed()}."
+        elif decision.test.outcome != "contradicted":
+            summary += (
+                f"\nmore rounds contradict the claim ({len(decision.contradicted)}) than show it "
+                f"({len(decision.shown)}): the claim is contradicted, though the contrary alone is not significant "
+                f"at {1 - decision.test.alpha:.0%}."
+            )
         cause = outcome
     else:
         evidence = [

@@ -88,9 +88,13 @@ class GateDecision:
             return "no-claim"
         if self.source_error or self.paired_rounds < self.k:
             return "insufficient-evidence"
-        return {"accepted": "promote", "contradicted": "claim-contradicted"}.get(
-            self.test.outcome, "claim-not-significant"
-        )
+        if self.test.outcome == "accepted":
+            return "promote"
+        # The catalogue's rule: rounds that contradict the claim more often than they show it contradict
+        # it, whether or not the contrary is significant on its own (the text states the contrary's p).
+        if self.test.outcome == "contradicted" or len(self.contradicted) > len(self.shown):
+            return "claim-contradicted"
+        return "claim-not-significant"
 
     @property
     def passed(self) -> bool:
@@ -98,7 +102,8 @@ class GateDecision:
 
     @property
     def verdict(self) -> str:
-        """``policy`` only when the test says the claim is false over at least K rounds."""
+        """``policy`` when at least K rounds say the claim is false: the test rejects it, or more of them
+        contradict it than show it."""
         return {"promote": "healthy", "claim-contradicted": "policy"}.get(self.outcome, "not-evaluable")
 
     def rounds_line(self) -> str:
