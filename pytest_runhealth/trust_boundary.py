@@ -335,6 +335,20 @@ def split_check_args(argv: list[str]) -> tuple[list[str], list[str]]:
     return run_dirs, rest
 
 
+# ini keys whose value is a file or folder, given with ``-o key=value`` (``--override-ini``): made absolute too.
+_PATH_INI_KEYS = frozenset(
+    "runhealth_report runhealth_html runhealth_markdown runhealth_config runhealth_lmstudio_log".split()
+)
+
+
+def _absolute_override(value: str, cwd: Path) -> str:
+    """``key=PATH`` of ``-o`` with PATH made absolute when ``key`` names a file; else as given."""
+    key, eq, path = value.partition("=")
+    if eq and key.strip() in _PATH_INI_KEYS and path:
+        return f"{key}={cwd / os.path.expanduser(path)}"
+    return value
+
+
 def _absolute_paths(rest: list[str], cwd: Path) -> list[str]:
     """Path-valued options made absolute against ``cwd`` (the session runs elsewhere)."""
     out: list[str] = []
@@ -342,7 +356,15 @@ def _absolute_paths(rest: list[str], cwd: Path) -> list[str]:
     while i < len(rest):
         arg = rest[i]
         name, eq, value = arg.partition("=")
-        if eq and name in _PATH_OPTIONS and name.startswith("--"):
+        if arg in ("-o", "--override-ini") and i + 1 < len(rest):
+            out += [arg, _absolute_override(rest[i + 1], cwd)]
+            i += 2
+            continue
+        if eq and name == "--override-ini":
+            out.append(f"{name}={_absolute_override(value, cwd)}")
+        elif arg.startswith("-o") and len(arg) > 2 and not arg.startswith("-o="):
+            out.append("-o" + _absolute_override(arg[2:], cwd))
+        elif eq and name in _PATH_OPTIONS and name.startswith("--"):
             out.append(f"{name}={cwd / os.path.expanduser(value)}")
         elif arg in _PATH_OPTIONS and i + 1 < len(rest):
             out += [arg, str(cwd / os.path.expanduser(rest[i + 1]))]

@@ -235,6 +235,26 @@ def test_check_splits_options_and_run_dirs():
     assert rest == ["-q", "-k", "RH2", "--runhealth-report", "r.json"]
 
 
+def test_check_makes_file_options_and_file_ini_overrides_absolute(tmp_path):
+    """``check`` runs pytest from a folder of its own: a relative report path, given as an option or as
+    ``-o runhealth_report=...``, must still land where the user stands, not in that deleted folder."""
+    from pytest_runhealth.trust_boundary import _absolute_paths
+
+    given = ["--runhealth-report", "r.json", "-o", "runhealth_html=h.html", "--override-ini=runhealth_markdown=m.md"]
+    given += ["-orunhealth_config=c.yaml", "-o", "runhealth_depth=2", "-q"]
+    assert _absolute_paths(given, tmp_path) == [
+        "--runhealth-report",
+        str(tmp_path / "r.json"),
+        "-o",
+        f"runhealth_html={tmp_path / 'h.html'}",
+        f"--override-ini=runhealth_markdown={tmp_path / 'm.md'}",
+        f"-orunhealth_config={tmp_path / 'c.yaml'}",
+        "-o",
+        "runhealth_depth=2",  # near miss: not a file
+        "-q",
+    ]
+
+
 @pytest.mark.parametrize("ini_name", sorted(DASHDASH))
 @pytest.mark.parametrize("form", ["space", "inside"])
 def test_a_planted_addopts_double_dash_does_not_switch_the_guard_off(tmp_path, ini_name, form):
