@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from . import layouts
+from .layouts._files import split_entries
 from .options import DEFAULT_DEPTH
 from .rundir import LTX_CKPT, ROUND_FILES, RunDir, round_folders, walk
 
@@ -71,24 +72,7 @@ def _names(folder: Path) -> tuple[set[str], set[str], set[str]]:
         entries = list(os.scandir(folder))
     except OSError:
         return set(), set(), set()
-    return _split(entries)
-
-
-def _split(entries: list[os.DirEntry]) -> tuple[set[str], set[str], set[str]]:
-    """(regular files, folders, every name): marker files are looked for by
-    name whatever they are (a ledger.jsonl that is a folder or a link out is
-    still that run's broken ledger, for its checks to report)."""
-    files, dirs, names = set(), set(), set()
-    for e in entries:
-        names.add(e.name)
-        try:
-            if e.is_dir(follow_symlinks=False):
-                dirs.add(e.name)
-            elif e.is_file(follow_symlinks=False):
-                files.add(e.name)
-        except OSError:
-            continue
-    return files, dirs, names
+    return split_entries(entries)
 
 
 def classify(
@@ -151,7 +135,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     weak: dict[Path, str] = {}  # generic-strength folders that a layout names (Slurm, torchrun)
 
     def visit(folder: Path, entries: list[os.DirEntry]) -> bool:
-        kind = classify(folder, *_split(entries))
+        kind = classify(folder, *split_entries(entries))
         if kind == "round":
             rounds.append(folder)
             return False

@@ -13,22 +13,32 @@ from ..safeio import read_head
 MAX_JSON = 64 << 20  # a trainer_state.json of a long run with eval metrics stays well under this
 
 
-def entries(folder: Path) -> tuple[set[str], set[str]]:
-    """(regular files, folders) directly in ``folder``; links are neither."""
+def split_entries(found: list[os.DirEntry]) -> tuple[set[str], set[str], set[str]]:
+    """(regular files, folders, every name) of a folder's entries; a link is neither file nor folder,
+    so nothing reached through it is read (discovery looks marker files up by name whatever they are:
+    a ledger.jsonl that is a folder or a link out is still that run's broken ledger)."""
     files: set[str] = set()
     dirs: set[str] = set()
+    names: set[str] = set()
+    for e in found:
+        names.add(e.name)
+        try:
+            if e.is_dir(follow_symlinks=False):
+                dirs.add(e.name)
+            elif e.is_file(follow_symlinks=False):
+                files.add(e.name)
+        except OSError:
+            continue
+    return files, dirs, names
+
+
+def entries(folder: Path) -> tuple[set[str], set[str]]:
+    """(regular files, folders) directly in ``folder``; links are neither."""
     try:
         with os.scandir(folder) as it:
-            for e in it:
-                try:
-                    if e.is_dir(follow_symlinks=False):
-                        dirs.add(e.name)
-                    elif e.is_file(follow_symlinks=False):
-                        files.add(e.name)
-                except OSError:
-                    continue
+            files, dirs, _ = split_entries(list(it))
     except OSError:
-        pass
+        return set(), set()
     return files, dirs
 
 
