@@ -89,14 +89,31 @@ def _sweep_console(ctx, main_log):
     """(log, error, last step) from a sweep run's W&B console when it holds the
     decisive error its main log does not: ``runs/<id>/wandb/run-*/files/output.log``
     (rundir.Run.logs lists it after the run's own logs), read as any log is."""
+    console = None
+    if ctx.run.path != ctx.run_dir.path:
+        wandb = ctx.run.path / "wandb"
+        console = next((p for p in ctx.run.logs if wandb in p.parents), None)  # listed by Run.logs, nothing new read
+    if console is None or console == main_log:
+        return _other_stream(ctx, main_log)
+    return _read_console(ctx, console)
+
+
+def _other_stream(ctx, main_log):
+    """(log, error, last step) from a log beside the main one, written no earlier than it, that holds the
+    decisive error the main log does not: a launcher that keeps the streams apart (``stdout.log`` with the
+    steps, ``stderr.log`` with the bar and the traceback; issue 25)."""
+    if main_log is None:
+        return None
+    for log in ctx.run.streams()[1:]:
+        found = _read_console(ctx, log)
+        if found is not None:
+            return found
+    return None
+
+
+def _read_console(ctx, console):
     from ..rootcause import diagnose
 
-    if ctx.run.path == ctx.run_dir.path:
-        return None
-    wandb = ctx.run.path / "wandb"
-    console = next((p for p in ctx.run.logs if wandb in p.parents), None)  # listed by Run.logs, nothing new read
-    if console is None or console == main_log:
-        return None
     scan = ctx.log_scan(console)
     if scan.error:
         return None

@@ -4,7 +4,8 @@ numpy training as tests/faults/trainer.py, but logged and failing the ways other
 ``python plumbing_trainer.py RUN FAULT [--steps N] [--dt S] [--at K] [--bar stdout|stderr|none]
 [--logging]``
 
-With ``--logging`` each step is a ``logging`` record at INFO, with a timestamp and a ``[rank0]:``
+With ``--print`` (a
+``print`` per step, never flushed), ``--logging`` each step is a ``logging`` record at INFO, with a timestamp and a ``[rank0]:``
 prefix (the way a DDP trainer logs); ``--bar`` says where the tqdm bar goes (``none``: no bar).
 It writes safetensors checkpoints and its pid to ``logs/train.pid``. At step ``--at``:
 
@@ -57,6 +58,7 @@ def main() -> int:
     ap.add_argument("--at", type=int, default=20)
     ap.add_argument("--bar", default="stderr")
     ap.add_argument("--logging", action="store_true")
+    ap.add_argument("--print", action="store_true", help="print a step line per step, never flushed")
     ap.add_argument("--save-every", type=int, default=10)
     a = ap.parse_args()
     run = Path(a.run)
@@ -68,7 +70,7 @@ def main() -> int:
     from tqdm import tqdm
 
     logging.basicConfig(
-        level=logging.INFO, format="[rank0]:%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout
+        level=logging.INFO, format="[rank0]:%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     log = logging.getLogger("train")
     if a.fault == "sigterm":
@@ -132,7 +134,8 @@ def main() -> int:
                 sys.stderr.flush()
                 ctypes.string_at(0)
             if a.fault == "cuda-oom":
-                import torch  # the stub on PYTHONPATH
+                sys.path.insert(0, str(Path(__file__).with_name("stub_torch")))  # no real torch in CI
+                import torch
 
                 torch.cuda_step()
             if a.fault == "hang":
@@ -146,6 +149,10 @@ def main() -> int:
         bar.update(1)
         if a.logging:
             log.info("step %d/%d loss=%.5f lr=1.0e-04", step, a.steps, loss)
+        if a.print:  # under `> log 2>&1` without -u these sit in stdout's buffer until exit
+            print(f"step {step}/{a.steps} loss {loss:.5f}")
+        if a.fault == "finish" and step == a.at:
+            log.error("could not write sample image sample-%06d.png: pillow not installed; training continues", step)
         if a.save_every and step % a.save_every == 0 and step != a.steps:
             save_file({"w": w}, str(run / f"model-step{step:06d}.safetensors"))
             log.info("saved checkpoint model-step%06d.safetensors", step)

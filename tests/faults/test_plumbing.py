@@ -160,6 +160,30 @@ def build(case: Case, root: Path) -> Path:
         bash_script(run, fault, args, wrap="timeout 3 ")
     elif how == "buffered":
         buffered(run, fault, args)
+    elif how == "nohup":
+        # `nohup python train.py > nohup.out 2>&1 &` from the run folder: the log is nohup.out, no logs/*.log
+        run.mkdir(parents=True)
+        with open(run / "nohup.out", "wb") as log:
+            subprocess.run(
+                _cmd(run, fault, args), stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=60, cwd=run
+            )
+    elif how == "split":
+        # A launcher that keeps the streams apart: logs/stdout.log and logs/stderr.log
+        (run / "logs").mkdir(parents=True, exist_ok=True)
+        with open(run / "logs" / "stdout.log", "wb") as out, open(run / "logs" / "stderr.log", "wb") as err:
+            subprocess.run(_cmd(run, fault, args, [PY, "-u"]), stdout=out, stderr=err, env=_env(), timeout=60)
+    elif how == "relaunch":
+        # `python train.py 2>&1 | tee -a logs/train.log`, twice: the first attempt's FAULT, then a relaunch
+        # with the second (`then=`) appended to the same log.
+        then = next(x for x in args if x.startswith("then="))[5:]
+        rest = [x for x in args if not x.startswith("then=")]
+        (run / "logs").mkdir(parents=True, exist_ok=True)
+        for f in (fault, then):
+            line = (
+                shlex.join(_cmd(run, f, rest, [PY, "-u"]))
+                + f" 2>&1 | tee -a {shlex.quote(str(run / 'logs' / 'train.log'))}"
+            )
+            subprocess.run(["bash", "-c", line], stdout=subprocess.DEVNULL, env=_env(), timeout=60)
     elif how == "torchrun":
         torchrun(run, fault, args)
     elif how == "aged":
@@ -239,6 +263,42 @@ POSTMORTEM = [
         "buffered:nan --logging --bar none",
         [("RH202", "nan-loss")],
         doc="only logging records, `loss=nan` from step 20 on, training goes on",
+    ),
+    Case(
+        "buffered-print-raise",
+        "buffered:raise-from --print --bar none",
+        [("RH201", "unknown")],
+        not_roots=("RH203", "RH208"),
+        doc="step lines printed without -u reach the log at exit, after the traceback",
+    ),
+    Case("buffered-print-healthy", "buffered:finish --print --bar none", near_miss_of=HEALTHY),
+    Case(
+        "nohup-raise",
+        "nohup:raise-from",
+        [("RH201", "unknown")],
+        not_roots=("RH203", "RH208"),
+        doc="`nohup ... > nohup.out 2>&1`: the only log is nohup.out",
+    ),
+    Case("nohup-healthy", "nohup:finish", near_miss_of=HEALTHY),
+    Case(
+        "split-streams-oom",
+        "split:cuda-oom --bar stderr --print",
+        [("RH201", "cuda-oom")],
+        not_roots=("RH203", "RH208"),
+        doc="stdout.log and stderr.log kept apart: the traceback is in stderr.log",
+    ),
+    Case("split-streams-healthy", "split:finish --bar stderr --print", near_miss_of=HEALTHY),
+    Case(
+        "relaunch-then-crash",
+        "relaunch:finish then=raise-from",
+        [("RH201", "unknown")],
+        doc="`tee -a`: a finished attempt, then a relaunch appended to the same log that crashed",
+    ),
+    Case(
+        "crash-then-relaunch-ok",
+        "relaunch:raise-from then=finish",
+        near_miss_of=HEALTHY,
+        doc="`tee -a`: a crash, then a relaunch that finished",
     ),
     Case("logging-healthy", "buffered:finish --logging --bar none", near_miss_of=HEALTHY, doc="only logging records"),
     Case(
