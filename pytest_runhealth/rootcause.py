@@ -702,11 +702,15 @@ def strip_prefix(text: str) -> tuple[str, str | None]:
 
 
 def _error_record(text: str) -> bool:
-    """Whether a raw line is an error record (ERROR_RECORD), behind any of the writers' prefixes
-    (``[rank0]:``, a timestamp); strip_prefix would strip the level itself."""
+    return _record(text, ERROR_RECORD)
+
+
+def _record(text: str, level: re.Pattern[str]) -> bool:
+    """Whether a raw line is a record of a level (ERROR_RECORD, WARNING_RECORD), behind any of the writers'
+    prefixes (``[rank0]:``, a timestamp; issue 25); strip_prefix would strip the level itself."""
     text = BOX_RIGHT.sub("", text)
     for _ in range(8):
-        if ERROR_RECORD.match(text.lstrip()):
+        if level.match(text.lstrip()):
             return True
         m = PREFIX.match(text)
         if not m or m.end() == 0:
@@ -847,7 +851,7 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
             benign[exc] or any(HANDLED.search(lines[j].text) for j in range(exc + 1, min(end, exc + 3)))
         )
         handled = handled or bool(
-            opener and WARNING_RECORD.search(opener.tail.text) and not TRACEBACK_START.search(opener.text)
+            opener and _record(opener.tail.text, WARNING_RECORD) and not TRACEBACK_START.search(opener.text)
         )
         for j in range(start, end):
             in_tb[j] = True

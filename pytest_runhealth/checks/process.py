@@ -134,7 +134,8 @@ def _finished(ctx, run) -> str | None:
     thresholds={"writing_steps": 5, "writing_s": 60},
     detects="The pid file (logs/train.pid or another *.pid) names a process that is gone, a zombie, or a pid "
     "the kernel has since given to an unrelated process (it started after the pid file was written), while "
-    "the run has no completion marker (run-summary.md, the trainer's end statistics, a ledger exit code of 0; "
+    "the run has no completion marker (run-summary.md, the trainer's end statistics or finish record, in "
+    "its log or the one written beside it, a last step at the plan's last, a ledger exit code of 0; "
     "a signal exit such as -9 or 137, or the sweep's wall clock, is no finish) and "
     "its log is no longer being written (last written more than writing_steps × its steady step time ago, "
     "at least writing_s). Reports the last logged step and the checkpoint to resume from.",

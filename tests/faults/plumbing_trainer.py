@@ -21,6 +21,9 @@ It writes safetensors checkpoints and its pid to ``logs/train.pid``. At step ``-
 ``segv``      reads address 0 through ctypes (a real SIGSEGV)
 ``cuda-oom``  ``torch.OutOfMemoryError`` raised from a stub ``torch`` module
 ``nan``       the loss becomes NaN and training goes on to the end
+``logexc``    ``log.exception("training failed ...")`` then returns 1 (the traceback as a log record)
+``final-save``  trains to the end, then the final save fails with ENOSPC
+``exit-noise``  healthy; an object's ``__del__`` raises at exit ("Exception ignored in")
 ``hang``      sleeps forever
 ``save-hang`` saves a big checkpoint in a loop (a kill from outside lands mid-save)
 ============  ================================================================
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import logging
 import multiprocessing as mp
 import os
@@ -38,6 +42,14 @@ import sys
 import time
 import warnings
 from pathlib import Path
+
+
+class Noisy:
+    def __del__(self) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'close'")
+
+
+_noisy = None
 
 
 def bad_batch(q) -> None:  # a data worker process whose batch is broken
@@ -59,6 +71,8 @@ def main() -> int:
     ap.add_argument("--bar", default="stderr")
     ap.add_argument("--logging", action="store_true")
     ap.add_argument("--print", action="store_true", help="print a step line per step, never flushed")
+    ap.add_argument("--jsonl", action="store_true", help="also write logs/metrics.jsonl, a JSON object per step")
+    ap.add_argument("--log-file", action="store_true", help="log to logs/train.log only (the launcher discards output)")
     ap.add_argument("--save-every", type=int, default=10)
     a = ap.parse_args()
     run = Path(a.run)
@@ -69,9 +83,11 @@ def main() -> int:
     from safetensors.numpy import save_file
     from tqdm import tqdm
 
-    logging.basicConfig(
-        level=logging.INFO, format="[rank0]:%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    fmt = "[rank0]:%(asctime)s %(levelname)s %(name)s: %(message)s"
+    if a.log_file:
+        logging.basicConfig(level=logging.INFO, format=fmt, filename=str(logs / "train.log"))
+    else:
+        logging.basicConfig(level=logging.INFO, format=fmt, stream=sys.stderr)
     log = logging.getLogger("train")
     if a.fault == "sigterm":
 
@@ -93,6 +109,7 @@ def main() -> int:
     w = np.zeros((8, 8), dtype=np.float32)
     target = rng.normal(size=(8, 8)).astype(np.float32)
     out = {"stdout": sys.stdout, "stderr": sys.stderr}.get(a.bar)
+    metrics = open(logs / "metrics.jsonl", "a", encoding="utf-8") if a.jsonl else None  # noqa: SIM115
     bar = tqdm(total=a.steps, desc="steps", mininterval=0, file=out, disable=out is None)
     for step in range(1, a.steps + 1):
         time.sleep(a.dt)
@@ -101,6 +118,12 @@ def main() -> int:
         loss = float((grad**2).mean())
         if a.fault == "nan" and step >= a.at:
             loss = float("nan")
+        if step == a.at and a.fault == "logexc":
+            try:
+                {"image": "0001.png"}["caption"]
+            except KeyError:
+                log.exception("training failed at step %d", step)
+                return 1
         if step == a.at:
             if a.fault == "raise-from":
                 try:
@@ -149,6 +172,9 @@ def main() -> int:
         bar.update(1)
         if a.logging:
             log.info("step %d/%d loss=%.5f lr=1.0e-04", step, a.steps, loss)
+        if metrics is not None:
+            metrics.write(json.dumps({"step": step, "loss": loss, "lr": 1e-4}) + "\n")
+            metrics.flush()
         if a.print:  # under `> log 2>&1` without -u these sit in stdout's buffer until exit
             print(f"step {step}/{a.steps} loss {loss:.5f}")
         if a.fault == "finish" and step == a.at:
@@ -157,6 +183,11 @@ def main() -> int:
             save_file({"w": w}, str(run / f"model-step{step:06d}.safetensors"))
             log.info("saved checkpoint model-step%06d.safetensors", step)
     bar.close()
+    if a.fault == "final-save":
+        raise OSError(28, "No space left on device", str(run / "model.safetensors"))
+    if a.fault == "exit-noise":
+        global _noisy
+        _noisy = Noisy()  # its __del__ raises at interpreter exit: "Exception ignored in: ..."
     save_file({"w": w}, str(run / "model.safetensors"))
     log.info("training finished, model saved to %s", run / "model.safetensors")
     return 0

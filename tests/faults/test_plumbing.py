@@ -158,6 +158,11 @@ def build(case: Case, root: Path) -> Path:
         bash_script(run, fault, args)
     elif how == "bash-timeout":
         bash_script(run, fault, args, wrap="timeout 3 ")
+    elif how == "discard":
+        # The launcher throws the output away; the trainer's own logging file is the only log.
+        subprocess.run(
+            _cmd(run, fault, args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), timeout=60
+        )
     elif how == "buffered":
         buffered(run, fault, args)
     elif how == "nohup":
@@ -195,12 +200,15 @@ def build(case: Case, root: Path) -> Path:
     elif how == "sweep":
         tr = str(TRAINER)
         base = {"run_id": "baseline-000", "role": "baseline", "fault": "finish", "trainer": tr, "wall_secs": 60}
-        cand = {"run_id": "cand-000", "fault": fault, "trainer": tr, "args": args, "wall_secs": 3}
-        for _ in range(8):
+        cand = {"run_id": "cand-000", "fault": fault, "trainer": tr, "args": ["--at", "5", *args], "wall_secs": 4}
+        for attempt in range(6):
             # safetensors' temporary file exists only while it writes: a kill that lands between two saves
             # (rename, unlink of the old file) leaves none. The case is the kill that lands inside one.
             sweep(run, [base, cand])
             if any(run.glob("runs/*cand-000/.tmp*")):
+                break
+            if attempt == 5:  # a machine too loaded to reach the save within the wall clock: keep the last
+                SKIPPED[case.name] = "the wall clock never landed inside a save in 6 attempts (a loaded machine)"
                 break
             shutil.rmtree(run)
     else:
@@ -209,6 +217,7 @@ def build(case: Case, root: Path) -> Path:
 
 
 HEALTHY = "no alarm"
+SKIPPED: dict[str, str] = {}  # cases this machine could not build, and why
 POSTMORTEM = [
     Case(
         "tee-healthy-scary",
@@ -300,6 +309,34 @@ POSTMORTEM = [
         near_miss_of=HEALTHY,
         doc="`tee -a`: a crash, then a relaunch that finished",
     ),
+    Case(
+        "logfile-exception",
+        "discard:logexc --log-file --logging --bar none",
+        [("RH201", "unknown")],
+        not_roots=("RH203", "RH208"),
+        doc="`log.exception(...)` into logs/train.log, then return 1; output discarded",
+    ),
+    Case("logfile-healthy", "discard:finish --log-file --logging --bar none", near_miss_of=HEALTHY),
+    Case(
+        "final-save-enospc",
+        "tee:final-save",
+        [("RH201", "disk-full")],
+        not_roots=("RH203",),
+        doc="every step done, then the final save fails: no space left",
+    ),
+    Case(
+        "exit-noise-healthy",
+        "tee:exit-noise --logging",
+        near_miss_of=HEALTHY,
+        doc="`Exception ignored in: <function Noisy.__del__>` after the run saved its model",
+    ),
+    Case(
+        "jsonl-nan",
+        "tee:nan --jsonl --bar none",
+        [("RH202", "nan-loss")],
+        doc="loss only in logs/metrics.jsonl (json.dumps writes NaN)",
+    ),
+    Case("jsonl-healthy", "tee:finish --jsonl --bar none", near_miss_of=HEALTHY),
     Case("logging-healthy", "buffered:finish --logging --bar none", near_miss_of=HEALTHY, doc="only logging records"),
     Case(
         "worker-reraise",
@@ -369,6 +406,12 @@ POSTMORTEM = [
 ]
 
 
+# Cases the plugin gets wrong today, each with the reason; reported as xfail (the table still says NO).
+KNOWN_MISSES = {
+    "jsonl-nan": "RH202 does not read a trainer's own metrics.jsonl (a JSON object per step); no layout names it",
+}
+
+
 @pytest.fixture(scope="module")
 def postmortem(tmp_path_factory):
     root = tmp_path_factory.mktemp("plumbing")
@@ -406,13 +449,19 @@ def _rename(case: Case) -> Case:
 
 @pytest.mark.parametrize("case", POSTMORTEM, ids=[c.name for c in POSTMORTEM])
 def test_plumbing_postmortem(case: Case, postmortem):
+    if _rename(case).name in SKIPPED:
+        pytest.skip(SKIPPED[_rename(case).name])
     ok, said = score(_rename(case), postmortem[case.name], "post-mortem")
     SCORES[-1]["case"] = case.name
+    if not ok and case.name in KNOWN_MISSES:
+        pytest.xfail(KNOWN_MISSES[case.name])
     assert ok, f"{case.name}: {said}"
 
 
 @pytest.mark.parametrize("case", POSTMORTEM, ids=[c.name for c in POSTMORTEM])
 def test_plumbing_under_watch(case: Case, postmortem):
+    if _rename(case).name in SKIPPED:
+        pytest.skip(SKIPPED[_rename(case).name])
     lines = postmortem["__watch__"]
     real = _rename(case)
     if case.run:
@@ -420,6 +469,8 @@ def test_plumbing_under_watch(case: Case, postmortem):
     else:
         mine = [r for r in lines if r["run"] == case.name or r["run"].startswith(case.name + ".")]
     ok, said = score(dataclasses.replace(case, run=None, not_in_advice=None), mine, "watch")
+    if not ok and case.name in KNOWN_MISSES:
+        pytest.xfail(KNOWN_MISSES[case.name])
     assert ok, f"{case.name}: {said}"
 
 
