@@ -158,6 +158,13 @@ def build(case: Case, root: Path) -> Path:
         bash_script(run, fault, args)
     elif how == "bash-timeout":
         bash_script(run, fault, args, wrap="timeout 3 ")
+    elif how == "check-call":
+        # accelerate-style: a Python launcher's subprocess.check_call, its CalledProcessError after the child's
+        (run / "logs").mkdir(parents=True, exist_ok=True)
+        launcher = "import subprocess, sys\nsubprocess.check_call(sys.argv[1:])\nprint('launcher: done')"
+        with open(run / "logs" / "train.log", "wb") as log:
+            cmd = [PY, "-c", launcher, *_cmd(run, fault, args)]
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=60)
     elif how == "discard":
         # The launcher throws the output away; the trainer's own logging file is the only log.
         subprocess.run(
@@ -337,6 +344,14 @@ POSTMORTEM = [
         doc="loss only in logs/metrics.jsonl (json.dumps writes NaN)",
     ),
     Case("jsonl-healthy", "tee:finish --jsonl --bar none", near_miss_of=HEALTHY),
+    Case(
+        "check-call-oom",
+        "check-call:cuda-oom",
+        [("RH201", "cuda-oom")],
+        not_roots=("RH203", "RH208"),
+        doc="the child's OOM traceback, then the launcher's CalledProcessError traceback",
+    ),
+    Case("check-call-healthy", "check-call:finish", near_miss_of=HEALTHY),
     Case("logging-healthy", "buffered:finish --logging --bar none", near_miss_of=HEALTHY, doc="only logging records"),
     Case(
         "worker-reraise",
