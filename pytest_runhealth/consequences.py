@@ -88,6 +88,12 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation("RH203", "RH206", frozenset({"interrupted-save"}), "the process was killed while it saved a checkpoint"),
     Relation(
+        "RH204",
+        "RH206",
+        frozenset({"interrupted-save"}),
+        "the run was killed, after it stopped advancing, while it saved a checkpoint",
+    ),
+    Relation(
         "RH208", "RH206", frozenset({"interrupted-save"}), "the run was ended from outside while it saved a checkpoint"
     ),
 )

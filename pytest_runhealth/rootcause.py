@@ -129,12 +129,13 @@ CAUSES: dict[str, Cause] = {
     "killed-by-signal": Cause(
         "infra",
         "the process was killed by a signal and only the launcher said so (an exit code of -9/137, "
-        "`died with <Signals.SIGKILL: 9>`, `Signal 9 (SIGKILL) received by PID`): nothing in the log says who sent "
-        "it. Look in the kernel log for the OOM killer (`dmesg -T | grep -i -E 'killed process|oom'`, "
+        "`died with <Signals.SIGKILL: 9>`, `Signal 9 (SIGKILL) received by PID`), or the trainer's own handler did "
+        "(`Received SIGTERM`): nothing in the log says who sent it. Look in the kernel log for the OOM killer (`dmesg -T | grep -i -E 'killed process|oom'`, "
         "`journalctl -k`), then in the scheduler's accounting for a time or memory limit (`sacct -j JOBID "
         "--format=State,ExitCode,MaxRSS,Elapsed,Timelimit`), then for a user or watchdog that stopped it.",
         "a signal ended the process and only an exit code or a launcher reports it (`exitcode: -9`, "
-        "`return code = -9`, `137`, `Signal 9 (SIGKILL) received`)",
+        "`return code = -9`, `137`, `Signal 9 (SIGKILL) received`), or the trainer's own signal handler "
+        "(`Received SIGTERM, exiting`)",
     ),
     "nan-loss": Cause(
         "config",
@@ -202,6 +203,18 @@ ROWS: tuple[Row, ...] = (
         "killed-by-signal",
         CASCADE,
         anywhere=True,
+    ),
+    # The trainer's own signal handler saying it was signalled ("Received SIGTERM, saving state and exiting",
+    # Lightning's "Received SIGTERM: 15", "caught signal 15"): a signal from outside ended the run (a scheduler's
+    # time limit or preemption, `timeout`, a user). A message, so it counts only near the end.
+    Row(
+        "own-signal-handler",
+        _r(
+            r"(?i)\b(?:received|caught|got|catching)\s+(?:signal\s+)?(?:SIG(?:TERM|INT|HUP|QUIT|USR[12])\b|"
+            r"signal\s*(?:1|2|3|10|12|15)\b)"
+        ),
+        "killed-by-signal",
+        CASCADE,
     ),
     # -- launcher wrappers: the consequence, never the cause
     Row(
@@ -505,6 +518,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
     "torchrun-death-signal": ("death signal", "got signal"),
+    "own-signal-handler": ("sig", "signal"),
     "wrapper-signal": ("-9", "-15", "-6", "signals.sig", "received by pid", "with signal sig", "137", "143"),
     "paddle-oom": ("out of memory error on gpu",),
     "nan-loss": (
@@ -626,6 +640,15 @@ HANDLED = re.compile(
 WARNS = re.compile(r"(?i)\bwarn(?:ing)?s?\b|\bhint\b|\btip\b")
 # A logger's warning record (logging's "WARNING:root:", Rich's "WARNING  "), possibly after a time column.
 WARNING_RECORD = re.compile(r"^[\W\d:.,T-]*(?<!\w)(?:WARNING|WARN)\b")  # one class, not three overlapping: linear
+# A logger's error record or a CLI's error message ("ERROR: could not read ...", logging's "ERROR:root:", a
+# time column first): with no traceback, the last thing a run said before it exited (issue 25: sys.exit(1)
+# after printing an error). Same shape as WARNING_RECORD: one class, then a literal; linear.
+ERROR_RECORD = re.compile(r"^[\W\d:.,T-]*(?<!\w)(?:(?:ERROR|FATAL|CRITICAL)[:\]\s]|Error:)")
+# How close to the end such a record must be: a message, not a traceback, so only the very end counts.
+ERROR_WINDOW = 3
+# A traceback's frame line; the line after it is the frame's source code ("raise OutOfMemoryError("), where a
+# pattern may match before the exception line that says the same in full.
+FRAME_LINE = re.compile(r'^File "[^"\n]*", line \d+')
 THREAD_TRACEBACK = re.compile(r"Exception in thread|Unhandled exception in thread|Exception ignored in")
 # A GUI trainer that trains in a thread (OneTrainer's "Exception in thread Thread-1 (__training_thread_function):"):
 # that thread's death is the run's.
@@ -676,6 +699,24 @@ def strip_prefix(text: str) -> tuple[str, str | None]:
         rank = rank or m.group("rank") or m.group("rank2") or m.group("rank3")
         text = text[m.end() :]
     return text.strip(), rank
+
+
+def _error_record(text: str) -> bool:
+    return _record(text, ERROR_RECORD)
+
+
+def _record(text: str, level: re.Pattern[str]) -> bool:
+    """Whether a raw line is a record of a level (ERROR_RECORD, WARNING_RECORD), behind any of the writers'
+    prefixes (``[rank0]:``, a timestamp; issue 25); strip_prefix would strip the level itself."""
+    text = BOX_RIGHT.sub("", text)
+    for _ in range(8):
+        if level.match(text.lstrip()):
+            return True
+        m = PREFIX.match(text)
+        if not m or m.end() == 0:
+            return False
+        text = text[m.end() :]
+    return False
 
 
 def logical_lines(tail: LogTail, after_line: int = 0) -> list[Line]:
@@ -776,7 +817,14 @@ def _closing_suffix(tail: LogTail) -> int | None:
         k -= 1
     if k == len(lines) or k == 0 or len(set(seen)) != len(seen):
         return None
-    if EXCEPTION_LINE.search(strip_prefix(lines[k - 1].text)[0]) is None:
+    last_said = strip_prefix(lines[k - 1].text)[0]
+    # A traceback's exception line, an error record, or a known death (a signal handler's "Received SIGTERM").
+    row = _match(last_said)
+    if (
+        not EXCEPTION_LINE.search(last_said)
+        and not _error_record(lines[k - 1].text)
+        and (row is None or row.role == WRAPPER)
+    ):
         return None
     return lines[k].line
 
@@ -803,7 +851,7 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
             benign[exc] or any(HANDLED.search(lines[j].text) for j in range(exc + 1, min(end, exc + 3)))
         )
         handled = handled or bool(
-            opener and WARNING_RECORD.search(opener.tail.text) and not TRACEBACK_START.search(opener.text)
+            opener and _record(opener.tail.text, WARNING_RECORD) and not TRACEBACK_START.search(opener.text)
         )
         for j in range(start, end):
             in_tb[j] = True
@@ -823,6 +871,13 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         row = _match(ln.text)
         if row is None:
             continue
+        if (
+            row.role != WRAPPER
+            and i > 0
+            and FRAME_LINE.search(lines[i - 1].text)
+            and not EXCEPTION_LINE.search(ln.text)
+        ):
+            continue  # a frame's source line: the exception line below it is the evidence (issue 25)
         if row.role != WRAPPER and not in_tb[i]:
             if finished:
                 continue
@@ -883,7 +938,10 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
             for i in range(max(0, n - BARE_WINDOW), n)
             if not ignored[i]
             and not benign[i]
-            and EXCEPTION_LINE.search(lines[i].text)
+            and (
+                EXCEPTION_LINE.search(lines[i].text)
+                or (i >= n - ERROR_WINDOW and _error_record(lines[i].tail.text) and not HANDLED.search(lines[i].text))
+            )
             and not WARNS.search(lines[i].tail.text)
         ]
         if finished or not tail_exc:

@@ -209,6 +209,18 @@ class Run:
     def main_log(self) -> Path | None:
         return self.logs[0] if self.logs else None
 
+    def streams(self) -> list[Path]:
+        """The main log, then the logs in its folder written no earlier than it (2 s of slack): the other
+        stream of the same process, when a launcher keeps stdout and stderr apart (issue 25). An older log
+        beside it is an earlier attempt's, and a log line from before the run began is no evidence."""
+        from .safeio import mtime
+
+        main = self.main_log
+        if main is None:
+            return []
+        since = mtime(main) - 2.0
+        return [main] + [p for p in self.logs[1:6] if p.parent == main.parent and mtime(p) >= since]
+
     def rel(self, path: Path) -> str:
         return self.run_dir.rel(path)
 

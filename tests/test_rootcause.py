@@ -734,3 +734,69 @@ def test_a_message_far_before_the_end_outside_a_native_stack_is_history(tmp_path
         f"epoch 1 batch {i} done\n" for i in range(14)
     )
     assert _diagnose_text(tmp_path / "x.log", log) is None
+
+
+# -- issue 25, the plumbing trial (tests/faults/test_plumbing.py) --------------------------------------
+PLUMB_BAR = "steps:  48%|####8     | 19/40 [00:00<00:00, 45.46it/s, loss=0.1319]"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "ERROR: could not read /data/shard-00003.tar: unexpected end of archive",
+        "[rank0]:2026-12-01 16:18:35,174 ERROR train: could not read shard-00003.tar",
+        "Error: dataset folder /data/train is empty",
+    ],
+)
+def test_an_error_message_then_exit_is_the_end(tmp_path, said):
+    """`print("ERROR: ..."); sys.exit(1)`: no traceback, the error record is the last thing said, before
+    tqdm's closing redraw or at the very end."""
+    log = "\r" + PLUMB_BAR + "\n" + said + "\n"
+    assert _diagnose_text(tmp_path / "a.log", log) == "unknown"
+    assert _diagnose_text(tmp_path / "b.log", log + "\r" + PLUMB_BAR + "\n") == "unknown"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # an error record the run went on past: more lines after it
+        "ERROR: could not upload metrics\nsaving checkpoint: a.safetensors\nstep 19 done\nvalidation: 3 images\n",
+        # handled
+        "ERROR: download failed, retrying in 5 s\n",
+        # a count, not a record
+        "0 ERROR(s) in the dataset check\n",
+    ],
+)
+def test_an_error_record_near_miss(tmp_path, body):
+    assert _diagnose_text(tmp_path / "a.log", "\r" + PLUMB_BAR + "\n" + body) is None
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["Received SIGTERM, saving state and exiting", "[rank0]: Received SIGTERM: 15", "caught signal 15, shutting down"],
+)
+def test_a_trainers_own_signal_handler_is_a_kill_by_signal(tmp_path, said):
+    log = "\r" + PLUMB_BAR + "\n" + said + "\n\r" + PLUMB_BAR + "\n"
+    assert _diagnose_text(tmp_path / "a.log", log) == "killed-by-signal"
+    # Near-misses: torchrun's agent passing a signal on is its own row; a handler that only mentions it.
+    assert _diagnose_text(tmp_path / "b.log", "\r" + PLUMB_BAR + "\nsignal handler installed for SIGTERM\n") is None
+
+
+def test_a_frames_source_line_is_not_the_evidence(tmp_path):
+    """`raise OutOfMemoryError(` is the frame's source; the exception line below it is what is quoted."""
+    tb = (
+        'Traceback (most recent call last):\n  File "/tmp/torch/__init__.py", line 9, in cuda_step\n'
+        "    raise OutOfMemoryError(\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB\n"
+    )
+    path = tmp_path / "a.log"
+    path.write_bytes(("\r" + PLUMB_BAR + "\n" + tb).encode())
+    scan = scan_log(path)
+    found = diagnose(read_log_tail(path, scan=scan), scan.last_step.line)
+    assert found is not None and found.cause == "cuda-oom"
+    assert found.line.text.startswith("torch.OutOfMemoryError: CUDA out of memory"), found.line.text
+    # A launcher's row that matches only on a source line (accelerate's `raise subprocess.CalledProcessError(`)
+    # is still a wrapper of the trainer's own death.
+    assert _diagnose_text(tmp_path / "b.log", TB + "ModuleNotFoundError: No module named 'x'\n" + ACCEL) == (
+        "missing-trainer-module"
+    )

@@ -410,3 +410,35 @@ def test_rh002_rich_default_prints_nothing_after_start(tmp_path):
     r = check_on(ws, "RH002").of()
     assert (r.passed, r.cause) == (False, "progress-bar-only-log")
     assert "Starting training" in r.evidence[0].text and "--disable-progress-bars" in r.fix
+
+
+# -- issue 25 (the plumbing trial): stdout and stderr kept apart by the launcher ---------------------------
+SPLIT_TB = (
+    'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n    step(batch)\n'
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+)
+SPLIT_BAR = "steps:  48%|####8     | 19/40 [00:10<00:11, 1.9it/s]\n"
+
+
+def _split_run(tmp_path, stderr_text: str, *, stderr_age_s: float = 0.0):
+    logs = tmp_path / "run" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "stdout.log").write_text(generic_log(19, 40), encoding="utf-8")
+    (logs / "stderr.log").write_text(stderr_text, encoding="utf-8")
+    if stderr_age_s:
+        back = time.time() - stderr_age_s
+        os.utime(logs / "stderr.log", (back, back))
+    return tmp_path / "run"
+
+
+def test_rh201_reads_the_stderr_log_beside_the_stdout_log(tmp_path):
+    run = _split_run(tmp_path, SPLIT_BAR + SPLIT_TB)
+    r = check_on(run, "RH201").of()
+    assert not r.passed and r.cause == "cuda-oom", r.summary
+    assert "stderr.log" in r.summary + "".join(str(e) for e in r.evidence)
+
+
+def test_rh201_an_earlier_attempts_log_beside_it_is_history(tmp_path):
+    # The same traceback in a log last written an hour before the main log: an earlier attempt's, no evidence.
+    run = _split_run(tmp_path, SPLIT_BAR + SPLIT_TB, stderr_age_s=3600)
+    assert check_on(run, "RH201").of().passed

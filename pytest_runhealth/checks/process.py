@@ -105,14 +105,23 @@ def _finished(ctx, run) -> str | None:
     for p in run.files:
         if p.name == "run-summary.md":
             return f"{ctx.run_dir.rel(p)} exists"
-    if run.main_log is not None:
+    if run.main_log is None:
+        return None
+    # The main log and the logs written beside it as late (a launcher that keeps stdout and stderr apart:
+    # the steps in stdout.log, the trainer's "training finished" record in stderr.log; issue 25).
+    for log in run.streams():
         try:
-            tail = ctx.log_tail(run.main_log)
+            tail = ctx.log_tail(log)
         except OSError:
-            return None
+            continue
         for tl in reversed(tail.lines[-60:]):
             if DONE.search(tl.text):
-                return f"{ctx.run_dir.rel(run.main_log)}:{tl.line} says {tl.text.strip()[:80]!r}"
+                return f"{ctx.run_dir.rel(log)}:{tl.line} says {tl.text.strip()[:80]!r}"
+    f = ctx.readable_facts()
+    if f.finished and f.last is not None and f.total:
+        return (
+            f"its log's last step is the plan's last ({f.last.step}/{f.total}, {ctx.run_dir.rel(f.log)}:{f.last.line})"
+        )
     return None
 
 
@@ -125,7 +134,8 @@ def _finished(ctx, run) -> str | None:
     thresholds={"writing_steps": 5, "writing_s": 60},
     detects="The pid file (logs/train.pid or another *.pid) names a process that is gone, a zombie, or a pid "
     "the kernel has since given to an unrelated process (it started after the pid file was written), while "
-    "the run has no completion marker (run-summary.md, the trainer's end statistics, a ledger exit code of 0; "
+    "the run has no completion marker (run-summary.md, the trainer's end statistics or finish record, in "
+    "its log or the one written beside it, a last step at the plan's last, a ledger exit code of 0; "
     "a signal exit such as -9 or 137, or the sweep's wall clock, is no finish) and "
     "its log is no longer being written (last written more than writing_steps × its steady step time ago, "
     "at least writing_s). Reports the last logged step and the checkpoint to resume from.",

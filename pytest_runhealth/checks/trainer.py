@@ -44,14 +44,17 @@ def _tfevents(ctx, path: Path):
     "missing-trainer-module (any `ModuleNotFoundError` that ends the run), nan-loss (detectron2's "
     "`FloatingPointError: Loss became infinite or NaN`, a loss dict printing `tensor(nan`), killed-by-signal "
     "(a signal reported only by a launcher: `exitcode: -9`, `return code = -9`, `died with <Signals.SIGKILL: 9>`, "
-    "`Signal 9 (SIGKILL) received by PID`), fused-optimizer-keyerror, "
+    "`Signal 9 (SIGKILL) received by PID`, or the trainer's own handler: `Received SIGTERM`), fused-optimizer-keyerror, "
     "tensorboard-logdir-not-directory, missing-cache-files, optimizer-scheduler-mismatch; with no known "
-    "pattern, `unknown` quoting the root traceback's exception line (not the launcher's). Only the tail "
+    "pattern, `unknown` quoting the root traceback's exception line (not the launcher's; never a frame's "
+    "source line), or, with no traceback, the error record the run printed last (`ERROR: ...` before "
+    "`sys.exit(1)`). Only the tail "
     "window is read. Only what follows the last training step counts: an error the run trained past "
     "(a handled fallback, an OOM hint, loss-scaler overflow skips, a NaN gradient norm) is not fatal, and "
     "neither is another thread's traceback after the final step. The bar's closing redraw that tqdm prints "
     "after a traceback when Python exits is no training step: the traceback before it counts. "
-    "Every log a run has is read: a Slurm job "
+    "Every log a run has is read: the log beside the main one written no earlier than it (a launcher "
+    "that keeps `stdout.log` and `stderr.log` apart), a Slurm job "
     "log (`slurm-<id>.out`; its `slurmstepd` lines are causes of their own: scheduler-time-limit, "
     "scheduler-cancelled, scheduler-preempted, node-failure, host-oom for `oom-kill` events), W&B's captured "
     "console `files/output.log`. Where torchrun's child recorded its death in a torch.distributed.elastic "
@@ -87,14 +90,31 @@ def _sweep_console(ctx, main_log):
     """(log, error, last step) from a sweep run's W&B console when it holds the
     decisive error its main log does not: ``runs/<id>/wandb/run-*/files/output.log``
     (rundir.Run.logs lists it after the run's own logs), read as any log is."""
+    console = None
+    if ctx.run.path != ctx.run_dir.path:
+        wandb = ctx.run.path / "wandb"
+        console = next((p for p in ctx.run.logs if wandb in p.parents), None)  # listed by Run.logs, nothing new read
+    if console is None or console == main_log:
+        return _other_stream(ctx, main_log)
+    return _read_console(ctx, console)
+
+
+def _other_stream(ctx, main_log):
+    """(log, error, last step) from a log beside the main one, written no earlier than it, that holds the
+    decisive error the main log does not: a launcher that keeps the streams apart (``stdout.log`` with the
+    steps, ``stderr.log`` with the bar and the traceback; issue 25)."""
+    if main_log is None:
+        return None
+    for log in ctx.run.streams()[1:]:
+        found = _read_console(ctx, log)
+        if found is not None:
+            return found
+    return None
+
+
+def _read_console(ctx, console):
     from ..rootcause import diagnose
 
-    if ctx.run.path == ctx.run_dir.path:
-        return None
-    wandb = ctx.run.path / "wandb"
-    console = next((p for p in ctx.run.logs if wandb in p.parents), None)  # listed by Run.logs, nothing new read
-    if console is None or console == main_log:
-        return None
     scan = ctx.log_scan(console)
     if scan.error:
         return None

@@ -45,7 +45,8 @@ def run_one(session: Path, spec: dict) -> dict:
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / "stdout.log"
     knobs = spec.get("knobs", {})
-    cmd = [sys.executable, str(TRAINER), str(run), spec["fault"], *spec.get("args", [])]
+    trainer = spec.get("trainer") or str(TRAINER)  # another trainer script (the plumbing suite's)
+    cmd = [sys.executable, trainer, str(run), spec["fault"], *spec.get("args", [])]
     cmd += [f"--knob={k}={v}" for k, v in knobs.items()]
     start = time.time()
     if spec.get("pipe"):
