@@ -57,28 +57,7 @@ def build(root: Path, rows: int, folders: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
     with open(root / "ledger.jsonl", "w", encoding="utf-8") as fh:
         for i in range(rows):
-            rid = f"cand-{i:06d}-s0"
-            if i % 50 == 49:
-                r = sb.row(
-                    rid,
-                    at=sb.at(i),
-                    duration_s=24.0,
-                    n_steps=0,
-                    score=None,
-                    judge=None,
-                    disqualified="empty_tfevents",
-                    exit_code=1,
-                    error="trainer exited with code 1",
-                )
-            else:
-                r = sb.row(
-                    rid,
-                    at=sb.at(i),
-                    duration_s=2230.0 + i % 17,
-                    n_steps=1500,
-                    score=0.7,
-                    config=sb.knobs(learning_rate=1e-4 * (1 + i % 7), seed=i),
-                )
+            r = sb.benchmark_row(i, digits=6)
             fh.write(json.dumps(r) + "\n")
     for i in range(folders):
         logs = root / "runs" / f"cand-{i * (rows // max(folders, 1)):06d}-s0" / "logs"

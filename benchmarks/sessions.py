@@ -153,28 +153,7 @@ def build_ledger(root: Path, rows: int, folders: int, log_bytes: int) -> None:
         died.write_bytes(sb.died_log("cuda-oom").encode())
     with open(root / "ledger.jsonl", "w", encoding="utf-8") as fh:
         for i in range(rows):
-            rid = f"cand-{i:07d}-s0"
-            if i % 50 == 49:
-                r = sb.row(
-                    rid,
-                    at=sb.at(i),
-                    duration_s=24.0,
-                    n_steps=0,
-                    score=None,
-                    judge=None,
-                    disqualified="empty_tfevents",
-                    exit_code=1,
-                    error="trainer exited with code 1",
-                )
-            else:
-                r = sb.row(
-                    rid,
-                    at=sb.at(i),
-                    duration_s=2230.0 + i % 17,
-                    n_steps=1500,
-                    score=0.7,
-                    config=sb.knobs(learning_rate=1e-4 * (1 + i % 7), seed=i),
-                )
+            r = sb.benchmark_row(i, digits=7)
             fh.write(json.dumps(r) + "\n")
     every = max(1, rows // max(folders, 1))
     for k in range(folders):

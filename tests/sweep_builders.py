@@ -667,3 +667,29 @@ def write_examples(dest: Path) -> None:
 
 if __name__ == "__main__":
     write_examples(Path(__file__).resolve().parent.parent / "examples")
+
+
+def benchmark_row(i: int, digits: int = 6) -> dict[str, Any]:
+    """Row ``i`` of the benchmarks' big ledgers: every 50th run died at once (an empty event file), the
+    rest trained 1,500 steps with a learning rate and seed that vary, so every RH1xx check has work."""
+    rid = f"cand-{i:0{digits}d}-s0"
+    if i % 50 == 49:
+        return row(
+            rid,
+            at=at(i),
+            duration_s=24.0,
+            n_steps=0,
+            score=None,
+            judge=None,
+            disqualified="empty_tfevents",
+            exit_code=1,
+            error="trainer exited with code 1",
+        )
+    return row(
+        rid,
+        at=at(i),
+        duration_s=2230.0 + i % 17,
+        n_steps=1500,
+        score=0.7,
+        config=knobs(learning_rate=1e-4 * (1 + i % 7), seed=i),
+    )
