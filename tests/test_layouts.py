@@ -18,7 +18,7 @@ import pytest
 from conftest import EXAMPLES
 
 from pytest_runhealth import discovery, layouts
-from pytest_runhealth.layouts import hf_trainer, mlflow_store, series, torchelastic, wandb_run
+from pytest_runhealth.layouts import hf_trainer, jsonl_metrics, mlflow_store, series, torchelastic, wandb_run
 from pytest_runhealth.logscan import LogTail, TailLine
 from pytest_runhealth.rootcause import diagnose
 from pytest_runhealth.rundir import RunDir
@@ -273,6 +273,103 @@ def test_grad_norm_nonfinite_only_when_persistent():
     assert j is not None and j.cause == "grad-norm-nonfinite" and j.count == 3
     assert series.judge(_pts([0.5, nan, 0.4, nan, 0.3], key="grad_norm")) is None  # skipped steps, recovered
     assert series.judge(_pts([nan, nan, nan], key="grad_norm")) is None  # the scaler finding its scale at the start
+
+
+# -- a trainer's own metrics JSON-lines file ---------------------------------------------------------------------
+def _jsonl_run(root: Path, rows: list[dict], name: str = "logs/metrics.jsonl") -> Path:
+    """A hand-written loop's run: a log without loss lines, and its metrics written as ``json.dumps`` writes them
+    (bare ``NaN``/``Infinity``)."""
+    (root / "logs").mkdir(parents=True, exist_ok=True)
+    (root / "logs" / "train.log").write_text("num train steps: 40\ntraining finished\n")
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def test_jsonl_metrics_names_lines_and_keys(tmp_path):
+    for n in ("metrics.jsonl", "eval_metrics.jsonl", "train_log.jsonl", "log_history.jsonl", "ledger.jsonl", "x.jsonl"):
+        (tmp_path / n).write_text("{}\n")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "metrics.jsonl").write_text("{}\n")
+    outside = tmp_path.parent / "outside-metrics.jsonl"
+    outside.write_text('{"step": 1, "loss": NaN}\n')
+    os.symlink(outside, tmp_path / "logs" / "train_metrics.jsonl")  # a link is never read
+    names = [str(p.relative_to(tmp_path)) for p in jsonl_metrics.files(tmp_path)]
+    assert names == [
+        "eval_metrics.jsonl",
+        "log_history.jsonl",
+        "metrics.jsonl",
+        "train_log.jsonl",
+        "logs/metrics.jsonl",
+    ]
+    f = tmp_path / "metrics.jsonl"
+    f.write_text(
+        '{"step": 1, "loss": 2.5, "lr": NaN, "loss_scale": Infinity}\n'
+        "not json\n"
+        '{"step": 2, "loss": 2.4, "grad_norm": "nan"\n'  # cut by a crash
+        '["a list"]\n'
+        '{"global_step": 3, "train_loss": "NaN", "grad_norm": 1.0, "note": "loss"}\n'
+        '{"epoch": 1.5, "val_loss": 1.0}\n'
+        '{"loss": true}\n'
+    )
+    pts = [(p.key, p.step, p.line) for p in jsonl_metrics.points(f, "metrics.jsonl")]
+    assert pts == [("loss", 1, 1), ("train_loss", 3, 5), ("grad_norm", 3, 5), ("val_loss", 1, 6)]
+
+
+def test_jsonl_metrics_large_file_reads_head_and_tail(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonl_metrics, "MAX_BYTES", 400)
+    f = tmp_path / "metrics.jsonl"
+    rows = [{"step": i, "loss": 1.0} for i in range(1, 60)] + [{"step": 60, "loss": float("nan")}]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pts = jsonl_metrics.points(f, "metrics.jsonl")
+    assert pts[0].line == 1 and pts[-1].step == 60 and pts[-1].line is None  # the tail's lines are not counted
+    assert len(pts) < len(rows)
+
+
+def test_rh202_reads_a_trainers_metrics_jsonl(tmp_path, run_health):
+    nan = float("nan")
+    rows = [{"step": s, "loss": 1.0 / s if s < 20 else nan, "lr": 1e-4} for s in range(1, 41)]
+    bad = _jsonl_run(tmp_path / "nan", rows)
+    healthy = _jsonl_run(tmp_path / "healthy", [{"step": s, "loss": 1.0 / s, "lr": 1e-4} for s in range(1, 41)])
+    # a NaN gradient norm with a finite loss follows the gradient-norm rule, not nan-loss
+    grads = _jsonl_run(
+        tmp_path / "grads",
+        [{"global_step": s, "train_loss": 0.5, "grad_norm": 0.3 if s < 7 else nan} for s in range(1, 11)],
+        name="train_log.jsonl",
+    )
+    diverged = _jsonl_run(
+        tmp_path / "diverged",
+        [{"iter": s * 10, "loss": v} for s, v in enumerate([2.0, 1.0, 0.2, 0.1, 3.0, 40.0], 1)],
+        name="metrics.jsonl",
+    )
+    res = run_health(bad, healthy, grads, diverged, args=("-k", "RH202"))
+    r = res.result_of("RH202", "nan")
+    assert r["cause"] == "nan-loss" and (r["evidence"][0]["path"], r["evidence"][0]["line"]) == (
+        "logs/metrics.jsonl",
+        20,
+    )
+    assert "at step 20" in r["summary"]
+    assert res.outcome("RH202", "healthy") == "passed"
+    assert res.result_of("RH202", "grads")["cause"] == "grad-norm-nonfinite"
+    d = res.result_of("RH202", "diverged")
+    assert d["cause"] == "loss-diverged" and d["evidence"][0]["path"] == "metrics.jsonl"
+
+
+def test_rh202_never_reads_a_sweep_ledger_as_metrics(tmp_path, run_health):
+    root = copy("sweep-healthy", tmp_path)
+    ledger = root / "ledger.jsonl"
+    rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+    for row in rows:  # a ledger row's own loss (the sweep's score) is no step of any run
+        row["loss"] = float("nan")
+        row["step"] = 1
+    ledger.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = run_health(root, args=("-k", "RH202"))
+    assert res.results("RH202") and all(r["cause"] != "nan-loss" for r in res.results("RH202"))
+    # the same sweep's run with its own metrics file is read
+    (root / "runs" / "cand-000-s0" / "metrics.jsonl").write_text('{"step": 5, "loss": NaN}\n')
+    res = run_health(root, args=("-k", "RH202"))
+    failed = [r for r in res.results("RH202") if r["cause"] == "nan-loss"]
+    assert [f["evidence"][0]["path"] for f in failed] == ["runs/cand-000-s0/metrics.jsonl"]
 
 
 # -- MLflow ------------------------------------------------------------------------------------------------------

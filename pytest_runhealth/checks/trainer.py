@@ -169,7 +169,9 @@ def _died(ctx, log, err, last):
     "A NaN learning rate, gradient norm or loss scale is not a NaN loss. The loss is also read where the "
     "trainer or tracker records it (docs/layouts.md): the Hugging Face Trainer's `trainer_state.json` "
     "`log_history` (`NaN`/`Infinity` as Python's json writes them), Lightning's `metrics.csv`, MLflow's "
-    "`metrics/<key>` files and W&B's `wandb-summary.json`; there a training loss that ends 100x above its "
+    "`metrics/<key>` files, W&B's `wandb-summary.json` and a trainer's own metrics JSON-lines file "
+    "(`metrics.jsonl`, `*metrics*.jsonl`, `train_log.jsonl`, `log_history.jsonl` in the run folder or `logs/`, "
+    "one object per step; a sweep's `ledger.jsonl` is not one); there a training loss that ends 100x above its "
     "lowest value and 10x above its first (`loss-diverged`), or gradient norms non-finite in the last 3 "
     "logged values (`grad-norm-nonfinite`: every update skipped or NaN), fail too. The loss of an RL trainer "
     "(`kl` or `reward` logged beside it: TRL's GRPO, PPO, RLOO) grows from about 0 with its KL term by design "
@@ -210,7 +212,7 @@ def loss_finite(ctx):
             )
             sources.append(f"{nf.tag} = {nf.value} at step {nf.step} in {ctx.run_dir.rel(path)}")
     # What the trainer or tracker recorded in its own files (docs/layouts.md): HF trainer_state.json,
-    # MLflow metrics/, W&B wandb-summary.json, Lightning metrics.csv.
+    # MLflow metrics/, W&B wandb-summary.json, Lightning metrics.csv, the trainer's own metrics.jsonl.
     recorded = layouts.loss_points(run)
     judged = judge_series(recorded) if recorded else None
     if judged is not None and judged.cause == "nan-loss":

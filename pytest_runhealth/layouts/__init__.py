@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import hf_trainer, lightning, mlflow_store, slurm, wandb_run
+from . import hf_trainer, jsonl_metrics, lightning, mlflow_store, slurm, wandb_run
 from ._files import entries
 
 # Kind names, as discovery and --runhealth-list-runs print them.
@@ -133,7 +133,17 @@ def loss_points(run) -> list:
     """The loss and gradient-norm values the run's trainer or tracker recorded
     in its own files (not its log or event files): HF ``trainer_state.json``,
     MLflow ``metrics/``, W&B ``wandb-summary.json``, Lightning ``metrics.csv``;
-    for a sweep's run, those of the layout in its folder (:func:`inner_layout`)."""
+    for a sweep's run, those of the layout in its folder (:func:`inner_layout`);
+    and, whatever the layout, a metrics JSON-lines file the trainer writes
+    itself (:mod:`jsonl_metrics`, in the run folder or its ``logs/``)."""
+    out = _layout_points(run)
+    for path in jsonl_metrics.files(run.path):
+        rel = run.run_dir.rel(path)
+        out = out + run.run_dir.cached(("metrics-jsonl", path), lambda p=path, r=rel: jsonl_metrics.points(p, r))
+    return out
+
+
+def _layout_points(run) -> list:
     kind = own_kind(run)
     path = run.path
     prefix = ""

@@ -422,9 +422,7 @@ POSTMORTEM = [
 
 
 # Cases the plugin gets wrong today, each with the reason; reported as xfail (the table still says NO).
-KNOWN_MISSES = {
-    "jsonl-nan": "RH202 does not read a trainer's own metrics.jsonl (a JSON object per step); no layout names it",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
