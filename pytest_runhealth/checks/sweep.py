@@ -698,6 +698,29 @@ def _show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+class _OneKind:
+    """A knob's values when all are of one scalar class, keyed by the values
+    themselves: within one class, equal values are what ``_knob``'s
+    ``(class name, value)`` stand-ins find equal, so membership, count and
+    first-seen order (each keeping its last value) are the same, without a
+    tuple per healthy run."""
+
+    __slots__ = ("kind", "by_value")
+
+    def __init__(self, kind: str, by_value: dict[Any, Any]) -> None:
+        self.kind = kind
+        self.by_value = by_value
+
+    def __contains__(self, knob: Any) -> bool:
+        return knob.__class__ is tuple and knob[0] == self.kind and knob[1] in self.by_value
+
+    def __len__(self) -> int:
+        return len(self.by_value)
+
+    def values(self) -> Any:
+        return self.by_value.values()
+
+
 class _HealthyKnobs:
     """What the runs of one role that trained used, knob by knob. A knob's
     values are gathered from every healthy run when an early exit first asks
@@ -708,7 +731,9 @@ class _HealthyKnobs:
     def __init__(self) -> None:
         self.rows: list[LedgerRow] = []
         self.configs: list[dict] = []
-        self._values: dict[str, dict[Any, Any]] = {}  # knob -> {hashable stand-in: value}, in first-seen order
+        self._values: dict[
+            str, dict[Any, Any] | _OneKind
+        ] = {}  # knob -> {hashable stand-in: value}, in first-seen order
 
     def add(self, row: LedgerRow) -> None:
         self.rows.append(row)
@@ -716,14 +741,20 @@ class _HealthyKnobs:
         if isinstance(config, dict):
             self.configs.append(config)
 
-    def values(self, key: str) -> dict[Any, Any]:
+    def values(self, key: str) -> dict[Any, Any] | _OneKind:
         seen = self._values.get(key)
         if seen is None:
-            seen = self._values[key] = {
-                ((v.__class__.__name__, v) if v.__class__ in _SCALARS else _knob(v)): v  # _knob, inlined
-                for config in self.configs
-                if (v := config.get(key, _ABSENT)) is not _ABSENT
-            }
+            found = [v for config in self.configs if (v := config.get(key, _ABSENT)) is not _ABSENT]
+            kinds = {v.__class__ for v in found}
+            kind = kinds.pop() if len(kinds) == 1 else None
+            if kind in _SCALARS:  # nearly every knob: no stand-in tuple per value
+                seen = _OneKind(kind.__name__, {v: v for v in found})  # type: ignore[union-attr]  # kind is a class
+            else:
+                seen = {
+                    ((v.__class__.__name__, v) if v.__class__ in _SCALARS else _knob(v)): v  # _knob, inlined
+                    for v in found
+                }
+            self._values[key] = seen
         return seen
 
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
