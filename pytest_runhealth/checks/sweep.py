@@ -96,7 +96,7 @@ def _plural(n: int, word: str) -> str:
 # -- RH101 ------------------------------------------------------------------------------
 def _collapsed(row: LedgerRow, th: dict) -> bool:
     """A handful of steps, then the wall clock: the VRAM-leak signature."""
-    steps = _int(row.get("n_steps"))
+    steps = _int(row.raw.get(row.fields.get("n_steps")))  # type: ignore[arg-type]  # row.get, inlined
     if steps is None or steps > th["handful_steps"] or not _timed_out(row) or not _trains(row):
         return False
     wall, took = finite_number(row.get("wall_secs")), finite_number(row.get("duration_s"))
@@ -416,7 +416,7 @@ def trainer_died_instantly(ctx):
         return None
     alike = ctx.run_dir.cached(
         ("RH102", "empty_tfevents"),
-        lambda: sum(1 for r in ctx.ledger if _text(r.get("disqualified")) == "empty_tfevents"),
+        lambda: sum(1 for r in ctx.ledger if not _rh102_quiet(r, ctx.thresholds)),  # disqualified empty_tfevents
     )
     share = f" ({alike} of {len(ctx.ledger)} runs of the sweep were disqualified so)" if alike > 1 else ""
     head = f"{row.run_id} was disqualified empty_tfevents: the trainer died before writing a scalar{share}."
@@ -497,10 +497,14 @@ def _setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
     "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
 )
 def judge_not_called(ctx):
-    scored = [r for r in ctx.ledger if _trains(r) and finite_number(r.get("score")) is not None]
+    scored = [
+        r
+        for r in ctx.ledger
+        if _trains(r) and finite_number(r.raw.get(r.fields.get("score"))) is not None  # type: ignore[arg-type]
+    ]
     if len(scored) < ctx.thresholds["min_scored_rows"]:
         return None
-    judged = [r for r in scored if r.get("judge_report") not in (None, {}, [])]
+    judged = [r for r in scored if r.raw.get(r.fields.get("judge_report")) not in (None, {}, [])]  # type: ignore[arg-type]
     if judged and len(judged) < len(scored):
         return _mixed_scoring(ctx, scored, judged)
     if judged:
