@@ -174,12 +174,21 @@ class _Shape:
                 if name in keys:
                     self.fields[canonical] = name
                     break
-        self.typed = tuple((self.fields[n], types, n) for n, types in _TYPES.items() if n in self.fields)
+        # Per field: the classes accepted outright (None, and each accepted
+        # class but float, whose finiteness is tested; a score may be any
+        # float), so that a well-typed value costs one set lookup.
+        self.typed = tuple(
+            (self.fields[n], frozenset({type(None), *(c for c in types if c is not float or n == "score")}), types, n)
+            for n, types in _TYPES.items()
+            if n in self.fields
+        )
 
 
 def _type_problem(raw: dict[str, Any], shape: _Shape) -> str | None:
-    for key, types, name in shape.typed:
+    for key, fine, types, name in shape.typed:
         value = raw[key]
+        if value.__class__ in fine:  # exact classes only: a bool is never taken for an int here
+            continue
         if value is None:
             continue
         if value.__class__ is bool and bool not in types:
