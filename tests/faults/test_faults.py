@@ -361,25 +361,8 @@ def postmortem(tmp_path_factory):
         runs = list(pool.map(lambda c: build(c, root), POSTMORTEM))
     runs = [r for r, c in zip(runs, POSTMORTEM) if c.name not in SKIPPED]
     built = time.time() - started
-    cfg = root / "runhealth.yaml"
-    cfg.write_text(CONFIG)
-    report = root / "report.json"
-    cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly"]
-    cmd += ["--runhealth-config", str(cfg), "--runhealth-report", str(report)]
-    cmd += [f"--run-dir={r}" for r in runs]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, env=_env(), check=False)
-    assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "INTERNALERROR" not in proc.stdout, proc.stdout[-3000:]
-    doc = json.loads(report.read_text())
-    out: dict[str, list[dict]] = {c.name: [] for c in POSTMORTEM}
-    for res in doc["results"]:
-        out.setdefault(res.get("run_dir") or "", []).append(res)
+    out = judge_post_mortem_and_watch(runs, root, [c.name for c in POSTMORTEM])
     out["__timing__"] = [{"built_s": built, "judged_s": time.time() - started - built}]
-    # The same run dirs under `pytest-runhealth watch`: every run has ended, so it judges, says what failed
-    # (consequences folded under their root) and stops.
-    cmd = [PY, "-m", "pytest_runhealth.cli", "watch", *map(str, runs), "--every", "0.5", "--runhealth-config", str(cfg)]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, env=_env(), check=False)
-    out["__watch__"] = parse_watch(proc.stdout + proc.stderr)
     yield out
     for path in MOUNTED:
         subprocess.run(["umount", str(path)], capture_output=True)
@@ -390,6 +373,29 @@ WATCH_LINE = re.compile(
     r"(?:: \[[\w-]+/(?P<cause>[\w-]+)\]| \(consequence of (?P<root>RH\d+))",
     re.M,
 )
+
+
+def judge_post_mortem_and_watch(runs: list[Path], root: Path, names: list[str]) -> dict[str, list[dict]]:
+    """One post-mortem session over ``runs`` (its JSON report's results by run dir name, every name of
+    ``names`` present), then the same run dirs under `pytest-runhealth watch`: every run has ended, so it
+    judges, says what failed (consequences folded under their root) and stops; its failures under
+    ``__watch__``."""
+    cfg = root / "runhealth.yaml"
+    cfg.write_text(CONFIG)
+    report = root / "report.json"
+    cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly"]
+    cmd += ["--runhealth-config", str(cfg), "--runhealth-report", str(report)]
+    cmd += [f"--run-dir={r}" for r in runs]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, env=_env(), check=False)
+    assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "INTERNALERROR" not in proc.stdout, proc.stdout[-3000:]
+    out: dict[str, list[dict]] = {name: [] for name in names}
+    for res in json.loads(report.read_text())["results"]:
+        out.setdefault(res.get("run_dir") or "", []).append(res)
+    cmd = [PY, "-m", "pytest_runhealth.cli", "watch", *map(str, runs), "--every", "0.5", "--runhealth-config", str(cfg)]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, env=_env(), check=False)
+    out["__watch__"] = parse_watch(proc.stdout + proc.stderr)
+    return out
 
 
 def parse_watch(text: str) -> list[dict]:

@@ -41,7 +41,7 @@ from test_faults import (  # noqa: E402  (the helpers of the first fault suite, 
     _live_session,
     _stepped,
     _watch,
-    parse_watch,
+    judge_post_mortem_and_watch,
     score,
     sweep,
     wait_for,
@@ -434,23 +434,8 @@ def postmortem(tmp_path_factory):
         for name, run in zip(todo, pool.map(lambda c: build(c, root), todo.values())):
             built[name] = run
     runs = list(built.values())
-    cfg = root / "runhealth.yaml"
-    cfg.write_text(CONFIG)
-    report = root / "report.json"
-    cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly"]
-    cmd += ["--runhealth-config", str(cfg), "--runhealth-report", str(report)]
-    cmd += [f"--run-dir={r}" for r in runs]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, env=_env(), check=False)
-    assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "INTERNALERROR" not in proc.stdout, proc.stdout[-3000:]
-    doc = json.loads(report.read_text())
-    out: dict[str, list[dict]] = {c.name: [] for c in POSTMORTEM}
-    for res in doc["results"]:
-        out.setdefault(res.get("run_dir") or "", []).append(res)
+    out = judge_post_mortem_and_watch(runs, root, [c.name for c in POSTMORTEM])
     out["sweep-baseline-healthy"] = out["sweep-timer-mid-save"]
-    cmd = [PY, "-m", "pytest_runhealth.cli", "watch", *map(str, runs), "--every", "0.5", "--runhealth-config", str(cfg)]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, env=_env(), check=False)
-    out["__watch__"] = parse_watch(proc.stdout + proc.stderr)
     out["__root__"] = [{"root": str(root)}]
     yield out
 
