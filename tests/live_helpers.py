@@ -8,6 +8,9 @@ run; importing them once here keeps them."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 
@@ -31,3 +34,20 @@ def run_health(run_health):
         return run_health(*dirs, args=("-p", "no:unraisableexception", *args))
 
     return run
+
+
+@pytest.fixture
+def sleeper():
+    """Start real processes that only sleep (a live pid for a pid file); every one is killed afterwards."""
+    procs = []
+
+    def start(seconds: float = 60):
+        p = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=10)

@@ -6,26 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
+from live_helpers import run_health, sleeper, warm_imports  # noqa: F401  (fixtures)
 
 warm_imports()
-
-
-@pytest.fixture
-def sleeper():
-    procs = []
-
-    def start(seconds: float = 60):
-        p = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
-        procs.append(p)
-        return p
-
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(timeout=10)
 
 
 def _sweep_run(session, name: str, pid: int, log: str) -> None:

@@ -9,8 +9,7 @@ import sys
 import time
 
 import psutil
-import pytest
-from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
+from live_helpers import run_health, sleeper, warm_imports  # noqa: F401  (fixtures)
 
 from pytest_runhealth.live.procs import pid_status
 
@@ -20,22 +19,6 @@ STEP_LINES = "".join(
     f"Step {s}/2000 - Loss: 0.1{s % 7}00, LR: 1.00e-04, Time/Step: 2.91s, Total Time: 0h {s // 20}m\n"
     for s in range(20, 401, 20)
 )
-
-
-@pytest.fixture
-def sleeper():
-    procs = []
-
-    def start(seconds: float = 30):
-        p = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
-        procs.append(p)
-        return p
-
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(timeout=10)
 
 
 def workspace(root, pid, log=STEP_LINES, pid_age_s=0.0, log_age_s=0.0):
