@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -78,3 +79,30 @@ def test_a_fresh_clone_collects_with_the_plain_pytest_script(tmp_path):
     done = subprocess.run([str(script), "--co", "-q"], cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " tests collected" in done.stdout or " test collected" in done.stdout
+
+
+# -- nothing bound to the machine that made it (issue 33) ---------------------------------------------------
+MACHINE_PATH = re.compile(rb"(?<![\w.~-])/(?:root|home|tmp|work)/[\w.-]")
+
+
+def test_no_committed_link_is_absolute_leaves_the_repository_or_dangles():
+    links = [line.split("\t", 1)[1] for line in _git("ls-files", "-s").splitlines() if line.startswith("120000 ")]
+    bad = []
+    for name in links:
+        link = REPO / name
+        target = os.readlink(link)
+        resolved = (link.parent / target).resolve()
+        if os.path.isabs(target) or not resolved.is_relative_to(REPO) or not resolved.exists():
+            bad.append(f"{name} -> {target}")
+    assert bad == [], "machine-bound links (examples/_make/machine_free.py removes them)"
+
+
+def test_no_committed_example_holds_an_absolute_path_of_the_machine_that_made_it():
+    found = []
+    for name in _git("ls-files", "-z", "examples").split("\0"):
+        path = REPO / name
+        if not name or path.is_symlink() or not path.is_file() or "/_make/" in f"/{name}":
+            continue
+        for match in MACHINE_PATH.finditer(path.read_bytes()):
+            found.append(f"{name}: {match.group().decode(errors='replace')}")
+    assert found == [], "absolute paths of a generating machine (examples/_make/machine_free.py rewrites them)"
