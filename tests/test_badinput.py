@@ -997,6 +997,7 @@ def _adversarial_cases():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(_adversarial_cases()))
 def test_text_handling_grows_linearly_on_adversarial_repeats(case):
     fn, unit = _adversarial_cases()[case]

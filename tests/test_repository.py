@@ -44,6 +44,17 @@ def test_ci_runs_the_readme_test_command_itself():
     assert "pytest" not in ci.replace(".ci/readme_commands.py", "").split("test_command=", 1)[1].split("\n")[0]
 
 
+def test_the_readme_runs_the_fast_tier_and_ci_runs_both_fast_first():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    _, tests = readme_commands.quick_start(readme)
+    assert tests.endswith('-m "not slow"'), tests
+    development = readme.split("\n## Development\n", 1)[1]
+    assert "    .venv/bin/pytest -n 2 -m slow\n" in development
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'bash -c "$test_command"' in ci and ".venv/bin/pytest -n 2 -m slow" in ci
+    assert ci.index('bash -c "$test_command"') < ci.index("-m slow")
+
+
 def test_no_built_or_downloaded_artefact_is_committed():
     files = _git("ls-files", "-z").split("\0")
     assert not [f for f in files if f.endswith((".whl", ".tar.gz", ".egg", ".pyc"))]
@@ -68,6 +79,7 @@ def test_the_version_is_written_once():
     assert installed == pytest_runhealth.__version__
 
 
+@pytest.mark.slow
 def test_a_fresh_clone_collects_with_the_plain_pytest_script(tmp_path):
     _git("rev-parse", "HEAD")
     script = Path(sys.executable).parent / "pytest"

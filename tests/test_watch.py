@@ -17,6 +17,7 @@ import tracemalloc
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
 from eval_builders import episode, request
 from servers.eval_server import EvalServer, Seq
 from servers.lmstudio import FakeLMStudio, JsonServer, Model
@@ -55,6 +56,7 @@ def files_of(root: Path) -> set[str]:
 
 
 # -- trainer runs ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_finishing_run_exits_0_with_completion_evidence(tmp_path):
     run = tmp_path / "run"
     proc = trainer(run, "finish", "--steps", "60", "--dt", "0.08")
@@ -74,6 +76,7 @@ def test_finishing_run_exits_0_with_completion_evidence(tmp_path):
     assert not [f for f in files_of(run) if "cache" in f or f.endswith((".pyc", ".json", ".tmp"))]
 
 
+@pytest.mark.slow
 def test_oom_is_a_failure_with_its_diagnosis(tmp_path):
     run = tmp_path / "run"
     proc = trainer(run, "oom", "--steps", "40", "--dt", "0.05")
@@ -86,6 +89,7 @@ def test_oom_is_a_failure_with_its_diagnosis(tmp_path):
     assert "CUDA out of memory" in res.stdout
 
 
+@pytest.mark.slow
 def test_finished_run_without_its_summary_yet_is_still_healthy(tmp_path):
     """The summary is written after training (RH207): said at the end, not a failure of the watch."""
     import shutil
@@ -97,6 +101,7 @@ def test_finished_run_without_its_summary_yet_is_still_healthy(tmp_path):
     assert res.stdout.count("RH207") == 1 and "after the run: RH207 run-summary" in res.stdout
 
 
+@pytest.mark.slow
 def test_until_first_failure_stops_at_the_first(tmp_path):
     run = tmp_path / "run"
     proc = trainer(run, "oom", "--steps", "10", "--dt", "0.01")
@@ -106,6 +111,7 @@ def test_until_first_failure_stops_at_the_first(tmp_path):
     assert "stopping at the first failure" in res.stdout
 
 
+@pytest.mark.slow
 def test_hung_trainer_is_wedged_exit_3(tmp_path):
     run = tmp_path / "run"
     cfg = tmp_path / "runhealth.yaml"
@@ -122,6 +128,7 @@ def test_hung_trainer_is_wedged_exit_3(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_waits_for_the_run_dir_then_follows_it(tmp_path):
     run = tmp_path / "later"
     w = subprocess.Popen(
@@ -147,12 +154,14 @@ def test_waits_for_the_run_dir_then_follows_it(tmp_path):
     assert "completed healthy" in out
 
 
+@pytest.mark.slow
 def test_launch_that_never_happens_times_out(tmp_path):
     res = watch(tmp_path / "never", "--every", "0.1", "--timeout", "0.5", cwd=tmp_path)
     assert res.returncode == 3
     assert "did not appear within 0.5 s" in res.stdout
 
 
+@pytest.mark.slow
 def test_restart_into_the_same_log_is_followed(tmp_path):
     run = tmp_path / "run"
     cue = tmp_path / "restart-now"
@@ -184,6 +193,7 @@ def test_restart_into_the_same_log_is_followed(tmp_path):
     assert "was truncated" in out or "was rewritten" in out
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_cleanly(tmp_path):
     run = tmp_path / "run"
     proc = trainer(run, "hang", "--steps", "10", "--dt", "0.01")
@@ -208,6 +218,7 @@ def test_ctrl_c_exits_130_cleanly(tmp_path):
     assert "interrupted" in out and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_usage_mistakes_exit_4(tmp_path):
     assert watch(cwd=tmp_path).returncode == 4
     assert watch("--eval-request", "xr-1", cwd=tmp_path).returncode == 4
@@ -244,6 +255,7 @@ append(row("cur-001-s0", "curated", at=t0 + timedelta(seconds=2100), duration_s=
 """
 
 
+@pytest.mark.slow
 def test_sweep_collapse_caught_at_the_first_collapsed_run(tmp_path):
     sweep = tmp_path / "session"
     script = tmp_path / "orchestrator.py"
@@ -294,6 +306,7 @@ def quick_eval_config(tmp_path: Path) -> Path:
     return cfg
 
 
+@pytest.mark.slow
 def test_eval_request_pending_running_completed(tmp_path):
     with EvalServer(lifetime_s=90) as srv:
         running = request("xr-1", "running", [episode("completed"), episode("running", None)], started_at=srv.iso())
@@ -323,6 +336,7 @@ def test_eval_request_pending_running_completed(tmp_path):
     assert "verdict: terminal, completed, real per-player scores: policy evidence" in out
 
 
+@pytest.mark.slow
 def test_eval_request_that_wedges_exits_3(tmp_path):
     with EvalServer(lifetime_s=90) as srv:
         srv.objects[XR.format("xr-1")] = request(
@@ -342,6 +356,7 @@ def test_eval_request_that_wedges_exits_3(tmp_path):
     assert "RH502 within-budget" in res.stdout and "wedged" in res.stdout
 
 
+@pytest.mark.slow
 def test_harvest_folder_filled_while_watched(tmp_path):
     from eval_builders import harvest
 
@@ -410,6 +425,7 @@ class Receiver:
         self.httpd.server_close()
 
 
+@pytest.mark.slow
 def test_notifications_reach_webhooks_and_commands_and_never_block(tmp_path):
     run = tmp_path / "run"
     trainer(run, "finish", "--steps", "10", "--dt", "0.01").wait(30)

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the slow tier: faults injected into real trainer processes
+
 pytest.importorskip("tqdm")  # the trainer draws a real tqdm bar (test extra)
 
 HERE = Path(__file__).resolve().parent

@@ -47,6 +47,8 @@ from test_faults import (  # noqa: E402  (the helpers of the first fault suite, 
     wait_for,
 )
 
+pytestmark = pytest.mark.slow  # the slow tier: faults injected through real launchers and pipes
+
 HERE = Path(__file__).resolve().parent
 TRAINER = HERE / "plumbing_trainer.py"
 STUB_TORCH = HERE / "stub_torch"
