@@ -52,7 +52,7 @@ def test_the_readme_runs_the_fast_tier_and_ci_runs_both_fast_first():
     assert "    .venv/bin/pytest -n 2 -m slow\n" in development
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert 'bash -c "$test_command"' in ci and ".venv/bin/pytest -n 2 -m slow" in ci
-    assert ci.index('bash -c "$test_command"') < ci.index("-m slow")
+    assert ci.index('bash -c "$test_command"') < ci.index(".venv/bin/pytest -n 2 -m slow")
 
 
 def test_no_built_or_downloaded_artefact_is_committed():
