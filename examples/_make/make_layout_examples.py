@@ -37,10 +37,9 @@ import traceback
 from pathlib import Path
 
 import numpy as np
+from machine_free import scrub, this_machine
 from safetensors.numpy import save_file
 from transformers.trainer_callback import TrainerState
-
-from machine_free import scrub, this_machine
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent
