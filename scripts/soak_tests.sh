@@ -11,7 +11,10 @@ runs="${1:-5}"
 shift || true
 pytest_bin="${PYTEST:-.venv/bin/pytest}"
 load_pids=()
+run_pid=""
 stop_load() {
+    # the run in progress (its xdist workers end with it) and the two load processes
+    [ -n "$run_pid" ] && kill "$run_pid" 2>/dev/null
     for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null; done
     wait 2>/dev/null
 }
@@ -25,8 +28,12 @@ failed=0
 for i in $(seq 1 "$runs"); do
     log=$(mktemp "${TMPDIR:-/tmp}/soak-run-$i.XXXXXX")
     start=$(date +%s)
-    "$pytest_bin" -n 2 -m slow -q -p no:cacheprovider "$@" >"$log" 2>&1
+    # in the background and waited for, so that a Ctrl-C or kill reaches the trap at once
+    "$pytest_bin" -n 2 -m slow -q -p no:cacheprovider "$@" >"$log" 2>&1 &
+    run_pid=$!
+    wait "$run_pid"
     rc=$?
+    run_pid=""
     summary=$(grep -E "(passed|failed|error|no tests ran)" "$log" | tail -1)
     if [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ]; then
         echo "soak run $i/$runs: ok   ($(( $(date +%s) - start )) s) $summary"
