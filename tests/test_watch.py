@@ -132,7 +132,7 @@ def test_hung_trainer_is_wedged_exit_3(tmp_path):
 def test_waits_for_the_run_dir_then_follows_it(tmp_path):
     run = tmp_path / "later"
     w = subprocess.Popen(
-        [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2", "--timeout", "60"],
+        [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), "--every", "0.2", "--timeout", "300"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
