@@ -8,9 +8,7 @@ from the shared JSON report."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from once_per_run import once_per_run
 
 FIELD = Path(__file__).parent / "field"
 CASES = sorted(p.parent for p in FIELD.glob("*/case.yaml"))
@@ -47,54 +46,38 @@ def _labels(run_dirs: list[str]) -> list[str]:
     return out
 
 
-def _shared_out_dir(tmp_path_factory) -> Path:
-    """One folder for the whole test run: under ``-n 2`` each xdist worker runs this module's
-    cases, and each ran the corpus session of its own (twice the work on a busy machine, the 190 s
-    setup of issue 33); the workers share the base temp folder's parent."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    out_dir = root / "field-corpus"
-    out_dir.mkdir(exist_ok=True)
-    return out_dir
-
-
-def _corpus_session(out_dir: Path) -> Path:
-    """Run the plugin once over every case (the first worker to come; the others wait on its lock)."""
+def _corpus_session(out_dir: Path) -> dict:
+    """The plugin over every case in one session: its JSON report."""
     report = out_dir / "report.json"
-    with open(out_dir / "session.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not report.is_file():
-            cmd = [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "-p",
-                "no:xdist",
-                "-p",
-                "no:randomly",
-                "--runhealth-report",
-                str(report),
-            ]
-            for case in CASES:
-                cmd += ["--run-dir", str(case / "run")]
-            # --lmstudio-log is not given: each case's *lmstudio*.log is found in its run dir.
-            proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True, timeout=1800, check=False)
-            (out_dir / "session.out").write_text(proc.stdout[-4000:] + proc.stderr[-4000:])
-    output = (out_dir / "session.out").read_text()
-    assert report.is_file(), output
-    assert "INTERNALERROR" not in output, output
-    return report
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:randomly",
+        "--runhealth-report",
+        str(report),
+    ]
+    for case in CASES:
+        cmd += ["--run-dir", str(case / "run")]
+    # --lmstudio-log is not given: each case's *lmstudio*.log is found in its run dir.
+    proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True, timeout=1800, check=False)
+    assert report.is_file(), proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "INTERNALERROR" not in proc.stdout, proc.stdout[-4000:]
+    return json.loads(report.read_text())
 
 
 @pytest.fixture(scope="module")
 def field_results(tmp_path_factory) -> dict[Path, list[dict]]:
     if not CASES:
         pytest.skip("no tests/field/*/case.yaml")
-    report = _corpus_session(_shared_out_dir(tmp_path_factory))
-    doc = json.loads(report.read_text())
+    # Once per test run: under -n 2 each worker ran this session of its own (the 190 s setup of issue 33).
+    doc = once_per_run(tmp_path_factory, "field-corpus", _corpus_session)
     by_label = dict(zip(_labels(doc["run_dirs"]), (Path(p).parent for p in doc["run_dirs"])))
     results: dict[Path, list[dict]] = {case: [] for case in CASES}
     for res in doc["results"]:

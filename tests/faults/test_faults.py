@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from once_per_run import once_per_run
 
 pytestmark = pytest.mark.slow  # the slow tier: faults injected into real trainer processes
 
@@ -370,17 +371,23 @@ def _labels(paths: list[str]) -> dict[str, str]:
     return {Path(p).name: Path(p).name for p in paths}
 
 
+def _build_and_judge(root: Path) -> dict:
+    # Most of a case's time is its wall clock or a hang (sleeping), so the builds overlap well even on 2 cores.
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            runs = list(pool.map(lambda c: build(c, root), POSTMORTEM))
+        runs = [r for r, c in zip(runs, POSTMORTEM) if c.name not in SKIPPED]
+        return {"results": judge_post_mortem_and_watch(runs, root, [c.name for c in POSTMORTEM]), "skipped": SKIPPED}
+    finally:
+        for path in MOUNTED:
+            subprocess.run(["umount", str(path)], capture_output=True)
+
+
 @pytest.fixture(scope="module")
 def postmortem(tmp_path_factory):
-    root = tmp_path_factory.mktemp("faults")
-    # Most of a case's time is its wall clock or a hang (sleeping), so the builds overlap well even on 2 cores.
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        runs = list(pool.map(lambda c: build(c, root), POSTMORTEM))
-    runs = [r for r, c in zip(runs, POSTMORTEM) if c.name not in SKIPPED]
-    out = judge_post_mortem_and_watch(runs, root, [c.name for c in POSTMORTEM])
-    yield out
-    for path in MOUNTED:
-        subprocess.run(["umount", str(path)], capture_output=True)
+    done = once_per_run(tmp_path_factory, "faults-postmortem", _build_and_judge)  # once, not once per worker
+    SKIPPED.update(done["skipped"])
+    return done["results"]
 
 
 WATCH_LINE = re.compile(
@@ -561,7 +568,10 @@ LIVE = [
 def live(tmp_path_factory):
     if not Path("/proc/self/wchan").exists():
         pytest.skip("the live cases read /proc/PID/wchan (Linux)")
-    root = tmp_path_factory.mktemp("live")
+    return once_per_run(tmp_path_factory, "faults-live", _judge_live)  # once, not once per worker
+
+
+def _judge_live(root: Path) -> tuple[dict, dict]:
     cfg = root / "runhealth.yaml"
     cfg.write_text(CONFIG)
     env = Live()
@@ -612,7 +622,7 @@ def live(tmp_path_factory):
         with ThreadPoolExecutor(max_workers=3) as pool:  # the watches run side by side, as a user's would
             futures = {name: pool.submit(_watch, runs[name], cfg, t) for name, t in limits.items()}
             watched = {name: f.result() for name, f in futures.items()}
-        yield by_case, watched
+        return by_case, watched
     finally:
         env.stop()
 

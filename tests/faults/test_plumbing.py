@@ -31,6 +31,7 @@ import pytest
 pytest.importorskip("tqdm")
 pytest.importorskip("safetensors")
 
+from once_per_run import once_per_run  # noqa: E402
 from test_faults import (  # noqa: E402  (the helpers of the first fault suite, same folder)
     CONFIG,
     PY,
@@ -428,9 +429,7 @@ POSTMORTEM = [
 KNOWN_MISSES: dict[str, str] = {}
 
 
-@pytest.fixture(scope="module")
-def postmortem(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plumbing")
+def _build_and_judge(root: Path) -> dict:
     built: dict[str, Path] = {}
     with ThreadPoolExecutor(max_workers=8) as pool:
         todo = {c.name: c for c in POSTMORTEM if c.name != "sweep-baseline-healthy"}
@@ -440,7 +439,14 @@ def postmortem(tmp_path_factory):
     out = judge_post_mortem_and_watch(runs, root, [c.name for c in POSTMORTEM])
     out["sweep-baseline-healthy"] = out["sweep-timer-mid-save"]
     out["__root__"] = [{"root": str(root)}]
-    yield out
+    return {"results": out, "skipped": SKIPPED}
+
+
+@pytest.fixture(scope="module")
+def postmortem(tmp_path_factory):
+    done = once_per_run(tmp_path_factory, "plumbing-postmortem", _build_and_judge)  # once, not once per worker
+    SKIPPED.update(done["skipped"])
+    return done["results"]
 
 
 def _rename(case: Case) -> Case:
@@ -486,7 +492,10 @@ LIVE = Case(
 
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plumbing-live")
+    return once_per_run(tmp_path_factory, "plumbing-live", _judge_live_run)  # once, not once per worker
+
+
+def _judge_live_run(root: Path) -> tuple[dict, int, str]:
     cfg = root / "runhealth.yaml"
     cfg.write_text(CONFIG)
     run = root / LIVE.name
@@ -499,7 +508,7 @@ def live_run(tmp_path_factory):
             "-m live": _live_session(run_dirs=[run], cfg=cfg, report=root / "live.json")["results"],
         }
         code, out = _watch(run, cfg, 5)
-        yield results, code, out
+        return results, code, out
     finally:
         pid = int((run / "logs" / "train.pid").read_text())
         try:
