@@ -27,6 +27,7 @@ from . import layouts
 from .layouts._files import split_entries
 from .options import DEFAULT_DEPTH
 from .rundir import LTX_CKPT, ROUND_FILES, RunDir, round_folders, walk
+from .safeio import describe_error
 
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
@@ -65,6 +66,7 @@ class Discovery:
     runs: list[Found]
     links_out: int = 0
     truncated: bool = False
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # folders a classifier raised on
 
 
 def _names(folder: Path) -> tuple[set[str], set[str], set[str]]:
@@ -134,8 +136,15 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     generic: list[Path] = []
     weak: dict[Path, str] = {}  # generic-strength folders that a layout names (Slurm, torchrun)
 
+    unreadable: list[tuple[Path, str]] = []
+
     def visit(folder: Path, entries: list[os.DirEntry]) -> bool:
-        kind = classify(folder, *split_entries(entries))
+        try:
+            kind = classify(folder, *split_entries(entries))
+        except Exception as exc:  # one poisoned file never stops discovery: the folder is checked as a run,
+            # and the reader that crashed says which file, on that run only (cause unreadable)
+            unreadable.append((folder, describe_error(exc)))
+            kind = "generic"
         if kind == "round":
             rounds.append(folder)
             return False
@@ -162,7 +171,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     if not found:
         found = [Found(root, "unrecognised")]
     found.sort(key=lambda f: f.path.parts)
-    return Discovery(root, found, len(seen.outside_links), seen.truncated)
+    return Discovery(root, found, len(seen.outside_links), seen.truncated, unreadable)
 
 
 def _with_ancestors(paths: set[Path]) -> set[Path]:
@@ -230,6 +239,8 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
         extra.append(f"{d.links_out} link(s) out not followed")
     if d.truncated:
         extra.append("walk stopped at its file limit")
+    if d.unreadable:
+        extra.append(f"{len(d.unreadable)} folder(s) could not be classified, checked as generic runs")
     return f"{d.root}: " + ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
 
 

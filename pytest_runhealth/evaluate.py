@@ -16,6 +16,7 @@ import pytest
 from .context import CheckContext, Target
 from .finding import Finding
 from .needs import missing_need
+from .reading import Unreadable
 from .registry import CheckSpec
 
 
@@ -32,6 +33,8 @@ def call_check(ctx: CheckContext, fixtures: dict[str, Any]) -> Any:
         return ctx.spec.func(ctx, **fixtures) if fixtures else ctx.spec.func(ctx)
     except (pytest.skip.Exception, pytest.fail.Exception, pytest.xfail.Exception, KeyboardInterrupt):
         raise
+    except Unreadable as exc:  # a reader crashed on one of this run's files: this run's finding, named
+        return unreadable(ctx, exc)
     except Exception as exc:  # a check bug must still end as a readable failure
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:
@@ -44,6 +47,20 @@ def call_check(ctx: CheckContext, fixtures: dict[str, Any]) -> Any:
             f"({ctx.spec.owner}); the run was not judged.",
             fix="report it with the run dir's layout; run with -p no:runhealth to bypass.",
         )
+
+
+def unreadable(ctx: CheckContext, exc: Unreadable) -> Finding:
+    """Cause ``unreadable`` (verdict infra): a file of this run could not be read; the run was not judged
+    on it, and no other run is affected."""
+    where = ctx.run_dir.rel(exc.path)
+    return ctx.fail(
+        "infra",
+        "unreadable",
+        f"{where} could not be read ({exc.why}): {ctx.spec.id} could not judge this run from it.",
+        [ctx.evidence(exc.path, None, exc.why)],
+        fix="look at the file (a write cut short, a value no writer produces, a file replaced by hand); "
+        "the other runs were checked.",
+    )
 
 
 def normalise(ctx: CheckContext, result: Any) -> Finding:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .ledger import FREEZE_FROM, Ledger, LedgerRow, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
+from .reading import Unreadable, guarded
 from .safeio import enterable, outside_link
 
 MAX_WALK = 200_000
@@ -271,7 +272,10 @@ class RunDir:
 
         found = []
         p = self.path
-        kind = layouts.kind_of(p)  # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+        try:
+            kind = layouts.kind_of(p)  # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+        except Exception:  # a reader that crashed while classifying: the checks name the file (unreadable)
+            kind = None
         # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
         if self.ledger_path.exists() or ((p / "runs").is_dir() and kind != layouts.HF_TRAINER):
             found.append("sweep")
@@ -347,14 +351,27 @@ class RunDir:
         A key that holds a path inside ``runs/<name>/`` belongs to that run and
         is dropped by ``release_run`` once the run's items have run."""
         try:
-            return self._store[key]
+            value = self._store[key]
         except KeyError:
             pass
-        value = self._store[key] = build()
-        owner = self._owner(key)
-        if owner is not None:
-            self._run_keys.setdefault(owner, []).append(key)
+        else:
+            if isinstance(value, Unreadable):
+                raise value
+            return value
+        file = next((part for part in (key if isinstance(key, tuple) else (key,)) if isinstance(part, Path)), None)
+        try:
+            value = self._store[key] = build() if file is None else guarded(file, build)
+        except Unreadable as exc:  # a reader that crashed on a file: that run's finding, every time it is asked
+            value = self._store[key] = exc
+            raise
+        finally:
+            self._keep(key)
         return value
+
+    def _keep(self, key: Any) -> None:
+        owner = self._owner(key)
+        if owner is not None and key in self._store:
+            self._run_keys.setdefault(owner, []).append(key)
 
     def _owner(self, key: Any) -> str | None:
         for part in key if isinstance(key, tuple) else (key,):

@@ -64,6 +64,17 @@ def is_grad_norm_key(key: str) -> bool:
     return "grad_norm" in low or "gradient_norm" in low or low.endswith("grad/norm")
 
 
+def _first_past(series: list[Point]) -> Point:
+    """The first point at or above DIVERGE_FACTOR x the lowest value before it (a running minimum: one
+    pass, where a rescan of the points so far per point made a 16k-point series quadratic)."""
+    low = series[0].value
+    for p in series[1:]:
+        if p.value >= DIVERGE_FACTOR * low:
+            return p
+        low = min(low, p.value)
+    return series[-1]
+
+
 def judge(points: list[Point]) -> Judgement | None:
     """The worst thing a series says: a non-finite loss first, then a
     diverged loss, then gradient norms that stayed non-finite to the end."""
@@ -90,10 +101,7 @@ def judge(points: list[Point]) -> Judgement | None:
         start, last = series[0].value, series[-1].value
         low = min(p.value for p in series[:-1])
         if low > 0 and start > 0 and last >= DIVERGE_FACTOR * low and last >= DIVERGE_OVER_FIRST * start:
-            crossed = next(
-                (p for i, p in enumerate(series) if i and p.value >= DIVERGE_FACTOR * min(q.value for q in series[:i])),
-                series[-1],
-            )
+            crossed = _first_past(series)
             detail = (
                 f"{key} grew from a low of {low:.4g} to {last:.4g} at step {series[-1].step} "
                 f"({last / low:.3g}x; it started at {start:.4g}), first past {DIVERGE_FACTOR:.0f}x its low at "

@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._files import as_float, entries, line_of, read_json, read_text
+from .. import reading
+from ._files import LineIndex, as_float, entries, read_text
 from .series import Point
 
 RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[0-9a-z]+$")
@@ -94,7 +95,7 @@ def read_end(run_path: Path) -> RunEnd | None:
     for i, ln in enumerate(text.splitlines(), 1):
         m = EXIT.search(ln)
         if m:
-            code, line, quoted = int(m.group(1)), i, ln.strip()
+            code, line, quoted = reading.integer(m.group(1)), i, ln.strip()[:400]
     return RunEnd(path, code, line, quoted, bool(FINISHING.search(text)))
 
 
@@ -121,16 +122,25 @@ def last_recorded(run_path: Path) -> float | None:
         return None
 
 
+MAX_MISSES = 16  # keys not found as typed before the rest are quoted without a line (each miss reads to the end)
+
+
 def summary_points(run_path: Path, rel_prefix: str) -> list[Point]:
     """Each loss and gradient norm's last value from ``files/wandb-summary.json``
-    (bare ``NaN``/``Infinity`` and the strings ``"NaN"``/``"Infinity"`` alike)."""
+    (bare ``NaN``/``Infinity`` and the strings ``"NaN"``/``"Infinity"`` alike).
+    Keys are looked for in the order the file holds them, each after the last
+    (one pass over the text, whatever the number of keys)."""
     path = run_path / "files" / "wandb-summary.json"
-    data, err = read_json(path, 16 << 20)
+    text = read_text(path, 16 << 20)
+    if not text:
+        return []
+    data, err = reading.load_json(text)
     if err or not isinstance(data, dict):
         return []
-    text = read_text(path, 16 << 20) or ""
-    step = data.get("_step") if isinstance(data.get("_step"), int) else None
+    step = reading.integer(data.get("_step")) if isinstance(data.get("_step"), int) else None
     out = []
+    index = LineIndex(text)
+    pos = misses = 0
     for key, raw in data.items():
         low = key.lower()
         if not ("loss" in low or "grad_norm" in low):
@@ -138,6 +148,10 @@ def summary_points(run_path: Path, rel_prefix: str) -> list[Point]:
         value = as_float(raw)
         if value is None:
             continue
-        line, _ = line_of(text, f'"{key}"')
-        out.append(Point(key, step, value, f"{rel_prefix}files/wandb-summary.json", line, f'"{key}": {raw}'))
+        at = text.find(f'"{key}"', pos) if misses < MAX_MISSES else -1
+        misses += at < 0  # a key written escaped (a control character in it) is not found as typed
+        line = index.line_at(at) if at >= 0 else None
+        pos = at + 1 if at >= 0 else pos
+        shown = raw if isinstance(raw, str) else repr(value) if isinstance(raw, float) else str(value)
+        out.append(Point(key, step, value, f"{rel_prefix}files/wandb-summary.json", line, f'"{key}": {shown}'[:200]))
     return out
