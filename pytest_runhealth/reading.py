@@ -139,7 +139,8 @@ def decode(raw: bytes) -> str:
 
 
 # -- JSON ---------------------------------------------------------------------------------
-def _parse_int(text: str) -> int | float:
+def parse_int(text: str) -> int | float:
+    """``json``'s ``parse_int`` for every loader here: a huge integer is a float, never ``int()`` of 4000 digits."""
     if len(text) > MAX_INT_DIGITS:
         return number(text)  # type: ignore[return-value]  # huge: +-inf or a big float, never int() of 4000 digits
     return int(text)
@@ -152,7 +153,7 @@ def load_json(raw: bytes | str) -> tuple[Any, str | None]:
     deeper than the interpreter's stack is "nested too deeply"."""
     text = decode(raw) if isinstance(raw, bytes) else raw
     try:
-        return json.loads(text, parse_int=_parse_int), None
+        return json.loads(text, parse_int=parse_int), None
     except RecursionError:
         return None, "not JSON: nested too deeply to parse"
     except (ValueError, OverflowError, TypeError, MemoryError) as exc:

@@ -215,6 +215,8 @@ def loss_finite(ctx):
     # MLflow metrics/, W&B wandb-summary.json, Lightning metrics.csv, the trainer's own metrics.jsonl.
     recorded = layouts.loss_points(run)
     judged = judge_series(recorded) if recorded else None
+    caps = list(dict.fromkeys(layouts.read_caps(run)))  # what the reader contract's caps cut (reading.py)
+    capped = f" Read caps reached: {'; '.join(caps[:3])}." if caps else ""
     if judged is not None and judged.cause == "nan-loss":
         p = judged.first
         if p.step is not None:
@@ -225,13 +227,15 @@ def loss_finite(ctx):
         if judged is not None:  # a loss that grew by orders of magnitude, or gradients NaN to the end
             p = judged.first
             return ctx.fail(
-                "config", judged.cause, f"{judged.detail} ({p.file})", [ctx.evidence(p.file, p.line, p.text)]
+                "config", judged.cause, f"{judged.detail} ({p.file}).{capped}", [ctx.evidence(p.file, p.line, p.text)]
             )
         if log is None and not tf_checked and not recorded:
             ctx.skip(f"no log and no event file under {run.path}: no loss to check")
         if recorded and log is None and not tf_checked:
-            return f"{len(recorded)} recorded loss/gradient-norm value(s) finite and not diverging"
-        return None
+            return (
+                f"{len(recorded)} recorded loss/gradient-norm value(s) finite and not diverging{capped and ';'}{capped}"
+            )
+        return capped.strip() or None
     after = [
         c
         for c in find_checkpoints(run.checkpoints)
@@ -240,7 +244,7 @@ def loss_finite(ctx):
     names = sorted(c.path.name for c in after)
     if first_step is not None and layouts.own_kind(run) == layouts.HF_TRAINER:
         names += [c.path.name for c in hf_trainer.checkpoints(run.path) if c.step >= first_step]
-    summary = "the loss went non-finite: " + "; ".join(sources) + "."
+    summary = "the loss went non-finite: " + "; ".join(sources) + "." + capped
     if names:
         summary += f" Checkpoints saved at or after step {first_step} are suspect: {', '.join(names[:6])}."
     return ctx.fail("config", "nan-loss", summary, evidence)
