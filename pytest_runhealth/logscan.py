@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .reading import integer
 from .safeio import open_readonly, read_tail
 
 Bytes = bytes | bytearray  # a scan's lines are slices of its one reused bytearray
@@ -215,6 +216,14 @@ def _num(raw: Bytes) -> float | None:
         return None
 
 
+def _whole(raw: Bytes) -> int | None:
+    """A step or total from a log line, by the reader contract (reading.integer): None for a number no
+    trainer writes (``int()`` of 5000 digits raises)."""
+    if len(raw) <= 18:
+        return int(raw)
+    return integer(bytes(raw))
+
+
 def _interval(raw: Bytes) -> float | None:
     """tqdm's elapsed field: ``MM:SS``, ``H:MM:SS`` or ``Dd H:MM:SS``."""
     if len(raw) == 5 and raw[2] == 58 and raw[:2].isdigit() and raw[3:].isdigit():  # "MM:SS", most bars
@@ -223,9 +232,9 @@ def _interval(raw: Bytes) -> float | None:
     days = 0
     if b"d " in text:
         head, _, text = text.partition(b"d ")
-        days = int(head) if head.isdigit() else 0
+        days = int(head) if head.isdigit() and len(head) < 10 else 0
     parts = text.split(b":")
-    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() and len(p) < 10 for p in parts):
         return None
     secs = 0
     for p in parts:
@@ -371,11 +380,13 @@ class _Scanner:
                     val = float(rate) if rate.count(b".") <= 1 else 0.0
                     sec = val if m.group(5) == b"s/it" else (1.0 / val if val else None)
                 loss_m = POSTFIX_LOSS.search(m.group(6)) or DESC_LOSS.search(seg, bar_from, m.start())
-                total = int(m.group(2))
+                step, total = _whole(m.group(1)), _whole(m.group(2))
+                if step is None or total is None:  # a 5000-digit "step" is no progress record
+                    continue
                 self.add(
                     (desc, total if not desc else None),
                     StepPoint(
-                        int(m.group(1)),
+                        step,
                         total,
                         sec,
                         _num(loss_m.group(1)) if loss_m else None,
@@ -392,7 +403,7 @@ class _Scanner:
             return True
         if b"Loss" in seg or b"loss" in seg:
             m = LTX.search(seg) or LTX_RICH.search(seg)
-            if m:
+            if m and _whole(m.group(1)) is not None and _whole(m.group(2)) is not None:
                 self.add(
                     ("ltx", None),
                     StepPoint(int(m.group(1)), int(m.group(2)), _num(m.group(4)), _num(m.group(3)), lineno, "ltx"),
@@ -400,7 +411,12 @@ class _Scanner:
                 )
                 return True
             m = GENERIC.search(seg)
-            if m and not SCALER_NOISE.search(seg):
+            if (
+                m
+                and _whole(m.group(1)) is not None
+                and (not m.group(2) or _whole(m.group(2)) is not None)
+                and not SCALER_NOISE.search(seg)
+            ):
                 t = GENERIC_TIME.search(seg)
                 self.add(
                     ("generic", None),
@@ -422,7 +438,7 @@ class _Scanner:
         elif len(seg) < 160 and (b"nan" in seg or b"inf" in seg):
             m = BARE_PAIR_NONFINITE.match(seg)
             if m:
-                self.nonfinite_text(seg, lineno, m.group(2), int(m.group(1)))
+                self.nonfinite_text(seg, lineno, m.group(2), _whole(m.group(1)))
         return False
 
     def nonfinite_text(self, seg: Bytes, lineno: int, raw: Bytes, step: int | None = None) -> None:

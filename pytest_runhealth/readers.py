@@ -257,7 +257,7 @@ def _log_embed(value: Any, key: str) -> bytes:
     v = _text(value)
     return (
         f"step {v} loss {v}\n{key}\n{v}/{v} [00:01<00:02, {v}s/it, loss={v}]\nLoss: {v}\nTraceback (most recent call last):\n"
-        f"RuntimeError: {key}\n"
+        f"RuntimeError: {key}\n{'9' * 5000}/{'9' * 5000} [{'9' * 5000}d 00:01<00:02, 1.00s/it]\nstep {'9' * 5000} loss nan\n"
     ).encode("utf-8", "surrogatepass")
 
 
