@@ -304,6 +304,8 @@ def _discovery(folder: Path) -> Any:
     return discover(folder.parent, 4).runs
 
 
+WANDB_RUN = "run-20261201_120000-abc123"  # a W&B run folder is recognised by its name
+
 READERS: tuple[Reader, ...] = (
     Reader("hf-trainer-state", "trainer_state.json", _hf_state, _hf_state_embed, _hf_state_grow),
     Reader(
@@ -316,8 +318,15 @@ READERS: tuple[Reader, ...] = (
     Reader("lightning-metrics", "metrics.csv", _lightning, _lightning_embed, _lightning_grow, folder="version_0"),
     Reader("mlflow-metrics", "metrics/train_loss", _mlflow_metrics, _mlflow_metric_embed, _mlflow_grow),
     Reader("mlflow-meta", "meta.yaml", _mlflow_meta, _mlflow_meta_embed, _mlflow_meta_grow),
-    Reader("wandb-summary", "files/wandb-summary.json", _wandb_summary, _wandb_summary_embed, _wandb_summary_grow),
-    Reader("wandb-debug-log", "logs/debug.log", _wandb_end, _wandb_end_embed, _wandb_end_grow),
+    Reader(
+        "wandb-summary",
+        "files/wandb-summary.json",
+        _wandb_summary,
+        _wandb_summary_embed,
+        _wandb_summary_grow,
+        folder=WANDB_RUN,
+    ),
+    Reader("wandb-debug-log", "logs/debug.log", _wandb_end, _wandb_end_embed, _wandb_end_grow, folder=WANDB_RUN),
     Reader("metrics-jsonl", "metrics.jsonl", _jsonl, _jsonl_embed, _jsonl_grow),
     Reader("torchelastic-error", "error.json", _elastic, _elastic_embed, _elastic_grow),
     Reader("ledger", "ledger.jsonl", _ledger, _ledger_embed, _ledger_grow),

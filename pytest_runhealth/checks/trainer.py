@@ -409,7 +409,8 @@ def checkpoint_intact(ctx):
             + "\n".join(f"{ctx.run_dir.rel(c.path)}/ lacks {', '.join(c.missing)}" for c in incomplete[:10])
         )
     if hf:
-        usable = [c for c in hf if c.complete and not any(c.path in p.parents for p in bad_map)]
+        damaged = {parent for p in bad_map for parent in p.parents}  # once, not per checkpoint (was quadratic)
+        usable = [c for c in hf if c.complete and c.path not in damaged]
         parts.append(
             f"newest complete checkpoint to resume from: {ctx.run_dir.rel(usable[-1].path)}"
             if usable
