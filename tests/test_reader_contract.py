@@ -202,3 +202,59 @@ def test_work_grows_linearly(reader: Reader):
     small, mid, big = (_work(reader, k) for k in (n, 2 * n, 4 * n))
     assert mid <= 2.5 * small + 2000, (reader.name, small, mid, big)
     assert big <= 5.0 * small + 2000, (reader.name, small, mid, big)
+
+
+# -- growth of the checks that read each layout, in one session's worth of checks -----------------
+SESSION_LAYOUTS = (
+    "hf-trainer-state",
+    pytest.param("hf-checkpoints", marks=pytest.mark.slow),  # about 6 s: 60 and 240 folders of checkpoints
+    "lightning-metrics",
+    "mlflow-metrics",
+    "wandb-summary",
+)
+
+
+def _checks_work(reader: Reader, n: int) -> int:
+    """Python lines executed by every post-mortem check that needs no fixture, on the reader's grown
+    input (each check_on reads afresh: nothing is cached across sizes)."""
+    from pytest_runhealth.checks import builtin_modules
+    from pytest_runhealth.registry import Registry
+    from pytest_runhealth.testing import check_on
+
+    registry = Registry()
+    for module in builtin_modules():
+        registry.add_module(module)
+    specs = [s for s in registry if "postmortem" in s.phases and not s.fixtures]
+    base = Path(tempfile.mkdtemp(prefix="rh-growth-"))
+    try:
+        folder = base / reader.folder
+        folder.mkdir()
+        reader.grow(folder, n)
+        count = 0
+
+        def tracer(frame, event, arg):
+            nonlocal count
+            count += 1
+            return tracer
+
+        old = sys.gettrace()
+        sys.settrace(tracer)
+        try:
+            for spec in specs:
+                check_on(folder, spec.id, registry=registry)
+        finally:
+            sys.settrace(old)
+        return count
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", SESSION_LAYOUTS)
+def test_checks_work_grows_linearly(name: str):
+    """The quadratic costs the issue measured were in the checks as much as in the readers (RH206 compared
+    every HF checkpoint with every damaged file): the same n/2n/4n rule for all post-mortem checks."""
+    reader = next(r for r in READERS if r.name == name)
+    n = {"hf-checkpoints": 60, "lightning-metrics": 100}.get(name, 300)
+    _checks_work(reader, 8)
+    small, big = _checks_work(reader, n), _checks_work(reader, 4 * n)
+    assert big <= 5.0 * small + 20_000, (name, small, big)
