@@ -258,3 +258,35 @@ def test_checks_work_grows_linearly(name: str):
     _checks_work(reader, 8)
     small, big = _checks_work(reader, n), _checks_work(reader, 4 * n)
     assert big <= 5.0 * small + 20_000, (name, small, big)
+
+
+# -- hostile content through every check, not only the readers ---------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("reader", READERS, ids=[r.name for r in READERS])
+def test_hostile_content_through_every_check(reader: Reader):
+    """The named hostile values in each reader's file, whole and cut, judged by every check that needs no
+    fixture: a finding or a skip, never an exception and never "the check itself raised" (a 4000-digit
+    loss once raised OverflowError inside RH202, a 5000-digit exit code inside RH212)."""
+    from pytest_runhealth.checks import builtin_modules
+    from pytest_runhealth.registry import Registry
+    from pytest_runhealth.testing import check_on
+
+    registry = Registry()
+    for module in builtin_modules():
+        registry.add_module(module)
+    specs = [s for s in registry if not s.fixtures]
+    values = [math.inf, math.nan, 10**4000 - 1, "1e400", "9" * 400, "__DEEP__", {"a": [None]}, True, -1e308]
+    for value in values:
+        for how in ("whole", "truncate"):
+            base = Path(tempfile.mkdtemp(prefix="rh-hostile-"))
+            try:
+                folder = base / reader.folder
+                (folder / reader.file).parent.mkdir(parents=True, exist_ok=True)
+                (folder / reader.file).write_bytes(_mutate(reader.embed(value, "loss\n\x1b[1m"), how, 0.5))
+                (folder / "logs").mkdir(exist_ok=True)
+                (folder / "logs" / "stdout.log").write_text("step 1 loss 0.5\n")
+                for spec in specs:
+                    for finding in check_on(folder, spec.id, registry=registry):
+                        assert "itself raised" not in finding.summary, (spec.id, value, how, finding.summary)
+            finally:
+                shutil.rmtree(base, ignore_errors=True)
