@@ -75,18 +75,12 @@ def number(value: Any) -> float | None:
             return float(value)
         except OverflowError:
             return math.inf if value > 0 else -math.inf
-    if isinstance(value, bytes):
-        value = value.decode("ascii", "replace")
-    if not isinstance(value, str):
+    if not isinstance(value, (str, bytes)) or len(value) > 5000:
         return None
-    text = value.strip()
-    if not text or len(text) > 5000:
-        return None
-    word = _NONFINITE.get(text.lower())
-    if word is not None:
-        return word
     try:
-        return float(text)  # "1e400" is inf; a 4000-digit integer text is inf: float() never overflows on text
+        # float() of text reads "nan", "inf", "Infinity" in any case and sign, "1e400" as inf, 4000 digits as
+        # inf: it never overflows on text (and takes bytes as they are)
+        return float(value)
     except ValueError:
         return None
 
@@ -108,6 +102,8 @@ def integer(value: Any, limit: int = MAX_INT) -> int | None:
         return None
     if isinstance(value, int):
         return value if -limit <= value <= limit else None
+    if isinstance(value, bytes) and len(value) <= 18 and value.isdigit():  # the common case, fast
+        return int(value)
     if isinstance(value, (str, bytes)):
         raw = value.decode("ascii", "replace") if isinstance(value, bytes) else value
         raw = raw.strip()

@@ -179,3 +179,26 @@ def test_mlflow_metric_file_is_streamed_under_the_run_cap(tmp_path: Path, monkey
     assert any("cap per file" in c for c in metrics.capped)
     f = check_on(run, "RH202").of()
     assert f.passed and "Read caps reached" in (f.note or ""), f
+
+
+def test_mlflow_memory_is_bounded_by_the_run_cap(tmp_path: Path, monkeypatch):
+    """Twenty hard links to one metric file (free on disk): memory follows the bytes the run's cap lets
+    through, not twenty files' worth (one 16 MiB file once cost 1.1 GB)."""
+    import tracemalloc
+
+    from pytest_runhealth.layouts import mlflow_store
+
+    monkeypatch.setattr(mlflow_store, "MAX_METRIC_BYTES", 1 << 20)
+    monkeypatch.setattr(mlflow_store, "MAX_RUN_METRIC_BYTES", 2 << 20)
+    lines = "".join(f"{1700000000000 + i} {1.0 / (i + 1)} {i}\n" for i in range(60_000))  # about 2 MiB
+    run = _mlflow_run(tmp_path, "1700000000000", lines)
+    for i in range(20):
+        (run / "metrics" / f"loss_{i}").hardlink_to(run / "metrics" / "loss")
+    tracemalloc.start()
+    try:
+        metrics = mlflow_store.read_metrics(run, "")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sum(len(p.text) + 1 for p in metrics.points) <= (2 << 20) + 200  # the run's cap, in bytes read
+    assert peak < 40 << 20, peak >> 20  # about 7 bytes of memory per byte read: bounded by the cap

@@ -28,7 +28,7 @@ from .series import Point, is_rl_key
 RUN_STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
 MAX_METRIC_BYTES = 16 << 20
 MAX_METRIC_FILES = 200
-MAX_RUN_METRIC_BYTES = 64 << 20  # all of one run's metric files together
+MAX_RUN_METRIC_BYTES = 32 << 20  # all of one run's metric files together (bytes read: hard links count each time)
 TAIL_BYTES = 64 << 10  # of a metric that is not a loss: only its newest timestamp is wanted
 
 

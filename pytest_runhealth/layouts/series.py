@@ -16,7 +16,7 @@ MIN_POINTS = 4
 PERSISTENT = 3  # non-finite gradient norms at the end of the series, one after another
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a 16 MiB metric file holds 400k of them
 class Point:
     """One recorded value: where it is written (file relative to the run,
     1-based line or None) and the text to quote."""
