@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
-from .context import CheckContext, Target
+from .context import CheckContext
 from .evaluate import call_check, normalise
 from .finding import Finding
 from .needs import NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
 from .registry import CheckSpec
 from .session import RunHealthSession
+from .target import Target
 
 BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are counted
 

@@ -30,10 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import pytest
-
 from .results import Result
-from .session import RunHealthSession
 
 DIAGNOSED = ("failed", "error", "warned")  # a waived failure (skipped, xfail) is not grouped
 _BATCH = re.compile(r":runs-\d+-\d+$")  # a batch item stands for many runs: never grouped by run
@@ -321,22 +318,3 @@ def worth_showing(groups: list[RootGroup]) -> bool:
 def failure_line(root: Failure) -> str:
     """The line a consequence adds to its own failure text."""
     return f"consequence of {root.check} on this run" + (f" ({root.cause})" if root.cause else "") + ": see there"
-
-
-def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session: RunHealthSession) -> None:
-    groups = root_groups(session.collector.results.values())
-    if not worth_showing(groups):
-        return
-    many = len({g.run_dir for g in groups}) > 1
-    terminalreporter.write_sep("-", "run-health: root causes")
-    told: dict[str, str] = {}  # fix -> the root that printed it: each distinct fix once
-    for group in groups:
-        terminalreporter.write_line(group.line(with_run_dir=many))
-        terminalreporter.write_line(f"  root: {group.check} {group.slug}, verdict {group.verdict}")
-        for line in group.consequence_lines():
-            terminalreporter.write_line(f"  ↳ {line}")
-        if group.fix and group.fix in told:
-            terminalreporter.write_line(f"  fix: the same as for {told[group.fix]} above")
-        elif group.fix:
-            told[group.fix] = f"{group.check} in {group.run_dir}" if many else group.check
-            terminalreporter.write_line(f"  fix: {group.fix}")

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from .context import CheckContext, Target
+from .context import CheckContext
 from .finding import Finding
 from .needs import missing_need
 from .registry import CheckSpec
+from .target import Target
 
 
 def skip_reason(spec: CheckSpec, target: Target) -> str | None:

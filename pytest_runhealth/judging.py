@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from . import consequences, severity
-from .context import Target
 from .finding import Finding
 from .registry import CheckSpec
 from .runpass import verdict_for
 from .session import SESSION
+from .target import Target
 
 FINDING = pytest.StashKey[Finding]()
 ROOT = pytest.StashKey[Finding]()  # the finding whose failure on this run explains this item's (consequences.py)

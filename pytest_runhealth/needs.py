@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time needs.py imports nothing of ours: registry.py reads NEEDS
-    from .context import Target
+    from .target import Target
 
 
 _LEDGER_KEY = ("needs", "ledger")

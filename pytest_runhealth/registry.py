@@ -231,3 +231,8 @@ class Registry:
 
     def get(self, check_id: str) -> CheckSpec | None:
         return self._checks.get(check_id)
+
+
+def spec_of(item: Any) -> CheckSpec | None:
+    """The check an item runs, or None for the user's own tests."""
+    return getattr(getattr(item, "function", None), SPEC_ATTR, None)

@@ -29,11 +29,12 @@ import pytest
 
 from . import consequences, severity
 from .batch import judge_runs
-from .context import CheckContext, Target
+from .context import CheckContext
 from .evaluate import call_check, normalise, skip_reason
 from .finding import Finding
-from .registry import CheckSpec
-from .session import RunHealthSession, spec_of
+from .registry import CheckSpec, spec_of
+from .session import RunHealthSession
+from .target import Target
 
 # A check's own pytest.fail/xfail ends its own item, not its run's other checks.
 _OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)

@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from .context import Target
+from .target import Target
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 

@@ -1,0 +1,77 @@
+"""The trust boundary's hooks: nothing inside a run dir is collected, nothing
+is written into one (the JSON report), and a log still growing is not chased.
+The refusals before any conftest runs, and ``pytest-runhealth check``, are
+``trust_boundary.py``; where the run dirs are, ``run_dir_option.py``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .run_dir_option import _real, containing_run_dir, inside, run_dir_paths
+
+
+# -- nothing written into a run dir; nothing chased ----------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """From here on, a file is read up to the size it had when first opened
+    (a log still growing is not chased: safeio.begin_session)."""
+    from . import safeio
+
+    if run_dir_paths(session.config):  # a session that checks run dirs (not a test suite that imports us)
+        safeio.begin_session()
+        session.config.stash[_CAPPED] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from . import safeio
+
+    if config.stash.get(_CAPPED, False):
+        safeio.end_session()
+
+
+_CAPPED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """The JSON report (and the gate's verdict record beside it) is refused
+    inside a run dir, like the HTML and markdown reports (reports/pytest_hooks.py)."""
+    given = config.getoption("runhealth_report", None) or config.getini("runhealth_report")
+    if not given:
+        return
+    path = Path(os.path.expanduser(str(given)))
+    if not path.is_absolute():
+        path = Path(config.invocation_params.dir) / path  # where the plugin writes it (cwd-relative)
+    holder = containing_run_dir(path, run_dir_paths(config))
+    if holder is not None:
+        raise pytest.UsageError(
+            f"--runhealth-report {given} is inside the run dir {holder}; pytest-runhealth never "
+            "writes into a run dir (nor the verdict record beside the report). Write the report "
+            "next to it instead."
+        )
+
+
+# -- nothing inside a run dir is collected as a test ------------------------------------
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A run dir is data: its ``conftest.py`` and ``test_*.py`` are never
+    imported, even when a test path given with it contains it
+    (``pytest tests --run-dir=tests/data/run``)."""
+    run_dirs = config.stash.get(_RUN_DIRS, None)
+    if run_dirs is None:
+        run_dirs = config.stash[_RUN_DIRS] = run_dir_paths(config)
+    if not run_dirs:
+        return None
+    real = _real(collection_path)
+    if inside(real, _PACKAGE) or real in _PACKAGE.parents:
+        return None
+    return True if containing_run_dir(real, run_dirs) is not None else None
+
+
+_RUN_DIRS = pytest.StashKey[list[Path]]()
