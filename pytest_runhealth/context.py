@@ -18,7 +18,7 @@ from .rundir import Run, RunDir
 from .session import RunHealthSession
 from .target import Target
 
-if TYPE_CHECKING:  # annotations only: the modules behind the accessors below sit above this one
+if TYPE_CHECKING:  # annotations only: the features behind the accessors below are imported when a check asks
     from .evaluation.model import Evaluation
     from .live.fixtures import LiveServices, LMStudio
     from .status import RunFacts
@@ -92,8 +92,9 @@ class CheckContext:
         return log
 
     # -- what the rest of the plugin knows, offered here ------------------------
-    # A check imports no sub-plugin (status, live.fixtures, evaluation.state, ...): what it needs of them is
-    # asked here, and this module imports them only when asked (tests/test_import_graph.py holds checks/ to it).
+    # A check imports no feature model (status, live.fixtures, evaluation.state, ...): what it needs of them is
+    # asked here, and this module imports them only when asked (cheap to import; tests/test_import_graph.py
+    # holds checks/ to it and keeps them all below this module).
     @property
     def facts(self) -> RunFacts:
         """The run's status reading (``status.RunFacts``), built once per run and shared with the status

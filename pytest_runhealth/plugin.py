@@ -38,7 +38,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.discovery",
     "pytest_runhealth.evaluation.pytest_hooks",
     "pytest_runhealth.given",
-    "pytest_runhealth.live.fixtures",
+    "pytest_runhealth.live.fixtures_hooks",
     "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.prelaunch_summary_hooks",
     "pytest_runhealth.reports.pytest_hooks",

@@ -7,15 +7,15 @@ the session and puts it in ``config.stash[SESSION]``; every sub-plugin
 (severity, waivers, packs, catalogue, status, reports, eval, prelaunch, rules,
 selftest, live fixtures) and every check (through ``ctx.session``) reads it
 from there. None of them imports ``plugin.py``, so there is no import cycle,
-and this module imports nothing of the package but the leaves it types
-(registry, report, rundir).
+and this module imports nothing of the package but the leaves and settings
+it holds (registry, results, rundir, run_dir_option; config and severity for
+its annotations).
 
-A new sub-plugin: add its module name to ``plugin.SUBPLUGINS`` (its options
-to ``options.py``), read the
-session with :func:`session_of` (``None`` outside a run-health session), ask
-:func:`is_controller` before writing a file or a summary, and add a
-terminal-summary section with the ``pytest_runhealth_summary_sections`` hook
-(see ``hookspecs.py``)."""
+A new sub-plugin: add its hooks module's name to ``plugin.SUBPLUGINS`` (its
+options to ``options.py``), read the session with :func:`session_of`
+(``None`` outside a run-health session), ask :func:`is_controller` before
+writing a file or a summary, and add a terminal-summary section with the
+``pytest_runhealth_terminal_summary`` hook (see ``hookspecs.py``)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from .results import ResultCollector
 from .run_dir_option import project_folders
 from .rundir import RunDir
 
-if TYPE_CHECKING:  # annotations only: config.py and severity.py sit above this module
+if TYPE_CHECKING:  # annotations only (both sit below this module: docs/architecture.md)
     from .config import RunHealthConfig
     from .severity import Policy
 
