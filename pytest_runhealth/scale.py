@@ -109,11 +109,6 @@ def label_weights(run_dirs: list, batch_limit: int) -> dict[str, int]:
 GROUPS_PER_WORKER = 4
 
 
-def pack_groups(units: dict[str, object], workers: int, per_group: int | None = None) -> dict[str, str]:
-    """``{run unit: work group}`` for targets: :func:`pack_weights` over their log bytes."""
-    return pack_weights({name: _weight(target) for name, target in units.items()}, workers, per_group)
-
-
 def pack_weights(weights: dict[str, int], workers: int, per_group: int | None = None) -> dict[str, str]:
     """``{unit: work group}``: consecutive units (in the given order) packed
     into groups of about equal weight, ``GROUPS_PER_WORKER`` per worker, or

@@ -5,12 +5,12 @@ The refusals before any conftest runs, and ``pytest-runhealth check``, are
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from .run_dir_option import _real, containing_run_dir, inside, run_dir_paths
+from .session import report_path
 
 
 # -- nothing written into a run dir; nothing chased ----------------------------------
@@ -37,21 +37,18 @@ _CAPPED = pytest.StashKey[bool]()
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """The JSON report (and the gate's verdict record beside it) is refused
-    inside a run dir, like the HTML and markdown reports (reports/pytest_hooks.py)."""
-    given = config.getoption("runhealth_report", None) or config.getini("runhealth_report")
-    if not given:
-        return
-    path = Path(os.path.expanduser(str(given)))
-    if not path.is_absolute():
-        path = Path(config.invocation_params.dir) / path  # where the plugin writes it (cwd-relative)
-    holder = containing_run_dir(path, run_dir_paths(config))
-    if holder is not None:
-        raise pytest.UsageError(
-            f"--runhealth-report {given} is inside the run dir {holder}; pytest-runhealth never "
-            "writes into a run dir (nor the verdict record beside the report). Write the report "
-            "next to it instead."
-        )
+    """No report is written inside a run dir: the JSON report (and the gate's
+    verdict record beside it), the HTML page and the Markdown summary, each at
+    the path it will be written to (``session.report_path``)."""
+    run_dirs = run_dir_paths(config)
+    for kind in ("report", "html", "markdown"):
+        holder = containing_run_dir(report_path(config, kind), run_dirs)
+        if holder is not None:
+            beside = " (nor the verdict record beside the report)" if kind == "report" else ""
+            raise pytest.UsageError(
+                f"--runhealth-{kind} {report_path(config, kind)} is inside the run dir {holder}; pytest-runhealth "
+                f"never writes into a run dir{beside}. Write the report next to it instead."
+            )
 
 
 # -- nothing inside a run dir is collected as a test ------------------------------------
