@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from . import packs
-from .judging import run_check
+from .engine.report_item import run_check
 from .registry import SPEC_ATTR, CheckSpec, Registry
 from .rundir import RunDir
 from .scale import batch_label, run_label

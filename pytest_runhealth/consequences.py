@@ -11,7 +11,7 @@ root's verdict, so the two never disagree. pytest's outcomes are not touched:
 a consequence is still a failed item and the exit code stays what it was.
 
 Decided once per run, by :func:`fold`, the one rule over :data:`RELATIONS`:
-every check of a run is judged in one pass (runpass.py), then the run's
+every check of a run is judged in one pass (engine/judge_run.py), then the run's
 failing findings are folded, whatever order its items run in. A consequence
 says so in its own item: ``consequence_of`` and the root's ``verdict`` in
 ``item.user_properties`` (hence in the JUnit XML), a "consequence of RH201 on
@@ -161,7 +161,7 @@ def fold(on_run: Mapping[str, Failure], on_run_dir: Mapping[str, Failure] | None
     ``on_run`` (one run's diagnosed failures by check ID) that another one
     explains, through chains; a root or a lone failure is not listed. The
     failures of the run dir's own (session-scope) checks, ``on_run_dir``, may
-    be roots too. Called once per run after all its checks (runpass.py), and
+    be roots too. Called once per run after all its checks (engine/judge_run.py), and
     by :func:`apply`."""
     merged = {**on_run_dir, **on_run} if on_run_dir else on_run
     return {check: root for check in on_run if (root := _root_check(check, merged)) != check}

@@ -6,7 +6,7 @@ the JSON report.
 Registered by the entry plugin (``plugin.py``) only in a run-health session,
 first of its feature modules; nothing in the package imports it. Options
 live in ``options.py``, the users' fixtures in ``plugin.py``. The collection
-engine is ``collection.py``, the judging of one item ``judging.py``."""
+engine is ``collection.py``, the judging of a run ``engine/``."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from . import __version__, discovery, given, prelaunch_summary, prelaunch_summar
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
+from .engine.report_item import FINDING, ROOT
 from .evaluation import pytest_hooks as gate
 from .given import usable_paths
-from .judging import FINDING, ROOT
 from .registry import PHASES, RegistryError, spec_of
 from .reports import pytest_hooks as report_files
 from .results import write_json
@@ -159,7 +159,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         meta["finding"] = finding.to_dict()
         meta.update(severity.disposition(item))
         root = item.stash.get(ROOT, None)
-        if root is not None:  # folded in its run's pass (runpass.py): the root's check and verdict
+        if root is not None:  # folded in its run's pass (engine/judge_run.py): the root's check and verdict
             meta["consequence_of"], meta["verdict"] = root.check, root.verdict
         if finding.passed and finding.note:
             report.sections.append(("runhealth note", finding.note))

@@ -92,7 +92,7 @@ NEEDS: dict[str, Callable[[Target], str | None]] = {
 
 
 # Needs answered by the run dir alone, and those asked of each run: a chunk of
-# 2,000 runs asks the first kind once (batch.py), the second once per run.
+# 2,000 runs asks the first kind once (engine/judge_chunk.py), the second once per run.
 RUN_DIR_NEEDS = frozenset({"ledger", "sweep", "config", "harvest"})
 
 

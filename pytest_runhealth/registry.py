@@ -70,7 +70,7 @@ class CheckSpec:
     severity: str = "error"  # error | warn (observe mode) | off; runhealth.yaml's severity: overrides
     # Optional, for a run-scope check that reads only its run's ledger row: ``quiet_row(row, thresholds)`` is
     # True only where the check would return None (a plain pass) for that row, and raises nothing the check
-    # would not. A chunk of a big sweep (batch.py) then calls the check only on the other rows.
+    # would not. A chunk of a big sweep (engine/judge_chunk.py) then calls the check only on the other rows.
     quiet_row: Callable[[Any, dict[str, Any]], bool] | None = None
 
     @property

@@ -32,7 +32,7 @@ class Target:
         """The unit of judging, of xdist scheduling and of shards: one run, a
         chunk of runs, or a run dir (its session-scope checks, which read the
         run dir's shared artefacts). Every check of one group is judged in one
-        pass (runpass.py)."""
+        pass (engine/judge_run.py)."""
         if self.batch is not None:
             return f"{self.run_dir.name}:{self.batch[0]}"
         if self.run is None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .context import CheckContext
-from .evaluate import call_check, normalise, skip_reason
+from .engine.call_check import call_check, normalise, skip_reason
 from .finding import Finding
 from .registry import SPEC_ATTR, CheckSpec, Registry
 from .target import Target

@@ -9,7 +9,7 @@ chosen through xdist's public hook ``pytest_xdist_make_scheduler``:
 - only where ``--dist`` was not given (``-n N`` alone, whose default would be
   ``--dist load``); an explicit ``--dist load``, ``loadgroup``, ``loadscope``,
   ... is the user's and left to xdist. Judging does not depend on where the
-  items run (runpass.py): a worker that gets any item of a run judges the
+  items run (engine/judge_run.py): a worker that gets any item of a run judges the
   whole run, so only the reads are repeated when a run is split.
 - The scope of a run-health item is its run's work group, read from a map
   computed once from the run dirs (``scale.label_weights`` packed by

@@ -197,7 +197,19 @@ def test_the_cycle_finder_finds_one():
 # on ``ctx``: ``ctx.facts``, ``ctx.live``, ``ctx.evaluation``), the engine and session hooks above them,
 # and the session module (``ctx.session``, ``ctx.settings`` and ``ctx.config`` hand it down).
 ABOVE_CHECKS = {
-    f"{PACKAGE}.{name}" for name in ("plugin", "core", "collection", "judging", "evaluate", "batch", "session", "packs")
+    f"{PACKAGE}.{name}"
+    for name in (
+        "plugin",
+        "core",
+        "collection",
+        "engine",
+        "engine.report_item",
+        "engine.judge_run",
+        "engine.call_check",
+        "engine.judge_chunk",
+        "session",
+        "packs",
+    )
 }
 GATEWAY = f"{PACKAGE}.context"  # the one module that imports them for a check, when the check asks
 

@@ -3,7 +3,7 @@
 ``Target.group``) is judged in one pass, the run's failing findings are
 folded into roots and consequences once (consequences.fold), and the run's
 cached reads are dropped. Each item then only reports its own check's
-verdict (judging.py).
+verdict (engine/report_item.py).
 
 Why: a consequence can only be named knowing its root, and a run's reads are
 only worth caching while its checks run. Judged item by item, both depended
@@ -27,14 +27,14 @@ from typing import Any
 
 import pytest
 
-from . import consequences, severity
-from .batch import judge_runs
-from .context import CheckContext
-from .evaluate import call_check, normalise, skip_reason
-from .finding import Finding
-from .registry import CheckSpec, spec_of
-from .session import RunHealthSession
-from .target import Target
+from .. import consequences, severity
+from ..context import CheckContext
+from ..finding import Finding
+from ..registry import CheckSpec, spec_of
+from ..session import RunHealthSession
+from ..target import Target
+from .call_check import call_check, normalise, skip_reason
+from .judge_chunk import judge_runs
 
 # A check's own pytest.fail/xfail ends its own item, not its run's other checks.
 _OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)
