@@ -21,6 +21,7 @@ from . import __version__, discovery, given, prelaunch_summary, prelaunch_summar
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
+from .engine.judge_run import STATUS
 from .engine.report_item import FINDING, ROOT
 from .evaluation import pytest_hooks as gate
 from .given import usable_paths
@@ -151,7 +152,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         "check": spec.id,
         "slug": spec.slug,
         "run": target.name if target else None,
-        "group": None,  # the work group, set by the xdist controller (xdist_scheduling.py)
         "run_dir": target.run_dir.name if target else None,
     }
     finding = item.stash.get(FINDING, None)
@@ -166,6 +166,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.skipped and isinstance(report.longrepr, tuple):
         meta["skip_reason"] = str(report.longrepr[2]).removeprefix("Skipped: ")
         item.user_properties.append(("skip_reason", meta["skip_reason"]))  # JUnit: why, beside which check
+    status = item.stash.get(STATUS, None)
+    if status is not None and call.when == "call":  # built in its run's pass: one per run, from where it ran
+        report.runhealth_status = status
     report.runhealth = meta
     return report
 

@@ -207,3 +207,14 @@ def chunk_advice(run_dirs: list, workers: int, batch_limit: int) -> str | None:
         f"checks; --runhealth-batch-above={XDIST_CHUNK} makes one item per {XDIST_CHUNK} runs (measured 1.8x "
         f"faster with -n 2 at 1,000 runs; docs/scaling.md)"
     )
+
+
+def unit_of(nodeid: str, check_names: set[str]) -> str | None:
+    """The bracket label of a run-health item's node id (its run, chunk or run
+    dir: :func:`run_label`, :func:`batch_label`), or None for any other item."""
+    _, sep, tail = nodeid.partition("::")
+    if sep and tail.endswith("]"):
+        name, bracket, label = tail[:-1].partition("[")
+        if bracket and name in check_names:
+            return label
+    return None

@@ -1,6 +1,6 @@
-"""The run status block's hooks: each run's block is built where its checks
-ran and travels on a report; the end-of-session "run status" section. The
-model (what a run's status is) is ``status.py``."""
+"""The end-of-session "run status" section. Each run's block is built in its
+run's pass (engine/judge_run.py) and travels on a report; what a run's
+status is lives in ``status.py``."""
 
 from __future__ import annotations
 
@@ -8,62 +8,10 @@ from collections import Counter
 
 import pytest
 
-from .session import session_of
-from .status import COMPACT_FROM, LISTED_AT_MOST, render, run_status
+from .status import COMPACT_FROM, LISTED_AT_MOST, render
 
 
 # -- hooks ----------------------------------------------------------------------------
-def _state(config):
-    return session_of(config)
-
-
-_DONE = pytest.StashKey[set]()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Each run's status is built once, by the process that ran its checks
-    (its log scans are cached there), and travels on that item's report: under
-    xdist the controller neither re-reads every log nor misses a run. Only the
-    runs this session checked (this shard, this -k) get one."""
-    report = yield
-    config = item.config
-    state = _state(config)
-    if call.when != "call" or state is None or config.getoption("runhealth_no_status"):
-        return report
-    callspec = getattr(item, "callspec", None)
-    target = callspec.params.get("runhealth_target") if callspec is not None else None
-    run = getattr(target, "run", None)
-    if (
-        run is None
-        and target is not None
-        and not getattr(target, "batch", False)
-        and target.run_dir.exists
-        and not target.run_dir.is_sweep
-    ):
-        run = target.run_dir.runs[0]  # outside a sweep the run dir is the one run, whatever the check's scope
-    if run is None or not run.run_dir.exists:
-        return report
-    many = len(state.run_dirs) > 1
-    key = f"{run.run_dir.name}/{run.name}" if many else run.name
-    done = config.stash.setdefault(_DONE, set())
-    if key in done:
-        return report
-    done.add(key)
-    try:
-        st = run_status(run)
-    except Exception as exc:  # a status block must never break the session
-        st = {
-            "run": run.name,
-            "run_dir": str(run.run_dir.path),
-            "state": "unknown",
-            "error": f"status unavailable: {type(exc).__name__}: {exc}",
-        }
-    if st is not None:
-        report.runhealth_status = [key, st]
-    return report
-
-
 def failing_checks(results, many_dirs: bool) -> dict[str, list[str]]:
     """The checks that failed on each run, keyed as the status blocks are
     (``run``, or ``run_dir/run`` with several run dirs): the status block

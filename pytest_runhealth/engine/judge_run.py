@@ -32,6 +32,7 @@ from ..context import CheckContext
 from ..finding import Finding
 from ..registry import CheckSpec, spec_of
 from ..session import RunHealthSession
+from ..status import run_status
 from ..target import Target
 from .call_check import call_check, normalise, skip_reason
 from .judge_chunk import judge_runs
@@ -58,6 +59,7 @@ _ALONE = Verdict()  # marks a check that its own item judges alone (its fixtures
 # sweep's waiting verdicts cost next to nothing.
 _PASSED = Verdict()
 _PASSES = pytest.StashKey[dict[str, dict[str, Verdict]]]()  # group → verdicts not yet reported
+STATUS = pytest.StashKey[list[Any]]()  # [key, status block] of the run an item's pass judged (status.py)
 _PLAN = pytest.StashKey[dict[str, tuple[Target, list[CheckSpec]]]]()  # group → a target and the checks run on it
 # run dir → the failures of its own (session-scope) checks, kept for the session: a root there may explain a
 # failure on any of its runs, so a run's pass is folded with them.
@@ -99,7 +101,8 @@ def _judge_group(
     check, with its own fixture values) and keep its verdicts for its items."""
     config = request.config
     key = target.group
-    specs = list(plan(config, request.session.items).get(key, (target, []))[1])
+    planned = plan(config, request.session.items)
+    specs = list(planned.get(key, (target, []))[1])
     if spec is not None and spec not in specs:
         specs.append(spec)
     values = {spec.id: fixtures or {}} if spec is not None else {}
@@ -115,9 +118,43 @@ def _judge_group(
     for other in specs:
         verdicts.setdefault(other.id, _ALONE)
     config.stash.setdefault(_PASSES, {})[key] = verdicts
-    if target.run is not None:  # after this item's report, which builds the run's status from its reads
-        request.node.addfinalizer(partial(target.run_dir.release_run, target.run))
+    status = status_of_pass(target, config, state, planned)
+    if status is not None:  # travels on this item's report (core.py): under xdist the controller reads no log
+        request.node.stash[STATUS] = status
+    if target.run is not None:  # the pass and the status block are done with the run's reads
+        target.run_dir.release_run(target.run)
     return verdicts
+
+
+def status_of_pass(
+    target: Target, config: pytest.Config, state: RunHealthSession, planned: dict[str, Any]
+) -> list[Any] | None:
+    """``[key, status block]`` of the run this pass judged, built from the pass's own reads, once per run:
+    by the run's pass, or (a run dir that is one run, only its session-scope checks selected) by the run
+    dir's. None for a chunk, a sweep's own checks, or ``--runhealth-no-status``."""
+    if target.batch is not None or config.getoption("runhealth_no_status", False):
+        return None
+    run = target.run
+    if run is None:
+        rd = target.run_dir
+        if not rd.exists or rd.is_sweep or not rd.runs:
+            return None
+        run = rd.runs[0]  # outside a sweep the run dir is the one run
+        if Target(rd, run, run.name).group in planned:
+            return None  # the run's own pass builds it
+    if not run.run_dir.exists:
+        return None
+    key = f"{run.run_dir.name}/{run.name}" if state.many_run_dirs else run.name
+    try:
+        block = run_status(run)
+    except Exception as exc:  # a status block must never break the session
+        block = {
+            "run": run.name,
+            "run_dir": str(run.run_dir.path),
+            "state": "unknown",
+            "error": f"status unavailable: {type(exc).__name__}: {exc}",
+        }
+    return None if block is None else [key, block]
 
 
 def run_dir_failures(request: pytest.FixtureRequest, target: Target, state: RunHealthSession) -> dict[str, Finding]:
