@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 
-def _real(path: str | os.PathLike[str]) -> Path:
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` absolute, every link in it resolved: how run dirs and report paths are compared."""
     return Path(os.path.realpath(os.path.abspath(os.fspath(path))))
 
 
@@ -56,13 +57,13 @@ def run_dir_paths(config: pytest.Config) -> list[Path]:
             given = []
     given += typed_run_dirs(config)
     base = Path(config.invocation_params.dir)
-    return list(dict.fromkeys(_real(base / os.path.expanduser(str(p))) for p in given))
+    return list(dict.fromkeys(real_path(base / os.path.expanduser(str(p))) for p in given))
 
 
 def containing_run_dir(path: Path | None, run_dirs: list[Path]) -> Path | None:
     if path is None:
         return None
-    real = _real(path)
+    real = real_path(path)
     return next((rd for rd in run_dirs if inside(real, rd)), None)
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from .run_dir_option import _real, containing_run_dir, inside, run_dir_paths
+from .run_dir_option import containing_run_dir, inside, real_path, run_dir_paths
 
 CHECK_HINT = "check it with `pytest-runhealth check PATH` (or write --run-dir=PATH from outside the run dir)"
 
@@ -58,7 +58,7 @@ def _initial_conftest_folders(config: pytest.Config, invocation: Path) -> list[P
     given = [str(a) for a in (getattr(config.known_args_namespace, "file_or_dir", None) or [])]
     anchors: list[Path] = []
     for arg in given:
-        anchor = _real(invocation / arg.split("::", 1)[0])
+        anchor = real_path(invocation / arg.split("::", 1)[0])
         if anchor.exists():
             anchors.append(anchor)
     if not anchors:
@@ -71,9 +71,9 @@ def _initial_conftest_folders(config: pytest.Config, invocation: Path) -> list[P
             except OSError:
                 pass
     confcut = getattr(config.known_args_namespace, "confcutdir", None)
-    cut = _real(invocation / confcut) if confcut else None
+    cut = real_path(invocation / confcut) if confcut else None
     folders: list[Path] = []
-    for anchor in anchors + [_real(p) for p in more]:
+    for anchor in anchors + [real_path(p) for p in more]:
         start = anchor if anchor.is_dir() else anchor.parent
         for folder in (start, *start.parents):
             folders.append(folder)
@@ -93,10 +93,10 @@ def refusal(config: pytest.Config) -> str | None:
     run_dirs = run_dir_paths(config)
     if not run_dirs:
         return None
-    invocation = _real(config.invocation_params.dir)
+    invocation = real_path(config.invocation_params.dir)
     inipath = config.inipath
     if inipath is not None:
-        ini = _real(inipath)
+        ini = real_path(inipath)
         holder = containing_run_dir(ini, run_dirs) or _between(ini.parent, invocation, run_dirs)
         if holder is not None:
             return (
@@ -104,7 +104,7 @@ def refusal(config: pytest.Config) -> str | None:
                 f"a run dir must not configure the session: {CHECK_HINT}"
             )
     try:
-        pythonpath = [_real(p) for p in config.getini("pythonpath") or []]
+        pythonpath = [real_path(p) for p in config.getini("pythonpath") or []]
     except ValueError:
         pythonpath = []
     for entry in pythonpath:
@@ -122,7 +122,7 @@ def refusal(config: pytest.Config) -> str | None:
                 f"pytest configuration: {CHECK_HINT}"
             )
     holder = containing_run_dir(config.rootpath, run_dirs)
-    if holder is not None and invocation != _real(config.rootpath):
+    if holder is not None and invocation != real_path(config.rootpath):
         return (
             f"pytest chose its rootdir {config.rootpath} inside the run dir {holder} (it read the run dir "
             f"as a test path): {CHECK_HINT}"
@@ -136,11 +136,11 @@ def parent_config_refusal(config: pytest.Config) -> str | None:
     came with it as often as not (an unpacked archive). Refused when that file
     would put code on the way (``pythonpath``, ``-p``, a conftest.py)."""
     run_dirs = run_dir_paths(config)
-    invocation = _real(config.invocation_params.dir)
+    invocation = real_path(config.invocation_params.dir)
     holder = containing_run_dir(invocation, run_dirs)
     if holder is None:
         return None
-    if config.inipath is not None and not inside(_real(config.inipath), holder):
+    if config.inipath is not None and not inside(real_path(config.inipath), holder):
         try:
             addopts = " ".join(str(a) for a in config.getini("addopts") or [])
             pythonpath = config.getini("pythonpath") or []
@@ -155,7 +155,7 @@ def parent_config_refusal(config: pytest.Config) -> str | None:
     if getattr(config.known_args_namespace, "noconftest", False):
         return None
     cut = getattr(config.known_args_namespace, "confcutdir", None)
-    cutpath = _real(invocation / cut) if cut else None
+    cutpath = real_path(invocation / cut) if cut else None
     for folder in holder.parents:
         if cutpath is not None and folder in cutpath.parents:
             break  # pytest loads no conftest.py above its confcut dir
@@ -329,8 +329,8 @@ def check_args(run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: P
     dir as ``--run-dir=ABSOLUTE`` -- never as a test path. ``./runhealth.yaml``
     of the folder the user stands in is passed on explicitly, unless that folder
     is inside a run dir."""
-    real_dirs = [_real(cwd / p) for p in run_dirs]
-    project = _real(cwd)
+    real_dirs = [real_path(cwd / p) for p in run_dirs]
+    project = real_path(cwd)
     empty = empty_ini_dir / "pytest.ini"
     empty.write_text("[pytest]\n", encoding="utf-8")
     given = _absolute_paths(rest, cwd)

@@ -1,5 +1,5 @@
 """The trust boundary's hooks: nothing inside a run dir is collected, nothing
-is written into one (the JSON report), and a log still growing is not chased.
+is written into one (no report: JSON, HTML, Markdown), and a log still growing is not chased.
 The refusals before any conftest runs, and ``pytest-runhealth check``, are
 ``trust_boundary.py``; where the run dirs are, ``run_dir_option.py``."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .run_dir_option import _real, containing_run_dir, inside, run_dir_paths
+from .run_dir_option import containing_run_dir, inside, real_path, run_dir_paths
 from .session import report_path
 
 
@@ -65,7 +65,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         run_dirs = config.stash[_RUN_DIRS] = run_dir_paths(config)
     if not run_dirs:
         return None
-    real = _real(collection_path)
+    real = real_path(collection_path)
     if inside(real, _PACKAGE) or real in _PACKAGE.parents:
         return None
     return True if containing_run_dir(real, run_dirs) is not None else None
