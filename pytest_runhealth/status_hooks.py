@@ -11,7 +11,6 @@ import pytest
 from .status import COMPACT_FROM, LISTED_AT_MOST, render
 
 
-# -- hooks ----------------------------------------------------------------------------
 def failing_checks(results, many_dirs: bool) -> dict[str, list[str]]:
     """The checks that failed on each run, keyed as the status blocks are
     (``run``, or ``run_dir/run`` with several run dirs): the status block

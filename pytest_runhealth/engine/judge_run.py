@@ -1,9 +1,10 @@
 """The run is the unit of judging: every check the session runs on one run
 (or one chunk of runs, or one run dir's session-scope checks: a
 ``Target.group``) is judged in one pass, the run's failing findings are
-folded into roots and consequences once (consequences.fold), and the run's
-cached reads are dropped. Each item then only reports its own check's
-verdict (engine/report_item.py).
+folded into roots and consequences once (consequences.fold), the run's
+status block is built (status.run_status), and the run's cached reads are
+dropped. Each item then only reports its own check's verdict
+(engine/report_item.py).
 
 Why: a consequence can only be named knowing its root, and a run's reads are
 only worth caching while its checks run. Judged item by item, both depended
