@@ -107,5 +107,5 @@ def test_a_new_check_touches_at_most_four_files_by_hand(tmp_path):
         check=False,
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
-    assert "RH099-fails-on-generic-log-link-outside PASSED" in tests.stdout, tests.stdout[-4000:]
-    assert "RH099-passes-on-kohya-healthy PASSED" in tests.stdout
+    assert "[RH099-fails-on-generic-log-link-outside] PASSED" in tests.stdout, tests.stdout[-4000:]
+    assert "[RH099-passes-on-kohya-healthy] PASSED" in tests.stdout
