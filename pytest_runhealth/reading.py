@@ -40,25 +40,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .safeio import describe_error, open_readonly
+from .safeio import _read_exact, describe_error, open_readonly
 
 MAX_FILE_BYTES = 64 << 20  # one file, unless its reader states a smaller cap
 MAX_RUN_BYTES = 256 << 20  # all the files one reader reads for one run (a Budget)
 MAX_INT = 1 << 63  # a step, a timestamp, a count: larger is no such thing
 MAX_INT_DIGITS = 40  # a longer integer literal is read as a float (huge: infinite), never int()'d
 MAX_LINE = 1 << 20  # :func:`lines` cuts a longer line (its rest is skipped)
-_NONFINITE = {
-    "nan": math.nan,
-    "+nan": math.nan,
-    "-nan": math.nan,
-    "inf": math.inf,
-    "+inf": math.inf,
-    "infinity": math.inf,
-    "+infinity": math.inf,
-    "-inf": -math.inf,
-    "-infinity": -math.inf,
-}
-NONFINITE_WORDS = frozenset(_NONFINITE)
+# The words a writer uses for a non-finite value (Python's str(float), json's NaN/Infinity, a sign before them):
+# layouts that read a value only when it is a number or such a word ask this set (float() reads them all).
+NONFINITE_WORDS = frozenset({"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
 
 
 # -- numbers ------------------------------------------------------------------------------
@@ -194,7 +185,7 @@ def read_bytes(path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budge
     try:
         with open_readonly(path) as fh:
             size = os.fstat(fh.fileno()).st_size
-            data = _read_upto(fh, allowed)
+            data = _read_exact(fh, allowed)
     except OSError as exc:
         return Read(b"", 0, error=describe_error(exc))
     capped = None
@@ -211,17 +202,6 @@ def _cap_text(path: str | os.PathLike, size: int, allowed: int, cap: int, budget
     if allowed < cap and budget is not None:
         return f"{Path(path).name}: read {allowed:,} of {size:,} bytes (the run's {budget.limit >> 20} MiB read cap)"
     return f"{Path(path).name}: read the first {allowed:,} of {size:,} bytes (the {cap >> 20 or 1} MiB cap per file)"
-
-
-def _read_upto(fh: Any, n: int) -> bytes:
-    parts, left = [], n
-    while left > 0:
-        chunk = fh.read(min(left, 1 << 20))
-        if not chunk:
-            break
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
 
 
 def read_text(path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budget | None = None) -> str | None:

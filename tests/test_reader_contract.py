@@ -166,26 +166,31 @@ def test_read_bytes_states_the_file_cap(tmp_path):
 
 
 # -- growth, in Python lines executed ---------------------------------------------------------
+def _lines_executed(work) -> int:
+    """Python trace events (calls and lines) while ``work()`` runs: the same count on a busy machine."""
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        count += 1
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        work()
+    finally:
+        sys.settrace(old)
+    return count
+
+
 def _work(reader: Reader, n: int) -> int:
     base = Path(tempfile.mkdtemp(prefix="rh-growth-"))
     try:
         folder = base / reader.folder
         folder.mkdir()
         reader.grow(folder, n)
-        count = 0
-
-        def tracer(frame, event, arg):
-            nonlocal count
-            count += 1
-            return tracer
-
-        old = sys.gettrace()
-        sys.settrace(tracer)
-        try:
-            reader.read(folder)
-        finally:
-            sys.settrace(old)
-        return count
+        return _lines_executed(lambda: reader.read(folder))
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -230,21 +235,7 @@ def _checks_work(reader: Reader, n: int) -> int:
         folder = base / reader.folder
         folder.mkdir()
         reader.grow(folder, n)
-        count = 0
-
-        def tracer(frame, event, arg):
-            nonlocal count
-            count += 1
-            return tracer
-
-        old = sys.gettrace()
-        sys.settrace(tracer)
-        try:
-            for spec in specs:
-                check_on(folder, spec.id, registry=registry)
-        finally:
-            sys.settrace(old)
-        return count
+        return _lines_executed(lambda: [check_on(folder, spec.id, registry=registry) for spec in specs])
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
