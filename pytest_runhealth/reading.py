@@ -289,10 +289,12 @@ T = TypeVar("T")
 
 def guarded(path: str | os.PathLike, reader: Callable[[], T]) -> T:
     """``reader()``, or :class:`Unreadable` naming ``path`` for whatever it
-    raised (KeyboardInterrupt and pytest's outcomes pass through)."""
+    raised (KeyboardInterrupt, pytest's outcomes and OSError pass through: a
+    check says "cannot be read: Permission denied" itself, and one that does
+    not is given the same ``unreadable`` finding by the engine)."""
     try:
         return reader()
-    except Unreadable:
+    except (Unreadable, OSError):  # an OSError is the file's access, which checks answer in their own words
         raise
     except Exception as exc:
         if type(exc).__module__.startswith(("_pytest", "pytest")):

@@ -36,18 +36,27 @@ def call_check(ctx: CheckContext, fixtures: dict[str, Any]) -> Any:
         raise
     except Unreadable as exc:  # a reader crashed on one of this run's files: this run's finding, named
         return unreadable(ctx, exc)
+    except OSError as exc:
+        if exc.filename is None:
+            return _check_bug(ctx, exc)
+        # a file of the run that could not be opened or read, and the check did not say so itself
+        return unreadable(ctx, Unreadable(exc.filename, exc.strerror or str(exc)))
     except Exception as exc:  # a check bug must still end as a readable failure
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
-        return ctx.fail(
-            "not-evaluable",
-            "unknown",
-            f"the check itself raised {type(exc).__name__}: {exc}{where}. This is a bug in the check "
-            f"({ctx.spec.owner}); the run was not judged.",
-            fix="report it with the run dir's layout; run with -p no:runhealth to bypass.",
-        )
+        return _check_bug(ctx, exc)
+
+
+def _check_bug(ctx: CheckContext, exc: BaseException) -> Finding:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+    return ctx.fail(
+        "not-evaluable",
+        "unknown",
+        f"the check itself raised {type(exc).__name__}: {exc}{where}. This is a bug in the check "
+        f"({ctx.spec.owner}); the run was not judged.",
+        fix="report it with the run dir's layout; run with -p no:runhealth to bypass.",
+    )
 
 
 def unreadable(ctx: CheckContext, exc: Unreadable) -> Finding:
