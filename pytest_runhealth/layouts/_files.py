@@ -75,11 +75,3 @@ class LineIndex:
         self.line += self.text.count("\n", self.pos, at)
         self.pos = at
         return self.line
-
-
-def line_of(text: str, needle: str, start: int = 0) -> tuple[int | None, int]:
-    """The 1-based line of ``needle`` in ``text`` at or after ``start``, and where it was found (-1: not)."""
-    at = text.find(needle, start)
-    if at < 0:
-        return None, -1
-    return text.count("\n", 0, at) + 1, at
