@@ -297,52 +297,56 @@ def measure_logs(run: Path, rounds: int) -> tuple[float, float]:
     return ratio, statistics.median(cpu_ratios)
 
 
-def measure_unused(empty: Path, rounds: int) -> tuple[float, float]:
-    with_plugin = pytest_cmd("--co")
-    without = pytest_cmd("--co", "-p", "no:runhealth")
-    timed(with_plugin, empty)
+def seconds_over(
+    name: str,
+    aim: str,
+    session: list[str],
+    bare: list[str],
+    folder: Path,
+    rounds: int,
+    what: tuple[str, str],
+    check: Callable[[str], bool] | None = None,
+) -> tuple[float, float]:
+    """Seconds ``session`` costs over ``bare`` in ``folder``, alternating, medians of at least 7: (wall, CPU)."""
+    timed(session, folder)
     a, b, a_cpu, b_cpu = [], [], [], []
     for _ in range(max(rounds, 7)):
-        a.append(timed(with_plugin, empty))
+        a.append(timed(session, folder, check))
         a_cpu.append(CPU[0])
-        b.append(timed(without, empty))
+        b.append(timed(bare, folder))
         b_cpu.append(CPU[0])
     diff = statistics.median(a) - statistics.median(b)
     cpu = statistics.median(a_cpu) - statistics.median(b_cpu)
-    print(
-        f"unused plugin: pytest --co in an empty folder {spread(a, '{:.3f}')} s, with -p no:runhealth "
-        f"{spread(b, '{:.3f}')} s; medians of {len(a)}"
-    )
-    print(
-        f"  unused plugin: {diff:+.3f} s per session, wall  (aim <= +{AIMS['unused']:.2f} s); CPU time {cpu:+.3f} s",
-        flush=True,
-    )
+    print(f"{name}: {what[0]} {spread(a, '{:.3f}')} s, {what[1]} {spread(b, '{:.3f}')} s; medians of {len(a)}")
+    print(f"  {name}: {diff:+.3f} s per session, wall  (aim <= {aim}); CPU time {cpu:+.3f} s", flush=True)
     return diff, cpu
+
+
+def measure_unused(empty: Path, rounds: int) -> tuple[float, float]:
+    return seconds_over(
+        "unused plugin",
+        f"+{AIMS['unused']:.2f} s",
+        pytest_cmd("--co"),
+        pytest_cmd("--co", "-p", "no:runhealth"),
+        empty,
+        rounds,
+        ("pytest --co in an empty folder", "with -p no:runhealth"),
+    )
 
 
 def measure_first(tiny: Path, rounds: int) -> tuple[float, float]:
     tiny.mkdir(parents=True, exist_ok=True)
     (tiny / "ledger.jsonl").write_text('{"run_id": "a", "exit_code": 0}\n')
-    session = pytest_cmd(f"--run-dir={tiny}")
-    bare = pytest_cmd("-p", "no:runhealth")
-    timed(session, tiny)
-    a, b, a_cpu, b_cpu = [], [], [], []
-    for _ in range(max(rounds, 7)):
-        a.append(timed(session, tiny, lambda out: " passed" in out))
-        a_cpu.append(CPU[0])
-        b.append(timed(bare, tiny))
-        b_cpu.append(CPU[0])
-    diff = statistics.median(a) - statistics.median(b)
-    cpu = statistics.median(a_cpu) - statistics.median(b_cpu)
-    print(
-        f"first answer: pytest --run-dir on a one-row ledger {spread(a, '{:.3f}')} s, pytest -p no:runhealth "
-        f"{spread(b, '{:.3f}')} s; medians of {len(a)}"
+    return seconds_over(
+        "first answer",
+        f"+{AIMS['first']:.1f} s",
+        pytest_cmd(f"--run-dir={tiny}"),
+        pytest_cmd("-p", "no:runhealth"),
+        tiny,
+        rounds,
+        ("pytest --run-dir on a one-row ledger", "pytest -p no:runhealth"),
+        lambda out: " passed" in out,
     )
-    print(
-        f"  first answer: {diff:+.3f} s per session, wall  (aim <= +{AIMS['first']:.1f} s); CPU time {cpu:+.3f} s",
-        flush=True,
-    )
-    return diff, cpu
 
 
 def peak_rss_mb(cmd: list[str], cwd: Path) -> float:
