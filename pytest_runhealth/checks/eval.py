@@ -619,9 +619,11 @@ GATE_FIXES = {
     "claim-contradicted": "Keep the champion: more of the counted rounds show the opposite of the claim than show it "
     "(the summary says at which confidence). Rework the candidate (or claim what the rounds show) and judge a new "
     "version on fresh rounds.",
-    "claim-not-significant": "Do not promote yet: run the number of further rounds named above and re-run the gate "
-    "(the sign test keeps its error rate only if you decide at the end, so fix the number of rounds first); rounds "
-    "that stay this even mean the candidate is no better than its opponent: keep the champion.",
+    "claim-not-significant": "Do not promote yet: run more rounds and re-run the gate as often as you like (the "
+    "default test keeps its error rate under any number of looks); rounds that stay this even mean the candidate is "
+    "no better than its opponent: keep the champion.",
+    "round-conflict": "Two copies of one round id differ: re-harvest the round once (remove the stale copy), then "
+    "re-run the gate.",
     "insufficient-evidence": "Wait for the running rounds, fix the infra failures and re-run them until K rounds with "
     "real scores exist; then re-run the gate.",
     "no-claim": "Name the candidate (gate.candidate or --runhealth-candidate) and, if it is a regression claim, "
@@ -667,17 +669,15 @@ def promotion_gate(ctx):
     outcome = decision.outcome
     if decision.passed:
         return f"promote: {decision.rounds_line()}; {decision.test.describe()} (K={decision.k})"
-    by_label = {decision.label(s): s for s in decision.states}
+    versus = f"against {decision.champion}" if decision.champion else "against the field"
     if outcome in ("claim-contradicted", "claim-not-significant"):
-        against = [p for p in decision.pairs if p.sign < 0]
-        evidence = [ctx.evidence(p.source, None, f"{p.round} {p.episode}: {p.text()}") for p in against[:10]]
-        names = [r for r, _ in decision.contradicted]
+        against = decision.contradicting
+        evidence = [ctx.evidence(r.source, None, f"{r.label}: {r.detail}") for r in against[:10]]
+        names = [r.label for r in against]
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         summary = (
-            f"promotion blocked, {outcome}: {decision.candidate} {decision.claim} "
-            f"({'against ' + decision.champion if decision.champion else 'against the field'}): "
-            f"{decision.rounds_line()}.\n{decision.test.describe()}; "
-            f"the contrary's p = {decision.test.p_contrary:.4g}."
+            f"promotion blocked, {outcome}: {decision.candidate} {decision.claim} ({versus}): "
+            f"{decision.rounds_line()}.\n{decision.test.describe()}."
         )
         if names:
             summary += f"\nrounds contradicting the claim ({len(names)}): {shown}."
@@ -685,37 +685,32 @@ def promotion_gate(ctx):
             summary += f"\n{decision.more_needed()}."
         elif decision.test.outcome != "contradicted":
             summary += (
-                f"\nmore rounds contradict the claim ({len(decision.contradicted)}) than show it "
-                f"({len(decision.shown)}): the claim is contradicted, though the contrary alone is not significant "
-                f"at {1 - decision.test.alpha:.0%}."
+                f"\nmore rounds contradict the claim ({len(names)}) than show it "
+                f"({len(decision.rounds) and sum(r.sign > 0 for r in decision.rounds)}): the claim is contradicted, "
+                f"though the contrary alone is not significant at {1 - decision.test.alpha:.0%}."
             )
-        cause = outcome
     else:
         evidence = [
-            ctx.evidence(
-                s.round.source, None, f"{decision.label(s)}: {s.category}" + (f" ({s.detail})" if s.detail else "")
-            )
-            for s in decision.excluded[:10]
-        ]
-        evidence += [
-            ctx.evidence(by_label[r].round.source, None, f"{r}: {why}") for r, why in decision.contradicted[:10]
+            ctx.evidence(r.source, None, f"{r.label}: {r.category}" + (f" ({r.detail})" if r.detail else ""))
+            for r in decision.blocking[:10]
         ]
         summary = f"promotion blocked: {decision.missing()}."
-        cause = outcome
+        if not decision.no_claim:
+            summary += f"\n{decision.candidate} {decision.claim} ({versus}): {decision.rounds_line()}."
     if decision.source_error:
         summary += f"\n{decision.source_error}"
     fix = _missing_fix(decision) if outcome == "insufficient-evidence" else None
-    return ctx.fail(decision.verdict, cause, summary, evidence, fix=fix or GATE_FIXES.get(outcome))
+    return ctx.fail(decision.verdict, outcome, summary, evidence, fix=fix or GATE_FIXES.get(outcome))
 
 
 def _missing_fix(decision) -> str | None:
-    """The steps that would bring the counted rounds up to K, from what
-    keeps the rest out: "wait for the running rounds" only when some run."""
+    """The steps that would unblock the gate, from what holds it: "wait for
+    the running rounds" only when some run."""
     if decision.source_error:
         return None
-    running = sum(1 for s in decision.excluded if s.category.startswith("still"))
-    failed = sum(1 for s in decision.excluded if not s.category.startswith("still") and "failed" in s.category)
-    other = len(decision.excluded) - running - failed
+    running = sum(1 for r in decision.blocking if r.category.startswith("still"))
+    failed = sum(1 for r in decision.blocking if not r.category.startswith("still") and "failed" in r.category)
+    other = len(decision.blocking) - running - failed
     steps = []
     if running:
         steps.append(f"wait for the {running} running round(s)")
@@ -723,13 +718,9 @@ def _missing_fix(decision) -> str | None:
         steps.append(f"fix what failed them and re-run the {failed} failed round(s)")
     if other:
         steps.append(f"re-run or re-harvest the {other} round(s) without real per-player scores")
-    short = decision.k - decision.paired_rounds - len(decision.excluded)
+    short = decision.k - decision.paired_rounds - len(decision.blocking)
     if short > 0:
         steps.append(f"run {short} more round(s) with the candidate")
     if not steps:
         return None
-    return (
-        f"Until {decision.k} rounds (K=min_rounds) are counted with the candidate's scores: "
-        + "; ".join(steps)
-        + "; then re-run the gate."
-    )
+    return "Until every scheduled round has a result: " + "; ".join(steps) + "; then re-run the gate."

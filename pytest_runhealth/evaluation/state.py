@@ -51,7 +51,7 @@ def gate_mode(config: pytest.Config | None) -> bool:
 def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
     state = session_of(config)
     gate = dict(validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate"))
-    for key in ("candidate", "claim", "champion"):  # the command line wins over runhealth.yaml
+    for key in ("candidate", "claim", "champion", "rounds"):  # the command line wins over runhealth.yaml
         given = config.getoption(f"runhealth_{key}", None) if config is not None else None
         if given:
             gate[key] = given
@@ -85,4 +85,6 @@ def decision_for(run_dir, config: pytest.Config | None):
         gate.get("claim", "wins"),
         champion=gate.get("champion"),
         alpha=float(gate.get("alpha", DEFAULT_ALPHA)),
+        margin=gate.get("margin"),
+        fixed_rounds=gate.get("rounds"),
     )
