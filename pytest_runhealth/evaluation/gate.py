@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import Evaluation
-from .rounds import RoundVerdict, distinct_rounds, judge_round
+from .rounds import CANCELED, RoundVerdict, distinct_rounds, judge_round
 from .sequential import FixedTest, SequentialTest
 from .signtest import DEFAULT_ALPHA
 from .triage import classify
@@ -153,15 +153,15 @@ class GateDecision:
         return f"at least {more} more decisive round(s), all won, would promote"
 
     def missing(self) -> str:
-        """Which evidence is missing: '2 of 5 rounds still running; ...'."""
-        if self.no_claim:
-            return NO_CLAIM
+        """Which evidence is missing: '2 round(s) still running (xr-2, xr-3); ...'."""
         parts = []
         groups: dict[str, list[str]] = {}
         for r in self.blocking:
             groups.setdefault(r.category, []).append(r.label)
         for cat, labels in groups.items():
             parts.append(f"{len(labels)} round(s) {cat} ({', '.join(labels[:SHOW])})")
+        if self.no_claim:
+            return "; ".join([*parts, NO_CLAIM])
         if self.paired_rounds < self.k:
             parts.append(
                 f"{self.paired_rounds} of the {self.k} rounds needed have a result for the candidate "
@@ -237,13 +237,15 @@ def decide(
     for origin, rnd in identity.rounds:
         if cand is None:
             state = classify(rnd, terminal, tails.get(origin))
+            canceled = rnd.status in CANCELED
             decision.rounds.append(
                 RoundVerdict(
                     rnd.id,
                     rnd.source,
                     origin,
-                    category="" if state.counted else state.category,
+                    category="canceled" if canceled else ("" if state.counted else state.category),
                     cause=state.cause,
+                    blocks=not state.counted and not canceled,
                     detail=state.detail,
                 )
             )
