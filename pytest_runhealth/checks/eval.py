@@ -410,7 +410,7 @@ def real_scores(ctx):
                         "format-not-understood",
                         f"{rnd.label()} {ep.name}: {ep.format_problem}. Its scores are unknown, not "
                         "missing: the round is not evidence until the file is in a shape the checks read.",
-                        [ctx.evidence(ep.format_source, None, ep.format_shape)],
+                        [ctx.evidence(ep.format_source, ep.format_line, ep.format_shape)],
                         fix="write the scores in a documented shape (docs/layouts.md, results.json), "
                         "or convert the harvest before checking it.",
                     )
