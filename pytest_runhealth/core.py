@@ -167,6 +167,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+@pytest.hookimpl(tryfirst=True)  # before --junitxml writes its file: the gate's decision is one of its properties
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The session's end, in the controller, as one sequence in this order
     (each result is final by now: consequences were folded run by run):

@@ -278,7 +278,9 @@ def test_gate_refuses_missing_scores_and_too_few_rounds(tmp_path, run_health):
     assert r["verdict"] == "not-evaluable"
     assert "1 round(s) completed without real per-player scores (xr-2)" in r["summary"]
     short = harvest(tmp_path / "short", rounds[:2], fetched_at=T0)
-    r = run_health(short, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-0")).result_of("RH508")
+    r = run_health(short, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-0")).result_of(
+        "RH508"
+    )
     assert "2 of the 3 rounds needed" in r["summary"]
 
 

@@ -20,10 +20,9 @@ from . import evaluation_of
 from .gate import record_path
 from .model import Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
-from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode, gate_settings, gated_run_dirs
+from .state import GATE_MARK, GATE_ON, GATE_RESULT, SETTINGS, decision_for, gate_mode, gate_settings, gated_run_dirs
 from .verdict import GateVerdict
 
-GATE_RESULT = pytest.StashKey[GateVerdict]()  # the session's one decision, once made
 VERDICT_PATH = pytest.StashKey[str]()
 SESSION_STARTED = pytest.StashKey[bool]()
 
@@ -241,6 +240,21 @@ def decide_session(session: pytest.Session, state: RunHealthSession) -> None:
         verdict = GateVerdict.failed("internal-error", f"{type(exc).__name__}: {exc}", __version__)
     write_verdict(config, verdict)
     session.exitstatus = verdict.exit_code(int(session.exitstatus))
+    junit_property(config, verdict)
+
+
+def junit_property(config: pytest.Config, verdict: GateVerdict) -> None:
+    """The decision as a JUnit test-suite property, ``runhealth_gate_decision``
+    (what ``record_testsuite_property`` writes), added before --junitxml's
+    file is written (core.pytest_sessionfinish runs first)."""
+    for plugin in config.pluginmanager.get_plugins():
+        add = getattr(plugin, "add_global_property", None)
+        if callable(add) and type(plugin).__name__ == "LogXML":
+            add("runhealth_gate_decision", verdict.decision)
+            stat = verdict.statistic
+            if stat is not None and not stat.no_claim:
+                add("runhealth_gate_rounds", stat.rounds_line())
+                add("runhealth_gate_statistic", stat.test.describe())
 
 
 def last_word(config: pytest.Config) -> None:

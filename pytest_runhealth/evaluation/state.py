@@ -17,10 +17,12 @@ from .gate import decide
 from .model import DEFAULT_TERMINAL, Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, validate
 from .signtest import DEFAULT_ALPHA
+from .verdict import GateVerdict
 
 SETTINGS = pytest.StashKey[EvalSettings]()
 GATE_ON = pytest.StashKey[bool]()  # a test marked runhealth_gate was collected
 GATE_MARK = "runhealth_gate"
+GATE_RESULT = pytest.StashKey[GateVerdict]()  # the session's one decision, once made (evaluation/pytest_hooks.py)
 
 
 def evaluation_of(run_dir) -> Evaluation:

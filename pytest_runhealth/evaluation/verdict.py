@@ -107,7 +107,10 @@ class GateVerdict:
         return _redacted(record)
 
     def lines(self) -> list[str]:
-        """The decision block, as the terminal and the reports print it."""
+        """The decision block, as the terminal and the reports print it (redacted, one line each)."""
+        return [" ".join(redact(line).replace("`", "'").split()) for line in self._lines()]
+
+    def _lines(self) -> list[str]:
         if self.decision in ("usage-error", "internal-error"):
             return [f"{self.decision.upper()}: {self.message}", "no promotion: the gate did not judge"]
         out = []
@@ -127,7 +130,7 @@ class GateVerdict:
             out.append("PROMOTE: the statistic promotes and no check failed")
         else:
             out.append(f"BLOCK: {len(self.reasons)} reason(s):")
-            out += [f"  {b['check']} [{b['run']}] {b['verdict']} {b['cause']}: {b['summary']}" for b in self.reasons]
+            out += [f"- {b['check']} [{b['run']}] {b['verdict']} {b['cause']}: {b['summary']}" for b in self.reasons]
         return out
 
     def write(self, path: Path) -> None:
