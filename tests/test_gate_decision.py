@@ -12,7 +12,7 @@ import sys
 import pytest
 from eval_builders import T0, episode, harvest, request
 
-from pytest_runhealth.evaluation.signtest import SignTest, tail_at_least
+from pytest_runhealth.evaluation.sequential import FixedTest, SequentialTest
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
 GATE = (*FAST, "--runhealth-gate", "-k", "RH508")
@@ -52,16 +52,17 @@ def record_of(pytester) -> dict:
         ((0, 0, 5), 1.0, "not-significant"),
     ],
 )
-def test_sign_test_numbers(counts, p_claim, outcome):
-    t = SignTest(*counts)
+def test_sign_test_numbers_when_the_rounds_are_fixed(counts, p_claim, outcome):
+    t = FixedTest(*counts, rounds=sum(counts))
     assert t.p_claim == pytest.approx(p_claim) and t.outcome == outcome
+    assert FixedTest(*counts, rounds=sum(counts) + 1).outcome == "not-significant"  # before N: no decision
 
 
-def test_more_pairs_at_the_current_rate():
-    assert tail_at_least(3, 7) == pytest.approx(99 / 128)
-    assert SignTest(4, 0, 0).more_pairs() == 1  # 5 of 5 is p = 1/32
-    assert SignTest(3, 4, 0).more_pairs() > 100  # 3:4 is close to even: many more to contradict
-    assert SignTest(4, 4, 0).more_pairs() is None and SignTest(0, 0, 4).more_pairs() is None
+def test_the_e_value_by_hand():
+    """E(7, 0) = ∫_{1/2}^1 q^7 Beta(20,5)(q) dq / (P(q > 1/2) 2^-7), in closed form through the binomial."""
+    assert SequentialTest(7, 0, 0).e_value == pytest.approx(32.044, abs=1e-3)
+    assert SequentialTest(3, 4, 0).e_value == pytest.approx(0.1492, abs=1e-4)
+    assert SequentialTest(0, 0, 5).outcome == "not-significant" and SequentialTest(0, 9, 0).outcome == "contradicted"
 
 
 # -- the outcomes on harvests ------------------------------------------------------

@@ -220,7 +220,9 @@ def test_rounds_fixed_in_advance_use_the_sign_test_only_at_n(tmp_path, run_healt
 def test_a_score_that_is_not_a_json_number_is_a_shape_error_with_its_line(tmp_path, run_health, pytester, bad):
     rounds = [request(f"xr-{i}", episodes=[ep(bad, 3)]) for i in range(7)]
     res, record = gate(run_health, pytester, harvest(tmp_path / "h", rounds, fetched_at=T0), k="RH505 or RH508")
-    assert res.ret == 1 and record["decision"] == "block" and "INTERNALERROR" not in res.stdout + res.result.stderr.str()
+    assert (
+        res.ret == 1 and record["decision"] == "block" and "INTERNALERROR" not in res.stdout + res.result.stderr.str()
+    )
     r = res.result_of("RH505")
     assert (r["verdict"], r["cause"]) == ("not-evaluable", "format-not-understood")
     assert "not a JSON number" in r["summary"] or "not a number" in r["summary"] or "beyond the range" in r["summary"]

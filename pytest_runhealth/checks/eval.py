@@ -640,21 +640,26 @@ GATE_FIXES = {
     verdicts=["policy", "not-evaluable"],
     thresholds={"min_rounds": 3},
     detects="With --runhealth-gate (or a test marked runhealth_gate): the claim (gate.candidate wins, or loses for "
-    "a regression claim) is judged on every counted round (terminal, completed, real per-player scores), one pair "
-    "per episode: the candidate's score against the champion's (gate.champion) or the field's. An exact sign test "
-    "(ties left out, one-sided, gate.alpha default 0.05) promotes only when the pairs show the claim at 95% "
-    "confidence; `claim-contradicted` (policy) when they show the opposite at the same confidence; "
-    "`claim-not-significant` when too few or too even, naming how many more rounds would decide. K (min_rounds, "
-    "default 3) is a floor: fewer counted rounds block with which evidence is missing. Every not-evaluable finding "
-    "of any check blocks too.",
+    "a regression claim) is judged on every scheduled round, the round as the unit: rounds keyed by id across run "
+    "dirs (a copy with the same content counts once, note `duplicate-round`; different content is `round-conflict`, "
+    "not-evaluable, naming both folders), episodes keyed by id (a duplicate counts once), a round's episodes "
+    "combined into one result by mean score against the champion's (gate.champion) or the best of the field. The "
+    "candidate's own crash or missing score is a lost round; a running round or an infra failure blocks "
+    "(`insufficient-evidence`); a canceled round is excluded and named. An always-valid mixture e-value on p(win) "
+    "> 1/2 (or > gate.margin; ties left out) promotes at E >= 1/alpha (gate.alpha, default 0.05), keeping the "
+    "chance of ever promoting an equal candidate under alpha however often the gate is re-run; with gate.rounds = N "
+    "the exact sign test decides at N only. `claim-contradicted` (policy) when the rounds show the opposite or more "
+    "are lost than won; `claim-not-significant` when too few or too even, naming how many more won rounds would "
+    "promote. K (min_rounds, default 3) is a floor. The session's one decision (promote, block, usage-error) also "
+    "blocks on any failed check.",
     why="Never replace a champion or revert a policy from non-terminal or failed-before-startup rounds; only "
-    "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting the rounds that "
-    "show a claim and ignoring those that contradict it promotes a candidate that lost most of its rounds.",
-    example="claim-not-significant: won 3, lost 4, tied 0 of 7 rounds; sign test p = 0.7734 (confidence 22.7%, "
-    "needed 95%)",
-    fix="insufficient-evidence: wait for the running rounds and re-run the infra failures until K rounds with real "
-    "scores exist. claim-not-significant: run the further rounds it names, then re-run the gate. "
-    "claim-contradicted: keep the champion and rework the candidate.",
+    "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting a round twice, "
+    "counting episodes as rounds, dropping the candidate's own crashes or asking a fixed-sample test again after "
+    "every round promotes candidates that are no better.",
+    example="claim-contradicted: won 3, lost 4, tied 0, excluded 0 of 7 rounds; E = 0.1492, promote at E >= 20",
+    fix="insufficient-evidence: wait for the running rounds and re-run the infra failures. round-conflict: "
+    "re-harvest the round once. claim-not-significant: run more rounds and re-run the gate (as often as you "
+    "like). claim-contradicted: keep the champion and rework the candidate.",
 )
 def promotion_gate(ctx):
     if not ctx.evaluation.gate_mode:
