@@ -6,6 +6,7 @@ the JSON report)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -186,8 +187,25 @@ def _check_versions(results: list[Result], registry) -> list[dict[str, str]]:
 
 
 def verdict_path(config: pytest.Config) -> Path | None:
+    """Where the verdict record goes; None without a report, or where it
+    would land inside a run dir (nothing there is written or removed; the
+    report's own check says so as a usage error)."""
     out = report_path(config, "report")
-    return record_path(out) if out else None
+    if not out:
+        return None
+    path = record_path(out)
+    state = session_of(config)
+    try:
+        given = [Path(p) for p in (config.getoption("runhealth_run_dirs") or config.getini("runhealth_run_dirs") or [])]
+    except (ValueError, KeyError):
+        given = []
+    folders = given + [rd.path for rd in (state.run_dirs if state else [])]
+    where = os.path.realpath(path)
+    for folder in folders:
+        root = os.path.realpath(folder)
+        if where == root or where.startswith(root.rstrip(os.sep) + os.sep):
+            return None
+    return path
 
 
 def write_verdict(config: pytest.Config, verdict: GateVerdict) -> None:
