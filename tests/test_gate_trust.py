@@ -253,3 +253,19 @@ def test_the_gate_under_watch_does_not_count_a_duplicate_round(tmp_path):
     )
     assert w.returncode == 1, w.stdout + w.stderr
     assert "claim-not-significant" in w.stdout
+
+
+def test_an_internal_error_leaves_internal_error_not_a_stale_promote(tmp_path, run_health, pytester):
+    h = harvest(tmp_path / "h", [won(f"xr-{i}") for i in range(7)], fetched_at=T0)
+    res, record = gate(run_health, pytester, h)
+    assert record["decision"] == "promote"
+    pytester.makeconftest(
+        """
+        def pytest_collection_finish(session):
+            raise RuntimeError("a plugin's bug")
+        """
+    )
+    report = pytester.path / "runhealth-report.json"
+    res = pytester.runpytest(f"--run-dir={h}", f"--runhealth-report={report}", *GATE, "--runhealth-candidate=pv-cand")
+    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
+    assert res.ret == 3 and record["decision"] == "internal-error"
