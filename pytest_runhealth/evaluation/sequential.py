@@ -86,21 +86,47 @@ def wins_needed(n: int, alpha: float = DEFAULT_ALPHA, p0: float = 0.5) -> int | 
     return next((w for w in range(n + 1) if log_e_value(w, n - w, p0) >= threshold), None)
 
 
-@dataclass(frozen=True)
-class SequentialTest:
-    """The counts of one decision and what the always-valid test says."""
+class _Counts:
+    """What both tests share: the counts, the claim's wording, the record's common keys."""
 
     shown: int  # decisive rounds that show the claim (wins for a wins claim)
     against: int
     tied: int
-    alpha: float = DEFAULT_ALPHA
-    p0: float = 0.5  # the claim: p(win) > p0 (gate.margin, default 1/2)
-
-    name = "mixture-e-value"
+    alpha: float
+    p0: float  # the claim: p(win) > p0 (gate.margin, default 1/2)
+    name = ""
 
     @property
     def decisive(self) -> int:
         return self.shown + self.against
+
+    def claim_text(self) -> str:
+        return "p(win) > 1/2" if self.p0 == 0.5 else f"p(win) > {self.p0:g}"
+
+    def _record(self, **more) -> dict:
+        return {
+            "name": self.name,
+            "claim": self.claim_text(),
+            "alpha": self.alpha,
+            "margin": self.p0,
+            "rounds_for": self.shown,
+            "rounds_against": self.against,
+            "rounds_tied": self.tied,
+            **more,
+        }
+
+
+@dataclass(frozen=True)
+class SequentialTest(_Counts):
+    """The counts of one decision and what the always-valid test says."""
+
+    shown: int
+    against: int
+    tied: int
+    alpha: float = DEFAULT_ALPHA
+    p0: float = 0.5
+
+    name = "mixture-e-value"
 
     @property
     def e_value(self) -> float:
@@ -135,9 +161,6 @@ class SequentialTest:
                 return extra
         return None
 
-    def claim_text(self) -> str:
-        return "p(win) > 1/2" if self.p0 == 0.5 else f"p(win) > {self.p0:g}"
-
     def describe(self) -> str:
         return (
             f"always-valid test (mixture e-value, {self.claim_text()}): {self.shown} for, {self.against} against, "
@@ -146,26 +169,19 @@ class SequentialTest:
         )
 
     def to_record(self) -> dict:
-        return {
-            "name": self.name,
-            "claim": self.claim_text(),
-            "alpha": self.alpha,
-            "margin": self.p0,
-            "rounds_for": self.shown,
-            "rounds_against": self.against,
-            "rounds_tied": self.tied,
-            "e_value": significant(self.e_value),
-            "e_value_contrary": significant(self.e_contrary),
-            "threshold": 1 / self.alpha,
-            "p_value": significant(self.p_claim),
-            "confidence": round(self.confidence, 6),
-            "outcome": self.outcome,
-            "more_rounds_needed": self.more_rounds() if self.outcome == "not-significant" else None,
-        }
+        return self._record(
+            e_value=significant(self.e_value),
+            e_value_contrary=significant(self.e_contrary),
+            threshold=1 / self.alpha,
+            p_value=significant(self.p_claim),
+            confidence=round(self.confidence, 6),
+            outcome=self.outcome,
+            more_rounds_needed=self.more_rounds() if self.outcome == "not-significant" else None,
+        )
 
 
 @dataclass(frozen=True)
-class FixedTest:
+class FixedTest(_Counts):
     """The exact one-sided sign test, for a number of rounds fixed in advance:
     it decides only when exactly ``rounds`` rounds are in (ties count toward
     the number, and are left out of the test)."""
@@ -178,10 +194,6 @@ class FixedTest:
     p0: float = 0.5
 
     name = "fixed-sign-test"
-
-    @property
-    def decisive(self) -> int:
-        return self.shown + self.against
 
     @property
     def seen(self) -> int:
@@ -214,9 +226,6 @@ class FixedTest:
     def more_rounds(self) -> int | None:
         return max(0, self.rounds - self.seen) if self.seen < self.rounds else None
 
-    def claim_text(self) -> str:
-        return "p(win) > 1/2" if self.p0 == 0.5 else f"p(win) > {self.p0:g}"
-
     def describe(self) -> str:
         head = f"fixed-sample sign test ({self.claim_text()}, N = {self.rounds} rounds fixed in advance)"
         if self.seen < self.rounds:
@@ -230,18 +239,11 @@ class FixedTest:
         )
 
     def to_record(self) -> dict:
-        return {
-            "name": self.name,
-            "claim": self.claim_text(),
-            "alpha": self.alpha,
-            "margin": self.p0,
-            "rounds_fixed": self.rounds,
-            "rounds_for": self.shown,
-            "rounds_against": self.against,
-            "rounds_tied": self.tied,
-            "p_value": significant(self.p_claim),
-            "p_value_contrary": significant(self.p_contrary),
-            "confidence": round(self.confidence, 6),
-            "outcome": self.outcome,
-            "more_rounds_needed": self.more_rounds(),
-        }
+        return self._record(
+            rounds_fixed=self.rounds,
+            p_value=significant(self.p_claim),
+            p_value_contrary=significant(self.p_contrary),
+            confidence=round(self.confidence, 6),
+            outcome=self.outcome,
+            more_rounds_needed=self.more_rounds(),
+        )
