@@ -269,3 +269,24 @@ def test_an_internal_error_leaves_internal_error_not_a_stale_promote(tmp_path, r
     res = pytester.runpytest(f"--run-dir={h}", f"--runhealth-report={report}", *GATE, "--runhealth-candidate=pv-cand")
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert res.ret == 3 and record["decision"] == "internal-error"
+
+
+def test_a_typo_found_at_collection_under_a_marked_gate_test_stays_usage_error(tmp_path, run_health, pytester):
+    """The gate turned on by a marked test: the names are checked during collection, and the session still
+    finishes; its verdict stays usage-error (exit 4), not a block written over it."""
+    pytester.makepyfile(
+        test_gate="""
+        import pytest
+
+        @pytest.mark.runhealth_gate
+        def test_promote(promotion_gate):
+            assert promotion_gate.passed
+    """
+    )
+    h = harvest(tmp_path / "h", [won(f"xr-{i}") for i in range(7)], fetched_at=T0)
+    report = pytester.path / "runhealth-report.json"
+    res = pytester.runpytest(
+        f"--run-dir={h}", f"--runhealth-report={report}", "test_gate.py", *FAST, "--runhealth-candidate=pv-cnad"
+    )
+    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
+    assert res.ret == 4 and record["decision"] == "usage-error"

@@ -242,6 +242,8 @@ def decide_session(session: pytest.Session, state: RunHealthSession) -> None:
     config = session.config
     if not is_controller(config) or not gate_mode(config):
         return
+    if config.stash.get(GATE_RESULT, None) is not None:
+        return  # decided already: a usage error raised during collection (the session still finishes)
     if session.exitstatus == pytest.ExitCode.INTERNAL_ERROR:
         write_verdict(config, GateVerdict.failed("internal-error", "INTERNALERROR during the session", __version__))
         return
