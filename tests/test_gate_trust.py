@@ -114,6 +114,9 @@ def test_a_null_candidate_score_where_the_champion_scored_is_a_lost_round(tmp_pa
     null = next(c for c in record["session"]["counted"] if c["round"] == "xr-7")
     assert null["outcome"] == "lost" and "no score for pv-cand while pv-champ scored 30" in null["detail"]
     assert record["counts"]["lost"] == 1 and record["statistic"]["test"]["rounds_against"] == 1
+    # RH505 does not send the candidate's own missing score for a re-run as infra: one diagnosis, a lost round
+    res, record = gate(run_health, pytester, harvest(tmp_path / "h", rounds, fetched_at=T0), k="RH505 or RH508")
+    assert res.outcome("RH505") == "passed" and [b["check"] for b in record["blockers"]] == ["RH508"]
 
 
 def test_canceled_rounds_are_excluded_and_named_in_the_terminal(tmp_path, run_health, pytester):

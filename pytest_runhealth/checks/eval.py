@@ -383,6 +383,9 @@ def real_scores(ctx):
     ev = _rounds(ctx)
     terminal = ctx.evaluation.terminal
     out, scored = [], 0
+    # Under the gate, the named candidate's own missing score where an opponent scored is its lost round
+    # (RH508), not a recorder failure: it is said so here, not sent for a re-run.
+    candidate = ctx.evaluation.decision().candidate if ctx.evaluation.gate_mode else None
     for rnd in ev.rounds:
         if rnd.unreadable:
             out.append(_unread(ctx, rnd, "its scores cannot be judged"))
@@ -417,6 +420,9 @@ def real_scores(ctx):
                 )
                 continue
             why = score_problem(ep, rnd.players)
+            if why and candidate is not None and _only_candidate_missing(ep, candidate):
+                scored += 1  # RH508 counts it as the candidate's lost round and says so
+                continue
             if why:
                 shown = ", ".join(f"{s.player}={s.value}" for s in (ep.scores or [])[:8]) or "none"
                 out.append(
@@ -439,6 +445,12 @@ def real_scores(ctx):
                 )
             )
     return out or (f"{scored} completed episode(s) with real per-player scores" if scored else "no completed round yet")
+
+
+def _only_candidate_missing(ep, candidate: str) -> bool:
+    """Every missing score is the candidate's, and another player scored."""
+    missing = {sc.player for sc in ep.scores or [] if sc.value is None}
+    return missing == {candidate} and any(sc.value is not None for sc in ep.scores or [])
 
 
 # -- RH506 ---------------------------------------------------------------------
