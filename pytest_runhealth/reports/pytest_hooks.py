@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from .. import __version__
+from ..evaluation.state import GATE_RESULT
 from ..results import write_text
 from ..session import RunHealthSession, is_controller, report_path
 
@@ -56,6 +57,8 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
         return
     try:
         view = build(state, paths, config)
+        verdict = config.stash.get(GATE_RESULT, None)
+        view.gate = verdict.lines() if verdict is not None else []
     except Exception as exc:  # a report bug must not turn the session into an INTERNALERROR
         written.append(f"reports NOT written: {type(exc).__name__}: {exc} (a bug in pytest-runhealth's reports)")
         return
