@@ -551,7 +551,7 @@ def test_torchrun_earliest_child_is_the_root(tmp_path):
     recs = torchelastic.records(sorted(root.rglob("*.json")))
     assert [r.rank for r in recs] == ["1", "0"]
     assert diagnose(torchelastic.as_tail(recs[0])).cause == "cuda-oom"
-    assert diagnose(torchelastic.as_tail(recs[1])).cause == "nccl-timeout"
+    assert diagnose(torchelastic.as_tail(recs[1])).cause == "collective-timeout"
 
 
 def test_torchrun_record_behind_a_launcher_log(tmp_path, run_health):
