@@ -247,7 +247,9 @@ ROWS: tuple[Row, ...] = (
     # signal SIGHUP" lines that follow are the agent passing the signal on, not another cause.
     Row(
         "torchrun-death-signal",
-        _r(r"Received (?!2 )\d+ death signal, shutting down workers|SignalException: Process \d+ got signal: (?!2\b)\d+"),
+        _r(
+            r"Received (?!2 )\d+ death signal, shutting down workers|SignalException: Process \d+ got signal: (?!2\b)\d+"
+        ),
         "killed-by-signal",
         CASCADE,
         anywhere=True,
@@ -1125,6 +1127,12 @@ KILLED_FROM_OUTSIDE = re.compile(r"-9\b|SIGKILL\b|\b137\b")
 TABLE_RANK = re.compile(r"^rank\s*:\s*(\d+)\b|\blocal_rank:\s*(\d+)\b")
 
 
+def is_peer_consequence(text: str) -> bool:
+    """Whether a logged line is another rank's view of a death: a lost connection or a timed-out collective."""
+    row = _match(strip_prefix(text)[0])
+    return row is not None and (row.role == PEER or row.cause == "collective-timeout")
+
+
 def _rank_deaths_first(cascades: list[tuple[int, Row]], lines: list[Line]) -> list[tuple[int, Row]]:
     """The cascades, a rank killed from outside before the collectives that timed out waiting for it: the
     peers' timeouts are consequences of that death, whatever order they were printed in (issue 35)."""
@@ -1158,9 +1166,7 @@ def _own_traceback(lines: list[Line], live_tbs: list[int], ignored: list[bool]) 
                 row = _match(lines[j].text)
                 # a peer's lost connection or timed-out collective is no rank's own death (issue 35)
                 if row is None or (
-                    row.role not in (WRAPPER, PEER)
-                    and row.id != "wrapper-signal"
-                    and row.cause != "collective-timeout"
+                    row.role not in (WRAPPER, PEER) and row.id != "wrapper-signal" and row.cause != "collective-timeout"
                 ):
                     return True
                 break

@@ -879,8 +879,7 @@ ISSUE35_NEAR_MISSES = {
     # ray-project/ray#8005: a gloo timeout the trainer logged as a warning and retried
     "gloo-timeout-retried": "(pid=3769) 2020-05-07 21:07:16,707    WARNING torch_trainer.py:413 -- [/pytorch/third_party/"
     "gloo/gloo/transport/tcp/unbound_buffer.cc:72] Timed out waiting 10000ms for recv operation to complete\n"
-    "(pid=3769) 2020-05-07 21:07:19,155    INFO torch_trainer.py:377 -- Retrying training step with 2 workers.\n"
-    + BAR,
+    "(pid=3769) 2020-05-07 21:07:19,155    INFO torch_trainer.py:377 -- Retrying training step with 2 workers.\n" + BAR,
     # horovod/horovod#2843: the stall warning, and the ranks caught up
     "horovod-stall-warning": "[2021-04-10 21:28:20.658706: W horovod/common/stall_inspector.cc:105] One or more tensors "
     "were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks "
@@ -892,7 +891,8 @@ ISSUE35_NEAR_MISSES = {
     "join the rendezvous, but not all of them arrived on time.\n"
     "E0213 12:41:19.931882   59040 rendezvous.cc:110] Thread is unstuck! Warning above was a false-positive. "
     "Perhaps the timeout is too short.\n",
-    "keyboardinterrupt-word-in-help": "INFO: press Ctrl-C to stop; a KeyboardInterrupt saves a checkpoint first\n" + BAR,
+    "keyboardinterrupt-word-in-help": "INFO: press Ctrl-C to stop; a KeyboardInterrupt saves a checkpoint first\n"
+    + BAR,
 }
 
 
@@ -944,7 +944,12 @@ def test_the_rank_that_died_is_the_root_not_the_peer_that_printed_first(tmp_path
 
 
 def test_a_peers_connection_error_alone_stays_unknown(tmp_path):
-    log = BAR + "\n" + TB + "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895\n"
+    log = (
+        BAR
+        + "\n"
+        + TB
+        + "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895\n"
+    )
     found = read(tmp_path, log)
     assert found.cause == "unknown" and "Connection closed by peer" in found.line.text
 

@@ -15,7 +15,7 @@ from ..checkpoints import check_safetensors, find_checkpoints, latest
 from ..layouts import hf_trainer, torchelastic
 from ..layouts.series import judge as judge_series
 from ..registry import check
-from ..rootcause import CAUSES
+from ..rootcause import CAUSES, is_peer_consequence
 from ..tfevents import is_loss_tag, read_event_file
 from ..values import duration_text
 
@@ -37,9 +37,15 @@ def _tfevents(ctx, path: Path):
     "(accelerate's `CalledProcessError`, torchrun's `ChildFailedError`, DeepSpeed's `exits with return code`, "
     "a GUI's `training failed`: named as consequences), with rank, timestamp, Ray, logger and capture-wrapper "
     "prefixes stripped and text glued after a progress bar split off; of interleaved ranks, the first to fail "
-    "is the root. Causes: cuda-oom (CUDA old and new wording, HIP, MPS, XPU; the backend is named), "
+    "is the root; of a torchrun job, the rank that died (its error, else its signal from the launcher's "
+    "`exitcode`/`ChildFailedError` record) is the root and the peers' `Connection closed/reset by peer` and "
+    "timed-out collectives are its consequences, whatever order they were printed in. Causes: cuda-oom (CUDA old "
+    "and new wording, HIP, PaddlePaddle, TensorFlow/XLA; the backend is named), gpu-oom (other accelerators: "
+    "Ascend NPU, Intel XPU, Apple MPS; the device is named), "
     "host-oom (`MemoryError`, the OOM killer's bare `Killed`), dataloader-worker-killed, segfault, "
-    "nccl-timeout, disk-full (`[Errno 28]`, torch.save's `basic_ios::clear: iostream error` and `unexpected "
+    "collective-timeout (NCCL's watchdog, gloo's `Timed out waiting Nms for recv/send operation`, Horovod's stall "
+    "shutdown, XLA's rendezvous termination; the backend is named; `nccl-timeout` in older reports), "
+    "interrupted (`KeyboardInterrupt`, torchrun's `SignalException: Process N got signal: 2`), disk-full (`[Errno 28]`, torch.save's `basic_ios::clear: iostream error` and `unexpected "
     'pos`, `[Errno 27] File too large`), missing-model-file (also a trainer\'s own "model not found"), '
     "missing-trainer-module (any `ModuleNotFoundError` that ends the run), nan-loss (detectron2's "
     "`FloatingPointError: Loss became infinite or NaN`, a loss dict printing `tensor(nan`), killed-by-signal "
@@ -133,6 +139,12 @@ def _died(ctx, log, err, last):
     root = err.line.text.strip()[:200]
     if err.cause == "unknown":
         summary = f"the run stopped at a traceback ({where}) that matches no known pattern: {root}"
+    elif err.cause == "interrupted":
+        # who stopped it (issue 35): an interrupt, not an error of the trainer's nor a kill from outside
+        summary = (
+            f"the run was interrupted ({where}): stopped by Ctrl-C or a SIGINT sent to it, not by an error of its "
+            f"own: {root}"
+        )
     else:
         summary = f"the run died of {err.describe()} ({where}): {root}"
     fix = err.fix
@@ -144,13 +156,17 @@ def _died(ctx, log, err, last):
             "scheduler or container) and the filesystem's maximum file size (FAT32: 4 GiB); raise the limit or "
             "write the checkpoint elsewhere. The checkpoint being written is truncated (RH206)."
         )
-    if err.consequences:
+    peers = [tl for tl in err.consequences if is_peer_consequence(tl.text)]
+    if peers:
+        # issue 35: the other ranks' lost connections and timed-out collectives, printed first or not
+        summary += "\nconsequence (another rank's error that followed from it): " + peers[0].text.strip()[:160]
+    if err.consequences and err.consequences[-1] not in peers:
         summary += (
             "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
         )
         evidence += [
             ctx.evidence(log, tl.line, tl.text)
-            for tl in err.consequences[-2:]
+            for tl in [*peers[:1], *err.consequences[-2:]]
             if ctx.evidence(log, tl.line, tl.text) not in evidence
         ]
     return ctx.fail(err.verdict, err.cause, summary, evidence, fix=fix)
