@@ -182,7 +182,10 @@ def _died(ctx, log, err, last):
     "step line, a generic `step N ... loss nan`, the transformers Trainer's `{'loss': nan, ...}`, `loss: nan`, "
     "`Loss: NaN`, prose such as `loss is nan`, or a non-finite scalar under a loss tag in an event file. A NaN "
     "followed by finite values is still a NaN event (the first step and the count are reported). "
-    "A NaN learning rate, gradient norm or loss scale is not a NaN loss. The loss is also read where the "
+    "A NaN learning rate, gradient norm or loss scale is not a NaN loss, except that a Hugging Face Trainer "
+    "series whose loss is logged as exactly 0.0 beside a NaN/inf `grad_norm` from its first entry on is a NaN loss "
+    "its `logging_nan_inf_filter` hid (in `trainer_state.json` and in the console's `{'loss': 0.0, 'grad_norm': "
+    "nan, ...}` lines; the finding says so). The loss is also read where the "
     "trainer or tracker records it (docs/layouts.md): the Hugging Face Trainer's `trainer_state.json` "
     "`log_history` (`NaN`/`Infinity` as Python's json writes them), Lightning's `metrics.csv`, MLflow's "
     "`metrics/<key>` files, W&B's `wandb-summary.json` and a trainer's own metrics JSON-lines file "
@@ -215,6 +218,12 @@ def loss_finite(ctx):
                 f"step {point.step} (line {point.line})"
                 + ("; finite values follow, but weights updated with a NaN loss are suspect" if finite_after else "")
             )
+        elif scan.filtered_nan:
+            hidden = _filtered_nan_in_log(ctx, log, scan)
+            if hidden is not None:
+                first_step = hidden[0]
+                evidence.append(hidden[1])
+                sources.append(hidden[2])
     tf_checked = 0
     for path in run.event_files:
         read = _tfevents(ctx, path)
@@ -260,6 +269,22 @@ def loss_finite(ctx):
     if names:
         summary += f" Checkpoints saved at or after step {first_step} are suspect: {', '.join(names[:6])}."
     return ctx.fail("config", "nan-loss", summary, evidence)
+
+
+def _filtered_nan_in_log(ctx, log, scan):
+    """(step, evidence, source) when the console log's first Trainer loss dict already logs loss 0.0 beside a
+    non-finite grad_norm: a NaN loss hidden by logging_nan_inf_filter from the first entry on (issue 35)."""
+    from ..layouts.series import FILTERED_NAN_NOTE
+    from ..logscan import first_loss_dict_line
+
+    line, text = scan.filtered_nan[0]
+    if first_loss_dict_line(log, line) != line:
+        return None  # finite entries came first: not this rule's claim
+    source = (
+        f"{scan.filtered_nan_count} Trainer log dict(s) in {ctx.run_dir.rel(log)} with loss 0.0 and a non-finite "
+        f"grad_norm, the first at line {line} (the first logged entry): {FILTERED_NAN_NOTE}"
+    )
+    return 0, ctx.evidence(log, line, text), source  # NaN from the first entry: every checkpoint is suspect
 
 
 # -- RH205 --------------------------------------------------------------------------
