@@ -68,8 +68,8 @@ CAUSES: dict[str, Cause] = {
         "memory held by other processes on the device first (`npu-smi info` on Ascend, `xpu-smi` on Intel, Activity "
         "Monitor on a Mac); on MPS, PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts the allocator's cap (at the risk of "
         "swapping the whole machine).",
-        "an accelerator other than an NVIDIA GPU ran out of its memory: Ascend NPU (`NPU out of memory`), Intel XPU "
-        "(`XPU out of memory`), Apple MPS (`MPS backend out of memory`); the summary names the device",
+        "an Ascend NPU, Intel XPU or Apple MPS device ran out of its memory (`NPU out of memory`, `XPU out of "
+        "memory`, `MPS backend out of memory`); the summary names the device",
     ),
     "host-oom": Cause(
         "infra",
