@@ -556,7 +556,8 @@ def test_prefixes_and_crlf_keep_a_nan_loss(tmp_path, log):
     for name, variant in variants.items():
         path = tmp_path / f"{name}.log"
         path.write_bytes(variant.encode("utf-8", "surrogateescape"))
-        if not scan_log(path).nonfinite_count:
+        scan = scan_log(path)
+        if not (scan.nonfinite_count or scan.filtered_nan_count):  # or a NaN the HF Trainer logged as 0.0
             missed.append(name)
     assert missed == []
 

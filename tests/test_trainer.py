@@ -470,3 +470,27 @@ def test_rh202_hf_console_loss_zero_with_nan_grad_norm(tmp_path, log, fails):
     if fails:
         assert r.cause == "nan-loss" and "logging_nan_inf_filter" in r.summary
         assert r.evidence[0].line == 2 and "'grad_norm': nan" in r.evidence[0].text
+
+
+def test_rh201_names_the_rank_that_died_and_the_peers_error_as_its_consequence(tmp_path):
+    from test_rootcause import TORCHRUN_RANK_KILLED
+
+    run = tmp_path / "ddp"
+    run.mkdir()
+    (run / "train.log").write_text(TORCHRUN_RANK_KILLED)
+    r = check_on(run, "RH201").of()
+    assert (r.passed, r.cause) == (False, "killed-by-signal")
+    assert "killed-by-signal on rank 1" in r.summary
+    assert "another rank's error that followed from it" in r.summary and "Connection closed by peer" in r.summary
+
+
+def test_rh201_interrupted_says_who_stopped_it(tmp_path):
+    run = tmp_path / "ctrl-c"
+    run.mkdir()
+    (run / "train.log").write_text(
+        "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nTraceback (most recent call last):\n"
+        '  File "train.py", line 3, in <module>\n    main()\nKeyboardInterrupt\n'
+    )
+    r = check_on(run, "RH201").of()
+    assert (r.passed, r.cause, r.verdict) == (False, "interrupted", "infra")
+    assert "Ctrl-C" in r.summary and "not by an error of its own" in r.summary

@@ -75,8 +75,13 @@ def filtered_nan(points: list[Point]) -> Judgement | None:
     """A NaN loss the Hugging Face Trainer's ``logging_nan_inf_filter`` hid (issue 35): from the first logged
     training entry on, the loss is exactly 0.0 while the gradient norm of the same entry is NaN/inf. After finite
     entries the same pair is left to the other rules (a diverging run, gradient norms NaN to the end)."""
-    losses = {p.step: p for p in points if is_train_loss_key(p.key) and p.step is not None and not p.rl}
-    norms = {p.step: p for p in points if is_grad_norm_key(p.key) and p.step is not None}
+    losses: dict[int, Point] = {}
+    norms: dict[int, Point] = {}
+    for p in points:
+        if p.step is not None and is_train_loss_key(p.key) and not p.rl:
+            losses[p.step] = p
+        elif p.step is not None and is_grad_norm_key(p.key):
+            norms[p.step] = p
     steps = sorted(losses)
     hidden = 0
     for step in steps:
