@@ -91,10 +91,10 @@ def filtered_nan(points: list[Point]) -> Judgement | None:
         hidden += 1
     if not hidden:
         return None
-    first = losses[steps[0]]
+    first, norm = losses[steps[0]], norms[steps[0]]
     detail = (
         f"{hidden} logged entr{'y' if hidden == 1 else 'ies'} from the first (step {first.step}) with {first.key} = 0.0 "
-        f"and {norms[first.step].key} = {norms[first.step].value}: {FILTERED_NAN_NOTE}"
+        f"and {norm.key} = {norm.value}: {FILTERED_NAN_NOTE}"
     )
     return Judgement("nan-loss", first, hidden, detail)
 
@@ -105,10 +105,9 @@ def judge(points: list[Point]) -> Judgement | None:
     norms that stayed non-finite to the end."""
     losses = [p for p in points if is_loss_key(p.key)]
     bad = [p for p in losses if not math.isfinite(p.value)]
-    if not bad:
-        hidden = filtered_nan(points)
-        if hidden is not None:
-            return hidden
+    hidden = None if bad else filtered_nan(points)
+    if hidden is not None:
+        return hidden
     if bad:
         first = min(bad, key=lambda p: (p.step if p.step is not None else 0, p.line or 0))
         finite_after = any(
