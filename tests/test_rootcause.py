@@ -827,6 +827,13 @@ ISSUE35 = {
         "interrupted",
         None,
     ),
+    "lightning-graceful-shutdown": (  # lightning/pytorch/trainer/call.py
+        "\nDetected KeyboardInterrupt, attempting graceful shutdown ...\n",
+        "interrupted",
+        None,
+    ),
+    "own-sigint-handler": ("Received SIGINT, saving checkpoint and exiting\n", "interrupted", None),
+    "own-sigterm-handler-stays-a-kill": ("Received SIGTERM, saving checkpoint and exiting\n", "killed-by-signal", None),
     "torchrun-sighup-stays-a-kill": (
         "torch.distributed.elastic.multiprocessing.api.SignalException: Process 8665 got signal: 1\n",
         "killed-by-signal",
