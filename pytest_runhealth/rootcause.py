@@ -1122,6 +1122,7 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
 # A kill from outside (SIGKILL: the OOM killer, a scheduler, a user). Not the SIGABRT with which NCCL's watchdog
 # ends its own rank, nor the SIGTERM torchrun sends the other ranks after one failed.
 KILLED_FROM_OUTSIDE = re.compile(r"-9\b|SIGKILL\b|\b137\b")
+ROOT_CAUSE_BLOCK = re.compile(r"^Root Cause \(first observed failure\):")
 # torchrun's "Root Cause" table names the rank a few lines above its exitcode: "rank      : 1 (local_rank: 1)";
 # its "failed (exitcode: -9) local_rank: 3 (pid: 812917)" names the local rank on the line itself.
 TABLE_RANK = re.compile(r"^rank\s*:\s*(\d+)\b|\blocal_rank:\s*(\d+)\b")
@@ -1135,7 +1136,14 @@ def is_peer_consequence(text: str) -> bool:
 
 def _rank_deaths_first(cascades: list[tuple[int, Row]], lines: list[Line]) -> list[tuple[int, Row]]:
     """The cascades, a rank killed from outside before the collectives that timed out waiting for it: the
-    peers' timeouts are consequences of that death, whatever order they were printed in (issue 35)."""
+    peers' timeouts are consequences of that death, whatever order they were printed in (issue 35). Of the
+    launcher's signal records, those of torchrun's "Root Cause (first observed failure)" block come first: its
+    "Failures:" block, printed above it, lists the ranks torchrun SIGTERMed after that first death."""
+    marker = next((k for k, ln in enumerate(lines) if ROOT_CAUSE_BLOCK.search(ln.text)), None)
+    signals = [h for h in cascades if h[1].id == "wrapper-signal"]
+    if marker is not None and signals:
+        ordered = iter(sorted(signals, key=lambda h: h[0] < marker))  # stable: the Root Cause block's first
+        cascades = [next(ordered) if h[1].id == "wrapper-signal" else h for h in cascades]
     killed = [h for h in cascades if h[1].id == "wrapper-signal" and KILLED_FROM_OUTSIDE.search(lines[h[0]].text)]
     if not killed or not any(r.cause == "collective-timeout" for _, r in cascades):
         return cascades
