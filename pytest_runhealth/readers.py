@@ -298,12 +298,51 @@ def _harvest_grow(folder: Path, n: int) -> None:
     _write(folder / "round.json", json.dumps({"id": "r", "scores": {f"p{i}": 0.5 for i in range(n)}}))
 
 
+def _record(data: bytes) -> bytes:
+    """One TFRecord frame: length, its masked CRC-32C, the data, its masked CRC-32C."""
+    import struct
+
+    from .tfevents import masked_crcs
+
+    head = struct.pack("<Q", len(data))
+    crcs = masked_crcs(head + data, [0, 8], [8, len(data)])
+    return head + struct.pack("<I", int(crcs[0])) + data + struct.pack("<I", int(crcs[1]))
+
+
+def _event(tag: str, step: int, value: float) -> bytes:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    val = summary_pb2.Summary.Value(tag=tag, simple_value=value)
+    return event_pb2.Event(wall_time=1.0, step=step, summary=summary_pb2.Summary(value=[val])).SerializeToString()
+
+
+def _tfevents(folder: Path) -> Any:
+    from .tfevents import read_event_file
+
+    read = read_event_file(folder / TFEVENTS)
+    return read.nonfinite, read.problems, {tag: len(series.steps) for tag, series in read.scalars.items()}
+
+
+def _tfevents_embed(value: Any, key: str) -> bytes:
+    from .reading import integer, number
+
+    num = number(value) if not isinstance(value, (dict, list)) else None
+    step = integer(value)
+    out = _record(_event(key or "loss", step if step is not None and abs(step) < 1 << 62 else 1, num or 0.0))
+    return out + _record(_json(value)) + _json({key: value})  # a valid event, a record that is no Event, garbage
+
+
+def _tfevents_grow(folder: Path, n: int) -> None:
+    _write(folder / TFEVENTS, b"".join(_record(_event("loss", i, _loss(i, n))) for i in range(n)))
+
+
 def _discovery(folder: Path) -> Any:
     from .discovery import discover
 
     return discover(folder.parent, 4).runs
 
 
+TFEVENTS = "events.out.tfevents.1771751898.host.1.0"
 WANDB_RUN = "run-20261201_120000-abc123"  # a W&B run folder is recognised by its name
 
 READERS: tuple[Reader, ...] = (
@@ -330,6 +369,7 @@ READERS: tuple[Reader, ...] = (
     Reader("metrics-jsonl", "metrics.jsonl", _jsonl, _jsonl_embed, _jsonl_grow),
     Reader("torchelastic-error", "error.json", _elastic, _elastic_embed, _elastic_grow),
     Reader("ledger", "ledger.jsonl", _ledger, _ledger_embed, _ledger_grow),
+    Reader("tfevents", TFEVENTS, _tfevents, _tfevents_embed, _tfevents_grow),
     Reader("log", "stdout.log", _log, _log_embed, _log_grow),
     Reader("safetensors-header", "model.safetensors", _safetensors, _safetensors_embed, _safetensors_grow),
     Reader("harvest-json", "round.json", _harvest_json, _harvest_embed, _harvest_grow),
