@@ -154,10 +154,26 @@ CAUSES: dict[str, Cause] = {
 }
 
 
+class _Pattern:
+    """A row's pattern, compiled on its first search: a session whose runs
+    leave no log to diagnose (a sweep's ledger alone) does not compile the
+    table's ~50 patterns (issue 38: a third of the plugin's start-up
+    compiles). The first search puts the compiled pattern's own ``search`` in
+    its place, so later ones cost what a compiled pattern's do."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self.search = re.compile(self.pattern, self.flags).search  # type: ignore[method-assign, assignment]
+        return self.search(text)
+
+
 @dataclass(frozen=True)
 class Row:
     id: str
-    regex: re.Pattern[str]
+    regex: _Pattern
     cause: str | None  # None for a wrapper
     role: str
     backend: str | None = None
@@ -165,8 +181,8 @@ class Row:
     hints: tuple[str, ...] = ()  # see HINTS
 
 
-def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
+def _r(pattern: str, flags: int = 0) -> _Pattern:
+    return _Pattern(pattern, flags)
 
 
 ROWS: tuple[Row, ...] = (

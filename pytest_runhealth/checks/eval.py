@@ -10,8 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..evaluation.triage import classify, completed_episodes, score_problem, teardown_race
 from ..registry import check
+
+
+def _triage():
+    """The runbook's triage, imported by the first check that judges a round (not in a session without one)."""
+    from ..evaluation import triage
+
+    return triage
+
 
 SOURCE_FIX = (
     "check the server's health and the URL/token, then re-run; a failed read is not evidence about the "
@@ -144,7 +151,7 @@ def round_terminal(ctx):
         if rnd.unreadable:
             out.append(_unread(ctx, rnd, "its status is unknown"))
         elif rnd.status not in terminal:
-            counts = classify(rnd, terminal).detail
+            counts = _triage().classify(rnd, terminal).detail
             if not gate:  # a round at work is a normal live state; RH502's formulas judge when it is a wedge
                 waiting.append(f"{rnd.id}: {rnd.status or 'without a status'}, {_budget_used(ctx, rnd)}")
                 continue
@@ -307,7 +314,7 @@ def players_started(ctx):
         if rnd.unreadable or rnd.status not in terminal or rnd.status == "completed":
             continue
         failed += 1
-        state = classify(rnd, terminal, ctx.run_dir.log_tail)
+        state = _triage().classify(rnd, terminal, ctx.run_dir.log_tail)
         if state.category.startswith("failed before any player started"):
             evidence = [_hit_ev(ctx, h) for h in state.hits] or [_ev(ctx, rnd, f"status: {rnd.status}; {state.detail}")]
             out.append(
@@ -348,7 +355,7 @@ def teardown_race_check(ctx):
         if rnd.unreadable or rnd.status not in terminal:
             continue
         for ep in rnd.episodes:
-            hit = teardown_race(ep, ctx.run_dir.log_tail)
+            hit = _triage().teardown_race(ep, ctx.run_dir.log_tail)
             if hit:
                 out.append(
                     ctx.fail(
@@ -387,7 +394,7 @@ def real_scores(ctx):
         if rnd.unreadable:
             out.append(_unread(ctx, rnd, "its scores cannot be judged"))
             continue
-        state = classify(rnd, terminal, ctx.run_dir.log_tail)
+        state = _triage().classify(rnd, terminal, ctx.run_dir.log_tail)
         if state.category.startswith("failed before any player started"):
             out.append(
                 ctx.fail(
@@ -402,7 +409,7 @@ def real_scores(ctx):
             continue
         if rnd.status != "completed":
             continue
-        for ep in completed_episodes(rnd) or []:
+        for ep in _triage().completed_episodes(rnd) or []:
             if ep.format_problem:
                 out.append(
                     ctx.fail(
@@ -416,7 +423,7 @@ def real_scores(ctx):
                     )
                 )
                 continue
-            why = score_problem(ep, rnd.players)
+            why = _triage().score_problem(ep, rnd.players)
             if why:
                 shown = ", ".join(f"{s.player}={s.value}" for s in (ep.scores or [])[:8]) or "none"
                 out.append(
@@ -429,7 +436,7 @@ def real_scores(ctx):
                 )
             else:
                 scored += 1
-        if not completed_episodes(rnd):
+        if not _triage().completed_episodes(rnd):
             out.append(
                 ctx.fail(
                     "infra",

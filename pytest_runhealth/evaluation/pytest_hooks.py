@@ -17,7 +17,6 @@ from ..results import Result, write_json
 from ..rundir import RunDir
 from ..session import RunHealthSession, is_controller, report_path, session_of
 from . import evaluation_of
-from .gate import record_path, verdict_record
 from .model import Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
 from .signtest import percent
@@ -166,6 +165,8 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
     config = session.config
     if not is_controller(config) or not gate_mode(config):
         return
+    from .gate import record_path, verdict_record  # the gate's modules: only in a gate session
+
     results = list(state.collector.results.values())
     blockers = _blockers(results)
     gated = gated_run_dirs(config)

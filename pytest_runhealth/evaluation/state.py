@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from ..session import session_of
-from .gate import decide
 from .model import DEFAULT_TERMINAL, Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, validate
 from .signtest import DEFAULT_ALPHA
@@ -75,6 +74,8 @@ def decision_for(run_dir, config: pytest.Config | None):
         spec = state.registry.get("RH508")
         if spec is not None:
             k = int(state.settings.thresholds_for(spec).get("min_rounds", 3))
+    from .gate import decide  # the gate's arithmetic and triage: only where a decision is asked for
+
     gate = gate_settings(config)
     sources = [(rd.name, evaluation_of(rd), rd.log_tail) for rd in gated_run_dirs(config, run_dir)]
     return decide(

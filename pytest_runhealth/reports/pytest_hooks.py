@@ -14,10 +14,6 @@ import pytest
 from .. import __version__
 from ..results import write_text
 from ..session import RunHealthSession, is_controller, report_path
-from .gpu import add_gpu_lines
-from .html import render_page
-from .markdown import render_markdown
-from .view import build_view
 
 WRITTEN = pytest.StashKey[list[str]]()
 
@@ -40,6 +36,8 @@ def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[st
             if status:
                 out[(rd.name, run.name)] = status
                 runs[(rd.name, run.name)] = run
+    from .gpu import add_gpu_lines  # the report modules: only in a session that writes a report
+
     add_gpu_lines(config, out, runs)
     return out
 
@@ -64,8 +62,12 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
     for kind, path in paths.items():
         try:
             if kind == "html":
+                from .html import render_page
+
                 text = render_page(view, state.registry)
             else:
+                from .markdown import render_markdown
+
                 text = render_markdown(view)
             write_text(path, text)
             written.append(f"{kind}: {path}")
@@ -76,6 +78,8 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
 
 
 def build(state: Any, paths: dict[str, Path], config: pytest.Config):
+    from .view import build_view
+
     return build_view(
         state.collector.results.values(),
         state.run_dirs,
