@@ -9,25 +9,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from live_helpers import write_pid_file
 
 from pytest_runhealth.live.procs import MAX_LAUNCH_GAP_S, pid_status
 
 psutil = pytest.importorskip("psutil")
 
 OLD = MAX_LAUNCH_GAP_S + 120  # the pid file written two minutes past the launch gap: the process is "old"
-
-
-def _pid_file(run: Path, pid: int, written_after_now_s: float = 0.0) -> Path:
-    (run / "logs").mkdir(parents=True, exist_ok=True)
-    pidfile = run / "logs" / "train.pid"
-    pidfile.write_text(f"{pid}\n")
-    when = time.time() + written_after_now_s
-    os.utime(pidfile, (when, when))
-    return pidfile
 
 
 @pytest.fixture
@@ -60,7 +51,7 @@ def test_pid_1_never_proves_a_run_even_in_a_folder_named_like_its_command(tmp_pa
     if not name:
         pytest.skip("pid 1's command line is hidden here")
     run = tmp_path / name
-    st = pid_status(_pid_file(run, 1))  # written now: well inside the launch gap after pid 1 began
+    st = pid_status(write_pid_file(run, 1))  # written now: well inside the launch gap after pid 1 began
     assert st.state == "foreign" and not st.alive, st
     assert "pid 1" in st.detail and "init process" in st.detail
 
@@ -83,7 +74,7 @@ def test_a_kernel_thread_never_proves_a_run(tmp_path, which):
     if not os.path.isdir("/proc/2") or not threads:
         pytest.skip("no kernel threads visible in this pid namespace")
     pid = 2 if which == "kthreadd" else threads[0]
-    st = pid_status(_pid_file(tmp_path / "run", pid))
+    st = pid_status(write_pid_file(tmp_path / "run", pid))
     assert st.state in ("foreign", "reused"), st  # a kernel thread started after the file would be "reused"
     assert not st.alive
 
@@ -93,7 +84,7 @@ def test_a_run_folder_named_like_a_word_of_an_old_process_command_line_does_not_
     run = tmp_path / "time"
     run.mkdir()
     proc = spawn(_sleeping(), cwd=tmp_path)
-    st = pid_status(_pid_file(run, proc.pid, OLD))
+    st = pid_status(write_pid_file(run, proc.pid, OLD))
     assert st.state == "foreign", st
     assert "full path" in st.detail
 
@@ -109,7 +100,7 @@ def test_an_old_process_whose_command_line_names_the_runs_full_path_is_the_runs(
         "inside-the-run": str(run / "checkpoints"),
     }[form]
     proc = spawn(_sleeping(arg), cwd=tmp_path)
-    st = pid_status(_pid_file(run, proc.pid, OLD))
+    st = pid_status(write_pid_file(run, proc.pid, OLD))
     assert st.state == "alive", st
 
 
@@ -119,7 +110,7 @@ def test_a_relative_path_that_resolves_elsewhere_is_no_match(tmp_path, spawn):
     run.mkdir(parents=True)
     (tmp_path / "other" / "time").mkdir(parents=True)
     proc = spawn(_sleeping(os.path.join("other", "time")), cwd=tmp_path)
-    st = pid_status(_pid_file(run, proc.pid, OLD))
+    st = pid_status(write_pid_file(run, proc.pid, OLD))
     assert st.state == "foreign", st
 
 
@@ -128,5 +119,5 @@ def test_a_fresh_sleeper_is_still_the_runs(tmp_path, spawn):
     run = tmp_path / "init"
     run.mkdir()
     proc = spawn(_sleeping(), cwd=tmp_path)
-    st = pid_status(_pid_file(run, proc.pid, 0.5))
+    st = pid_status(write_pid_file(run, proc.pid, 0.5))
     assert st.state == "alive", st

@@ -131,25 +131,31 @@ def test_redaction_table_covers_every_planted_form():
         assert redact(line) == line
 
 
-def test_every_planted_form_is_redacted_in_every_output(pytester, tmp_path, run_health):
+def _every_output(pytester, run_health, lines: list[str], ledger: str = "") -> dict[str, str]:
+    """A sweep whose run's log holds ``lines`` (quoted by the check above) and whose ledger holds
+    ``ledger`` after its one good row: the terminal, JUnit, HTML, Markdown and JSON it gives."""
     pytester.makeconftest(QUOTING_CHECK)
-    session = tmp_path / "session"
+    session = pytester.path / "session"
     logs = session / "runs" / "r1" / "logs"
     logs.mkdir(parents=True)
-    (logs / "stdout.log").write_text("\n".join(line for line, _ in CORPUS[-40:]) + "\n")
-    (session / "ledger.jsonl").write_text('{"run_id": "r1", "n_steps": 3}\n')
+    (logs / "stdout.log").write_text("\n".join(lines) + "\n")
+    (session / "ledger.jsonl").write_text('{"run_id": "r1", "n_steps": 3}\n' + ledger)
     xml, html, md = pytester.path / "junit.xml", pytester.path / "r.html", pytester.path / "r.md"
     res = run_health(
         session, args=("--junitxml", str(xml), "--runhealth-html", str(html), "--runhealth-markdown", str(md), "-rA")
     )
     assert res.outcome("SEC001", "r1") == "failed", res.stdout[-3000:]
-    outputs = {
+    return {
         "terminal": res.stdout,
         "junit": xml.read_text(),
         "html": html.read_text(),
         "markdown": md.read_text(),
         "json": (pytester.path / "runhealth-report.json").read_text(),
     }
+
+
+def test_every_planted_form_is_redacted_in_every_output(pytester, run_health):
+    outputs = _every_output(pytester, run_health, [line for line, _ in CORPUS[-40:]])
     leaks = [(where, secret) for where, text in outputs.items() for _, secret in CORPUS[-40:] if secret in text]
     assert leaks == []
 
@@ -347,32 +353,13 @@ def test_round_four_forms_are_redacted_and_their_look_alikes_are_not():
         assert r.redact(once) == once, line
 
 
-def test_round_four_forms_are_redacted_in_every_output(pytester, tmp_path, run_health):
-    """End to end: quoted from a log (the check above), from the ledger row (RH001 quotes a bad row's
-    text), shown by the terminal, JUnit, the JSON report, HTML and Markdown; the look-alikes reach
-    the outputs as written (up to the sanitiser's visible escapes)."""
-    pytester.makeconftest(QUOTING_CHECK)
-    session = tmp_path / "session"
-    logs = session / "runs" / "r1" / "logs"
-    logs.mkdir(parents=True)
-    (logs / "stdout.log").write_text("\n".join(line for line, _ in ROUND4_FORMS) + "\n")
-    (session / "ledger.jsonl").write_text(
-        '{"run_id": "r1", "n_steps": 3}\n'
-        + "".join(line.replace("}", ', "run_id": 7}', 1) + "\n" for line, _ in ROUND4_FORMS if line.startswith("{"))
+def test_round_four_forms_are_redacted_in_every_output(pytester, run_health):
+    """End to end: quoted from a log (the check above) and from the ledger (RH001 quotes a bad row's
+    text), shown by the terminal, JUnit, the JSON report, HTML and Markdown."""
+    ledger_rows = "".join(
+        line.replace("}", ', "run_id": 7}', 1) + "\n" for line, _ in ROUND4_FORMS if line.startswith("{")
     )
-    xml, html, md = pytester.path / "junit.xml", pytester.path / "r.html", pytester.path / "r.md"
-    res = run_health(
-        session, args=("--junitxml", str(xml), "--runhealth-html", str(html), "--runhealth-markdown", str(md), "-rA")
-    )
-    assert res.outcome("SEC001", "r1") == "failed", res.stdout[-3000:]
-    outputs = {
-        "terminal": res.stdout,
-        "junit": xml.read_text(),
-        "html": html.read_text(),
-        "markdown": md.read_text(),
-        "json": (pytester.path / "runhealth-report.json").read_text(),
-    }
-    assert "plnt3605" in (session / "ledger.jsonl").read_text()
+    outputs = _every_output(pytester, run_health, [line for line, _ in ROUND4_FORMS], ledger_rows)
     leaks = [(where, secret) for where, text in outputs.items() for _, secret in ROUND4_FORMS if secret in text]
     assert leaks == []
     assert outputs["terminal"].count("[REDACTED]") >= len(ROUND4_FORMS)
