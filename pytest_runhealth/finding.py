@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .printable import printable
 from .redact import redact
 from .shown import name as shown_name
-from .shown import one_line
+from .shown import one_line, printable
 
 VERDICTS = ("infra", "config", "policy", "healthy", "not-evaluable")
 
