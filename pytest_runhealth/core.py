@@ -176,15 +176,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+@pytest.hookimpl(tryfirst=True)  # before --junitxml writes its file: the gate's decision is one of its properties
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The session's end, in the controller, as one sequence in this order
     (each result is final by now: consequences were folded run by run):
 
     1. the JSON report;
-    2. the HTML and Markdown reports;
-    3. a pre-launch session that checked nothing ends with exit code 5;
-    4. under the gate, a session that checked nothing fails;
-    5. the promotion gate's verdict record, and a hold fails the session.
+    2. a pre-launch session that checked nothing ends with exit code 5;
+    3. under the gate, a session that checked nothing fails;
+    4. the promotion gate's one decision (evaluation/verdict.py): the verdict
+       record, and the exit code, 0 exactly when it promotes;
+    5. the HTML and Markdown reports (which show that decision).
 
     The terminal summary follows (pytest_terminal_summary)."""
     config = session.config
@@ -195,10 +197,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if out:
         doc = state.collector.document([str(rd.path) for rd in state.run_dirs], __version__)
         write_json(out, doc)
-    report_files.finish(session, state)
     prelaunch_summary_hooks.finish(session, exitstatus)
     given.finish(session)
-    gate.finish(session, state)
+    gate.decide_session(session, state)
+    report_files.finish(session, state)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -71,6 +71,12 @@ _PAIR_PREFIX = (
     rb"(?:DEBUG|INFO|WARNING|ERROR):[\w.]*:|\|\s*[A-Z]+\s*\|\s*[\w.<>]+:[\w<>]+:\d+\s+-\s*)*"
 )
 BARE_PAIR_NONFINITE = re.compile(rb"^\s*" + _PAIR_PREFIX + rb"(\d+)\s+(nan|-?inf)\s*$", re.I)
+# The Hugging Face Trainer's log dict when its logging_nan_inf_filter (on by default) hid a NaN loss (issue 35):
+# a logged interval whose every step was non-finite averages to exactly 0.0, beside the interval's non-finite
+# gradient norm: "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.0}" (SY-Xuan/Pink#6).
+HF_FILTERED_NAN = re.compile(rb"""\{['"]loss['"]:\s*'?0(?:\.0+)?'?,\s*['"]grad_norm['"]:\s*'?(nan|-?inf)\b""")
+# Any training-loss dict of the Trainer's (not "eval_loss", not the final "train_loss" summary).
+HF_LOSS_DICT = re.compile(rb"""\{['"]loss['"]:\s""")
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
 # The trainer reached its training loop: kohya's accelerator.print("running training / 学習開始")
@@ -141,6 +147,9 @@ class LogScan:
     nonfinite_count: int = 0
     started_line: int | None = None  # first "training started" marker
     finished_line: int | None = None  # last "training finished" marker
+    # HF Trainer dicts whose loss 0.0 hides a NaN (HF_FILTERED_NAN): (line, text) of the first few, and the count
+    filtered_nan: list[tuple[int, str]] = field(default_factory=list)
+    filtered_nan_count: int = 0
     marks: list[tuple[int, int]] = field(default_factory=list)  # (byte offset, line number there)
     error: str | None = None
 
@@ -515,6 +524,12 @@ class _Scanner:
 
     def parse(self, line: Bytes, lineno: int, partial: bool, hinted: bool) -> None:
         scan = self.scan
+        if hinted and b"grad_norm" in line:
+            m = HF_FILTERED_NAN.search(line)
+            if m:
+                scan.filtered_nan_count += 1
+                if len(scan.filtered_nan) < MAX_NONFINITE:
+                    scan.filtered_nan.append((lineno, _decode(line[m.start() :])))
         n = line.count(b"\r")
         if n == 0:
             if len(line) < 4096:
@@ -586,6 +601,31 @@ def _read_into(fh, buf: bytearray, at: int) -> int:
         return len(data)
     with memoryview(buf) as whole, whole[at:] as part:
         return readinto(part) or 0
+
+
+FIRST_DICT_READ = 16 << 20  # how far first_loss_dict_line reads before it gives up (a rare path: see RH202)
+
+
+def first_loss_dict_line(path: Path, before: int) -> int | None:
+    """The line of the log's first Hugging Face Trainer loss dict, looked for in the lines before ``before``
+    (1-based); ``before`` itself when none is there; None when the log could not be read that far. Only RH202
+    asks, and only when the scan found a dict whose loss 0.0 hides a NaN: was it the first entry?"""
+    try:
+        fh = open_readonly(path)
+    except OSError:
+        return None
+    with fh:
+        read = 0
+        for lineno, raw in enumerate(fh, 1):
+            if lineno >= before:
+                return before
+            read += len(raw)
+            if read > FIRST_DICT_READ:
+                return None
+            if b"'loss'" in raw or b'"loss"' in raw:
+                if HF_LOSS_DICT.search(raw):
+                    return lineno
+    return None
 
 
 def scan_log(path: Path) -> LogScan:

@@ -35,13 +35,14 @@ class JsonRead:
     bad_line: int | None = None
     bad_text: str = ""
     sha256: str = ""
+    text: str = ""  # the decoded text, for a line number of a value found in the data
 
 
 def parse_json_bytes(raw: bytes) -> JsonRead:
     digest = hashlib.sha256(raw).hexdigest()
     text = raw.decode("utf-8", "replace")
     try:
-        return JsonRead(json.loads(text), True, sha256=digest)
+        return JsonRead(json.loads(text), True, sha256=digest, text=text)
     except RecursionError:  # nested deeper than the interpreter's stack: no real harvest is
         return JsonRead(error="not JSON: nested too deeply to parse", bad_line=1, bad_text=text[:400], sha256=digest)
     except ValueError as exc:
@@ -57,7 +58,13 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
                 pass
             else:
                 return JsonRead(
-                    data, True, preamble=chatter, bad_line=chatter[0][0], bad_text=chatter[0][1], sha256=digest
+                    data,
+                    True,
+                    preamble=chatter,
+                    bad_line=chatter[0][0],
+                    bad_text=chatter[0][1],
+                    sha256=digest,
+                    text=text,
                 )
     line = getattr(first_error, "lineno", None)
     bad = lines[line - 1] if line and 0 < line <= len(lines) else (lines[0] if lines else "")

@@ -66,11 +66,50 @@ def is_grad_norm_key(key: str) -> bool:
     return "grad_norm" in low or "gradient_norm" in low or low.endswith("grad/norm")
 
 
+FILTERED_NAN_NOTE = (
+    "a loss of exactly 0.0 beside a non-finite gradient norm is a NaN loss hidden by the Hugging Face Trainer's "
+    "logging_nan_inf_filter (on by default: it leaves non-finite losses out of the logged mean, and an interval "
+    "with no finite loss logs 0.0); every update since wrote NaN into the weights"
+)
+
+
+def filtered_nan(points: list[Point]) -> Judgement | None:
+    """A NaN loss the Hugging Face Trainer's ``logging_nan_inf_filter`` hid (issue 35): from the first logged
+    training entry on, the loss is exactly 0.0 while the gradient norm of the same entry is NaN/inf. After finite
+    entries the same pair is left to the other rules (a diverging run, gradient norms NaN to the end)."""
+    losses: dict[int, Point] = {}
+    norms: dict[int, Point] = {}
+    for p in points:
+        if p.step is not None and is_train_loss_key(p.key) and not p.rl:
+            losses[p.step] = p
+        elif p.step is not None and is_grad_norm_key(p.key):
+            norms[p.step] = p
+    steps = sorted(losses)
+    hidden = 0
+    for step in steps:
+        norm = norms.get(step)
+        if losses[step].value != 0.0 or norm is None or math.isfinite(norm.value):
+            break
+        hidden += 1
+    if not hidden:
+        return None
+    first, norm = losses[steps[0]], norms[steps[0]]
+    detail = (
+        f"{hidden} logged entr{'y' if hidden == 1 else 'ies'} from the first (step {first.step}) with {first.key} = 0.0 "
+        f"and {norm.key} = {norm.value}: {FILTERED_NAN_NOTE}"
+    )
+    return Judgement("nan-loss", first, hidden, detail)
+
+
 def judge(points: list[Point]) -> Judgement | None:
-    """The worst thing a series says: a non-finite loss first, then a
-    diverged loss, then gradient norms that stayed non-finite to the end."""
+    """The worst thing a series says: a non-finite loss first (also one the
+    Trainer's NaN filter logged as 0.0), then a diverged loss, then gradient
+    norms that stayed non-finite to the end."""
     losses = [p for p in points if is_loss_key(p.key)]
     bad = [p for p in losses if not math.isfinite(p.value)]
+    hidden = None if bad else filtered_nan(points)
+    if hidden is not None:
+        return hidden
     if bad:
         first = min(bad, key=lambda p: (p.step if p.step is not None else 0, p.line or 0))
         finite_after = any(

@@ -96,6 +96,8 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
         f"{counts} · pytest-runhealth {cell(view.version, 40)}",
         "",
     ]
+    if view.gate:  # the promotion gate's one decision, the lines the terminal prints
+        lines += ["#### promotion gate", "", "```text", *(_in_code(x, in_table=False) for x in view.gate), "```", ""]
     causes: dict[str, int] = {}
     n_consequences = 0  # consequences.py: counted under their root, not as causes of their own
     for r in view.results:

@@ -103,6 +103,7 @@ class ReportView:
     results: list[dict[str, Any]]  # every health result, failures first
     unplaced: list[dict[str, Any]] = field(default_factory=list)
     root_causes: list[RootGroup] = field(default_factory=list)  # one per distinct root cause (consequences.py)
+    gate: list[str] = field(default_factory=list)  # the gate's one decision, as the terminal shows it
 
 
 def family_of(check_id: str | None, registry: Any = None) -> str:
