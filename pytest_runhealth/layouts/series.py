@@ -95,8 +95,8 @@ def filtered_nan(points: list[Point]) -> Judgement | None:
         return None
     first, norm = losses[steps[0]], norms[steps[0]]
     detail = (
-        f"{hidden} logged entr{'y' if hidden == 1 else 'ies'} from the first (step {first.step}) with {first.key} = 0.0 "
-        f"and {norm.key} = {norm.value}: {FILTERED_NAN_NOTE}"
+        f"{hidden} logged entr{'y' if hidden == 1 else 'ies'} from the first (step {first.step}) with {one_line(first.key)} = 0.0 "
+        f"and {one_line(norm.key)} = {norm.value}: {FILTERED_NAN_NOTE}"
     )
     return Judgement("nan-loss", first, hidden, detail)
 
