@@ -236,7 +236,7 @@ def _release_unvisited(rd: Any, runs: list[Any], visited: set[int]) -> None:
     files): what the run-by-run loop would have dropped."""
     keys = rd._run_keys
     for i, run in enumerate(runs):
-        if i not in visited and (run.name in keys or "files" in run.__dict__ or "event_files" in run.__dict__):
+        if i not in visited and (run.folder in keys or "files" in run.__dict__ or "event_files" in run.__dict__):
             rd.release_run(run)
 
 
