@@ -20,7 +20,7 @@ import pytest
 from . import __version__, discovery, given, prelaunch_summary, prelaunch_summary_hooks, scale, severity
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
-from .config import ConfigError, load_config
+from .config import ConfigError, described, load_config
 from .engine.judge_run import STATUS
 from .engine.report_item import FINDING, ROOT
 from .evaluation import pytest_hooks as gate
@@ -71,17 +71,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    """Once, in the controller: say when ``-n`` cannot pay on this session's
-    runs, or would pay more with runs chunked into items."""
+    """Once, in the controller: which config file the session uses (a
+    ``runhealth.yaml`` in the folder one stands in is the project's, and is
+    used; the header says so, with its sha256), and when ``-n`` cannot pay on
+    this session's runs, or would pay more with runs chunked into items."""
     state = session_of(config)
     if state is None or not state.run_dirs or not is_controller(config):
         return None
     workers = scale.workers_of(config)
-    advice = [
+    lines = [
+        described(state.settings.path),
         scale.parallel_advice(state.run_dirs, len(state.registry), workers),
         scale.chunk_advice(state.run_dirs, workers, batch_above(config)),
     ]
-    return [f"runhealth: {line}" for line in advice if line] or None
+    return [f"runhealth: {line}" for line in lines if line]
 
 
 def add_health_module(config: pytest.Config, replace: bool) -> None:

@@ -45,7 +45,7 @@ def strong_kind(folder: Path, files: set[str], dirs: set[str]) -> str | None:
         return LIGHTNING
     if mlflow_store.is_run_folder(files, dirs):
         return MLFLOW
-    if wandb_run.is_run_folder(folder.name, files, dirs):
+    if wandb_run.is_run_folder(folder, files, dirs):
         return WANDB
     return None
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..shown import one_line
+
 DIVERGE_FACTOR = 100.0  # "orders of magnitude": the last value over the lowest before it
 DIVERGE_OVER_FIRST = 10.0  # and well above where the run started (an overfit dip back up is not divergence)
 MIN_POINTS = 4
@@ -104,8 +106,8 @@ def filtered_nan(points: list[Point]) -> Judgement | None:
         return None
     first, norm = losses[steps[0]], norms[steps[0]]
     detail = (
-        f"{hidden} logged entr{'y' if hidden == 1 else 'ies'} from the first (step {first.step}) with {first.key} = 0.0 "
-        f"and {norm.key} = {norm.value}: {FILTERED_NAN_NOTE}"
+        f"{hidden} logged entr{'y' if hidden == 1 else 'ies'} from the first (step {first.step}) with {one_line(first.key)} = 0.0 "
+        f"and {one_line(norm.key)} = {norm.value}: {FILTERED_NAN_NOTE}"
     )
     return Judgement("nan-loss", first, hidden, detail)
 
@@ -125,7 +127,9 @@ def judge(points: list[Point]) -> Judgement | None:
             math.isfinite(p.value) and p.step is not None and first.step is not None and p.step > first.step
             for p in losses
         )
-        detail = f"{len(bad)} non-finite loss value(s), the first {first.key} = {first.value} at step {first.step}"
+        detail = (
+            f"{len(bad)} non-finite loss value(s), the first {one_line(first.key)} = {first.value} at step {first.step}"
+        )
         if finite_after:
             detail += "; finite values follow, but weights updated with a NaN loss are suspect"
         return Judgement("nan-loss", first, len(bad), detail)
@@ -142,7 +146,7 @@ def judge(points: list[Point]) -> Judgement | None:
         if low > 0 and start > 0 and last >= DIVERGE_FACTOR * low and last >= DIVERGE_OVER_FIRST * start:
             crossed = _first_past(series)
             detail = (
-                f"{key} grew from a low of {low:.4g} to {last:.4g} at step {series[-1].step} "
+                f"{one_line(key)} grew from a low of {low:.4g} to {last:.4g} at step {series[-1].step} "
                 f"({last / low:.3g}x; it started at {start:.4g}), first past {DIVERGE_FACTOR:.0f}x its low at "
                 f"step {crossed.step}"
             )

@@ -12,6 +12,7 @@ and ``files/wandb-metadata.json``; offline runs get these only when synced."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +26,28 @@ EXIT = re.compile(r"got exitcode: (-?\d+)")
 FINISHING = re.compile(r"finishing run (\S+)")
 
 
-def is_run_folder(name: str, files: set[str], dirs: set[str]) -> bool:
-    return bool(RUN_DIR.match(name)) and ("files" in dirs or "logs" in dirs or any(f.endswith(".wandb") for f in files))
+def is_run_folder(folder: Path, files: set[str], dirs: set[str]) -> bool:
+    """A W&B run folder with something of the run in it: the binary record,
+    or a file in ``files/`` or ``logs/``. One the SDK made and left empty
+    (``files/`` and ``logs/`` and nothing else) holds nothing a check could
+    read: it is no run, and costs what any empty folder costs (two more
+    directory listings), not a run's worth of skipped checks."""
+    if not RUN_DIR.match(folder.name):
+        return False
+    if any(f.endswith(".wandb") for f in files):
+        return True
+    return any(d in dirs and _holds_a_file(folder / d) for d in ("files", "logs"))
+
+
+def _holds_a_file(folder: Path) -> bool:
+    """Whether ``folder`` (never entered when it is a link) holds a file or a link at its top."""
+    if folder.is_symlink():
+        return False
+    try:
+        with os.scandir(folder) as it:
+            return any(not e.is_dir(follow_symlinks=False) for e in it)
+    except OSError:
+        return False
 
 
 def is_service_log_link(link: Path, target: Path | str) -> bool:

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..consequences import worth_showing
-from ..redact import redact
+from ..shown import shown
 from .svg import _CONTROL
 from .view import ReportView
 
@@ -43,7 +43,7 @@ def _in_code(text: str, in_table: bool = True) -> str:
 
 
 def _one_line(value: Any, limit: int) -> str:
-    text = " ".join(_CONTROL.sub("\ufffd", redact(str(value or ""))).split())
+    text = " ".join(_CONTROL.sub("\ufffd", shown(str(value or ""))).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
