@@ -334,7 +334,7 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                 )
                 continue
             keys = tuple(raw)  # orjson shares its key strings: an element-wise identity test
-            if keys != last_keys:  # most ledgers: every row has the same keys
+            if keys != last_keys or shape is None:  # most ledgers: every row has the same keys ({} first: no shape yet)
                 frozen = frozenset(keys)
                 shape = shapes.get(frozen)
                 if shape is None:

@@ -202,3 +202,13 @@ def test_mlflow_memory_is_bounded_by_the_run_cap(tmp_path: Path, monkeypatch):
         tracemalloc.stop()
     assert sum(len(p.text) + 1 for p in metrics.points) <= (2 << 20) + 200  # the run's cap, in bytes read
     assert peak < 40 << 20, peak >> 20  # about 7 bytes of memory per byte read: bounded by the cap
+
+
+def test_ledger_whose_first_row_is_an_empty_object(tmp_path: Path):
+    """Found by the reader contract test: ``{}`` as the first row met the shape cache's empty start
+    (AssertionError out of the ledger reader); it is a row with a schema problem."""
+    from pytest_runhealth.ledger import read_ledger
+
+    (tmp_path / "ledger.jsonl").write_text('{}\n{"run_id": "a"}\n')
+    ledger = read_ledger(tmp_path / "ledger.jsonl")
+    assert [r.run_id for r in ledger.rows] == ["a"] and ledger.problems
