@@ -4,7 +4,6 @@ thresholds, and helpers that turn what it saw into a finding."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -17,50 +16,14 @@ from .logscan import LogScan, LogTail, StepPoint
 from .registry import CheckSpec
 from .rundir import Run, RunDir
 from .session import RunHealthSession
+from .shown import name as shown_name
+from .target import Target
 
-if TYPE_CHECKING:  # annotations only: the modules behind the accessors below sit above this one
+if TYPE_CHECKING:  # annotations only: the features behind the accessors below are imported when a check asks
     from .evaluation.model import Evaluation
     from .live.fixtures import LiveServices, LMStudio
     from .status import RunFacts
     from .workspace import WorkspaceConfig
-
-
-@dataclass
-class Target:
-    """One (check, run) pairing: ``run`` is None for session-scope checks.
-
-    ``batch`` is the (start, stop) slice of ``run_dir.runs`` that one item
-    stands for, in a run dir too large for an item per run
-    (``--runhealth-batch-above``)."""
-
-    run_dir: RunDir
-    run: Run | None
-    label: str
-    batch: tuple[int, int] | None = None
-
-    @property
-    def name(self) -> str:
-        return self.run.name if self.run is not None else self.run_dir.name
-
-    @property
-    def group(self) -> str:
-        """The unit of judging, of xdist scheduling and of shards: one run, a
-        chunk of runs, or a run dir (its session-scope checks, which read the
-        run dir's shared artefacts). Every check of one group is judged in one
-        pass (runpass.py)."""
-        if self.batch is not None:
-            return f"{self.run_dir.name}:{self.batch[0]}"
-        if self.run is None:
-            return self.run_dir.name
-        return f"{self.run_dir.name}/{self.run.name}"
-
-    @staticmethod
-    def of(item: Any) -> Target | None:
-        """The target a run-health item checks (its ``runhealth_target``
-        parameter), or None for any other item."""
-        callspec = getattr(item, "callspec", None)
-        target = callspec.params.get("runhealth_target") if callspec is not None else None
-        return target if isinstance(target, Target) else None
 
 
 class CheckContext:
@@ -130,8 +93,9 @@ class CheckContext:
         return log
 
     # -- what the rest of the plugin knows, offered here ------------------------
-    # A check imports no sub-plugin (status, live.fixtures, evaluation.state, ...): what it needs of them is
-    # asked here, and this module imports them only when asked (tests/test_import_graph.py holds checks/ to it).
+    # A check imports no feature model (status, live.fixtures, evaluation.state, ...): what it needs of them is
+    # asked here, and this module imports them only when asked (cheap to import; tests/test_import_graph.py
+    # holds checks/ to it and keeps them all below this module).
     @property
     def facts(self) -> RunFacts:
         """The run's status reading (``status.RunFacts``), built once per run and shared with the status
@@ -198,13 +162,31 @@ class CheckContext:
             run=self.target.name,
             verdict=verdict,
             cause=cause,
-            summary=summary,
+            summary=self._names_shown(summary),
             evidence=list(evidence),
             fix=self.spec.fix if fix is None else fix,
         )
 
     def ok(self, note: str = "") -> Finding:
-        return Finding(check=self.spec.id, slug=self.spec.slug, run=self.target.name, verdict="healthy", note=note)
+        return Finding(
+            check=self.spec.id,
+            slug=self.spec.slug,
+            run=self.target.name,
+            verdict="healthy",
+            note=self._names_shown(note),
+        )
+
+    def _names_shown(self, text: str) -> str:
+        """A summary has lines of its own: the run's folder name and the run dir's path, quoted in it as
+        they are on disk, are shown as every output shows a name (rundir.py), so a newline or ESC in a
+        folder's name starts no line and no escape sequence."""
+        raw = [str(self.run_dir.path), self.run_dir.path.name]
+        if self.target.run is not None:
+            raw.append(self.target.run.folder)
+        for text_on_disk in sorted(raw, key=len, reverse=True):
+            if text_on_disk in text and shown_name(text_on_disk) != text_on_disk:
+                text = text.replace(text_on_disk, shown_name(text_on_disk))
+        return text
 
     def evidence(self, path: Path | str, line: int | None, text: str | bytes) -> Evidence:
         rel = self.run_dir.rel(Path(path)) if not isinstance(path, str) or Path(path).is_absolute() else path

@@ -26,7 +26,9 @@ import pytest
 from . import layouts
 from .layouts._files import split_entries
 from .options import DEFAULT_DEPTH
+from .run_dir_option import given_run_dirs
 from .rundir import LTX_CKPT, ROUND_FILES, RunDir, round_folders, walk
+from .safeio import describe_error
 
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
@@ -65,6 +67,7 @@ class Discovery:
     runs: list[Found]
     links_out: int = 0
     truncated: bool = False
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # folders a classifier raised on
 
 
 def _names(folder: Path) -> tuple[set[str], set[str], set[str]]:
@@ -134,8 +137,15 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     generic: list[Path] = []
     weak: dict[Path, str] = {}  # generic-strength folders that a layout names (Slurm, torchrun)
 
+    unreadable: list[tuple[Path, str]] = []
+
     def visit(folder: Path, entries: list[os.DirEntry]) -> bool:
-        kind = classify(folder, *split_entries(entries))
+        try:
+            kind = classify(folder, *split_entries(entries))
+        except Exception as exc:  # one poisoned file never stops discovery: the folder is checked as a run,
+            # and the reader that crashed says which file, on that run only (cause unreadable)
+            unreadable.append((folder, describe_error(exc)))
+            kind = "generic"
         if kind == "round":
             rounds.append(folder)
             return False
@@ -162,7 +172,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     if not found:
         found = [Found(root, "unrecognised")]
     found.sort(key=lambda f: f.path.parts)
-    return Discovery(root, found, len(seen.outside_links), seen.truncated)
+    return Discovery(root, found, len(seen.outside_links), seen.truncated, unreadable)
 
 
 def _with_ancestors(paths: set[Path]) -> set[Path]:
@@ -230,6 +240,8 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
         extra.append(f"{d.links_out} link(s) out not followed")
     if d.truncated:
         extra.append("walk stopped at its file limit")
+    if d.unreadable:
+        extra.append(f"{len(d.unreadable)} folder(s) could not be classified, checked as generic runs")
     return f"{d.root}: " + ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
 
 
@@ -248,11 +260,6 @@ def depth_of(config: pytest.Config) -> int:
     if depth < 0:
         raise pytest.UsageError(f"runhealth_depth must be 0 or more, not {depth}")
     return depth
-
-
-def given_paths(config: pytest.Config) -> list[Path]:
-    cli = list(config.getoption("runhealth_run_dirs") or [])
-    return [Path(p) for p in cli] or [Path(p) for p in config.getini("runhealth_run_dirs")]
 
 
 def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
@@ -287,7 +294,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 def pytest_cmdline_main(config: pytest.Config):
     if not config.getoption("runhealth_list_runs", False):
         return None
-    paths = given_paths(config)
+    paths = given_run_dirs(config)
     if not paths:
         raise pytest.UsageError("--runhealth-list-runs needs --run-dir PATH (or ini runhealth_run_dirs)")
     depth = depth_of(config)

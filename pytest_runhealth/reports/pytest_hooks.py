@@ -1,24 +1,20 @@
 """Sub-plugin adding ``--runhealth-html FILE`` and ``--runhealth-markdown FILE``.
 
 The files are written once, by the controller, when the session finishes (so
-they are the same with or without pytest-xdist), and never inside a run dir:
-the plugin only reads what a run left behind."""
+they are the same with or without pytest-xdist), and never inside a run dir
+(refused at configure time with the JSON report's path: trust_boundary_hooks.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .. import __version__
+from ..evaluation.state import GATE_RESULT
 from ..results import write_text
-from ..session import RunHealthSession, is_controller, report_path, session_of
-from .gpu import add_gpu_lines
-from .html import render_page
-from .markdown import render_markdown
-from .view import build_view
+from ..session import RunHealthSession, is_controller, report_path
 
 WRITTEN = pytest.StashKey[list[str]]()
 
@@ -26,28 +22,6 @@ WRITTEN = pytest.StashKey[list[str]]()
 def report_paths(config: pytest.Config) -> dict[str, Path]:
     """The HTML and Markdown paths asked for (``session.report_path``'s rule)."""
     return {kind: path for kind in ("html", "markdown") if (path := report_path(config, kind)) is not None}
-
-
-def inside(path: Path, folder: Path) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(folder))
-        return True
-    except ValueError:
-        return False
-
-
-@pytest.hookimpl(trylast=True)  # after the main plugin has put its state in the stash
-def pytest_configure(config: pytest.Config) -> None:
-    state = session_of(config)
-    if state is None:
-        return
-    for kind, path in report_paths(config).items():
-        for rd in state.run_dirs:
-            if inside(path, rd.path):
-                raise pytest.UsageError(
-                    f"--runhealth-{kind} {path} is inside the run dir {rd.path}; pytest-runhealth never writes "
-                    "into a run dir. Write the report next to it instead."
-                )
 
 
 def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[str, Any]]:
@@ -63,6 +37,8 @@ def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[st
             if status:
                 out[(rd.name, run.name)] = status
                 runs[(rd.name, run.name)] = run
+    from .gpu import add_gpu_lines  # the report modules: only in a session that writes a report
+
     add_gpu_lines(config, out, runs)
     return out
 
@@ -81,14 +57,20 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
         return
     try:
         view = build(state, paths, config)
+        verdict = config.stash.get(GATE_RESULT, None)
+        view.gate = verdict.lines() if verdict is not None else []
     except Exception as exc:  # a report bug must not turn the session into an INTERNALERROR
         written.append(f"reports NOT written: {type(exc).__name__}: {exc} (a bug in pytest-runhealth's reports)")
         return
     for kind, path in paths.items():
         try:
             if kind == "html":
+                from .html import render_page
+
                 text = render_page(view, state.registry)
             else:
+                from .markdown import render_markdown
+
                 text = render_markdown(view)
             write_text(path, text)
             written.append(f"{kind}: {path}")
@@ -99,6 +81,8 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
 
 
 def build(state: Any, paths: dict[str, Path], config: pytest.Config):
+    from .view import build_view
+
     return build_view(
         state.collector.results.values(),
         state.run_dirs,
