@@ -6,6 +6,9 @@
 #
 # Run from a checkout with the test extras in .venv (the README's second command makes it).
 set -uo pipefail
+# Job control: without it bash starts background commands with SIGINT ignored, and every Python they start
+# inherits that (no KeyboardInterrupt), which the Ctrl-C tests would then see instead of what they test.
+set -m
 cd "$(dirname "$0")/.."
 runs="${1:-5}"
 shift || true
@@ -14,7 +17,7 @@ load_pids=()
 run_pid=""
 stop_load() {
     # the run in progress (its xdist workers end with it) and the two load processes
-    [ -n "$run_pid" ] && kill "$run_pid" 2>/dev/null
+    [ -n "$run_pid" ] && kill -- "-$run_pid" 2>/dev/null  # its process group (set -m): the workers too
     for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null; done
     wait 2>/dev/null
 }
