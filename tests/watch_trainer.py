@@ -32,7 +32,7 @@ def save_checkpoint(path: Path) -> None:
     os.replace(tmp, path)
 
 
-def wait_for(cue: str | None, deadline_s: float = 300.0) -> None:
+def wait_for(cue: str | None, deadline_s: float = 900.0) -> None:
     """Poll for the test's cue file (a generous deadline: only a test that never cues reaches it)."""
     end = time.monotonic() + deadline_s
     while cue and not Path(cue).exists() and time.monotonic() < end:
