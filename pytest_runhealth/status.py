@@ -35,6 +35,8 @@ Each run's status is a plain JSON-able dict; its keys:
 ``checkpoint_step``    its step (null for epoch-named or final kohya files)
 ``latest_samples``     newest sample group as a glob (``outputs/samples/step_001200_*.mp4``)
 ``sample_count``       files in that group
+``unread_logs``        console logs of the launch folder found but not read (another
+                       was chosen as the run's log), relative to the run dir
 =====================  =============================================================
 """
 
@@ -89,7 +91,7 @@ def pid_alive(run) -> bool | None:
     """True/False when a pid file names a process (alive or gone), None when
     there is no readable pid file. Reads the file; never signals anything
     but signal 0 (an existence probe)."""
-    for folder in (run.path / "logs", run.path):
+    for folder in run_folders(run):
         for name in PID_NAMES:
             path = folder / name
             if not path.is_file():
@@ -113,6 +115,13 @@ def pid_alive(run) -> bool | None:
             mine, _why = pid_is_the_runs(int(text), path)  # pid 1 or an old daemon is not this run
             return True if mine is None else mine
     return None
+
+
+def run_folders(run) -> tuple[Path, ...]:
+    """Where a run's pid file may lie: its ``logs/``, itself, and the launch folder it was started from
+    (docs/watching.md's recipe writes ``train.pid`` beside ``train.log``)."""
+    launch = run.run_dir.launch if run.path == run.run_dir.path else None
+    return (run.path / "logs", run.path) + ((launch.folder,) if launch is not None else ())
 
 
 class RunFacts:
@@ -368,7 +377,15 @@ def status_record(
         "checkpoint_step": checkpoint.step if checkpoint else None,
         "latest_samples": samples,
         "sample_count": count,
+        "unread_logs": unread_logs(run),
     }
+
+
+def unread_logs(run) -> list[str]:
+    """The launch folder's console logs found but not read (another candidate was chosen), named so that
+    nothing is skipped in silence."""
+    launch = run.run_dir.launch if run.path == run.run_dir.path else None
+    return [run.rel(p) for p in launch.unread] if launch is not None else []
 
 
 def tracker_state(run) -> str | None:
@@ -443,6 +460,8 @@ def render(status: dict[str, Any]) -> list[str]:
     lines.append(f"Latest checkpoint: {status['latest_checkpoint'] or '(none yet)'}")
     if status["latest_samples"]:
         lines.append(f"Latest samples: {status['latest_samples']} ({status['sample_count']} files)")
+    if status.get("unread_logs"):
+        lines.append(f"Log read: {status['log']}; found but not read: {', '.join(status['unread_logs'])}")
     return lines
 
 

@@ -1,0 +1,124 @@
+"""The launch folder is a run (issue 35): ``proj/train.log`` beside the library's own folder
+(``proj/out/``, ``proj/lightning_logs/version_N/``, ``proj/mlruns/``, ``proj/wandb/``) is judged as one run,
+the console log read as its main log; the rule never reads above the folder given."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pytest_runhealth.discovery import discover
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+ENOSPC = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 40, in <module>\n'
+    "    trainer.save_model()\n"
+    "safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, "
+    'message: "No space left on device" })\n'
+)
+RAISED = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 31, in <module>\n'
+    "    trainer.fit(model, loader)\n"
+    "RuntimeError: boom: injected fault at step 5\n"
+)
+
+
+def launch(tmp_path: Path, library: str, log: str | None, into: str = "out") -> Path:
+    """``proj/`` holding a copy of an example library folder at ``into`` and ``train.log``."""
+    proj = tmp_path / "proj"
+    shutil.copytree(EXAMPLES / library, proj / into)
+    if log is not None:
+        (proj / "train.log").write_text(log)
+    return proj
+
+
+def progress(n: int, total: int) -> str:
+    """What the Trainer prints: its log dicts between tqdm redraws."""
+    return "".join(
+        f"{{'loss': {2.0 - i / 100:.4f}, 'grad_norm': 1.1, 'epoch': {i / total:.2f}}}\n"
+        f"{i}/{total} [00:{i:02d}<01:00,  1.00it/s]\n"
+        for i in range(1, n + 1)
+    )
+
+
+def test_hf_output_dir_beside_its_console_log_is_one_run(tmp_path):
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    d = discover(proj)
+    assert [(f.path.name, f.kind) for f in d.runs] == [("out", "hf-trainer")]
+    assert d.runs[0].launch is not None and d.runs[0].launch.log == proj / "train.log"
+
+
+def test_launch_log_root_cause_and_its_near_miss(tmp_path, run_health):
+    proj = launch(tmp_path / "a", "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    r = run_health(proj, args=("-k", "RH201"))
+    res = r.result_of("RH201", "out")
+    assert (res["outcome"], res["cause"]) == ("failed", "disk-full"), r.stdout
+    assert "../train.log:" in r.stdout  # which log was read, relative to the run
+    healthy = launch(tmp_path / "b", "hf-trainer-healthy", progress(5, 1000) + "{'train_runtime': 61.2}\n")
+    assert run_health(healthy, args=("-k", "RH201")).outcome("RH201", "out") == "passed"
+
+
+def test_lightning_version_folder_beside_its_log(tmp_path, run_health):
+    proj = launch(
+        tmp_path / "a", "lightning-healthy/lightning_logs", "Epoch 0:  50%|     | 5/10\n" + RAISED, "lightning_logs"
+    )
+    r = run_health(proj, args=("-k", "RH201"))
+    res = r.result_of("RH201", "lightning_logs/version_0")
+    assert res["outcome"] == "failed" and "boom" in r.stdout, r.stdout
+    near = launch(tmp_path / "b", "lightning-healthy/lightning_logs", "Epoch 2: 100%|██| 100/100\n", "lightning_logs")
+    assert run_health(near, args=("-k", "RH201")).outcome("RH201", "lightning_logs/version_0") == "passed"
+
+
+def test_never_reads_above_the_folder_given(tmp_path, run_health):
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    assert discover(proj / "out").runs[0].launch is None
+    r = run_health(proj / "out", args=("-k", "RH201"))
+    assert "train.log" not in r.stdout
+
+
+def test_several_candidates_chosen_by_name_then_time_the_rest_named(tmp_path, run_health):
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    (proj / "pip.log").write_text("Successfully installed transformers\n")
+    (proj / "train-old.log").write_text(progress(3, 1000))
+    os.utime(proj / "train-old.log", (1_700_000_000, 1_700_000_000))  # an earlier launch's log
+    found = discover(proj).runs[0].launch
+    assert found is not None
+    assert found.log.name == "train.log"
+    assert [p.name for p in found.unread] == ["train-old.log", "pip.log"]
+    r = run_health(proj, args=("-k", "RH201"))
+    status = r.report["status"]["out"]
+    assert status["log"] == "../train.log"
+    assert status["unread_logs"] == ["../train-old.log", "../pip.log"]
+    assert "found but not read: ../train-old.log, ../pip.log" in r.stdout
+
+
+def test_the_log_joins_the_newest_of_several_library_runs(tmp_path):
+    proj = launch(tmp_path, "lightning-healthy/lightning_logs", RAISED, "lightning_logs")
+    shutil.copytree(proj / "lightning_logs" / "version_0", proj / "lightning_logs" / "version_1")
+    os.utime(proj / "lightning_logs" / "version_0", (1_700_000_000, 1_700_000_000))
+    for p in (proj / "lightning_logs" / "version_0").iterdir():
+        os.utime(p, (1_700_000_000, 1_700_000_000))
+    runs = {f.path.name: f.launch for f in discover(proj).runs}
+    assert runs["version_0"] is None and runs["version_1"] is not None
+
+
+def test_pid_file_in_the_launch_folder_is_the_runs(tmp_path):
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.status import pid_alive
+
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000))
+    (proj / "train.pid").write_text("999999999\n")  # a pid no process has
+    f = discover(proj).runs[0]
+    run = RunDir(f.path, "out", launch=f.launch).runs[0]
+    assert pid_alive(run) is False
+    assert pid_alive(RunDir(f.path, "out").runs[0]) is None  # given the output dir alone: no pid file there
+
+
+def test_list_runs_names_the_console_log(tmp_path, pytester):
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000))
+    out = pytester.runpytest("-p", "no:cacheprovider", f"--run-dir={proj}", "--runhealth-list-runs").stdout.str()
+    assert "hf-trainer   out  (console log: train.log)" in out, out
