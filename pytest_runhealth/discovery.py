@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from . import layouts
-from .layouts._files import split_entries
+from .layouts._files import entries, split_entries
 from .options import DEFAULT_DEPTH
 from .rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
 from .safeio import mtime
@@ -171,6 +171,26 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
         found = [Found(root, "unrecognised")]
     found.sort(key=lambda f: f.path.parts)
     return Discovery(root, found, len(seen.outside_links), seen.truncated)
+
+
+NOTHING_TO_CHECK = "nothing here to check (cause nothing-to-check): no run of any known kind"
+LOOKED_FOR = (
+    "ledger.jsonl or runs/<id>/logs/ (a sweep), experience_request.json or round.json (an evaluation round), "
+    "config.yaml with logs/ or outputs/ (an LTX-2 workspace), trainer_state.json or checkpoint-N/ (a Hugging Face "
+    "Trainer output_dir), lightning_logs/version_N/, an MLflow run (meta.yaml with metrics/), a W&B run-*/ folder, "
+    "*.safetensors (kohya), *.log/*.out/*.err logs, events.out.tfevents.*, a pid file"
+)
+# Files a check reads in a folder that holds no run yet: a workspace before launch, a live run's pid file.
+BEFORE_A_RUN = ("config.yaml", "config.yml", "train.pid", "trainer.pid", "run.pid", "pid")
+
+
+def nothing_to_check(d: Discovery) -> bool:
+    """A folder given holds no run of any kind and nothing a pre-launch or live check reads: a session on it
+    would be all skips and one vacuous pass, which must never read as green (docs/trust.md)."""
+    if len(d.runs) != 1 or d.runs[0].kind != "unrecognised" or not d.root.is_dir():
+        return False
+    files, _ = entries(d.root)
+    return not any(name in files for name in BEFORE_A_RUN)
 
 
 def console_logs(files: set[str]) -> list[str]:
@@ -320,6 +340,10 @@ def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
     report = []
     for path in paths:
         d = discover(path, depth)
+        if nothing_to_check(d):
+            raise pytest.UsageError(
+                f"--run-dir {os.fspath(path)}: {NOTHING_TO_CHECK} (looked for: {LOOKED_FOR}; depth {depth})"
+            )
         counts = {}
         for f in d.runs:
             label = f.label(d.root) if f.path != d.root else (Path(path).absolute().name or str(path))

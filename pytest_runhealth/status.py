@@ -120,7 +120,8 @@ def pid_alive(run) -> bool | None:
 def run_folders(run) -> tuple[Path, ...]:
     """Where a run's pid file may lie: its ``logs/``, itself, and the launch folder it was started from
     (docs/watching.md's recipe writes ``train.pid`` beside ``train.log``)."""
-    launch = run.run_dir.launch if run.path == run.run_dir.path else None
+    run_dir = getattr(run, "run_dir", None)
+    launch = run_dir.launch if run_dir is not None and run.path == run_dir.path else None
     return (run.path / "logs", run.path) + ((launch.folder,) if launch is not None else ())
 
 

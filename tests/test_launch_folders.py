@@ -122,3 +122,25 @@ def test_list_runs_names_the_console_log(tmp_path, pytester):
     proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000))
     out = pytester.runpytest("-p", "no:cacheprovider", f"--run-dir={proj}", "--runhealth-list-runs").stdout.str()
     assert "hf-trainer   out  (console log: train.log)" in out, out
+
+
+def test_an_empty_or_unrecognisable_folder_is_never_green(tmp_path, run_health):
+    """Issue 35: ``--run-dir emptydir`` was "1 passed, 41 skipped", exit 0."""
+    import pytest
+
+    for name, files in (("empty", {}), ("notes", {"notes.txt": "x", "data.bin": "y"})):
+        folder = tmp_path / name
+        folder.mkdir()
+        for fname, text in files.items():
+            (folder / fname).write_text(text)
+        res = run_health(folder)
+        err = res.result.stderr.str()
+        assert res.ret == pytest.ExitCode.USAGE_ERROR, res.stdout
+        assert "nothing here to check" in err and "nothing-to-check" in err and "ledger.jsonl" in err
+    # near misses: a workspace before launch (config.yaml) and a folder with a log are something to check
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "config.yaml").write_text("model: {}\n")
+    assert run_health(ws, args=("-k", "RH006")).ret == 0
+    (tmp_path / "notes" / "run.log").write_text("step 1/10 loss 0.5\n")
+    assert run_health(tmp_path / "notes", args=("-k", "RH006")).ret == 0
