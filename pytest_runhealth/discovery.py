@@ -187,8 +187,8 @@ BEFORE_A_RUN = ("config.yaml", "config.yml", "train.pid", "trainer.pid", "run.pi
 def nothing_to_check(d: Discovery) -> bool:
     """A folder given holds no run of any kind and nothing a pre-launch or live check reads: a session on it
     would be all skips and one vacuous pass, which must never read as green (docs/trust.md)."""
-    if len(d.runs) != 1 or d.runs[0].kind != "unrecognised" or not d.root.is_dir():
-        return False
+    if len(d.runs) != 1 or d.runs[0].kind != "unrecognised" or not d.root.is_dir() or d.links_out:
+        return False  # a link that leads out is RH006's finding: something to report
     files, _ = entries(d.root)
     return not any(name in files for name in BEFORE_A_RUN)
 

@@ -144,3 +144,28 @@ def test_an_empty_or_unrecognisable_folder_is_never_green(tmp_path, run_health):
     assert run_health(ws, args=("-k", "RH006")).ret == 0
     (tmp_path / "notes" / "run.log").write_text("step 1/10 loss 0.5\n")
     assert run_health(tmp_path / "notes", args=("-k", "RH006")).ret == 0
+
+
+# -- sweep rows that say the run was killed (issue 35) -------------------------------------------------
+def test_a_killed_row_is_never_silently_green(tmp_path, run_health):
+    import shutil as _shutil
+
+    from sweep_builders import stalled_killed_session
+
+    # the log's last step cannot be dated against the kill: plain step lines, a log copied later
+    plain = stalled_killed_session(tmp_path / "plain")
+    (plain / "runs" / "cur-000-s0" / "logs" / "stdout.log").write_text(
+        "".join(f"step {i}/100 loss 0.5\n" for i in range(1, 31))
+    )
+    # no log at all: the row alone says what happened
+    gone = stalled_killed_session(tmp_path / "gone")
+    _shutil.rmtree(gone / "runs" / "cur-000-s0")
+    for session in (plain, gone):
+        r = run_health(session, args=("-k", "RH204"))
+        res = r.result_of("RH204", "cur-000-s0")
+        assert (res["outcome"], res["cause"]) == ("failed", "run-disqualified"), r.stdout
+        assert 'disqualified: "timeout"' in r.stdout and "killed_by_timeout: true" in r.stdout
+        assert r.outcome("RH204", "baseline-000-s0") in ("passed", "skipped")  # its row records no kill
+    # the stall itself, where the bar's elapsed time dates it, stays `stalled`
+    stalled = stalled_killed_session(tmp_path / "stalled")
+    assert run_health(stalled, args=("-k", "RH204")).result_of("RH204", "cur-000-s0")["cause"] == "stalled"
