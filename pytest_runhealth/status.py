@@ -138,9 +138,12 @@ class RunFacts:
         self.points = points
         self.last: StepPoint | None = max(points, key=lambda p: (p.step, p.line)) if points else None
         self.total = planned_steps(run, self.scan)
+        # A ledger row saying every planned step ran, exit 0, beats the log's last (throttled) redraw.
+        self.row_steps = row_finished_steps(run.row, self.total)
         self.finished = bool(
             (self.last is not None and self.total and self.last.step >= self.total)
             or (self.scan is not None and self.scan.finished_line is not None)
+            or self.row_steps is not None
         )
         self.fatal = None
         # An unreadable log (mode 000, a dying disk) is said once, not raised by every reader.
@@ -162,6 +165,25 @@ class RunFacts:
         return run_state(
             finished=self.finished, failed=bool(self.fatal), alive=self.alive, recorded=self.run.row is not None
         )
+
+
+def row_finished_steps(row, total: int | None) -> int | None:
+    """The steps a sweep's ledger row says ran, when they are all the planned ones (``n_steps`` >= the
+    row's ``planned_steps``/``max_train_steps``, its config's ``max_train_steps``, else the log's plan) and the
+    run exited 0 with no kill recorded; else None."""
+    if row is None:
+        return None
+    steps, code = row.get("n_steps"), row.get("exit_code")
+    planned = row.get("planned_steps")
+    config = row.get("config")
+    if not isinstance(planned, int) and isinstance(config, dict):
+        planned = config.get("max_train_steps")
+    target = planned if isinstance(planned, int) and not isinstance(planned, bool) and planned > 0 else total
+    if not isinstance(steps, int) or isinstance(steps, bool) or not target or steps < target:
+        return None
+    if code not in (0, None) or row.get("killed_by_timeout") is True or row.get("disqualified"):
+        return None
+    return steps
 
 
 def run_state(*, finished: bool, failed: bool, alive: bool | None, recorded: bool) -> str:
@@ -312,7 +334,7 @@ def run_status(run) -> dict[str, Any] | None:
     f = facts(run)
     ckpts = find_checkpoints(run.checkpoints)
     newest = latest(ckpts)
-    if newest is None and f.last is not None:
+    if newest is None and (f.last is not None or f.row_steps is not None):
         newest = _hf_newest(run)  # a Hugging Face checkpoint-N/ beside the run's log (docs/layouts.md)
     if f.last is None and newest is None:
         return None
@@ -332,6 +354,7 @@ def run_status(run) -> dict[str, Any] | None:
         losses=[_jsonable(x) for x in losses],
         loss_source=source,
         checkpoint=newest,
+        step=f.row_steps,
     )
 
 
@@ -348,13 +371,15 @@ def status_record(
     losses: list,
     loss_source: str | None,
     checkpoint,
+    step: int | None = None,
 ) -> dict[str, Any]:
     """The run-status record (the keys in this module's docstring), built in
     one place for the status block (:func:`run_status`, from the session's
     reads) and ``watch`` (from what its tailers read so far)."""
     last = max(points, key=lambda p: (p.step, p.line)) if points else None
     sec, n = steady_step_time(points)
-    step = last.step if last else (checkpoint.step if checkpoint else None)
+    if step is None:  # else the steps a ledger row says all ran (the log's last redraw is earlier)
+        step = last.step if last else (checkpoint.step if checkpoint else None)
     eta, eta_s = eta_of(state, sec, step, total)
     samples, count = latest_samples(run)
     return {
@@ -458,7 +483,8 @@ def render(status: dict[str, Any]) -> list[str]:
         if status["step_time_s"] is not None and status["eta"] != "done":
             eta += f" at {status['step_time_s']:.3g} s/step over {status['steady_samples']} steady measurements"
         lines.append(eta)
-    lines.append(f"Latest checkpoint: {status['latest_checkpoint'] or '(none yet)'}")
+    none = "(none found)" if status["state"] in ("finished", "failed", "stopped") else "(none yet)"
+    lines.append(f"Latest checkpoint: {status['latest_checkpoint'] or none}")
     if status["latest_samples"]:
         lines.append(f"Latest samples: {status['latest_samples']} ({status['sample_count']} files)")
     if status.get("unread_logs"):

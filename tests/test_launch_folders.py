@@ -169,3 +169,92 @@ def test_a_killed_row_is_never_silently_green(tmp_path, run_health):
     # the stall itself, where the bar's elapsed time dates it, stays `stalled`
     stalled = stalled_killed_session(tmp_path / "stalled")
     assert run_health(stalled, args=("-k", "RH204")).result_of("RH204", "cur-000-s0")["cause"] == "stalled"
+
+
+# -- RH101 config-knob and who is blamed (issue 35) ---------------------------------------------------
+def _one_collapsed(root: Path, n_collapsed: int) -> Path:
+    """A full baseline, two healthy runs, then ``n_collapsed`` runs cut by the wall clock at 3 steps,
+    all with learning_rate 3e-4 (a value no healthy run has); no LM Studio log, no VRAM reading."""
+    from sweep_builders import at, collapsed_log, healthy_log, knobs, row, write_session
+
+    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=2210.0, n_steps=1500, score=0.72, config=knobs())]
+    logs = {"baseline-000-s0": healthy_log(1500, 1.457)}
+    for i, lr in enumerate((1e-4, 5e-5)):
+        rid = f"cand-00{i}-s0"
+        rows.append(row(rid, at=at(40 + 40 * i), duration_s=2200.0, n_steps=1500, config=knobs(learning_rate=lr)))
+        logs[rid] = healthy_log(1500, 1.46)
+    for i in range(n_collapsed):
+        rid = f"cand-01{i}-s0"
+        rows.append(
+            row(
+                rid,
+                at=at(200 + 31 * i),
+                duration_s=1800.4,
+                n_steps=3,
+                score=None,
+                judge=None,
+                disqualified="timeout",
+                exit_code=-9,
+                killed_by_timeout=True,
+                error="timeout",
+                config=knobs(learning_rate=3e-4, seed=42 + i),
+            )
+        )
+        logs[rid] = collapsed_log()
+    return write_session(root, rows, logs)
+
+
+def test_config_knob_needs_two_collapsed_runs_that_share_it(tmp_path):
+    from pytest_runhealth.testing import check_on
+
+    one = check_on(_one_collapsed(tmp_path / "one", 1), "RH101", run="cand-010-s0").of()
+    assert not one.passed and one.cause == "unknown", one.summary  # one run's unique value is not a knob
+    two = check_on(_one_collapsed(tmp_path / "two", 2), "RH101", run="cand-010-s0").of()
+    assert not two.passed and two.cause == "config-knob" and "learning_rate = 0.0003" in two.summary
+
+
+def test_no_text_blames_the_judge_without_its_evidence(tmp_path, run_health):
+    from sweep_builders import vram_leak_session
+
+    bare = vram_leak_session(tmp_path / "bare", with_lmstudio_log=False)
+    r = run_health(bare, args=("-k", "RH101 or RH107"))
+    for blame in ("stayed resident", "kept the VRAM", "judge's VRAM", "VRAM leak", "lms unload"):
+        assert blame not in r.stdout, r.stdout  # RH101 lists what it checked; nothing says the judge did it
+    assert all(x["cause"] != "swap-slowdown" for x in r.results("RH107"))
+    # near miss: with LM Studio's unload no-op in its server log, the judge is named
+    leak = vram_leak_session(tmp_path / "leak")
+    r = run_health(leak, args=("-k", "RH101 or RH107"))
+    assert {x["cause"] for x in r.results("RH101") if x["outcome"] == "failed"} == {"vram-leak-step-collapse"}
+    assert "stayed resident" in r.stdout and "kept the VRAM" in r.stdout
+
+
+# -- a finished run's status (issue 35) ----------------------------------------------------------------
+def test_a_finished_row_shows_finished_with_its_last_checkpoint(tmp_path, run_health):
+    from sweep_builders import at, knobs, row, startup, training, write_session
+    from trainerfiles import write_safetensors
+
+    def session(root: Path, n_steps: int, code: int) -> Path:
+        rows = [
+            row(
+                "cand-000-s0",
+                at=at(0),
+                duration_s=1790.0,
+                n_steps=n_steps,
+                exit_code=code,
+                config=knobs(max_train_steps=1200),
+            )
+        ]
+        # the captured log's last redraw is at 1171 (tqdm throttles redraws; the capture was cut)
+        logs = {"cand-000-s0": startup(1200) + training(1200, 1171, 1.47, finish=False)}
+        out = write_session(root, rows, logs)
+        write_safetensors(out / "runs" / "cand-000-s0" / "output" / "lora-step00001000.safetensors")
+        return out
+
+    r = run_health(session(tmp_path / "done", 1200, 0), args=("-k", "RH208"))
+    st = r.report["status"]["cand-000-s0"]
+    assert (st["state"], st["step"], st["total"]) == ("finished", 1200, 1200), st
+    assert st["latest_checkpoint"].endswith("lora-step00001000.safetensors")
+    assert "cand-000-s0: finished" in r.stdout and "(none yet)" not in r.stdout
+    # near miss: the same row with exit code 1 is not finished
+    r = run_health(session(tmp_path / "bad", 1200, 1), args=("-k", "RH208"))
+    assert r.report["status"]["cand-000-s0"]["state"] != "finished"

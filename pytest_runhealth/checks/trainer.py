@@ -588,12 +588,12 @@ def steps_complete(ctx):
         ctx.skip(f"no training step in {ctx.run_dir.rel(f.log)}: nothing to compare with a plan")
     if not f.total:
         ctx.skip("no planned step count (optimization.steps in config.yaml, or a step total in the log)")
-    if f.finished:
-        return f"reached step {f.last.step} of {f.total}"
     row = ctx.run.row if ctx.target.run is not None else None
-    done = _row_finished(row, f.total)
+    done = _row_finished(row, f)
     if done:
         return done
+    if f.finished:
+        return f"reached step {f.last.step} of {f.total}"
     if f.fatal is not None:
         return f"stopped at step {f.last.step} of {f.total} with an error (RH201: {f.fatal.cause})"
     if f.alive:
@@ -628,18 +628,16 @@ def steps_complete(ctx):
     return ctx.fail("infra", "steps-incomplete", summary, ev)
 
 
-def _row_finished(row, total: int) -> str | None:
-    """The ledger row's word that every planned step ran (it beats the log's last redraw)."""
-    if row is None:
+def _row_finished(row, f) -> str | None:
+    """The ledger row's word that every planned step ran (it beats the log's last redraw; the run's facts
+    read it once, status.row_finished_steps)."""
+    if row is None or f.row_steps is None:
         return None
-    steps, planned, code = row.get("n_steps"), row.get("planned_steps"), row.get("exit_code")
-    target = planned if isinstance(planned, int) and planned > 0 else total
-    if isinstance(steps, int) and not isinstance(steps, bool) and steps >= target and code in (0, None):
-        return (
-            f"the ledger row says all {steps} of {target} steps finished (ledger.jsonl:{row.line}); "
-            f"the log's last progress redraw is earlier (redraws are throttled, captured logs cut)"
-        )
-    return None
+    return (
+        f"the ledger row says all {f.row_steps} of {max(f.row_steps, f.total or 0)} steps finished "
+        f"(ledger.jsonl:{row.line}); the log's last progress redraw is earlier (redraws are throttled, captured "
+        "logs cut)"
+    )
 
 
 def _silence_limit(ctx, f) -> tuple[float, str]:
