@@ -5,6 +5,7 @@ the console log read as its main log; the rule never reads above the folder give
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -258,3 +259,97 @@ def test_a_finished_row_shows_finished_with_its_last_checkpoint(tmp_path, run_he
     # near miss: the same row with exit code 1 is not finished
     r = run_health(session(tmp_path / "bad", 1200, 1), args=("-k", "RH208"))
     assert r.report["status"]["cand-000-s0"]["state"] != "finished"
+
+
+# -- RH212: a tracker run left RUNNING whose process is provably gone (issue 35) --------------------------
+def _dead_pid() -> int:
+    """A pid no process has now: a child that has exited and been reaped."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _running_mlflow(proj: Path) -> Path:
+    import time
+
+    run = next(p.parent for p in (proj / "mlruns").rglob("meta.yaml") if (p.parent / "metrics").is_dir())
+    meta = run / "meta.yaml"
+    text = meta.read_text()
+    end = [ln for ln in text.splitlines() if ln.startswith("end_time:")][0]
+    meta.write_text(text.replace("status: 3", "status: 1").replace(end, "end_time: null"))
+    now_ms = int(time.time() * 1000)
+    (run / "metrics" / "train_loss").write_text("".join(f"{now_ms - 60_000 + i} 0.5 {i}\n" for i in range(3)))
+    return run
+
+
+def test_mlflow_running_with_its_pid_gone_is_killed_at_once(tmp_path, run_health):
+    proj = launch(tmp_path / "a", "mlflow-healthy/mlruns", "step 1/60\nstep 30/60\n", "mlruns")
+    _running_mlflow(proj)
+    (proj / "train.pid").write_text(f"{_dead_pid()}\n")
+    (r,) = run_health(proj, args=("-k", "RH212")).results("RH212")
+    assert (r["outcome"], r["cause"]) == ("failed", "tracker-run-killed"), r
+    assert "process is gone" in r["summary"] and any(e["path"].endswith("train.pid") for e in r["evidence"])
+    # near miss: the pid file names a live process of this run (this test's own, written after it started)
+    near = launch(tmp_path / "b", "mlflow-healthy/mlruns", "step 1/60\n", "mlruns")
+    _running_mlflow(near)
+    (near / "train.pid").write_text(f"{os.getpid()}\n")
+    (r,) = run_health(near, args=("-k", "RH212")).results("RH212")
+    assert r["outcome"] == "passed", r
+
+
+def _running_wandb(root: Path, pid: int, host: str | None) -> Path:
+    import json
+
+    run = next(p for p in (root / "wandb").glob("offline-run-*") if not p.is_symlink())
+    debug = run / "logs" / "debug.log"
+    lines = [ln for ln in debug.read_text().splitlines() if "got exitcode" not in ln and "finishing run" not in ln]
+    text = "\n".join(lines) + "\n"
+    text = text.replace("MainThread:9656", f"MainThread:{pid}").replace("stats pid to 9656", f"stats pid to {pid}")
+    text = re.sub(r"Logging user logs to \S+", f"Logging user logs to {debug}", text)
+    debug.write_text(text)
+    if host is not None:
+        (run / "files" / "wandb-metadata.json").write_text(json.dumps({"host": host}))
+    return run
+
+
+def test_wandb_running_with_its_recorded_pid_gone_is_killed(tmp_path, run_health):
+    import socket
+
+    root = tmp_path / "w"
+    shutil.copytree(EXAMPLES / "wandb-healthy", root, symlinks=True)
+    _running_wandb(root, _dead_pid(), None)
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert (r["outcome"], r["cause"]) == ("failed", "tracker-run-killed"), r
+    # near miss: the record names another host: a probe of this machine says nothing about it
+    other = tmp_path / "o"
+    shutil.copytree(EXAMPLES / "wandb-healthy", other, symlinks=True)
+    _running_wandb(other, _dead_pid(), socket.gethostname() + "-elsewhere")
+    (r,) = run_health(other, args=("-k", "RH212")).results("RH212")
+    assert r["outcome"] == "passed", r
+
+
+def test_an_unflushed_tracker_console_is_not_the_runs_end(tmp_path, run_health):
+    """W&B's files/output.log stopped at "step 1/60" while the run's metrics reached step 30: RH208 names 30."""
+    import json
+    import time
+
+    def killed_wandb(root: Path, summary_step: int) -> Path:
+        shutil.copytree(EXAMPLES / "wandb-healthy", root, symlinks=True)
+        run = _running_wandb(root, _dead_pid(), "elsewhere-host")  # no pid evidence here: the log's silence
+        (run / "files" / "output.log").write_text("step 1/60 loss 2.0000\n")
+        (run / "files" / "wandb-summary.json").write_text(json.dumps({"_step": summary_step, "loss": 0.8358}))
+        when = time.time() - 3 * 86400
+        for p in [root, *root.rglob("*")]:
+            if not p.is_symlink():
+                os.utime(p, (when, when))
+        return root
+
+    r = run_health(killed_wandb(tmp_path / "a", 30), args=("-k", "RH208"))
+    res = r.result_of("RH208")
+    assert res["outcome"] == "failed" and "stopped at step 30 of 60" in res["summary"], r.stdout
+    assert "step 1 of 60" not in res["summary"] and "wandb-summary.json" in res["summary"]
+    r = run_health(killed_wandb(tmp_path / "b", 60), args=("-k", "RH208"))
+    assert r.outcome("RH208") == "passed", r.stdout

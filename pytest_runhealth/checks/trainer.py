@@ -615,17 +615,39 @@ def steps_complete(ctx):
     from ..resume import newest_resumable
 
     ckpt = newest_resumable(ctx.run_dir, ctx.run)  # never one RH206 found damaged
+    ahead = _metrics_ahead_of_log(ctx, f.last.step)
+    if ahead is not None and ahead.step is not None and ahead.step >= f.total:
+        return (
+            f"the run's own metrics reach step {ahead.step} of {f.total} ({ahead.file}); its log stops at step "
+            f"{f.last.step}: a console not flushed when the process ended is not the run's end"
+        )
+    stopped_at = ahead.step if ahead is not None else f.last.step
     summary = (
-        f"the run stopped at step {f.last.step} of {f.total} planned ({ended}), and its log ends without "
+        f"the run stopped at step {stopped_at} of {f.total} planned ({ended}), and its log ends without "
         f"an error: something outside the trainer ended it"
     )
+    if ahead is not None:
+        summary += (
+            f". Its metrics ({ahead.file}) reach step {ahead.step}, further than its log (step {f.last.step}, "
+            "not flushed when the process ended): the metrics are the run's end"
+        )
     if ckpt is not None:
         summary += f". Newest checkpoint to resume from: {ctx.run_dir.rel(ckpt.path)}"
     ev = [ctx.evidence(f.log, f.last.line, _line_text(ctx, f))]
+    if ahead is not None:
+        ev.insert(0, ctx.evidence(ahead.file, ahead.line, ahead.text))
     tail = ctx.run_dir.log_tail(f.log)
     if tail.lines and tail.lines[-1].line != f.last.line:
         ev.append(ctx.evidence(f.log, tail.lines[-1].line, tail.lines[-1].text))
     return ctx.fail("infra", "steps-incomplete", summary, ev)
+
+
+def _metrics_ahead_of_log(ctx, logged: int):
+    """The newest point the trainer or tracker recorded in its own files (trainer_state.json, MLflow
+    metrics, W&B summary, metrics.csv) when it is at a later step than the log's last: a tracker's console
+    copy (W&B's files/output.log) left unflushed by a kill is shorter than the run (issue 35)."""
+    points = [p for p in layouts.loss_points(ctx.run) if p.step is not None and p.step > logged]
+    return max(points, key=lambda p: p.step) if points else None
 
 
 def _row_finished(row, f) -> str | None:
