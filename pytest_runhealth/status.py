@@ -335,7 +335,7 @@ def run_status(run) -> dict[str, Any] | None:
     ckpts = find_checkpoints(run.checkpoints)
     newest = latest(ckpts)
     if newest is None and (f.last is not None or f.row_steps is not None):
-        newest = _hf_newest(run)  # a Hugging Face checkpoint-N/ beside the run's log (docs/layouts.md)
+        newest = hf_newest(run)  # a Hugging Face checkpoint-N/ beside the run's log (docs/layouts.md)
     if f.last is None and newest is None:
         return None
     losses = [p.loss for p in f.points if p.loss is not None][-5:]
@@ -434,7 +434,7 @@ def tracker_state(run) -> str | None:
     return None
 
 
-def _hf_newest(run):
+def hf_newest(run):
     """The newest complete Hugging Face ``checkpoint-N/`` of a discovered run, as a Checkpoint."""
     from .checkpoints import Checkpoint
     from .layouts import HF_TRAINER, hf_trainer, own_kind

@@ -353,3 +353,34 @@ def test_an_unflushed_tracker_console_is_not_the_runs_end(tmp_path, run_health):
     assert "step 1 of 60" not in res["summary"] and "wandb-summary.json" in res["summary"]
     r = run_health(killed_wandb(tmp_path / "b", 60), args=("-k", "RH208"))
     assert r.outcome("RH208") == "passed", r.stdout
+
+
+# -- watch on the launch folder (issue 35) -------------------------------------------------------------
+def test_watch_follows_the_library_folder_once_it_appears_and_ends(tmp_path):
+    from pytest_runhealth.watch.trainer import TrainerWatch
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "train.log").write_text("loading the model\n" + progress(10, 60))
+    w = TrainerWatch(proj)
+    first = w.tick()
+    assert first.lines and first.lines[0].startswith("proj: ")  # a status block from the first tick
+    assert not first.ended
+    # the Trainer creates its output_dir after launch, saves, and returns
+    shutil.copytree(EXAMPLES / "hf-trainer-healthy", proj / "out")
+    with open(proj / "train.log", "a") as fh:
+        fh.write(progress(60, 60)[len(progress(10, 60)) :] + "{'train_runtime': 61.2, 'train_loss': 0.48}\n")
+    t = w.tick()
+    assert any(line.startswith("following out/ (its console log: ../train.log)") for line in t.lines), t.lines
+    assert t.ended and t.completed, (t.lines, w.status)
+    assert w.status["state"] == "finished" and w.status["latest_checkpoint"] == "checkpoint-1000"
+
+
+def test_watch_on_a_launch_folder_whose_run_failed_ends_failed(tmp_path):
+    from pytest_runhealth.watch.trainer import TrainerWatch
+
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    for name in ("train_results.json", "all_results.json", "trainer_state.json"):  # it died before train() returned
+        (proj / "out" / name).unlink()
+    t = TrainerWatch(proj).tick()
+    assert t.ended and not t.completed and any("disk-full" in line for line in t.lines), t.lines
