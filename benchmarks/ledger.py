@@ -29,7 +29,7 @@ CPU time): collect-only 1.3x json.loads (v0.1 in the same run: 5.8x); all RH1xx
 checks 5.9x (v0.1: 12.4x).
 
 Measured 2026-12-01 later, load 1.4-2.3, with --baseline 0.2.0 (git archive
-d2a3ee8): chunks judged run by run (batch.py), redaction by trigger literals:
+d2a3ee8): chunks judged run by run (engine/judge_chunk.py), redaction by trigger literals:
 all RH1xx checks 3.9x json.loads CPU (0.2.0 in the same run: 6.3x). Where the
 rest goes: docs/performance.md.
 """

@@ -117,7 +117,6 @@ class HeaderCheck:
     size: int
     ok: bool
     problem: str = ""
-    header_len: int | None = None
     tensors: int = 0
     data_len: int | None = None  # bytes the header says follow it
 
@@ -149,7 +148,6 @@ def check_safetensors(path: Path) -> HeaderCheck:
                     size,
                     False,
                     f"header length field says {n} bytes but the file has only {size - 8} after it: the write was cut short",
-                    n,
                 )
             raw = fh.read(n)
     except OSError as exc:
@@ -157,9 +155,9 @@ def check_safetensors(path: Path) -> HeaderCheck:
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
-        return HeaderCheck(path, size, False, f"the {n}-byte header is not JSON ({str(exc)[:80]})", n)
+        return HeaderCheck(path, size, False, f"the {n}-byte header is not JSON ({str(exc)[:80]})")
     if not isinstance(header, dict):
-        return HeaderCheck(path, size, False, "the header is JSON but not an object", n)
+        return HeaderCheck(path, size, False, "the header is JSON but not an object")
     data_len = size - 8 - n
     end_max = 0
     tensors = 0
@@ -173,9 +171,9 @@ def check_safetensors(path: Path) -> HeaderCheck:
             begin, end = int(begin), int(end)
             count = math.prod(int(d) for d in shape)
         except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: 1e400 / Infinity offsets
-            return HeaderCheck(path, size, False, f"tensor {key!r} has no valid dtype/shape/data_offsets", n, tensors)
+            return HeaderCheck(path, size, False, f"tensor {key!r} has no valid dtype/shape/data_offsets", tensors)
         if not 0 <= begin <= end:
-            return HeaderCheck(path, size, False, f"tensor {key!r} has offsets {begin}..{end}", n, tensors)
+            return HeaderCheck(path, size, False, f"tensor {key!r} has offsets {begin}..{end}", tensors)
         width = DTYPE_BYTES.get(str(dtype))
         if width is not None and (end - begin) != count * width:
             return HeaderCheck(
@@ -183,7 +181,6 @@ def check_safetensors(path: Path) -> HeaderCheck:
                 size,
                 False,
                 f"tensor {key!r} ({dtype} {shape}) needs {count * width} bytes, offsets give {end - begin}",
-                n,
                 tensors,
             )
         end_max = max(end_max, end)
@@ -194,7 +191,6 @@ def check_safetensors(path: Path) -> HeaderCheck:
             False,
             f"the header says {end_max} bytes of tensor data follow, the file holds {data_len}: "
             f"the write was cut short ({end_max - data_len} bytes missing)",
-            n,
             tensors,
             end_max,
         )
@@ -204,8 +200,7 @@ def check_safetensors(path: Path) -> HeaderCheck:
             size,
             False,
             f"{data_len - end_max} bytes follow the last tensor: safetensors refuses such a file",
-            n,
             tensors,
             end_max,
         )
-    return HeaderCheck(path, size, True, "", n, tensors, end_max)
+    return HeaderCheck(path, size, True, "", tensors, end_max)

@@ -33,12 +33,12 @@ from typing import Any
 import pytest
 
 from . import packs
-from .context import Target
-from .judging import run_check
+from .engine.report_item import run_check
 from .registry import SPEC_ATTR, CheckSpec, Registry
 from .rundir import RunDir
 from .scale import batch_label, run_label
 from .session import session_of
+from .target import Target
 
 HEALTH_DIR = Path(__file__).parent / "collect"
 HEALTH_FILE = HEALTH_DIR / "runhealth.py"  # the anchor pytest is pointed at

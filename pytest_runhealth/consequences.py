@@ -11,7 +11,7 @@ root's verdict, so the two never disagree. pytest's outcomes are not touched:
 a consequence is still a failed item and the exit code stays what it was.
 
 Decided once per run, by :func:`fold`, the one rule over :data:`RELATIONS`:
-every check of a run is judged in one pass (runpass.py), then the run's
+every check of a run is judged in one pass (engine/judge_run.py), then the run's
 failing findings are folded, whatever order its items run in. A consequence
 says so in its own item: ``consequence_of`` and the root's ``verdict`` in
 ``item.user_properties`` (hence in the JUnit XML), a "consequence of RH201 on
@@ -30,10 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import pytest
-
 from .results import Result
-from .session import RunHealthSession
 
 DIAGNOSED = ("failed", "error", "warned")  # a waived failure (skipped, xfail) is not grouped
 _BATCH = re.compile(r":runs-\d+-\d+$")  # a batch item stands for many runs: never grouped by run
@@ -177,7 +174,7 @@ def fold(on_run: Mapping[str, Failure], on_run_dir: Mapping[str, Failure] | None
     ``on_run`` (one run's diagnosed failures by check ID) that another one
     explains, through chains; a root or a lone failure is not listed. The
     failures of the run dir's own (session-scope) checks, ``on_run_dir``, may
-    be roots too. Called once per run after all its checks (runpass.py), and
+    be roots too. Called once per run after all its checks (engine/judge_run.py), and
     by :func:`apply`."""
     merged = {**on_run_dir, **on_run} if on_run_dir else on_run
     return {check: root for check in on_run if (root := _root_check(check, merged)) != check}
@@ -334,22 +331,3 @@ def worth_showing(groups: list[RootGroup]) -> bool:
 def failure_line(root: Failure) -> str:
     """The line a consequence adds to its own failure text."""
     return f"consequence of {root.check} on this run" + (f" ({root.cause})" if root.cause else "") + ": see there"
-
-
-def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session: RunHealthSession) -> None:
-    groups = root_groups(session.collector.results.values())
-    if not worth_showing(groups):
-        return
-    many = len({g.run_dir for g in groups}) > 1
-    terminalreporter.write_sep("-", "run-health: root causes")
-    told: dict[str, str] = {}  # fix -> the root that printed it: each distinct fix once
-    for group in groups:
-        terminalreporter.write_line(group.line(with_run_dir=many))
-        terminalreporter.write_line(f"  root: {group.check} {group.slug}, verdict {group.verdict}")
-        for line in group.consequence_lines():
-            terminalreporter.write_line(f"  ↳ {line}")
-        if group.fix and group.fix in told:
-            terminalreporter.write_line(f"  fix: the same as for {told[group.fix]} above")
-        elif group.fix:
-            told[group.fix] = f"{group.check} in {group.run_dir}" if many else group.check
-            terminalreporter.write_line(f"  fix: {group.fix}")

@@ -4,7 +4,6 @@ thresholds, and helpers that turn what it saw into a finding."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -17,50 +16,13 @@ from .logscan import LogScan, LogTail, StepPoint
 from .registry import CheckSpec
 from .rundir import Run, RunDir
 from .session import RunHealthSession
+from .target import Target
 
-if TYPE_CHECKING:  # annotations only: the modules behind the accessors below sit above this one
+if TYPE_CHECKING:  # annotations only: the features behind the accessors below are imported when a check asks
     from .evaluation.model import Evaluation
     from .live.fixtures import LiveServices, LMStudio
     from .status import RunFacts
     from .workspace import WorkspaceConfig
-
-
-@dataclass
-class Target:
-    """One (check, run) pairing: ``run`` is None for session-scope checks.
-
-    ``batch`` is the (start, stop) slice of ``run_dir.runs`` that one item
-    stands for, in a run dir too large for an item per run
-    (``--runhealth-batch-above``)."""
-
-    run_dir: RunDir
-    run: Run | None
-    label: str
-    batch: tuple[int, int] | None = None
-
-    @property
-    def name(self) -> str:
-        return self.run.name if self.run is not None else self.run_dir.name
-
-    @property
-    def group(self) -> str:
-        """The unit of judging, of xdist scheduling and of shards: one run, a
-        chunk of runs, or a run dir (its session-scope checks, which read the
-        run dir's shared artefacts). Every check of one group is judged in one
-        pass (runpass.py)."""
-        if self.batch is not None:
-            return f"{self.run_dir.name}:{self.batch[0]}"
-        if self.run is None:
-            return self.run_dir.name
-        return f"{self.run_dir.name}/{self.run.name}"
-
-    @staticmethod
-    def of(item: Any) -> Target | None:
-        """The target a run-health item checks (its ``runhealth_target``
-        parameter), or None for any other item."""
-        callspec = getattr(item, "callspec", None)
-        target = callspec.params.get("runhealth_target") if callspec is not None else None
-        return target if isinstance(target, Target) else None
 
 
 class CheckContext:
@@ -130,8 +92,9 @@ class CheckContext:
         return log
 
     # -- what the rest of the plugin knows, offered here ------------------------
-    # A check imports no sub-plugin (status, live.fixtures, evaluation.state, ...): what it needs of them is
-    # asked here, and this module imports them only when asked (tests/test_import_graph.py holds checks/ to it).
+    # A check imports no feature model (status, live.fixtures, evaluation.state, ...): what it needs of them is
+    # asked here, and this module imports them only when asked (cheap to import; tests/test_import_graph.py
+    # holds checks/ to it and keeps them all below this module).
     @property
     def facts(self) -> RunFacts:
         """The run's status reading (``status.RunFacts``), built once per run and shared with the status

@@ -6,7 +6,7 @@ the JSON report.
 Registered by the entry plugin (``plugin.py``) only in a run-health session,
 first of its feature modules; nothing in the package imports it. Options
 live in ``options.py``, the users' fixtures in ``plugin.py``. The collection
-engine is ``collection.py``, the judging of one item ``judging.py``."""
+engine is ``collection.py``, the judging of a run ``engine/``."""
 
 from __future__ import annotations
 
@@ -17,17 +17,19 @@ from typing import Any
 
 import pytest
 
-from . import __version__, discovery, given, prelaunch_summary, scale, severity
+from . import __version__, discovery, given, prelaunch_summary, prelaunch_summary_hooks, scale, severity
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
 from .config import ConfigError, load_config
+from .engine.judge_run import STATUS
+from .engine.report_item import FINDING, ROOT
 from .evaluation import pytest_hooks as gate
 from .given import usable_paths
-from .judging import FINDING, ROOT
-from .registry import PHASES, RegistryError
+from .registry import PHASES, RegistryError, spec_of
 from .reports import pytest_hooks as report_files
 from .results import write_json
-from .session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of, spec_of
+from .run_dir_option import cli_run_dirs, given_run_dirs
+from .session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -53,14 +55,12 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = load_config(config_path(config), registry)
     except (RegistryError, ConfigError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    cli_dirs = list(config.getoption("runhealth_run_dirs") or [])
-    run_dirs = discovery.run_dirs_for(
-        config, usable_paths(discovery.given_paths(config))
-    )  # every run below each path, once
+    cli_dirs = cli_run_dirs(config)
+    run_dirs = discovery.run_dirs_for(config, usable_paths(given_run_dirs(config)))  # every run below each path, once
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     run_dirs += extra
-    state = RunHealthSession(registry, settings, severity.Policy(settings), run_dirs, bool(cli_dirs))
+    state = RunHealthSession(registry, settings, severity.Policy(settings), run_dirs)
     config.stash[SESSION] = state
     config.pluginmanager.register(state.collector, "runhealth-results")
     if run_dirs:
@@ -119,21 +119,25 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     check whose severity is ``off``, then (in a plain session) no
     pre-launch-only check. (Under pytest-xdist, xdist_scheduling.py groups
     the kept items from their node ids.)"""
-    if session_of(config) is None:
+    state = session_of(config)
+    if state is None:
         return
     shard = scale.parse_shard(config.getoption("runhealth_shard"))
     dropped = scale.outside_shard(items, shard) if shard is not None else []
-    dropped_ids = {id(item) for item in dropped}
-    kept = [item for item in items if id(item) not in dropped_ids]
-    for select in (severity.deselect_off, prelaunch_summary.deselect_prelaunch_only):
-        more = select(config, kept)
-        if more:
-            more_ids = {id(item) for item in more}
-            kept = [item for item in kept if id(item) not in more_ids]
-            dropped += more
+    kept = _without(items, dropped)
+    off = severity.deselect_off(state.policy, kept)
+    kept = _without(kept, off)
+    prelaunch_only = prelaunch_summary.deselect_prelaunch_only(config, kept)
+    kept = _without(kept, prelaunch_only)
+    dropped += off + prelaunch_only
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def _without(items: list[pytest.Item], dropped: list[pytest.Item]) -> list[pytest.Item]:
+    dropped_ids = {id(item) for item in dropped}
+    return [item for item in items if id(item) not in dropped_ids]
 
 
 # -- results -------------------------------------------------------------------
@@ -148,7 +152,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         "check": spec.id,
         "slug": spec.slug,
         "run": target.name if target else None,
-        "group": None,  # the work group, set by the xdist controller (xdist_scheduling.py)
         "run_dir": target.run_dir.name if target else None,
     }
     finding = item.stash.get(FINDING, None)
@@ -156,13 +159,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         meta["finding"] = finding.to_dict()
         meta.update(severity.disposition(item))
         root = item.stash.get(ROOT, None)
-        if root is not None:  # folded in its run's pass (runpass.py): the root's check and verdict
+        if root is not None:  # folded in its run's pass (engine/judge_run.py): the root's check and verdict
             meta["consequence_of"], meta["verdict"] = root.check, root.verdict
         if finding.passed and finding.note:
             report.sections.append(("runhealth note", finding.note))
     if report.skipped and isinstance(report.longrepr, tuple):
         meta["skip_reason"] = str(report.longrepr[2]).removeprefix("Skipped: ")
         item.user_properties.append(("skip_reason", meta["skip_reason"]))  # JUnit: why, beside which check
+    status = item.stash.get(STATUS, None)
+    if status is not None and call.when == "call":  # built in its run's pass: one per run, from where it ran
+        report.runhealth_status = status
     report.runhealth = meta
     return report
 
@@ -187,7 +193,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         doc = state.collector.document([str(rd.path) for rd in state.run_dirs], __version__)
         write_json(out, doc)
     report_files.finish(session, state)
-    prelaunch_summary.finish(session, exitstatus)
+    prelaunch_summary_hooks.finish(session, exitstatus)
     given.finish(session)
     gate.finish(session, state)
 

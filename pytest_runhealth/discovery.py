@@ -26,6 +26,7 @@ import pytest
 from . import layouts
 from .layouts._files import entries, split_entries
 from .options import DEFAULT_DEPTH
+from .run_dir_option import given_run_dirs
 from .rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
 from .safeio import mtime
 
@@ -326,11 +327,6 @@ def depth_of(config: pytest.Config) -> int:
     return depth
 
 
-def given_paths(config: pytest.Config) -> list[Path]:
-    cli = list(config.getoption("runhealth_run_dirs") or [])
-    return [Path(p) for p in cli] or [Path(p) for p in config.getini("runhealth_run_dirs")]
-
-
 def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
     """A RunDir per run found below each path; labels are paths relative to
     their root (the root's name when the root is the run), made unique."""
@@ -371,7 +367,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 def pytest_cmdline_main(config: pytest.Config):
     if not config.getoption("runhealth_list_runs", False):
         return None
-    paths = given_paths(config)
+    paths = given_run_dirs(config)
     if not paths:
         raise pytest.UsageError("--runhealth-list-runs needs --run-dir PATH (or ini runhealth_run_dirs)")
     depth = depth_of(config)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .printable import printable
 from .redact import redact
+from .shown import printable
 
 VERDICTS = ("infra", "config", "policy", "healthy", "not-evaluable")
 

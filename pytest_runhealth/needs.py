@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time needs.py imports nothing of ours: registry.py reads NEEDS
-    from .context import Target
+    from .target import Target
 
 
 _LEDGER_KEY = ("needs", "ledger")
@@ -92,7 +92,7 @@ NEEDS: dict[str, Callable[[Target], str | None]] = {
 
 
 # Needs answered by the run dir alone, and those asked of each run: a chunk of
-# 2,000 runs asks the first kind once (batch.py), the second once per run.
+# 2,000 runs asks the first kind once (engine/judge_chunk.py), the second once per run.
 RUN_DIR_NEEDS = frozenset({"ledger", "sweep", "config", "harvest"})
 
 

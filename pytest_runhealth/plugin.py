@@ -38,17 +38,17 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.discovery",
     "pytest_runhealth.evaluation.pytest_hooks",
     "pytest_runhealth.given",
-    "pytest_runhealth.live.fixtures",
+    "pytest_runhealth.live.fixtures_hooks",
     "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
-    "pytest_runhealth.prelaunch_summary",
+    "pytest_runhealth.prelaunch_summary_hooks",
     "pytest_runhealth.reports.pytest_hooks",
     "pytest_runhealth.reports.terminal",  # each distinct fix once in the failure sections
     "pytest_runhealth.rules",
     "pytest_runhealth.selftest",
-    "pytest_runhealth.status",
-    "pytest_runhealth.trust_boundary",  # a run dir never configures the session
-    "pytest_runhealth.waivers",
-    "pytest_runhealth.consequences",
+    "pytest_runhealth.status_hooks",
+    "pytest_runhealth.trust_boundary_hooks",  # a run dir never configures the session
+    "pytest_runhealth.waivers_hooks",
+    "pytest_runhealth.consequences_hooks",
     "pytest_runhealth.xdist_scheduling",  # under pytest-xdist, one run's items on one worker
 )
 

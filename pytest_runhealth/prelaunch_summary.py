@@ -13,8 +13,8 @@ import re
 
 import pytest
 
+from .registry import spec_of
 from .results import Result
-from .session import is_controller, session_of, spec_of
 
 LINE_PREFIX = "pre-launch:"
 _SELECTS_PRELAUNCH = re.compile(r"(?<!\bnot )\bprelaunch\b")
@@ -78,32 +78,3 @@ NO_READINESS_EVIDENCE = frozenset({"RH006"})
 
 def informative_checks(state) -> frozenset[str]:
     return NO_READINESS_EVIDENCE | frozenset(spec.id for spec in state.registry if set(spec.verdicts) == {"healthy"})
-
-
-def _state(config: pytest.Config):
-    if not is_controller(config) or config.getoption("collectonly") or not is_prelaunch_session(config):
-        return None
-    return session_of(config)
-
-
-def finish(session: pytest.Session, exitstatus: int) -> None:
-    """A launcher gates on the exit code: a pre-launch session in which
-    nothing could be checked (no config.yaml, a wrong --run-dir) must not
-    read as "ready", so it ends like an empty session (exit code 5). A step
-    of core.pytest_sessionfinish."""
-    state = _state(session.config)
-    if state is None or exitstatus != pytest.ExitCode.OK:
-        return
-    _, checked = summary_line(list(state.collector.results.values()), informative=informative_checks(state))
-    if not checked:
-        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
-
-
-@pytest.hookimpl(trylast=True)  # the session's last line, under the run-health summary
-def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
-    state = _state(config)
-    if state is None:
-        return
-    line, _ = summary_line(list(state.collector.results.values()), len(state.run_dirs) > 1, informative_checks(state))
-    terminalreporter.write_sep("-", "pre-launch")
-    terminalreporter.write_line(line)

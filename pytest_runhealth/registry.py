@@ -70,8 +70,13 @@ class CheckSpec:
     severity: str = "error"  # error | warn (observe mode) | off; runhealth.yaml's severity: overrides
     # Optional, for a run-scope check that reads only its run's ledger row: ``quiet_row(row, thresholds)`` is
     # True only where the check would return None (a plain pass) for that row, and raises nothing the check
-    # would not. A chunk of a big sweep (batch.py) then calls the check only on the other rows.
+    # would not. A chunk of a big sweep (engine/judge_chunk.py) then calls the check only on the other rows.
     quiet_row: Callable[[Any, dict[str, Any]], bool] | None = None
+    # Its examples, declared where it is defined: the example run dirs (names under examples/) it must fail
+    # on, each with the cause it must name (None: any), and those it must pass on (its near misses).
+    # tests/test_examples.py and tests/test_catalogue.py read them here.
+    fails_on: dict[str, str | None] = field(default_factory=dict)
+    passes_on: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -111,6 +116,8 @@ def check(
     fix: str = "",
     severity: str = "error",
     quiet_row: Callable[[Any, dict[str, Any]], bool] | None = None,
+    fails_on: str | Iterable[str] | dict[str, str | None] = (),
+    passes_on: str | Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a health check.
 
@@ -125,6 +132,10 @@ def check(
             tail = ctx.log_tail()  # the main log's last lines, with line numbers
             if not any("warmup done" in line.text for line in tail.lines):
                 return ctx.fail("config", "unknown", "warm-up never finished")
+
+    ``fails_on`` and ``passes_on`` name the example run dirs (``examples/<name>``) it must fail on (a
+    mapping gives the cause it must name there) and pass on: a built-in check's failing example and near
+    miss, tested by tests/test_examples.py from here.
     """
 
     needs = tuple(needs)
@@ -158,11 +169,21 @@ def check(
             owner=getattr(func, "__module__", "") or "",
             severity=severity,
             quiet_row=quiet_row,
+            fails_on=_examples(fails_on),
+            passes_on=tuple(_examples(passes_on)),
         )
         setattr(func, SPEC_ATTR, spec)
         return func
 
     return mark
+
+
+def _examples(given: str | Iterable[str] | dict[str, str | None]) -> dict[str, str | None]:
+    """``"x"``, ``"examples/x"``, several of them, or ``{name: cause}`` -> ``{name: cause or None}``."""
+    if isinstance(given, str):
+        given = [given]
+    pairs = given.items() if isinstance(given, dict) else ((name, None) for name in given)
+    return {name.removeprefix("examples/").rstrip("/"): cause for name, cause in pairs}
 
 
 class Registry:
@@ -231,3 +252,8 @@ class Registry:
 
     def get(self, check_id: str) -> CheckSpec | None:
         return self._checks.get(check_id)
+
+
+def spec_of(item: Any) -> CheckSpec | None:
+    """The check an item runs, or None for the user's own tests."""
+    return getattr(getattr(item, "function", None), SPEC_ATTR, None)

@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from .context import Target
+from .target import Target
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -107,11 +107,6 @@ def label_weights(run_dirs: list, batch_limit: int) -> dict[str, int]:
 
 # A worker gets about this many groups, so a slow group can be balanced by the others.
 GROUPS_PER_WORKER = 4
-
-
-def pack_groups(units: dict[str, object], workers: int, per_group: int | None = None) -> dict[str, str]:
-    """``{run unit: work group}`` for targets: :func:`pack_weights` over their log bytes."""
-    return pack_weights({name: _weight(target) for name, target in units.items()}, workers, per_group)
 
 
 def pack_weights(weights: dict[str, int], workers: int, per_group: int | None = None) -> dict[str, str]:
@@ -212,3 +207,14 @@ def chunk_advice(run_dirs: list, workers: int, batch_limit: int) -> str | None:
         f"checks; --runhealth-batch-above={XDIST_CHUNK} makes one item per {XDIST_CHUNK} runs (measured 1.8x "
         f"faster with -n 2 at 1,000 runs; docs/scaling.md)"
     )
+
+
+def unit_of(nodeid: str, check_names: set[str]) -> str | None:
+    """The bracket label of a run-health item's node id (its run, chunk or run
+    dir: :func:`run_label`, :func:`batch_label`), or None for any other item."""
+    _, sep, tail = nodeid.partition("::")
+    if sep and tail.endswith("]"):
+        name, bracket, label = tail[:-1].partition("[")
+        if bracket and name in check_names:
+            return label
+    return None

@@ -7,31 +7,32 @@ the session and puts it in ``config.stash[SESSION]``; every sub-plugin
 (severity, waivers, packs, catalogue, status, reports, eval, prelaunch, rules,
 selftest, live fixtures) and every check (through ``ctx.session``) reads it
 from there. None of them imports ``plugin.py``, so there is no import cycle,
-and this module imports nothing of the package but the leaves it types
-(registry, report, rundir).
+and this module imports nothing of the package but the leaves and settings
+it holds (registry, results, rundir, run_dir_option; config and severity for
+its annotations).
 
-A new sub-plugin: add its module name to ``plugin.SUBPLUGINS`` (its options
-to ``options.py``), read the
-session with :func:`session_of` (``None`` outside a run-health session), ask
-:func:`is_controller` before writing a file or a summary, and add a
-terminal-summary section with the ``pytest_runhealth_summary_sections`` hook
-(see ``hookspecs.py``)."""
+A new sub-plugin: add its hooks module's name to ``plugin.SUBPLUGINS`` (its
+options to ``options.py``), read the session with :func:`session_of`
+(``None`` outside a run-health session), ask :func:`is_controller` before
+writing a file or a summary, and add a terminal-summary section with the
+``pytest_runhealth_terminal_summary`` hook (see ``hookspecs.py``)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from . import trust_boundary
-from .registry import SPEC_ATTR, CheckSpec, Registry
+from .registry import Registry
+from .registry import spec_of as spec_of  # the check an item runs: read here by sub-plugins and packs
 from .results import ResultCollector
+from .run_dir_option import project_folders
 from .rundir import RunDir
 
-if TYPE_CHECKING:  # annotations only: config.py and severity.py sit above this module
+if TYPE_CHECKING:  # annotations only (both sit below this module: docs/architecture.md)
     from .config import RunHealthConfig
     from .severity import Policy
 
@@ -47,7 +48,6 @@ class RunHealthSession:
     settings: RunHealthConfig
     policy: Policy
     run_dirs: list[RunDir]
-    cli_run_dirs: bool = False
     collector: ResultCollector = field(default_factory=ResultCollector)
 
     @property
@@ -72,20 +72,15 @@ def is_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput")
 
 
-def spec_of(item: Any) -> CheckSpec | None:
-    """The check an item runs, or None for the user's own tests."""
-    return getattr(getattr(item, "function", None), SPEC_ATTR, None)
-
-
 def config_path(config: pytest.Config) -> Path | None:
     """runhealth.yaml: ``--runhealth-config``, ini ``runhealth_config``, else
-    ./runhealth.yaml in the user's project (trust_boundary.project_folders)."""
+    ./runhealth.yaml in the user's project (run_dir_option.project_folders)."""
     given = config.getoption("runhealth_config") or config.getini("runhealth_config")
     if given:
         return Path(given)
     # The invocation dir first: pytest reads ``--run-dir /elsewhere`` as a path
     # when it picks the rootdir, so rootdir can be an ancestor of both.
-    for folder in trust_boundary.project_folders(config):  # never a folder inside or around a run dir
+    for folder in project_folders(config):  # never a folder inside or around a run dir
         default = Path(folder) / "runhealth.yaml"
         if default.is_file():
             return default

@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 
 from . import waivers
-from .registry import SEVERITIES
-from .session import session_of, spec_of
+from .registry import SEVERITIES, spec_of
 
 WAIVED = pytest.StashKey[dict]()
 WARNED = pytest.StashKey[bool]()
@@ -120,9 +119,6 @@ def disposition(item: pytest.Item) -> dict[str, Any]:
     return out
 
 
-def deselect_off(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+def deselect_off(policy: Policy, items: list[pytest.Item]) -> list[pytest.Item]:
     """The items of checks whose severity is ``off``: not run at all."""
-    state = session_of(config)
-    if state is None:
-        return []
-    return [item for item in items if (spec := spec_of(item)) is not None and state.policy.level(spec) == "off"]
+    return [item for item in items if (spec := spec_of(item)) is not None and policy.level(spec) == "off"]

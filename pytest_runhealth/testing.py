@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .context import CheckContext, Target
-from .evaluate import call_check, normalise, skip_reason
+from .context import CheckContext
+from .engine.call_check import call_check, normalise, skip_reason
 from .finding import Finding
 from .registry import SPEC_ATTR, CheckSpec, Registry
+from .target import Target
 
 if TYPE_CHECKING:
     from .rundir import RunDir

@@ -35,62 +35,9 @@ from pathlib import Path
 
 import pytest
 
+from .run_dir_option import containing_run_dir, inside, real_path, run_dir_paths
+
 CHECK_HINT = "check it with `pytest-runhealth check PATH` (or write --run-dir=PATH from outside the run dir)"
-
-
-def _real(path: str | os.PathLike[str]) -> Path:
-    return Path(os.path.realpath(os.path.abspath(os.fspath(path))))
-
-
-def inside(path: Path, folder: Path) -> bool:
-    """``path`` is ``folder`` or lies below it (both already resolved)."""
-    return path == folder or folder in path.parents
-
-
-def _raw_run_dirs(args: list[str]) -> list[str]:
-    """``--run-dir`` values as typed (the invocation's own argv and
-    ``$PYTEST_ADDOPTS``), read without pytest's parser: a planted ``addopts =
-    --`` turns them into test paths, and the guard must still know them."""
-    out: list[str] = []
-    for i, arg in enumerate(args):
-        if arg == "--run-dir" and i + 1 < len(args):
-            out.append(args[i + 1])
-        elif arg.startswith("--run-dir="):
-            out.append(arg.split("=", 1)[1])
-    return out
-
-
-def typed_run_dirs(config: pytest.Config) -> list[str]:
-    import shlex
-
-    args = [str(a) for a in config.invocation_params.args]
-    try:
-        args = shlex.split(os.environ.get("PYTEST_ADDOPTS", "")) + args
-    except ValueError:
-        pass
-    return _raw_run_dirs(args)
-
-
-def run_dir_paths(config: pytest.Config) -> list[Path]:
-    """The run dirs of this session, resolved, from the early or full option
-    namespace, the ini list and the invocation's own argv."""
-    namespace = getattr(config, "known_args_namespace", None) or config.option
-    given = list(getattr(namespace, "runhealth_run_dirs", None) or [])
-    if not given:
-        try:
-            given = list(config.getini("runhealth_run_dirs") or [])
-        except ValueError:
-            given = []
-    given += typed_run_dirs(config)
-    base = Path(config.invocation_params.dir)
-    return list(dict.fromkeys(_real(base / os.path.expanduser(str(p))) for p in given))
-
-
-def containing_run_dir(path: Path | None, run_dirs: list[Path]) -> Path | None:
-    if path is None:
-        return None
-    real = _real(path)
-    return next((rd for rd in run_dirs if inside(real, rd)), None)
 
 
 def _between(folder: Path, invocation: Path, run_dirs: list[Path]) -> Path | None:
@@ -111,7 +58,7 @@ def _initial_conftest_folders(config: pytest.Config, invocation: Path) -> list[P
     given = [str(a) for a in (getattr(config.known_args_namespace, "file_or_dir", None) or [])]
     anchors: list[Path] = []
     for arg in given:
-        anchor = _real(invocation / arg.split("::", 1)[0])
+        anchor = real_path(invocation / arg.split("::", 1)[0])
         if anchor.exists():
             anchors.append(anchor)
     if not anchors:
@@ -124,9 +71,9 @@ def _initial_conftest_folders(config: pytest.Config, invocation: Path) -> list[P
             except OSError:
                 pass
     confcut = getattr(config.known_args_namespace, "confcutdir", None)
-    cut = _real(invocation / confcut) if confcut else None
+    cut = real_path(invocation / confcut) if confcut else None
     folders: list[Path] = []
-    for anchor in anchors + [_real(p) for p in more]:
+    for anchor in anchors + [real_path(p) for p in more]:
         start = anchor if anchor.is_dir() else anchor.parent
         for folder in (start, *start.parents):
             folders.append(folder)
@@ -146,10 +93,10 @@ def refusal(config: pytest.Config) -> str | None:
     run_dirs = run_dir_paths(config)
     if not run_dirs:
         return None
-    invocation = _real(config.invocation_params.dir)
+    invocation = real_path(config.invocation_params.dir)
     inipath = config.inipath
     if inipath is not None:
-        ini = _real(inipath)
+        ini = real_path(inipath)
         holder = containing_run_dir(ini, run_dirs) or _between(ini.parent, invocation, run_dirs)
         if holder is not None:
             return (
@@ -157,7 +104,7 @@ def refusal(config: pytest.Config) -> str | None:
                 f"a run dir must not configure the session: {CHECK_HINT}"
             )
     try:
-        pythonpath = [_real(p) for p in config.getini("pythonpath") or []]
+        pythonpath = [real_path(p) for p in config.getini("pythonpath") or []]
     except ValueError:
         pythonpath = []
     for entry in pythonpath:
@@ -175,7 +122,7 @@ def refusal(config: pytest.Config) -> str | None:
                 f"pytest configuration: {CHECK_HINT}"
             )
     holder = containing_run_dir(config.rootpath, run_dirs)
-    if holder is not None and invocation != _real(config.rootpath):
+    if holder is not None and invocation != real_path(config.rootpath):
         return (
             f"pytest chose its rootdir {config.rootpath} inside the run dir {holder} (it read the run dir "
             f"as a test path): {CHECK_HINT}"
@@ -189,11 +136,11 @@ def parent_config_refusal(config: pytest.Config) -> str | None:
     came with it as often as not (an unpacked archive). Refused when that file
     would put code on the way (``pythonpath``, ``-p``, a conftest.py)."""
     run_dirs = run_dir_paths(config)
-    invocation = _real(config.invocation_params.dir)
+    invocation = real_path(config.invocation_params.dir)
     holder = containing_run_dir(invocation, run_dirs)
     if holder is None:
         return None
-    if config.inipath is not None and not inside(_real(config.inipath), holder):
+    if config.inipath is not None and not inside(real_path(config.inipath), holder):
         try:
             addopts = " ".join(str(a) for a in config.getini("addopts") or [])
             pythonpath = config.getini("pythonpath") or []
@@ -208,7 +155,7 @@ def parent_config_refusal(config: pytest.Config) -> str | None:
     if getattr(config.known_args_namespace, "noconftest", False):
         return None
     cut = getattr(config.known_args_namespace, "confcutdir", None)
-    cutpath = _real(invocation / cut) if cut else None
+    cutpath = real_path(invocation / cut) if cut else None
     for folder in holder.parents:
         if cutpath is not None and folder in cutpath.parents:
             break  # pytest loads no conftest.py above its confcut dir
@@ -238,17 +185,6 @@ def guard(early_config: pytest.Config) -> None:
     if containing_run_dir(cache_dir(early_config), run_dir_paths(early_config)) is not None:
         # pytest writes .pytest_cache at session end; inside a run dir it must not.
         early_config.pluginmanager.consider_pluginarg("no:cacheprovider")
-
-
-def project_folders(config: pytest.Config) -> list[Path]:
-    """Where a default ``runhealth.yaml`` may be read: the invocation dir, and
-    the rootdir only when the user's own ini file put it there (not when
-    pytest picked a common ancestor of a run dir); never inside a run dir."""
-    candidates = [Path(config.invocation_params.dir)]
-    if config.inipath is not None and config.inipath.parent == config.rootpath:
-        candidates.append(config.rootpath)
-    run_dirs = run_dir_paths(config)
-    return [f for f in dict.fromkeys(candidates) if containing_run_dir(f, run_dirs) is None]
 
 
 # -- pytest-runhealth check ---------------------------------------------------------
@@ -393,8 +329,8 @@ def check_args(run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: P
     dir as ``--run-dir=ABSOLUTE`` -- never as a test path. ``./runhealth.yaml``
     of the folder the user stands in is passed on explicitly, unless that folder
     is inside a run dir."""
-    real_dirs = [_real(cwd / p) for p in run_dirs]
-    project = _real(cwd)
+    real_dirs = [real_path(cwd / p) for p in run_dirs]
+    project = real_path(cwd)
     empty = empty_ini_dir / "pytest.ini"
     empty.write_text("[pytest]\n", encoding="utf-8")
     given = _absolute_paths(rest, cwd)
@@ -446,67 +382,3 @@ def safe_session(argv: list[str], tmp: Path) -> int:
         return int(pytest.main(args))
     finally:
         os.chdir(cwd)
-
-
-# -- nothing written into a run dir; nothing chased ----------------------------------
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """From here on, a file is read up to the size it had when first opened
-    (a log still growing is not chased: safeio.begin_session)."""
-    from . import safeio
-
-    if run_dir_paths(session.config):  # a session that checks run dirs (not a test suite that imports us)
-        safeio.begin_session()
-        session.config.stash[_CAPPED] = True
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    from . import safeio
-
-    if config.stash.get(_CAPPED, False):
-        safeio.end_session()
-
-
-_CAPPED = pytest.StashKey[bool]()
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config: pytest.Config) -> None:
-    """The JSON report (and the gate's verdict record beside it) is refused
-    inside a run dir, like the HTML and markdown reports (reports/pytest_hooks.py)."""
-    given = config.getoption("runhealth_report", None) or config.getini("runhealth_report")
-    if not given:
-        return
-    path = Path(os.path.expanduser(str(given)))
-    if not path.is_absolute():
-        path = Path(config.invocation_params.dir) / path  # where the plugin writes it (cwd-relative)
-    holder = containing_run_dir(path, run_dir_paths(config))
-    if holder is not None:
-        raise pytest.UsageError(
-            f"--runhealth-report {given} is inside the run dir {holder}; pytest-runhealth never "
-            "writes into a run dir (nor the verdict record beside the report). Write the report "
-            "next to it instead."
-        )
-
-
-# -- nothing inside a run dir is collected as a test ------------------------------------
-_PACKAGE = Path(__file__).resolve().parent
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """A run dir is data: its ``conftest.py`` and ``test_*.py`` are never
-    imported, even when a test path given with it contains it
-    (``pytest tests --run-dir=tests/data/run``)."""
-    run_dirs = config.stash.get(_RUN_DIRS, None)
-    if run_dirs is None:
-        run_dirs = config.stash[_RUN_DIRS] = run_dir_paths(config)
-    if not run_dirs:
-        return None
-    real = _real(collection_path)
-    if inside(real, _PACKAGE) or real in _PACKAGE.parents:
-        return None
-    return True if containing_run_dir(real, run_dirs) is not None else None
-
-
-_RUN_DIRS = pytest.StashKey[list[Path]]()

@@ -9,6 +9,9 @@ The generated files, and the test that compares each with what the code makes no
     docs/checks.md                            tests/test_catalogue.py      (--runhealth-list=markdown)
     examples/reports/sweeps.html, sweeps.md   tests/test_reports_example.py (the example sweeps' reports)
     tests/golden/report-generic-oom-rich.json tests/test_report_format.py  (a JSON report, normalised)
+    the check list of each family page          tests/test_catalogue.py      (from the registry: a check's
+      (docs/sweeps.md, docs/trainer-runs.md,                                 page is the one whose title
+      docs/evaluation.md, docs/live-probes.md)                               names its ID or ID range)
 
 ``--examples`` rebuilds the example run dirs first (tests/sweep_builders.py, tests/trainerfiles.py,
 examples/make_harvest_examples.py, examples/make_workspace_examples.py). It is not the default: event
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,7 +129,82 @@ def golden_report() -> dict[Path, str]:
         return {GOLDEN: normalised_report(report.read_text(encoding="utf-8"), ex)}
 
 
-GENERATORS: tuple[Callable[[], dict[Path, str]], ...] = (catalogue, example_reports, golden_report)
+FAMILY_PAGES = tuple(
+    REPO / "docs" / name for name in ("sweeps.md", "trainer-runs.md", "evaluation.md", "live-probes.md")
+)
+LIST_BEGIN = "<!-- the check list below is written by scripts/regenerate.py from the registry: do not edit -->"
+LIST_END = "<!-- end of the generated check list -->"
+
+
+def page_of(check_id: str, titles: dict[Path, str]) -> Path | None:
+    """The family page whose title names ``check_id`` (``RH201``), else the one whose range holds it
+    (``RH2xx``)."""
+    exact = [page for page, title in titles.items() if check_id in re.findall(r"RH\d{3}\b", title)]
+    if exact:
+        return exact[0]
+    ranges = [page for page, title in titles.items() if f"{check_id[:3]}xx" in title]
+    return ranges[0] if ranges else None
+
+
+def declared_examples(specs) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """check ID -> the example dirs it must fail on / pass on: declared on the check (``fails_on``,
+    ``passes_on``) and in examples/*.expect.yaml."""
+    import yaml
+
+    fails = {spec.id: list(spec.fails_on) for spec in specs}
+    passes = {spec.id: list(spec.passes_on) for spec in specs}
+    for expect in sorted(EXAMPLES.glob("*.expect.yaml")):
+        name = expect.name.removesuffix(".expect.yaml")
+        doc = yaml.safe_load(expect.read_text(encoding="utf-8")) or {}
+        for check_id in doc.get("fails") or {}:
+            fails.setdefault(check_id, []).append(name)
+        for check_id in doc.get("passes") or []:
+            passes.setdefault(check_id, []).append(name)
+    return fails, passes
+
+
+def _first_sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    head = re.split(r"(?<=\.)\s(?=[A-Z`*])", flat, maxsplit=1)[0]
+    return head.replace("|", "\\|")
+
+
+def family_pages() -> dict[Path, str]:
+    """Each family page with its check list (ID, slug, what it detects, its examples) rewritten at its end."""
+    sys.path.insert(0, str(REPO))
+    from pytest_runhealth import Registry, checks
+
+    registry = Registry()
+    for module in checks.builtin_modules():
+        registry.add_module(module)
+    specs = sorted(registry, key=lambda spec: spec.id)
+    fails, passes = declared_examples(specs)
+    texts = {page: page.read_text(encoding="utf-8") for page in FAMILY_PAGES}
+    titles = {page: text.split("\n", 1)[0] for page, text in texts.items()}
+    rows: dict[Path, list[str]] = {page: [] for page in FAMILY_PAGES}
+    for spec in specs:
+        page = page_of(spec.id, titles)
+        if page is None:
+            continue
+
+        def shown(names: list[str], at_most: int = 3) -> str:
+            unique = list(dict.fromkeys(names))
+            more = f" and {len(unique) - at_most} more" if len(unique) > at_most else ""
+            return ", ".join(f"`{n}`" for n in unique[:at_most]) + more or "(none)"
+
+        rows[page].append(
+            f"| {spec.id} `{spec.slug}` | {_first_sentence(spec.detects)} | {shown(fails.get(spec.id, []))} "
+            f"| {shown(passes.get(spec.id, []))} |"
+        )
+    out = {}
+    for page, text in texts.items():
+        body = text.split(LIST_BEGIN, 1)[0].rstrip("\n")
+        table = ["| check | what it detects | fails on | passes on (near misses) |", "|---|---|---|---|", *rows[page]]
+        out[page] = "\n".join([body, "", LIST_BEGIN, "", "## The checks of this page", "", *table, "", LIST_END, ""])
+    return out
+
+
+GENERATORS: tuple[Callable[[], dict[Path, str]], ...] = (catalogue, family_pages, example_reports, golden_report)
 
 
 def rebuild_examples() -> None:

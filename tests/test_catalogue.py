@@ -5,8 +5,7 @@ docs/checks.md is what ``--runhealth-list=markdown`` prints."""
 from __future__ import annotations
 
 import pytest
-import yaml
-from conftest import EXAMPLES, REPO, regenerate
+from conftest import REPO, regenerate
 
 from pytest_runhealth import Registry, checks
 from pytest_runhealth.catalogue import render_catalogue
@@ -40,17 +39,10 @@ BUILTINS = list(builtin_registry())
 
 
 def expectations() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """check ID -> example names it must fail on / pass on."""
-    fails: dict[str, list[str]] = {}
-    passes: dict[str, list[str]] = {}
-    for expect in sorted(EXAMPLES.glob("*.expect.yaml")):
-        name = expect.name.removesuffix(".expect.yaml")
-        spec = yaml.safe_load(expect.read_text()) or {}
-        for check_id in spec.get("fails") or {}:
-            fails.setdefault(check_id, []).append(name)
-        for check_id in spec.get("passes") or []:
-            passes.setdefault(check_id, []).append(name)
-    return fails, passes
+    """check ID -> example names it must fail on / pass on: declared on the check (``fails_on``,
+    ``passes_on``) or in examples/*.expect.yaml (regenerate.declared_examples, which the family pages list)."""
+    fails, passes = regenerate.declared_examples(BUILTINS)
+    return {k: v for k, v in fails.items() if v}, {k: v for k, v in passes.items() if v}
 
 
 def gaps_of(spec, fails, passes) -> list[str]:
@@ -89,6 +81,15 @@ def test_examples_name_only_known_checks():
     known = {s.id for s in BUILTINS}
     strays = sorted((set(fails) | set(passes)) - known)
     assert not strays, f"examples/*.expect.yaml name unknown checks: {strays}"
+
+
+def test_the_family_pages_list_their_checks_from_the_registry():
+    for page, text in regenerate.family_pages().items():
+        rel = str(page.relative_to(REPO))
+        assert page.read_text(encoding="utf-8") == text, regenerate.out_of_date_message(rel)
+    titles = {page: page.read_text(encoding="utf-8").split("\n", 1)[0] for page in regenerate.FAMILY_PAGES}
+    homeless = [s.id for s in BUILTINS if regenerate.page_of(s.id, titles) is None]
+    assert homeless == [], f"no family page's title names these checks: {homeless}"
 
 
 def test_docs_checks_md_is_in_sync():

@@ -322,7 +322,7 @@ def test_the_table_needs_the_cause_it_names():
 def test_the_per_run_record_is_released_with_the_run(pytester):
     """A run's verdicts wait only until its items have reported them: when
     the session ends, no run's pass is held (memory flat in runs)."""
-    from pytest_runhealth.runpass import _PASSES
+    from pytest_runhealth.engine.judge_run import _PASSES
 
     seen_at_end = []
 

@@ -1,15 +1,17 @@
-"""The package's own import graph (issue 19): no cycle, and nothing imports
-the entry plugin.
+"""The package's own import graph (issues 19 and 37): no cycle, nothing
+imports the entry plugin, and every import runs down the layer table of
+docs/architecture.md.
 
-Built from the source with ``ast``: imports at the top of a module and inside
-functions alike (a deferred import is still an edge), but not those under
-``if TYPE_CHECKING:`` (annotations only, never executed). A package's
+Built from the source with ``ast``: every import counts, at the top of a
+module, inside a function, or under ``if TYPE_CHECKING:`` (annotations only
+at run time, but a reader follows them all the same). A package's
 ``__init__`` is not counted as imported by its submodules (Python runs it
 first, but that is no dependency of the submodule's code)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest_runhealth
@@ -17,35 +19,24 @@ import pytest_runhealth
 PACKAGE = "pytest_runhealth"
 ROOT = Path(pytest_runhealth.__file__).parent
 ENTRY = f"{PACKAGE}.plugin"
+ARCHITECTURE = ROOT.parent / "docs" / "architecture.md"
+MAX_LAYERS = 13
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _type_checking_only(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def imports_of(path: Path, modules: set[str]) -> set[str]:
+def imports_of(path: Path, modules: set[str], root: Path = ROOT) -> set[str]:
     """The package modules ``path`` imports, anywhere in its body."""
-    name = module_name(path)
+    name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _type_checking_only(node):
-            skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
     out: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -65,6 +56,93 @@ def import_graph() -> dict[str, set[str]]:
     paths = sorted(ROOT.rglob("*.py"))
     modules = {module_name(p) for p in paths}
     return {module_name(p): imports_of(p, modules) for p in paths}
+
+
+# -- the layer table ---------------------------------------------------------------------------
+def _pattern(token: str) -> tuple[re.Pattern[str], bool]:
+    """A module column's word as a regex over dotted names, and whether it names one module exactly.
+    ``x.py`` is that module, ``x/`` a package and all below it, ``*`` one name (no dot)."""
+    token = token.strip()
+    if token == "__init__.py":
+        return re.compile(re.escape(PACKAGE)), True
+    if token.endswith("/"):
+        dotted = re.escape(f"{PACKAGE}.{token[:-1].replace('/', '.')}")
+        return re.compile(f"{dotted}(\\..+)?"), False
+    dotted = token.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    exact = "*" not in dotted
+    return re.compile(re.escape(f"{PACKAGE}.{dotted}").replace("\\*", "[^.]*")), exact
+
+
+def layer_table(text: str) -> list[tuple[str, list[tuple[re.Pattern[str], bool]]]]:
+    """(layer, module patterns) per row of the table under "## Layers", top row first."""
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or cells[0] in ("layer", "") or set(cells[0]) <= {"-"}:
+            continue
+        words = re.findall(r"`([^`]+)`", cells[1])
+        rows.append((cells[0], [_pattern(w) for w in words if w.endswith((".py", "/"))]))
+    return rows
+
+
+def layers_of(graph: dict[str, set[str]], table) -> tuple[dict[str, int], list[str]]:
+    """Each module's row (0 is the top), and the modules no row names. A module named exactly wins
+    over a pattern; among patterns, the most specific (longest) wins."""
+    out: dict[str, int] = {}
+    unplaced = []
+    for module in sorted(graph):
+        best: tuple[int, int, int] | None = None  # (exact, specificity, row)
+        for row, (_, patterns) in enumerate(table):
+            for pattern, exact in patterns:
+                if pattern.fullmatch(module):
+                    key = (int(exact), len(pattern.pattern), row)
+                    best = key if best is None or key[:2] > best[:2] else best
+        if best is None:
+            unplaced.append(module)
+        else:
+            out[module] = best[2]
+    return out, unplaced
+
+
+def upward_imports(graph: dict[str, set[str]], rows: dict[str, int], names: list[str]) -> list[str]:
+    return [
+        f"{a} ({names[rows[a]]}) -> {b} ({names[rows[b]]})"
+        for a in sorted(graph)
+        for b in sorted(graph[a])
+        if a in rows and b in rows and rows[b] < rows[a]
+    ]
+
+
+def test_every_module_has_a_layer_and_imports_only_down():
+    graph = import_graph()
+    table = layer_table(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert 5 <= len(table) <= MAX_LAYERS, [name for name, _ in table]
+    rows, unplaced = layers_of(graph, table)
+    assert unplaced == [], f"add these modules to the layer table of docs/architecture.md: {unplaced}"
+    up = upward_imports(graph, rows, [name for name, _ in table])
+    assert up == [], "imports that run up the layer table of docs/architecture.md:\n" + "\n".join(up)
+
+
+def test_the_layer_rule_finds_an_upward_import():
+    table = layer_table(
+        "## Layers\n| layer | modules | job |\n|---|---|---|\n| top | `a.py` | x |\n| low | `b/` | y |\n"
+    )
+    graph = {f"{PACKAGE}.a": set(), f"{PACKAGE}.b.c": {f"{PACKAGE}.a"}, f"{PACKAGE}.d": set()}
+    rows, unplaced = layers_of(graph, table)
+    assert unplaced == [f"{PACKAGE}.d"]
+    assert upward_imports(graph, rows, ["top", "low"]) == [f"{PACKAGE}.b.c (low) -> {PACKAGE}.a (top)"]
+
+
+def test_type_only_and_deferred_imports_count(tmp_path):
+    pkg = tmp_path / PACKAGE
+    pkg.mkdir()
+    mod = pkg / "m.py"
+    mod.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\ndef f():\n    from . import b\n"
+    )
+    modules = {f"{PACKAGE}.a", f"{PACKAGE}.b", f"{PACKAGE}.m"}
+    assert imports_of(mod, modules, pkg) == {f"{PACKAGE}.a", f"{PACKAGE}.b"}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -118,9 +196,20 @@ def test_the_cycle_finder_finds_one():
 # What a check may not reach, even through a module it imports: the sub-plugins (their state is offered
 # on ``ctx``: ``ctx.facts``, ``ctx.live``, ``ctx.evaluation``), the engine and session hooks above them,
 # and the session module (``ctx.session``, ``ctx.settings`` and ``ctx.config`` hand it down).
-# ``printable`` is a sub-plugin only for its one hook; its function is a leaf every finding uses.
 ABOVE_CHECKS = {
-    f"{PACKAGE}.{name}" for name in ("plugin", "core", "collection", "judging", "evaluate", "batch", "session", "packs")
+    f"{PACKAGE}.{name}"
+    for name in (
+        "plugin",
+        "core",
+        "collection",
+        "engine",
+        "engine.report_item",
+        "engine.judge_run",
+        "engine.call_check",
+        "engine.judge_chunk",
+        "session",
+        "packs",
+    )
 }
 GATEWAY = f"{PACKAGE}.context"  # the one module that imports them for a check, when the check asks
 
@@ -139,7 +228,7 @@ def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
 def _forbidden_for_checks() -> set[str]:
     from pytest_runhealth.plugin import SUBPLUGINS
 
-    return (set(SUBPLUGINS) | ABOVE_CHECKS) - {f"{PACKAGE}.printable", f"{PACKAGE}.checks"}
+    return (set(SUBPLUGINS) | ABOVE_CHECKS) - {f"{PACKAGE}.checks"}
 
 
 def check_reaches(graph: dict[str, set[str]], forbidden: set[str]) -> list[str]:

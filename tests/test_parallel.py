@@ -11,20 +11,21 @@ from pathlib import Path
 import pytest
 from sweep_builders import make_sweep
 
-from pytest_runhealth.context import Target
 from pytest_runhealth.rundir import RunDir
-from pytest_runhealth.scale import GROUPS_PER_WORKER, pack_groups
+from pytest_runhealth.scale import GROUPS_PER_WORKER, label_weights, pack_weights
+from pytest_runhealth.target import Target
 
 
-def units_of(root: Path) -> dict[str, Target]:
+def units_of(root: Path) -> dict[str, int]:
+    """{bracket label: log bytes} of the runs, as the xdist scheduler weighs them (the run dir's own label left out)."""
     rd = RunDir(root)
-    return {f"{rd.name}/{run.name}": Target(rd, run, run.name) for run in rd.runs}
+    return {label: weight for label, weight in label_weights([rd], len(rd.runs)).items() if label != rd.name}
 
 
 def test_runs_are_packed_by_log_bytes(tmp_path):
     units = units_of(make_sweep(tmp_path / "sweep", [10] * 12 + [5000]))
-    packed = pack_groups(units, workers=2)
-    assert packed == pack_groups(units, workers=2)  # the same files, the same groups (every worker agrees)
+    packed = pack_weights(units, workers=2)
+    assert packed == pack_weights(units, workers=2)  # the same files, the same groups (every worker agrees)
     groups = list(dict.fromkeys(packed.values()))
     assert 2 <= len(groups) <= 2 * GROUPS_PER_WORKER + 1
     assert packed["sweep/run-012"] not in {packed[f"sweep/run-{i:03d}"] for i in range(12)}  # the big log alone
@@ -34,7 +35,7 @@ def test_runs_are_packed_by_log_bytes(tmp_path):
 
 def test_a_fixed_group_size_packs_that_many_runs(tmp_path):
     units = units_of(make_sweep(tmp_path / "sweep", [10] * 12))
-    packed = pack_groups(units, workers=2, per_group=5)
+    packed = pack_weights(units, workers=2, per_group=5)
     sizes = [list(packed.values()).count(g) for g in dict.fromkeys(packed.values())]
     assert sizes == [5, 5, 2]
 

@@ -180,9 +180,9 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
     in the order they first occur."""
     import dataclasses
 
-    from pytest_runhealth import batch
     from pytest_runhealth.checks import sweep as sweep_checks
     from pytest_runhealth.context import Target
+    from pytest_runhealth.engine import judge_chunk as batch
     from pytest_runhealth.registry import SPEC_ATTR
     from pytest_runhealth.rundir import RunDir
 

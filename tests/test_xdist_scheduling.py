@@ -112,7 +112,7 @@ def test_each_run_runs_on_one_worker(run_health):
     folded = {r["check"] for r in h.report["results"] if r.get("consequence_of") == "RH201"}
     assert folded == {"RH102"}
     assert len(h.report["results"]) == sum(len(ran) for ran in seen.values())
-    # the report's "group" is the work group (runs-NNNNN); the node ids are the plain ones
+    # the work groups are scopes of the scheduler only: the node ids are the plain ones
     assert not any("@" in r["nodeid"] for r in h.report["results"])
 
 

@@ -33,6 +33,8 @@ ARTEFACT = re.compile(
     "silently skips it can miss the log that mattered. Either way the user must be told.",
     example="note: 2 links lead out of the run dir and were not read: logs/stdout.log -> /scratch/job-17/stdout.log",
     fix="Copy the artefact into the run dir (or point --run-dir at the folder the link leads to) to have it checked.",
+    fails_on={"generic-log-link-outside": "link-outside-run-dir"},  # its only log links to another example
+    passes_on=["kohya-healthy", "wandb-healthy"],
 )
 def links_stay_inside(ctx):
     walk = ctx.run_dir.walk

@@ -201,8 +201,3 @@ def server_url(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{where}: {value!r} is not a URL ({exc})") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise pytest.UsageError(f"{where}: {value!r} is not an http(s)://host[:port] URL")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    probe_timeout(config)  # a bad value is a usage error now, not N check failures later
-    server_url(config)

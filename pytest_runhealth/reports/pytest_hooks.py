@@ -1,12 +1,11 @@
 """Sub-plugin adding ``--runhealth-html FILE`` and ``--runhealth-markdown FILE``.
 
 The files are written once, by the controller, when the session finishes (so
-they are the same with or without pytest-xdist), and never inside a run dir:
-the plugin only reads what a run left behind."""
+they are the same with or without pytest-xdist), and never inside a run dir
+(refused at configure time with the JSON report's path: trust_boundary_hooks.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from .. import __version__
 from ..results import write_text
-from ..session import RunHealthSession, is_controller, report_path, session_of
+from ..session import RunHealthSession, is_controller, report_path
 from .gpu import add_gpu_lines
 from .html import render_page
 from .markdown import render_markdown
@@ -26,28 +25,6 @@ WRITTEN = pytest.StashKey[list[str]]()
 def report_paths(config: pytest.Config) -> dict[str, Path]:
     """The HTML and Markdown paths asked for (``session.report_path``'s rule)."""
     return {kind: path for kind in ("html", "markdown") if (path := report_path(config, kind)) is not None}
-
-
-def inside(path: Path, folder: Path) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(folder))
-        return True
-    except ValueError:
-        return False
-
-
-@pytest.hookimpl(trylast=True)  # after the main plugin has put its state in the stash
-def pytest_configure(config: pytest.Config) -> None:
-    state = session_of(config)
-    if state is None:
-        return
-    for kind, path in report_paths(config).items():
-        for rd in state.run_dirs:
-            if inside(path, rd.path):
-                raise pytest.UsageError(
-                    f"--runhealth-{kind} {path} is inside the run dir {rd.path}; pytest-runhealth never writes "
-                    "into a run dir. Write the report next to it instead."
-                )
 
 
 def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[str, Any]]:

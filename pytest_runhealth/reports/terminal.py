@@ -10,7 +10,7 @@ the counts) tells the same once per root cause.
 
 ``-v`` (or more) and ``-rA`` keep every finding in full: who asks for
 everything gets everything. Only run-health items are touched, and only the
-``  fix:`` line of their own failure text (``judging.run_check`` fails with
+``  fix:`` line of their own failure text (``engine.report_item.run_check`` fails with
 ``pytrace=False``, so pytest keeps that text as the lines of one entry)."""
 
 from __future__ import annotations

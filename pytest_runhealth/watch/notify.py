@@ -45,10 +45,6 @@ class Notifier:
             t.start()
             self._lanes.append((q, t))
 
-    @property
-    def active(self) -> bool:
-        return bool(self._lanes)
-
     def send(self, text: str) -> None:
         """Queue one message for every target; returns at once."""
         msg = "\n".join(shown(line) for line in text.split("\n"))  # redacted, control characters visible

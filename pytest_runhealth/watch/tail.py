@@ -57,7 +57,6 @@ class LogTailer:
         self.cursor = Cursor()
         self.follower: LogFollower | None = None
         self.bytes_read = 0
-        self.skipped_head = 0  # bytes before the window followed from (a log found already large)
         self.restarts = 0
 
     def poll(self) -> tuple[int, str | None]:
@@ -82,7 +81,6 @@ class LogTailer:
                 self.follower = LogFollower(self.path)
                 if reset is None and st.st_size > self.start_window:
                     self.cursor.offset = self._line_start(fh, st.st_size - self.start_window)
-                    self.skipped_head = self.cursor.offset
             want = min(st.st_size - self.cursor.offset, self.read_cap)
             if want <= 0:
                 return 0, reset

@@ -122,7 +122,6 @@ class VerdictRunner:
     def __init__(self, run_dirs: list[Path], extra_args: list[str]) -> None:
         self.run_dirs = [Path(p) for p in run_dirs]
         self.extra_args = list(extra_args)
-        self.sessions = 0
 
     def args(self, report: Path) -> list[str]:
         args = [
@@ -146,7 +145,6 @@ class VerdictRunner:
 
         from ..trust_boundary import safe_session  # imports pytest: only when a session runs
 
-        self.sessions += 1
         with tempfile.TemporaryDirectory(prefix="runhealth-watch-") as tmp:
             report = Path(tmp) / "report.json"
             sink = io.StringIO()

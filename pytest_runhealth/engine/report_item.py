@@ -1,6 +1,6 @@
 """The body of every generated test: it reports one check's verdict on one
 target. The verdict was judged with every other check of the same run in
-one pass, and folded there into root and consequence (runpass.py); here a
+one pass, and folded there into root and consequence (engine/judge_run.py); here a
 failing finding is settled (waived, warned or failed) by the severity policy
 before ``pytest_runhealth_finding`` sees it."""
 
@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from . import consequences, severity
-from .context import Target
-from .finding import Finding
-from .registry import CheckSpec
-from .runpass import verdict_for
-from .session import SESSION
+from .. import consequences, severity
+from ..finding import Finding
+from ..registry import CheckSpec
+from ..session import SESSION
+from ..target import Target
+from .judge_run import verdict_for
 
 FINDING = pytest.StashKey[Finding]()
 ROOT = pytest.StashKey[Finding]()  # the finding whose failure on this run explains this item's (consequences.py)

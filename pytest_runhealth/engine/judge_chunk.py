@@ -4,7 +4,7 @@ Above ``--runhealth-batch-above`` runs, a run-scope check is one item per
 chunk of runs (pytest costs about 1 ms and 10 kB per item). Judging such an
 item check by check would read every run of the chunk for the first check
 and hold those reads until the chunk's last check: memory would grow with
-the chunk, not stay flat. So a chunk's pass (runpass.py) judges every check
+the chunk, not stay flat. So a chunk's pass (engine/judge_run.py) judges every check
 the session runs on that chunk here, one run at a time, and drops the run's
 reads before the next run (``RunDir.release_run``); each item then reports
 its own check's tally. A tally keeps counts and the first ``BATCH_SHOWN``
@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
-from .context import CheckContext, Target
-from .evaluate import call_check, normalise
-from .finding import Finding
-from .needs import NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
-from .registry import CheckSpec
-from .session import RunHealthSession
+from ..context import CheckContext
+from ..finding import Finding
+from ..needs import NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
+from ..registry import CheckSpec
+from ..session import RunHealthSession
+from ..target import Target
+from .call_check import call_check, normalise
 
 BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are counted
 

@@ -1,9 +1,10 @@
 """The run is the unit of judging: every check the session runs on one run
 (or one chunk of runs, or one run dir's session-scope checks: a
 ``Target.group``) is judged in one pass, the run's failing findings are
-folded into roots and consequences once (consequences.fold), and the run's
-cached reads are dropped. Each item then only reports its own check's
-verdict (judging.py).
+folded into roots and consequences once (consequences.fold), the run's
+status block is built (status.run_status), and the run's cached reads are
+dropped. Each item then only reports its own check's verdict
+(engine/report_item.py).
 
 Why: a consequence can only be named knowing its root, and a run's reads are
 only worth caching while its checks run. Judged item by item, both depended
@@ -27,13 +28,15 @@ from typing import Any
 
 import pytest
 
-from . import consequences, severity
-from .batch import judge_runs
-from .context import CheckContext, Target
-from .evaluate import call_check, normalise, skip_reason
-from .finding import Finding
-from .registry import CheckSpec
-from .session import RunHealthSession, spec_of
+from .. import consequences, severity
+from ..context import CheckContext
+from ..finding import Finding
+from ..registry import CheckSpec, spec_of
+from ..session import RunHealthSession
+from ..status import run_status
+from ..target import Target
+from .call_check import call_check, normalise, skip_reason
+from .judge_chunk import judge_runs
 
 # A check's own pytest.fail/xfail ends its own item, not its run's other checks.
 _OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)
@@ -57,6 +60,7 @@ _ALONE = Verdict()  # marks a check that its own item judges alone (its fixtures
 # sweep's waiting verdicts cost next to nothing.
 _PASSED = Verdict()
 _PASSES = pytest.StashKey[dict[str, dict[str, Verdict]]]()  # group → verdicts not yet reported
+STATUS = pytest.StashKey[list[Any]]()  # [key, status block] of the run an item's pass judged (status.py)
 _PLAN = pytest.StashKey[dict[str, tuple[Target, list[CheckSpec]]]]()  # group → a target and the checks run on it
 # run dir → the failures of its own (session-scope) checks, kept for the session: a root there may explain a
 # failure on any of its runs, so a run's pass is folded with them.
@@ -98,7 +102,8 @@ def _judge_group(
     check, with its own fixture values) and keep its verdicts for its items."""
     config = request.config
     key = target.group
-    specs = list(plan(config, request.session.items).get(key, (target, []))[1])
+    planned = plan(config, request.session.items)
+    specs = list(planned.get(key, (target, []))[1])
     if spec is not None and spec not in specs:
         specs.append(spec)
     values = {spec.id: fixtures or {}} if spec is not None else {}
@@ -114,9 +119,43 @@ def _judge_group(
     for other in specs:
         verdicts.setdefault(other.id, _ALONE)
     config.stash.setdefault(_PASSES, {})[key] = verdicts
-    if target.run is not None:  # after this item's report, which builds the run's status from its reads
-        request.node.addfinalizer(partial(target.run_dir.release_run, target.run))
+    status = status_of_pass(target, config, state, planned)
+    if status is not None:  # travels on this item's report (core.py): under xdist the controller reads no log
+        request.node.stash[STATUS] = status
+    if target.run is not None:  # the pass and the status block are done with the run's reads
+        target.run_dir.release_run(target.run)
     return verdicts
+
+
+def status_of_pass(
+    target: Target, config: pytest.Config, state: RunHealthSession, planned: dict[str, Any]
+) -> list[Any] | None:
+    """``[key, status block]`` of the run this pass judged, built from the pass's own reads, once per run:
+    by the run's pass, or (a run dir that is one run, only its session-scope checks selected) by the run
+    dir's. None for a chunk, a sweep's own checks, or ``--runhealth-no-status``."""
+    if target.batch is not None or config.getoption("runhealth_no_status", False):
+        return None
+    run = target.run
+    if run is None:
+        rd = target.run_dir
+        if not rd.exists or rd.is_sweep or not rd.runs:
+            return None
+        run = rd.runs[0]  # outside a sweep the run dir is the one run
+        if Target(rd, run, run.name).group in planned:
+            return None  # the run's own pass builds it
+    if not run.run_dir.exists:
+        return None
+    key = f"{run.run_dir.name}/{run.name}" if state.many_run_dirs else run.name
+    try:
+        block = run_status(run)
+    except Exception as exc:  # a status block must never break the session
+        block = {
+            "run": run.name,
+            "run_dir": str(run.run_dir.path),
+            "state": "unknown",
+            "error": f"status unavailable: {type(exc).__name__}: {exc}",
+        }
+    return None if block is None else [key, block]
 
 
 def run_dir_failures(request: pytest.FixtureRequest, target: Target, state: RunHealthSession) -> dict[str, Finding]:

@@ -1,5 +1,5 @@
-"""One check on one target: what a run's pass (runpass.py) and a batched
-chunk of runs (batch.py) share.
+"""One check on one target: what a run's pass (engine/judge_run.py) and a batched
+chunk of runs (engine/judge_chunk.py) share.
 
 A target lacking what the check needs has a skip reason, asked before the
 check is called (a 100,000-run chunk must not raise 100,000 exceptions to
@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from .context import CheckContext, Target
-from .finding import Finding
-from .needs import missing_need
-from .registry import CheckSpec
+from ..context import CheckContext
+from ..finding import Finding
+from ..needs import missing_need
+from ..registry import CheckSpec
+from ..target import Target
 
 
 def skip_reason(spec: CheckSpec, target: Target) -> str | None:
