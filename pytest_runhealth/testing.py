@@ -162,7 +162,7 @@ def run_dirs_below(path: Path, depth: int) -> list[RunDir]:
     out: list[RunDir] = []
     for f in found.runs:
         label = f.label(found.root) if f.path != found.root else (path.absolute().name or str(path))
-        out.append(RunDir(f.path if f.path != found.root else path, label))
+        out.append(RunDir(f.path if f.path != found.root else path, label, launch=f.launch))
     return out
 
 

@@ -384,3 +384,11 @@ def test_watch_on_a_launch_folder_whose_run_failed_ends_failed(tmp_path):
         (proj / "out" / name).unlink()
     t = TrainerWatch(proj).tick()
     assert t.ended and not t.completed and any("disk-full" in line for line in t.lines), t.lines
+
+
+def test_check_on_reads_a_launch_folder_as_a_session_does(tmp_path):
+    from pytest_runhealth.testing import check_on
+
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    found = check_on(proj, "RH201").of()
+    assert not found.passed and found.cause == "disk-full"
