@@ -219,9 +219,8 @@ def _attach_launch_logs(strong: list[Found], launches: dict[Path, list[str]]) ->
         if f.kind in ("harvest", "sweep"):
             continue  # a sweep's runs have their own logs; the orchestrator's console is not one run's
         for parent in list(f.path.parents)[:LAUNCH_DEPTH]:
-            if parent in launches:
-                if launches[parent]:
-                    owner.setdefault(parent, []).append(f)
+            if launches.get(parent):  # a folder of links only (W&B's wandb/debug.log) is no launch folder
+                owner.setdefault(parent, []).append(f)
                 break
     for folder, runs in owner.items():
         names = launches[folder]

@@ -392,3 +392,13 @@ def test_check_on_reads_a_launch_folder_as_a_session_does(tmp_path):
     proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
     found = check_on(proj, "RH201").of()
     assert not found.passed and found.cause == "disk-full"
+
+
+def test_a_wandb_folder_of_links_does_not_stop_the_climb_to_the_launch_folder(tmp_path):
+    """W&B keeps ``wandb/debug.log`` and ``wandb/latest-run`` as links: ``wandb/`` is no launch folder, ``proj/`` is."""
+    proj = tmp_path / "proj"
+    shutil.copytree(EXAMPLES / "wandb-healthy", proj, symlinks=True)
+    (proj / "train.log").write_text("step 1/60 loss 2.0\n")
+    (proj / "train.pid").write_text("1\n")
+    runs = [f for f in discover(proj).runs if f.kind == "wandb"]
+    assert len(runs) == 1 and runs[0].launch is not None and runs[0].launch.log == proj / "train.log"

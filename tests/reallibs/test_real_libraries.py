@@ -68,7 +68,7 @@ HF_TRAIN = FAULTS + textwrap.dedent(
         def on_step_end(self, args, state, control, **kw):
             inject(state.global_step)
 
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2, bos_token_id=0, eos_token_id=0))
     args = TrainingArguments(output_dir="out", max_steps=30, per_device_train_batch_size=4, logging_steps=5,
                              save_steps=10, report_to=[], use_cpu=True, disable_tqdm=False, seed=0)
     Trainer(model=model, args=args, train_dataset=Data(), callbacks=[Fault()]).train()
@@ -142,16 +142,38 @@ def launch(proj: Path, script: str, fault: str) -> int:
     """``python train.py > train.log 2>&1 & echo $! > train.pid; wait``: what the process left behind."""
     proj.mkdir(parents=True)
     (proj / "train.py").write_text(script)
-    env = dict(os.environ, FAULT=fault, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="offline",
-               WANDB_SILENT="true", PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
+    env = dict(
+        os.environ,
+        FAULT=fault,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        WANDB_MODE="offline",
+        WANDB_SILENT="true",
+        PYTHONUNBUFFERED="1",
+        TOKENIZERS_PARALLELISM="false",
+        MLFLOW_ALLOW_FILE_STORE="true",
+    )
     cmd = f'"{PY}" train.py > train.log 2>&1 & echo $! > train.pid; wait $!'
     return subprocess.run(["sh", "-c", cmd], cwd=proj, env=env, timeout=600, check=False).returncode
 
 
 def judge(proj: Path) -> tuple[int, list[dict]]:
     report = proj.parent / f"{proj.name}-report.json"
-    cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
-           f"--run-dir={proj}", "--runhealth-report", str(report)]
+    cmd = [
+        PY,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:randomly",
+        f"--run-dir={proj}",
+        "--runhealth-report",
+        str(report),
+    ]
     proc = subprocess.run(cmd, cwd=proj.parent, capture_output=True, text=True, timeout=300, check=False)
     assert report.is_file() and "INTERNALERROR" not in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.returncode, json.loads(report.read_text())["results"]
@@ -187,3 +209,16 @@ def test_fault_beside_its_healthy_twin(tmp_path, library, script, fault, expect)
     assert code == 1, (got, (broken / "train.log").read_text()[-2000:])
     hits = {c for c, causes in expect.items() if c in got and (causes is None or got[c] in causes)}
     assert hits, (expect, got, (broken / "train.log").read_text()[-2000:])
+
+
+@pytest.mark.parametrize("library", ["transformers", "lightning"])
+def test_watch_on_the_launch_folder_ends_on_a_healthy_run(tmp_path, library):
+    """Issue 35: `watch proj` on healthy HF and Lightning runs never printed a status block and never ended."""
+    needs("torch", library)
+    proj = tmp_path / "proj"
+    assert launch(proj, HF_TRAIN if library == "transformers" else LIGHTNING_TRAIN, "none") == 0
+    cmd = [PY, "-m", "pytest_runhealth.cli", "watch", str(proj), "--every", "0.5"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "completed healthy" in out, out[-3000:]
+    assert "proj: finished" in out or "following" in out, out[-3000:]
