@@ -9,6 +9,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from pytest_runhealth.discovery import discover
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -402,3 +404,41 @@ def test_a_wandb_folder_of_links_does_not_stop_the_climb_to_the_launch_folder(tm
     (proj / "train.pid").write_text("1\n")
     runs = [f for f in discover(proj).runs if f.kind == "wandb"]
     assert len(runs) == 1 and runs[0].launch is not None and runs[0].launch.log == proj / "train.log"
+
+
+# -- launch folders the real libraries wrote (tests/reallibs/runs/, rebuilt by tests/reallibs/make_runs.py) ------
+REAL = Path(__file__).parent / "reallibs" / "runs"
+REAL_CASES = [
+    # failing case, its healthy near miss, the check that fails (and its cause where it is certain)
+    ("hf-raise", "hf-healthy", "RH201", None),
+    ("lightning-raise", "lightning-healthy", "RH201", None),
+    ("mlflow-raise", "mlflow-healthy", "RH212", "tracker-run-failed"),
+    ("wandb-sigkill", "wandb-healthy", "RH212", "tracker-run-killed"),
+]
+
+
+def _real_copy(tmp_path: Path, name: str) -> Path:
+    dst = tmp_path / name
+    shutil.copytree(REAL / name, dst)
+    (dst / "train.pid").write_text(f"{_dead_pid()}\n")  # the recipe's pid file; the process has ended
+    return dst
+
+
+@pytest.mark.parametrize(("bad", "good", "check", "cause"), REAL_CASES, ids=[c[0] for c in REAL_CASES])
+def test_real_library_launch_folders(tmp_path, run_health, bad, good, check, cause):
+    r = run_health(_real_copy(tmp_path, bad))
+    res = r.result_of(check, next(x["run"] for x in r.results(check)))
+    assert res["outcome"] == "failed" and (cause is None or res["cause"] == cause), r.stdout
+    assert r.ret == 1
+    r = run_health(_real_copy(tmp_path, good))
+    assert r.ret == 0 and not [x for x in r.results() if x["outcome"] == "failed"], r.stdout
+
+
+def test_real_runs_are_portable():
+    """No link, no absolute path of the machine that built them, nothing large."""
+    for p in REAL.rglob("*"):
+        assert not p.is_symlink(), p
+        if p.is_file():
+            assert p.stat().st_size < 64 << 10, p
+            data = p.read_bytes()
+            assert b"/tmp/" not in data and b"/root/" not in data and b"/home/" not in data, p

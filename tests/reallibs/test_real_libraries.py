@@ -48,7 +48,7 @@ FAULTS = textwrap.dedent(
         if FAULT == "rlimit":
             import resource
             resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-            blocks = [bytearray(1 << 28) for _ in range(16)]  # MemoryError under the limit
+            blocks = [bytearray(1 << 28) for _ in range(16)]  # noqa: F841 - MemoryError under the limit
     """
 )
 
@@ -70,7 +70,8 @@ HF_TRAIN = FAULTS + textwrap.dedent(
 
     model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2, bos_token_id=0, eos_token_id=0))
     args = TrainingArguments(output_dir="out", max_steps=30, per_device_train_batch_size=4, logging_steps=5,
-                             save_steps=10, report_to=[], use_cpu=True, disable_tqdm=False, seed=0)
+                             save_steps=10, save_total_limit=1, report_to=[], use_cpu=True, disable_tqdm=False,
+                             seed=0)
     Trainer(model=model, args=args, train_dataset=Data(), callbacks=[Fault()]).train()
     print("training finished", flush=True)
     """
