@@ -6,7 +6,7 @@ subprocess, wall clock, against a reference timed in the same run.
     python benchmarks/sessions.py --growth              # 10x rows, 4x log
     python benchmarks/sessions.py --guard               # CI: small sizes, generous ceilings
 
-Three measures, each printed as a ratio:
+The measures, each printed with wall and CPU time:
 
 * **ledger**: ``pytest --run-dir=D -k RH1`` on benchmarks/ledger.py's sweep
   (``--rows`` rows, default 100,000, 123 MB; one in 50 disqualified without
@@ -23,6 +23,14 @@ Three measures, each printed as a ratio:
 * **unused plugin**: ``pytest --co -q`` in an empty folder, with the plugin
   installed against ``-p no:runhealth``, alternating, median of ``--rounds``
   (at least 7). Aim: at most +0.03 s.
+* **first answer**: ``pytest --run-dir=D`` on a run folder holding a one-row
+  ledger, against ``pytest -p no:runhealth`` in the same folder, alternating,
+  median of ``--rounds`` (at least 7). Aim: at most +0.3 s.
+* **million rows** (only with ``--only million``; ~1.2 GB of ledger, built
+  once): ``pytest --run-dir=D -k RH1`` on a 1,000,000-row ledger without run
+  folders, minus pytest's bare start-up, against ``json.loads`` of every line;
+  the session's peak RSS (``ru_maxrss`` of the child) beside it. Aim: at most
+  10x, at most 300 MB.
 
 Every session runs with ``-p no:cacheprovider -p no:anyio -p no:hypothesispytest``
 (the test extras' plugins, ~0.2 s and up to 3 s to load, in every variant
@@ -36,9 +44,9 @@ dir, kept and reused between runs; delete it when done). Nothing is written
 inside the repository.
 
 With ``--guard`` the sizes are small (10,000 rows, 100 folders; a 64 MB log;
-~25 s on 2 cores) and the script exits 1 when a CPU-time figure exceeds its
-ceiling (2x the aim; 2x today's figure for the ledger, which is above its aim): an
-order-of-magnitude regression fails, a slow or busy machine does not. CPU
+~30 s on 2 cores) and the script exits 1 when a CPU-time figure exceeds its
+ceiling, 2x its aim: an order-of-magnitude regression fails. The ledger's
+figure (~4.7x at 10,000 rows) is above its aim, so its margin is small. CPU
 time, because the wall clock of a small run on a shared machine moves by
 more than the aims (a 64 MB log's checks take ~0.2 s). ``--growth`` times the ledger session at
 ``--rows`` and 10x ``--rows`` (same folders), and the log session at
@@ -65,9 +73,10 @@ REPO = HERE.parent
 STEP_RE = r"([0-9]+)/([0-9]+) \[[^]<]*<[^],]*, *([0-9.]+|\?)(s/it|it/s)"
 LOG_CHECKS = "RH002 or RH201 or RH202 or RH208"
 QUIET = ["-p", "no:cacheprovider", "-p", "no:anyio", "-p", "no:hypothesispytest"]
-AIMS = {"ledger": 3.0, "logs": 2.0, "unused": 0.03}
-# Guard ceilings, CPU time: 2x each aim; the ledger's is 2x today's figure (5x), which is above its aim.
-CEILINGS = {"ledger": 10.0, "logs": 4.0, "unused": 0.06}
+AIMS = {"ledger": 3.0, "logs": 2.0, "unused": 0.03, "first": 0.3, "million": 10.0}
+# Guard ceilings, CPU time: 2x each aim (issue 38). The million-row ledger is not in the guard (minutes to build).
+# The ledger's aim (3x) is not met yet (about 4x on an idle machine): its ceiling is 2x today's figure instead.
+CEILINGS = {"ledger": 8.0, "logs": 4.0, "unused": 0.06, "first": 0.6}
 
 JSON_REF = (
     "import json, sys\n"
@@ -289,32 +298,86 @@ def measure_logs(run: Path, rounds: int) -> tuple[float, float]:
     return ratio, statistics.median(cpu_ratios)
 
 
-def measure_unused(empty: Path, rounds: int) -> tuple[float, float]:
-    with_plugin = pytest_cmd("--co")
-    without = pytest_cmd("--co", "-p", "no:runhealth")
-    timed(with_plugin, empty)
+def seconds_over(
+    name: str,
+    aim: str,
+    session: list[str],
+    bare: list[str],
+    folder: Path,
+    rounds: int,
+    what: tuple[str, str],
+    check: Callable[[str], bool] | None = None,
+) -> tuple[float, float]:
+    """Seconds ``session`` costs over ``bare`` in ``folder``, alternating, medians of at least 7: (wall, CPU)."""
+    timed(session, folder)
     a, b, a_cpu, b_cpu = [], [], [], []
     for _ in range(max(rounds, 7)):
-        a.append(timed(with_plugin, empty))
+        a.append(timed(session, folder, check))
         a_cpu.append(CPU[0])
-        b.append(timed(without, empty))
+        b.append(timed(bare, folder))
         b_cpu.append(CPU[0])
     diff = statistics.median(a) - statistics.median(b)
     cpu = statistics.median(a_cpu) - statistics.median(b_cpu)
-    print(
-        f"unused plugin: pytest --co in an empty folder {spread(a, '{:.3f}')} s, with -p no:runhealth "
-        f"{spread(b, '{:.3f}')} s; medians of {len(a)}"
+    print(f"{name}: {what[0]} {spread(a, '{:.3f}')} s, {what[1]} {spread(b, '{:.3f}')} s; medians of {len(a)}")
+    print(f"  {name}: {diff:+.3f} s per session, wall  (aim <= {aim}); CPU time {cpu:+.3f} s", flush=True)
+    return diff, cpu
+
+
+def measure_unused(empty: Path, rounds: int) -> tuple[float, float]:
+    return seconds_over(
+        "unused plugin",
+        f"+{AIMS['unused']:.2f} s",
+        pytest_cmd("--co"),
+        pytest_cmd("--co", "-p", "no:runhealth"),
+        empty,
+        rounds,
+        ("pytest --co in an empty folder", "with -p no:runhealth"),
     )
+
+
+def measure_first(tiny: Path, rounds: int) -> tuple[float, float]:
+    tiny.mkdir(parents=True, exist_ok=True)
+    (tiny / "ledger.jsonl").write_text('{"run_id": "a", "exit_code": 0}\n')
+    return seconds_over(
+        "first answer",
+        f"+{AIMS['first']:.1f} s",
+        pytest_cmd(f"--run-dir={tiny}"),
+        pytest_cmd("-p", "no:runhealth"),
+        tiny,
+        rounds,
+        ("pytest --run-dir on a one-row ledger", "pytest -p no:runhealth"),
+        lambda out: " passed" in out,
+    )
+
+
+def peak_rss_mb(cmd: list[str], cwd: Path) -> float:
+    """Peak resident memory of ``cmd``, in a child of its own: RUSAGE_CHILDREN's
+    ru_maxrss is the largest child so far, so a fresh measuring process asks."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *cmd], cwd=cwd, capture_output=True, text=True, env=env())
+    return int(out.stdout.strip()) / 1024  # kB on Linux
+
+
+def measure_million(root: Path, empty: Path, rounds: int) -> tuple[float, float]:
+    ratio, cpu = measure_ledger(root, empty, rounds)
+    rss = peak_rss_mb(pytest_cmd(f"--run-dir={root}", "-k", "RH1"), root.parent)
     print(
-        f"  unused plugin: {diff:+.3f} s per session, wall  (aim <= +{AIMS['unused']:.2f} s); CPU time {cpu:+.3f} s",
+        f"  million rows: peak RSS {rss:.0f} MB (aim <= 300 MB); the ratio's aim is 10x. While a ledger is read only "
+        "up to ledger.MAX_ROWS rows (RH001 says where it stopped), these figures are of that capped read",
         flush=True,
     )
-    return diff, cpu
+    return ratio, cpu
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="ledger,logs,unused", help="comma-separated: ledger, logs, unused")
+    ap.add_argument(
+        "--only", default="ledger,logs,unused,first", help="comma-separated: ledger, logs, unused, first, million"
+    )
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--folders", type=int, default=1_000)
     ap.add_argument(
@@ -353,6 +416,12 @@ def measure_all(args: argparse.Namespace) -> int:
     got: dict[str, tuple[float, float]] = {}  # measure -> (wall, CPU) figure
     if "unused" in only:
         got["unused"] = measure_unused(empty, args.rounds)
+    if "first" in only:
+        got["first"] = measure_first(args.data / "tiny-run", args.rounds)
+    if "million" in only:
+        root = args.data / "ledger-1000000-0-0k" / "sweep"
+        cached(root, build_ledger, 1_000_000, 0, 0)
+        got["million"] = measure_million(root, empty, args.rounds)
     if "ledger" in only:
         sizes = [args.rows] + ([args.rows * 10] if args.growth else [])
         nets = []
@@ -380,7 +449,7 @@ def measure_all(args: argparse.Namespace) -> int:
     if not args.guard:
         return 0
     # CPU time: on a shared CI machine the wall clock of a small run moves by more than the aims.
-    over = [f"{k} {cpu:.2f} > {CEILINGS[k]}" for k, (_, cpu) in got.items() if cpu > CEILINGS[k]]
+    over = [f"{k} {cpu:.2f} > {CEILINGS[k]}" for k, (_, cpu) in got.items() if k in CEILINGS and cpu > CEILINGS[k]]
     print(
         "guard (CPU-time figures): "
         + ("FAILED: " + "; ".join(over) if over else "every figure under its ceiling " + str(CEILINGS))

@@ -38,6 +38,8 @@ def episode(status="completed", scores=(41.0, 17.0), **extra):
 
 def request(rid, status="completed", episodes=None, started_at=T0, completed_at="2026-06-20T10:09:00Z", **extra):
     eps = episodes if episodes is not None else [episode(), episode(scores=(38.0, 22.0))]
+    # each episode its own id within the round: the gate keys episodes by id and counts a duplicate once
+    eps = [{**e, "episode_id": f"{rid}-ep-{i + 1}", "job_id": f"{rid}-job-{i + 1}"} for i, e in enumerate(eps)]
     counts = {
         k: sum(1 for e in eps if e["status"] == k) for k in ("pending", "submitted", "running", "completed", "failed")
     }
@@ -95,7 +97,7 @@ def main() -> None:
     openapi = ROSTER_SCHEMA
 
     root = fresh("harvest-healthy")
-    for rid in ("xr-101", "xr-102", "xr-103"):
+    for rid in [f"xr-{101 + i}" for i in range(7)]:  # seven won rounds: the fewest the default test promotes on
         dump(root / "rounds" / rid / "experience_request.json", request(rid))
     dump(root / "summary.json", {"fetched_at": "2026-06-20T10:30:00Z"})
     dump(root / "request_body.json", NEW_BODY)

@@ -23,6 +23,12 @@ MARKDOWN_HEAD = [
     "contract: a check keeps its ID forever, and a retired check keeps its number.",
     "",
 ]
+# Causes any check may report, whatever it detects (evaluate.py).
+COMMON_CAUSES = (
+    "Any check, on any run: `unreadable` (verdict infra) when a reader could not read one of the run's files "
+    "(it raised on what the file holds); the finding names the file and the error, this check did not judge "
+    "the run from it, and no other run is affected (docs/robustness.md, the reader contract)."
+)
 
 
 def _facts(spec: CheckSpec) -> list[tuple[str, str]]:
@@ -52,6 +58,7 @@ def first_sentence(text: str) -> str:
 
 def render_markdown(specs: list[CheckSpec]) -> str:
     out = list(MARKDOWN_HEAD)
+    out += [COMMON_CAUSES, ""]
     out += ["| ID | slug | family | what it detects |", "|---|---|---|---|"]
     for spec in specs:
         first = first_sentence(spec.detects or "(undocumented)").replace("|", "\\|").replace("\n", " ")
@@ -100,6 +107,7 @@ def render_page(spec: CheckSpec) -> str:
         out.append(f"Thresholds (runhealth.yaml: thresholds: {spec.id}: ...)")
         out += ["  " + line for line in _thresholds(spec)]
         out.append("")
+    out += ["Common causes", "  " + COMMON_CAUSES, ""]
     out.append(f"Run it: pytest --run-dir=PATH -k {spec.id}")
     return "\n".join(out) + "\n"
 

@@ -12,13 +12,13 @@ newest checkpoint is held to having its pair."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import reading
 from .safeio import mtime, open_readonly
 
 LTX_WEIGHTS = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safetensors$")
@@ -153,9 +153,12 @@ def check_safetensors(path: Path) -> HeaderCheck:
     except OSError as exc:
         return HeaderCheck(path, 0, False, f"cannot read: {exc.strerror or exc}")
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
+        text = raw.decode("utf-8")  # strict: safetensors' header is UTF-8
+    except UnicodeDecodeError as exc:
         return HeaderCheck(path, size, False, f"the {n}-byte header is not JSON ({str(exc)[:80]})")
+    header, err = reading.load_json(text)  # the reader contract: deep nesting, huge numbers never raise
+    if err:
+        return HeaderCheck(path, size, False, f"the {n}-byte header is {err}")
     if not isinstance(header, dict):
         return HeaderCheck(path, size, False, "the header is JSON but not an object")
     data_len = size - 8 - n

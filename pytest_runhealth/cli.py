@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         "check",
         help="check run dirs you did not write: pytest started in an empty folder of its own, with an empty "
         "ini file, no conftest.py and every positional word a run dir (pytest-runhealth check PATH... "
-        "[pytest options])",
+        "[pytest options]); --no-project-config: do not read ./runhealth.yaml of the folder you stand in",
     )
     sub.add_parser("watch", help="watch runs while they train, print only on change (pytest-runhealth watch --help)")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")

@@ -112,6 +112,23 @@ def read_config_data(path: Path) -> Any:
     return data
 
 
+def described(path: Path | None) -> str:
+    """The config a session uses, as its header names it: the path and the
+    first 12 hex digits of the file's sha256 (what was read, so a config
+    planted in the folder one stands in is seen, and two sessions can be
+    told apart), or that there is none."""
+    if path is None:
+        return "config: none (no runhealth.yaml given or found)"
+    import hashlib
+
+    try:
+        with open_readonly(path) as fh:
+            digest = hashlib.sha256(fh.read(MAX_CONFIG_BYTES + 1)).hexdigest()[:12]
+    except OSError as exc:
+        return f"config: {path} (unreadable: {exc.strerror or exc})"
+    return f"config: {Path(path).absolute()} (sha256 {digest})"
+
+
 def load_config(path: Path | None, registry: Registry) -> RunHealthConfig:
     if path is None:
         return RunHealthConfig()

@@ -259,14 +259,15 @@ class RootGroup:
     def consequence_lines(self) -> list[str]:
         """One line per consequence check:
         ``RH102 trainer-died-instantly (cuda-oom) on 4 runs: consequence of RH201 (...)``."""
-        runs: dict[tuple[str, str, str], list[str]] = {}
+        runs: dict[tuple[str, str, str], dict[str, None]] = {}  # (ordered, each run once: chunks name the run dir)
         for res in self.consequences:
             key = (res.check or "", res.slug or "", res.cause or "")
-            runs.setdefault(key, []).append(res.run or "")
+            runs.setdefault(key, {})[res.run or ""] = None
         # A root on the run dir (a session-scope check) names no run: its consequences say which.
         on_run_dir = self.runs == [self.run_dir]
         out = []
-        for (check, slug, cause), on in sorted(runs.items()):
+        for (check, slug, cause), names in sorted(runs.items()):
+            on = list(names)
             n = len(on)
             where = f" on {n} runs" if n > 1 else (f" on {on[0]}" if on_run_dir and on[0] != self.run_dir else "")
             reason = why(self.check, check, cause=cause or None)

@@ -16,6 +16,7 @@ from .logscan import LogScan, LogTail, StepPoint
 from .registry import CheckSpec
 from .rundir import Run, RunDir
 from .session import RunHealthSession
+from .shown import name as shown_name
 from .target import Target
 
 if TYPE_CHECKING:  # annotations only: the features behind the accessors below are imported when a check asks
@@ -161,13 +162,31 @@ class CheckContext:
             run=self.target.name,
             verdict=verdict,
             cause=cause,
-            summary=summary,
+            summary=self._names_shown(summary),
             evidence=list(evidence),
             fix=self.spec.fix if fix is None else fix,
         )
 
     def ok(self, note: str = "") -> Finding:
-        return Finding(check=self.spec.id, slug=self.spec.slug, run=self.target.name, verdict="healthy", note=note)
+        return Finding(
+            check=self.spec.id,
+            slug=self.spec.slug,
+            run=self.target.name,
+            verdict="healthy",
+            note=self._names_shown(note),
+        )
+
+    def _names_shown(self, text: str) -> str:
+        """A summary has lines of its own: the run's folder name and the run dir's path, quoted in it as
+        they are on disk, are shown as every output shows a name (rundir.py), so a newline or ESC in a
+        folder's name starts no line and no escape sequence."""
+        raw = [str(self.run_dir.path), self.run_dir.path.name]
+        if self.target.run is not None:
+            raw.append(self.target.run.folder)
+        for text_on_disk in sorted(raw, key=len, reverse=True):
+            if text_on_disk in text and shown_name(text_on_disk) != text_on_disk:
+                text = text.replace(text_on_disk, shown_name(text_on_disk))
+        return text
 
     def evidence(self, path: Path | str, line: int | None, text: str | bytes) -> Evidence:
         rel = self.run_dir.rel(Path(path)) if not isinstance(path, str) or Path(path).is_absolute() else path

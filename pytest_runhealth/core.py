@@ -20,7 +20,7 @@ import pytest
 from . import __version__, discovery, given, prelaunch_summary, prelaunch_summary_hooks, scale, severity
 from .catalogue import render_catalogue
 from .collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
-from .config import ConfigError, load_config
+from .config import ConfigError, described, load_config
 from .engine.judge_run import STATUS
 from .engine.report_item import FINDING, ROOT
 from .evaluation import pytest_hooks as gate
@@ -71,17 +71,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    """Once, in the controller: say when ``-n`` cannot pay on this session's
-    runs, or would pay more with runs chunked into items."""
+    """Once, in the controller: which config file the session uses (a
+    ``runhealth.yaml`` in the folder one stands in is the project's, and is
+    used; the header says so, with its sha256), and when ``-n`` cannot pay on
+    this session's runs, or would pay more with runs chunked into items."""
     state = session_of(config)
     if state is None or not state.run_dirs or not is_controller(config):
         return None
     workers = scale.workers_of(config)
-    advice = [
+    lines = [
+        described(state.settings.path),
         scale.parallel_advice(state.run_dirs, len(state.registry), workers),
         scale.chunk_advice(state.run_dirs, workers, batch_above(config)),
     ]
-    return [f"runhealth: {line}" for line in advice if line] or None
+    return [f"runhealth: {line}" for line in lines if line]
 
 
 def add_health_module(config: pytest.Config, replace: bool) -> None:
@@ -173,15 +176,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+@pytest.hookimpl(tryfirst=True)  # before --junitxml writes its file: the gate's decision is one of its properties
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The session's end, in the controller, as one sequence in this order
     (each result is final by now: consequences were folded run by run):
 
     1. the JSON report;
-    2. the HTML and Markdown reports;
-    3. a pre-launch session that checked nothing ends with exit code 5;
-    4. under the gate, a session that checked nothing fails;
-    5. the promotion gate's verdict record, and a hold fails the session.
+    2. a pre-launch session that checked nothing ends with exit code 5;
+    3. under the gate, a session that checked nothing fails;
+    4. the promotion gate's one decision (evaluation/verdict.py): the verdict
+       record, and the exit code, 0 exactly when it promotes;
+    5. the HTML and Markdown reports (which show that decision).
 
     The terminal summary follows (pytest_terminal_summary)."""
     config = session.config
@@ -192,10 +197,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if out:
         doc = state.collector.document([str(rd.path) for rd in state.run_dirs], __version__)
         write_json(out, doc)
-    report_files.finish(session, state)
     prelaunch_summary_hooks.finish(session, exitstatus)
     given.finish(session)
-    gate.finish(session, state)
+    gate.decide_session(session, state)
+    report_files.finish(session, state)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -28,7 +28,7 @@ from .layouts._files import entries, split_entries
 from .options import DEFAULT_DEPTH
 from .run_dir_option import given_run_dirs
 from .rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
-from .safeio import mtime
+from .safeio import describe_error, mtime
 
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
@@ -71,6 +71,7 @@ class Discovery:
     runs: list[Found]
     links_out: int = 0
     truncated: bool = False
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # folders a classifier raised on
 
 
 def _names(folder: Path) -> tuple[set[str], set[str], set[str]]:
@@ -141,8 +142,15 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     weak: dict[Path, str] = {}  # generic-strength folders that a layout names (Slurm, torchrun)
     consoles: dict[Path, list[str]] = {}  # a generic folder's console logs, by name
 
+    unreadable: list[tuple[Path, str]] = []
+
     def visit(folder: Path, entries: list[os.DirEntry]) -> bool:
-        kind = classify(folder, *split_entries(entries))
+        try:
+            kind = classify(folder, *split_entries(entries))
+        except Exception as exc:  # one poisoned file never stops discovery: the folder is checked as a run,
+            # and the reader that crashed says which file, on that run only (cause unreadable)
+            unreadable.append((folder, describe_error(exc)))
+            kind = "generic"
         if kind == "round":
             rounds.append(folder)
             return False
@@ -171,7 +179,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     if not found:
         found = [Found(root, "unrecognised")]
     found.sort(key=lambda f: f.path.parts)
-    return Discovery(root, found, len(seen.outside_links), seen.truncated)
+    return Discovery(root, found, len(seen.outside_links), seen.truncated, unreadable)
 
 
 NOTHING_TO_CHECK = "nothing here to check (cause nothing-to-check): no run of any known kind"
@@ -306,6 +314,8 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
         extra.append(f"{d.links_out} link(s) out not followed")
     if d.truncated:
         extra.append("walk stopped at its file limit")
+    if d.unreadable:
+        extra.append(f"{len(d.unreadable)} folder(s) could not be classified, checked as generic runs")
     return f"{d.root}: " + ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
 
 

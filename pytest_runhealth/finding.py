@@ -8,7 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from .redact import redact
-from .shown import printable
+from .shown import name as shown_name
+from .shown import one_line, printable
 
 VERDICTS = ("infra", "config", "policy", "healthy", "not-evaluable")
 
@@ -32,7 +33,7 @@ class Evidence:
         if len(text) > MAX_QUOTE:
             text = text[: MAX_QUOTE - 1] + "…"
         object.__setattr__(self, "text", text)
-        object.__setattr__(self, "path", printable(redact(str(self.path))))
+        object.__setattr__(self, "path", one_line(str(self.path)))  # a name: a newline in it forges no line
 
     @classmethod
     def quote(cls, path: str | Path, line: int | None, text: str | bytes) -> Evidence:
@@ -69,7 +70,7 @@ class Finding:
         self.summary = printable(redact(self.summary))
         self.note = printable(redact(self.note))
         self.fix = _clean_fix(self.fix)
-        self.run = printable(self.run)
+        self.run = shown_name(self.run)
 
     @property
     def passed(self) -> bool:

@@ -10,12 +10,13 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from .safeio import open_readonly
 
-try:  # optional speed-up, same results (see _decode_row)
+try:  # optional speed-up, same results (see _read_ledger)
     from orjson import dumps as _fast_dumps
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
@@ -163,9 +164,14 @@ class Ledger:
 class _Shape:
     """What rows with one set of keys need: the canonical -> key map, and the
     (key, accepted types, canonical) triples to type-check. Built once per key
-    set, so a row costs a dict lookup here, not a search through ALIASES."""
+    set, so a row costs a dict lookup here, not a search through ALIASES.
 
-    __slots__ = ("fields", "typed")
+    ``classes`` takes the typed values of a row in one C call, and ``fine``
+    holds the tuples of their classes already found well typed: a row that
+    orjson decoded (it yields no NaN or infinity) with such a tuple needs no
+    per-field test."""
+
+    __slots__ = ("fields", "typed", "values", "fine")
 
     def __init__(self, keys) -> None:
         self.fields: dict[str, str] = {}
@@ -182,6 +188,10 @@ class _Shape:
             for n, types in _TYPES.items()
             if n in self.fields
         )
+        names = tuple(key for key, *_ in self.typed)
+        # itemgetter of several keys gives a tuple (of one key the value itself, of none an error).
+        self.values = itemgetter(*names) if len(names) > 1 else (lambda raw: tuple(raw[k] for k in names))
+        self.fine: set[tuple[type, ...]] = set()
 
 
 def _type_problem(raw: dict[str, Any], shape: _Shape) -> str | None:
@@ -214,18 +224,6 @@ def _schema_message(row: LedgerRow) -> str:
     spelled = row.fields.get(where, where)
     suffix = f" (read from {spelled!r})" if spelled != where else ""
     return f"{where}{suffix}: {err.message}"
-
-
-def _decode_row(line: bytes) -> Any:
-    """orjson where installed (~7x the stdlib here), the stdlib for what orjson
-    refuses and the stdlib accepts (NaN, big integers, lone surrogates), so the
-    result never depends on which parser is installed."""
-    if _fast_loads is not None:
-        try:
-            return _fast_loads(line)
-        except ValueError:
-            pass
-    return json.loads(line)
 
 
 def dumps_lower(value: Any) -> bytes | None:
@@ -273,8 +271,11 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
     except OSError as exc:
         ledger.read_error = f"cannot read {path.name}: {exc.strerror or exc}"
         return ledger
-    last_keys: Any = None
+    last_keys: tuple = ()
     shape: _Shape | None = None
+    fast_loads = _fast_loads
+    pathlike = _PATHLIKE.search
+    resume_at, resume_line = start, first_line
     with fh:
         if start:
             fh.seek(start)
@@ -291,8 +292,8 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                 )
                 break
             if complete:
-                ledger.resume_at += nbytes
-                ledger.resume_line = lineno + 1
+                resume_at += nbytes
+                resume_line = lineno + 1
             elif follow:
                 break  # a cut last line: still being written; the next read starts at it
             if overlong:
@@ -300,18 +301,28 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                 continue
             if not line or line.isspace():
                 continue
+            # The row: orjson where installed (~7x the stdlib here), the stdlib for what
+            # orjson refuses and the stdlib accepts (NaN, lone surrogates), so the result
+            # never depends on which parser is installed (inlined: one call less per row).
+            finite = True  # orjson yields no NaN or infinity
             try:
-                raw = _decode_row(line)
-            except (ValueError, RecursionError) as exc:
-                stripped = line.strip()
-                kind = "truncated-last-line" if not complete else "not-json"
-                msg = (
-                    "the last line is cut short: the writer is still appending, or crashed mid-write"
-                    if kind == "truncated-last-line"
-                    else f"not JSON ({type(exc).__name__}: {str(exc)[:80]})"
-                )
-                problems.append(LedgerProblem(lineno, kind, msg, stripped[:200].decode("utf-8", "replace")))
-                continue
+                if fast_loads is None:
+                    raise ValueError
+                raw = fast_loads(line)
+            except ValueError:
+                finite = False
+                try:
+                    raw = json.loads(line)
+                except (ValueError, RecursionError) as exc:
+                    stripped = line.strip()
+                    kind = "truncated-last-line" if not complete else "not-json"
+                    msg = (
+                        "the last line is cut short: the writer is still appending, or crashed mid-write"
+                        if kind == "truncated-last-line"
+                        else f"not JSON ({type(exc).__name__}: {str(exc)[:80]})"
+                    )
+                    problems.append(LedgerProblem(lineno, kind, msg, stripped[:200].decode("utf-8", "replace")))
+                    continue
             if raw.__class__ is not dict:
                 problems.append(
                     LedgerProblem(
@@ -322,8 +333,8 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                     )
                 )
                 continue
-            keys = raw.keys()
-            if keys != last_keys:  # most ledgers: every row has the same keys
+            keys = tuple(raw)  # orjson shares its key strings: an element-wise identity test
+            if keys != last_keys or shape is None:  # most ledgers: every row has the same keys ({} first: no shape yet)
                 frozen = frozenset(keys)
                 shape = shapes.get(frozen)
                 if shape is None:
@@ -333,32 +344,39 @@ def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, f
                 last_keys = keys
             assert shape is not None  # set with the keys, on the first row
             row = LedgerRow(lineno, raw, shape.fields)
-            bad = _type_problem(raw, shape)
-            if bad:
-                problems.append(LedgerProblem(lineno, "schema", _schema_message(row), row.text[:200]))
-                if bad == "run_id":
-                    continue
+            classes = tuple(map(type, shape.values(raw))) if finite else None
+            if classes is None or classes not in shape.fine:
+                bad = _type_problem(raw, shape)
+                if bad:
+                    problems.append(LedgerProblem(lineno, "schema", _schema_message(row), row.text[:200]))
+                    if bad == "run_id":
+                        continue
+                elif classes is not None and len(shape.fine) < 256:
+                    shape.fine.add(classes)
             rid = row.run_id
-            why = unusable_run_id(rid)
-            if why:
-                shown = rid if len(rid) <= 60 else rid[:57] + "..."
-                problems.append(
-                    LedgerProblem(
-                        lineno,
-                        "run-id-unusable",
-                        f"run_id {shown!r} is unusable: {why}; its run folder is not read",
-                        row.text[:200],
+            # unusable_run_id's common case inline: one C-level search per row.
+            if not (rid.isascii() and 0 < len(rid) <= NAME_MAX and rid != "." and rid != ".." and not pathlike(rid)):
+                why = unusable_run_id(rid)
+                if why:
+                    shown = rid if len(rid) <= 60 else rid[:57] + "..."
+                    problems.append(
+                        LedgerProblem(
+                            lineno,
+                            "run-id-unusable",
+                            f"run_id {shown!r} is unusable: {why}; its run folder is not read",
+                            row.text[:200],
+                        )
                     )
-                )
-                continue
+                    continue
             first = seen.setdefault(rid, lineno)
             if first != lineno:
                 problems.append(
                     LedgerProblem(lineno, "duplicate-run-id", f"run_id {rid!r} already on line {first}", row.text[:200])
                 )
             rows.append(row)
-        if lineno == 0 and not start:
-            problems.append(LedgerProblem(0, "empty", f"{path.name} is empty"))
+    ledger.resume_at, ledger.resume_line = resume_at, resume_line
+    if lineno == 0 and not start:
+        problems.append(LedgerProblem(0, "empty", f"{path.name} is empty"))
     for one in shapes.values():
         for canonical, spelled in one.fields.items():
             if canonical != spelled:

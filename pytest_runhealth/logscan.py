@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .reading import integer
 from .safeio import open_readonly, read_tail
 
 Bytes = bytes | bytearray  # a scan's lines are slices of its one reused bytearray
@@ -71,6 +72,12 @@ _PAIR_PREFIX = (
     rb"(?:DEBUG|INFO|WARNING|ERROR):[\w.]*:|\|\s*[A-Z]+\s*\|\s*[\w.<>]+:[\w<>]+:\d+\s+-\s*)*"
 )
 BARE_PAIR_NONFINITE = re.compile(rb"^\s*" + _PAIR_PREFIX + rb"(\d+)\s+(nan|-?inf)\s*$", re.I)
+# The Hugging Face Trainer's log dict when its logging_nan_inf_filter (on by default) hid a NaN loss (issue 35):
+# a logged interval whose every step was non-finite averages to exactly 0.0, beside the interval's non-finite
+# gradient norm: "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.0}" (SY-Xuan/Pink#6).
+HF_FILTERED_NAN = re.compile(rb"""\{['"]loss['"]:\s*'?0(?:\.0+)?'?,\s*['"]grad_norm['"]:\s*'?(nan|-?inf)\b""")
+# Any training-loss dict of the Trainer's (not "eval_loss", not the final "train_loss" summary).
+HF_LOSS_DICT = re.compile(rb"""\{['"]loss['"]:\s""")
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
 # The trainer reached its training loop: kohya's accelerator.print("running training / 学習開始")
@@ -145,6 +152,9 @@ class LogScan:
     nonfinite_count: int = 0
     started_line: int | None = None  # first "training started" marker
     finished_line: int | None = None  # last "training finished" marker
+    # HF Trainer dicts whose loss 0.0 hides a NaN (HF_FILTERED_NAN): (line, text) of the first few, and the count
+    filtered_nan: list[tuple[int, str]] = field(default_factory=list)
+    filtered_nan_count: int = 0
     marks: list[tuple[int, int]] = field(default_factory=list)  # (byte offset, line number there)
     error: str | None = None
 
@@ -219,6 +229,14 @@ def _num(raw: Bytes) -> float | None:
         return None
 
 
+def _whole(raw: Bytes) -> int | None:
+    """A step or total from a log line, by the reader contract (reading.integer): None for a number no
+    trainer writes (``int()`` of 5000 digits raises)."""
+    if len(raw) <= 18:
+        return int(raw)
+    return integer(bytes(raw))
+
+
 def _interval(raw: Bytes) -> float | None:
     """tqdm's elapsed field: ``MM:SS``, ``H:MM:SS`` or ``Dd H:MM:SS``."""
     if len(raw) == 5 and raw[2] == 58 and raw[:2].isdigit() and raw[3:].isdigit():  # "MM:SS", most bars
@@ -227,9 +245,9 @@ def _interval(raw: Bytes) -> float | None:
     days = 0
     if b"d " in text:
         head, _, text = text.partition(b"d ")
-        days = int(head) if head.isdigit() else 0
+        days = int(head) if head.isdigit() and len(head) < 10 else 0
     parts = text.split(b":")
-    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() and len(p) < 10 for p in parts):
         return None
     secs = 0
     for p in parts:
@@ -375,11 +393,13 @@ class _Scanner:
                     val = float(rate) if rate.count(b".") <= 1 else 0.0
                     sec = val if m.group(5) == b"s/it" else (1.0 / val if val else None)
                 loss_m = POSTFIX_LOSS.search(m.group(6)) or DESC_LOSS.search(seg, bar_from, m.start())
-                total = int(m.group(2))
+                step, total = _whole(m.group(1)), _whole(m.group(2))
+                if step is None or total is None:  # a 5000-digit "step" is no progress record
+                    continue
                 self.add(
                     (desc, total if not desc else None),
                     StepPoint(
-                        int(m.group(1)),
+                        step,
                         total,
                         sec,
                         _num(loss_m.group(1)) if loss_m else None,
@@ -396,7 +416,7 @@ class _Scanner:
             return True
         if b"Loss" in seg or b"loss" in seg:
             m = LTX.search(seg) or LTX_RICH.search(seg)
-            if m:
+            if m and _whole(m.group(1)) is not None and _whole(m.group(2)) is not None:
                 self.add(
                     ("ltx", None),
                     StepPoint(int(m.group(1)), int(m.group(2)), _num(m.group(4)), _num(m.group(3)), lineno, "ltx"),
@@ -404,7 +424,12 @@ class _Scanner:
                 )
                 return True
             m = GENERIC.search(seg)
-            if m and not SCALER_NOISE.search(seg):
+            if (
+                m
+                and _whole(m.group(1)) is not None
+                and (not m.group(2) or _whole(m.group(2)) is not None)
+                and not SCALER_NOISE.search(seg)
+            ):
                 t = GENERIC_TIME.search(seg)
                 self.add(
                     ("generic", None),
@@ -426,7 +451,7 @@ class _Scanner:
         elif len(seg) < 160 and (b"nan" in seg or b"inf" in seg):
             m = BARE_PAIR_NONFINITE.match(seg)
             if m:
-                self.nonfinite_text(seg, lineno, m.group(2), int(m.group(1)))
+                self.nonfinite_text(seg, lineno, m.group(2), _whole(m.group(1)))
         return False
 
     def nonfinite_text(self, seg: Bytes, lineno: int, raw: Bytes, step: int | None = None) -> None:
@@ -521,6 +546,12 @@ class _Scanner:
 
     def parse(self, line: Bytes, lineno: int, partial: bool, hinted: bool) -> None:
         scan = self.scan
+        if hinted and b"grad_norm" in line:
+            m = HF_FILTERED_NAN.search(line)
+            if m:
+                scan.filtered_nan_count += 1
+                if len(scan.filtered_nan) < MAX_NONFINITE:
+                    scan.filtered_nan.append((lineno, _decode(line[m.start() :])))
         n = line.count(b"\r")
         if n == 0:
             if len(line) < 4096:
@@ -592,6 +623,31 @@ def _read_into(fh, buf: bytearray, at: int) -> int:
         return len(data)
     with memoryview(buf) as whole, whole[at:] as part:
         return readinto(part) or 0
+
+
+FIRST_DICT_READ = 16 << 20  # how far first_loss_dict_line reads before it gives up (a rare path: see RH202)
+
+
+def first_loss_dict_line(path: Path, before: int) -> int | None:
+    """The line of the log's first Hugging Face Trainer loss dict, looked for in the lines before ``before``
+    (1-based); ``before`` itself when none is there; None when the log could not be read that far. Only RH202
+    asks, and only when the scan found a dict whose loss 0.0 hides a NaN: was it the first entry?"""
+    try:
+        fh = open_readonly(path)
+    except OSError:
+        return None
+    with fh:
+        read = 0
+        for lineno, raw in enumerate(fh, 1):
+            if lineno >= before:
+                return before
+            read += len(raw)
+            if read > FIRST_DICT_READ:
+                return None
+            if b"'loss'" in raw or b'"loss"' in raw:
+                if HF_LOSS_DICT.search(raw):
+                    return lineno
+    return None
 
 
 def scan_log(path: Path) -> LogScan:

@@ -212,6 +212,14 @@ def add_eval_options(group: Any, parser: Any) -> None:
         choices=("wins", "loses"),
         help="what the candidate claims: wins (a promotion, the default) or loses (a regression); overrides gate.claim",
     )
+    group.addoption(
+        "--runhealth-rounds",
+        dest="runhealth_rounds",
+        type=_positive_int,
+        metavar="N",
+        help="the number of rounds fixed in advance: the exact sign test decides once, at N rounds (default: the "
+        "always-valid sequential test, which may decide after any round); overrides gate.rounds",
+    )
     parser.addini("runhealth_eval_server", "evaluation server URL", default="")
     parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
     parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
@@ -331,3 +339,15 @@ def wants_runhealth(config: pytest.Config, defaults: dict[str, Any], look_at_cod
             if attr.startswith(HOOK_PREFIX) and getattr(plugin, "__name__", "") != "pytest_runhealth.hookspecs":
                 return f"hook {attr} in {getattr(plugin, '__name__', plugin)!r}"
     return None
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rounds") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the number of rounds must be at least 1")
+    return value

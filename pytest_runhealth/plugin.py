@@ -244,8 +244,9 @@ def eval_server(pytestconfig: pytest.Config):
 @pytest.fixture
 def promotion_gate(request: pytest.FixtureRequest, run_dir: RunDir):
     """The gate's one decision for the session, over the rounds of every
-    harvest run dir (``.passed``, ``.outcome``, ``.missing()`` says what is
-    missing, ``.counted``, ``.excluded``, ``.pairs``, ``.test``); it needs a
+    harvest run dir, the round as the unit (``.passed``, ``.outcome``,
+    ``.missing()`` says what is missing, ``.rounds``, ``.won``, ``.lost``,
+    ``.excluded``, ``.test``); it needs a
     candidate (gate.candidate or --runhealth-candidate) to pass. Marking the test
     ``@pytest.mark.runhealth_gate`` turns gate mode on."""
     from .evaluation.state import decision_for

@@ -51,6 +51,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if isinstance(longrepr, str):
         report.longrepr = shown(longrepr)
     elif isinstance(longrepr, tuple) and len(longrepr) == 3 and isinstance(longrepr[2], str):
-        report.longrepr = (longrepr[0], longrepr[1], shown(longrepr[2]))  # a skip: (path, line, reason)
+        report.longrepr = (longrepr[0], longrepr[1], one_line(longrepr[2]))  # a skip: (path, line, one-line reason)
     report.sections = [(shown(title), shown(body)) for title, body in report.sections]
     return report

@@ -163,6 +163,15 @@ _PREFIXED: list[tuple[str, str, str, int]] = [
 ]
 
 _PATTERNS: list[tuple[str, re.Pattern[str] | _UrlUserinfo, Replacement]] = [
+    # Colour codes first (SGR: ESC [ ... m), raw or as a JSON/C escape (\u001b, \x1b, \033) in a quoted
+    # record: one around a key name ("ESC[1mHF_TOKEN ESC[0m=...") or glued before a URL or a token hid
+    # it from every row below. They colour, they say nothing: removed. (Other escape sequences are left
+    # for the sanitiser to show; a bare \u001b in quoted text is dropped as well.)
+    (
+        "colour-code",
+        re.compile(r"(?:\x1b|\\(?:u001[bB]|x1[bB]|033|e))\[[0-9;:]{0,32}m|\\u001[bB](?!\[)"),
+        "",
+    ),
     # Private keys (PEM, OpenSSH, PGP): the whole block when it is on one quote, the header line otherwise.
     (
         "private-key",
@@ -184,7 +193,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str] | _UrlUserinfo, Replacement]] = [
         "authorization",
         re.compile(
             r"(?i)((?:proxy-)?authorization[\\\"']{0,2}\s*[:=]\s*[\\\"']{0,2})(?:(?:bearer|basic|token|"
-            r"digest|negotiate|apikey|sharedkey)\s+)?[^\s\"',}\\]+"
+            r"digest|negotiate|apikey|sharedkey)(?:\s|\\[tn])+)?[^\s\"',}\\]+"
         ),
         r"\1" + MASK,
     ),
@@ -220,7 +229,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str] | _UrlUserinfo, Replacement]] = [
         r"\1" + MASK,
     ),
     # A bare bearer credential anywhere ("Bearer eyJ...").
-    ("bearer", re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + MASK),
+    # (Tab or newline between them as a JSON escape too: "Bearer\\tey..." in a ledger row's text.)
+    ("bearer", re.compile(r"(?i)(\bbearer(?:\s|\\[tn])+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + MASK),
     # JSON Web Tokens wherever they stand.
     # (Only where a run of token characters begins: "eyJ-" repeated is one candidate, not n.)
     ("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?"), MASK),
@@ -236,6 +246,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str] | _UrlUserinfo, Replacement]] = [
     ),
     # mysql -pPASSWORD (and mysqldump, mysqladmin): the password glued to -p.
     ("mysql-p", re.compile(r"(\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p)([^\s\"']+)"), r"\1" + MASK),
+    # sshpass -p PASSWORD (or -pPASSWORD); -f FILE and -e (the password elsewhere) show nothing.
+    ("sshpass-p", re.compile(r"(\bsshpass\b[^\n]{0,200}?\s-p\s*)([^\s\"']+)"), r"\1" + MASK),
+    # .netrc: "machine HOST login USER password PW" (one line or several), "default login U password PW";
+    # a host or user ending in ':' or ',' is prose ("machine learning login page: password reset").
+    (
+        "netrc",
+        re.compile(r"(?i)(\b(?:machine\s+[^\s:,;]+|default)\s+login\s+[^\s:,;]+\s+password\s+)([^\s\"']+)"),
+        r"\1" + MASK,
+    ),
     # --hf-token X, --api-key=X, --password X (the last word of the option names the secret).
     (
         "cli-option",
@@ -245,7 +264,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str] | _UrlUserinfo, Replacement]] = [
     # "password": "x", 'token': 'x', \"api_key\": \"x\" (JSON, escaped JSON, Python reprs, YAML flow).
     (
         "quoted-field",
-        re.compile(r"(?i)((?:" + _SECRET_NAME + r"|(?<=[\"'])auth|_auth|pass)\\?[\"']\s*:\s*\\?[\"'])([^\"'\\]*)"),
+        re.compile(
+            r"(?i)((?:" + _SECRET_NAME + r"|(?<=[\"'])auth|_auth|pass)\\{0,3}[\"']\s*:\s*\\{0,3}[\"'])([^\"'\\]*)"
+        ),
         _masking(),
     ),
     # NAME_API_KEY=value, HF_TOKEN: value, DB_PASS=x, passwd=x, _auth=x, AWS_SECRET_ACCESS_KEY=x ...
@@ -307,6 +328,8 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     "url-userinfo": ("://",),
     "user-option": ("-u",),
     "mysql-p": ("mysql",),
+    "sshpass-p": ("sshpass",),
+    "netrc": ("login",),
     "cli-option": ("--",),
     "quoted-field": _SECRET_WORDS,
     "env-assignment": _SECRET_WORDS,
@@ -356,7 +379,9 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     "twilio": ("sk",),
     "wandb": ("wandb",),
 }
-_ROWS = [(pattern, replacement, _TRIGGERS.get(family, ())) for family, pattern, replacement in _PATTERNS]
+# Colour codes go before the triggers are read (removing one can join a name: "TO<ESC>[0mKEN").
+_COLOUR = _PATTERNS[0][1]
+_ROWS = [(pattern, replacement, _TRIGGERS.get(family, ())) for family, pattern, replacement in _PATTERNS[1:]]
 _ALL_TRIGGERS = tuple(sorted({t for triggers in _TRIGGERS.values() for t in triggers}))
 
 
@@ -368,6 +393,8 @@ _UNTRIGGERED = [(pattern, replacement) for pattern, replacement, triggers in _RO
 def redact(text: str) -> str:
     if not text:
         return text
+    if "\x1b" in text or "\\" in text:
+        text = _COLOUR.sub("", text)  # type: ignore[arg-type]
     folded = text.casefold()
     if _ANY_TRIGGER.search(folded) is None:
         if len(text) >= 40:  # the rows without a trigger look for 40-character runs

@@ -34,6 +34,9 @@ from dataclasses import dataclass, field, replace
 from .logscan import LogTail, TailLine
 
 ROOT, CASCADE, WRAPPER = "root", "cascade", "wrapper"
+# A peer's consequence (issue 35): a rank whose partner died sees its connection closed or reset. Never a root
+# while a rank's own death is in the log, whatever order they were printed in; a consequence of it.
+PEER = "peer"
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,17 @@ CAUSES: dict[str, Cause] = {
         "lower the batch size or resolution, enable gradient checkpointing or block swap, or pick a smaller VRAM "
         "tier; free VRAM held by other processes first (RH301/RH302); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
         "helps fragmentation.",
-        "the accelerator ran out of memory (CUDA, HIP/ROCm, MPS or XPU; the summary names which)",
+        "the GPU ran out of memory (CUDA, HIP/ROCm, PaddlePaddle, TensorFlow/XLA; the summary names which; other "
+        "devices' wordings are `gpu-oom`)",
+    ),
+    "gpu-oom": Cause(
+        "config",
+        "lower the batch size or resolution, enable gradient checkpointing, or pick a device with more memory; free "
+        "memory held by other processes on the device first (`npu-smi info` on Ascend, `xpu-smi` on Intel, Activity "
+        "Monitor on a Mac); on MPS, PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts the allocator's cap (at the risk of "
+        "swapping the whole machine).",
+        "an Ascend NPU, Intel XPU or Apple MPS device ran out of its memory (`NPU out of memory`, `XPU out of "
+        "memory`, `MPS backend out of memory`); the summary names the device",
     ),
     "host-oom": Cause(
         "infra",
@@ -79,12 +92,22 @@ CAUSES: dict[str, Cause] = {
         "usual cause; reinstall them as a matching set, and try without xformers or with fewer dataloader workers.",
         "the process crashed in native code (`Segmentation fault (core dumped)`, SIGSEGV)",
     ),
-    "nccl-timeout": Cause(
+    "collective-timeout": Cause(
         "infra",
         "a collective operation timed out: one rank stopped (look for its own error first, earlier in the log) or "
         "was much slower (uneven data, a rank-0-only save or eval); raise the process group timeout only after "
         "ruling that out.",
-        "NCCL watchdog timeout (`Watchdog caught collective operation timeout`)",
+        "a collective operation timed out, for any backend (the summary names it): NCCL's watchdog (`Watchdog caught "
+        "collective operation timeout`), gloo's `Timed out waiting Nms for recv/send operation to complete`, "
+        "Horovod's stall shutdown over MPI or gloo (`is stalled for longer than N seconds. Will shutdown.`), XLA's "
+        "rendezvous `Termination timeout for ... exceeded`",
+    ),
+    # The cause's name before issue 35, when only NCCL's wording was known: a report or an expectation that
+    # says nccl-timeout still matches (CAUSE_ALIASES). RH201 names collective-timeout now.
+    "nccl-timeout": Cause(
+        "infra",
+        "see `collective-timeout`.",
+        "the name reports before issue 35 gave an NCCL collective timeout; now `collective-timeout` (NCCL)",
     ),
     "disk-full": Cause(
         "infra",
@@ -146,6 +169,16 @@ CAUSES: dict[str, Cause] = {
         "printing `tensor(nan`, Lightning's `The loss returned in training_step is nan`, autograd's anomaly "
         "mode `returned nan values`, Keras' `Invalid loss, terminating training`)",
     ),
+    "interrupted": Cause(
+        "infra",
+        "the run was stopped by an interrupt (Ctrl-C in its terminal, SIGINT): nobody's error, a person or the "
+        "terminal stopped it. Resume from the newest complete checkpoint if the stop was not meant; if nobody "
+        "pressed Ctrl-C, look for what sends SIGINT (a notebook's interrupt button, a closed tmux or IDE pane, a job "
+        "runner's cancel), and launch long runs detached (nohup, tmux, a scheduler).",
+        "the run ended on an interrupt: a `KeyboardInterrupt` traceback, torchrun's `SignalException: Process N got "
+        "signal: 2` / `Received 2 death signal`, `died with <Signals.SIGINT: 2>`, Lightning's `Detected "
+        "KeyboardInterrupt, attempting graceful shutdown`",
+    ),
     "unknown": Cause(
         "infra",
         "read the quoted traceback; it matches no known pattern.",
@@ -154,10 +187,41 @@ CAUSES: dict[str, Cause] = {
 }
 
 
+class _Pattern:
+    """A row's pattern, compiled on its first search: a session whose runs
+    leave no log to diagnose (a sweep's ledger alone) does not compile the
+    table's ~50 patterns (issue 38: a third of the plugin's start-up
+    compiles). The first search puts the compiled pattern's own ``search`` in
+    its place, so later ones cost what a compiled pattern's do."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self.search = re.compile(self.pattern, self.flags).search  # type: ignore[method-assign, assignment]
+        return self.search(text)
+
+
+# Older cause names and the names RH201 gives the same deaths now (issue 35): a report written before, a selftest
+# expectation or a field case that names the old one still matches the new one. ``nccl-timeout`` was the only
+# collective timeout RH201 knew; ``cuda-oom`` was the name for every accelerator's out-of-memory, MPS and XPU
+# included, which are ``gpu-oom`` now.
+CAUSE_ALIASES: dict[str, frozenset[str]] = {
+    "nccl-timeout": frozenset({"collective-timeout"}),
+    "cuda-oom": frozenset({"gpu-oom"}),
+}
+
+
+def same_cause(expected: str | None, got: str | None) -> bool:
+    """Whether ``got`` is the cause ``expected`` names, under its current name or an older one."""
+    return expected == got or got in CAUSE_ALIASES.get(expected or "", frozenset())
+
+
 @dataclass(frozen=True)
 class Row:
     id: str
-    regex: re.Pattern[str]
+    regex: _Pattern
     cause: str | None  # None for a wrapper
     role: str
     backend: str | None = None
@@ -165,8 +229,8 @@ class Row:
     hints: tuple[str, ...] = ()  # see HINTS
 
 
-def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
+def _r(pattern: str, flags: int = 0) -> _Pattern:
+    return _Pattern(pattern, flags)
 
 
 ROWS: tuple[Row, ...] = (
@@ -185,7 +249,7 @@ ROWS: tuple[Row, ...] = (
         "wrapper-signal",
         _r(
             r"exits with return code\s*=\s*-(?:9|15|6)\b|exitcode\s*:\s*-(?:9|15|6)\b|"
-            r"died with <Signals\.SIG(?:KILL|TERM|ABRT|INT)|Signal (?:9|15|6) \(SIG(?:KILL|TERM|ABRT)\) received by PID|"
+            r"died with <Signals\.SIG(?:KILL|TERM|ABRT)|Signal (?:9|15|6) \(SIG(?:KILL|TERM|ABRT)\) received by PID|"
             r"(?:process \d+ )?terminated with signal SIG(?:KILL|TERM|ABRT)\b|"
             r"(?:exit(?:ed)? (?:with )?(?:code|status)|return(?:ed)? code|returncode)\s*[:=]?\s*(?:137|143)\b"
         ),
@@ -199,14 +263,37 @@ ROWS: tuple[Row, ...] = (
     # signal SIGHUP" lines that follow are the agent passing the signal on, not another cause.
     Row(
         "torchrun-death-signal",
-        _r(r"Received \d+ death signal, shutting down workers|SignalException: Process \d+ got signal: \d+"),
+        _r(
+            r"Received (?!2 )\d+ death signal, shutting down workers|SignalException: Process \d+ got signal: (?!2\b)\d+"
+        ),
         "killed-by-signal",
         CASCADE,
+        anywhere=True,
+    ),
+    # -- the user's own interrupt (issue 35): Ctrl-C reaches the agent as SIGINT ("Received 2 death signal",
+    # "SignalException: Process N got signal: 2"), a plain Python trainer as a KeyboardInterrupt traceback,
+    # Python's subprocess as "died with <Signals.SIGINT: 2>", Lightning as its graceful-shutdown message.
+    # Who stopped the run is known (an interrupt, not a kill from outside): its own cause.
+    Row(
+        "interrupt",
+        _r(
+            r"^(?:[\w.]+\.)?KeyboardInterrupt\b(?::|\s*$)|Received 2 death signal, shutting down workers|"
+            r"SignalException: Process \d+ got signal: 2\b|died with <Signals\.SIGINT\b|"
+            r"Detected KeyboardInterrupt, attempting graceful shutdown"
+        ),
+        "interrupted",
+        ROOT,
         anywhere=True,
     ),
     # The trainer's own signal handler saying it was signalled ("Received SIGTERM, saving state and exiting",
     # Lightning's "Received SIGTERM: 15", "caught signal 15"): a signal from outside ended the run (a scheduler's
     # time limit or preemption, `timeout`, a user). A message, so it counts only near the end.
+    Row(
+        "own-sigint-handler",
+        _r(r"(?i)\b(?:received|caught|got|catching)\s+(?:signal\s+)?(?:SIGINT\b|signal\s*2\b)"),
+        "interrupted",
+        CASCADE,
+    ),
     Row(
         "own-signal-handler",
         _r(
@@ -215,6 +302,15 @@ ROWS: tuple[Row, ...] = (
         ),
         "killed-by-signal",
         CASCADE,
+    ),
+    # -- a peer's view of a rank that died: gloo's "RuntimeError: [../third_party/gloo/gloo/transport/tcp/
+    # pair.cc:534] Connection closed by peer [127.0.0.1]:10895" (RVC-Project/Retrieval-based-Voice-Conversion-WebUI
+    # #1882), "Read error [192.168.70.92]:25266: Connection reset by peer" (the same thread)
+    Row(
+        "peer-connection-lost",
+        _r(r"Connection (?:closed|reset) by peer|remote (?:worker|process|peer|rank)s? (?:crash|die|exit)"),
+        None,
+        PEER,
     ),
     # -- launcher wrappers: the consequence, never the cause
     Row(
@@ -241,14 +337,18 @@ ROWS: tuple[Row, ...] = (
     Row("hip-oom", _r(r"HIP out of memory|hipErrorOutOfMemory"), "cuda-oom", ROOT, "HIP"),
     # PaddlePaddle's allocator ("ResourceExhaustedError: Out of memory error on GPU 0. Cannot allocate ...")
     Row("paddle-oom", _r(r"Out of memory error on GPU \d+"), "cuda-oom", ROOT, "Paddle"),
-    Row("mps-oom", _r(r"MPS backend out of memory"), "cuda-oom", ROOT, "MPS"),
+    # Other accelerators' allocators (issue 35: gpu-oom, the device named): Apple's MPS, Intel's XPU, Ascend's NPU
+    # (torch_npu: "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity;
+    # ...)", xingchensong/TouchNet#100)
+    Row("mps-oom", _r(r"MPS backend out of memory"), "gpu-oom", ROOT, "MPS"),
     Row(
         "xpu-oom",
         _r(r"XPU out of memory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES"),
-        "cuda-oom",
+        "gpu-oom",
         ROOT,
         "XPU",
     ),
+    Row("npu-oom", _r(r"NPU out of memory"), "gpu-oom", ROOT, "Ascend NPU"),
     Row(
         "cuda-oom",
         _r(
@@ -315,14 +415,51 @@ ROWS: tuple[Row, ...] = (
         anywhere=True,
     ),
     Row("segfault", _r(r"(?i)segmentation fault|\bSIGSEGV\b|Signals\.SIGSEGV"), "segfault", ROOT, anywhere=True),
+    # -- a collective that timed out (issue 35: one cause for every backend, the backend named). A cascade: the
+    # ranks that waited report it, the rank that stopped has its own error (its root).
     Row(
         "nccl-timeout",
         _r(
             r"Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|"
             r"ProcessGroupNCCL.*[Tt]imeout\(ms\)"
         ),
-        "nccl-timeout",
+        "collective-timeout",
         CASCADE,
+        "NCCL",
+        anywhere=True,
+    ),
+    # gloo (third_party/gloo/gloo/transport/tcp/unbound_buffer.cc): "Timed out waiting 1800000ms for recv operation
+    # to complete" (genixpro/kwola#2), "... for send operation to complete" (facebookresearch/detectron2#3243);
+    # its older pair.cc: "Application timeout caused pair closure" (lkeab/BCNet#53)
+    Row(
+        "gloo-timeout",
+        _r(r"Timed out waiting \d+ms for (?:recv|send) operation to complete|Application timeout caused pair closure"),
+        "collective-timeout",
+        CASCADE,
+        "gloo",
+    ),
+    # Horovod's stall inspector (horovod/common/stall_inspector.cc) over MPI or gloo: after the warning ("One or
+    # more tensors were submitted ... waiting for remainder of ranks for more than 60 seconds", no alarm: the
+    # ranks often catch up) it shuts the job down: "One or more rank (marked by "!") is stalled for longer than N
+    # seconds. Will shutdown."
+    Row(
+        "horovod-stall-shutdown",
+        _r(r"is stalled for longer than \d+ seconds\. Will shutdown"),
+        "collective-timeout",
+        CASCADE,
+        "Horovod (MPI/gloo)",
+        anywhere=True,
+    ),
+    # XLA's rendezvous (xla/service/rendezvous.cc): "This thread has been waiting for `...` for 10 seconds and may
+    # be stuck" is a warning (it may print "Thread is unstuck! Warning above was a false-positive"); past the
+    # termination timeout it exits: "Termination timeout for `...` of N seconds exceeded. Exiting to ensure a
+    # consistent program state."
+    Row(
+        "xla-rendezvous-timeout",
+        _r(r"Termination timeout for `[^`]*` of \d+ seconds exceeded"),
+        "collective-timeout",
+        CASCADE,
+        "XLA",
         anywhere=True,
     ),
     # basic_ios::clear is any C++ stream's failure (a read as much as a write): only the form a Python binding
@@ -516,8 +653,15 @@ HINTS: dict[str, tuple[str, ...]] = {
     "hip-oom": ("hip",),
     "mps-oom": ("mps backend",),
     "xpu-oom": ("xpu", "ur_result", "pi_error"),
+    "npu-oom": ("npu out of memory",),
+    "interrupt": ("keyboardinterrupt", "death signal", "got signal: 2", "signals.sigint"),
+    "gloo-timeout": ("timed out waiting", "application timeout"),
+    "horovod-stall-shutdown": ("will shutdown",),
+    "xla-rendezvous-timeout": ("termination timeout",),
     "wrapper-sigsegv": ("-11", "3221225477", "sigsegv"),
     "torchrun-death-signal": ("death signal", "got signal"),
+    "own-sigint-handler": ("sigint", "signal"),
+    "peer-connection-lost": ("by peer", "remote"),
     "own-signal-handler": ("sig", "signal"),
     "wrapper-signal": ("-9", "-15", "-6", "signals.sig", "received by pid", "with signal sig", "137", "143"),
     "paddle-oom": ("out of memory error on gpu",),
@@ -891,13 +1035,14 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     if task_exit is not None:
         hits = [(i, CANCELLED_BY_SRUN if row.id == "slurm-cancelled" and i > task_exit else row) for i, row in hits]
     wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]
+    peers = [lines[i].tail for i, row in hits if row.role == PEER]
     # Strong evidence first: a line inside a traceback, or a death that needs none. A message
     # outside any traceback only counts when nothing stronger is there.
     strong = [(i, row) for i, row in hits if in_tb[i] or row.anywhere]
     weak = [(i, row) for i, row in hits if not (in_tb[i] or row.anywhere)]
     roots = (
         [h for h in strong if h[1].role == ROOT]
-        or [h for h in strong if h[1].role == CASCADE]
+        or _rank_deaths_first([h for h in strong if h[1].role == CASCADE], lines)
         or [h for h in weak if h[1].role == ROOT]
         or [h for h in weak if h[1].role == CASCADE]
     )
@@ -919,6 +1064,9 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
         i, row = roots[0]
         assert row.cause is not None  # only a wrapper has none, and wrappers are no root
         cause = CAUSES[row.cause]
+        # What followed from the root: the peers' lost connections and timed-out collectives (whatever order
+        # they were printed in), then the launcher's wrappers.
+        followed = [lines[j].tail for j, r in strong if j != i and r.cause == "collective-timeout"]
         return RootCause(
             row.cause,
             cause.verdict,
@@ -926,8 +1074,8 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
             lines[i].tail,
             _context(lines, i, tb_starts),
             row.backend,
-            lines[i].rank,
-            wrappers,
+            lines[i].rank or _launcher_rank(lines, i),
+            [*peers, *followed, *wrappers],
             row.id,
         )
     if not live_tbs and not wrappers:
@@ -987,6 +1135,49 @@ def _read(lines: list[Line], finished: bool) -> RootCause | None:
     )
 
 
+# A kill from outside (SIGKILL: the OOM killer, a scheduler, a user). Not the SIGABRT with which NCCL's watchdog
+# ends its own rank, nor the SIGTERM torchrun sends the other ranks after one failed.
+KILLED_FROM_OUTSIDE = re.compile(r"-9\b|SIGKILL\b|\b137\b")
+ROOT_CAUSE_BLOCK = re.compile(r"^Root Cause \(first observed failure\):")
+# torchrun's "Root Cause" table names the rank a few lines above its exitcode: "rank      : 1 (local_rank: 1)";
+# its "failed (exitcode: -9) local_rank: 3 (pid: 812917)" names the local rank on the line itself.
+TABLE_RANK = re.compile(r"^rank\s*:\s*(\d+)\b|\blocal_rank:\s*(\d+)\b")
+
+
+def is_peer_consequence(text: str) -> bool:
+    """Whether a logged line is another rank's view of a death: a lost connection or a timed-out collective."""
+    row = _match(strip_prefix(text)[0])
+    return row is not None and (row.role == PEER or row.cause == "collective-timeout")
+
+
+def _rank_deaths_first(cascades: list[tuple[int, Row]], lines: list[Line]) -> list[tuple[int, Row]]:
+    """The cascades, a rank killed from outside before the collectives that timed out waiting for it: the
+    peers' timeouts are consequences of that death, whatever order they were printed in (issue 35). Of the
+    launcher's signal records, those of torchrun's "Root Cause (first observed failure)" block come first: its
+    "Failures:" block, printed above it, lists the ranks torchrun SIGTERMed after that first death."""
+    marker = next((k for k, ln in enumerate(lines) if ROOT_CAUSE_BLOCK.search(ln.text)), None)
+    signals = [h for h in cascades if h[1].id == "wrapper-signal"]
+    if marker is not None and signals:
+        ordered = iter(sorted(signals, key=lambda h: h[0] < marker))  # stable: the Root Cause block's first
+        cascades = [next(ordered) if h[1].id == "wrapper-signal" else h for h in cascades]
+    killed = [h for h in cascades if h[1].id == "wrapper-signal" and KILLED_FROM_OUTSIDE.search(lines[h[0]].text)]
+    if not killed or not any(r.cause == "collective-timeout" for _, r in cascades):
+        return cascades
+    return killed + [h for h in cascades if h not in killed]
+
+
+def _launcher_rank(lines: list[Line], at: int) -> str | None:
+    """The rank a launcher's record of a death names (torchrun's table or its ``failed`` line), when the line
+    at ``at`` is part of one."""
+    for j in range(at, max(-1, at - 6), -1):
+        m = TABLE_RANK.search(lines[j].text)
+        if m:
+            return m.group(1) or m.group(2)
+        if j < at and not re.match(r"^(?:exitcode|error_file|traceback|time|host|pid)\s*:", lines[j].text):
+            return None
+    return None
+
+
 def _own_traceback(lines: list[Line], live_tbs: list[int], ignored: list[bool]) -> bool:
     """Whether a live traceback ends in an exception of the trainer's own (not a
     launcher's wrapper, such as accelerate's CalledProcessError)."""
@@ -997,7 +1188,10 @@ def _own_traceback(lines: list[Line], live_tbs: list[int], ignored: list[bool]) 
                 break
             if not ignored[j] and EXCEPTION_LINE.search(lines[j].text):
                 row = _match(lines[j].text)
-                if row is None or row.role != WRAPPER and row.id != "wrapper-signal":
+                # a peer's lost connection or timed-out collective is no rank's own death (issue 35)
+                if row is None or (
+                    row.role not in (WRAPPER, PEER) and row.id != "wrapper-signal" and row.cause != "collective-timeout"
+                ):
                     return True
                 break
     return False

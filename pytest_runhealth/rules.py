@@ -34,6 +34,7 @@ import pytest
 from .config import ConfigError, read_config_data
 from .finding import VERDICTS
 from .logscan import CHUNK, MAX_PENDING
+from .regexsafe import backtracking_risk
 from .registry import ID_PATTERN, PHASES, SCOPES, SEVERITIES, RegistryError, check
 from .safeio import describe_error, open_readonly
 from .session import config_path
@@ -162,6 +163,13 @@ def _compile(raw: dict, who: str) -> tuple[re.Pattern[bytes], re.Pattern[str], s
             raise RuleError(
                 f"{who}: field 'regex': {text!r} is not a valid regular expression: {exc.msg}{where}"
             ) from None
+        risk = backtracking_risk(text)
+        if risk is not None:  # Python's re has no linear-time mode: what could hang a session is refused here
+            raise RuleError(
+                f"{who}: field 'regex': {text!r} is refused: {risk}, which can take exponential time on one "
+                "line of a log; write it without the nesting ('a+' for '(a+)+'), or make the inner part atomic "
+                "('(?>a+)+') or possessive ('a++') if it must stay"
+            )
         return compiled[0], compiled[1], f"/{text}/"
     text = raw["literal"]
     return re.compile(re.escape(text.encode("utf-8")), flags), re.compile(re.escape(text), flags), repr(text)

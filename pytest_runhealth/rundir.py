@@ -16,7 +16,10 @@ from typing import Any
 
 from .ledger import FREEZE_FROM, Ledger, LedgerRow, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
+from .reading import Unreadable, guarded
 from .safeio import enterable, outside_link
+from .shown import name as shown_name
+from .shown import one_line
 
 MAX_WALK = 200_000
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
@@ -128,7 +131,8 @@ class Run:
     with 1,000 run folders must not cost 100,000 path joins at collection."""
 
     def __init__(self, name: str, path: Path | None, run_dir: RunDir, row: LedgerRow | None = None) -> None:
-        self.name = name
+        self.folder = name  # the folder's own name under runs/, for the file system only
+        self.name = shown_name(name)  # the run's name in every message, result and page: on one line
         self._path = path
         self.run_dir = run_dir
         self.row = row
@@ -136,7 +140,7 @@ class Run:
     @property
     def path(self) -> Path:
         if self._path is None:
-            self._path = self.run_dir.path / "runs" / self.name
+            self._path = self.run_dir.path / "runs" / self.folder
         return self._path
 
     @path.setter
@@ -146,14 +150,14 @@ class Run:
     @property
     def where(self) -> str:
         """The run's folder as text, for a message: no path object for a run that has none (most ledger rows)."""
-        return str(self._path) if self._path is not None else self.run_dir._runs_prefix + self.name
+        return shown_name(str(self._path) if self._path is not None else self.run_dir._runs_prefix + self.folder)
 
     @property
     def has_folder(self) -> bool:
         """Whether ``runs/<name>`` exists as a folder (one scandir per run dir, not a stat per run)."""
         if self._path is not None and self._path == self.run_dir.path:
             return True
-        return self.name in self.run_dir.run_folders
+        return self.folder in self.run_dir.run_folders
 
     def __repr__(self) -> str:
         return f"Run({self.name!r})"
@@ -254,7 +258,7 @@ class RunDir:
     def __init__(self, path: Path, label: str | None = None, launch: Launch | None = None) -> None:
         self.path = Path(path).absolute()
         self.launch = launch  # the launch folder's console log, when discovery found one above this run
-        self.name = label or self.path.name or str(self.path)
+        self.name = shown_name(label or self.path.name or str(self.path))  # on one line, as every output shows it
         self._store: dict[Any, Any] = {}
         self._run_keys: dict[str, list[Any]] = {}  # run name -> the _store keys that read inside its folder
         self._runs_prefix = os.path.join(str(self.path), "runs", "")
@@ -263,12 +267,14 @@ class RunDir:
         return f"RunDir({str(self.path)!r})"
 
     def rel(self, path: Path) -> str:
+        """``path`` as a message names it: relative to the run dir, on one line
+        (a newline, ESC or BEL in a folder's name is shown as ``\\n``, ``\\x1b``)."""
         try:
-            return str(Path(path).relative_to(self.path))
+            return one_line(str(Path(path).relative_to(self.path)))
         except ValueError:
             if self.launch is not None and Path(path).parent == self.launch.folder:
-                return os.path.relpath(path, self.path)  # the launch folder's console log: ../train.log
-            return str(path)
+                return one_line(os.path.relpath(path, self.path))  # the launch folder's console log: ../train.log
+            return one_line(str(path))
 
     @property
     def exists(self) -> bool:
@@ -288,7 +294,10 @@ class RunDir:
 
         found = []
         p = self.path
-        kind = layouts.kind_of(p)  # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+        try:
+            kind = layouts.kind_of(p)  # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+        except Exception:  # a reader that crashed while classifying: the checks name the file (unreadable)
+            kind = None
         # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
         if self.ledger_path.exists() or ((p / "runs").is_dir() and kind != layouts.HF_TRAINER):
             found.append("sweep")
@@ -364,14 +373,27 @@ class RunDir:
         A key that holds a path inside ``runs/<name>/`` belongs to that run and
         is dropped by ``release_run`` once the run's items have run."""
         try:
-            return self._store[key]
+            value = self._store[key]
         except KeyError:
             pass
-        value = self._store[key] = build()
-        owner = self._owner(key)
-        if owner is not None:
-            self._run_keys.setdefault(owner, []).append(key)
+        else:
+            if isinstance(value, Unreadable):
+                raise value
+            return value
+        file = next((part for part in (key if isinstance(key, tuple) else (key,)) if isinstance(part, Path)), None)
+        try:
+            value = self._store[key] = build() if file is None else guarded(file, build)
+        except Unreadable as exc:  # a reader that crashed on a file: that run's finding, every time it is asked
+            value = self._store[key] = exc
+            raise
+        finally:
+            self._keep(key)
         return value
+
+    def _keep(self, key: Any) -> None:
+        owner = self._owner(key)
+        if owner is not None and key in self._store:
+            self._run_keys.setdefault(owner, []).append(key)
 
     def _owner(self, key: Any) -> str | None:
         for part in key if isinstance(key, tuple) else (key,):
@@ -385,7 +407,7 @@ class RunDir:
         """Forget what was read for ``run`` (scans, tails, event series, its
         file list): its checks are done, and a 10,000-run session must not hold
         10,000 runs' reads. Reading again later is correct, only slower."""
-        for key in self._run_keys.pop(run.name, ()):
+        for key in self._run_keys.pop(run.folder, ()):
             self._store.pop(key, None)
         if run._path is None or run._path != self.path:  # not the run dir itself (asked without building a path)
             run.__dict__.pop("files", None)

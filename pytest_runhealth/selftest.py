@@ -29,6 +29,7 @@ import pytest
 
 from .collection import build_registry
 from .registry import RegistryError
+from .rootcause import same_cause
 from .rules import RULES
 from .session import config_path
 
@@ -173,7 +174,7 @@ def judge(exp: Expectation, by_check: dict[str, list[dict[str, Any]]]) -> list[t
         elif not hits:
             outcomes = ", ".join(sorted({r["outcome"] for r in results}))
             lines.append((False, f"{check_id} no longer fires on its bad example {where} ({outcomes})"))
-        elif cause and cause not in {r["cause"] for r in hits}:
+        elif cause and not any(same_cause(cause, r["cause"]) for r in hits):
             lines.append((False, f"{check_id} fires on {where} with cause {hits[0]['cause']}, expected {cause}"))
         else:
             lines.append((True, f"{check_id} fires on {where}" + (f" (cause {cause})" if cause else "")))

@@ -13,14 +13,22 @@ import re
 
 from .redact import redact
 
-# C0 controls but tab and newline (a summary has lines), DEL, and C1 controls (0x9b is a CSI on some terminals).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline (a summary has lines), DEL, C1 controls (0x9b is a CSI on some terminals),
+# and the Unicode line and paragraph separators (str.splitlines and some viewers break lines there).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# What a name must not hold raw: any of those, and newline and tab as well.
+_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str) -> str:
     if not text:
         return text
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_visible, text)
 
 
 def shown(text: str) -> str:
@@ -32,3 +40,13 @@ def one_line(text: str) -> str:
     """``shown``, and a newline or carriage return written as ``\\n``/``\\r``: a
     name cannot forge a line of its own ("stopping: all checks passed")."""
     return shown(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
+def name(text: str) -> str:
+    """A name from a run folder (a run, a run dir, a file, a metric key, a
+    player) as every output shows it: :func:`one_line` where it holds a
+    control character or a line break, else itself (an ordinary name costs
+    one search; the outputs redact what they print in any case). Run and run
+    dir names are made so once, where they are made (rundir.py), so that the
+    results, the status blocks and the pages all key a run by the same name."""
+    return one_line(text) if text and _NOT_IN_A_NAME.search(text) else text

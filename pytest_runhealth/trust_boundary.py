@@ -320,15 +320,22 @@ def _plugin_arg() -> str:
     return "runhealth" if list(entry_points(group="pytest11", name="runhealth")) else "pytest_runhealth.plugin"
 
 
-def check_args(run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: Path) -> list[str]:
+NO_PROJECT_CONFIG = "--no-project-config"
+
+
+def check_args(
+    run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: Path, project_config: bool = True
+) -> list[str]:
     """pytest's argv for ``pytest-runhealth check``, safe by construction: the
     session starts in ``empty_ini_dir`` (an empty folder of its own), reads the
     empty ini file there (``-c``, ``--rootdir``), loads no conftest.py at all
     (``--noconftest``: not the run dir's, not a parent's, not a ``test*``
     folder's), writes no cache, loads this plugin explicitly, and gets every run
     dir as ``--run-dir=ABSOLUTE`` -- never as a test path. ``./runhealth.yaml``
-    of the folder the user stands in is passed on explicitly, unless that folder
-    is inside a run dir."""
+    of the folder the user stands in is passed on explicitly (the folder one
+    stands in is the user's project, as for pytest), unless that folder is
+    inside a run dir or ``project_config`` is False (``--no-project-config``:
+    standing in a bundle someone else made)."""
     real_dirs = [real_path(cwd / p) for p in run_dirs]
     project = real_path(cwd)
     empty = empty_ini_dir / "pytest.ini"
@@ -337,7 +344,7 @@ def check_args(run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: P
     config: list[str] = []
     yaml = project / "runhealth.yaml"
     named = any(a == "--runhealth-config" or a.startswith("--runhealth-config=") for a in given)
-    if not named and yaml.is_file() and not any(inside(project, rd) for rd in real_dirs):
+    if project_config and not named and yaml.is_file() and not any(inside(project, rd) for rd in real_dirs):
         config = [f"--runhealth-config={yaml}"]
     pinned = [
         "-c",
@@ -355,7 +362,7 @@ def check_args(run_dirs: list[str], rest: list[str], cwd: Path, empty_ini_dir: P
 
 
 def check_main(argv: list[str]) -> int:
-    run_dirs, rest = split_check_args(argv)
+    run_dirs, rest = split_check_args([a for a in argv if a != NO_PROJECT_CONFIG])
     if not run_dirs:
         print(
             "pytest-runhealth check: give at least one run dir: pytest-runhealth check PATH... [pytest options]",
@@ -372,11 +379,12 @@ def safe_session(argv: list[str], tmp: Path) -> int:
     """``pytest.main`` for the argv of ``check`` (run dirs and options), run
     as :func:`check_args` builds it from an empty folder under ``tmp``; the
     watch runs its sessions this way too."""
-    run_dirs, rest = split_check_args(argv)
+    project_config = NO_PROJECT_CONFIG not in argv
+    run_dirs, rest = split_check_args([a for a in argv if a != NO_PROJECT_CONFIG])
     cwd = Path.cwd()
     session_dir = tmp / "session"
     session_dir.mkdir(exist_ok=True)
-    args = check_args(run_dirs, rest, cwd, tmp)
+    args = check_args(run_dirs, rest, cwd, tmp, project_config)
     os.chdir(session_dir)  # pytest's invocation dir: an empty folder, no test* folder, no conftest.py
     try:
         return int(pytest.main(args))

@@ -4,15 +4,16 @@ Shared by the checks and the time-span rule, so both read a row alike."""
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
 from typing import Any
 
+from .reading import finite
+
 
 def finite_number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
+    """A finite JSON number (not a bool, not text), by the one number parser
+    (reading.finite): a 4000-digit integer is no finite number, not an OverflowError."""
+    return finite(value)
 
 
 def timestamp(value: Any) -> datetime | None:

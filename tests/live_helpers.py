@@ -8,8 +8,11 @@ run; importing them once here keeps them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +54,14 @@ def sleeper():
         if p.poll() is None:
             p.kill()
         p.wait(timeout=10)
+
+
+def write_pid_file(run: Path, pid: int, written_after_now_s: float = 0.0) -> Path:
+    """``run/logs/train.pid`` naming ``pid``, its time set ``written_after_now_s`` from now (a pid file
+    written that long after the process it names began, for the provenance rules)."""
+    (run / "logs").mkdir(parents=True, exist_ok=True)
+    pidfile = run / "logs" / "train.pid"
+    pidfile.write_text(f"{pid}\n")
+    when = time.time() + written_after_now_s
+    os.utime(pidfile, (when, when))
+    return pidfile

@@ -987,6 +987,10 @@ def _adversarial_cases():
         "redact prefixes": (redact.redact, "sk-hf_gsk_"),
         "redact aws pair": (redact.redact, "AKIA/aws+"),
         "redact quoted field": (redact.redact, '\\"token\\": \\"'),
+        "redact sshpass": (redact.redact, "sshpass -"),
+        "redact netrc": (redact.redact, "machine a login b "),
+        "redact colour codes": (redact.redact, "\x1b[1;\\u001b[0"),
+        "redact bearer tab escape": (redact.redact, "bearer\\t"),
         "rootcause BAR_END": (rootcause.BAR_END.search, "| 1/2 ["),
         "rootcause BAR_END digits": (rootcause.BAR_END.search, "1"),
         "rootcause BOX_RIGHT": (rootcause.BOX_RIGHT.search, " "),
@@ -1235,15 +1239,9 @@ def test_binary_files_are_never_taken_for_utf16(tmp_path):
 
 
 def _pid_run(tmp_path: Path, pid: int, written_offset_s: float) -> Path:
-    run = tmp_path / "run-7c1e"
-    (run / "logs").mkdir(parents=True, exist_ok=True)
-    pidfile = run / "logs" / "train.pid"
-    pidfile.write_text(f"{pid}\n")
-    import time as _time
+    from live_helpers import write_pid_file
 
-    when = _time.time() + written_offset_s
-    os.utime(pidfile, (when, when))
-    return pidfile
+    return write_pid_file(tmp_path / "run-7c1e", pid, written_offset_s)
 
 
 def test_pid_1_is_not_the_runs_process(tmp_path):

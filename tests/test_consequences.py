@@ -398,3 +398,19 @@ def test_a_root_on_the_run_dir_explains_a_failure_on_its_runs(pytester, run_heal
     assert all(v == ("ZZ901", "infra") for k, v in junit_grouping(xml).items() if k.startswith("ZZ101"))
     assert "consequence of ZZ901 on this run (judge-kept-vram): see there" in h.stdout
     assert [r for r in apply(Result.from_json(r) for r in h.report["results"]) if r.check == "ZZ101"]  # merge agrees
+
+
+def test_a_chunk_of_runs_is_folded_run_by_run(run_health):
+    """Above --runhealth-batch-above a check is one item per chunk of runs; each run of the chunk is folded
+    as a run's pass folds it, and a chunk's check whose every failing run one root explains is its
+    consequence (sweep-died-cuda-oom: RH201 on four runs, RH102 their consequence)."""
+    h = run_health(
+        EXAMPLES / "sweep-died-cuda-oom", args=("--tb=no", "--runhealth-batch-above", "2", "-k", "RH201 or RH102")
+    )
+    chunks = [r for r in h.results("RH102") if r["outcome"] == "failed"]
+    assert chunks and all(":runs-" in r["nodeid"] for r in chunks), [r["nodeid"] for r in h.results("RH102")]
+    assert {r.get("consequence_of") for r in chunks} == {"RH201"}, [
+        (r["nodeid"], r.get("consequence_of")) for r in chunks
+    ]
+    assert all("as a consequence of a root cause on the same run: RH201 on" in r["summary"] for r in chunks)
+    assert not any(r.get("consequence_of") for r in h.results("RH201"))

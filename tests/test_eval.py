@@ -225,7 +225,7 @@ def scored(rid: str, cand: float, other: float) -> dict:
 
 
 def test_gate_passes_with_k_rounds_showing_the_claim_and_writes_a_verdict_record(tmp_path, run_health, pytester):
-    h = harvest(tmp_path / "h", [scored(f"xr-{i}", 9, 3) for i in range(3)], fetched_at=T0)
+    h = harvest(tmp_path / "h", [scored(f"xr-{i}", 9, 3) for i in range(7)], fetched_at=T0)
     cfg = gate_config(tmp_path, candidate="pv-0", claim="wins")
     res = run_health(h, args=(*RH5, "--runhealth-gate", "--runhealth-config", cfg))
     assert res.ret == 0, res.stdout
@@ -233,7 +233,7 @@ def test_gate_passes_with_k_rounds_showing_the_claim_and_writes_a_verdict_record
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert record["schema"] == "runhealth-gate-verdict/1" and record["decision"] == "promote"
     target = record["targets"]["h"]
-    assert [c["round"] for c in target["counted"]] == ["xr-0", "xr-1", "xr-2"] and target["excluded"] == []
+    assert [c["round"] for c in target["counted"]] == [f"xr-{i}" for i in range(7)] and target["excluded"] == []
     files = {f["path"]: f["sha256"] for f in target["evidence_files"]}
     assert "rounds/xr-0/experience_request.json" in files and all(len(v) == 64 for v in files.values())
     assert {
@@ -258,9 +258,9 @@ def test_gate_refuses_running_and_failed_before_startup_with_the_count(tmp_path,
     assert res.ret == 1
     r = res.result_of("RH508")
     assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "not-evaluable", "insufficient-evidence")
-    assert "2 of 5 rounds still running; 1 failed before any player started: infra" in r["summary"]
+    assert "2 round(s) still running (xr-2, xr-3); 1 round(s) failed before any player started: infra" in r["summary"]
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
-    assert record["decision"] == "blocked"
+    assert record["decision"] == "block"
     reasons = {e["round"]: e["reason"] for e in record["targets"]["h"]["excluded"]}
     assert reasons == {
         "xr-2": "still running",
@@ -268,15 +268,19 @@ def test_gate_refuses_running_and_failed_before_startup_with_the_count(tmp_path,
         "xr-4": "failed before any player started: infra",
     }
     assert {b["check"] for b in record["blockers"]} >= {"RH501", "RH505", "RH508"}
-    assert "BLOCKED by" in res.stdout
+    assert "BLOCK:" in res.stdout
 
 
 def test_gate_refuses_missing_scores_and_too_few_rounds(tmp_path, run_health):
     rounds = [scored("xr-0", 9, 3), scored("xr-1", 9, 3), request("xr-2", episodes=[episode(scores=(0, 0))])]
     h = harvest(tmp_path / "h", rounds, fetched_at=T0)
-    r = run_health(h, args=(*FAST, "--runhealth-gate", "-k", "RH508")).result_of("RH508")
+    r = run_health(h, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-0")).result_of("RH508")
     assert r["verdict"] == "not-evaluable"
-    assert "1 of 3 rounds completed without real per-player scores" in r["summary"]
+    assert "1 round(s) completed without real per-player scores (xr-2)" in r["summary"]
+    short = harvest(tmp_path / "short", rounds[:2], fetched_at=T0)
+    r = run_health(short, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-0")).result_of(
+        "RH508"
+    )
     assert "2 of the 3 rounds needed" in r["summary"]
 
 
@@ -288,16 +292,16 @@ def test_gate_with_enough_evidence_against_the_claim_is_policy(tmp_path, run_hea
     )
     r = res.result_of("RH508")
     assert (r["outcome"], r["verdict"]) == ("failed", "policy")
-    assert "pv-0 scored 2 against pv-1's 8" in res.stdout
+    assert "pv-0 mean 2 against pv-1's 8 over 2 episodes" in res.stdout
 
 
 def test_gate_blocks_on_any_not_evaluable_finding_even_with_enough_rounds(tmp_path, run_health, pytester):
-    h = harvest(tmp_path / "h", [scored(f"xr-{i}", 9, 3) for i in range(3)], fetched_at=T0)
+    h = harvest(tmp_path / "h", [scored(f"xr-{i}", 9, 3) for i in range(7)], fetched_at=T0)
     (h / "notes.json").write_text('{"cut": ')
     res = run_health(h, args=(*RH5, "--runhealth-gate", "--runhealth-candidate", "pv-0"))
     assert res.outcome("RH508") == "passed" and res.ret == 1
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
-    assert record["decision"] == "blocked" and [b["check"] for b in record["blockers"]] == ["RH004"]
+    assert record["decision"] == "block" and [b["check"] for b in record["blockers"]] == ["RH004"]
 
 
 def test_gate_deselected_still_blocks(tmp_path, run_health):
@@ -334,7 +338,7 @@ def test_a_marked_user_gate_test_turns_gate_mode_on(tmp_path, run_health, pytest
     res = run_health(h, args=("test_gate.py", *FAST, "-k", "RH004 or RH50 or test_promote"))
     assert res.ret == 1
     res.result.stdout.fnmatch_lines(
-        ["*AssertionError: 1 of 2 rounds still running*", "FAILED test_gate.py::test_promote*"]
+        ["*AssertionError: 1 round(s) still running (xr-1)*", "FAILED test_gate.py::test_promote*"]
     )
     assert res.outcome("RH508") == "failed"
 
@@ -348,7 +352,7 @@ def test_gate_without_a_candidate_refuses_a_loser_no_claim(tmp_path, run_health,
     assert (r["outcome"], r["verdict"], r["cause"]) == ("failed", "not-evaluable", "no-claim")
     assert "no candidate named" in r["summary"] and res.ret == 1 and "PROMOTE" not in res.stdout
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
-    assert record["decision"] == "blocked" and record["session"]["candidate"] is None
+    assert record["decision"] == "block" and record["session"]["candidate"] is None
 
 
 def test_gate_refuses_a_named_loser_and_promotes_a_named_winner(tmp_path, run_health):
@@ -356,8 +360,8 @@ def test_gate_refuses_a_named_loser_and_promotes_a_named_winner(tmp_path, run_he
     res = run_health(loser, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate", "pv-0"))
     r = res.result_of("RH508")
     assert (r["outcome"], r["verdict"]) == ("failed", "policy") and res.ret == 1
-    assert "pv-0 scored 4 against pv-1's 15.5" in res.stdout
-    winner = harvest(tmp_path / "winner", [scored(f"xr-{i}", 15.5, 4) for i in range(3)], fetched_at=T0)
+    assert "pv-0 mean 4 against pv-1's 15.5 over 2 episodes" in res.stdout
+    winner = harvest(tmp_path / "winner", [scored(f"xr-{i}", 15.5, 4) for i in range(7)], fetched_at=T0)
     res = run_health(winner, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-candidate", "pv-0"))
     assert res.outcome("RH508") == "passed" and res.ret == 0 and "PROMOTE" in res.stdout
     # the champion's side of a regression claim, from the command line
@@ -369,9 +373,9 @@ def test_gate_refuses_a_named_loser_and_promotes_a_named_winner(tmp_path, run_he
 
 
 def test_gate_counts_every_round_of_every_run_dir_as_one_decision(tmp_path, run_health, pytester):
-    """Two harvests of two rounds each: neither has K=3 alone, the session has 4."""
-    a = harvest(tmp_path / "a", [scored(f"xr-{i}", 9, 3) for i in range(2)], fetched_at=T0)
-    b = harvest(tmp_path / "b", [scored(f"xr-{i}", 9, 3) for i in range(2)], fetched_at=T0)
+    """Two harvests of four and three rounds: neither promotes alone, the session's seven do."""
+    a = harvest(tmp_path / "a", [scored(f"xr-{i}", 9, 3) for i in range(4)], fetched_at=T0)
+    b = harvest(tmp_path / "b", [scored(f"xr-{i}", 9, 3) for i in range(4, 7)], fetched_at=T0)
     cfg = gate_config(tmp_path, candidate="pv-0", claim="wins")
     res = run_health(a, b, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-config", cfg))
     assert res.ret == 0, res.stdout
@@ -379,15 +383,13 @@ def test_gate_counts_every_round_of_every_run_dir_as_one_decision(tmp_path, run_
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert record["decision"] == "promote"
     assert sorted((c["run_dir"], c["round"]) for c in record["session"]["counted"]) == [
-        ("a", "xr-0"),
-        ("a", "xr-1"),
-        ("b", "xr-0"),
-        ("b", "xr-1"),
-    ]
-    assert [c["round"] for c in record["targets"]["b"]["counted"]] == ["xr-0", "xr-1"]
-    # two of the four rounds contradict the claim: 4 pairs for, 4 against, too even to promote
-    b2 = harvest(tmp_path / "b2", [scored("xr-0", 2, 8), scored("xr-1", 2, 8)], fetched_at=T0)
+        ("a", f"xr-{i}") for i in range(4)
+    ] + [("b", f"xr-{i}") for i in range(4, 7)]
+    assert [c["round"] for c in record["targets"]["b"]["counted"]] == ["xr-4", "xr-5", "xr-6"]
+    # three of the seven rounds contradict the claim: too even to promote
+    b2 = harvest(tmp_path / "b2", [scored(f"xr-{i}", 2, 8) for i in range(4, 7)], fetched_at=T0)
     res = run_health(a, b2, args=(*FAST, "--runhealth-gate", "-k", "RH508", "--runhealth-config", cfg))
     r = res.result_of("RH508", "a")
     assert res.ret == 1 and (r["verdict"], r["cause"]) == ("not-evaluable", "claim-not-significant")
-    assert "won 2, lost 2, tied 0 of 4 rounds" in r["summary"] and "b2/xr-0, b2/xr-1" in r["summary"]
+    assert "won 4, lost 3, tied 0, excluded 0 of 7 rounds" in r["summary"] and "b2/xr-4, b2/xr-5" in r["summary"]
+    assert json.loads((pytester.path / "runhealth-report.verdict.json").read_text())["decision"] == "block"

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_runhealth.rootcause import same_cause
+
 FIELD = Path(__file__).parent / "field"
 CASES = sorted(p.parent for p in FIELD.glob("*/case.yaml"))
 # The checks that read trainer logs, loss series and LM Studio server logs: a
@@ -100,7 +102,11 @@ def test_field_case(case: Path, field_results):
         assert not alarms, f"{case.name} ({spec['source']}) must raise no alarm, got {alarms}"
         return
     want = (spec["expect"]["check"], spec["expect"]["cause"])
-    assert want in failed, f"{case.name} ({spec['source']}): want {want}, failed: {sorted(failed)}"
+    # A case written before a cause was renamed or split (nccl-timeout, cuda-oom for MPS/XPU; issue 35) names the
+    # older cause: it still matches the newer one, as a report that names it does.
+    assert any(c == want[0] and same_cause(want[1], k) for c, k in failed), (
+        f"{case.name} ({spec['source']}): want {want}, failed: {sorted(failed)}"
+    )
 
 
 def test_still_wrong_names_existing_cases():

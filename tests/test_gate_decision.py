@@ -12,7 +12,7 @@ import sys
 import pytest
 from eval_builders import T0, episode, harvest, request
 
-from pytest_runhealth.evaluation.signtest import SignTest, tail_at_least
+from pytest_runhealth.evaluation.sequential import FixedTest, SequentialTest
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
 GATE = (*FAST, "--runhealth-gate", "-k", "RH508")
@@ -52,16 +52,17 @@ def record_of(pytester) -> dict:
         ((0, 0, 5), 1.0, "not-significant"),
     ],
 )
-def test_sign_test_numbers(counts, p_claim, outcome):
-    t = SignTest(*counts)
+def test_sign_test_numbers_when_the_rounds_are_fixed(counts, p_claim, outcome):
+    t = FixedTest(*counts, rounds=sum(counts))
     assert t.p_claim == pytest.approx(p_claim) and t.outcome == outcome
+    assert FixedTest(*counts, rounds=sum(counts) + 1).outcome == "not-significant"  # before N: no decision
 
 
-def test_more_pairs_at_the_current_rate():
-    assert tail_at_least(3, 7) == pytest.approx(99 / 128)
-    assert SignTest(4, 0, 0).more_pairs() == 1  # 5 of 5 is p = 1/32
-    assert SignTest(3, 4, 0).more_pairs() > 100  # 3:4 is close to even: many more to contradict
-    assert SignTest(4, 4, 0).more_pairs() is None and SignTest(0, 0, 4).more_pairs() is None
+def test_the_e_value_by_hand():
+    """E(7, 0) = ∫_{1/2}^1 q^7 Beta(20,5)(q) dq / (P(q > 1/2) 2^-7), in closed form through the binomial."""
+    assert SequentialTest(7, 0, 0).e_value == pytest.approx(32.044, abs=1e-3)
+    assert SequentialTest(3, 4, 0).e_value == pytest.approx(0.1492, abs=1e-4)
+    assert SequentialTest(0, 0, 5).outcome == "not-significant" and SequentialTest(0, 9, 0).outcome == "contradicted"
 
 
 # -- the outcomes on harvests ------------------------------------------------------
@@ -73,37 +74,37 @@ def test_the_issue_scenario_three_won_four_lost_is_contradicted(tmp_path, run_he
     r = res.result_of("RH508")
     assert res.ret == 1 and "PROMOTE" not in res.stdout
     assert (r["verdict"], r["cause"]) == ("policy", "claim-contradicted")
-    assert "won 3, lost 4, tied 0 of 7 rounds" in r["summary"]
+    assert "won 3, lost 4, tied 0, excluded 0 of 7 rounds" in r["summary"]
     assert "rounds contradicting the claim (4): xr-3, xr-4, xr-5, xr-6" in res.stdout
-    assert "p = 0.7734, confidence 22.7% (needed 95%)" in res.stdout
     assert "more rounds contradict the claim (4) than show it (3)" in r["summary"]
     assert "not significant at 95%" in r["summary"]
     assert "wait for the running rounds" not in (r["fix"] or "").lower()
     session = record_of(pytester)["session"]
-    assert session["outcome"] == "claim-contradicted" and session["rounds_contradicted"] == 4
-    assert session["test"]["pairs_for"] == 3 and session["test"]["pairs_against"] == 4
+    assert session["outcome"] == "claim-contradicted" and session["rounds_lost"] == 4
+    assert session["test"]["rounds_for"] == 3 and session["test"]["rounds_against"] == 4
     assert [c["round"] for c in session["contradicted"]] == ["xr-3", "xr-4", "xr-5", "xr-6"]
 
 
 def test_wins_promote_with_the_statistic(tmp_path, run_health, pytester):
-    res = gate_run(run_health, tmp_path, rounds(*([ep(9, 3)] for _ in range(6))))
+    res = gate_run(run_health, tmp_path, rounds(*([ep(9, 3)] for _ in range(7))))
     assert res.ret == 0 and res.outcome("RH508") == "passed" and "PROMOTE" in res.stdout
-    assert "won 6, lost 0, tied 0 round(s)" in res.stdout and "p = 0.01562, confidence 98.4%" in res.stdout
-    test = record_of(pytester)["session"]["test"]
-    assert test["p_value"] == pytest.approx(1 / 64, abs=1e-6) and test["outcome"] == "accepted"
+    assert "won 7, lost 0, tied 0, excluded 0 of 7 rounds" in res.stdout and "promote at E >= 20" in res.stdout
+    record = record_of(pytester)
+    test = record["session"]["test"]
+    assert record["decision"] == "promote" and test["outcome"] == "accepted" and test["e_value"] >= 20
 
 
 def test_losses_contradict_the_claim_as_policy(tmp_path, run_health):
     res = gate_run(run_health, tmp_path, rounds(*([ep(2, 8)] for _ in range(6))))
     r = res.result_of("RH508")
     assert (r["verdict"], r["cause"]) == ("policy", "claim-contradicted") and res.ret == 1
-    assert r["fix"].startswith("Keep the champion") and "pv-cand scored 2 against pv-champ's 8" in res.stdout
+    assert r["fix"].startswith("Keep the champion") and "pv-cand mean 2 against pv-champ's 8" in res.stdout
 
 
 def test_an_even_split_is_not_significant_and_says_more_rounds_will_not_help(tmp_path, run_health):
     res = gate_run(run_health, tmp_path, rounds(*([ep(9, 3)] for _ in range(4)), *([ep(3, 9)] for _ in range(4))))
     r = res.result_of("RH508")
-    assert r["cause"] == "claim-not-significant" and "exactly even" in r["summary"]
+    assert r["cause"] == "claim-not-significant" and "more decisive round(s), all won, would promote" in r["summary"]
 
 
 def test_too_few_rounds_stay_below_the_floor_whatever_the_pairs(tmp_path, run_health):
@@ -117,25 +118,29 @@ def test_too_few_rounds_stay_below_the_floor_whatever_the_pairs(tmp_path, run_he
 def test_ties_are_left_out(tmp_path, run_health):
     res = gate_run(run_health, tmp_path, rounds(*([ep(5, 5)] for _ in range(4))))
     r = res.result_of("RH508")
-    assert r["cause"] == "claim-not-significant" and "every pair is tied" in r["summary"]
+    assert r["cause"] == "claim-not-significant" and "0 for, 0 against, 4 tied" in r["summary"]
     res = gate_run(
-        run_health, tmp_path, rounds(*([ep(9, 3)] for _ in range(5)), *([ep(5, 5)] for _ in range(3))), name="h2"
+        run_health, tmp_path, rounds(*([ep(9, 3)] for _ in range(7)), *([ep(5, 5)] for _ in range(3))), name="h2"
     )
-    assert res.outcome("RH508") == "passed" and "tied 3 round(s)" in res.stdout
+    assert res.outcome("RH508") == "passed" and "tied 3, excluded 0 of 10 rounds" in res.stdout
 
 
-def test_several_episodes_per_round_are_paired_one_by_one(tmp_path, run_health, pytester):
-    """Four rounds each won 2-1 on episodes: every round "won", but 8 for 4 against is p = 0.19."""
+def test_a_rounds_episodes_combine_into_one_result_by_their_means(tmp_path, run_health, pytester):
+    """docs/evaluation.md's worked example: episodes 9-3, 9-3, 3-9 give means 7 against 5, one won round.
+    Three rounds of five won episodes each are three rounds, not fifteen: no promotion."""
     res = gate_run(run_health, tmp_path, rounds(*([ep(9, 3), ep(9, 3), ep(3, 9)] for _ in range(4))))
     r = res.result_of("RH508")
-    assert r["cause"] == "claim-not-significant" and "won 4, lost 0, tied 0 of 4 rounds" in r["summary"]
+    assert r["cause"] == "claim-not-significant" and "won 4, lost 0, tied 0, excluded 0 of 4 rounds" in r["summary"]
     counted = record_of(pytester)["session"]["counted"]
-    assert [(c["pairs_for"], c["pairs_against"]) for c in counted] == [(2, 1)] * 4
+    assert [c["detail"] for c in counted] == ["pv-cand mean 7 against pv-champ's 5 over 3 episodes"] * 4
+    res = gate_run(run_health, tmp_path, rounds(*([ep(9, 3)] * 5 for _ in range(3))), name="h2")
+    assert res.ret == 1 and record_of(pytester)["decision"] == "block"
+    assert record_of(pytester)["session"]["test"]["rounds_for"] == 3
 
 
 def test_the_champion_is_the_opponent_when_named(tmp_path, run_health):
     """pv-cand beats pv-champ but not pv-3: a promotion over the champion, not over the field."""
-    rnds = rounds(*([ep(9, 3, 12)] for _ in range(6)))
+    rnds = rounds(*([ep(9, 3, 12)] for _ in range(7)))
     assert gate_run(run_health, tmp_path, rnds).result_of("RH508")["cause"] == "claim-contradicted"
     res = gate_run(run_health, tmp_path, rnds, "--runhealth-champion=pv-champ", name="h2")
     assert res.outcome("RH508") == "passed" and "against pv-champ" in res.stdout
@@ -230,7 +235,7 @@ def test_the_gate_under_xdist_decides_the_same(tmp_path, run_health):
     res = run_health(h, args=(*FAST, "--runhealth-gate", "--runhealth-candidate=pv-cand", "-n", "2"), subprocess=True)
     assert res.ret == 1 and "PROMOTE" not in res.stdout
     assert res.result_of("RH508")["cause"] == "claim-contradicted"
-    assert "won 3, lost 4, tied 0 round(s)" in res.stdout
+    assert "won 3, lost 4, tied 0, excluded 0 of 7 rounds" in res.stdout
 
 
 def test_the_gate_under_watch_does_not_promote_a_split(tmp_path):

@@ -551,7 +551,7 @@ def test_torchrun_earliest_child_is_the_root(tmp_path):
     recs = torchelastic.records(sorted(root.rglob("*.json")))
     assert [r.rank for r in recs] == ["1", "0"]
     assert diagnose(torchelastic.as_tail(recs[0])).cause == "cuda-oom"
-    assert diagnose(torchelastic.as_tail(recs[1])).cause == "nccl-timeout"
+    assert diagnose(torchelastic.as_tail(recs[1])).cause == "collective-timeout"
 
 
 def test_torchrun_record_behind_a_launcher_log(tmp_path, run_health):
@@ -623,3 +623,38 @@ def test_a_checkpoint_folder_alone_is_not_an_ended_run(tmp_path, run_health):
     age(old, 3 * 3600)
     (r,) = run_health(old, args=("-k", "RH208")).results("RH208")
     assert r["outcome"] == "skipped" and "a saved checkpoint is not written again" in r["note"], r
+
+
+# -- issue 35: a NaN loss the Trainer's logging_nan_inf_filter logged as 0.0 ------------------------------------
+def _filtered_state(tmp_path: Path, grad_norm: float) -> Path:
+    """hf-trainer-healthy as a run with lr=1e6 leaves it: every log_history entry's loss 0.0, grad_norm as given
+    (json.dumps writes NaN as the Trainer's json writer does)."""
+    out = copy("hf-trainer-healthy", tmp_path)
+    for state in [out / "trainer_state.json", *out.glob("checkpoint-*/trainer_state.json")]:
+        doc = json.loads(state.read_text())
+        for entry in doc["log_history"]:
+            if "loss" in entry:
+                entry["loss"], entry["grad_norm"] = 0.0, grad_norm
+        state.write_text(json.dumps(doc, indent=2))
+    return out
+
+
+def test_filtered_nan_from_the_first_entry_and_its_near_misses():
+    nan = float("nan")
+    pts = _pts([0.0, 0.0, 0.0]) + _pts([nan, nan, nan], key="grad_norm")
+    j = series.judge(pts)
+    assert j is not None and j.cause == "nan-loss" and j.count == 3 and "logging_nan_inf_filter" in j.detail
+    # loss 0.0 with finite gradient norms: a loss that really is 0 (or a metric), no NaN
+    assert series.judge(_pts([0.0, 0.0, 0.0]) + _pts([0.1, 0.2, 0.1], key="grad_norm")) is None
+    # finite entries first: not this rule's claim (the gradient-norm rule judges the end of the series)
+    assert series.filtered_nan(_pts([0.5, 0.0, 0.0]) + _pts([0.3, nan, nan], key="grad_norm")) is None
+
+
+@pytest.mark.parametrize("grad_norm,fails", [(float("nan"), True), (0.25, False)], ids=["nan", "finite"])
+def test_rh202_hf_state_loss_zero_with_nan_grad_norm(tmp_path, run_health, grad_norm, fails):
+    (rh202,) = run_health(_filtered_state(tmp_path, grad_norm), args=("-k", "RH202")).results("RH202")
+    if fails:
+        assert (rh202["outcome"], rh202["cause"]) == ("failed", "nan-loss")
+        assert "logging_nan_inf_filter" in rh202["summary"] and "trainer_state.json" in rh202["summary"]
+    else:
+        assert rh202["outcome"] == "passed", rh202["summary"]

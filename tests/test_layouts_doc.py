@@ -28,9 +28,9 @@ def test_a_harvest_written_from_the_doc_alone_is_read_and_promoted(tmp_path, run
         (h / rel).parent.mkdir(parents=True, exist_ok=True)
         (h / rel).write_text(body, encoding="utf-8")
     cfg = tmp_path / "runhealth.yaml"
-    # one round of two won episodes is p = 1/4 for the gate's sign test (issue 26): it promotes at
-    # alpha 0.25 only; the default 0.05 would ask for five won pairs
-    gate = {"candidate": "pv-0", "claim": "wins", "alpha": 0.25}
+    # one round is one paired result (issue 34), however many episodes: with the number of rounds fixed at 1
+    # the sign test's p = 1/2 promotes at alpha 0.5 only; the default test would ask for seven won rounds
+    gate = {"candidate": "pv-0", "claim": "wins", "alpha": 0.5, "rounds": 1}
     cfg.write_text(json.dumps({"gate": gate, "thresholds": {"RH508": {"min_rounds": 1}}}))
     res = run_health(h, args=("-k", "RH004 or RH50", "--runhealth-gate", "--runhealth-config", str(cfg)))
     assert res.ret == 0, res.stdout

@@ -176,3 +176,46 @@ def test_the_hint_stays_quiet_for_look_alike_names(tmp_path):
     (tmp_path / "slurm.out").write_text("x")
     quiet = probe(tmp_path)
     assert quiet["code"] == 5 and "looks like a run" not in quiet["stdout"]
+
+
+# Families a sweep's run folder never needs (issue 38, a fast first answer): the promotion gate's
+# arithmetic and the harvest triage, the HTML/Markdown report builders, and httpx (the LM Studio
+# probe finds a closed port with one plain connect).
+UNUSED_BY_A_SWEEP = (
+    "httpx",
+    "pytest_runhealth.evaluation.gate",
+    "pytest_runhealth.evaluation.triage",
+    "pytest_runhealth.evaluation.harvest",
+    "pytest_runhealth.evaluation.client",
+    "pytest_runhealth.reports.html",
+    "pytest_runhealth.reports.view",
+    "pytest_runhealth.reports.markdown",
+)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_sweep_session_imports_only_the_families_it_needs(tmp_path):
+    run = tmp_path / "sweep"
+    run.mkdir()
+    (run / "ledger.jsonl").write_text('{"run_id": "a", "exit_code": 0}\n')
+    url = f"--lmstudio-url=http://127.0.0.1:{_closed_port()}"
+    probe_code = PROBE.format(heavy=HEAVY + UNUSED_BY_A_SWEEP)
+    argv = [sys.executable, "-c", probe_code, "-p", "no:cacheprovider", "-p", "no:anyio", "-q", f"--run-dir={run}", url]
+    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
+    used = json.loads(next(x for x in out.splitlines() if x.startswith("PROBE "))[len("PROBE ") :])
+    assert "RH101" in out or " passed" in out, out
+    assert "lmstudio-unreachable" in out  # the probe ran and found the closed port
+    loaded = set(used["modules"]) | set(used["heavy"])
+    assert [m for m in UNUSED_BY_A_SWEEP if m in loaded] == [], out
+    # Near miss: asking for the HTML report brings its builders in.
+    argv += [f"--runhealth-html={tmp_path / 'report.html'}"]
+    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
+    used = json.loads(next(x for x in out.splitlines() if x.startswith("PROBE "))[len("PROBE ") :])
+    assert "pytest_runhealth.reports.html" in used["modules"], out

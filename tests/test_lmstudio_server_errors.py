@@ -15,6 +15,10 @@ ERRORS = {
     # n4ze3m/page-assist#356 quotes a build without "the"
     "context-overflow-no-the": "[2025-02-08 10:00:00][ERROR] Trying to keep the first 6547 tokens when context overflows. "
     "However, the model is loaded with a context length of only 4096 tokens\n",
+    # lmstudio-ai/lmstudio-bug-tracker#2205: LM Studio 0.4's wording (issue 35)
+    "context-overflow-tokens-to-keep": "2026-07-25 00:56:33 [ERROR]\n [gemma-4-12b-it-qat] The number of tokens to keep "
+    "from the initial prompt is greater than the context length. Try to load the model with a larger context length, "
+    "or provide a shorter input. Error Data: n/a, Additional Data: n/a\n",
     "no-model-loaded": "[2025-01-01 10:00:00][ERROR] No models loaded. Please load a model in the developer page or use "
     "the `lms load` command\n",
     # lmstudio-ai/lmstudio-bug-tracker#914
@@ -36,7 +40,7 @@ def test_server_error(tmp_path, kind):
     path = tmp_path / "lmstudio-server.log"
     path.write_text(ERRORS[kind])
     kinds = {e.kind for e in read_server_log(path).events}
-    assert kind.removesuffix("-no-the").removesuffix("-predict-request") in kinds, kinds
+    assert kind.removesuffix("-no-the").removesuffix("-predict-request").removesuffix("-tokens-to-keep") in kinds, kinds
 
 
 def test_stream_end_and_policy_lines_are_normal(tmp_path):
@@ -50,3 +54,13 @@ def test_stream_end_and_policy_lines_are_normal(tmp_path):
     log = read_server_log(path)
     assert [e.kind for e in log.events] == ["client-disconnected"]
     assert all(e.noise for e in log.events)
+
+
+def test_a_context_length_setting_is_no_overflow(tmp_path):
+    """The words of the overflow wording in an INFO line that only reports the loaded context (issue 35's near miss)."""
+    path = tmp_path / "lmstudio-server.log"
+    path.write_text(
+        "2026-07-25 00:56:30  [INFO]\n [gemma-4-12b-it-qat] Loaded with context length 8192; tokens to keep from the "
+        "initial prompt: 4\n"
+    )
+    assert not [e for e in read_server_log(path).events if e.kind == "context-overflow"]

@@ -43,9 +43,9 @@ def test_wandb_core_log_link_is_not_a_missing_artefact(tmp_path):
 
 
 def test_gate_p_value_is_not_rounded_to_zero(tmp_path, run_health, pytester):
-    """Ten rounds of three episodes, every pair for the claim: p = 2**-30.
-    Rounded to 6 decimals it was recorded and printed as ``p = 0``,
-    ``confidence 100.0%``: a sign test never gives certainty."""
+    """Forty won rounds: E = 6.1e9, p = 1/E = 1.6e-10. Rounded to 6 decimals it
+    would be recorded and printed as ``p = 0``, ``confidence 100.0%``: a
+    test never gives certainty."""
     import json
 
     from eval_builders import T0, episode, harvest, request
@@ -55,14 +55,15 @@ def test_gate_p_value_is_not_rounded_to_zero(tmp_path, run_health, pytester):
         e["scores"] = [{"policy_version_id": "pv-champ", "score": 20}, {"policy_version_id": "pv-cand", "score": 30}]
         return e
 
-    h = harvest(tmp_path / "h", [request(f"r-{i}", episodes=[ep(), ep(), ep()]) for i in range(10)], fetched_at=T0)
+    h = harvest(tmp_path / "h", [request(f"r-{i}", episodes=[ep(), ep(), ep()]) for i in range(40)], fetched_at=T0)
     res = run_health(
         h, args=("--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-cand", "--runhealth-claim=wins")
     )
     assert res.ret == 0 and "PROMOTE" in res.stdout
-    assert "p = 9.313e-10, confidence >99.9% (needed 95%)" in res.stdout
+    assert "p = 1.63e-10, confidence >99.9%, needed 95%" in res.stdout
     test = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())["session"]["test"]
-    assert test["p_value"] == 9.31323e-10 and test["pairs_for"] == 30
+    assert 0 < test["p_value"] < 1e-6 and test["p_value"] == float(f"{1 / test['e_value']:.6g}")
+    assert test["rounds_for"] == 40
 
 
 def sweep_with_inner_layouts(tmp_path: Path, loss: str) -> Path:
@@ -244,8 +245,7 @@ def test_too_few_rounds_fix_names_what_is_missing(tmp_path, run_health):
     (r,) = res.results("RH508")
     assert r["cause"] == "insufficient-evidence"
     assert r["fix"] == (
-        "Until 3 rounds (K=min_rounds) are counted with the candidate's scores: run 1 more round(s) with the "
-        "candidate; then re-run the gate."
+        "Until every scheduled round has a result: run 1 more round(s) with the candidate; then re-run the gate."
     )
     # near miss: a round still running is waited for
     rounds.append(request("r-2", status="running", episodes=[episode("running", None)]))

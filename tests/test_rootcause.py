@@ -58,7 +58,7 @@ FAILING = {
         ),
     ),
     "gui-training-failed-loguru": (
-        "cuda-oom",
+        "gpu-oom",
         "MPS",
         (
             "RuntimeError: MPS backend out of memory (MPS allocated: 45.18 GiB, other allocations: 719.81 MiB, max allowed: 45.90 GiB).\n"
@@ -101,8 +101,8 @@ FAILING = {
         TB + "RuntimeError: DataLoader worker (pid(s) 3044) exited unexpectedly\n",
     ),
     "nccl-watchdog": (
-        "nccl-timeout",
-        None,
+        "collective-timeout",
+        "NCCL",
         (
             "[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
             "WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000) ran for "
@@ -121,7 +121,7 @@ FAILING = {
         + "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 4.50 GiB. GPU 0 has a total capacity of 15.98 GiB\n",
     ),
     "xpu-oom": (
-        "cuda-oom",
+        "gpu-oom",
         "XPU",
         TB + "RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.11 GiB total capacity)\n",
     ),
@@ -556,7 +556,8 @@ def test_prefixes_and_crlf_keep_a_nan_loss(tmp_path, log):
     for name, variant in variants.items():
         path = tmp_path / f"{name}.log"
         path.write_bytes(variant.encode("utf-8", "surrogateescape"))
-        if not scan_log(path).nonfinite_count:
+        scan = scan_log(path)
+        if not (scan.nonfinite_count or scan.filtered_nan_count):  # or a NaN the HF Trainer logged as 0.0
             missed.append(name)
     assert missed == []
 
@@ -800,3 +801,190 @@ def test_a_frames_source_line_is_not_the_evidence(tmp_path):
     assert _diagnose_text(tmp_path / "b.log", TB + "ModuleNotFoundError: No module named 'x'\n" + ACCEL) == (
         "missing-trainer-module"
     )
+
+
+# -- issue 35: interrupts, collective timeouts of every backend, other accelerators' OOM, the rank that died ------
+GLOO_RECV = (  # genixpro/kwola#2
+    "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:84] Timed out waiting 1800000ms "
+    "for recv operation to complete"
+)
+ISSUE35 = {
+    "keyboard-interrupt": (TB + "KeyboardInterrupt\n", "interrupted", None),
+    "torchrun-sigint": (  # LinkSoul-AI/Chinese-Llama-2-7b#27
+        TB
+        + '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)\n'
+        + "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1313 got signal: 2\n",
+        "interrupted",
+        None,
+    ),
+    "torchrun-agent-sigint": (
+        "WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, shutting down workers\n",
+        "interrupted",
+        None,
+    ),
+    "subprocess-sigint": (
+        "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGINT: 2>.\n",
+        "interrupted",
+        None,
+    ),
+    "lightning-graceful-shutdown": (  # lightning/pytorch/trainer/call.py
+        "\nDetected KeyboardInterrupt, attempting graceful shutdown ...\n",
+        "interrupted",
+        None,
+    ),
+    "own-sigint-handler": ("Received SIGINT, saving checkpoint and exiting\n", "interrupted", None),
+    "own-sigterm-handler-stays-a-kill": ("Received SIGTERM, saving checkpoint and exiting\n", "killed-by-signal", None),
+    "torchrun-sighup-stays-a-kill": (
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 8665 got signal: 1\n",
+        "killed-by-signal",
+        None,
+    ),
+    "gloo-recv-timeout": (TB + GLOO_RECV + "\n", "collective-timeout", "gloo"),
+    "gloo-send-timeout": (  # facebookresearch/detectron2#3243
+        TB + "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:136] Timed out waiting "
+        "1800000ms for send operation to complete\n",
+        "collective-timeout",
+        "gloo",
+    ),
+    "horovod-stall-shutdown": (  # horovod/common/stall_inspector.cc
+        'One or more rank (marked by "!") is stalled for longer than 600 seconds. Will shutdown.\n',
+        "collective-timeout",
+        "Horovod (MPI/gloo)",
+    ),
+    "xla-rendezvous-termination": (  # xla/service/rendezvous.cc
+        "E0213 12:41:47.931882   59040 rendezvous.cc:120] Termination timeout for `rendezvous of collective-permute; "
+        "run_id=15; op id:1` of 40 seconds exceeded. Exiting to ensure a consistent program state. Expected 8 "
+        "threads to join the rendezvous, but not all of them arrived on time.\n",
+        "collective-timeout",
+        "XLA",
+    ),
+    "npu-oom": (  # xingchensong/TouchNet#100
+        TB + "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB "
+        "already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)\n",
+        "gpu-oom",
+        "Ascend NPU",
+    ),
+    "mps-oom": (
+        TB + "RuntimeError: MPS backend out of memory (MPS allocated: 17.95 GB, other allocations: 124.00 KB, max "
+        "allowed: 18.13 GB). Tried to allocate 256.00 MB on private pool.\n",
+        "gpu-oom",
+        "MPS",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", ISSUE35)
+def test_issue35_wordings(tmp_path, name):
+    log, cause, backend = ISSUE35[name]
+    found = read(tmp_path, BAR + "\n" + log)
+    assert found is not None and found.cause == cause, (name, found and found.cause)
+    assert found.backend == backend
+    if backend:
+        assert f"({backend})" in found.describe()
+
+
+ISSUE35_NEAR_MISSES = {
+    # ray-project/ray#8005: a gloo timeout the trainer logged as a warning and retried
+    "gloo-timeout-retried": "(pid=3769) 2020-05-07 21:07:16,707    WARNING torch_trainer.py:413 -- [/pytorch/third_party/"
+    "gloo/gloo/transport/tcp/unbound_buffer.cc:72] Timed out waiting 10000ms for recv operation to complete\n"
+    "(pid=3769) 2020-05-07 21:07:19,155    INFO torch_trainer.py:377 -- Retrying training step with 2 workers.\n" + BAR,
+    # horovod/horovod#2843: the stall warning, and the ranks caught up
+    "horovod-stall-warning": "[2021-04-10 21:28:20.658706: W horovod/common/stall_inspector.cc:105] One or more tensors "
+    "were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks "
+    "for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that "
+    "only subset of ranks is submitting tensors, which will cause deadlock. \n",
+    # xla/service/rendezvous.cc: the stuck warning, then unstuck
+    "xla-rendezvous-warning": "E0213 12:41:17.931882   59040 rendezvous.cc:98] This thread has been waiting for "
+    "`rendezvous of collective-permute; run_id=15; op id:1` for 20 seconds and may be stuck. Expected 8 threads to "
+    "join the rendezvous, but not all of them arrived on time.\n"
+    "E0213 12:41:19.931882   59040 rendezvous.cc:110] Thread is unstuck! Warning above was a false-positive. "
+    "Perhaps the timeout is too short.\n",
+    "keyboardinterrupt-word-in-help": "INFO: press Ctrl-C to stop; a KeyboardInterrupt saves a checkpoint first\n"
+    + BAR,
+}
+
+
+@pytest.mark.parametrize("name", ISSUE35_NEAR_MISSES)
+def test_issue35_near_misses(tmp_path, name):
+    assert read(tmp_path, BAR + "\n" + ISSUE35_NEAR_MISSES[name]) is None
+
+
+# torchrun 2.x with gloo, rank 1 SIGKILLed (issue 35's run): rank 0's gloo error is printed first, then the
+# launcher's record names rank 1's death. The dead rank is the root, the peer's error its consequence.
+TORCHRUN_RANK_KILLED = (
+    BAR + "\n"
+    "[rank0]: Traceback (most recent call last):\n"
+    '[rank0]:   File "train.py", line 40, in <module>\n'
+    "[rank0]:     dist.all_reduce(t)\n"
+    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+    "[127.0.0.1]:12345\n"
+    "W1201 10:00:01.000000 4242 torch/distributed/elastic/multiprocessing/api.py:908] Sending process 4300 closing "
+    "signal SIGTERM\n"
+    "E1201 10:00:01.100000 4242 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -9) "
+    "local_rank: 1 (pid: 4301) of binary: /usr/bin/python3\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/bin/torchrun", line 8, in <module>\n'
+    "    sys.exit(main())\n"
+    "    raise ChildFailedError(\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+    "============================================================\n"
+    "train.py FAILED\n"
+    "------------------------------------------------------------\n"
+    "Failures:\n"
+    "  <NO_OTHER_FAILURES>\n"
+    "------------------------------------------------------------\n"
+    "Root Cause (first observed failure):\n"
+    "[0]:\n"
+    "  time      : 2026-12-01_10:00:01\n"
+    "  host      : box\n"
+    "  rank      : 1 (local_rank: 1)\n"
+    "  exitcode  : -9 (pid: 4301)\n"
+    "  error_file: <N/A>\n"
+    "  traceback : Signal 9 (SIGKILL) received by PID 4301\n"
+    "============================================================\n"
+)
+
+
+def test_the_rank_that_died_is_the_root_not_the_peer_that_printed_first(tmp_path):
+    found = read(tmp_path, TORCHRUN_RANK_KILLED)
+    assert (found.cause, found.rank) == ("killed-by-signal", "1"), (found.cause, found.line.text)
+    assert any("Connection closed by peer" in tl.text for tl in found.consequences)
+
+
+def test_a_peers_connection_error_alone_stays_unknown(tmp_path):
+    log = (
+        BAR
+        + "\n"
+        + TB
+        + "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895\n"
+    )
+    found = read(tmp_path, log)
+    assert found.cause == "unknown" and "Connection closed by peer" in found.line.text
+
+
+def test_a_rank_killed_from_outside_is_the_root_of_the_peers_collective_timeout(tmp_path):
+    log = (
+        BAR + "\n" + TB + GLOO_RECV + "\n"
+        "  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 4301)\n  traceback : Signal 9 (SIGKILL) received by PID 4301\n"
+    )
+    found = read(tmp_path, log)
+    assert (found.cause, found.rank) == ("killed-by-signal", "1")
+    assert any("Timed out waiting" in tl.text for tl in found.consequences)
+
+
+def test_the_watchdogs_own_abort_leaves_the_timeout_the_root(tmp_path):
+    """NCCL's watchdog ends its rank with SIGABRT: the launcher's -6 follows from the timeout."""
+    log = (
+        BAR + "\n[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600061 milliseconds\n"
+        "  exitcode  : -6 (pid: 4301)\n  traceback : Signal 6 (SIGABRT) received by PID 4301\n"
+    )
+    assert read(tmp_path, log).cause == "collective-timeout"
+
+
+def test_older_cause_names_still_match():
+    from pytest_runhealth.rootcause import same_cause
+
+    assert same_cause("nccl-timeout", "collective-timeout") and same_cause("cuda-oom", "gpu-oom")
+    assert same_cause("cuda-oom", "cuda-oom") and not same_cause("collective-timeout", "nccl-timeout")
+    assert not same_cause("host-oom", "gpu-oom")

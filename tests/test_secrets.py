@@ -131,25 +131,31 @@ def test_redaction_table_covers_every_planted_form():
         assert redact(line) == line
 
 
-def test_every_planted_form_is_redacted_in_every_output(pytester, tmp_path, run_health):
+def _every_output(pytester, run_health, lines: list[str], ledger: str = "") -> dict[str, str]:
+    """A sweep whose run's log holds ``lines`` (quoted by the check above) and whose ledger holds
+    ``ledger`` after its one good row: the terminal, JUnit, HTML, Markdown and JSON it gives."""
     pytester.makeconftest(QUOTING_CHECK)
-    session = tmp_path / "session"
+    session = pytester.path / "session"
     logs = session / "runs" / "r1" / "logs"
     logs.mkdir(parents=True)
-    (logs / "stdout.log").write_text("\n".join(line for line, _ in CORPUS[-40:]) + "\n")
-    (session / "ledger.jsonl").write_text('{"run_id": "r1", "n_steps": 3}\n')
+    (logs / "stdout.log").write_text("\n".join(lines) + "\n")
+    (session / "ledger.jsonl").write_text('{"run_id": "r1", "n_steps": 3}\n' + ledger)
     xml, html, md = pytester.path / "junit.xml", pytester.path / "r.html", pytester.path / "r.md"
     res = run_health(
         session, args=("--junitxml", str(xml), "--runhealth-html", str(html), "--runhealth-markdown", str(md), "-rA")
     )
     assert res.outcome("SEC001", "r1") == "failed", res.stdout[-3000:]
-    outputs = {
+    return {
         "terminal": res.stdout,
         "junit": xml.read_text(),
         "html": html.read_text(),
         "markdown": md.read_text(),
         "json": (pytester.path / "runhealth-report.json").read_text(),
     }
+
+
+def test_every_planted_form_is_redacted_in_every_output(pytester, run_health):
+    outputs = _every_output(pytester, run_health, [line for line, _ in CORPUS[-40:]])
     leaks = [(where, secret) for where, text in outputs.items() for _, secret in CORPUS[-40:] if secret in text]
     assert leaks == []
 
@@ -296,3 +302,64 @@ def test_every_writer_ends_in_the_one_sanitiser():
     printed = fake.out.getvalue()
     assert printed.count("\n") == 1 and secret not in printed and "\x1b" not in printed and "\x9b" not in printed
     assert fake.unsent and secret not in fake.unsent[0]
+
+
+# -- issue 36: forms that hid behind colour codes, JSON escapes and other tools' syntax -----------------
+# A ledger row's text is JSON: a tab, ESC or quote inside a value is written \t, \u001b, \" there.
+ROUND4_FORMS = [  # (line, the part that must never be shown)
+    ("\x1b[1mHF_TOKEN\x1b[0m=plnt3601abcdefgh", "plnt3601abcdefgh"),
+    ("\x1b[1mOPENAI_API_KEY\x1b[0m: plnt3602abcdefgh", "plnt3602abcdefgh"),
+    ("clone \x1b[32mhttps://bob:plnt3603pw@git.example.com/r.git\x1b[0m", "plnt3603pw"),
+    ("push \x1b[0mhttps://bob:plnt3604pw@git.example.com/r.git", "plnt3604pw"),
+    ('{"error": "WANDB_API_KEY\\u001b[0m=plnt3605abcdefgh"}', "plnt3605abcdefgh"),
+    ('{"error": "api_key\\u001b=plnt3606abcdefgh"}', "plnt3606abcdefgh"),
+    ('{"error": "{\\"api_key\\": \\"plnt3607abcdefgh\\"}"}', "plnt3607abcdefgh"),
+    ('{"error": "{\\\\\\"api_key\\\\\\": \\\\\\"plnt3608abcdefgh\\\\\\"}"}', "plnt3608abcdefgh"),
+    ("Authorization:\tBearer\tplnt3609abcdefgh", "plnt3609abcdefgh"),
+    ("header Bearer\tplnt3610abcdefgh", "plnt3610abcdefgh"),
+    ('{"error": "got 401 for Bearer\\tplnt3611abcdefgh"}', "plnt3611abcdefgh"),
+    ("rsync -e 'sshpass -p plnt3612pw ssh -o StrictHostKeyChecking=no' src/ host:dst/", "plnt3612pw"),
+    ("sshpass -pplnt3613pw scp model.bin host:/data", "plnt3613pw"),
+    ("machine hub.example.com login alice password plnt3614pw", "plnt3614pw"),
+    ("default login anonymous password plnt3615pw", "plnt3615pw"),
+    ("DIGITALOCEAN_TOKEN=dop_v1_" + "c0ffee12" * 8, "c0ffee12c0ffee12"),
+    ("token \x1b[33mdop_v1_" + "deadbeef" * 8, "deadbeefdeadbeef"),
+    ("doctl auth init -t dor_v1_" + "0a1b2c3d" * 8, "0a1b2c3d0a1b2c3d"),
+]
+ROUND4_HARMLESS = [  # look-alikes of those forms, shown exactly as written
+    "sshpass -f /run/secrets/ssh_pw ssh host uptime",
+    "machine learning login page: password reset sent",
+    "Bearer\ttokens are checked by the proxy",
+    "do_v1_migration finished in 3.2s",
+    '{"note": "api_key\\u0020rotation is due", "tokenizer": "gpt2"}',
+]
+
+
+def test_round_four_forms_are_redacted_and_their_look_alikes_are_not():
+    from pytest_runhealth import redact as r
+
+    def unfiltered(text: str) -> str:
+        for _family, pattern, replacement in r._PATTERNS:
+            text = pattern.sub(replacement, text)
+        return text
+
+    leaks = [line for line, secret in ROUND4_FORMS if secret in r.redact(line)]
+    assert leaks == []
+    changed = [(line, r.redact(line)) for line in ROUND4_HARMLESS if r.redact(line) != line]
+    assert changed == []
+    for line in [line for line, _ in ROUND4_FORMS] + ROUND4_HARMLESS:
+        once = r.redact(line)
+        assert once == unfiltered(line), line
+        assert r.redact(once) == once, line
+
+
+def test_round_four_forms_are_redacted_in_every_output(pytester, run_health):
+    """End to end: quoted from a log (the check above) and from the ledger (RH001 quotes a bad row's
+    text), shown by the terminal, JUnit, the JSON report, HTML and Markdown."""
+    ledger_rows = "".join(
+        line.replace("}", ', "run_id": 7}', 1) + "\n" for line, _ in ROUND4_FORMS if line.startswith("{")
+    )
+    outputs = _every_output(pytester, run_health, [line for line, _ in ROUND4_FORMS], ledger_rows)
+    leaks = [(where, secret) for where, text in outputs.items() for _, secret in ROUND4_FORMS if secret in text]
+    assert leaks == []
+    assert outputs["terminal"].count("[REDACTED]") >= len(ROUND4_FORMS)

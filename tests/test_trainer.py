@@ -442,3 +442,55 @@ def test_rh201_an_earlier_attempts_log_beside_it_is_history(tmp_path):
     # The same traceback in a log last written an hour before the main log: an earlier attempt's, no evidence.
     run = _split_run(tmp_path, SPLIT_BAR + SPLIT_TB, stderr_age_s=3600)
     assert check_on(run, "RH201").of().passed
+
+
+# -- issue 35: the Trainer's console dicts when logging_nan_inf_filter hid a NaN loss ------------------------
+HF_DICTS = "".join(  # SY-Xuan/Pink#6's lines, as transformers prints them
+    "{'loss': 0.0, 'grad_norm': %s, 'learning_rate': 0.0001%d, 'epoch': 0.0}                    \n" % (g, i)
+    for i, g in enumerate(["nan", "nan", "nan"])
+)
+
+
+@pytest.mark.parametrize(
+    "log,fails",
+    [
+        (HF_DICTS, True),
+        (HF_DICTS.replace("'grad_norm': nan", "'grad_norm': 1.25"), False),
+        # finite first: left to the other rules (RH202 reads the NaN gradient norm as no NaN loss)
+        ("{'loss': 0.7, 'grad_norm': 2.5, 'learning_rate': 0.0001, 'epoch': 0.0}\n" + HF_DICTS, False),
+    ],
+    ids=["nan-from-the-first", "finite-grad-norm", "finite-entry-first"],
+)
+def test_rh202_hf_console_loss_zero_with_nan_grad_norm(tmp_path, log, fails):
+    run = tmp_path / "hf"
+    run.mkdir()
+    (run / "train.log").write_text("***** Running training *****\n" + log)
+    r = check_on(run, "RH202").of()
+    assert r.passed is not fails, r.summary
+    if fails:
+        assert r.cause == "nan-loss" and "logging_nan_inf_filter" in r.summary
+        assert r.evidence[0].line == 2 and "'grad_norm': nan" in r.evidence[0].text
+
+
+def test_rh201_names_the_rank_that_died_and_the_peers_error_as_its_consequence(tmp_path):
+    from test_rootcause import TORCHRUN_RANK_KILLED
+
+    run = tmp_path / "ddp"
+    run.mkdir()
+    (run / "train.log").write_text(TORCHRUN_RANK_KILLED)
+    r = check_on(run, "RH201").of()
+    assert (r.passed, r.cause) == (False, "killed-by-signal")
+    assert "killed-by-signal on rank 1" in r.summary
+    assert "another rank's error that followed from it" in r.summary and "Connection closed by peer" in r.summary
+
+
+def test_rh201_interrupted_says_who_stopped_it(tmp_path):
+    run = tmp_path / "ctrl-c"
+    run.mkdir()
+    (run / "train.log").write_text(
+        "steps:  10%|#         | 10/100 [00:10<01:30,  1.00it/s, loss=0.5]\nTraceback (most recent call last):\n"
+        '  File "train.py", line 3, in <module>\n    main()\nKeyboardInterrupt\n'
+    )
+    r = check_on(run, "RH201").of()
+    assert (r.passed, r.cause, r.verdict) == (False, "interrupted", "infra")
+    assert "Ctrl-C" in r.summary and "not by an error of its own" in r.summary

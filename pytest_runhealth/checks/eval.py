@@ -10,8 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..evaluation.triage import classify, completed_episodes, score_problem, teardown_race
 from ..registry import check
+
+
+def _triage():
+    """The runbook's triage, imported by the first check that judges a round (not in a session without one)."""
+    from ..evaluation import triage
+
+    return triage
+
 
 SOURCE_FIX = (
     "check the server's health and the URL/token, then re-run; a failed read is not evidence about the "
@@ -144,7 +151,7 @@ def round_terminal(ctx):
         if rnd.unreadable:
             out.append(_unread(ctx, rnd, "its status is unknown"))
         elif rnd.status not in terminal:
-            counts = classify(rnd, terminal).detail
+            counts = _triage().classify(rnd, terminal).detail
             if not gate:  # a round at work is a normal live state; RH502's formulas judge when it is a wedge
                 waiting.append(f"{rnd.id}: {rnd.status or 'without a status'}, {_budget_used(ctx, rnd)}")
                 continue
@@ -307,7 +314,7 @@ def players_started(ctx):
         if rnd.unreadable or rnd.status not in terminal or rnd.status == "completed":
             continue
         failed += 1
-        state = classify(rnd, terminal, ctx.run_dir.log_tail)
+        state = _triage().classify(rnd, terminal, ctx.run_dir.log_tail)
         if state.category.startswith("failed before any player started"):
             evidence = [_hit_ev(ctx, h) for h in state.hits] or [_ev(ctx, rnd, f"status: {rnd.status}; {state.detail}")]
             out.append(
@@ -348,7 +355,7 @@ def teardown_race_check(ctx):
         if rnd.unreadable or rnd.status not in terminal:
             continue
         for ep in rnd.episodes:
-            hit = teardown_race(ep, ctx.run_dir.log_tail)
+            hit = _triage().teardown_race(ep, ctx.run_dir.log_tail)
             if hit:
                 out.append(
                     ctx.fail(
@@ -383,11 +390,14 @@ def real_scores(ctx):
     ev = _rounds(ctx)
     terminal = ctx.evaluation.terminal
     out, scored = [], 0
+    # Under the gate, the named candidate's own missing score where an opponent scored is its lost round
+    # (RH508), not a recorder failure: it is said so here, not sent for a re-run.
+    candidate = ctx.evaluation.decision().candidate if ctx.evaluation.gate_mode else None
     for rnd in ev.rounds:
         if rnd.unreadable:
             out.append(_unread(ctx, rnd, "its scores cannot be judged"))
             continue
-        state = classify(rnd, terminal, ctx.run_dir.log_tail)
+        state = _triage().classify(rnd, terminal, ctx.run_dir.log_tail)
         if state.category.startswith("failed before any player started"):
             out.append(
                 ctx.fail(
@@ -402,7 +412,7 @@ def real_scores(ctx):
             continue
         if rnd.status != "completed":
             continue
-        for ep in completed_episodes(rnd) or []:
+        for ep in _triage().completed_episodes(rnd) or []:
             if ep.format_problem:
                 out.append(
                     ctx.fail(
@@ -410,13 +420,16 @@ def real_scores(ctx):
                         "format-not-understood",
                         f"{rnd.label()} {ep.name}: {ep.format_problem}. Its scores are unknown, not "
                         "missing: the round is not evidence until the file is in a shape the checks read.",
-                        [ctx.evidence(ep.format_source, None, ep.format_shape)],
+                        [ctx.evidence(ep.format_source, ep.format_line, ep.format_shape)],
                         fix="write the scores in a documented shape (docs/layouts.md, results.json), "
                         "or convert the harvest before checking it.",
                     )
                 )
                 continue
-            why = score_problem(ep, rnd.players)
+            why = _triage().score_problem(ep, rnd.players)
+            if why and candidate is not None and _only_candidate_missing(ep, candidate):
+                scored += 1  # RH508 counts it as the candidate's lost round and says so
+                continue
             if why:
                 shown = ", ".join(f"{s.player}={s.value}" for s in (ep.scores or [])[:8]) or "none"
                 out.append(
@@ -429,7 +442,7 @@ def real_scores(ctx):
                 )
             else:
                 scored += 1
-        if not completed_episodes(rnd):
+        if not _triage().completed_episodes(rnd):
             out.append(
                 ctx.fail(
                     "infra",
@@ -439,6 +452,12 @@ def real_scores(ctx):
                 )
             )
     return out or (f"{scored} completed episode(s) with real per-player scores" if scored else "no completed round yet")
+
+
+def _only_candidate_missing(ep, candidate: str) -> bool:
+    """Every missing score is the candidate's, and another player scored."""
+    missing = {sc.player for sc in ep.scores or [] if sc.value is None}
+    return missing == {candidate} and any(sc.value is not None for sc in ep.scores or [])
 
 
 # -- RH506 ---------------------------------------------------------------------
@@ -619,9 +638,11 @@ GATE_FIXES = {
     "claim-contradicted": "Keep the champion: more of the counted rounds show the opposite of the claim than show it "
     "(the summary says at which confidence). Rework the candidate (or claim what the rounds show) and judge a new "
     "version on fresh rounds.",
-    "claim-not-significant": "Do not promote yet: run the number of further rounds named above and re-run the gate "
-    "(the sign test keeps its error rate only if you decide at the end, so fix the number of rounds first); rounds "
-    "that stay this even mean the candidate is no better than its opponent: keep the champion.",
+    "claim-not-significant": "Do not promote yet: run more rounds and re-run the gate as often as you like (the "
+    "default test keeps its error rate under any number of looks); rounds that stay this even mean the candidate is "
+    "no better than its opponent: keep the champion.",
+    "round-conflict": "Two copies of one round id differ: re-harvest the round once (remove the stale copy), then "
+    "re-run the gate.",
     "insufficient-evidence": "Wait for the running rounds, fix the infra failures and re-run them until K rounds with "
     "real scores exist; then re-run the gate.",
     "no-claim": "Name the candidate (gate.candidate or --runhealth-candidate) and, if it is a regression claim, "
@@ -638,21 +659,26 @@ GATE_FIXES = {
     verdicts=["policy", "not-evaluable"],
     thresholds={"min_rounds": 3},
     detects="With --runhealth-gate (or a test marked runhealth_gate): the claim (gate.candidate wins, or loses for "
-    "a regression claim) is judged on every counted round (terminal, completed, real per-player scores), one pair "
-    "per episode: the candidate's score against the champion's (gate.champion) or the field's. An exact sign test "
-    "(ties left out, one-sided, gate.alpha default 0.05) promotes only when the pairs show the claim at 95% "
-    "confidence; `claim-contradicted` (policy) when they show the opposite at the same confidence; "
-    "`claim-not-significant` when too few or too even, naming how many more rounds would decide. K (min_rounds, "
-    "default 3) is a floor: fewer counted rounds block with which evidence is missing. Every not-evaluable finding "
-    "of any check blocks too.",
+    "a regression claim) is judged on every scheduled round, the round as the unit: rounds keyed by id across run "
+    "dirs (a copy with the same content counts once, note `duplicate-round`; different content is `round-conflict`, "
+    "not-evaluable, naming both folders), episodes keyed by id (a duplicate counts once), a round's episodes "
+    "combined into one result by mean score against the champion's (gate.champion) or the best of the field. The "
+    "candidate's own crash or missing score is a lost round; a running round or an infra failure blocks "
+    "(`insufficient-evidence`); a canceled round is excluded and named. An always-valid mixture e-value on p(win) "
+    "> 1/2 (or > gate.margin; ties left out) promotes at E >= 1/alpha (gate.alpha, default 0.05), keeping the "
+    "chance of ever promoting an equal candidate under alpha however often the gate is re-run; with gate.rounds = N "
+    "the exact sign test decides at N only. `claim-contradicted` (policy) when the rounds show the opposite or more "
+    "are lost than won; `claim-not-significant` when too few or too even, naming how many more won rounds would "
+    "promote. K (min_rounds, default 3) is a floor. The session's one decision (promote, block, usage-error) also "
+    "blocks on any failed check.",
     why="Never replace a champion or revert a policy from non-terminal or failed-before-startup rounds; only "
-    "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting the rounds that "
-    "show a claim and ignoring those that contradict it promotes a candidate that lost most of its rounds.",
-    example="claim-not-significant: won 3, lost 4, tied 0 of 7 rounds; sign test p = 0.7734 (confidence 22.7%, "
-    "needed 95%)",
-    fix="insufficient-evidence: wait for the running rounds and re-run the infra failures until K rounds with real "
-    "scores exist. claim-not-significant: run the further rounds it names, then re-run the gate. "
-    "claim-contradicted: keep the champion and rework the candidate.",
+    "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting a round twice, "
+    "counting episodes as rounds, dropping the candidate's own crashes or asking a fixed-sample test again after "
+    "every round promotes candidates that are no better.",
+    example="claim-contradicted: won 3, lost 4, tied 0, excluded 0 of 7 rounds; E = 0.1492, promote at E >= 20",
+    fix="insufficient-evidence: wait for the running rounds and re-run the infra failures. round-conflict: "
+    "re-harvest the round once. claim-not-significant: run more rounds and re-run the gate (as often as you "
+    "like). claim-contradicted: keep the champion and rework the candidate.",
 )
 def promotion_gate(ctx):
     if not ctx.evaluation.gate_mode:
@@ -667,17 +693,15 @@ def promotion_gate(ctx):
     outcome = decision.outcome
     if decision.passed:
         return f"promote: {decision.rounds_line()}; {decision.test.describe()} (K={decision.k})"
-    by_label = {decision.label(s): s for s in decision.states}
+    versus = f"against {decision.champion}" if decision.champion else "against the field"
     if outcome in ("claim-contradicted", "claim-not-significant"):
-        against = [p for p in decision.pairs if p.sign < 0]
-        evidence = [ctx.evidence(p.source, None, f"{p.round} {p.episode}: {p.text()}") for p in against[:10]]
-        names = [r for r, _ in decision.contradicted]
+        against = decision.contradicting
+        evidence = [ctx.evidence(r.source, None, f"{r.label}: {r.detail}") for r in against[:10]]
+        names = [r.label for r in against]
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         summary = (
-            f"promotion blocked, {outcome}: {decision.candidate} {decision.claim} "
-            f"({'against ' + decision.champion if decision.champion else 'against the field'}): "
-            f"{decision.rounds_line()}.\n{decision.test.describe()}; "
-            f"the contrary's p = {decision.test.p_contrary:.4g}."
+            f"promotion blocked, {outcome}: {decision.candidate} {decision.claim} ({versus}): "
+            f"{decision.rounds_line()}.\n{decision.test.describe()}."
         )
         if names:
             summary += f"\nrounds contradicting the claim ({len(names)}): {shown}."
@@ -685,37 +709,32 @@ def promotion_gate(ctx):
             summary += f"\n{decision.more_needed()}."
         elif decision.test.outcome != "contradicted":
             summary += (
-                f"\nmore rounds contradict the claim ({len(decision.contradicted)}) than show it "
-                f"({len(decision.shown)}): the claim is contradicted, though the contrary alone is not significant "
-                f"at {1 - decision.test.alpha:.0%}."
+                f"\nmore rounds contradict the claim ({len(names)}) than show it "
+                f"({len(decision.rounds) and sum(r.sign > 0 for r in decision.rounds)}): the claim is contradicted, "
+                f"though the contrary alone is not significant at {1 - decision.test.alpha:.0%}."
             )
-        cause = outcome
     else:
         evidence = [
-            ctx.evidence(
-                s.round.source, None, f"{decision.label(s)}: {s.category}" + (f" ({s.detail})" if s.detail else "")
-            )
-            for s in decision.excluded[:10]
-        ]
-        evidence += [
-            ctx.evidence(by_label[r].round.source, None, f"{r}: {why}") for r, why in decision.contradicted[:10]
+            ctx.evidence(r.source, None, f"{r.label}: {r.category}" + (f" ({r.detail})" if r.detail else ""))
+            for r in decision.blocking[:10]
         ]
         summary = f"promotion blocked: {decision.missing()}."
-        cause = outcome
+        if not decision.no_claim:
+            summary += f"\n{decision.candidate} {decision.claim} ({versus}): {decision.rounds_line()}."
     if decision.source_error:
         summary += f"\n{decision.source_error}"
     fix = _missing_fix(decision) if outcome == "insufficient-evidence" else None
-    return ctx.fail(decision.verdict, cause, summary, evidence, fix=fix or GATE_FIXES.get(outcome))
+    return ctx.fail(decision.verdict, outcome, summary, evidence, fix=fix or GATE_FIXES.get(outcome))
 
 
 def _missing_fix(decision) -> str | None:
-    """The steps that would bring the counted rounds up to K, from what
-    keeps the rest out: "wait for the running rounds" only when some run."""
+    """The steps that would unblock the gate, from what holds it: "wait for
+    the running rounds" only when some run."""
     if decision.source_error:
         return None
-    running = sum(1 for s in decision.excluded if s.category.startswith("still"))
-    failed = sum(1 for s in decision.excluded if not s.category.startswith("still") and "failed" in s.category)
-    other = len(decision.excluded) - running - failed
+    running = sum(1 for r in decision.blocking if r.category.startswith("still"))
+    failed = sum(1 for r in decision.blocking if not r.category.startswith("still") and "failed" in r.category)
+    other = len(decision.blocking) - running - failed
     steps = []
     if running:
         steps.append(f"wait for the {running} running round(s)")
@@ -723,13 +742,9 @@ def _missing_fix(decision) -> str | None:
         steps.append(f"fix what failed them and re-run the {failed} failed round(s)")
     if other:
         steps.append(f"re-run or re-harvest the {other} round(s) without real per-player scores")
-    short = decision.k - decision.paired_rounds - len(decision.excluded)
+    short = decision.k - decision.paired_rounds - len(decision.blocking)
     if short > 0:
         steps.append(f"run {short} more round(s) with the candidate")
     if not steps:
         return None
-    return (
-        f"Until {decision.k} rounds (K=min_rounds) are counted with the candidate's scores: "
-        + "; ".join(steps)
-        + "; then re-run the gate."
-    )
+    return "Until every scheduled round has a result: " + "; ".join(steps) + "; then re-run the gate."

@@ -499,7 +499,8 @@ SERVER_ERROR_CAUSES = {
     phases=["live", "postmortem"],
     verdicts=["infra"],
     detects='The LM Studio server log shows errors serving requests: a context overflow ("Trying to keep the '
-    'first N tokens when context the overflows"), `received prediction-error`, `No models loaded. Please load a '
+    'first N tokens when context the overflows", newer "The number of tokens to keep from the initial prompt is '
+    'greater than the context length"), `received prediction-error`, `No models loaded. Please load a '
     "model` (just-in-time loading did not load the judge), a model that failed to load (`load-error`), or a model "
     'that crashed ("The model has crashed", or only CPython\'s "Fatal Python error: Aborted" / "Segmentation fault" '
     "when the MLX engine dies mid-generation). Same "

@@ -371,7 +371,7 @@ def _kill_evidence(ctx, run) -> tuple[str, Evidence | None, float | None] | None
     # What follows the last step, text glued after its bar included (a launcher's line without a newline).
     tail = [ln.tail for ln in logical_lines(ctx.run_dir.log_tail(f.log), after)]
     line = None
-    if f.fatal is not None and f.fatal.cause == "killed-by-signal":
+    if f.fatal is not None and f.fatal.cause in ("killed-by-signal", "interrupted"):  # SIGINT is a signal too
         line = f.fatal.line
     else:
         line = next((tl for tl in tail if LAUNCHER_TIMEOUT.search(tl.text)), None)
@@ -380,8 +380,9 @@ def _kill_evidence(ctx, run) -> tuple[str, Evidence | None, float | None] | None
     # The launcher wrote its line when it killed the run: if nothing came after it, the log's last write
     # is the moment of the kill.
     end = mtime(f.log) if tail and tail[-1].line == line.line else None
+    said = "the interrupt" if f.fatal is not None and f.fatal.cause == "interrupted" else "the kill"
     return (
-        f"its log reports the kill: {line.text.strip()[:120]}",
+        f"its log reports {said}: {line.text.strip()[:120]}",
         ctx.evidence(f.log, line.line, line.text),
         end,
     )

@@ -984,7 +984,7 @@ def _healthy_step_times(run_dir) -> dict[str, float]:
         healthy = [
             run
             for run in run_dir.runs
-            if (folders is None or run.name in folders)
+            if (folders is None or run.folder in folders)
             and (run_dir.ledger is None or (run.row is not None and _finished_ok(run.row)))
         ]
         step = max(1, -(-len(healthy) // REFERENCE_RUNS))

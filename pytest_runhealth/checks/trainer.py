@@ -15,7 +15,7 @@ from ..checkpoints import check_safetensors, find_checkpoints, latest
 from ..layouts import hf_trainer, torchelastic
 from ..layouts.series import judge as judge_series
 from ..registry import check
-from ..rootcause import CAUSES
+from ..rootcause import CAUSES, is_peer_consequence
 from ..tfevents import is_loss_tag, read_event_file
 from ..values import duration_text
 
@@ -37,9 +37,15 @@ def _tfevents(ctx, path: Path):
     "(accelerate's `CalledProcessError`, torchrun's `ChildFailedError`, DeepSpeed's `exits with return code`, "
     "a GUI's `training failed`: named as consequences), with rank, timestamp, Ray, logger and capture-wrapper "
     "prefixes stripped and text glued after a progress bar split off; of interleaved ranks, the first to fail "
-    "is the root. Causes: cuda-oom (CUDA old and new wording, HIP, MPS, XPU; the backend is named), "
+    "is the root; of a torchrun job, the rank that died (its error, else its signal from the launcher's "
+    "`exitcode`/`ChildFailedError` record) is the root and the peers' `Connection closed/reset by peer` and "
+    "timed-out collectives are its consequences, whatever order they were printed in. Causes: cuda-oom (CUDA old "
+    "and new wording, HIP, PaddlePaddle, TensorFlow/XLA; the backend is named), gpu-oom (other accelerators: "
+    "Ascend NPU, Intel XPU, Apple MPS; the device is named), "
     "host-oom (`MemoryError`, the OOM killer's bare `Killed`), dataloader-worker-killed, segfault, "
-    "nccl-timeout, disk-full (`[Errno 28]`, torch.save's `basic_ios::clear: iostream error` and `unexpected "
+    "collective-timeout (NCCL's watchdog, gloo's `Timed out waiting Nms for recv/send operation`, Horovod's stall "
+    "shutdown, XLA's rendezvous termination; the backend is named; `nccl-timeout` in older reports), "
+    "interrupted (`KeyboardInterrupt`, torchrun's `SignalException: Process N got signal: 2`), disk-full (`[Errno 28]`, torch.save's `basic_ios::clear: iostream error` and `unexpected "
     'pos`, `[Errno 27] File too large`), missing-model-file (also a trainer\'s own "model not found"), '
     "missing-trainer-module (any `ModuleNotFoundError` that ends the run), nan-loss (detectron2's "
     "`FloatingPointError: Loss became infinite or NaN`, a loss dict printing `tensor(nan`), killed-by-signal "
@@ -133,6 +139,12 @@ def _died(ctx, log, err, last):
     root = err.line.text.strip()[:200]
     if err.cause == "unknown":
         summary = f"the run stopped at a traceback ({where}) that matches no known pattern: {root}"
+    elif err.cause == "interrupted":
+        # who stopped it (issue 35): an interrupt, not an error of the trainer's nor a kill from outside
+        summary = (
+            f"the run was interrupted ({where}): stopped by Ctrl-C or a SIGINT sent to it, not by an error of its "
+            f"own: {root}"
+        )
     else:
         summary = f"the run died of {err.describe()} ({where}): {root}"
     fix = err.fix
@@ -144,13 +156,17 @@ def _died(ctx, log, err, last):
             "scheduler or container) and the filesystem's maximum file size (FAT32: 4 GiB); raise the limit or "
             "write the checkpoint elsewhere. The checkpoint being written is truncated (RH206)."
         )
-    if err.consequences:
+    peers = [tl for tl in err.consequences if is_peer_consequence(tl.text)]
+    if peers:
+        # issue 35: the other ranks' lost connections and timed-out collectives, printed first or not
+        summary += "\nconsequence (another rank's error that followed from it): " + peers[0].text.strip()[:160]
+    if err.consequences and err.consequences[-1] not in peers:
         summary += (
             "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
         )
         evidence += [
             ctx.evidence(log, tl.line, tl.text)
-            for tl in err.consequences[-2:]
+            for tl in [*peers[:1], *err.consequences[-2:]]
             if ctx.evidence(log, tl.line, tl.text) not in evidence
         ]
     return ctx.fail(err.verdict, err.cause, summary, evidence, fix=fix)
@@ -166,7 +182,10 @@ def _died(ctx, log, err, last):
     "step line, a generic `step N ... loss nan`, the transformers Trainer's `{'loss': nan, ...}`, `loss: nan`, "
     "`Loss: NaN`, prose such as `loss is nan`, or a non-finite scalar under a loss tag in an event file. A NaN "
     "followed by finite values is still a NaN event (the first step and the count are reported). "
-    "A NaN learning rate, gradient norm or loss scale is not a NaN loss. The loss is also read where the "
+    "A NaN learning rate, gradient norm or loss scale is not a NaN loss, except that a Hugging Face Trainer "
+    "series whose loss is logged as exactly 0.0 beside a NaN/inf `grad_norm` from its first entry on is a NaN loss "
+    "its `logging_nan_inf_filter` hid (in `trainer_state.json` and in the console's `{'loss': 0.0, 'grad_norm': "
+    "nan, ...}` lines; the finding says so). The loss is also read where the "
     "trainer or tracker records it (docs/layouts.md): the Hugging Face Trainer's `trainer_state.json` "
     "`log_history` (`NaN`/`Infinity` as Python's json writes them), Lightning's `metrics.csv`, MLflow's "
     "`metrics/<key>` files, W&B's `wandb-summary.json` and a trainer's own metrics JSON-lines file "
@@ -199,6 +218,12 @@ def loss_finite(ctx):
                 f"step {point.step} (line {point.line})"
                 + ("; finite values follow, but weights updated with a NaN loss are suspect" if finite_after else "")
             )
+        elif scan.filtered_nan:
+            hidden = _filtered_nan_in_log(ctx, log, scan)
+            if hidden is not None:
+                first_step = hidden[0]
+                evidence.append(hidden[1])
+                sources.append(hidden[2])
     tf_checked = 0
     for path in run.event_files:
         read = _tfevents(ctx, path)
@@ -215,6 +240,8 @@ def loss_finite(ctx):
     # MLflow metrics/, W&B wandb-summary.json, Lightning metrics.csv, the trainer's own metrics.jsonl.
     recorded = layouts.loss_points(run)
     judged = judge_series(recorded) if recorded else None
+    caps = list(dict.fromkeys(layouts.read_caps(run)))  # what the reader contract's caps cut (reading.py)
+    capped = f" Read caps reached: {'; '.join(caps[:3])}." if caps else ""
     if judged is not None and judged.cause == "nan-loss":
         p = judged.first
         if p.step is not None:
@@ -225,13 +252,15 @@ def loss_finite(ctx):
         if judged is not None:  # a loss that grew by orders of magnitude, or gradients NaN to the end
             p = judged.first
             return ctx.fail(
-                "config", judged.cause, f"{judged.detail} ({p.file})", [ctx.evidence(p.file, p.line, p.text)]
+                "config", judged.cause, f"{judged.detail} ({p.file}).{capped}", [ctx.evidence(p.file, p.line, p.text)]
             )
         if log is None and not tf_checked and not recorded:
             ctx.skip(f"no log and no event file under {run.path}: no loss to check")
         if recorded and log is None and not tf_checked:
-            return f"{len(recorded)} recorded loss/gradient-norm value(s) finite and not diverging"
-        return None
+            return (
+                f"{len(recorded)} recorded loss/gradient-norm value(s) finite and not diverging{capped and ';'}{capped}"
+            )
+        return capped.strip() or None
     after = [
         c
         for c in find_checkpoints(run.checkpoints)
@@ -240,10 +269,26 @@ def loss_finite(ctx):
     names = sorted(c.path.name for c in after)
     if first_step is not None and layouts.own_kind(run) == layouts.HF_TRAINER:
         names += [c.path.name for c in hf_trainer.checkpoints(run.path) if c.step >= first_step]
-    summary = "the loss went non-finite: " + "; ".join(sources) + "."
+    summary = "the loss went non-finite: " + "; ".join(sources) + "." + capped
     if names:
         summary += f" Checkpoints saved at or after step {first_step} are suspect: {', '.join(names[:6])}."
     return ctx.fail("config", "nan-loss", summary, evidence)
+
+
+def _filtered_nan_in_log(ctx, log, scan):
+    """(step, evidence, source) when the console log's first Trainer loss dict already logs loss 0.0 beside a
+    non-finite grad_norm: a NaN loss hidden by logging_nan_inf_filter from the first entry on (issue 35)."""
+    from ..layouts.series import FILTERED_NAN_NOTE
+    from ..logscan import first_loss_dict_line
+
+    line, text = scan.filtered_nan[0]
+    if first_loss_dict_line(log, line) != line:
+        return None  # finite entries came first: not this rule's claim
+    source = (
+        f"{scan.filtered_nan_count} Trainer log dict(s) in {ctx.run_dir.rel(log)} with loss 0.0 and a non-finite "
+        f"grad_norm, the first at line {line} (the first logged entry): {FILTERED_NAN_NOTE}"
+    )
+    return 0, ctx.evidence(log, line, text), source  # NaN from the first entry: every checkpoint is suspect
 
 
 # -- RH205 --------------------------------------------------------------------------
@@ -405,7 +450,8 @@ def checkpoint_intact(ctx):
             + "\n".join(f"{ctx.run_dir.rel(c.path)}/ lacks {', '.join(c.missing)}" for c in incomplete[:10])
         )
     if hf:
-        usable = [c for c in hf if c.complete and not any(c.path in p.parents for p in bad_map)]
+        damaged = {parent for p in bad_map for parent in p.parents}  # once, not per checkpoint (was quadratic)
+        usable = [c for c in hf if c.complete and c.path not in damaged]
         parts.append(
             f"newest complete checkpoint to resume from: {ctx.run_dir.rel(usable[-1].path)}"
             if usable

@@ -16,6 +16,7 @@ import pytest
 from ..context import CheckContext
 from ..finding import Finding
 from ..needs import missing_need
+from ..reading import Unreadable
 from ..registry import CheckSpec
 from ..target import Target
 
@@ -33,18 +34,43 @@ def call_check(ctx: CheckContext, fixtures: dict[str, Any]) -> Any:
         return ctx.spec.func(ctx, **fixtures) if fixtures else ctx.spec.func(ctx)
     except (pytest.skip.Exception, pytest.fail.Exception, pytest.xfail.Exception, KeyboardInterrupt):
         raise
+    except Unreadable as exc:  # a reader crashed on one of this run's files: this run's finding, named
+        return unreadable(ctx, exc)
+    except OSError as exc:
+        if exc.filename is None:
+            return _check_bug(ctx, exc)
+        # a file of the run that could not be opened or read, and the check did not say so itself
+        return unreadable(ctx, Unreadable(exc.filename, exc.strerror or str(exc)))
     except Exception as exc:  # a check bug must still end as a readable failure
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
-        return ctx.fail(
-            "not-evaluable",
-            "unknown",
-            f"the check itself raised {type(exc).__name__}: {exc}{where}. This is a bug in the check "
-            f"({ctx.spec.owner}); the run was not judged.",
-            fix="report it with the run dir's layout; run with -p no:runhealth to bypass.",
-        )
+        return _check_bug(ctx, exc)
+
+
+def _check_bug(ctx: CheckContext, exc: BaseException) -> Finding:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+    return ctx.fail(
+        "not-evaluable",
+        "unknown",
+        f"the check itself raised {type(exc).__name__}: {exc}{where}. This is a bug in the check "
+        f"({ctx.spec.owner}); the run was not judged.",
+        fix="report it with the run dir's layout; run with -p no:runhealth to bypass.",
+    )
+
+
+def unreadable(ctx: CheckContext, exc: Unreadable) -> Finding:
+    """Cause ``unreadable`` (verdict infra): a file of this run could not be read; the run was not judged
+    on it, and no other run is affected."""
+    where = ctx.run_dir.rel(exc.path)
+    return ctx.fail(
+        "infra",
+        "unreadable",
+        f"{where} could not be read ({exc.why}): {ctx.spec.id} could not judge this run from it.",
+        [ctx.evidence(exc.path, None, exc.why)],
+        fix="look at the file (a write cut short, a value no writer produces, a file replaced by hand); "
+        "the other runs were checked.",
+    )
 
 
 def normalise(ctx: CheckContext, result: Any) -> Finding:

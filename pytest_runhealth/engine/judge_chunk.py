@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from .. import consequences, severity
 from ..context import CheckContext
 from ..finding import Finding
 from ..needs import NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
@@ -36,7 +37,7 @@ _OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)
 class Tally:
     """One check over one chunk: counts, and the first failing findings."""
 
-    __slots__ = ("judged", "skipped", "failing", "verdicts", "causes", "shown", "raised")
+    __slots__ = ("judged", "skipped", "failing", "verdicts", "causes", "shown", "raised", "consequence_of")
 
     def __init__(self) -> None:
         self.judged = 0
@@ -46,6 +47,7 @@ class Tally:
         self.causes: Counter[str | None] = Counter()
         self.shown: list[Finding] = []
         self.raised: BaseException | None = None
+        self.consequence_of: Counter[str] = Counter()  # root check → failing runs it explains (folded run by run)
 
     def skip(self, reason: str, run: str) -> None:
         self.skipped[reason.replace(run, "<run>")] += 1
@@ -72,6 +74,9 @@ class Tally:
             return ctx.ok(f"all {self.judged} judged runs pass" + (f"; {skipped} skipped" if skipped else ""))
         tally = ", ".join(f"{cause or 'no cause'} ×{n}" for cause, n in self.causes.most_common())
         lines = [f"{self.failing} of {self.judged} judged runs fail ({tally})"]
+        if self.consequence_of:
+            roots = ", ".join(f"{root} on {n}" for root, n in self.consequence_of.most_common())
+            lines.append(f"as a consequence of a root cause on the same run: {roots} (see there)")
         lines += [f"[{f.run}] {f.summary.splitlines()[0] if f.summary else ''}" for f in self.shown]
         if self.failing > len(self.shown):
             lines.append(f"… and {self.failing - len(self.shown)} more runs")
@@ -92,9 +97,13 @@ def judge_runs(
     config: pytest.Config | None,
     fixtures: dict[str, dict[str, Any]],
     state: RunHealthSession | None,
+    on_run_dir: dict[str, Finding] | None = None,
 ) -> dict[str, Tally]:
     """Every check of ``specs`` on each run of the chunk, a run at a time, its
     reads dropped after it; ``fixtures`` holds each check's fixture values.
+    Each run's failures are folded as a run's pass folds them
+    (``consequences.fold``, with the run dir's own failures ``on_run_dir`` as
+    possible roots): a tally counts the failing runs a root explains.
 
     A check is called only on the runs where it can say something: a check
     that needs a run's logs (``FOLDER_NEEDS``) never on the runs without a
@@ -141,6 +150,7 @@ def judge_runs(
     for i in order:
         run = runs[i]
         one = Target(rd, run, run.name)
+        failing: dict[str, Finding] = {}
         for spec, tally, limits, asks_run, values, visit, _ in judged:
             if tally.raised is not None or (visit is not None and i not in visit):
                 continue
@@ -161,8 +171,14 @@ def judge_runs(
                 continue
             if result is None or result.__class__ is str:
                 tally.judged += 1  # a pass: its note is not shown for a chunk, so no finding is built
-            else:
-                tally.add(normalise(ctx, result))
+                continue
+            finding = normalise(ctx, result)
+            tally.add(finding)
+            if not finding.passed and (state is None or severity.waiver_of(state.policy, spec, one) is None):
+                failing[spec.id] = finding
+        if failing and (len(failing) > 1 or on_run_dir):
+            for check, root in consequences.fold(failing, on_run_dir).items():
+                tallies[check].consequence_of[root] += 1
         rd.release_run(run)
     if not every:
         _release_unvisited(rd, runs, set(order))
@@ -220,7 +236,7 @@ def _release_unvisited(rd: Any, runs: list[Any], visited: set[int]) -> None:
     files): what the run-by-run loop would have dropped."""
     keys = rd._run_keys
     for i, run in enumerate(runs):
-        if i not in visited and (run.name in keys or "files" in run.__dict__ or "event_files" in run.__dict__):
+        if i not in visited and (run.folder in keys or "files" in run.__dict__ or "event_files" in run.__dict__):
             rd.release_run(run)
 
 

@@ -114,7 +114,7 @@ def _judge_group(
             except (Exception, pytest.skip.Exception, pytest.fail.Exception):  # its own item sets it up, says so
                 continue
     judged = [s for s in specs if s.id in values or not s.fixtures]
-    on_run_dir = run_dir_failures(request, target, state) if target.run is not None else None
+    on_run_dir = run_dir_failures(request, target, state) if target.run is not None or target.batch else None
     verdicts = judge_pass(judged, target, values, config, state, on_run_dir)
     for other in specs:
         verdicts.setdefault(other.id, _ALONE)
@@ -184,15 +184,17 @@ def judge_pass(
 ) -> dict[str, Verdict]:
     """Every check of ``specs`` on ``target``, then the run's failures folded,
     with ``on_run_dir``'s (its run dir's own failures) as possible roots; a
-    run dir's own failures are kept for its runs' passes. A chunk's findings
-    stand for many runs: they are not folded."""
+    run dir's own failures are kept for its runs' passes. A chunk is folded
+    run by run (engine/judge_chunk.py): a check of it whose every failing run
+    one root explains is that root's consequence."""
     thresholds = {spec.id: state.settings.thresholds_for(spec) for spec in specs}
     out: dict[str, Verdict] = {}
     if target.batch is not None:
-        tallies = judge_runs(specs, target, thresholds, config, fixtures, state)
+        tallies = judge_runs(specs, target, thresholds, config, fixtures, state, on_run_dir)
         for spec in specs:
             ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
             out[spec.id] = _outcome(partial(tallies[spec.id].finding, ctx))
+        _fold_chunk(tallies, out, on_run_dir)
         return out
     for spec in specs:
         out[spec.id] = _outcome(
@@ -209,6 +211,21 @@ def judge_pass(
     for check, root in consequences.fold(failing, on_run_dir).items():
         out[check].root = roots[root]
     return out
+
+
+def _fold_chunk(tallies: dict[str, Any], out: dict[str, Verdict], on_run_dir: dict[str, Finding] | None) -> None:
+    """A chunk's check whose every failing run is explained by one root on the same run is a consequence
+    of that root's own finding, as on one run (its tally says how many runs each root explains)."""
+    for check, tally in tallies.items():
+        verdict = out[check]
+        if verdict is _PASSED or verdict.finding is None or verdict.finding.passed or len(tally.consequence_of) != 1:
+            continue
+        root_check, explained = next(iter(tally.consequence_of.items()))
+        if explained != tally.failing:
+            continue
+        root = out[root_check].finding if root_check in out else (on_run_dir or {}).get(root_check)
+        if root is not None and not root.passed:
+            verdict.root = root
 
 
 def _judge(

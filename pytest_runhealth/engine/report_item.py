@@ -14,6 +14,7 @@ from .. import consequences, severity
 from ..finding import Finding
 from ..registry import CheckSpec
 from ..session import SESSION
+from ..shown import one_line
 from ..target import Target
 from .judge_run import verdict_for
 
@@ -27,7 +28,7 @@ def run_check(spec: CheckSpec, target: Target, request: pytest.FixtureRequest, f
     item.user_properties += [("check", spec.id), ("slug", spec.slug), ("run", target.name)]
     verdict = verdict_for(spec, target, request, fixtures, state)
     if verdict.skip is not None:
-        pytest.skip(verdict.skip)
+        pytest.skip(one_line(verdict.skip))  # a reason is one line: a folder's name cannot add one
     if verdict.raised is not None:
         raise verdict.raised
     finding, root = verdict.finding, verdict.root

@@ -15,6 +15,7 @@ before its JSON (RH004)."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,11 @@ from .model import (
     JsonProblem,
     Leaderboard,
     Round,
+    bad_score,
     not_understood,
     parse_scores,
     parse_time,
+    score_literal,
     scores_understood,
     shape_of,
 )
@@ -157,7 +160,13 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
         ep.has_results = results.is_file()
         if ep.has_results:
             res = reader.json(results)
-            if res.ok and ep.scores is None and ep.format_problem is None:
+            bad = bad_score(res.data) if res.ok and scores_understood(res.data) else None
+            if bad is not None and ep.scores is None and ep.format_problem is None:
+                player, value, why = bad
+                ep.format_problem = f"the score of {player} in {rd.rel(results)} is {why}"
+                ep.format_source, ep.format_shape = rd.rel(results), shape_of(res.data)
+                ep.format_literal = score_literal(value)
+            elif res.ok and ep.scores is None and ep.format_problem is None:
                 if scores_understood(res.data):
                     ep.scores = parse_scores(res.data)
                 else:  # a shape this reader does not know: unknown scores, not missing ones
@@ -165,14 +174,27 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
                     ep.format_shape = shape_of(res.data)
             if res.ok and ep.players is None and isinstance(res.data, dict):
                 ep.players = Episode.from_json("", "", res.data).players
+        if ep.format_literal:
+            ep.format_line = _line_of(reader, rd.path / ep.format_source, ep.format_literal)
         ep.logs = [p for p in rd.walk.files if ep_dir in p.parents and p.name.endswith(LOG_SUFFIXES)]
         episodes.append(ep)
     for i in range(len(dirs), len(listed)):
         if isinstance(listed[i], dict):
-            episodes.append(
-                Episode.from_json(f"episode_{i:02d}", rd.rel(folder / "experience_request.json"), listed[i])
-            )
+            ep = Episode.from_json(f"episode_{i:02d}", rd.rel(folder / "experience_request.json"), listed[i])
+            if ep.format_literal:
+                ep.format_line = _line_of(reader, rd.path / ep.format_source, ep.format_literal)
+            episodes.append(ep)
     return episodes
+
+
+def _line_of(reader: _Reader, path: Path, literal: str) -> int | None:
+    """The line of the file on which ``literal`` first appears (a bad score's evidence)."""
+    res = reader.cache.get(path)
+    text = res.text if res is not None else ""
+    at = text.find(literal)
+    if at < 0 and literal.startswith('"'):  # written with \u escapes
+        at = text.find(json.dumps(json.loads(literal)))
+    return text.count("\n", 0, at) + 1 if at >= 0 else None
 
 
 def _members(reader: _Reader, folder: Path) -> tuple[int | None, str]:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .. import reading
 from ..safeio import open_readonly
 
 MAX_JSON_BYTES = 32 << 20
@@ -35,29 +36,33 @@ class JsonRead:
     bad_line: int | None = None
     bad_text: str = ""
     sha256: str = ""
+    text: str = ""  # the decoded text, for a line number of a value found in the data
 
 
 def parse_json_bytes(raw: bytes) -> JsonRead:
     digest = hashlib.sha256(raw).hexdigest()
     text = raw.decode("utf-8", "replace")
     try:
-        return JsonRead(json.loads(text), True, sha256=digest)
+        return JsonRead(json.loads(text, parse_int=reading.parse_int), True, sha256=digest, text=text)
     except RecursionError:  # nested deeper than the interpreter's stack: no real harvest is
         return JsonRead(error="not JSON: nested too deeply to parse", bad_line=1, bad_text=text[:400], sha256=digest)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         first_error = exc
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith(("{", "[", "null"))), None)
     if start:
         chatter = [(i + 1, ln) for i, ln in enumerate(lines[:start]) if ln.strip()]
         if chatter and all(UV_CHATTER.match(ln) for _, ln in chatter):
-            try:
-                data = json.loads("\n".join(lines[start:]))
-            except (ValueError, RecursionError):
-                pass
-            else:
+            data, err = reading.load_json("\n".join(lines[start:]))
+            if err is None:
                 return JsonRead(
-                    data, True, preamble=chatter, bad_line=chatter[0][0], bad_text=chatter[0][1], sha256=digest
+                    data,
+                    True,
+                    preamble=chatter,
+                    bad_line=chatter[0][0],
+                    bad_text=chatter[0][1],
+                    sha256=digest,
+                    text=text,
                 )
     line = getattr(first_error, "lineno", None)
     bad = lines[line - 1] if line and 0 < line <= len(lines) else (lines[0] if lines else "")

@@ -58,18 +58,38 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def _score(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
+def score_problem_of(value: Any) -> str | None:
+    """Why a score is not a JSON number the gate can compare, or None (a
+    number, or null: a missing score). Never lenient: a string that reads as
+    a number ("٩٩", "1_000", " 7 ") is a string."""
+    if value is None:
         return None
-    if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
+    if isinstance(value, bool):
+        return f"the boolean {json.dumps(value)}, not a number"
     if isinstance(value, str):
-        try:
-            num = float(value)
-        except ValueError:
-            return None
-        return num if math.isfinite(num) else None
-    return None
+        return f"the string {json.dumps(value, ensure_ascii=False)[:60]}, not a JSON number"
+    if isinstance(value, int):
+        if value.bit_length() > 1024:  # float() would overflow
+            return f"an integer of about {int(value.bit_length() * 0.30103)} digits, beyond the range of a float"
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"the non-finite {value!r}, not a number"
+    return f"a {type(value).__name__}, not a number"
+
+
+def score_literal(value: Any) -> str:
+    """The value as it is spelled in the JSON text, to find its line."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("-Infinity" if value < 0 else "Infinity")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
+        return str(value)[:40]
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _score(value: Any) -> float | None:
+    if value is None or score_problem_of(value):
+        return None
+    return float(value)
 
 
 def find_key(obj: Any, keys: tuple[str, ...], depth: int = 4) -> Any:
@@ -131,12 +151,35 @@ def scores_understood(raw: Any) -> bool:
     if isinstance(raw, dict):
         if "scores" in raw:
             return scores_understood(raw["scores"])
-        return all(v is None or (isinstance(v, (int, float, str)) and not isinstance(v, bool)) for v in raw.values())
+        return all(v is None or isinstance(v, (int, float, str)) for v in raw.values())
     if isinstance(raw, list):
         return all(
             not isinstance(v, (dict, list)) or (isinstance(v, dict) and ("score" in v or "value" in v)) for v in raw
         )
     return False
+
+
+def bad_score(raw: Any) -> tuple[str, Any, str] | None:
+    """The first score of a readable shape that is not a JSON number: (player, value, why)."""
+    if isinstance(raw, dict):
+        if "scores" in raw:
+            return bad_score(raw["scores"])
+        items = [(str(k), v) for k, v in raw.items()]
+    elif isinstance(raw, list):
+        items = []
+        for i, item in enumerate(raw):
+            if isinstance(item, dict):
+                who = next((str(item[k]) for k in PLAYER_ID_KEYS if item.get(k) is not None), str(i))
+                items.append((who, item.get("score", item.get("value"))))
+            else:
+                items.append((str(i), item))
+    else:
+        return None
+    for player, value in items:
+        why = score_problem_of(value)
+        if why:
+            return player, value, why
+    return None
 
 
 def shape_of(data: Any) -> str:
@@ -168,6 +211,8 @@ class Episode:
     format_problem: str | None = None
     format_source: str = ""  # the file (or URL) whose shape was not understood
     format_shape: str = ""  # the start of that document, as JSON (the evidence)
+    format_literal: str = ""  # a bad score as spelled in the file, to find its line
+    format_line: int | None = None
 
     @classmethod
     def from_json(cls, name: str, source: str, data: dict) -> Episode:
@@ -179,6 +224,20 @@ class Episode:
         if players is None:
             players = _int(data.get("num_players") or data.get("player_count"))
         understood = scores_understood(data.get("scores"))
+        bad = bad_score(data.get("scores")) if understood else None
+        if bad is not None:
+            player, value, why = bad
+            return cls(
+                name=name,
+                source=source,
+                status=str(data.get("status") or "").strip().lower(),
+                players=players,
+                raw=data,
+                format_problem=f"the score of {player} in {source} is {why}",
+                format_source=source,
+                format_shape=shape_of(data.get("scores")),
+                format_literal=score_literal(value),
+            )
         return cls(
             name=name,
             source=source,

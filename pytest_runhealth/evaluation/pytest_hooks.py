@@ -6,28 +6,53 @@ the JSON report)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .. import __version__
-from ..results import Result, write_json
+from ..results import Result
 from ..rundir import RunDir
 from ..session import RunHealthSession, is_controller, report_path, session_of
 from . import evaluation_of
-from .gate import record_path, verdict_record
 from .model import Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
-from .signtest import percent
-from .state import GATE_MARK, GATE_ON, SETTINGS, decision_for, gate_mode, gate_settings, gated_run_dirs
+from .state import (
+    GATE_MARK,
+    GATE_ON,
+    GATE_RESULT,
+    SETTINGS,
+    decision_for,
+    gate_mode,
+    gate_settings,
+    gated_run_dirs,
+    record_path,
+)
 
-GATE_RESULT = pytest.StashKey[dict]()
+if TYPE_CHECKING:
+    from .verdict import GateVerdict
+
+VERDICT_PATH = pytest.StashKey[str]()
+SESSION_STARTED = pytest.StashKey[bool]()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """The marker; and no stale verdict: the previous session's verdict file
+    goes before anything is decided (a new one is written whatever happens)."""
     config.addinivalue_line("markers", f"{GATE_MARK}: this test is a promotion gate (turns on --runhealth-gate)")
+    if not is_controller(config):
+        return
+    path = verdict_path(config)
+    if path is not None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
 
 # -- targets -------------------------------------------------------------------
@@ -66,10 +91,10 @@ def pytest_runhealth_targets(config: pytest.Config, settings) -> list[RunDir]:
         eval_settings = resolve(config, settings.section("eval"))
         validate(settings.section("gate"), GATE_SCHEMA, "gate")
     except EvalSettingsError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise usage_error(config, str(exc)) from None
     config.stash[SETTINGS] = eval_settings
     if eval_settings.requests and not eval_settings.server:
-        raise pytest.UsageError("--eval-request needs --eval-server URL (or ini runhealth_eval_server)")
+        raise usage_error(config, "--eval-request needs --eval-server URL (or ini runhealth_eval_server)")
     if eval_settings.server and eval_settings.requests:
         return [LiveEvaluation(eval_settings)]
     return []
@@ -80,6 +105,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     for rd in state.run_dirs if state else []:
         if isinstance(rd, LiveEvaluation):
             rd.close()
+    last_word(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -94,6 +120,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_sessionstart(session: pytest.Session) -> None:
     """A candidate or champion that no round knows is a typo, not a verdict:
     exit 4 before any check runs, naming the players that exist."""
+    session.config.stash[SESSION_STARTED] = True
     if is_controller(session.config) and gate_mode(session.config):
         check_player_names(session.config)
 
@@ -104,7 +131,7 @@ def check_player_names(config: pytest.Config) -> None:
     try:
         gate = gate_settings(config)
     except EvalSettingsError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise usage_error(config, str(exc)) from None
     named = [(role, gate.get(role)) for role in ("candidate", "champion") if gate.get(role) not in (None, "")]
     if not named:
         return
@@ -113,14 +140,15 @@ def check_player_names(config: pytest.Config) -> None:
         return  # no round names a player yet (all still pending): RH508 says what is missing
     for role, name in named:
         if str(name) not in known:
-            raise pytest.UsageError(unknown_player(role, str(name), known))
+            raise usage_error(config, unknown_player(role, str(name), known))
 
 
 # -- the gate at the end of the session ----------------------------------------
-def _blockers(results: list[Result]) -> list[dict]:
+def _blockers(results: list[Result], exitstatus: int) -> list[dict]:
+    """Every failed check blocks, named; so does a failed test of the user's own."""
     out = []
     for r in results:
-        if r.outcome in ("failed", "error") and (r.verdict == "not-evaluable" or r.check == "RH508"):
+        if r.outcome in ("failed", "error"):
             out.append(
                 {
                     "check": r.check,
@@ -138,6 +166,16 @@ def _blockers(results: list[Result]) -> list[dict]:
                 "verdict": "not-evaluable",
                 "cause": "insufficient-evidence",
                 "summary": "the promotion gate check did not pass in this session (deselected, skipped or failed)",
+            }
+        )
+    if exitstatus not in (0, pytest.ExitCode.TESTS_FAILED) or (exitstatus and not out):
+        out.append(
+            {
+                "check": "session",
+                "run": None,
+                "verdict": "not-evaluable",
+                "cause": "unknown",
+                "summary": f"the pytest session ended with exit status {int(exitstatus)}",
             }
         )
     return out
@@ -160,68 +198,119 @@ def _check_versions(results: list[Result], registry) -> list[dict[str, str]]:
     return out
 
 
-def finish(session: pytest.Session, state: RunHealthSession) -> None:
-    """The session's last step (core.pytest_sessionfinish, in the controller):
-    the promotion gate's verdict record, and a hold fails the session."""
+def verdict_path(config: pytest.Config) -> Path | None:
+    """Where the verdict record goes; None without a report, or where it
+    would land inside a run dir (nothing there is written or removed; the
+    report's own check says so as a usage error)."""
+    out = report_path(config, "report")
+    if not out:
+        return None
+    path = record_path(out)
+    state = session_of(config)
+    try:
+        given = [Path(p) for p in (config.getoption("runhealth_run_dirs") or config.getini("runhealth_run_dirs") or [])]
+    except (ValueError, KeyError):
+        given = []
+    folders = given + [rd.path for rd in (state.run_dirs if state else [])]
+    where = os.path.realpath(path)
+    for folder in folders:
+        root = os.path.realpath(folder)
+        if where == root or where.startswith(root.rstrip(os.sep) + os.sep):
+            return None
+    return path
+
+
+def write_verdict(config: pytest.Config, verdict: GateVerdict) -> None:
+    """The verdict file, written atomically (temporary file, then os.replace)."""
+    config.stash[GATE_RESULT] = verdict
+    path = verdict_path(config)
+    if path is None:
+        return
+    try:
+        verdict.write(path)
+        config.stash[VERDICT_PATH] = str(path)
+    except OSError as exc:
+        config.stash[VERDICT_PATH] = f"NOT written to {path}: {exc.strerror or exc}"
+
+
+def gate_requested(config: pytest.Config) -> bool:
+    try:
+        return bool(config.getoption("runhealth_gate", False) or config.getini("runhealth_gate")) or gate_mode(config)
+    except (ValueError, KeyError):
+        return False
+
+
+def usage_error(config: pytest.Config, message: str) -> pytest.UsageError:
+    """A usage error under the gate leaves ``"decision": "usage-error"`` in the verdict file."""
+    from .verdict import GateVerdict  # the gate's arithmetic: only in a gate session
+
+    if is_controller(config) and gate_requested(config):
+        write_verdict(config, GateVerdict.failed("usage-error", message, __version__))
+    return pytest.UsageError(message)
+
+
+def decide_session(session: pytest.Session, state: RunHealthSession) -> None:
+    """The session's one gate decision (core.pytest_sessionfinish, in the
+    controller, before the reports that show it): the verdict file, and the
+    exit code, 0 exactly when the decision is promote."""
     config = session.config
     if not is_controller(config) or not gate_mode(config):
         return
-    results = list(state.collector.results.values())
-    blockers = _blockers(results)
-    gated = gated_run_dirs(config)
-    decision = decision_for(None, config) if gated else None
-    evaluations = {rd.name: evaluation_of(rd) for rd in gated}
-    record = verdict_record(decision, evaluations, blockers, __version__, _check_versions(results, state.registry))
-    config.stash[GATE_RESULT] = record
-    out = report_path(config, "report")
-    if out:
-        path = record_path(out)
-        write_json(path, record)
-        record["path"] = str(path)
-    if record["decision"] != "promote" and session.exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if config.stash.get(GATE_RESULT, None) is not None:
+        return  # decided already: a usage error raised during collection (the session still finishes)
+    from .verdict import GateVerdict  # the gate's arithmetic: only in a gate session
+
+    if session.exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+        write_verdict(config, GateVerdict.failed("internal-error", "INTERNALERROR during the session", __version__))
+        return
+    try:
+        results = list(state.collector.results.values())
+        blockers = _blockers(results, int(session.exitstatus))
+        gated = gated_run_dirs(config)
+        statistic = decision_for(None, config) if gated else None
+        evaluations = {rd.name: evaluation_of(rd) for rd in gated}
+        verdict = GateVerdict.of(
+            statistic, blockers, evaluations, __version__, _check_versions(results, state.registry)
+        )
+    except Exception as exc:  # the verdict must still say something, never a stale promote
+        verdict = GateVerdict.failed("internal-error", f"{type(exc).__name__}: {exc}", __version__)
+    write_verdict(config, verdict)
+    session.exitstatus = verdict.exit_code(int(session.exitstatus))
+    junit_property(config, verdict)
 
 
-SHOW_ROUNDS = 5
+def junit_property(config: pytest.Config, verdict: GateVerdict) -> None:
+    """The decision as a JUnit test-suite property, ``runhealth_gate_decision``
+    (what ``record_testsuite_property`` writes), added before --junitxml's
+    file is written (core.pytest_sessionfinish runs first)."""
+    for plugin in config.pluginmanager.get_plugins():
+        add = getattr(plugin, "add_global_property", None)
+        if callable(add) and type(plugin).__name__ == "LogXML":
+            add("runhealth_gate_decision", verdict.decision)
+            stat = verdict.statistic
+            if stat is not None and not stat.no_claim:
+                add("runhealth_gate_rounds", stat.rounds_line())
+                add("runhealth_gate_statistic", stat.test.describe())
 
 
-def gate_lines(session: dict | None) -> list[str]:
-    """The decision's numbers for the terminal: rounds won/lost/tied, the
-    test with its p-value and confidence, and the rounds that contradict the
-    claim (the first few and a count)."""
-    test = (session or {}).get("test")
-    if not session or not test:
-        return []
-    versus = f"against {session['champion']}" if session.get("champion") else "against the field"
-    won, lost = ("won", "lost") if session["claim"] == "wins" else ("trailed", "led")
-    lines = [
-        f"{session['candidate']} {session['claim']} ({versus}): {won} {session['rounds_shown']}, "
-        f"{lost} {session['rounds_contradicted']}, tied {session['rounds_tied']} round(s); "
-        f"episode pairs {test['pairs_for']} for, {test['pairs_against']} against, {test['pairs_tied']} tied",
-        f"sign test (ties left out): p = {test['p_value']:.4g}, confidence {percent(1 - test['p_value'])} "
-        f"(needed {1 - test['alpha']:.0%}); contrary p = {test['p_value_contrary']:.4g} -> {session['outcome']}",
-    ]
-    against = [c["round"] for c in session.get("contradicted") or []]
-    if against:
-        more = f" and {len(against) - SHOW_ROUNDS} more" if len(against) > SHOW_ROUNDS else ""
-        lines.append(f"rounds contradicting the claim ({len(against)}): {', '.join(against[:SHOW_ROUNDS])}{more}")
-    if session.get("more_needed"):
-        lines.append(session["more_needed"])
-    return lines
+def last_word(config: pytest.Config) -> None:
+    """A gate session that ended without a decision (an INTERNALERROR, a
+    usage error raised elsewhere) writes one now (from pytest_unconfigure)."""
+    if not is_controller(config) or GATE_RESULT in config.stash or not gate_requested(config):
+        return
+    from .verdict import GateVerdict  # the gate's arithmetic: only in a gate session
+
+    started = session_of(config) is not None and config.stash.get(SESSION_STARTED, False)
+    kind = "internal-error" if started else "usage-error"
+    write_verdict(config, GateVerdict.failed(kind, f"the gate session ended without a decision ({kind})", __version__))
 
 
 def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, session) -> None:
-    record = config.stash.get(GATE_RESULT, None)
-    if record is None:
+    verdict = config.stash.get(GATE_RESULT, None)
+    if verdict is None:
         return
     terminalreporter.write_sep("-", "promotion gate")
-    for line in gate_lines(record.get("session")):
+    for line in verdict.lines():
         terminalreporter.write_line(line)
-    if record["decision"] == "promote":
-        terminalreporter.write_line("PROMOTE: every target has the evidence the gate asks for")
-    else:
-        terminalreporter.write_line(f"BLOCKED by {len(record['blockers'])} finding(s):")
-        for b in record["blockers"]:
-            terminalreporter.write_line(f"  {b['check']} [{b['run']}] {b['verdict']}: {b['summary']}")
-    if record.get("path"):
-        terminalreporter.write_line(f"verdict record: {record['path']}")
+    if config.stash.get(VERDICT_PATH, None):
+        terminalreporter.write_line(f"verdict record: {config.stash[VERDICT_PATH]}")

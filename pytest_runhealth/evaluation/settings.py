@@ -68,8 +68,22 @@ GATE_SCHEMA = {
             "type": "number",
             "exclusiveMinimum": 0,
             "maximum": 0.5,
-            "description": "the sign test's one-sided error rate: promote only at confidence 1 - alpha "
-            "(default 0.05); the same alpha decides claim-contradicted",
+            "description": "the test's one-sided error rate: the chance of ever promoting a candidate no better "
+            "than the claim's bar, however often the gate is re-run (default 0.05); the same alpha decides "
+            "claim-contradicted",
+        },
+        "margin": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "exclusiveMaximum": 0.95,
+            "description": "the claim's bar: the candidate wins more than this share of its decisive rounds "
+            "(default 0.5, a direction only; 0.6 claims an effect size)",
+        },
+        "rounds": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "a number of rounds fixed in advance: the exact sign test decides once, at exactly this "
+            "many rounds (without it the always-valid sequential test decides after any round)",
         },
     },
 }

@@ -8,19 +8,25 @@ importing a sub-plugin (no import reaches upward)."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..session import session_of
-from .gate import decide
 from .model import DEFAULT_TERMINAL, Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, validate
 from .signtest import DEFAULT_ALPHA
 
+if TYPE_CHECKING:
+    from .verdict import GateVerdict  # the gate's arithmetic: imported only in a gate session
+
 SETTINGS = pytest.StashKey[EvalSettings]()
 GATE_ON = pytest.StashKey[bool]()  # a test marked runhealth_gate was collected
 GATE_MARK = "runhealth_gate"
+GATE_RESULT: pytest.StashKey[GateVerdict] = (
+    pytest.StashKey()
+)  # the session's one decision, once made (evaluation/pytest_hooks.py)
 
 
 def evaluation_of(run_dir) -> Evaluation:
@@ -51,7 +57,7 @@ def gate_mode(config: pytest.Config | None) -> bool:
 def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
     state = session_of(config)
     gate = dict(validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate"))
-    for key in ("candidate", "claim", "champion"):  # the command line wins over runhealth.yaml
+    for key in ("candidate", "claim", "champion", "rounds"):  # the command line wins over runhealth.yaml
         given = config.getoption(f"runhealth_{key}", None) if config is not None else None
         if given:
             gate[key] = given
@@ -75,6 +81,8 @@ def decision_for(run_dir, config: pytest.Config | None):
         spec = state.registry.get("RH508")
         if spec is not None:
             k = int(state.settings.thresholds_for(spec).get("min_rounds", 3))
+    from .gate import decide  # the gate's arithmetic and triage: only where a decision is asked for
+
     gate = gate_settings(config)
     sources = [(rd.name, evaluation_of(rd), rd.log_tail) for rd in gated_run_dirs(config, run_dir)]
     return decide(
@@ -85,4 +93,15 @@ def decision_for(run_dir, config: pytest.Config | None):
         gate.get("claim", "wins"),
         champion=gate.get("champion"),
         alpha=float(gate.get("alpha", DEFAULT_ALPHA)),
+        margin=gate.get("margin"),
+        fixed_rounds=gate.get("rounds"),
+    )
+
+
+def record_path(report: Path) -> Path:
+    """The verdict record beside the JSON report: ``gate/report.json`` -> ``gate/report.verdict.json``."""
+    return (
+        report.with_name(report.name + ".verdict.json")
+        if report.suffix != ".json"
+        else report.with_name(report.name[: -len(".json")] + ".verdict.json")
     )

@@ -45,7 +45,7 @@ def strong_kind(folder: Path, files: set[str], dirs: set[str]) -> str | None:
         return LIGHTNING
     if mlflow_store.is_run_folder(files, dirs):
         return MLFLOW
-    if wandb_run.is_run_folder(folder.name, files, dirs):
+    if wandb_run.is_run_folder(folder, files, dirs):
         return WANDB
     return None
 
@@ -139,8 +139,17 @@ def loss_points(run) -> list:
     out = _layout_points(run)
     for path in jsonl_metrics.files(run.path):
         rel = run.run_dir.rel(path)
-        out = out + run.run_dir.cached(("metrics-jsonl", path), lambda p=path, r=rel: jsonl_metrics.points(p, r))
+        caps = read_caps(run)
+        out = out + run.run_dir.cached(
+            ("metrics-jsonl", path), lambda p=path, r=rel, c=caps: jsonl_metrics.points(p, r, c)
+        )
     return out
+
+
+def read_caps(run) -> list[str]:
+    """What the reader contract's caps cut while this run's recorded series were read (reading.Budget):
+    RH202 names them, so a verdict on part of a file says so."""
+    return run.run_dir.cached(("read-caps", run.path), list)
 
 
 def _layout_points(run) -> list:
@@ -161,7 +170,9 @@ def _layout_points(run) -> list:
         read = run.run_dir.cached(("hf-state", state), lambda: hf_trainer.read_state(state))
         return hf_trainer.points(read, run.run_dir.rel(state))
     if kind == MLFLOW:
-        return mlflow_store.read_metrics(path, prefix).points
+        metrics = mlflow_store.read_metrics(path, prefix)
+        read_caps(run).extend(metrics.capped)
+        return metrics.points
     if kind == WANDB:
         return wandb_run.summary_points(path, prefix)
     if kind == LIGHTNING:

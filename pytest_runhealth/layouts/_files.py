@@ -3,12 +3,11 @@ YAML-ish and text files, and a folder listing that never follows links."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from ..safeio import read_head
+from .. import reading
 
 MAX_JSON = 64 << 20  # a trainer_state.json of a long run with eval metrics stays well under this
 
@@ -42,42 +41,37 @@ def entries(folder: Path) -> tuple[set[str], set[str]]:
     return files, dirs
 
 
-def read_text(path: Path, limit: int = MAX_JSON) -> str | None:
+def read_text(path: Path, limit: int = MAX_JSON, budget: reading.Budget | None = None) -> str | None:
     """The file as text (bytes past ``limit`` are not read), None when it is not a readable regular file."""
-    try:
-        if path.is_symlink():
-            return None
-        return read_head(path, limit).decode("utf-8", "replace")
-    except OSError:
-        return None
+    return reading.read_text(path, limit, budget)
 
 
-def read_json(path: Path, limit: int = MAX_JSON) -> tuple[Any, str | None]:
-    """(value, None) or (None, why not). ``NaN``, ``Infinity`` and ``-Infinity``
-    are read as Python's ``json`` writes them (``allow_nan`` is its default)."""
-    text = read_text(path, limit)
-    if text is None:
-        return None, "cannot be read"
-    try:
-        return json.loads(text), None
-    except (ValueError, RecursionError) as exc:
-        return None, f"not JSON ({str(exc)[:80]})"
+def read_json(path: Path, limit: int = MAX_JSON, budget: reading.Budget | None = None) -> tuple[Any, str | None]:
+    """(value, None) or (None, why not), by the reader contract (:func:`reading.load_json`)."""
+    return reading.read_json(path, limit, budget)
 
 
 def as_float(value: Any) -> float | None:
-    """A number, or a non-finite one written as a string (``"NaN"``, ``"inf"``)."""
-    if isinstance(value, bool):
+    """A JSON number, or a non-finite one written as a string (``"NaN"``, ``"inf"``), by the one number
+    parser (:func:`reading.number`: ``1e400`` and a 4000-digit integer are infinite, never an exception)."""
+    if isinstance(value, str) and value.strip().lower() not in reading.NONFINITE_WORDS:
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and value.strip().lower() in ("nan", "inf", "-inf", "infinity", "-infinity", "+inf"):
-        return float(value.strip().lower().replace("infinity", "inf"))
-    return None
+    return reading.number(value)
 
 
-def line_of(text: str, needle: str, start: int = 0) -> tuple[int | None, int]:
-    """The 1-based line of ``needle`` in ``text`` at or after ``start``, and where it was found (-1: not)."""
-    at = text.find(needle, start)
-    if at < 0:
-        return None, -1
-    return text.count("\n", 0, at) + 1, at
+class LineIndex:
+    """Line numbers of offsets in one text, asked in increasing order: each
+    newline is counted once however many points are looked up (counting from
+    the start per point made a 20k-entry trainer_state.json quadratic)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.line = 1
+
+    def line_at(self, at: int) -> int:
+        if at < self.pos:  # asked out of order: count afresh (rare; still correct)
+            self.pos, self.line = 0, 1
+        self.line += self.text.count("\n", self.pos, at)
+        self.pos = at
+        return self.line

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import reading
 from ..safeio import mtime
-from ._files import as_float, entries, line_of, read_json, read_text
+from ._files import MAX_JSON, LineIndex, as_float, entries, read_json
 from .series import Point, is_rl_key
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(?P<step>\d+)$")
@@ -103,6 +104,9 @@ def checkpoints(run_path: Path) -> list[HfCheckpoint]:
             found.append(HfCheckpoint(run_path / d, int(m["step"]), files, sub))
     found.sort(key=lambda c: c.step)
     common = {name for name, has in PARTS.items() if found and all(has(c.files, c.dirs) for c in found if c.files)}
+    # How many checkpoints (with files) have each part: "every other one has it" without a pass per checkpoint.
+    with_files = sum(1 for c in found if c.files)
+    having = {name: sum(1 for c in found if c.files and has(c.files, c.dirs)) for name, has in PARTS.items()}
     for c in found:
         if not has_weights(c.files, c.dirs):
             c.missing.append("weights (model.safetensors, pytorch_model.bin or adapter_model.safetensors)")
@@ -110,11 +114,11 @@ def checkpoints(run_path: Path) -> list[HfCheckpoint]:
         if STATE not in c.files:
             c.missing.append(f"{STATE} (written last: the save was cut short)")
         # A part every other checkpoint of this run has (all but this one), or the optimizer beside a scheduler.
-        others = [o for o in found if o is not c and o.files]
+        others = with_files - (1 if c.files else 0)
         for name, has in PARTS.items():
             if has(c.files, c.dirs):
                 continue
-            if (others and all(has(o.files, o.dirs) for o in others)) or name in common:
+            if (others and having[name] == others) or name in common:
                 c.missing.append(name)
             elif name == "optimizer.pt" and "scheduler.pt" in c.files:
                 c.missing.append(f"{name} (scheduler.pt is there: they are saved together)")
@@ -178,8 +182,11 @@ class TrainerState:
 
 
 def read_state(path: Path) -> TrainerState:
-    data, err = read_json(path)
-    text = read_text(path) or ""
+    got = reading.read_bytes(path, MAX_JSON)
+    text = "" if got.error else reading.decode(got.data)
+    data, err = (None, "cannot be read") if got.error else reading.load_json(text)
+    if got.capped:
+        data, err = None, f"over the {MAX_JSON >> 20} MiB cap for this file ({got.size:,} bytes): not read"
     if err or not isinstance(data, dict):
         return TrainerState(path, None, None, [], text, None, err or "not a JSON object")
 
@@ -222,35 +229,49 @@ def state_file(run_path: Path, cks: list[HfCheckpoint] | None = None) -> Path | 
     return None
 
 
+SEARCH_WINDOW = 64 << 10  # one log_history entry's text: a needle is looked for this far after the last
+
+
 def points(state: TrainerState, rel: str) -> list[Point]:
     """Every logged loss, eval loss and gradient norm of ``log_history``, with
-    the line of ``trainer_state.json`` it is written on."""
+    the line of ``trainer_state.json`` it is written on. One pass: each
+    entry's text is looked for after the previous one's, within
+    :data:`SEARCH_WINDOW`, and newlines are counted once (:class:`LineIndex`)."""
     out: list[Point] = []
-    pos = state.text.find('"log_history"')
+    text = state.text
+    pos = text.find('"log_history"')
+    index = LineIndex(text)
     rl = any(isinstance(e, dict) and any(is_rl_key(k) for k in e) for e in state.log_history)
     for entry in state.log_history:
-        step = entry.get("step") if isinstance(entry.get("step"), int) else None
+        raw_step = entry.get("step")
+        step = reading.integer(raw_step) if isinstance(raw_step, int) else None
         for key in sorted(entry):
+            if not isinstance(key, str):
+                continue
             low = key.lower()
             if not ("loss" in low or "grad_norm" in low):
                 continue
             value = as_float(entry[key])
             if value is None:
                 continue
-            line, at = (None, -1)
+            line = None
+            shown = _json_number(entry[key])
             if pos >= 0:
-                shown = _json_number(entry[key])
-                line, at = line_of(state.text, f'"{key}": {shown}', pos)
-            text = f'"{key}": {_json_number(entry[key])}, "step": {step}'
-            out.append(Point(key, step, value, rel, line, text, rl=rl and "loss" in low))
+                at = text.find(f'"{key}": {shown}', pos, pos + SEARCH_WINDOW)
+                line = index.line_at(at) if at >= 0 else None
+            out.append(
+                Point(key, step, value, rel, line, f'"{key}": {shown}, "step": {step}'[:200], rl=rl and "loss" in low)
+            )
         # entries are written in order: search the next one after this one's step
         if pos >= 0 and step is not None:
-            nxt = state.text.find(f'"step": {step}', pos)
+            nxt = text.find(f'"step": {step}', pos, pos + SEARCH_WINDOW)
             pos = nxt + 1 if nxt >= 0 else pos
     return out
 
 
 def _json_number(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**reading.MAX_INT_DIGITS:
+        return "<huge>"  # str() of a 4000-digit integer raises ValueError (and is quadratic)
     if isinstance(value, float):
         if math.isnan(value):
             return "NaN"

@@ -12,14 +12,14 @@ loss or gradient-norm key is taken from a row; RH202 judges them with
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..safeio import read_head, read_tail
+from .. import reading
+from ..safeio import read_tail
 from ._files import as_float, entries
 from .series import Point, is_grad_norm_key, is_loss_key, is_rl_key
 
@@ -41,33 +41,35 @@ def files(run_path: Path) -> list[Path]:
     return out[:MAX_FILES]
 
 
-def _chunks(path: Path) -> list[tuple[bytes, int | None]]:
+def _chunks(path: Path, caps: list[str] | None = None) -> list[tuple[bytes, int | None]]:
     """(bytes, 1-based line of their first line, or None where it is not known): the whole file,
-    or for a file over :data:`MAX_BYTES` its head and its tail (the lines between are not read)."""
+    or for a file over :data:`MAX_BYTES` its head and its tail (the lines between are not read,
+    and ``caps`` says so)."""
     if os.stat(path, follow_symlinks=False).st_size <= MAX_BYTES:
-        return [(read_head(path, MAX_BYTES), 1)]
+        got = reading.read_bytes(path, MAX_BYTES)
+        return [(got.data, 1)]
     half = MAX_BYTES // 2
-    head = read_head(path, half)
-    head = head[: head.rfind(b"\n") + 1]
+    head = reading.read_bytes(path, half)
+    data = head.data[: head.data.rfind(b"\n") + 1]
     tail, _ = read_tail(path, half)
-    return [(head, 1), (tail[tail.find(b"\n") + 1 :], None)]  # the tail's first line is cut
+    if caps is not None:
+        caps.append(f"{path.name}: read its first and last {half >> 20} MiB of {head.size:,} bytes (the cap per file)")
+    return [(data, 1), (tail[tail.find(b"\n") + 1 :], None)]  # the tail's first line is cut
 
 
 def _step(row: dict[str, Any]) -> int | None:
     for key in STEP_KEYS:
         if key in row:
-            value = as_float(row[key])
-            if value is not None and value == value and abs(value) != float("inf"):
-                return int(value)
-            return None
+            value = row[key]
+            return reading.integer(value) if not isinstance(value, str) or value.strip().isdigit() else None
     return None
 
 
-def points(path: Path, rel: str) -> list[Point]:
+def points(path: Path, rel: str, caps: list[str] | None = None) -> list[Point]:
     """The loss and gradient-norm values of one file, each with its line; a line that is not a JSON
     object (a write cut by a crash, a comment) is skipped."""
     try:
-        chunks = _chunks(path)
+        chunks = _chunks(path, caps)
     except OSError:
         return []
     out: list[Point] = []
@@ -77,11 +79,8 @@ def points(path: Path, rel: str) -> list[Point]:
             raw = raw.strip()
             if not raw or len(raw) > MAX_LINE or not raw.startswith(b"{"):
                 continue
-            try:
-                row = json.loads(raw.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                continue
-            if not isinstance(row, dict):
+            row, err = reading.load_json(raw)
+            if err or not isinstance(row, dict):
                 continue
             rl = rl or any(isinstance(k, str) and is_rl_key(k) for k in row)
             step = _step(row)
@@ -92,7 +91,7 @@ def points(path: Path, rel: str) -> list[Point]:
                 number = as_float(value)
                 if number is None:
                     continue
-                text = raw.decode("utf-8", "replace")[:200]
+                text = reading.decode(raw[:400])[:200]
                 out.append(Point(key, step, number, rel, line, text))
     if rl:  # an RL trainer's loss (series.is_rl_key): its growth is no divergence
         out = [replace(p, rl=True) if is_loss_key(p.key) else p for p in out]

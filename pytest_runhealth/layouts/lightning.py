@@ -16,6 +16,7 @@ import io
 import re
 from pathlib import Path
 
+from .. import reading
 from ._files import read_text
 from .series import Point
 
@@ -26,13 +27,19 @@ def is_version_folder(name: str, files: set[str], dirs: set[str]) -> bool:
     return bool(VERSION_DIR.match(name)) and bool({"hparams.yaml", "metrics.csv"} & files or "checkpoints" in dirs)
 
 
+MAX_BYTES = 64 << 20
+
+
 def metrics_points(run_path: Path, rel_prefix: str) -> list[Point]:
-    """Losses and gradient norms from ``metrics.csv``, each with its row's line."""
-    text = read_text(run_path / "metrics.csv", 64 << 20)
+    """Losses and gradient norms from ``metrics.csv``, each with its row's line.
+    A row's quoted text is built once per row, not per cell; a step that is not
+    a whole number (``inf``, ``nan``, huge) is unknown, and the loss beside it is
+    still read (``step=inf`` once hid a NaN loss)."""
+    text = read_text(run_path / "metrics.csv", MAX_BYTES)
     if not text:
         return []
     out: list[Point] = []
-    reader = csv.reader(io.StringIO(text.replace("\0", "")))  # csv refuses NUL bytes (a file cut by a crash)
+    reader = csv.reader(io.StringIO(text))  # reading.decode dropped NUL bytes, which csv refuses
     try:
         header = next(reader, None)
     except csv.Error:
@@ -41,23 +48,23 @@ def metrics_points(run_path: Path, rel_prefix: str) -> list[Point]:
         return []
     step_at = header.index("step") if "step" in header else None
     wanted = [(i, k) for i, k in enumerate(header) if "loss" in k.lower() or "grad_norm" in k.lower()]
-    try:
-        rows = list(reader)
-    except csv.Error:
+    if not wanted:
         return []
-    for lineno, row in enumerate(rows, 2):
-        step = None
-        if step_at is not None and step_at < len(row):
-            try:
-                step = int(float(row[step_at]))
-            except ValueError:
-                step = None
-        for i, key in wanted:
-            if i >= len(row) or not row[i].strip():
-                continue
-            try:
-                value = float(row[i])
-            except ValueError:
-                continue
-            out.append(Point(key, step, value, f"{rel_prefix}metrics.csv", lineno, ",".join(row)[:200]))
+    rel = f"{rel_prefix}metrics.csv"
+    try:
+        for row in reader:
+            lineno = reader.line_num
+            step = reading.integer(row[step_at]) if step_at is not None and step_at < len(row) else None
+            quoted = None
+            for i, key in wanted:
+                if i >= len(row) or not row[i].strip():
+                    continue
+                value = reading.number(row[i])
+                if value is None:
+                    continue
+                if quoted is None:
+                    quoted = ",".join(row)[:200]
+                out.append(Point(key, step, value, rel, lineno, quoted))
+    except csv.Error:
+        return out  # a row cut by a crash: the rows before it stand
     return out

@@ -16,9 +16,11 @@ An experiment folder holds a ``meta.yaml`` too, but no ``metrics/``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .. import reading
 from ..safeio import mtime
 from ._files import entries, read_text
 from .series import Point, is_rl_key
@@ -26,6 +28,8 @@ from .series import Point, is_rl_key
 RUN_STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
 MAX_METRIC_BYTES = 16 << 20
 MAX_METRIC_FILES = 200
+MAX_RUN_METRIC_BYTES = 32 << 20  # all of one run's metric files together (bytes read: hard links count each time)
+TAIL_BYTES = 64 << 10  # of a metric that is not a loss: only its newest timestamp is wanted
 
 
 def is_run_folder(files: set[str], dirs: set[str]) -> bool:
@@ -70,7 +74,7 @@ def read_meta(run_path: Path) -> RunMeta:
 
     def _ms(key: str) -> int | None:
         v = data.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
+        return reading.integer(v) if isinstance(v, int) else None  # a 400-digit time is unknown
 
     name = data.get("run_name")
     return RunMeta(
@@ -90,10 +94,21 @@ class Metrics:
     points: list[Point]
     last_ms: int | None  # the newest timestamp written in any metric file
     newest_mtime: float  # the newest metric file's modification time (0.0: none)
+    capped: list[str] = field(default_factory=list)  # what a read cap cut (reading.Budget.hits)
+
+
+def _is_series_key(key: str) -> bool:
+    low = key.lower()
+    return "loss" in low or "grad_norm" in low or "gradient_norm" in low or low.endswith("grad/norm")
 
 
 def read_metrics(run_path: Path, rel_prefix: str) -> Metrics:
-    """Every ``metrics/<key>`` file (keys may hold ``/``: nested folders)."""
+    """Every ``metrics/<key>`` file (keys may hold ``/``: nested folders), by
+    the reader contract: a loss or gradient-norm file is streamed line by line
+    up to :data:`MAX_METRIC_BYTES`, and all of them together up to
+    :data:`MAX_RUN_METRIC_BYTES` (bytes read, so a file hard-linked under 200
+    names counts 200 times); any other key is read only for its newest
+    timestamp, from its last :data:`TAIL_BYTES`."""
     folder = run_path / "metrics"
     out: list[Point] = []
     last_ms: int | None = None
@@ -101,28 +116,48 @@ def read_metrics(run_path: Path, rel_prefix: str) -> Metrics:
     stack = [(folder, "")]
     seen = 0
     keys: set[str] = set()
+    budget = reading.Budget(MAX_RUN_METRIC_BYTES)
     while stack and seen < MAX_METRIC_FILES:
         here, prefix = stack.pop()
         files, dirs = entries(here)
         stack += [(here / d, f"{prefix}{d}/") for d in sorted(dirs)]
         for name in sorted(files):
             seen += 1
+            if seen > MAX_METRIC_FILES:
+                budget.note(f"over {MAX_METRIC_FILES} metric files: the rest not read")
+                break
             key = prefix + name
             keys.add(key)
             path = here / name
             newest = max(newest, mtime(path))
-            text = read_text(path, MAX_METRIC_BYTES) or ""
-            for lineno, line in enumerate(text.splitlines(), 1):
-                parts = line.split()
+            series = _is_series_key(key)
+            rel = f"{rel_prefix}metrics/{key}"
+            if series:
+                rows = reading.lines(path, MAX_METRIC_BYTES, budget)
+            else:
+                size = _size(path)
+                start = max(0, size - TAIL_BYTES)
+                rows = reading.lines(path, TAIL_BYTES + 1, budget, start=start)
+            for lineno, raw in rows:
+                parts = raw.split()
                 if len(parts) < 2:
                     continue
-                try:
-                    ts, value = int(parts[0]), float(parts[1])
-                    step = int(parts[2]) if len(parts) > 2 else None
-                except ValueError:
+                ts = reading.integer(parts[0])
+                value = reading.number(parts[1])
+                if value is None:
                     continue
-                last_ms = ts if last_ms is None else max(last_ms, ts)
-                out.append(Point(key, step, value, f"{rel_prefix}metrics/{key}", lineno, line.strip()))
+                if ts is not None:  # a 400-digit timestamp is unknown; the value beside it still counts
+                    last_ms = ts if last_ms is None else max(last_ms, ts)
+                if series:
+                    step = reading.integer(parts[2]) if len(parts) > 2 else None
+                    out.append(Point(key, step, value, rel, lineno or None, reading.decode(raw.strip()[:200])))
     if any(is_rl_key(k) for k in keys):  # an RL trainer's loss (series.is_rl_key): its growth is no divergence
         out = [replace(p, rl=True) if "loss" in p.key.lower() else p for p in out]
-    return Metrics(out, last_ms, newest)
+    return Metrics(out, last_ms, newest, budget.hits)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except OSError:
+        return 0

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import reading
 from ..logscan import LogTail, TailLine
 from ._files import read_json
 
@@ -51,11 +52,7 @@ def read_record(path: Path) -> ErrorRecord | None:
     text = msg.get("message")
     if not isinstance(text, str) and not isinstance(stack, str):
         return None
-    ts = extra.get("timestamp")
-    try:
-        stamp = int(ts) if ts is not None else None
-    except (TypeError, ValueError):
-        stamp = None
+    stamp = reading.integer(extra.get("timestamp"))  # Infinity, 1e400, a 400-digit text: unknown, never a crash
     rank = path.parent.name if path.parent.name.isdigit() else None
     return ErrorRecord(
         path, text if isinstance(text, str) else "", stack if isinstance(stack, str) else "", stamp, rank

@@ -12,11 +12,13 @@ and ``files/wandb-metadata.json``; offline runs get these only when synced."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._files import as_float, entries, line_of, read_json, read_text
+from .. import reading
+from ._files import LineIndex, as_float, entries, read_json, read_text
 from .series import Point
 
 RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[0-9a-z]+$")
@@ -24,8 +26,28 @@ EXIT = re.compile(r"got exitcode: (-?\d+)")
 FINISHING = re.compile(r"finishing run (\S+)")
 
 
-def is_run_folder(name: str, files: set[str], dirs: set[str]) -> bool:
-    return bool(RUN_DIR.match(name)) and ("files" in dirs or "logs" in dirs or any(f.endswith(".wandb") for f in files))
+def is_run_folder(folder: Path, files: set[str], dirs: set[str]) -> bool:
+    """A W&B run folder with something of the run in it: the binary record,
+    or a file in ``files/`` or ``logs/``. One the SDK made and left empty
+    (``files/`` and ``logs/`` and nothing else) holds nothing a check could
+    read: it is no run, and costs what any empty folder costs (two more
+    directory listings), not a run's worth of skipped checks."""
+    if not RUN_DIR.match(folder.name):
+        return False
+    if any(f.endswith(".wandb") for f in files):
+        return True
+    return any(d in dirs and _holds_a_file(folder / d) for d in ("files", "logs"))
+
+
+def _holds_a_file(folder: Path) -> bool:
+    """Whether ``folder`` (never entered when it is a link) holds a file or a link at its top."""
+    if folder.is_symlink():
+        return False
+    try:
+        with os.scandir(folder) as it:
+            return any(not e.is_dir(follow_symlinks=False) for e in it)
+    except OSError:
+        return False
 
 
 def is_service_log_link(link: Path, target: Path | str) -> bool:
@@ -94,7 +116,7 @@ def read_end(run_path: Path) -> RunEnd | None:
     for i, ln in enumerate(text.splitlines(), 1):
         m = EXIT.search(ln)
         if m:
-            code, line, quoted = int(m.group(1)), i, ln.strip()
+            code, line, quoted = reading.integer(m.group(1)), i, ln.strip()[:400]
     return RunEnd(path, code, line, quoted, bool(FINISHING.search(text)))
 
 
@@ -159,16 +181,25 @@ def last_recorded(run_path: Path) -> float | None:
         return None
 
 
+MAX_MISSES = 16  # keys not found as typed before the rest are quoted without a line (each miss reads to the end)
+
+
 def summary_points(run_path: Path, rel_prefix: str) -> list[Point]:
     """Each loss and gradient norm's last value from ``files/wandb-summary.json``
-    (bare ``NaN``/``Infinity`` and the strings ``"NaN"``/``"Infinity"`` alike)."""
+    (bare ``NaN``/``Infinity`` and the strings ``"NaN"``/``"Infinity"`` alike).
+    Keys are looked for in the order the file holds them, each after the last
+    (one pass over the text, whatever the number of keys)."""
     path = run_path / "files" / "wandb-summary.json"
-    data, err = read_json(path, 16 << 20)
+    text = read_text(path, 16 << 20)
+    if not text:
+        return []
+    data, err = reading.load_json(text)
     if err or not isinstance(data, dict):
         return []
-    text = read_text(path, 16 << 20) or ""
-    step = data.get("_step") if isinstance(data.get("_step"), int) else None
+    step = reading.integer(data.get("_step")) if isinstance(data.get("_step"), int) else None
     out = []
+    index = LineIndex(text)
+    pos = misses = 0
     for key, raw in data.items():
         low = key.lower()
         if not ("loss" in low or "grad_norm" in low):
@@ -176,6 +207,10 @@ def summary_points(run_path: Path, rel_prefix: str) -> list[Point]:
         value = as_float(raw)
         if value is None:
             continue
-        line, _ = line_of(text, f'"{key}"')
-        out.append(Point(key, step, value, f"{rel_prefix}files/wandb-summary.json", line, f'"{key}": {raw}'))
+        at = text.find(f'"{key}"', pos) if misses < MAX_MISSES else -1
+        misses += at < 0  # a key written escaped (a control character in it) is not found as typed
+        line = index.line_at(at) if at >= 0 else None
+        pos = at + 1 if at >= 0 else pos
+        shown = raw if isinstance(raw, str) else repr(value) if isinstance(raw, float) else str(value)
+        out.append(Point(key, step, value, f"{rel_prefix}files/wandb-summary.json", line, f'"{key}": {shown}'[:200]))
     return out

@@ -93,6 +93,33 @@ class Watchdog:
         self._timer.cancel()
 
 
+def _refused(url: str, timeout: float) -> str | None:
+    """The detail of a probe whose server is not listening, found with one
+    plain TCP connect (the client connects the same way, ``trust_env`` off, so
+    through no proxy); None when something answers the connect, or for
+    anything but plain HTTP. A session that checks a sweep without LM Studio
+    running must not import httpx to be told "connection refused" (issue 38:
+    that import was half of a tiny session's cost). The words are the ones
+    httpx's ``ConnectError`` carries, so the skip reason does not depend on
+    which path found it."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or 80
+    except ValueError:
+        return None
+    if parts.scheme != "http" or not parts.hostname:
+        return None
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except ConnectionRefusedError as exc:
+        return f"ConnectError: {exc}"
+    except OSError:
+        return None  # a timeout, a name that does not resolve...: the client's own error says it
+    return None
+
+
 @dataclass
 class Reply:
     """What a probe got back. ``problem`` is None for a readable JSON answer,
@@ -122,9 +149,14 @@ def request_json(
     headers: dict[str, str] | None = None,
     body: Any = None,
 ) -> Reply:
-    import httpx  # only live probes pay for it
-
     start = time.monotonic()
+    refused = _refused(url, timeout)
+    if refused is not None:
+        reply = Reply(url, problem="unreachable", detail=refused)
+        reply.elapsed_s = time.monotonic() - start
+        return reply
+    import httpx  # only probes of a server that is listening pay for it (~0.15 s)
+
     deadline = start + timeout
     reply = Reply(url)
     dog = Watchdog(timeout)

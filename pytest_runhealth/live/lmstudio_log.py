@@ -37,6 +37,12 @@ SERVER_ERRORS = (
         "context-overflow",
         re.compile(
             r"Trying to keep the first \d+ tokens when context (?:the )?overflows|"
+            # the newer wording (lmstudio-ai/lmstudio-bug-tracker#2205, LM Studio 0.4): "The number of tokens to
+            # keep from the initial prompt is greater than the context length. Try to load the model with a larger
+            # context length, or provide a shorter input."; llama.cpp's own "Cannot truncate prompt with n_keep (N)
+            # >= n_ctx (M)"
+            r"number of tokens to keep from the initial prompt is greater than the context length|"
+            r"Cannot truncate prompt with n_keep \(\d+\) >= n_ctx|"
             r"context (?:length|window) (?:exceeded|overflow)",
             re.I,
         ),

@@ -120,36 +120,76 @@ def pid_status(path: Path) -> PidStatus:
 
 
 def provenance(proc, started: float, written: float, pidfile: Path) -> tuple[bool, str]:  # noqa: ANN001
-    """Whether a live process is the one the pid file was written for: it
-    started before the file was written (else the pid was reused: pid_status)
-    and not long before (MAX_LAUNCH_GAP_S); or, where readable, its command
-    line or working folder names the run. Returns (fits, why not)."""
+    """Whether a live process is the one the pid file was written for. Never
+    pid 1 (the init of its pid namespace) nor a kernel thread (:func:`kernel_thread`);
+    otherwise it fits when it started before the file was written (else the pid
+    was reused: pid_status) and not long before (MAX_LAUNCH_GAP_S: the pid file
+    is the run's own file the launch writes); or, where readable, when its
+    working folder is inside the run or its command line names the run
+    folder's full path. Returns (fits, why not)."""
+    try:
+        name = proc.name()
+    except Exception:  # noqa: BLE001 - psutil's AccessDenied and kin: the name is only for the message
+        name = "?"
+    if proc.pid == 1:
+        return False, (
+            f"pid 1 ({name!r}) is the init process of its pid namespace, which no pid file proves to be a "
+            "trainer (in a container whose trainer is pid 1, judge it from inside that container)"
+        )
+    kernel = kernel_thread(proc)
+    if kernel:
+        return False, f"pid {proc.pid} ({name!r}) is a kernel thread ({kernel}), never a trainer"
     run_path = pidfile.parent.parent if pidfile.parent.name == "logs" else pidfile.parent
     if _names_run(proc, run_path):
         return True, ""
     if started >= written - MAX_LAUNCH_GAP_S:
         return True, ""
-    try:
-        name = proc.name()
-    except Exception:  # noqa: BLE001 - psutil's AccessDenied and kin: the name is only for the message
-        name = "?"
     age = written - started
     return False, (
         f"pid {proc.pid} is {name!r}, running {_span(age)} before {pidfile.name} was written, and neither its "
-        "command line nor its working folder names the run"
+        "working folder nor its command line names the run folder's full path"
     )
 
 
+def kernel_thread(proc) -> str:  # noqa: ANN001
+    """Why ``proc`` is a kernel thread, or "" (Linux: kthreadd is pid 2 and
+    the parent of every other; a kernel thread has no executable and an empty
+    command line). Where /proc says nothing (another system, a hidden
+    process), "": the other rules judge it."""
+    try:
+        if proc.pid == 2 or proc.ppid() == 2:
+            return "kthreadd or its child"
+    except Exception:  # noqa: BLE001 - gone, AccessDenied
+        pass
+    try:
+        os.readlink(f"/proc/{proc.pid}/exe")
+    except FileNotFoundError:
+        if os.path.isdir(f"/proc/{proc.pid}"):
+            try:
+                with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
+                    if not fh.read(1):
+                        return "no executable and an empty command line"
+            except OSError:
+                pass
+    except OSError:  # EACCES: another user's process, which is no kernel thread for that
+        pass
+    return ""
+
+
 def _names_run(proc, run_path: Path) -> bool:  # noqa: ANN001
-    """The process's command line mentions the run folder, or its working
-    folder is the run folder or inside it (where readable)."""
+    """The process's working folder is the run folder or inside it, or an
+    argument of its command line is the run folder's full path or a path
+    inside it (a relative one resolved from the process's working folder). A
+    bare word is no match: a run folder named ``init`` or ``python`` says
+    nothing about ``/sbin/init`` or ``python train.py``."""
     try:
         real = os.path.realpath(run_path)
     except OSError:
         return False
+    cwd = None
     try:
         cwd = os.path.realpath(proc.cwd())
-        if cwd == real or cwd.startswith(real + os.sep):
+        if _inside(cwd, real):
             return True
     except Exception:  # noqa: BLE001 - AccessDenied, gone, not supported
         pass
@@ -157,8 +197,19 @@ def _names_run(proc, run_path: Path) -> bool:  # noqa: ANN001
         args = proc.cmdline()
     except Exception:  # noqa: BLE001
         return False
-    name = os.path.basename(real)
-    return any(real in a or (len(name) >= 3 and name in a) for a in args)
+    for arg in args[:256]:
+        for part in (arg, *arg.split("=", 1)[1:]):  # --output_dir=/runs/x
+            if os.path.isabs(part) or (cwd is not None and os.sep in part):
+                try:
+                    if _inside(os.path.realpath(os.path.join(cwd or "/", part)), real):
+                        return True
+                except (OSError, ValueError):
+                    continue
+    return False
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _span(seconds: float) -> str:

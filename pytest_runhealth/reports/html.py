@@ -369,6 +369,9 @@ def render_page(view: ReportView, registry: Any = None) -> str:
         "saw slow or degrading steps begin, a red × a non-finite loss. Hover a cell or a mark for details.</div>"
         "</header>",
     ]
+    if view.gate:  # the promotion gate's one decision, the lines the terminal prints
+        cls = "gate promote" if view.gate[-1].startswith("PROMOTE") else "gate block"
+        out.append(f'<section class="{cls}"><h2>promotion gate</h2><pre>{_e(chr(10).join(view.gate))}</pre></section>')
     out.append(render_root_causes(view))
     shared = frozenset((g.run_dir, r.run or "", g.check) for g in view.root_causes if len(g.roots) > 1 for r in g.roots)
     out.extend(render_run_dir(v, registry, shared) for v in view.run_dirs)

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..consequences import worth_showing
-from ..redact import redact
+from ..shown import shown
 from .svg import _CONTROL
 from .view import ReportView
 
@@ -43,7 +43,7 @@ def _in_code(text: str, in_table: bool = True) -> str:
 
 
 def _one_line(value: Any, limit: int) -> str:
-    text = " ".join(_CONTROL.sub("\ufffd", redact(str(value or ""))).split())
+    text = " ".join(_CONTROL.sub("\ufffd", shown(str(value or ""))).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -96,6 +96,8 @@ def render_markdown(view: ReportView, max_failures: int = MAX_FAILURES) -> str:
         f"{counts} · pytest-runhealth {cell(view.version, 40)}",
         "",
     ]
+    if view.gate:  # the promotion gate's one decision, the lines the terminal prints
+        lines += ["#### promotion gate", "", "```text", *(_in_code(x, in_table=False) for x in view.gate), "```", ""]
     causes: dict[str, int] = {}
     n_consequences = 0  # consequences.py: counted under their root, not as causes of their own
     for r in view.results:

@@ -12,12 +12,9 @@ from typing import Any
 import pytest
 
 from .. import __version__
+from ..evaluation.state import GATE_RESULT
 from ..results import write_text
 from ..session import RunHealthSession, is_controller, report_path
-from .gpu import add_gpu_lines
-from .html import render_page
-from .markdown import render_markdown
-from .view import build_view
 
 WRITTEN = pytest.StashKey[list[str]]()
 
@@ -40,6 +37,8 @@ def statuses(state: Any, config: pytest.Config) -> dict[tuple[str, str], dict[st
             if status:
                 out[(rd.name, run.name)] = status
                 runs[(rd.name, run.name)] = run
+    from .gpu import add_gpu_lines  # the report modules: only in a session that writes a report
+
     add_gpu_lines(config, out, runs)
     return out
 
@@ -58,14 +57,20 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
         return
     try:
         view = build(state, paths, config)
+        verdict = config.stash.get(GATE_RESULT, None)
+        view.gate = verdict.lines() if verdict is not None else []
     except Exception as exc:  # a report bug must not turn the session into an INTERNALERROR
         written.append(f"reports NOT written: {type(exc).__name__}: {exc} (a bug in pytest-runhealth's reports)")
         return
     for kind, path in paths.items():
         try:
             if kind == "html":
+                from .html import render_page
+
                 text = render_page(view, state.registry)
             else:
+                from .markdown import render_markdown
+
                 text = render_markdown(view)
             write_text(path, text)
             written.append(f"{kind}: {path}")
@@ -76,6 +81,8 @@ def finish(session: pytest.Session, state: RunHealthSession) -> None:
 
 
 def build(state: Any, paths: dict[str, Path], config: pytest.Config):
+    from .view import build_view
+
     return build_view(
         state.collector.results.values(),
         state.run_dirs,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from ..redact import redact
+from ..shown import shown
 
 MAX_POINTS = 300  # drawn per series: about one per pixel of a run's plot; more only thickens the line
 
@@ -53,9 +53,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff
 
 
 def text(value: str) -> str:
-    """Escaped, and without the control characters XML forbids (a run name
-    or a log quote can hold any byte)."""
-    return escape(_CONTROL.sub("\ufffd", redact(value)), quote=True)  # redacted: the rounds table too
+    """Escaped, through the one sanitiser (shown.py: redacted, control
+    characters visible, as on the terminal), and without what XML forbids
+    besides (a run name or a log quote can hold any byte)."""
+    return escape(_CONTROL.sub("\ufffd", shown(value)), quote=True)  # redacted: the rounds table too
 
 
 _attr = text

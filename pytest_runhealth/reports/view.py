@@ -23,6 +23,7 @@ from ..registry import FAMILIES
 from ..results import Result
 from ..rundir import Run, RunDir
 from ..safeio import describe_error
+from ..shown import name as shown_name
 
 FAILING = ("failed", "error")
 ORDER = {"failed": 0, "error": 1, "warned": 2, "passed": 3, "skipped": 4}
@@ -102,6 +103,7 @@ class ReportView:
     results: list[dict[str, Any]]  # every health result, failures first
     unplaced: list[dict[str, Any]] = field(default_factory=list)
     root_causes: list[RootGroup] = field(default_factory=list)  # one per distinct root cause (consequences.py)
+    gate: list[str] = field(default_factory=list)  # the gate's one decision, as the terminal shows it
 
 
 def family_of(check_id: str | None, registry: Any = None) -> str:
@@ -131,12 +133,12 @@ def shown_path(path: Path, relative_to: Path | None) -> str:
     """The run dir as seen from the report: relative when it is near (the
     page beside the sweeps), absolute when a relative path would climb far."""
     if relative_to is None:
-        return str(path)
+        return shown_name(str(path))
     try:
         rel = os.path.relpath(path, relative_to)
     except ValueError:  # another drive on Windows
-        return str(path)
-    return str(path) if rel.split(os.sep)[:3] == [os.pardir] * 3 else rel
+        return shown_name(str(path))
+    return shown_name(str(path) if rel.split(os.sep)[:3] == [os.pardir] * 3 else rel)
 
 
 def _relative_paths(result: dict[str, Any], run_dirs: list[RunDir], relative_to: Path) -> dict[str, Any]:
@@ -340,8 +342,9 @@ def _add_sweep_series(rd: RunDir, view: RunDirView) -> None:
         d = row.get("duration_s")
         n = float(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else None
         d = float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) and math.isfinite(d) else None
-        view.steps_per_run.append((row.run_id, n, row.run_id in flagged))
-        view.duration_per_run.append((row.run_id, d, row.run_id in flagged))
+        run = shown_name(row.run_id)  # as the runs are named everywhere (rundir.Run.name)
+        view.steps_per_run.append((run, n, run in flagged))
+        view.duration_per_run.append((run, d, run in flagged))
         w = row.get("wall_secs")
         if isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w > 0:
             walls.append(float(w))

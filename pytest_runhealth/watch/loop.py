@@ -183,6 +183,7 @@ class Watch:
         if self.unsent:
             self.notifier.send("\n".join(self.unsent))
             self.unsent = []
+        self.notifier.report()  # a sending thread's warning, printed here: no session is capturing now
 
     # -- units ----------------------------------------------------------------------
     def _attach(self) -> bool:

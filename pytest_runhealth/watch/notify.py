@@ -7,7 +7,14 @@ first, like all evidence. Sending happens on one background thread with a
 short timeout and a bounded queue: a hung, slow or failing endpoint costs
 the watch nothing, never blocks a tick and never ends the watch; failures
 are counted and said once on stderr. Each target has its own thread, so
-a hung webhook delays only its own messages."""
+a hung webhook delays only its own messages.
+
+A sending thread never prints: the watch runs its pytest sessions in its own
+process, and while one runs ``sys.stderr`` is pytest's capture, so a warning
+printed from a thread at that moment (a 302 answered during the next tick's
+session: about half the time) went into the capture and was never seen. The
+thread records it; :meth:`Notifier.report` prints it from the watch's own
+thread between sessions (after each tick, and at :meth:`Notifier.close`)."""
 
 from __future__ import annotations
 
@@ -36,6 +43,8 @@ class Notifier:
         self.failures = 0
         self.dropped = 0
         self._warned: set[str] = set()
+        self._said: list[str] = []  # warnings of the sending threads, printed by report() from the watch's thread
+        self._said_lock = threading.Lock()
         self._lanes: list[tuple[queue.Queue, threading.Thread]] = []
         self._closed = False
         targets = [(u, self._post) for u in self.urls] + [(c, self._run) for c in self.commands]
@@ -82,6 +91,7 @@ class Notifier:
                 pass
         for _, t in self._lanes:
             t.join(max(0.0, deadline - time.monotonic()))
+        self.report()
         unsent = sum(q.qsize() for q, _ in self._lanes)
         if self.dropped or unsent > len(self._lanes):
             print(
@@ -105,11 +115,20 @@ class Notifier:
             self.failures += 1
             if where not in self._warned:
                 self._warned.add(where)
-                print(
-                    f"pytest-runhealth watch: notification to {_where(where)} failed "
-                    f"({type(exc).__name__}: {redact(str(exc))[:200]}); the watch goes on",
-                    file=sys.stderr,
-                )
+                with self._said_lock:
+                    self._said.append(
+                        f"pytest-runhealth watch: notification to {_where(where)} failed "
+                        f"({type(exc).__name__}: {redact(str(exc))[:200]}); the watch goes on"
+                    )
+
+    def report(self) -> None:
+        """Print, from the caller's thread, what the sending threads had to say
+        since the last call (each once): called between the watch's sessions,
+        when ``sys.stderr`` is the terminal's and not a session's capture."""
+        with self._said_lock:
+            said, self._said = self._said, []
+        for line in said:
+            print(line, file=sys.stderr, flush=True)
 
     def _post(self, url: str, msg: str) -> None:
         body = json.dumps({"text": msg}).encode()

@@ -1,0 +1,277 @@
+"""The gate's unit of evidence: the round.
+
+Rounds are keyed by their id across every run dir of the session: a round
+harvested twice with the same content counts once (``duplicate-round``, a
+note), with different content it is a conflict (``round-conflict``,
+not-evaluable, blocks) naming both folders. Episodes are keyed by their id
+within a round (``episode_id``, else ``id``, else the folder name): a
+duplicate counts once.
+
+A round's completed episodes combine into ONE paired result: the
+candidate's mean score over the round's episodes against the champion's mean
+(or, without a champion, the best other player's mean for a ``wins`` claim,
+the worst for ``loses``). Episodes of one round share seed, map, opponents
+and server: one observation, not many.
+
+Every scheduled round counts. The candidate's own crash (RH509
+``episode-failed-policy``) or a missing/null candidate score where an
+opponent scored is a lost round; an infrastructure failure (RH503/RH504/
+RH505, RH509 infra or unknown) and a still-running round block until
+re-run; a canceled round is excluded and named."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Episode, Round
+from .triage import classify, completed_episodes, failed_after_start
+
+CANCELED = ("canceled", "cancelled")
+
+
+@dataclass
+class RoundVerdict:
+    """One round's place in the decision."""
+
+    id: str
+    source: str  # the file it was read from (the first copy)
+    origin: str = ""  # the run dir's name, when the session has several
+    outcome: str = "excluded"  # won, lost, tied (for the candidate), or excluded
+    sign: int = 0  # +1 shows the claim, -1 contradicts it, 0 tied or excluded
+    category: str = ""  # why excluded, in the runbook's words
+    cause: str | None = None
+    blocks: bool = False  # an excluded round that holds the gate until it is re-run or finishes
+    detail: str = ""  # how the result was reached (means, the crash line, the missing score)
+    episodes: int = 0  # distinct completed episodes combined
+
+    @property
+    def label(self) -> str:
+        return f"{self.origin}/{self.id}" if self.origin else self.id
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "round": self.id,
+            "run_dir": self.origin or None,
+            "source": self.source,
+            "outcome": self.outcome,
+            "shows_claim": self.sign > 0,
+            "reason": self.category or None,
+            "cause": self.cause,
+            "blocks": self.blocks,
+            "detail": self.detail,
+            "episodes": self.episodes,
+        }
+
+
+@dataclass
+class Identity:
+    """The session's distinct rounds, and what identity removed."""
+
+    rounds: list[tuple[str, Round]] = field(default_factory=list)  # (origin, round), one per id
+    notes: list[str] = field(default_factory=list)  # duplicate-round / duplicate-episode notes
+    conflicts: list[RoundVerdict] = field(default_factory=list)
+
+
+def _fingerprint(rnd: Round) -> str:
+    eps = [(ep.raw, [(s.player, s.value) for s in ep.scores or []], ep.status) for ep in rnd.episodes]
+    return json.dumps([rnd.raw, rnd.status, rnd.unreadable, eps], sort_keys=True, default=str)
+
+
+def episode_key(ep: Episode) -> str:
+    for key in ("episode_id", "id", "episode_request_id"):
+        value = ep.raw.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            return str(value)
+    return ep.name
+
+
+def distinct_rounds(sources: list[tuple[str, list[Round]]]) -> Identity:
+    """One round per id over every source (origin name, its rounds)."""
+    out = Identity()
+    seen: dict[str, list[tuple[str, Round]]] = {}
+    for origin, rounds in sources:
+        for rnd in rounds:
+            seen.setdefault(rnd.id, []).append((origin, rnd))
+    for rid, copies in seen.items():
+        where = [f"{o}/{r.source}" if o else r.source for o, r in copies]
+        if len(copies) > 1 and len({_fingerprint(r) for _, r in copies}) > 1:
+            out.conflicts.append(
+                RoundVerdict(
+                    rid,
+                    copies[0][1].source,
+                    category="round-conflict: the same round id with different content",
+                    cause="round-conflict",
+                    blocks=True,
+                    detail=f"round {rid} differs between {' and '.join(where)}; re-harvest it once",
+                )
+            )
+            continue
+        if len(copies) > 1:
+            out.notes.append(
+                f"duplicate-round: round {rid} was harvested {len(copies)} times ({', '.join(where)}); counted once"
+            )
+        origin, rnd = copies[0]
+        rnd, conflict = _dedupe_episodes(rnd, out.notes)
+        if conflict:
+            out.conflicts.append(
+                RoundVerdict(
+                    rid,
+                    rnd.source,
+                    origin,
+                    category="round-conflict: an episode id with different content",
+                    cause="round-conflict",
+                    blocks=True,
+                    detail=conflict,
+                )
+            )
+            continue
+        out.rounds.append((origin, rnd))
+    return out
+
+
+def _dedupe_episodes(rnd: Round, notes: list[str]) -> tuple[Round, str | None]:
+    """The round with one episode per id (a copy: the session's evaluation is
+    shared), or the conflict text when two episodes of one id differ."""
+    kept: dict[str, Episode] = {}
+    dropped = 0
+    for ep in rnd.episodes:
+        key = episode_key(ep)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = ep
+            continue
+        mine = json.dumps([ep.raw, [(s.player, s.value) for s in ep.scores or []]], sort_keys=True, default=str)
+        theirs = json.dumps([first.raw, [(s.player, s.value) for s in first.scores or []]], sort_keys=True, default=str)
+        if mine != theirs:
+            return (
+                rnd,
+                f"round {rnd.id}: episode {key} is listed twice with different content ({first.source}, {ep.source})",
+            )
+        dropped += 1
+    if dropped:
+        notes.append(f"duplicate-episode: round {rnd.id} lists {dropped} episode(s) more than once; each counted once")
+        return dataclasses.replace(rnd, episodes=list(kept.values())), None
+    return rnd, None
+
+
+def _scores(ep: Episode) -> dict[str, float | None]:
+    """player → the mean of its real scores in the episode (None: listed, no real score)."""
+    values: dict[str, list[float]] = {}
+    for s in ep.scores or []:
+        values.setdefault(s.player, [])
+        if s.value is not None:
+            values[s.player].append(s.value)
+    return {p: (sum(v) / len(v) if v else None) for p, v in values.items()}
+
+
+def _roster(rnd: Round, ep: Episode) -> list[str]:
+    for raw in (ep.raw, rnd.raw):
+        ids = raw.get("policy_version_ids") if isinstance(raw, dict) else None
+        if isinstance(ids, list):
+            return [str(x) for x in ids]
+    return [s.player for s in ep.scores or []]
+
+
+def _crashed_player(rnd: Round, ep: Episode | None) -> str | None:
+    """The player an episode's failure names (failed_policy_index / failed_agent_index), if it names one."""
+    eps = [ep] if ep is not None else rnd.episodes
+    for e in eps:
+        for key in ("failed_policy_index", "failed_agent_index"):
+            idx = e.raw.get(key)
+            if isinstance(idx, int) and not isinstance(idx, bool):
+                roster = _roster(rnd, e)
+                if 0 <= idx < len(roster):
+                    return roster[idx]
+    return None
+
+
+def judge_round(
+    origin: str,
+    rnd: Round,
+    terminal: tuple[str, ...],
+    tail_of: Callable | None,
+    candidate: str,
+    claim: str,
+    champion: str | None,
+) -> RoundVerdict:
+    """The round's one paired result, or why it is excluded (and whether that blocks)."""
+    v = RoundVerdict(rnd.id, rnd.source, origin)
+    if rnd.status in CANCELED and not rnd.unreadable:
+        v.category, v.cause, v.detail = "canceled", None, "excluded: a canceled round is not evidence"
+        return v
+    crashes = failed_after_start(rnd, terminal, tail_of)
+    own = [
+        f
+        for f in crashes
+        if f.cause == "episode-failed-policy" and _crashed_player(rnd, f.episode) in (None, candidate)
+    ]
+    if own:
+        f = own[0]
+        return _lost(v, claim, f"{candidate}'s policy crashed ({f.where}: {f.hit.text if f.hit else 'player error'})")
+    other = [f for f in crashes if f.cause != "episode-failed-policy"]
+    if other:
+        f = other[0]
+        v.category = (
+            "failed after its players started: infra"
+            if f.cause == "episode-failed-infra"
+            else ("failed after its players started: neither infra nor policy shown")
+        )
+        v.cause, v.blocks = f.cause, True
+        v.detail = f"{f.where}: {f.hit.text if f.hit else f.checked}; re-run the round"
+        return v
+    state = classify(rnd, terminal, tail_of)
+    eps = completed_episodes(rnd) if rnd.status == "completed" else []
+    # The candidate's missing score where an opponent scored is its own failure: a lost round.
+    for ep in eps:
+        scores = _scores(ep)
+        scored = [p for p, m in scores.items() if p != candidate and m is not None]
+        in_roster = candidate in scores or candidate in _roster(rnd, ep)
+        if in_roster and scores.get(candidate) is None and scored:
+            return _lost(
+                v, claim, f"{ep.name}: no score for {candidate} while {scored[0]} scored {scores[scored[0]]:g}"
+            )
+    if not state.counted:
+        v.category, v.cause, v.detail = state.category, state.cause, state.detail
+        v.blocks = True
+        return v
+    return _combine(v, eps, candidate, claim, champion)
+
+
+def _lost(v: RoundVerdict, claim: str, why: str) -> RoundVerdict:
+    v.outcome, v.sign, v.detail = "lost", (-1 if claim == "wins" else 1), why
+    return v
+
+
+def _combine(v: RoundVerdict, eps: list[Episode], candidate: str, claim: str, champion: str | None) -> RoundVerdict:
+    per_player: dict[str, list[float]] = {}
+    for ep in eps:
+        for player, mean in _scores(ep).items():
+            if mean is not None:
+                per_player.setdefault(player, []).append(mean)
+    means = {p: sum(x) / len(x) for p, x in per_player.items()}
+    v.episodes = len(eps)
+    if candidate not in means:
+        v.category, v.detail = "the candidate did not play this round", f"players: {', '.join(sorted(means))}"
+        return v
+    if champion is not None:
+        if champion not in means:
+            v.category, v.detail = "the champion did not play this round", f"players: {', '.join(sorted(means))}"
+            return v
+        opponent = champion
+    else:
+        others = {p: m for p, m in means.items() if p != candidate}
+        if not others:
+            v.category, v.detail = "no other player to compare with", ""
+            return v
+        opponent = (max if claim == "wins" else min)(others, key=lambda p: others[p])
+    mine, theirs = means[candidate], means[opponent]
+    diff = (mine > theirs) - (mine < theirs)
+    v.outcome = {1: "won", -1: "lost", 0: "tied"}[diff]
+    v.sign = diff if claim == "wins" else -diff
+    n = len(per_player[candidate])
+    v.detail = f"{candidate} mean {mine:g} against {opponent}'s {theirs:g} over {n} episode{'s' if n != 1 else ''}"
+    return v

@@ -1,0 +1,249 @@
+"""The promotion gate's default statistic: an always-valid test on the
+rounds' paired results, so the gate can be asked again after every new
+round, as often as CI likes, without its error rate growing.
+
+Each decisive round is a win or a loss for the claim (ties carry no sign and
+are left out). The claim is "p(win) > p0", p0 = 1/2, or ``gate.margin`` for a
+claim with an effect size ("wins more than 60% of its rounds"). The evidence
+is a mixture likelihood ratio (an e-value)::
+
+    E(W, L) = ∫ q^W (1-q)^L π(q) dq / (p0^W (1-p0)^L)
+
+with π a Beta(20, 5) prior (mean 0.8) restricted to q in [p0, 1]. For any
+q >= p0 and any true p <= p0, each round multiplies q^W (1-q)^L / p0^W (1-p0)^L
+by a factor whose mean is at most 1, so E is a non-negative supermartingale
+under every p <= p0, and by Ville's inequality P(E ever reaches 1/alpha) <= alpha:
+the gate promotes when E >= 1/alpha, after any number of looks (H. Robbins,
+"Statistical methods related to the law of the iterated logarithm", 1970;
+G. Shafer and V. Vovk, "Game-theoretic foundations for probability and
+finance", 2019). The prior was chosen for power: a candidate winning 75% of
+its rounds is promoted within 20 rounds with probability 0.54 (the most
+powerful level-0.05 test that decides once, at exactly 20 rounds, reaches
+0.62), within 50 with 0.89 (``benchmarks/gate_calibration.py`` computes these
+exactly).
+
+For integer Beta parameters the integral is closed form through the binomial
+distribution, I_x(a, b) = P(Binomial(a+b-1, x) >= a), so no special-function
+library is needed.
+
+When the number of rounds was fixed in advance (``gate.rounds`` or
+``--runhealth-rounds``) the exact one-sided sign test is used instead, and it
+decides only at that number of rounds (:class:`FixedTest`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .signtest import DEFAULT_ALPHA, percent, significant
+
+PRIOR = (20, 5)  # Beta(a, b) on p(win), restricted to [p0, 1]
+
+
+def _log_binom_pmf(i: int, n: int, x: float) -> float:
+    return math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(x) + (n - i) * math.log1p(-x)
+
+
+def lower_tail(k: int, n: int, x: float) -> float:
+    """P(Binomial(n, x) <= k), summed term by term (no 1 - upper cancellation)."""
+    if k < 0:
+        return 0.0
+    if k >= n or x <= 0.0:
+        return 1.0
+    if x >= 1.0:
+        return 0.0
+    return min(1.0, math.fsum(math.exp(_log_binom_pmf(i, n, x)) for i in range(k + 1)))
+
+
+def upper_tail(k: int, n: int, x: float) -> float:
+    """P(Binomial(n, x) >= k)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    return min(1.0, math.fsum(math.exp(_log_binom_pmf(i, n, x)) for i in range(k, n + 1)))
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+@lru_cache(maxsize=4096)
+def log_e_value(wins: int, losses: int, p0: float = 0.5, prior: tuple[int, int] = PRIOR) -> float:
+    """log E(W, L): the mixture likelihood ratio for p(win) > p0 (module docstring)."""
+    a, b = prior
+    big_a, big_b = wins + a, losses + b
+    # ∫_{p0}^1 q^(A-1) (1-q)^(B-1) dq = B(A, B) (1 - I_p0(A, B)) = B(A, B) P(Bin(A+B-1, p0) <= A-1)
+    num = _log_beta(big_a, big_b) + math.log(max(lower_tail(big_a - 1, big_a + big_b - 1, p0), 1e-300))
+    den = _log_beta(a, b) + math.log(max(lower_tail(a - 1, a + b - 1, p0), 1e-300))
+    return num - den - (wins * math.log(p0) + losses * math.log1p(-p0))
+
+
+def wins_needed(n: int, alpha: float = DEFAULT_ALPHA, p0: float = 0.5) -> int | None:
+    """The fewest wins among n decisive rounds that promote (None: n is too few)."""
+    threshold = math.log(1 / alpha) - 1e-12
+    return next((w for w in range(n + 1) if log_e_value(w, n - w, p0) >= threshold), None)
+
+
+class _Counts:
+    """What both tests share: the counts, the claim's wording, the record's common keys."""
+
+    shown: int  # decisive rounds that show the claim (wins for a wins claim)
+    against: int
+    tied: int
+    alpha: float
+    p0: float  # the claim: p(win) > p0 (gate.margin, default 1/2)
+    name = ""
+
+    @property
+    def decisive(self) -> int:
+        return self.shown + self.against
+
+    def claim_text(self) -> str:
+        return "p(win) > 1/2" if self.p0 == 0.5 else f"p(win) > {self.p0:g}"
+
+    def _record(self, **more) -> dict:
+        return {
+            "name": self.name,
+            "claim": self.claim_text(),
+            "alpha": self.alpha,
+            "margin": self.p0,
+            "rounds_for": self.shown,
+            "rounds_against": self.against,
+            "rounds_tied": self.tied,
+            **more,
+        }
+
+
+@dataclass(frozen=True)
+class SequentialTest(_Counts):
+    """The counts of one decision and what the always-valid test says."""
+
+    shown: int
+    against: int
+    tied: int
+    alpha: float = DEFAULT_ALPHA
+    p0: float = 0.5
+
+    name = "mixture-e-value"
+
+    @property
+    def e_value(self) -> float:
+        return math.exp(min(log_e_value(self.shown, self.against, self.p0), 700.0))
+
+    @property
+    def e_contrary(self) -> float:
+        """The same test for the contrary, p(win) < p0 (mirrored prior on [0, p0])."""
+        return math.exp(min(log_e_value(self.against, self.shown, 1 - self.p0), 700.0))
+
+    @property
+    def p_claim(self) -> float:
+        """An always-valid p-value: min(1, 1/E) (it is <= alpha exactly when E >= 1/alpha)."""
+        return min(1.0, 1.0 / self.e_value)
+
+    @property
+    def confidence(self) -> float:
+        return 1.0 - self.p_claim
+
+    @property
+    def outcome(self) -> str:
+        if self.e_value >= 1 / self.alpha * (1 - 1e-12):
+            return "accepted"
+        if self.e_contrary >= 1 / self.alpha * (1 - 1e-12):
+            return "contradicted"
+        return "not-significant"
+
+    def more_rounds(self) -> int | None:
+        """Decisive rounds more, all won, that would promote (None past 10 000)."""
+        for extra in range(0, 10_001):
+            if log_e_value(self.shown + extra, self.against, self.p0) >= math.log(1 / self.alpha) - 1e-12:
+                return extra
+        return None
+
+    def describe(self) -> str:
+        return (
+            f"always-valid test (mixture e-value, {self.claim_text()}): {self.shown} for, {self.against} against, "
+            f"{self.tied} tied (ties left out); E = {self.e_value:.4g}, promote at E >= {1 / self.alpha:g}; "
+            f"p = {self.p_claim:.4g}, confidence {percent(self.confidence)}, needed {1 - self.alpha:.0%}"
+        )
+
+    def to_record(self) -> dict:
+        return self._record(
+            e_value=significant(self.e_value),
+            e_value_contrary=significant(self.e_contrary),
+            threshold=1 / self.alpha,
+            p_value=significant(self.p_claim),
+            confidence=round(self.confidence, 6),
+            outcome=self.outcome,
+            more_rounds_needed=self.more_rounds() if self.outcome == "not-significant" else None,
+        )
+
+
+@dataclass(frozen=True)
+class FixedTest(_Counts):
+    """The exact one-sided sign test, for a number of rounds fixed in advance:
+    it decides only when exactly ``rounds`` rounds are in (ties count toward
+    the number, and are left out of the test)."""
+
+    shown: int
+    against: int
+    tied: int
+    rounds: int
+    alpha: float = DEFAULT_ALPHA
+    p0: float = 0.5
+
+    name = "fixed-sign-test"
+
+    @property
+    def seen(self) -> int:
+        return self.decisive + self.tied
+
+    @property
+    def p_claim(self) -> float:
+        return upper_tail(self.shown, self.decisive, self.p0) if self.decisive else 1.0
+
+    @property
+    def p_contrary(self) -> float:
+        return lower_tail(self.shown, self.decisive, self.p0) if self.decisive else 1.0
+
+    @property
+    def confidence(self) -> float:
+        return 1.0 - self.p_claim
+
+    @property
+    def outcome(self) -> str:
+        if self.seen < self.rounds:
+            return "not-significant"  # not yet at N: the design decides only at N
+        if self.seen > self.rounds:
+            return "over-design"
+        if self.decisive and self.p_claim <= self.alpha:
+            return "accepted"
+        if self.decisive and self.p_contrary <= self.alpha:
+            return "contradicted"
+        return "not-significant"
+
+    def more_rounds(self) -> int | None:
+        return max(0, self.rounds - self.seen) if self.seen < self.rounds else None
+
+    def describe(self) -> str:
+        head = f"fixed-sample sign test ({self.claim_text()}, N = {self.rounds} rounds fixed in advance)"
+        if self.seen < self.rounds:
+            return f"{head}: {self.seen} of {self.rounds} rounds in; it decides only at {self.rounds}"
+        if self.seen > self.rounds:
+            return f"{head}: {self.seen} rounds in, more than the {self.rounds} fixed; the design no longer holds"
+        return (
+            f"{head}: {self.shown} for, {self.against} against, {self.tied} tied (ties left out); "
+            f"P(>= {self.shown} of {self.decisive}) = {self.p_claim:.4g}, confidence {percent(self.confidence)}, "
+            f"needed {1 - self.alpha:.0%}"
+        )
+
+    def to_record(self) -> dict:
+        return self._record(
+            rounds_fixed=self.rounds,
+            p_value=significant(self.p_claim),
+            p_value_contrary=significant(self.p_contrary),
+            confidence=round(self.confidence, 6),
+            outcome=self.outcome,
+            more_rounds_needed=self.more_rounds(),
+        )

@@ -1,0 +1,283 @@
+"""The reader contract (pytest_runhealth/reading.py), for every registered reader
+(pytest_runhealth/readers.py): hostile content never raises out of a reader,
+and a reader's work grows linearly with its input, counted in Python lines
+executed rather than seconds (so it holds on a busy machine)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_runhealth import reading
+from pytest_runhealth.readers import READERS, Reader
+
+CONTROL = "\x00\x01\x07\x08\t\n\r\x1b\x7f\x85\u2028\u202e"
+KEY = st.text(alphabet=st.sampled_from(list("loss_grad_norm/.") + list(CONTROL) + ["é", "\ufeff"]), max_size=12)
+HUGE = st.sampled_from([10**400, -(10**3999), 2**63, 2**64 + 1, 10**4000 - 1])
+WORDS = st.sampled_from(
+    ["NaN", "Infinity", "-Infinity", "inf", "nan", "1e400", "-1e400", "9" * 4000, "", "0x10", "1_0"]
+)
+BASE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    HUGE,
+    WORDS,
+    st.text(alphabet=st.sampled_from(list("ab 1.5e") + list(CONTROL)), max_size=16),
+    st.just("__DEEP__"),
+)
+VALUE = st.recursive(
+    BASE, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEY, inner, max_size=3), max_leaves=8
+)
+DEEP = b"[" * 50_000 + b"]" * 50_000
+
+
+def _mutate(raw: bytes, how: str, at: float) -> bytes:
+    raw = raw.replace(b'"__DEEP__"', DEEP).replace(b"__DEEP__", DEEP[:20_000])
+    cut = int(len(raw) * at)
+    if how == "truncate":
+        return raw[:cut]
+    if how == "nul":
+        return raw[:cut] + b"\0" * 64 + raw[cut:]
+    if how == "invalid-utf8":
+        return raw[:cut] + b"\xff\xfe\xc3" + raw[cut:]
+    return raw
+
+
+def _run_on(reader: Reader, data: bytes):
+    base = Path(tempfile.mkdtemp(prefix="rh-contract-"))
+    try:
+        folder = base / reader.folder
+        target = folder / reader.file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return reader.read(folder)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("reader", READERS, ids=[r.name for r in READERS])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    value=VALUE,
+    key=KEY,
+    how=st.sampled_from(["whole", "truncate", "nul", "invalid-utf8"]),
+    at=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_hostile_content_never_raises(reader: Reader, value, key, how, at):
+    raw = reader.embed(value, key)
+    _run_on(reader, _mutate(raw, how, at))  # any exception fails the test
+
+
+@pytest.mark.parametrize("reader", READERS, ids=[r.name for r in READERS])
+@pytest.mark.parametrize(
+    "value",
+    [math.inf, -math.inf, math.nan, 10**4000 - 1, "Infinity", "1e400", "9" * 400, "__DEEP__", {"a": [None]}, True],
+    ids=["inf", "-inf", "nan", "4000-digits", "Infinity-text", "1e400-text", "400-digit-text", "deep", "dict", "bool"],
+)
+def test_named_hostile_values(reader: Reader, value):
+    """The values the issue names, in every slot of every reader's file, whole and cut in half."""
+    raw = reader.embed(value, "loss\n\x1b[1mHF_TOKEN")
+    _run_on(reader, _mutate(raw, "whole", 0))
+    _run_on(reader, _mutate(raw, "truncate", 0.5))
+
+
+# -- the one number parser ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("1e400", math.inf),
+        ("-1e400", -math.inf),
+        ("Infinity", math.inf),
+        ("nan", math.nan),
+        (10**4000, math.inf),
+        (-(10**4000), -math.inf),
+        ("9" * 4000, math.inf),
+        ("0.5", 0.5),
+        (True, None),
+        ("x", None),
+        ([1], None),
+    ],
+)
+def test_number(raw, expected):
+    got = reading.number(raw)
+    if expected is None:
+        assert got is None
+    elif isinstance(expected, float) and math.isnan(expected):
+        assert got is not None and math.isnan(got)
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (math.inf, None),
+        (math.nan, None),
+        ("Infinity", None),
+        (1e400, None),
+        ("1" * 400, None),
+        (10**400, None),
+        ("1700000000", 1700000000),
+        ("12.0", 12),
+        (12.7, 12),
+        (False, None),
+    ],
+)
+def test_integer(raw, expected):
+    assert reading.integer(raw) == expected
+
+
+def test_load_json_never_raises():
+    assert reading.load_json(DEEP) == (None, "not JSON: nested too deeply to parse")
+    value, err = reading.load_json(b'{"loss": ' + b"9" * 4000 + b', "t": 1e400, "n": NaN}')
+    assert err is None and value["loss"] == math.inf and value["t"] == math.inf and math.isnan(value["n"])
+    assert reading.load_json(b"\xff\xfe{")[1] is not None
+
+
+def test_decode_drops_nul_and_bom_keeps_control_characters():
+    assert reading.decode(b"\xef\xbb\xbfa\0b\x1bc\xff") == "ab\x1bc\ufffd"
+
+
+def test_budget_counts_bytes_read_not_inodes(tmp_path):
+    """A file hard-linked under many names costs its bytes each time it is read."""
+    src = tmp_path / "a"
+    src.write_bytes(b"1 2 3\n" * 1000)
+    budget = reading.Budget(limit=15_000)
+    for i in range(5):
+        (tmp_path / f"link{i}").hardlink_to(src)
+        sum(1 for _ in reading.lines(tmp_path / f"link{i}", budget=budget))
+    assert budget.spent == 15_000
+    assert budget.hits and "read cap" in budget.hits[0]
+
+
+def test_read_bytes_states_the_file_cap(tmp_path):
+    (tmp_path / "big").write_bytes(b"x" * 5000)
+    got = reading.read_bytes(tmp_path / "big", cap=1000)
+    assert len(got.data) == 1000 and got.size == 5000 and "1,000 of 5,000 bytes" in (got.capped or "")
+
+
+# -- growth, in Python lines executed ---------------------------------------------------------
+def _lines_executed(work) -> int:
+    """Python trace events (calls and lines) while ``work()`` runs: the same count on a busy machine."""
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        count += 1
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        work()
+    finally:
+        sys.settrace(old)
+    return count
+
+
+def _work(reader: Reader, n: int) -> int:
+    base = Path(tempfile.mkdtemp(prefix="rh-growth-"))
+    try:
+        folder = base / reader.folder
+        folder.mkdir()
+        reader.grow(folder, n)
+        return _lines_executed(lambda: reader.read(folder))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+GROWTH_SIZES = {"hf-checkpoints": 100, "lightning-metrics": 200}
+
+
+@pytest.mark.parametrize("reader", READERS, ids=[r.name for r in READERS])
+def test_work_grows_linearly(reader: Reader):
+    """Three sizes, n, 2n, 4n: four times the input costs at most about four times the
+    lines executed (a rescan of the items so far per item costs sixteen times)."""
+    n = GROWTH_SIZES.get(reader.name, 400)
+    _work(reader, 8)  # imports and first-use caches are no part of the growth
+    small, mid, big = (_work(reader, k) for k in (n, 2 * n, 4 * n))
+    assert mid <= 2.5 * small + 2000, (reader.name, small, mid, big)
+    assert big <= 5.0 * small + 2000, (reader.name, small, mid, big)
+
+
+# -- growth of the checks that read each layout, in one session's worth of checks -----------------
+SESSION_LAYOUTS = (
+    "hf-trainer-state",
+    pytest.param("hf-checkpoints", marks=pytest.mark.slow),  # about 6 s: 60 and 240 folders of checkpoints
+    "lightning-metrics",
+    "mlflow-metrics",
+    "wandb-summary",
+)
+
+
+def _checks_work(reader: Reader, n: int) -> int:
+    """Python lines executed by every post-mortem check that needs no fixture, on the reader's grown
+    input (each check_on reads afresh: nothing is cached across sizes)."""
+    from pytest_runhealth.checks import builtin_modules
+    from pytest_runhealth.registry import Registry
+    from pytest_runhealth.testing import check_on
+
+    registry = Registry()
+    for module in builtin_modules():
+        registry.add_module(module)
+    specs = [s for s in registry if "postmortem" in s.phases and not s.fixtures]
+    base = Path(tempfile.mkdtemp(prefix="rh-growth-"))
+    try:
+        folder = base / reader.folder
+        folder.mkdir()
+        reader.grow(folder, n)
+        return _lines_executed(lambda: [check_on(folder, spec.id, registry=registry) for spec in specs])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", SESSION_LAYOUTS)
+def test_checks_work_grows_linearly(name: str):
+    """The quadratic costs the issue measured were in the checks as much as in the readers (RH206 compared
+    every HF checkpoint with every damaged file): the same n/2n/4n rule for all post-mortem checks."""
+    reader = next(r for r in READERS if r.name == name)
+    n = {"hf-checkpoints": 60, "lightning-metrics": 100}.get(name, 300)
+    _checks_work(reader, 8)
+    small, big = _checks_work(reader, n), _checks_work(reader, 4 * n)
+    assert big <= 5.0 * small + 20_000, (name, small, big)
+
+
+# -- hostile content through every check, not only the readers ---------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("reader", READERS, ids=[r.name for r in READERS])
+def test_hostile_content_through_every_check(reader: Reader):
+    """The named hostile values in each reader's file, whole and cut, judged by every check that needs no
+    fixture: a finding or a skip, never an exception and never "the check itself raised" (a 4000-digit
+    loss once raised OverflowError inside RH202, a 5000-digit exit code inside RH212)."""
+    from pytest_runhealth.checks import builtin_modules
+    from pytest_runhealth.registry import Registry
+    from pytest_runhealth.testing import check_on
+
+    registry = Registry()
+    for module in builtin_modules():
+        registry.add_module(module)
+    specs = [s for s in registry if not s.fixtures]
+    values = [math.inf, math.nan, 10**4000 - 1, "1e400", "9" * 400, "__DEEP__", {"a": [None]}, True, -1e308]
+    for value in values:
+        for how in ("whole", "truncate"):
+            base = Path(tempfile.mkdtemp(prefix="rh-hostile-"))
+            try:
+                folder = base / reader.folder
+                (folder / reader.file).parent.mkdir(parents=True, exist_ok=True)
+                (folder / reader.file).write_bytes(_mutate(reader.embed(value, "loss\n\x1b[1m"), how, 0.5))
+                (folder / "logs").mkdir(exist_ok=True)
+                (folder / "logs" / "stdout.log").write_text("step 1 loss 0.5\n")
+                for spec in specs:
+                    for finding in check_on(folder, spec.id, registry=registry):
+                        assert "itself raised" not in finding.summary, (spec.id, value, how, finding.summary)
+            finally:
+                shutil.rmtree(base, ignore_errors=True)
