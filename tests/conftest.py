@@ -4,6 +4,7 @@ JSON report, so every test asserts on outcomes, not on terminal text alone."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -30,6 +31,19 @@ for _name in SUBPLUGINS:
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _children_skip_hypothesis_plugin():
+    """Every pytest that a test starts in a child process (``python -m pytest``, ``pytest.main`` in a fresh
+    interpreter, each xdist worker of an inner ``-n 2``) would import hypothesis for its pytest plugin: about
+    1 CPU-second a process, most of a small session's cost, and no inner session uses hypothesis. A fixture,
+    not module code, so this run's own xdist workers (started before any fixture) keep the plugin; an
+    in-process pytester session drops ``PYTEST_ADDOPTS`` and says ``no:hypothesispytest`` itself (run_health)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PYTEST_ADDOPTS", " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:hypothesispytest"])))
+    yield
+    mp.undo()
 
 
 def _load_regenerate():
