@@ -175,6 +175,7 @@ def test_binary_garbage_and_unreadable_logs_do_not_crash(tmp_path, rules_yaml, r
     assert r["outcome"] == "failed" and r["verdict"] == "not-evaluable" and "cannot read" in r["summary"]
 
 
+@pytest.mark.slow  # a growth measurement (memory over a 1 GB / 50 MB / 1000-tick input): the slow tier
 def test_whole_file_rule_streams_a_1gb_log_in_bounded_memory(tmp_path):
     """A sparse 1 GB file with no newline at all, the match at the very end:
     found, with peak memory a few chunks, not the file."""

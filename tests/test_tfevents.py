@@ -198,6 +198,7 @@ def test_long_record_crc_matches_tensorboards_own(length):
     assert int(masked_crcs(buf, [5], [length])[0]) == masked_crc32c(buf[5 : 5 + length])
 
 
+@pytest.mark.slow  # a growth measurement (memory over a 1 GB / 50 MB / 1000-tick input): the slow tier
 def test_a_50_mb_record_checks_in_bounded_memory_and_python_steps(tmp_path, monkeypatch):
     """tensorboard's RecordWriter frames the record; its pure-Python CRC would
     take minutes over 50 MB, so it computes with ours, checked against

@@ -489,6 +489,7 @@ def test_notifications_are_redacted():
 
 
 # -- cost per tick -------------------------------------------------------------------------
+@pytest.mark.slow  # a growth measurement (memory over a 1 GB / 50 MB / 1000-tick input): the slow tier
 def test_many_ticks_over_a_growing_log_stay_flat(tmp_path):
     """Thousands of ticks: each reads only what was appended, and memory
     does not grow with the log (the scan's series is bounded)."""
