@@ -1,4 +1,4 @@
-"""RH004, RH5xx: evaluation rounds, infra versus policy (runbook 002).
+"""RH5xx: evaluation rounds, infra versus policy (runbook 002).
 
 Each check reads the run dir's :class:`~pytest_runhealth.evaluation.model.Evaluation`
 (a harvest on disk, or the server with ``--eval-server``), so both sources give
@@ -75,50 +75,6 @@ def _nothing_returned(ctx, ev):
     )
 
 
-# -- RH004 ---------------------------------------------------------------------
-@check(
-    "RH004",
-    "json-not-preambled",
-    needs=["harvest"],
-    scope="session",
-    phases=["live", "postmortem", "gate"],
-    verdicts=["infra", "not-evaluable"],
-    detects="An output meant to be JSON (any *.json of an evaluation harvest) starts with tool chatter: uv's "
-    "`Resolved …`, `Installed …`, `Using Python … environment at …` lines merged from stderr by `2>&1`. "
-    "Also a JSON file that cannot be parsed at all (truncated, binary).",
-    why="The command very likely succeeded; only the parse failed. Re-submitting on a JSON decode error "
-    "double-submits (the runbook saw three 'failed' submits that had all been created).",
-    example="experience_request.json:1 Resolved 12 packages in 7ms",
-    fix="Check the server for the request before any re-submit; invoke the venv's python directly "
-    "(.venv/bin/python script.py) or `uv run -qq`, or keep stderr out of the JSON (no 2>&1).",
-)
-def json_not_preambled(ctx):
-    ev = ctx.evaluation.of()
-    if not ev.json_problems:
-        return f"{len(ev.read)} JSON document(s) parsed cleanly"
-    pre = [p for p in ev.json_problems if p.preamble]
-    broken = [p for p in ev.json_problems if not p.preamble]
-    evidence = [ctx.evidence(p.source, p.line, p.text or p.message) for p in (pre + broken)[:10]]
-    lines = [f"{p.source}: uv chatter before the JSON (recovered; the command may have succeeded)" for p in pre]
-    lines += [f"{p.source}: {p.message}" for p in broken]
-    if pre:
-        return ctx.fail(
-            "infra",
-            "uv-preamble-json",
-            f"{len(pre)} JSON output(s) start with uv's install/sync chatter\n" + "\n".join(lines),
-            evidence,
-        )
-    return ctx.fail(
-        "not-evaluable",
-        None,
-        f"{len(broken)} JSON file(s) of the harvest cannot be parsed; the rounds they hold are not "
-        "evidence\n" + "\n".join(lines),
-        evidence,
-        fix="re-harvest the named files (a harvester that crashed mid-write leaves them cut short).",
-    )
-
-
-# -- RH501 ---------------------------------------------------------------------
 @check(
     "RH501",
     "round-terminal",

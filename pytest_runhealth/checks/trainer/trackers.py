@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import time
 
-from .. import layouts
-from ..layouts import mlflow_store, wandb_run
-from ..registry import check
-from ..safeio import mtime
-from ..values import duration_text
+from ... import layouts
+from ...layouts import mlflow_store, wandb_run
+from ...registry import check
+from ...safeio import mtime
+from ...values import duration_text
 
 
 @check(

@@ -1,29 +1,21 @@
-"""RH2xx: trainer runs, checkpoints and loss (issue 3; the LTX-2 launch and
-monitor runbook, kohya's and LTX-2's real output formats).
+"""RH201, RH207, RH208: how did the run end? The first decisive error of its
+log (rootcause), its run summary, and whether it ran every step it planned.
 
 Every check here reads the run through the shared readers: one log scan and
-one tail per log (logscan), one CRC-checked pass per event file (tfevents),
-one header read per checkpoint (checkpoints), and the run's facts (status)."""
+one tail per log (logscan), the trainer's step records, and the run's facts (status)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from .. import layouts
-from ..checkpoints import check_safetensors, find_checkpoints, latest
-from ..layouts import hf_trainer, torchelastic
-from ..layouts.series import judge as judge_series
-from ..registry import check
-from ..rootcause import CAUSES, is_peer_consequence
-from ..tfevents import is_loss_tag, read_event_file
-from ..values import duration_text
+from ... import layouts
+from ...checkpoints import find_checkpoints, latest
+from ...layouts import hf_trainer, torchelastic
+from ...registry import check
+from ...rootcause import CAUSES, is_peer_consequence
+from ...values import duration_text
 
 SUMMARY_NAME = "run-summary.md"
-
-
-def _tfevents(ctx, path: Path):
-    return ctx.run_dir.cached(("tfevents", path), lambda: read_event_file(path))
 
 
 # -- RH201 --------------------------------------------------------------------------
@@ -119,7 +111,7 @@ def _other_stream(ctx, main_log):
 
 
 def _read_console(ctx, console):
-    from ..rootcause import diagnose
+    from ...rootcause import diagnose
 
     scan = ctx.log_scan(console)
     if scan.error:
@@ -170,357 +162,6 @@ def _died(ctx, log, err, last):
             if ctx.evidence(log, tl.line, tl.text) not in evidence
         ]
     return ctx.fail(err.verdict, err.cause, summary, evidence, fix=fix)
-
-
-# -- RH202 --------------------------------------------------------------------------
-@check(
-    "RH202",
-    "loss-finite",
-    phases=["live", "postmortem", "gate"],
-    verdicts=["config"],
-    detects="A loss value is NaN or inf: `avr_loss=nan` / `loss=nan` in a tqdm postfix, `Loss: nan` in an LTX-2 "
-    "step line, a generic `step N ... loss nan`, the transformers Trainer's `{'loss': nan, ...}`, `loss: nan`, "
-    "`Loss: NaN`, prose such as `loss is nan`, or a non-finite scalar under a loss tag in an event file. A NaN "
-    "followed by finite values is still a NaN event (the first step and the count are reported). "
-    "A NaN learning rate, gradient norm or loss scale is not a NaN loss, except that a Hugging Face Trainer "
-    "series whose loss is logged as exactly 0.0 beside a NaN/inf `grad_norm` from its first entry on is a NaN loss "
-    "its `logging_nan_inf_filter` hid (in `trainer_state.json` and in the console's `{'loss': 0.0, 'grad_norm': "
-    "nan, ...}` lines; the finding says so). The loss is also read where the "
-    "trainer or tracker records it (docs/layouts.md): the Hugging Face Trainer's `trainer_state.json` "
-    "`log_history` (`NaN`/`Infinity` as Python's json writes them), Lightning's `metrics.csv`, MLflow's "
-    "`metrics/<key>` files, W&B's `wandb-summary.json` and a trainer's own metrics JSON-lines file "
-    "(`metrics.jsonl`, `*metrics*.jsonl`, `train_log.jsonl`, `log_history.jsonl` in the run folder or `logs/`, "
-    "one object per step; a sweep's `ledger.jsonl` is not one); there a training loss that ends 100x above its "
-    "lowest value and 10x above its first (`loss-diverged`), or gradient norms non-finite in the last 3 "
-    "logged values (`grad-norm-nonfinite`: every update skipped or NaN), fail too. The loss of an RL trainer "
-    "(`kl` or `reward` logged beside it: TRL's GRPO, PPO, RLOO) grows from about 0 with its KL term by design "
-    "and is judged for NaN only.",
-    why="Once the loss is NaN the weights are NaN too: every checkpoint saved after it is unusable, and "
-    "the run keeps burning GPU time.",
-    example="logs/stdout.log:88 steps:  38%|███▊ | 36/96 [13:09<21:55, 21.93s/it, avr_loss=nan]",
-    fix="Resume from the last checkpoint before the NaN with a lower learning rate, bf16 instead of fp16 "
-    "(or a loss scaler), gradient clipping, and check the data for broken samples; discard checkpoints "
-    "saved after the first NaN.",
-)
-def loss_finite(ctx):
-    run = ctx.run
-    evidence, first_step, sources = [], None, []
-    log = run.main_log
-    if log is not None:
-        scan = ctx.run_dir.log_scan(log)
-        if scan.nonfinite:
-            point, text = scan.nonfinite[0]
-            first_step = point.step
-            evidence.append(ctx.evidence(log, point.line, text))
-            finite_after = bool(scan.last_step and scan.last_step.line > point.line and scan.last_step.loss_finite)
-            sources.append(
-                f"{scan.nonfinite_count} non-finite loss value(s) in {ctx.run_dir.rel(log)}, the first at "
-                f"step {point.step} (line {point.line})"
-                + ("; finite values follow, but weights updated with a NaN loss are suspect" if finite_after else "")
-            )
-        elif scan.filtered_nan:
-            hidden = _filtered_nan_in_log(ctx, log, scan)
-            if hidden is not None:
-                first_step = hidden[0]
-                evidence.append(hidden[1])
-                sources.append(hidden[2])
-    tf_checked = 0
-    for path in run.event_files:
-        read = _tfevents(ctx, path)
-        tf_checked += 1
-        bad = [nf for nf in read.nonfinite if is_loss_tag(nf.tag)]
-        if bad:
-            nf = bad[0]
-            first_step = nf.step if first_step is None else min(first_step, nf.step)
-            evidence.append(
-                ctx.evidence(path, None, f"record {nf.index}: tag {nf.tag!r} step {nf.step} value {nf.value}")
-            )
-            sources.append(f"{nf.tag} = {nf.value} at step {nf.step} in {ctx.run_dir.rel(path)}")
-    # What the trainer or tracker recorded in its own files (docs/layouts.md): HF trainer_state.json,
-    # MLflow metrics/, W&B wandb-summary.json, Lightning metrics.csv, the trainer's own metrics.jsonl.
-    recorded = layouts.loss_points(run)
-    judged = judge_series(recorded) if recorded else None
-    caps = list(dict.fromkeys(layouts.read_caps(run)))  # what the reader contract's caps cut (reading.py)
-    capped = f" Read caps reached: {'; '.join(caps[:3])}." if caps else ""
-    if judged is not None and judged.cause == "nan-loss":
-        p = judged.first
-        if p.step is not None:
-            first_step = p.step if first_step is None else min(first_step, p.step)
-        evidence.append(ctx.evidence(p.file, p.line, p.text))
-        sources.append(f"{judged.detail} in {p.file}")
-    if not evidence:
-        if judged is not None:  # a loss that grew by orders of magnitude, or gradients NaN to the end
-            p = judged.first
-            return ctx.fail(
-                "config", judged.cause, f"{judged.detail} ({p.file}).{capped}", [ctx.evidence(p.file, p.line, p.text)]
-            )
-        if log is None and not tf_checked and not recorded:
-            ctx.skip(f"no log and no event file under {run.path}: no loss to check")
-        if recorded and log is None and not tf_checked:
-            return (
-                f"{len(recorded)} recorded loss/gradient-norm value(s) finite and not diverging{capped and ';'}{capped}"
-            )
-        return capped.strip() or None
-    after = [
-        c
-        for c in find_checkpoints(run.checkpoints)
-        if c.step is not None and first_step is not None and c.step >= first_step
-    ]
-    names = sorted(c.path.name for c in after)
-    if first_step is not None and layouts.own_kind(run) == layouts.HF_TRAINER:
-        names += [c.path.name for c in hf_trainer.checkpoints(run.path) if c.step >= first_step]
-    summary = "the loss went non-finite: " + "; ".join(sources) + "." + capped
-    if names:
-        summary += f" Checkpoints saved at or after step {first_step} are suspect: {', '.join(names[:6])}."
-    return ctx.fail("config", "nan-loss", summary, evidence)
-
-
-def _filtered_nan_in_log(ctx, log, scan):
-    """(step, evidence, source) when the console log's first Trainer loss dict already logs loss 0.0 beside a
-    non-finite grad_norm: a NaN loss hidden by logging_nan_inf_filter from the first entry on (issue 35)."""
-    from ..layouts.series import FILTERED_NAN_NOTE
-    from ..logscan import first_loss_dict_line
-
-    line, text = scan.filtered_nan[0]
-    if first_loss_dict_line(log, line) != line:
-        return None  # finite entries came first: not this rule's claim
-    source = (
-        f"{scan.filtered_nan_count} Trainer log dict(s) in {ctx.run_dir.rel(log)} with loss 0.0 and a non-finite "
-        f"grad_norm, the first at line {line} (the first logged entry): {FILTERED_NAN_NOTE}"
-    )
-    return 0, ctx.evidence(log, line, text), source  # NaN from the first entry: every checkpoint is suspect
-
-
-# -- RH205 --------------------------------------------------------------------------
-@check(
-    "RH205",
-    "resume-pair",
-    phases=["postmortem", "prelaunch"],
-    verdicts=["config"],
-    detects="The newest `{lora|model}_weights_step_N.safetensors` has no `training_state_step_N.pt` "
-    "beside it (a resume would start again at step 0), a kohya run that saves `-state` folders lacks one "
-    "for its newest checkpoint, or `model.load_checkpoint` in config.yaml names a file or folder that does "
-    "not exist. Older checkpoints pruned by `keep_last_n` / `--save_last_n_*` are not a finding.",
-    why="The trainer restores optimizer, scheduler and step only from the state file next to the loaded "
-    "weights; without it the weights load and training silently restarts from step 0.",
-    example="outputs/checkpoints/lora_weights_step_01000.safetensors has no training_state_step_01000.pt",
-    fix="Point model.load_checkpoint at a checkpoint whose training_state_step_N.pt exists, or keep the "
-    "weights-only start deliberately with checkpoints.no_resume: true; set checkpoints.save_training_state "
-    "to minimal or full so future checkpoints can be resumed.",
-)
-def resume_pair(ctx):
-    run = ctx.run
-    cfg = ctx.run_dir.workspace_config() if run.path == ctx.run_dir.path else None
-    ckpts = find_checkpoints(run.checkpoints)
-    problems = []
-    target = cfg.get("model.load_checkpoint") if cfg is not None and not cfg.error else None
-    if isinstance(target, str) and target.strip() and "://" not in target:
-        path = cfg.resolve_path(target)
-        line = cfg.line_of("model.load_checkpoint") if hasattr(cfg, "line_of") else None
-        if not path.exists():
-            problems.append(
-                (
-                    "load-checkpoint-missing",
-                    f"model.load_checkpoint points to {target}, which does not exist",
-                    ctx.evidence(cfg.path, line, f"load_checkpoint: {target}"),
-                )
-            )
-        elif path.is_file() and not cfg.get("checkpoints.no_resume"):
-            m = re.search(r"step_(\d+)\.safetensors$", path.name)
-            if m and not (path.parent / f"training_state_step_{int(m.group(1)):05d}.pt").exists():
-                problems.append(
-                    (
-                        "resume-state-missing",
-                        f"model.load_checkpoint names {path.name}, but no training_state_step_{int(m.group(1)):05d}.pt "
-                        f"sits beside it: the weights would load and training would restart at step 0",
-                        ctx.evidence(cfg.path, line, f"load_checkpoint: {target}"),
-                    )
-                )
-    ltx = [c for c in ckpts if c.trainer == "ltx"]
-    state_mode = cfg.get("checkpoints.save_training_state") if cfg is not None else None
-    note = ""
-    if ltx:
-        newest = latest(ltx)
-        state = newest.state_path()
-        if state_mode in ("off", False):
-            note = f"checkpoints.save_training_state is {state_mode!r}: no resume state is expected"
-        elif not state.exists():
-            tmp = state.with_name(state.name + ".tmp")
-            older = [c for c in ltx if c is not newest and c.state_path().exists()]
-            detail = f"the newest checkpoint {ctx.run_dir.rel(newest.path)} has no {state.name} beside it"
-            if tmp.exists():
-                detail += f" ({tmp.name} exists: the state was being written when the run stopped)"
-            if older:
-                detail += f"; the newest resumable pair is step {max(c.step for c in older)}"
-            problems.append(
-                (
-                    "resume-state-missing",
-                    detail,
-                    ctx.evidence(newest.path, None, f"{newest.path.name} without {state.name}"),
-                )
-            )
-    kohya = [c for c in ckpts if c.trainer == "kohya"]
-    if kohya and any(c.state_path().is_dir() for c in kohya):
-        newest = latest(kohya)
-        if not newest.state_path().is_dir():
-            problems.append(
-                (
-                    "resume-state-missing",
-                    f"this run saves -state folders, but the newest checkpoint {ctx.run_dir.rel(newest.path)} has "
-                    f"no {newest.state_path().name}/: --resume from it is impossible",
-                    ctx.evidence(newest.path, None, f"{newest.path.name} without {newest.state_path().name}/"),
-                )
-            )
-    if not problems:
-        if not ckpts and target is None:
-            ctx.skip(f"no named checkpoint under {run.path} and no model.load_checkpoint to resolve")
-        if ltx:
-            newest = latest(ltx)
-            pruned = sorted({c.step for c in ltx} - {newest.step})
-            return note or f"newest checkpoint step {newest.step} has its training state" + (
-                f"; {len(pruned)} older checkpoint(s) kept" if pruned else ""
-            )
-        return note or None
-    cause = problems[0][0]
-    summary = "\n".join(p[1] for p in problems)
-    return ctx.fail("config", cause, summary, [p[2] for p in problems])
-
-
-# -- RH206 --------------------------------------------------------------------------
-@check(
-    "RH206",
-    "checkpoint-intact",
-    needs=["checkpoints"],
-    thresholds={"save_fresh_s": 300},
-    phases=["live", "postmortem", "gate"],
-    verdicts=["infra"],
-    detects="A `.safetensors` file whose header does not parse (under 8 bytes, a length beyond the file or "
-    "over 100 MB, not JSON, tensor offsets that disagree with dtype and shape) or whose tensor data is "
-    "shorter or longer than the header says: a write cut short (disk full, killed mid-save, a copy "
-    "interrupted): `truncated-checkpoint`. The temporary file an atomic save leaves when it is interrupted "
-    "(safetensors' hidden `.tmpXXXXXX`, a trainer's `name.tmp`) beside the checkpoints: `interrupted-save`. "
-    "Only headers are read; no tensor is loaded. A Hugging Face Trainer `checkpoint-N/` "
-    "missing part of its state (`checkpoint-incomplete`): no weights, no `trainer_state.json` (the Trainer "
-    "writes it last), a weight shard its index names, or `optimizer.pt`/`scheduler.pt`/`rng_state*.pth`/"
-    "`training_args.bin` that the run's other checkpoints all have (with `save_only_model` none has them: "
-    "not a finding); the newest complete checkpoint is named as the one to resume from. A save in progress "
-    "looks incomplete too: the newest `checkpoint-N/`, last written within `save_fresh_s` (300 s; the run's "
-    "save interval when that is shorter), with no `trainer_state.json` yet (or only its RNG state after it, "
-    "as older transformers save it), in a run with no sign of its end (no `train_results.json` or final "
-    "`trainer_state.json`, no error in its log, its pid file's process not gone) is being written: it passes "
-    "with a note and is never named to resume from.",
-    why="Resuming from or shipping a truncated checkpoint fails at load time, often days later and far "
-    "from the cause; the newest checkpoint is the one most likely cut short when a run dies.",
-    example="outputs/checkpoints/lora_weights_step_02000.safetensors: the header says 4194304 bytes of "
-    "tensor data follow, the file holds 1048576",
-    fix="Delete nothing yet: resume from the newest intact checkpoint (set model.load_checkpoint to it), "
-    "check free disk space, and re-save; re-copy the file if it came from another machine.",
-)
-def checkpoint_intact(ctx):
-    from ..resume import damaged, interrupted_saves, newest_resumable
-
-    bad_map = damaged(ctx.run_dir, ctx.run)
-    bad = [ctx.run_dir.cached(("safetensors", p), lambda p=p: check_safetensors(p)) for p in bad_map]
-    good = len(ctx.run.checkpoints) - len(bad)
-    leftovers = interrupted_saves(ctx.run)
-    hf = hf_trainer.checkpoints(ctx.run.path) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else []
-    saving = _hf_save_in_progress(ctx, hf)
-    incomplete = [c for c in hf if not c.complete and c is not saving]
-    if not bad and not leftovers and not incomplete:
-        done = len(hf) - (saving is not None)
-        note = f"{good} safetensors header(s) intact" + (f"; {done} checkpoint folder(s) complete" if hf else "")
-        return note + (f"; {_saving_note(ctx, saving)}" if saving is not None else "")
-    parts = []
-    if bad:
-        lines = [f"{ctx.run_dir.rel(r.path)}: {r.problem}" for r in bad[:10]]
-        parts.append(f"{len(bad)} of {len(bad) + good} checkpoint(s) are damaged:\n" + "\n".join(lines))
-    elif leftovers:
-        parts.append(f"{good} safetensors header(s) intact, but a save was interrupted")
-    if leftovers:
-        names = ", ".join(ctx.run_dir.rel(p) for p in leftovers[:6])
-        parts.append(
-            f"{len(leftovers)} temporary file(s) of an interrupted save beside the checkpoints: {names} (an atomic "
-            "save writes a temporary file and renames it when done; a kill or a full disk mid-save leaves it "
-            "behind, and the checkpoint it was writing never appeared)"
-        )
-    if incomplete:
-        # A Hugging Face checkpoint-N/ without part of its state: its save was cut short.
-        parts.append(
-            f"{len(incomplete)} of {len(hf)} checkpoint folder(s) are incomplete:\n"
-            + "\n".join(f"{ctx.run_dir.rel(c.path)}/ lacks {', '.join(c.missing)}" for c in incomplete[:10])
-        )
-    if hf:
-        damaged = {parent for p in bad_map for parent in p.parents}  # once, not per checkpoint (was quadratic)
-        usable = [c for c in hf if c.complete and c.path not in damaged]
-        parts.append(
-            f"newest complete checkpoint to resume from: {ctx.run_dir.rel(usable[-1].path)}"
-            if usable
-            else "no checkpoint folder is complete: none can be resumed from"
-        )
-    if saving is not None:
-        parts.append(_saving_note(ctx, saving))
-    elif (newest_ok := newest_resumable(ctx.run_dir, ctx.run)) is not None:
-        parts.append(f"newest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}")
-    evidence = [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]]
-    from ..safeio import mtime
-
-    evidence += [
-        ctx.evidence(p, None, f"temporary file of an interrupted save ({_size(p)} bytes, written {_stamp(mtime(p))})")
-        for p in leftovers[:4]
-    ]
-    evidence += [
-        ctx.evidence(c.path, None, f"{c.path.name}/ holds {', '.join(sorted(c.files)[:12]) or 'nothing'}")
-        for c in incomplete[:10]
-    ]
-    cause = "truncated-checkpoint" if bad else "interrupted-save" if leftovers else "checkpoint-incomplete"
-    return ctx.fail("infra", cause, "\n".join(parts), evidence)
-
-
-def _hf_save_in_progress(ctx, hf: list[hf_trainer.HfCheckpoint]) -> hf_trainer.HfCheckpoint | None:
-    """The newest ``checkpoint-N/`` when the Trainer is still writing it
-    (hf_trainer.being_written: incomplete, written within ``save_fresh_s`` or
-    the run's save interval when shorter) and the run shows no sign of its
-    end: no ``train_results.json``/final ``trainer_state.json``, no decisive
-    error in its log, no ledger row, its pid file's process not gone. A claim
-    of an incomplete save needs the save to be over."""
-    import time
-
-    if not hf:
-        return None
-    window = float(ctx.thresholds.get("save_fresh_s", 300))
-    gap = hf_trainer.save_gap(hf)
-    if gap:
-        window = min(window, gap)
-    saving = hf_trainer.being_written(hf, time.time(), window)
-    if saving is None or hf_trainer.ended_at_end(ctx.run.path) is not None:
-        return None
-    if ctx.facts.ended:
-        return None  # finished, died with an error, its process gone, or recorded as over
-    return saving
-
-
-def _saving_note(ctx, c: hf_trainer.HfCheckpoint) -> str:
-    import time
-
-    ago = max(0.0, time.time() - hf_trainer.last_written(c))
-    lacks = ", ".join(m.split(" (")[0] for m in c.missing)
-    return (
-        f"{ctx.run_dir.rel(c.path)}/ is being written (last written {duration_text(ago)} ago, the run has not ended; it "
-        f"lacks {lacks} so far, and the Trainer writes trainer_state.json last): not judged until the save is over"
-    )
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _stamp(t: float) -> str:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if t else "at an unknown time"
 
 
 # -- RH207 --------------------------------------------------------------------------
@@ -577,7 +218,7 @@ def run_summary(ctx):
     if not path.is_file():
         ev = [ctx.evidence(newest.path, None, f"final checkpoint {newest.path.name}")] if newest else []
         return ctx.fail("config", "run-summary-missing", f"the run finished but {rd.rel(path)} does not exist", ev)
-    from ..safeio import read_head
+    from ...safeio import read_head
 
     text = read_head(path, 1 << 20).decode("utf-8", "replace")
     missing = [name for name, pat in SUMMARY_PARTS.items() if not pat.search(text)]
@@ -658,7 +299,7 @@ def steps_complete(ctx):
     ended = _end_evidence(ctx, f, row)
     if ended is None:
         ctx.skip(_state_unknown(ctx, f))
-    from ..resume import newest_resumable
+    from ...resume import newest_resumable
 
     ckpt = newest_resumable(ctx.run_dir, ctx.run)  # never one RH206 found damaged
     summary = (
@@ -703,7 +344,7 @@ def _silence_limit(ctx, f) -> tuple[float, str]:
 def _silence(f) -> float | None:
     import time
 
-    from ..safeio import mtime
+    from ...safeio import mtime
 
     written = mtime(f.log) if f.log is not None else 0.0
     return max(0.0, time.time() - written) if written else None
@@ -828,7 +469,7 @@ def _may_hold_error_files(ctx) -> bool:
 def _child_error(ctx, records, f):
     """RH201 from torchrun's child error record: the earliest child's traceback
     read as a log (rootcause.diagnose), quoting the error file."""
-    from ..rootcause import CAUSES, diagnose
+    from ...rootcause import CAUSES, diagnose
 
     for rec in records:
         found = diagnose(torchelastic.as_tail(rec))
