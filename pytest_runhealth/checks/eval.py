@@ -82,12 +82,9 @@ def _nothing_returned(ctx, ev):
     scope="session",
     phases=["live", "postmortem", "gate"],
     verdicts=["not-evaluable", "infra"],
-    detects="A round or experience request is pending, submitted, claimed or running (any status outside the "
-    "terminal set completed/failed/canceled/cancelled, configurable as eval.terminal_statuses), so it is "
-    "not evidence yet. In the live and post-mortem phases that is a normal state: the check is skipped "
-    "saying how much of its budget each round has used (RH502's wedge/stall formulas decide when waiting "
-    "is a failure); under --runhealth-gate it fails and blocks. Also a round the server would not give "
-    "back (infra).",
+    detects="A round or experience request is not terminal yet (pending, submitted, claimed or running), so it is "
+    "not evidence: a normal state in the live and post-mortem phases (skipped with the budget used), a "
+    "failure under --runhealth-gate. Also a round the server would not give back (infra).",
     why="Only a terminal round with real per-player scores is policy evidence; acting on a round that is "
     "still running reverts or resubmits on nothing.",
     example="experience_request.json status: running (2 running, 1 completed)",
@@ -614,19 +611,9 @@ GATE_FIXES = {
     phases=["gate"],
     verdicts=["policy", "not-evaluable"],
     thresholds={"min_rounds": 3},
-    detects="With --runhealth-gate (or a test marked runhealth_gate): the claim (gate.candidate wins, or loses for "
-    "a regression claim) is judged on every scheduled round, the round as the unit: rounds keyed by id across run "
-    "dirs (a copy with the same content counts once, note `duplicate-round`; different content is `round-conflict`, "
-    "not-evaluable, naming both folders), episodes keyed by id (a duplicate counts once), a round's episodes "
-    "combined into one result by mean score against the champion's (gate.champion) or the best of the field. The "
-    "candidate's own crash or missing score is a lost round; a running round or an infra failure blocks "
-    "(`insufficient-evidence`); a canceled round is excluded and named. An always-valid mixture e-value on p(win) "
-    "> 1/2 (or > gate.margin; ties left out) promotes at E >= 1/alpha (gate.alpha, default 0.05), keeping the "
-    "chance of ever promoting an equal candidate under alpha however often the gate is re-run; with gate.rounds = N "
-    "the exact sign test decides at N only. `claim-contradicted` (policy) when the rounds show the opposite or more "
-    "are lost than won; `claim-not-significant` when too few or too even, naming how many more won rounds would "
-    "promote. K (min_rounds, default 3) is a floor. The session's one decision (promote, block, usage-error) also "
-    "blocks on any failed check.",
+    detects="With --runhealth-gate, the claim (gate.candidate wins, or loses for a regression claim) is judged on "
+    "every scheduled round by an always-valid sequential test, the round as the unit. It promotes only on "
+    "terminal evidence, and the session's one decision also blocks on any failed check.",
     why="Never replace a champion or revert a policy from non-terminal or failed-before-startup rounds; only "
     "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting a round twice, "
     "counting episodes as rounds, dropping the candidate's own crashes or asking a fixed-sample test again after "

@@ -171,11 +171,9 @@ def log_has_step_lines(ctx):
     needs=["tfevents"],
     phases=["live", "postmortem", "gate"],
     verdicts=["not-evaluable"],
-    detects="Event files are cut mid-record, fail a CRC (length or data), hold a record that is not an "
-    "Event, or hold no scalar at all (`empty-tfevents`) once the run has ended. Every record is CRC-checked "
-    "and a damaged one is reported by number and byte offset instead of silently dropping the rest of the "
-    "file, as tbparse and EventAccumulator do. A header-only file of a run still early in its first epoch "
-    "is expected; LTX-2 workspaces, which log to W&B only, have no event files and are skipped.",
+    detects="Event files cut mid-record, failing a CRC, holding a record that is not an Event, or holding no "
+    "scalar at all once the run has ended (`empty-tfevents`). Every record is CRC-checked and a damaged "
+    "one is named by number and byte offset.",
     why="A sweep scores runs from their event files: a truncated or corrupt file silently loses the end "
     "of the loss curve, and an empty one means the trainer died before logging (see RH201/RH102).",
     example="logs/20260222091811/network_train/events.out.tfevents.1771751898.host.10786.0: record 6691 at "

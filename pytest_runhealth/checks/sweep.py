@@ -180,14 +180,9 @@ def _rh101_quiet(row: LedgerRow, th: dict) -> bool:
     phases=["live", "postmortem"],
     verdicts=["infra", "config"],
     thresholds=RH101_DEFAULTS,
-    detects="An earlier run of the sweep trained its full steps, and this one hit the wall clock "
-    '(killed_by_timeout, or error "timeout") after a handful of steps (n_steps <= handful_steps) with '
-    "duration_s close to wall_secs (>= wall_fraction of it). The step rate comes from the run's log where it "
-    "shows step times (else duration_s / n_steps); a log of normal steps followed by silence is a stall "
-    "(RH204), not a collapse. The cause is named only with its evidence: `vram-leak-step-collapse` with the "
-    "judge's or the VRAM's (the LM Studio unload no-op in a server log, a resident model or an NVML reading "
-    "from the live probes); `config-knob` when every collapsed run shares a config value that no fully "
-    "trained run has (the knob is named); otherwise `unknown`, listing what was checked.",
+    detects="A sweep run hit the wall clock after a handful of steps while an earlier run of the sweep trained "
+    "its full steps (a step-count collapse). The cause is named only with its evidence: "
+    "`vram-leak-step-collapse`, `config-knob`, else `unknown`.",
     why="This is the LM Studio VRAM leak: the judge model loaded for the first scoring pass never left the GPU, "
     "every later trainer ran from swap, and the whole rest of the sweep is wasted budget with no scores. "
     "It looks like a string of slow configs, but the configs are not at fault.",
@@ -894,9 +889,9 @@ def _stopped_by_user(row: LedgerRow) -> bool:
     phases=["postmortem"],
     verdicts=["infra"],
     thresholds={"cluster_gap_s": 120},
-    detects="Rows disqualified `stopped_by_user`. Stop times within cluster_gap_s of each other are one stop "
-    "event: the check passes with that note. It fails only when the stops are spread out, i.e. something "
-    "keeps stopping runs.",
+    detects="Rows disqualified `stopped_by_user`: stops within cluster_gap_s of each other are one stop event, "
+    "and the check passes with that note. It fails only when the stops are spread out (something keeps "
+    "stopping runs).",
     why="Nine stopped_by_user rows read like nine failures; one /api/session/stop or SIGINT records every queued "
     "run at once. Stops hours apart are different: a watchdog, a script or another user is stopping runs.",
     example="passes: one stop event at 14:02, not 9 failures. fails: runs were stopped at 4 separate times "
@@ -1109,11 +1104,9 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     phases=["live", "postmortem"],
     verdicts=["infra"],
     thresholds={"windows": 3, "min_points": 9, "min_rise": 0.1, "degrade_factor": 1.5, "min_s_per_it": 0.1},
-    detects="Within one run, the step time climbs steadily: the log's step series, cut into `windows` equal parts, "
-    "has a median s/it that rises by at least min_rise from each part to the next and ends at least "
-    "degrade_factor times where it started (e.g. 29 -> 44 -> 77 s/it). Applies to any run with a step series. "
-    "Steps that end under min_s_per_it (0.1 s) are left alone: at that scale the trend is the machine's "
-    "scheduling noise (other processes starting), not memory pressure (measured by tests/faults).",
+    detects="Within one run the step time climbs steadily: the median s/it of each of `windows` parts of the step "
+    "series rises by at least min_rise and ends degrade_factor times where it started. Runs faster than "
+    "min_s_per_it are left alone (scheduling noise, not memory pressure).",
     why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache, another process "
     "taking memory); the run will miss its wall clock long before its loss says anything.",
     example="cand-000-s0: step time climbed 30.2 -> 43.1 -> 71.4 s/it over 900 steps.",

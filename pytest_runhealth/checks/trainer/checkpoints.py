@@ -117,21 +117,10 @@ def resume_pair(ctx):
     thresholds={"save_fresh_s": 300},
     phases=["live", "postmortem", "gate"],
     verdicts=["infra"],
-    detects="A `.safetensors` file whose header does not parse (under 8 bytes, a length beyond the file or "
-    "over 100 MB, not JSON, tensor offsets that disagree with dtype and shape) or whose tensor data is "
-    "shorter or longer than the header says: a write cut short (disk full, killed mid-save, a copy "
-    "interrupted): `truncated-checkpoint`. The temporary file an atomic save leaves when it is interrupted "
-    "(safetensors' hidden `.tmpXXXXXX`, a trainer's `name.tmp`) beside the checkpoints: `interrupted-save`. "
-    "Only headers are read; no tensor is loaded. A Hugging Face Trainer `checkpoint-N/` "
-    "missing part of its state (`checkpoint-incomplete`): no weights, no `trainer_state.json` (the Trainer "
-    "writes it last), a weight shard its index names, or `optimizer.pt`/`scheduler.pt`/`rng_state*.pth`/"
-    "`training_args.bin` that the run's other checkpoints all have (with `save_only_model` none has them: "
-    "not a finding); the newest complete checkpoint is named as the one to resume from. A save in progress "
-    "looks incomplete too: the newest `checkpoint-N/`, last written within `save_fresh_s` (300 s; the run's "
-    "save interval when that is shorter), with no `trainer_state.json` yet (or only its RNG state after it, "
-    "as older transformers save it), in a run with no sign of its end (no `train_results.json` or final "
-    "`trainer_state.json`, no error in its log, its pid file's process not gone) is being written: it passes "
-    "with a note and is never named to resume from.",
+    detects="A checkpoint cut short or half-saved: a `.safetensors` file whose header or data length is wrong "
+    "(`truncated-checkpoint`), an interrupted atomic save's temporary file (`interrupted-save`), or a "
+    "Hugging Face `checkpoint-N/` missing part of its state (`checkpoint-incomplete`). Only headers are "
+    "read, and a save still in progress passes with a note.",
     why="Resuming from or shipping a truncated checkpoint fails at load time, often days later and far "
     "from the cause; the newest checkpoint is the one most likely cut short when a run dies.",
     example="outputs/checkpoints/lora_weights_step_02000.safetensors: the header says 4194304 bytes of "

@@ -23,23 +23,9 @@ def _tfevents(ctx, path: Path):
     "loss-finite",
     phases=["live", "postmortem", "gate"],
     verdicts=["config"],
-    detects="A loss value is NaN or inf: `avr_loss=nan` / `loss=nan` in a tqdm postfix, `Loss: nan` in an LTX-2 "
-    "step line, a generic `step N ... loss nan`, the transformers Trainer's `{'loss': nan, ...}`, `loss: nan`, "
-    "`Loss: NaN`, prose such as `loss is nan`, or a non-finite scalar under a loss tag in an event file. A NaN "
-    "followed by finite values is still a NaN event (the first step and the count are reported). "
-    "A NaN learning rate, gradient norm or loss scale is not a NaN loss, except that a Hugging Face Trainer "
-    "series whose loss is logged as exactly 0.0 beside a NaN/inf `grad_norm` from its first entry on is a NaN loss "
-    "its `logging_nan_inf_filter` hid (in `trainer_state.json` and in the console's `{'loss': 0.0, 'grad_norm': "
-    "nan, ...}` lines; the finding says so). The loss is also read where the "
-    "trainer or tracker records it (docs/layouts.md): the Hugging Face Trainer's `trainer_state.json` "
-    "`log_history` (`NaN`/`Infinity` as Python's json writes them), Lightning's `metrics.csv`, MLflow's "
-    "`metrics/<key>` files, W&B's `wandb-summary.json` and a trainer's own metrics JSON-lines file "
-    "(`metrics.jsonl`, `*metrics*.jsonl`, `train_log.jsonl`, `log_history.jsonl` in the run folder or `logs/`, "
-    "one object per step; a sweep's `ledger.jsonl` is not one); there a training loss that ends 100x above its "
-    "lowest value and 10x above its first (`loss-diverged`), or gradient norms non-finite in the last 3 "
-    "logged values (`grad-norm-nonfinite`: every update skipped or NaN), fail too. The loss of an RL trainer "
-    "(`kl` or `reward` logged beside it: TRL's GRPO, PPO, RLOO) grows from about 0 with its KL term by design "
-    "and is judged for NaN only.",
+    detects="A training loss is NaN or inf in the log, an event file or a tracker's metrics, or, where metrics "
+    "are recorded, the loss diverged or the gradient norms went non-finite. A NaN learning rate, gradient "
+    "norm or loss scale alone is not a NaN loss.",
     why="Once the loss is NaN the weights are NaN too: every checkpoint saved after it is unusable, and "
     "the run keeps burning GPU time.",
     example="logs/stdout.log:88 steps:  38%|███▊ | 36/96 [13:09<21:55, 21.93s/it, avr_loss=nan]",

@@ -24,40 +24,10 @@ SUMMARY_NAME = "run-summary.md"
     "trainer-error",
     phases=["live", "postmortem"],
     verdicts=["config", "infra"],
-    detects="The run died of a known fatal error, read as the root cause: the earliest decisive error after "
-    "the last training step, followed through exception chains (root first) and launcher wrappers "
-    "(accelerate's `CalledProcessError`, torchrun's `ChildFailedError`, DeepSpeed's `exits with return code`, "
-    "a GUI's `training failed`: named as consequences), with rank, timestamp, Ray, logger and capture-wrapper "
-    "prefixes stripped and text glued after a progress bar split off; of interleaved ranks, the first to fail "
-    "is the root; of a torchrun job, the rank that died (its error, else its signal from the launcher's "
-    "`exitcode`/`ChildFailedError` record) is the root and the peers' `Connection closed/reset by peer` and "
-    "timed-out collectives are its consequences, whatever order they were printed in. Causes: cuda-oom (CUDA old "
-    "and new wording, HIP, PaddlePaddle, TensorFlow/XLA; the backend is named), gpu-oom (other accelerators: "
-    "Ascend NPU, Intel XPU, Apple MPS; the device is named), "
-    "host-oom (`MemoryError`, the OOM killer's bare `Killed`), dataloader-worker-killed, segfault, "
-    "collective-timeout (NCCL's watchdog, gloo's `Timed out waiting Nms for recv/send operation`, Horovod's stall "
-    "shutdown, XLA's rendezvous termination; the backend is named; `nccl-timeout` in older reports), "
-    "interrupted (`KeyboardInterrupt`, torchrun's `SignalException: Process N got signal: 2`), disk-full (`[Errno 28]`, torch.save's `basic_ios::clear: iostream error` and `unexpected "
-    'pos`, `[Errno 27] File too large`), missing-model-file (also a trainer\'s own "model not found"), '
-    "missing-trainer-module (any `ModuleNotFoundError` that ends the run), nan-loss (detectron2's "
-    "`FloatingPointError: Loss became infinite or NaN`, a loss dict printing `tensor(nan`), killed-by-signal "
-    "(a signal reported only by a launcher: `exitcode: -9`, `return code = -9`, `died with <Signals.SIGKILL: 9>`, "
-    "`Signal 9 (SIGKILL) received by PID`, or the trainer's own handler: `Received SIGTERM`), fused-optimizer-keyerror, "
-    "tensorboard-logdir-not-directory, missing-cache-files, optimizer-scheduler-mismatch; with no known "
-    "pattern, `unknown` quoting the root traceback's exception line (not the launcher's; never a frame's "
-    "source line), or, with no traceback, the error record the run printed last (`ERROR: ...` before "
-    "`sys.exit(1)`). Only the tail "
-    "window is read. Only what follows the last training step counts: an error the run trained past "
-    "(a handled fallback, an OOM hint, loss-scaler overflow skips, a NaN gradient norm) is not fatal, and "
-    "neither is another thread's traceback after the final step. The bar's closing redraw that tqdm prints "
-    "after a traceback when Python exits is no training step: the traceback before it counts. "
-    "Every log a run has is read: the log beside the main one written no earlier than it (a launcher "
-    "that keeps `stdout.log` and `stderr.log` apart), a Slurm job "
-    "log (`slurm-<id>.out`; its `slurmstepd` lines are causes of their own: scheduler-time-limit, "
-    "scheduler-cancelled, scheduler-preempted, node-failure, host-oom for `oom-kill` events), W&B's captured "
-    "console `files/output.log`. Where torchrun's child recorded its death in a torch.distributed.elastic "
-    "error file (`TORCHELASTIC_ERROR_FILE`, `attempt_N/<rank>/error.json`) and the log shows no known cause, "
-    "the root cause is read from the earliest child's recorded traceback.",
+    detects="The run died of a fatal error, read from its logs as one root cause (the earliest decisive error "
+    "after the last training step) with the launcher's wrappers and the peers' errors as its "
+    "consequences. With no known pattern the cause is `unknown`, quoting the root traceback's exception "
+    "line.",
     why="A dead run's cause is in the last lines of its log, often inside a Rich box or behind a "
     "`[rank0]:` prefix; re-launching without reading it repeats the failure.",
     example="logs/train.log:212 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. "
@@ -241,21 +211,9 @@ def run_summary(ctx):
     phases=["postmortem", "gate"],
     verdicts=["infra"],
     thresholds={"silent_steps": 20, "silent_floor_s": 900},
-    detects="The run **ended** short of its planned steps (the last logged step is below "
-    "`optimization.steps` in config.yaml, or below the bar's total) and its log ends in no error. Ended "
-    "needs evidence: the pid file's process is gone, a ledger row or run summary says how it ended, or "
-    "the log has been silent longer than `silent_steps` (20) of its own steady step times, and never "
-    "less than `silent_floor_s` (900 s: a validation pass or a checkpoint save can be that long). A "
-    "ledger row saying all planned steps finished wins over the log's last progress redraw (redraws "
-    "are throttled and captured logs cut). Without evidence either way its state is unknown: it "
-    "is skipped with what is known (no pid file, when the log was last written); with a live process in "
-    "its pid file it passes, still running. A run that ended with an error is RH201's finding; a sweep run its ledger row "
-    "says the wall clock or the user stopped is RH101's, RH106's and RH107's to judge. A Hugging Face "
-    "Trainer output dir is judged from `trainer_state.json` (`global_step` against `max_steps`): "
-    "`train()` returned short of `max_steps` (the output dir's own `trainer_state.json` or "
-    "`train_results.json` was written) without EarlyStoppingCallback's record of its patience running "
-    "out, or the output dir has been silent longer than 3 checkpoint intervals (never less than the "
-    "floor); the newest complete `checkpoint-N/` is named to resume from.",
+    detects="The run ended short of its planned steps with no error in its log, and its end is shown by evidence "
+    "(its process gone, a ledger row or run summary, or a long silence). Without evidence either way it "
+    "is skipped with what is known, and a live process passes as still running.",
     why="A run killed from outside (OOM killer, a wall-clock limit, a closed terminal, a preempted node) "
     "leaves no traceback: its last checkpoint looks final but is not. A run still writing its log has "
     "not been killed, however far from its plan it is.",

@@ -203,17 +203,9 @@ def steady_step_time(scan) -> float | None:
         "pipe_silent_s": 60,
         "pipe_silent_steps": 10,
     },
-    detects="Live: the run's process is alive but neither its log nor its checkpoints (nor any other artefact) "
-    "changed for more than stall_factor × the steady-state step time (at least min_stall_s; "
-    "stall_s_without_step_time when the log gives no step time): `stalled`. A live process whose stdout or "
-    "stderr is a pipe, asleep in a pipe write (Linux `/proc/PID/wchan`: `pipe_write`, `anon_pipe_write`) on two "
-    "samples without using CPU, while its log has been silent for pipe_silent_steps step times (at least "
-    "pipe_silent_s), is `pipe-deadlock`: nobody reads the pipe. Post-mortem: a run that ended by a kill (its "
-    "ledger row says killed_by_timeout, error or disqualified `timeout`, or a negative or 137/143 exit code; or "
-    "its log names the signal, or a launcher's wall-clock line such as `timed out after N s` follows the last "
-    "step) whose log had stopped advancing long before the kill (more than stall_factor × "
-    "its steady step time, at least min_stall_s, between its last step and the end) is `stalled`, naming the "
-    "last step, when it was written and how long the run was silent before the kill.",
+    detects="Live, the run's process is alive but nothing it writes changed for stall_factor × its steady step "
+    "time (`stalled`), or it sleeps in a write to a pipe nobody reads (`pipe-deadlock`). Post-mortem, a "
+    "run that ended by a kill had stopped advancing long before the kill (`stalled`).",
     why="A hung trainer (a dead NCCL peer, a stuck dataloader worker, a deadlocked pipe) keeps its GPU and "
     "its slot while doing nothing; a liveness check alone says all is well, and after the wall clock kills it "
     "the run looks like one that was merely slow.",
