@@ -312,8 +312,9 @@ def slowdown(ctx, run, row: LedgerRow | None, ref_row: LedgerRow | None = None) 
 def _shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] | None:
     """A config knob whose value every collapsed run has and no fully trained
     run has. A knob different on every healthy run (a seed, an output name)
-    says nothing; one collapsed run names a knob only when it is its only
-    difference (with one run, "shared" proves nothing)."""
+    says nothing; it takes at least two collapsed runs that share the value
+    and at least one healthy run without it (with one run, "shared" proves
+    nothing: its learning rate is unique to it whatever slowed it)."""
     configs = [r.get("config") for r in collapsed]
     if not configs or not all(isinstance(c, dict) for c in configs):
         return None
@@ -332,8 +333,8 @@ def _shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] 
         if len(healthy) > 1 and len(seen) == len(healthy):
             continue
         found.append((key, value, list(seen.values())))
-    if not found or (len(configs) < 2 and len(found) > 1):
-        return None
+    if not found or len(configs) < 2:
+        return None  # one run's unique value is not a knob: at least two collapsed runs must share it (issue 35)
     return found[0]
 
 
@@ -1049,15 +1050,41 @@ def slow_steps(ctx):
     ratio = own / ref
     if ratio < ctx.thresholds["slow_factor"]:
         return None
-    swap = row is not None and ctx.run_dir.ledger is not None and row.line in _collapse_story(ctx, RH101_DEFAULTS)[2]
+    collapse = (
+        row is not None and ctx.run_dir.ledger is not None and row.line in _collapse_story(ctx, RH101_DEFAULTS)[2]
+    )
     # Still running (no ledger row yet) after a healthy run of the same sweep: the launcher is the same, so
     # not the pipe deadlock (which slows every run from the first); the VRAM leak's swap, until RH101 confirms.
     live_after_healthy = row is None and not expected and ctx.run_dir.is_sweep
-    cause = "swap-slowdown" if swap or live_after_healthy else "pipe-deadlock"
+    # The judge is blamed only on its own evidence (LM Studio's unload no-op, a resident model, a VRAM
+    # reading): without it the collapse is RH101's to name, and no text here points at the judge (issue 35).
+    judged = bool(extra_rh101_evidence(ctx)) if collapse or live_after_healthy else False
+    swap = collapse and judged
+    cause = "swap-slowdown" if swap or (live_after_healthy and judged) else "pipe-deadlock"
     summary = f"{ctx.run.name} runs at {_fmt_rate(own)}, {ratio:.0f}x {against}."
+    if collapse and not judged:
+        summary += (
+            "\nIt follows RH101's signature (a handful of steps, then the wall clock, after a full run); no LM Studio "
+            "or VRAM evidence says why: RH101 lists what it checked."
+        )
+        return ctx.fail(
+            "infra",
+            "unknown",
+            summary,
+            [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])],
+            fix="See RH101: compare what changed after the first full run (GPU memory in nvidia-smi, another "
+            "process on the GPU, the machine swapping in vmstat 5); pass --lmstudio-url where a judge is used.",
+        )
     if swap:
         summary += "\nIt follows RH101's signature (a handful of steps, then the wall clock, after a full run): swap."
         fix = RH101_FIX
+    elif live_after_healthy and not judged:
+        summary += (
+            "\nIt is still running, and an earlier run of this sweep trained at the normal rate: something "
+            "changed after that run (RH101 names it once the run's ledger row shows the wall clock)."
+        )
+        fix = None
+        cause = "unknown"
     elif live_after_healthy:
         summary += (
             "\nIt is still running, and an earlier run of this sweep trained at the normal rate: the "
