@@ -180,14 +180,9 @@ def _rh101_quiet(row: LedgerRow, th: dict) -> bool:
     phases=["live", "postmortem"],
     verdicts=["infra", "config"],
     thresholds=RH101_DEFAULTS,
-    detects="An earlier run of the sweep trained its full steps, and this one hit the wall clock "
-    '(killed_by_timeout, or error "timeout") after a handful of steps (n_steps <= handful_steps) with '
-    "duration_s close to wall_secs (>= wall_fraction of it). The step rate comes from the run's log where it "
-    "shows step times (else duration_s / n_steps); a log of normal steps followed by silence is a stall "
-    "(RH204), not a collapse. The cause is named only with its evidence: `vram-leak-step-collapse` with the "
-    "judge's or the VRAM's (the LM Studio unload no-op in a server log, a resident model or an NVML reading "
-    "from the live probes); `config-knob` when every collapsed run shares a config value that no fully "
-    "trained run has (the knob is named); otherwise `unknown`, listing what was checked.",
+    detects="A sweep run hit the wall clock after a handful of steps while an earlier run of the sweep trained "
+    "its full steps (a step-count collapse). The cause is named only with its evidence: "
+    "`vram-leak-step-collapse`, `config-knob`, else `unknown`.",
     why="This is the LM Studio VRAM leak: the judge model loaded for the first scoring pass never left the GPU, "
     "every later trainer ran from swap, and the whole rest of the sweep is wasted budget with no scores. "
     "It looks like a string of slow configs, but the configs are not at fault.",
@@ -895,9 +890,9 @@ def _stopped_by_user(row: LedgerRow) -> bool:
     phases=["postmortem"],
     verdicts=["infra"],
     thresholds={"cluster_gap_s": 120},
-    detects="Rows disqualified `stopped_by_user`. Stop times within cluster_gap_s of each other are one stop "
-    "event: the check passes with that note. It fails only when the stops are spread out, i.e. something "
-    "keeps stopping runs.",
+    detects="Rows disqualified `stopped_by_user`: stops within cluster_gap_s of each other are one stop event, "
+    "and the check passes with that note. It fails only when the stops are spread out (something keeps "
+    "stopping runs).",
     why="Nine stopped_by_user rows read like nine failures; one /api/session/stop or SIGINT records every queued "
     "run at once. Stops hours apart are different: a watchdog, a script or another user is stopping runs.",
     example="passes: one stop event at 14:02, not 9 failures. fails: runs were stopped at 4 separate times "
@@ -1136,11 +1131,9 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     phases=["live", "postmortem"],
     verdicts=["infra"],
     thresholds={"windows": 3, "min_points": 9, "min_rise": 0.1, "degrade_factor": 1.5, "min_s_per_it": 0.1},
-    detects="Within one run, the step time climbs steadily: the log's step series, cut into `windows` equal parts, "
-    "has a median s/it that rises by at least min_rise from each part to the next and ends at least "
-    "degrade_factor times where it started (e.g. 29 -> 44 -> 77 s/it). Applies to any run with a step series. "
-    "Steps that end under min_s_per_it (0.1 s) are left alone: at that scale the trend is the machine's "
-    "scheduling noise (other processes starting), not memory pressure (measured by tests/faults).",
+    detects="Within one run the step time climbs steadily: the median s/it of each of `windows` parts of the step "
+    "series rises by at least min_rise and ends degrade_factor times where it started. Runs faster than "
+    "min_s_per_it are left alone (scheduling noise, not memory pressure).",
     why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache, another process "
     "taking memory); the run will miss its wall clock long before its loss says anything.",
     example="cand-000-s0: step time climbed 30.2 -> 43.1 -> 71.4 s/it over 900 steps.",
@@ -1173,3 +1166,102 @@ def step_time_degrades(ctx):
     )
     firsts = [part[len(part) // 2] for part in parts]
     return ctx.fail("infra", "vram-pressure", summary, [_quote_point(ctx, scan, p) for p in firsts])
+
+
+# -- RH109: the sweep orchestrator's live dashboard against the ledger ---------------
+TRAINING_ROLES = ("baseline", "curated", "candidate", "finalist")
+COMPLETED_KEYS = ("completed_runs", "completed", "runs_completed", "n_completed", "completed_count", "done")
+NESTS = ("session", "progress", "stats", "counts")
+
+
+def completed_count(data) -> tuple[int | None, str]:
+    """(count, the key it came from) from an /api/session answer."""
+    if not isinstance(data, dict):
+        return None, ""
+    for where, obj in [("", data)] + [(f"{k}.", data[k]) for k in NESTS if isinstance(data.get(k), dict)]:
+        for key in COMPLETED_KEYS:
+            val = obj.get(key)
+            if isinstance(val, bool):
+                continue
+            if isinstance(val, int):
+                return val, where + key
+            if isinstance(val, list):
+                return len(val), where + key + " (list)"
+    return None, ""
+
+
+@check(
+    "RH109",
+    "dashboard-counts-runs",
+    needs=["ledger"],
+    scope="session",
+    phases=["live"],
+    verdicts=["infra"],
+    thresholds={"tolerance": 0},
+    detects="The orchestrator's GET /api/session completed count (completed_runs and its aliases) differs "
+    "from the number of ledger rows whose role is a training role (baseline, curated, candidate, finalist) "
+    "by more than tolerance. Needs --orchestrator-url.",
+    why="A dashboard stuck at '5/9' while the ninth run trains makes a healthy sweep look wedged; the "
+    "pre-rebrand builds left curated runs out of completed_runs (bracket/ui/monitor.py _TRAINING_ROLES).",
+    example="http://127.0.0.1:8000/api/session completed_runs=5; ledger.jsonl has 9 training rows "
+    "(baseline 2, curated 4, candidate 3)",
+    fix="Update the orchestrator (the role list behind its completed count must include every training "
+    "role); until then trust the ledger, not the dashboard.",
+)
+def dashboard_counts_runs(ctx):
+    from ..live.http import request_json
+
+    url, source = ctx.live.setting("orchestrator_url", "runhealth_orchestrator_url")
+    if not url:
+        ctx.skip("no orchestrator to ask (--orchestrator-url or ini runhealth_orchestrator_url)")
+    base = url.rstrip("/")
+    if "://" not in base:
+        base = "http://" + base
+    services = ctx.live.services
+    cache = services.orchestrator if services is not None else {}
+    if base not in cache:
+        cache[base] = request_json("GET", base + "/api/session", timeout=ctx.live.probe_timeout())
+    reply = cache[base]
+    where = base + "/api/session"
+    if reply.problem or (reply.status or 0) >= 400:
+        detail = reply.detail or f"HTTP {reply.status}: {reply.text[:120]}"
+        return ctx.fail(
+            "infra",
+            "orchestrator-unreachable",
+            f"the orchestrator named by {source} gave no usable answer at {where}: {detail}",
+            [ctx.evidence(where, None, detail)],
+            fix="start the orchestrator's server or correct --orchestrator-url.",
+        )
+    count, key = completed_count(reply.data)
+    if count is None:
+        keys = sorted(reply.data) if isinstance(reply.data, dict) else type(reply.data).__name__
+        return ctx.fail(
+            "not-evaluable",
+            "api-shape-drift",
+            f"{where} answered without a completed-run count (looked for {', '.join(COMPLETED_KEYS)}; it has {keys}).",
+            [ctx.evidence(where, None, reply.text[:200])],
+            fix="tell pytest-runhealth the field name (an issue with the answer attached).",
+        )
+    by_role: dict[str, set] = {}
+    for row in ctx.ledger.rows:
+        role = str(row.get("role") or "").lower()
+        if role in TRAINING_ROLES:
+            by_role.setdefault(role, set()).add(row.run_id)
+    ledger_n = sum(len(v) for v in by_role.values())
+    diff = ledger_n - count
+    breakdown = ", ".join(f"{r} {len(by_role[r])}" for r in TRAINING_ROLES if r in by_role) or "none"
+    if abs(diff) <= int(ctx.thresholds["tolerance"]):
+        return f"dashboard {key}={count} matches the ledger's {ledger_n} training rows ({breakdown})"
+    summary = (
+        f"the dashboard says {count} completed ({key}) but the ledger has {ledger_n} training-role rows ({breakdown})."
+    )
+    missing = [r for r in by_role if len(by_role[r]) == diff]
+    if missing:
+        summary += f"\nthe gap equals the {missing[0]} runs: the dashboard does not count role {missing[0]!r}."
+    rows = [row for row in ctx.ledger.rows if str(row.get("role") or "").lower() in (missing[:1] or TRAINING_ROLES)]
+    return ctx.fail(
+        "infra",
+        "dashboard-count-mismatch",
+        summary,
+        [ctx.evidence(where, None, f"{key}: {count}")] + [ctx.row_evidence(r) for r in rows[:4]],
+    )
