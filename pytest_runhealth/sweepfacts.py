@@ -1,0 +1,496 @@
+"""What a sweep's ledger and its runs' step times say, computed once and
+shared by the RH1xx checks (checks/sweep.py): which rows trained, collapsed,
+exited early or were stopped; the collapse story after the first full run;
+the knobs the healthy runs used; the judge's scoring; the step-time
+reference. The checks turn these facts into findings; nothing here writes
+a finding.
+
+Functions that take ``ctx`` use only its ``ledger``, ``run_dir`` and ``run``
+(a check's context): the cached ones keep their result on the run dir, so a
+100,000-row ledger is walked once per fact per session, not once per run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from .ledger import LedgerRow, dumps_lower
+from .logscan import LogScan, StepPoint
+from .values import finite_number, timestamp
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_ABSENT = object()
+
+NOT_TRAINING_ROLES = {"setup"}  # every other role (baseline, curated, candidate, finalist) trains
+
+
+def as_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_text(value: Any) -> str:
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def trains(row: LedgerRow) -> bool:
+    role = row.raw.get(row.fields.get("role"))  # type: ignore[arg-type]  # None is no JSON key
+    return role is None or as_text(role) not in NOT_TRAINING_ROLES
+
+
+def timed_out(row: LedgerRow) -> bool:
+    raw, fields = row.raw, row.fields
+    if raw.get(fields.get("killed_by_timeout")) is True:  # type: ignore[arg-type]
+        return True
+    error = raw.get(fields.get("error"))  # type: ignore[arg-type]
+    if error is not None and as_text(error) == "timeout":
+        return True
+    dq = raw.get(fields.get("disqualified"))  # type: ignore[arg-type]
+    return dq is not None and as_text(dq) == "timeout"
+
+
+def finished_ok(row: LedgerRow) -> bool:
+    """The trainer exited 0 on its own, with steps behind it."""
+    raw, fields = row.raw, row.fields
+    code = raw.get(fields.get("exit_code"))  # type: ignore[arg-type]
+    if code != 0 or as_int(code) is None:  # as_int(code) == 0: an int, not a bool (False == 0) nor 0.0
+        return False
+    steps = as_int(raw.get(fields.get("n_steps")))  # type: ignore[arg-type]
+    return not timed_out(row) and (steps is None or steps > 0)
+
+
+def is_collapse(row: LedgerRow, th: dict) -> bool:
+    """A handful of steps, then the wall clock: the VRAM-leak signature."""
+    steps = as_int(row.raw.get(row.fields.get("n_steps")))  # type: ignore[arg-type]  # row.get, inlined
+    if steps is None or steps > th["handful_steps"] or not timed_out(row) or not trains(row):
+        return False
+    wall, took = finite_number(row.get("wall_secs")), finite_number(row.get("duration_s"))
+    return not (wall and took is not None and took < th["wall_fraction"] * wall)
+
+
+def empty_tfevents(row: LedgerRow) -> bool:
+    """Disqualified empty_tfevents: the trainer wrote no scalar (RH102)."""
+    dq = row.raw.get(row.fields.get("disqualified"))  # type: ignore[arg-type]  # None is no JSON key
+    return dq is not None and as_text(dq) == "empty_tfevents"
+
+
+def early_exit(row: LedgerRow, limit_s: float) -> bool:
+    """Exited with a non-zero code within ``limit_s`` seconds (RH105)."""
+    raw, fields = row.raw, row.fields
+    code = as_int(raw.get(fields.get("exit_code")))  # type: ignore[arg-type]  # None is no JSON key
+    if code is None or code == 0:
+        return False
+    took = finite_number(raw.get(fields.get("duration_s")))  # type: ignore[arg-type]
+    return took is not None and took <= limit_s
+
+
+def trained_fully(row: LedgerRow, th: dict) -> bool:
+    steps = as_int(row.get("n_steps"))
+    if not trains(row) or not finished_ok(row) or steps is None or steps <= th["handful_steps"]:
+        return False
+    planned = as_int(row.get("planned_steps")) or as_int(
+        (row.get("config") or {}).get("max_train_steps") if isinstance(row.get("config"), dict) else None
+    )
+    return planned is None or steps >= planned
+
+
+def collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow], dict[int, int]]:
+    """The sweep's first fully trained run, the runs that collapsed after it
+    (ledger order) and each one's place by ledger line: one pass over the
+    ledger per session, not one per run."""
+
+    def build():
+        first = next((r for r in ctx.ledger if trained_fully(r, th)), None)
+        after = [r for r in ctx.ledger if first is not None and r.line > first.line and is_collapse(r, th)]
+        return first, after, {r.line: i for i, r in enumerate(after)}
+
+    return ctx.run_dir.cached(("RH101", tuple(sorted(th.items()))), build)
+
+
+class Slowdown:
+    """A run's seconds per step against the sweep's reference, and where each
+    figure came from. The one place the slowdown factor is computed: RH101 and
+    RH107 quote the same number for the same run."""
+
+    def __init__(self, own: float, own_from: str, ref: float, ref_from: str, from_log: bool) -> None:
+        self.own, self.own_from, self.ref, self.ref_from, self.from_log = own, own_from, ref, ref_from, from_log
+
+    @property
+    def ratio(self) -> float:
+        return self.own / self.ref if self.ref else math.inf
+
+    def describe(self) -> str:
+        return (
+            f"{fmt_rate(self.own)} ({self.own_from}), {self.ratio:.0f}x {fmt_rate(self.ref)} ({self.ref_from})"
+            if self.ratio >= 2
+            else f"{fmt_rate(self.own)} ({self.own_from}) against {fmt_rate(self.ref)} ({self.ref_from})"
+        )
+
+
+def log_rate(run_dir, run) -> float | None:
+    """Median s/it of the run's logged steps, or None (no log, no timed step)."""
+    log = run.main_log if run is not None else None
+    if log is None:
+        return None
+    times: list[float] = [p.sec_per_step for p in timed_points(run_dir.log_scan(log)) if p.sec_per_step]
+    return statistics.median(times) if times else None
+
+
+def row_rate(row: LedgerRow | None) -> float | None:
+    steps, took = (
+        (as_int(row.get("n_steps")), finite_number(row.get("duration_s"))) if row is not None else (None, None)
+    )
+    return took / steps if steps and took else None
+
+
+def slowdown(ctx, run, row: LedgerRow | None, ref_row: LedgerRow | None = None) -> Slowdown | None:
+    """The run's step time against the sweep's healthy runs: from the logs
+    where they show step times (the median s/it of each), else from the
+    ledger (duration_s / n_steps, which counts start-up and a hang as steps)."""
+    own = log_rate(ctx.run_dir, run)
+    own_from = "its log's median step time" if own is not None else None
+    if own is None:
+        own = row_rate(row)
+        own_from = "duration_s / n_steps in its ledger row"
+    medians = {k: v for k, v in healthy_step_times(ctx.run_dir).items() if run is None or k != run.name}
+    ref: float | None
+    if medians:
+        ref, ref_from = statistics.median(medians.values()), f"the median of {len(medians)} healthy run log(s)"
+    else:
+        ref = row_rate(ref_row)
+        ref_from = f"{ref_row.run_id}'s duration_s / n_steps" if ref_row is not None else ""
+    if own is None or not ref:
+        return None
+    return Slowdown(own, own_from or "", ref, ref_from, own_from == "its log's median step time")
+
+
+def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] | None:
+    """A config knob whose value every collapsed run has and no fully trained
+    run has. A knob different on every healthy run (a seed, an output name)
+    says nothing; one collapsed run names a knob only when it is its only
+    difference (with one run, "shared" proves nothing)."""
+    configs = [r.get("config") for r in collapsed]
+    if not configs or not all(isinstance(c, dict) for c in configs):
+        return None
+    healthy = [r.get("config") for r in ctx.ledger if finished_ok(r) and isinstance(r.get("config"), dict)]
+    if not healthy:
+        return None
+    found = []
+    for key, value in configs[0].items():
+        if key in ("seed", "output_name", "output_dir", "run_id"):
+            continue
+        if not all(knob_key(c.get(key, _ABSENT)) == knob_key(value) for c in configs[1:]):
+            continue
+        if any(knob_key(h.get(key, _ABSENT)) == knob_key(value) for h in healthy):
+            continue
+        seen = {knob_key(h.get(key, _ABSENT)): h.get(key) for h in healthy}
+        if len(healthy) > 1 and len(seen) == len(healthy):
+            continue
+        found.append((key, value, list(seen.values())))
+    if not found or (len(configs) < 2 and len(found) > 1):
+        return None
+    return found[0]
+
+
+def setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
+    """A session setting, from the row or its config knobs."""
+    config = row.get("config")
+    for source in (row.raw, config if isinstance(config, dict) else {}):
+        for name in names:
+            if name in source:
+                return True, source[name]
+    return False, None
+
+
+NO_JSON = "no json scores in response text"
+
+
+def mentions(value: Any, needle: str) -> bool:
+    """Whether any string inside ``value`` holds ``needle`` (lower case), at
+    any depth up to 6: one walk with a stack, since every row is walked.
+    A container is first serialised in C (``ledger.dumps_lower``): a needle
+    absent from the whole text is absent from every string in it, so most
+    rows cost no walk at all."""
+    if value is None:  # most rows' error and many a judge_report: the walk below would find nothing
+        return False
+    if isinstance(value, (dict, list)):
+        flat = dumps_lower(value)
+        if flat is not None and needle.encode() not in flat:
+            return False
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if needle in item.lower():
+                return True
+        elif depth < 6 and isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if not isinstance(v, (int, float, type(None))))
+        elif depth < 6 and isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item[:1000] if not isinstance(v, (int, float, type(None))))
+    return False
+
+
+def judgements(report: Any) -> list[Any]:
+    """The per-image judgements: the longest list of objects in the report,
+    or the report itself when it holds none."""
+    best: list[Any] = []
+    stack = [(report, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict) and depth < 4:
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value[:50]):
+            if len(value) > len(best):
+                best = value
+    return best or [report]
+
+
+def keys_of(value: Any, depth: int = 0) -> Iterable[str]:
+    if depth > 5:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from keys_of(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:200]:
+            yield from keys_of(v, depth + 1)
+
+
+def knob_key(value: Any) -> Any:
+    """A hashable stand-in for a knob's value that keeps 1, 1.0 and True apart."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return (type(value).__name__, value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def show(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+class _OneKind:
+    """A knob's values when all are of one scalar class, keyed by the values
+    themselves: within one class, equal values are what ``knob_key``'s
+    ``(class name, value)`` stand-ins find equal, so membership, count and
+    first-seen order (each keeping its last value) are the same, without a
+    tuple per healthy run."""
+
+    __slots__ = ("kind", "by_value")
+
+    def __init__(self, kind: str, by_value: dict[Any, Any]) -> None:
+        self.kind = kind
+        self.by_value = by_value
+
+    def __contains__(self, knob: Any) -> bool:
+        return knob.__class__ is tuple and knob[0] == self.kind and knob[1] in self.by_value
+
+    def __len__(self) -> int:
+        return len(self.by_value)
+
+    def values(self) -> Any:
+        return self.by_value.values()
+
+
+class HealthyKnobs:
+    """What the runs of one role that trained used, knob by knob. A knob's
+    values are gathered from every healthy run when an early exit first asks
+    about that knob: one pass over the healthy configs per knob asked, not a
+    dict update per row and knob (a 100,000-row sweep whose runs all trained
+    builds nothing), and never a pairwise comparison of rows."""
+
+    def __init__(self) -> None:
+        self.rows: list[LedgerRow] = []
+        self.configs: list[dict] = []
+        self._values: dict[
+            str, dict[Any, Any] | _OneKind
+        ] = {}  # knob -> {hashable stand-in: value}, in first-seen order
+
+    def add(self, row: LedgerRow) -> None:
+        self.rows.append(row)
+        config = row.raw.get(row.fields.get("config"))  # type: ignore[arg-type]  # row.get, inlined
+        if isinstance(config, dict):
+            self.configs.append(config)
+
+    def values(self, key: str) -> dict[Any, Any] | _OneKind:
+        seen = self._values.get(key)
+        if seen is None:
+            found = [v for config in self.configs if (v := config.get(key, _ABSENT)) is not _ABSENT]
+            kinds = {v.__class__ for v in found}
+            kind = kinds.pop() if len(kinds) == 1 else None
+            if kind in _SCALARS:  # nearly every knob: no stand-in tuple per value
+                seen = _OneKind(kind.__name__, {v: v for v in found})  # type: ignore[union-attr]  # kind is a class
+            else:
+                seen = {
+                    ((v.__class__.__name__, v) if v.__class__ in _SCALARS else knob_key(v)): v  # knob_key, inlined
+                    for v in found
+                }
+            self._values[key] = seen
+        return seen
+
+    def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
+        """Knobs whose value no healthy run used. A knob that is different on
+        every healthy run (a seed, an output name) says nothing and is left out."""
+        others = len(self.rows)
+        out = []
+        for key, value in config.items():
+            seen = self.values(key)
+            if knob_key(value) in seen:
+                continue
+            if others > 1 and len(seen) >= others:
+                continue
+            out.append((key, value, list(seen.values())))
+        return out
+
+
+def healthy_by_role(ctx) -> dict[str, HealthyKnobs]:
+    def build() -> dict[str, HealthyKnobs]:
+        out: dict[str, HealthyKnobs] = {}
+        for r in ctx.ledger:
+            if finished_ok(r):
+                role = as_text(r.raw.get(r.fields.get("role")))  # type: ignore[arg-type]  # r.get, inlined
+                knobs = out.get(role)
+                if knobs is None:  # not setdefault's default: that built one object per healthy row
+                    knobs = out[role] = HealthyKnobs()
+                knobs.add(r)
+        return out
+
+    return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)
+
+
+def stopped_at(row: LedgerRow) -> datetime | None:
+    end = timestamp(row.get("finished_at"))
+    if end is not None:
+        return end
+    start, took = timestamp(row.get("started_at")), finite_number(row.get("duration_s"))
+    return start + timedelta(seconds=took) if start is not None and took is not None else None
+
+
+def stopped_by_user(row: LedgerRow) -> bool:
+    raw, fields = row.raw, row.fields  # row.get, inlined: asked of every row
+    dq = raw.get(fields.get("disqualified"))  # type: ignore[arg-type]  # None is no JSON key
+    if dq is not None and as_text(dq) == "stopped_by_user":
+        return True
+    error = raw.get(fields.get("error"))  # type: ignore[arg-type]
+    return error is not None and as_text(error) == "stopped_by_user"
+
+
+def timed_points(scan: LogScan) -> list[StepPoint]:
+    return [p for p in scan.steps if p.sec_per_step is not None and p.sec_per_step > 0 and p.step > 0]
+
+
+REFERENCE_RUNS = 16  # healthy runs scanned for the reference, evenly spread over the sweep
+
+
+def healthy_step_times(run_dir) -> dict[str, float]:
+    """Median s/it of the runs that finished on its own (every run with a
+    log, when there is no ledger), computed once per session.
+
+    At most REFERENCE_RUNS of them, evenly spread and always the same ones: a
+    median of medians needs no more to judge a 100x slowdown, and every
+    pytest-xdist worker builds this table, so its cost must not grow with the
+    sweep."""
+
+    def build() -> dict[str, float]:
+        out: dict[str, float] = {}
+        try:  # one listing of runs/, rather than two failed listings per ledger row without a folder
+            folders = {e.name for e in os.scandir(run_dir.path / "runs")} if run_dir.is_sweep else None
+        except OSError:
+            folders = set()
+        healthy = [
+            run
+            for run in run_dir.runs
+            if (folders is None or run.folder in folders)
+            and (run_dir.ledger is None or (run.row is not None and finished_ok(run.row)))
+        ]
+        step = max(1, -(-len(healthy) // REFERENCE_RUNS))
+        for run in healthy[::step]:
+            log = run.main_log
+            if log is None:
+                continue
+            pts = timed_points(run_dir.log_scan(log))
+            if pts:
+                out[run.name] = statistics.median(p.sec_per_step for p in pts)  # type: ignore[type-var,assignment]
+        return out
+
+    return run_dir.cached(("RH107", "healthy-step-times"), build)
+
+
+def fmt_rate(sec: float) -> str:
+    return f"{sec:.2f} s/it" if sec >= 1 else f"{sec:.3f} s/it ({1 / sec:.2f} it/s)"
+
+
+# -- RH103: the judge's scoring ----------------------------------------------------------
+def scoring(ledger: Iterable[LedgerRow]) -> tuple[list[LedgerRow], list[LedgerRow]]:
+    """The training rows with a finite score, and those of them that hold a judge report."""
+    scored = [
+        r
+        for r in ledger
+        if trains(r) and finite_number(r.raw.get(r.fields.get("score"))) is not None  # type: ignore[arg-type]
+    ]
+    judged = [r for r in scored if r.raw.get(r.fields.get("judge_report")) not in (None, {}, [])]  # type: ignore[arg-type]
+    return scored, judged
+
+
+# -- RH104: judgements without JSON ------------------------------------------------------
+def no_json_tally(ledger: Iterable[LedgerRow]) -> tuple[int, int, list[LedgerRow], set[str], bool] | None:
+    """(judgements, those that failed with NO_JSON, their rows, the judge models that failed, whether a
+    failed report holds reasoning_content); None when no row mentions the failure."""
+    # Most ledgers hold no such failure: one cheap search per row first; the
+    # judgements are counted (the share's denominator) only when one is found.
+    if not any(
+        mentions(row.raw.get(row.fields.get("judge_report")), NO_JSON)  # type: ignore[arg-type]  # row.get, inlined
+        or mentions(row.raw.get(row.fields.get("error")), NO_JSON)  # type: ignore[arg-type]
+        for row in ledger
+    ):
+        return None
+    total = bad = 0
+    bad_rows: list[LedgerRow] = []
+    models: set[str] = set()
+    reasoning = False
+    for row in ledger:
+        report = row.get("judge_report")
+        if isinstance(report, (dict, list)):
+            items = judgements(report)
+            failed = sum(1 for j in items if mentions(j, NO_JSON)) if mentions(report, NO_JSON) else 0
+            if isinstance(report, dict) and isinstance(report.get("model"), str):
+                if failed:
+                    models.add(report["model"])
+            reasoning = reasoning or (failed > 0 and mentions(list(keys_of(report)), "reasoning_content"))
+        elif mentions(row.get("error"), NO_JSON):
+            items, failed = [row], 1
+        else:
+            continue
+        total += len(items)
+        bad += failed
+        if failed:
+            bad_rows.append(row)
+    return total, bad, bad_rows, models, reasoning
+
+
+# -- RH106: stop events ------------------------------------------------------------------
+def stop_events(
+    ledger: Iterable[LedgerRow], gap_s: float
+) -> tuple[list[LedgerRow], list[tuple[datetime, LedgerRow]], list[list[tuple[datetime, LedgerRow]]]]:
+    """The rows stopped_by_user, those with a stop time (in time order), and those cut into events:
+    a stop more than ``gap_s`` after the previous one starts a new event."""
+    stopped = [r for r in ledger if stopped_by_user(r)]
+    timed = sorted(((t, r) for r in stopped if (t := stopped_at(r)) is not None), key=lambda tr: tr[0])
+    clusters: list[list[tuple[datetime, LedgerRow]]] = [[timed[0]]] if timed else []
+    for stamp, r in timed[1:]:
+        if (stamp - clusters[-1][-1][0]).total_seconds() > gap_s:
+            clusters.append([])
+        clusters[-1].append((stamp, r))
+    return stopped, timed, clusters
+
+
+# -- RH108: a run's step time over its course ---------------------------------------------
+def step_windows(pts: list[StepPoint], k: int) -> tuple[list[list[StepPoint]], list[float]]:
+    """The timed points cut into ``k`` equal parts, and each part's median s/it."""
+    size = len(pts) / k
+    parts = [pts[int(i * size) : int((i + 1) * size)] for i in range(k)]
+    # timed points (timed_points): each has a sec_per_step
+    return parts, [statistics.median(p.sec_per_step or 0.0 for p in part) for part in parts]
