@@ -98,14 +98,71 @@ def trained_fully(row: LedgerRow, th: dict) -> bool:
     return planned is None or steps >= planned
 
 
+class LedgerFacts:
+    """What RH101-RH106 ask of every row, made in one pass over the ledger's columns (``Ledger.column``)
+    and kept for the session: the indices of the rows that finished on their own, timed out, were
+    disqualified empty_tfevents or stopped by the user, and the training rows with a finite score.
+    Each answer is the row function's of the same name (``finished_ok``, ``timed_out``, ...), row by row;
+    the checks then look at those few rows only."""
+
+    __slots__ = ("rows", "finished_ok", "timed_out", "empty_tfevents", "stopped_by_user", "scored")
+
+    def __init__(self, ledger) -> None:
+        self.rows = ledger.rows
+        col = ledger.column
+        self.finished_ok: list[int] = []
+        self.timed_out: list[int] = []
+        self.empty_tfevents: list[int] = []
+        self.stopped_by_user: list[int] = []
+        self.scored: list[int] = []
+        columns = zip(
+            col("role"),
+            col("killed_by_timeout"),
+            col("error"),
+            col("disqualified"),
+            col("exit_code"),
+            col("n_steps"),
+            col("score"),
+        )
+        for i, (role, killed, error, dq, code, steps, score) in enumerate(columns):
+            err = as_text(error) if error is not None else ""
+            why = as_text(dq) if dq is not None else ""
+            out = killed is True or err == "timeout" or why == "timeout"
+            if out:
+                self.timed_out.append(i)
+            elif code == 0 and code.__class__ is int:  # an int, not a bool (False == 0) nor 0.0
+                n = as_int(steps)
+                if n is None or n > 0:
+                    self.finished_ok.append(i)
+            if why == "empty_tfevents":
+                self.empty_tfevents.append(i)
+            if why == "stopped_by_user" or err == "stopped_by_user":
+                self.stopped_by_user.append(i)
+            if score is not None and (role is None or as_text(role) not in NOT_TRAINING_ROLES):
+                if finite_number(score) is not None:
+                    self.scored.append(i)
+
+    def pick(self, indices: list[int]) -> list[LedgerRow]:
+        rows = self.rows
+        return [rows[i] for i in indices]
+
+
+def ledger_facts(ctx) -> LedgerFacts:
+    """The session's one ``LedgerFacts`` of ``ctx.ledger``."""
+    ledger = ctx.ledger
+    return ctx.run_dir.cached(("sweep", "ledger-facts"), lambda: LedgerFacts(ledger))
+
+
 def collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow], dict[int, int]]:
     """The sweep's first fully trained run, the runs that collapsed after it
     (ledger order) and each one's place by ledger line: one pass over the
     ledger per session, not one per run."""
 
     def build():
-        first = next((r for r in ctx.ledger if trained_fully(r, th)), None)
-        after = [r for r in ctx.ledger if first is not None and r.line > first.line and is_collapse(r, th)]
+        facts = ledger_facts(ctx)  # a fully trained run finished on its own; a collapsed one timed out
+        first = next((r for r in facts.pick(facts.finished_ok) if trained_fully(r, th)), None)
+        late = facts.pick(facts.timed_out) if first is not None else []
+        after = [r for r in late if r.line > first.line and is_collapse(r, th)]  # type: ignore[union-attr]
         return first, after, {r.line: i for i, r in enumerate(after)}
 
     return ctx.run_dir.cached(("RH101", tuple(sorted(th.items()))), build)
@@ -349,13 +406,13 @@ class HealthyKnobs:
 def healthy_by_role(ctx) -> dict[str, HealthyKnobs]:
     def build() -> dict[str, HealthyKnobs]:
         out: dict[str, HealthyKnobs] = {}
-        for r in ctx.ledger:
-            if finished_ok(r):
-                role = as_text(r.raw.get(r.fields.get("role")))  # type: ignore[arg-type]  # r.get, inlined
-                knobs = out.get(role)
-                if knobs is None:  # not setdefault's default: that built one object per healthy row
-                    knobs = out[role] = HealthyKnobs()
-                knobs.add(r)
+        facts = ledger_facts(ctx)
+        for r in facts.pick(facts.finished_ok):
+            role = as_text(r.raw.get(r.fields.get("role")))  # type: ignore[arg-type]  # r.get, inlined
+            knobs = out.get(role)
+            if knobs is None:  # not setdefault's default: that built one object per healthy row
+                knobs = out[role] = HealthyKnobs()
+            knobs.add(r)
         return out
 
     return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)
@@ -424,27 +481,23 @@ def fmt_rate(sec: float) -> str:
 
 
 # -- RH103: the judge's scoring ----------------------------------------------------------
-def scoring(ledger: Iterable[LedgerRow]) -> tuple[list[LedgerRow], list[LedgerRow]]:
+def scoring(ctx) -> tuple[list[LedgerRow], list[LedgerRow]]:
     """The training rows with a finite score, and those of them that hold a judge report."""
-    scored = [
-        r
-        for r in ledger
-        if trains(r) and finite_number(r.raw.get(r.fields.get("score"))) is not None  # type: ignore[arg-type]
-    ]
+    facts = ledger_facts(ctx)
+    scored = facts.pick(facts.scored)
     judged = [r for r in scored if r.raw.get(r.fields.get("judge_report")) not in (None, {}, [])]  # type: ignore[arg-type]
     return scored, judged
 
 
 # -- RH104: judgements without JSON ------------------------------------------------------
-def no_json_tally(ledger: Iterable[LedgerRow]) -> tuple[int, int, list[LedgerRow], set[str], bool] | None:
+def no_json_tally(ctx) -> tuple[int, int, list[LedgerRow], set[str], bool] | None:
     """(judgements, those that failed with NO_JSON, their rows, the judge models that failed, whether a
     failed report holds reasoning_content); None when no row mentions the failure."""
     # Most ledgers hold no such failure: one cheap search per row first; the
     # judgements are counted (the share's denominator) only when one is found.
-    if not any(
-        mentions(row.raw.get(row.fields.get("judge_report")), NO_JSON)  # type: ignore[arg-type]  # row.get, inlined
-        or mentions(row.raw.get(row.fields.get("error")), NO_JSON)  # type: ignore[arg-type]
-        for row in ledger
+    ledger = ctx.ledger
+    if not any(mentions(v, NO_JSON) for v in ledger.column("judge_report") if v is not None) and not any(
+        mentions(v, NO_JSON) for v in ledger.column("error") if v is not None
     ):
         return None
     total = bad = 0
@@ -473,11 +526,12 @@ def no_json_tally(ledger: Iterable[LedgerRow]) -> tuple[int, int, list[LedgerRow
 
 # -- RH106: stop events ------------------------------------------------------------------
 def stop_events(
-    ledger: Iterable[LedgerRow], gap_s: float
+    ctx, gap_s: float
 ) -> tuple[list[LedgerRow], list[tuple[datetime, LedgerRow]], list[list[tuple[datetime, LedgerRow]]]]:
     """The rows stopped_by_user, those with a stop time (in time order), and those cut into events:
     a stop more than ``gap_s`` after the previous one starts a new event."""
-    stopped = [r for r in ledger if stopped_by_user(r)]
+    facts = ledger_facts(ctx)
+    stopped = facts.pick(facts.stopped_by_user)
     timed = sorted(((t, r) for r in stopped if (t := stopped_at(r)) is not None), key=lambda tr: tr[0])
     clusters: list[list[tuple[datetime, LedgerRow]]] = [[timed[0]]] if timed else []
     for stamp, r in timed[1:]:

@@ -26,6 +26,7 @@ from ..sweepfacts import (
     healthy_by_role,
     healthy_step_times,
     is_collapse,
+    ledger_facts,
     no_json_tally,
     scoring,
     setting,
@@ -286,7 +287,7 @@ def trainer_died_instantly(ctx):
         return None
     alike = ctx.run_dir.cached(
         ("RH102", "empty_tfevents"),
-        lambda: sum(1 for r in ctx.ledger if empty_tfevents(r)),
+        lambda: len(ledger_facts(ctx).empty_tfevents),
     )
     share = f" ({alike} of {len(ctx.ledger)} runs of the sweep were disqualified so)" if alike > 1 else ""
     head = f"{row.run_id} was disqualified empty_tfevents: the trainer died before writing a scalar{share}."
@@ -359,7 +360,7 @@ def trainer_died_instantly(ctx):
     "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
 )
 def judge_not_called(ctx):
-    scored, judged = scoring(ctx.ledger)
+    scored, judged = scoring(ctx)
     if len(scored) < ctx.thresholds["min_scored_rows"]:
         return None
     if judged and len(judged) < len(scored):
@@ -449,7 +450,7 @@ def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
     "models. Re-score the existing samples with scripts/rejudge_run.py <run_dir> <prompts.txt> instead of re-training.",
 )
 def judge_returned_no_json(ctx):
-    tally = no_json_tally(ctx.ledger)
+    tally = no_json_tally(ctx)
     if tally is None:
         return None
     total, bad, bad_rows, models, reasoning = tally
@@ -562,7 +563,7 @@ def early_exit_config(ctx):
     "cron job, a second browser tab on the dashboard, another user) and stop it; then re-run the stopped configs.",
 )
 def stop_event_not_failures(ctx):
-    stopped, timed, clusters = stop_events(ctx.ledger, ctx.thresholds["cluster_gap_s"])
+    stopped, timed, clusters = stop_events(ctx, ctx.thresholds["cluster_gap_s"])
     if not stopped:
         return None
     if not timed:
