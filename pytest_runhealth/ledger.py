@@ -150,21 +150,9 @@ class Ledger:
     read_error: str | None = None
     resume_at: int = 0  # offset after the last newline-terminated line: where a follower reads on from
     resume_line: int = 1  # the line number found there
-    _columns: dict[str, list[Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def __iter__(self) -> Iterator[LedgerRow]:
         return iter(self.rows)
-
-    def column(self, name: str) -> list[Any]:
-        """Every row's value of the canonical field ``name`` (None where the row lacks it), in row order.
-
-        Made once per field and ledger, and shared: the sweep checks judge the whole ledger from a few
-        columns (``sweepfacts.ledger_facts``) instead of asking every row for every field in every check."""
-        col = self._columns.get(name)
-        if col is None:
-            col = [r.raw.get(r.fields.get(name)) for r in self.rows]  # type: ignore[arg-type]  # None: no JSON key
-            self._columns[name] = col
-        return col
 
     def __len__(self) -> int:
         return len(self.rows)

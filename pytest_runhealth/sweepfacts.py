@@ -11,6 +11,7 @@ Functions that take ``ctx`` use only its ``ledger``, ``run_dir`` and ``run``
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from .ledger import LedgerRow, dumps_lower
+from .ledger import FREEZE_FROM, LedgerRow, dumps_lower
 from .logscan import LogScan, StepPoint
 from .values import finite_number, timestamp
 
@@ -99,48 +100,58 @@ def trained_fully(row: LedgerRow, th: dict) -> bool:
 
 
 class LedgerFacts:
-    """What RH101-RH106 ask of every row, made in one pass over the ledger's columns (``Ledger.column``)
-    and kept for the session: the indices of the rows that finished on their own, timed out, were
-    disqualified empty_tfevents or stopped by the user, and the training rows with a finite score.
-    Each answer is the row function's of the same name (``finished_ok``, ``timed_out``, ...), row by row;
-    the checks then look at those few rows only."""
+    """What RH101-RH106 ask of every row, made in one pass over the ledger and kept for the session: the
+    indices of the rows that finished on their own, timed out, were disqualified empty_tfevents or stopped
+    by the user, the training rows with a finite score, and the judge reports and errors there are (RH104's
+    first search). Each answer is the row function's of the same name (``finished_ok``, ``timed_out``, ...);
+    the checks then look at those few rows only, instead of asking every row again in every check."""
 
-    __slots__ = ("rows", "finished_ok", "timed_out", "empty_tfevents", "stopped_by_user", "scored")
+    __slots__ = ("rows", "finished_ok", "timed_out", "empty_tfevents", "stopped_by_user", "scored", "said")
+
+    NAMES = ("role", "killed_by_timeout", "error", "disqualified", "exit_code", "n_steps", "score", "judge_report")
 
     def __init__(self, ledger) -> None:
-        self.rows = ledger.rows
-        col = ledger.column
-        self.finished_ok: list[int] = []
-        self.timed_out: list[int] = []
-        self.empty_tfevents: list[int] = []
-        self.stopped_by_user: list[int] = []
-        self.scored: list[int] = []
-        columns = zip(
-            col("role"),
-            col("killed_by_timeout"),
-            col("error"),
-            col("disqualified"),
-            col("exit_code"),
-            col("n_steps"),
-            col("score"),
-        )
-        for i, (role, killed, error, dq, code, steps, score) in enumerate(columns):
+        self.rows = rows = ledger.rows
+        finished, late, empty, stopped, scored, said = [], [], [], [], [], []  # type: ignore[var-annotated]
+        last = keys = None
+        for i, row in enumerate(rows):
+            if row.fields is not last:  # rows of one set of keys share one field map: resolve its keys once
+                last = row.fields
+                keys = tuple(last.get(n) for n in self.NAMES)
+            k_role, k_killed, k_error, k_dq, k_code, k_steps, k_score, k_report = keys  # type: ignore[misc]
+            get = row.raw.get  # a missing field's key is None, which no JSON key is
+            error, dq, report = get(k_error), get(k_dq), get(k_report)
             err = as_text(error) if error is not None else ""
             why = as_text(dq) if dq is not None else ""
-            out = killed is True or err == "timeout" or why == "timeout"
-            if out:
-                self.timed_out.append(i)
-            elif code == 0 and code.__class__ is int:  # an int, not a bool (False == 0) nor 0.0
-                n = as_int(steps)
-                if n is None or n > 0:
-                    self.finished_ok.append(i)
+            if get(k_killed) is True or err == "timeout" or why == "timeout":
+                late.append(i)
+            else:
+                code = get(k_code)
+                if code == 0 and code.__class__ is int:  # an int, not a bool (False == 0) nor 0.0
+                    n = as_int(get(k_steps))
+                    if n is None or n > 0:
+                        finished.append(i)
             if why == "empty_tfevents":
-                self.empty_tfevents.append(i)
+                empty.append(i)
             if why == "stopped_by_user" or err == "stopped_by_user":
-                self.stopped_by_user.append(i)
-            if score is not None and (role is None or as_text(role) not in NOT_TRAINING_ROLES):
-                if finite_number(score) is not None:
-                    self.scored.append(i)
+                stopped.append(i)
+            score = get(k_score)
+            if score is not None and finite_number(score) is not None:
+                role = get(k_role)
+                if role is None or as_text(role) not in NOT_TRAINING_ROLES:
+                    scored.append(i)
+            if report is not None:
+                said.append(report)
+            if error is not None:
+                said.append(error)
+        self.finished_ok: list[int] = finished
+        self.timed_out: list[int] = late
+        self.empty_tfevents: list[int] = empty
+        self.stopped_by_user: list[int] = stopped
+        self.scored: list[int] = scored
+        self.said: list[Any] = said
+        if len(rows) >= FREEZE_FROM:
+            gc.freeze()  # kept for the session, like the rows: out of the collector's full passes
 
     def pick(self, indices: list[int]) -> list[LedgerRow]:
         rows = self.rows
@@ -495,11 +506,9 @@ def no_json_tally(ctx) -> tuple[int, int, list[LedgerRow], set[str], bool] | Non
     failed report holds reasoning_content); None when no row mentions the failure."""
     # Most ledgers hold no such failure: one cheap search per row first; the
     # judgements are counted (the share's denominator) only when one is found.
-    ledger = ctx.ledger
-    if not any(mentions(v, NO_JSON) for v in ledger.column("judge_report") if v is not None) and not any(
-        mentions(v, NO_JSON) for v in ledger.column("error") if v is not None
-    ):
+    if not any(mentions(v, NO_JSON) for v in ledger_facts(ctx).said):
         return None
+    ledger = ctx.ledger
     total = bad = 0
     bad_rows: list[LedgerRow] = []
     models: set[str] = set()
