@@ -510,3 +510,42 @@ def test_rows_of_any_shape_never_crash_a_sweep_check(tmp_path_factory):
                     pass
 
     check_all()
+
+
+# -- the shared pass (issue 38): the same rows as the row functions ------------------------
+def test_ledger_facts_pick_the_rows_the_row_functions_pick(tmp_path):
+    """``sweepfacts.LedgerFacts`` answers in one pass what RH101-RH106 asked
+    every row: on rows of several shapes and near misses (a bool or float exit
+    code, a timeout said three ways, a stop said in error beside an
+    empty_tfevents disqualification, a scored setup row, a NaN score), each of
+    its index lists is exactly the rows its row function accepts."""
+    from pytest_runhealth import sweepfacts as sf
+    from pytest_runhealth.ledger import read_ledger
+
+    rows = [
+        {"run_id": "a", "exit_code": 0, "n_steps": 10, "score": 0.5, "role": "candidate"},
+        {"run_id": "b", "exit_code": False, "n_steps": 10},
+        {"run_id": "c", "exit_code": 0.0, "n_steps": 10},
+        {"run_id": "d", "exit_code": 0, "n_steps": 0},
+        {"run_id": "e", "exit_code": 0, "killed_by_timeout": True, "n_steps": 3},
+        {"id": "f", "returncode": 0, "error": " Timeout "},
+        {"run_id": "g", "disqualified": "timeout", "exit_code": 0},
+        {"run_id": "h", "disqualified": "empty_tfevents", "error": "stopped_by_user"},
+        {"run_id": "i", "disqualified": "STOPPED_BY_USER", "score": 1},
+        {"run_id": "j", "role": "setup", "score": 2, "exit_code": 0},
+        {"run_id": "k", "score": float("nan"), "exit_code": 0, "judge_report": {"error": "x"}},
+        {"run_id": "l", "killed_by_timeout": "true", "exit_code": 0, "steps": 4},
+    ]
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    ledger = read_ledger(path)
+    facts = sf.LedgerFacts(ledger)
+
+    def which(pred):
+        return [i for i, r in enumerate(ledger.rows) if pred(r)]
+
+    assert facts.finished_ok == which(sf.finished_ok) == [0, 9, 10, 11]
+    assert facts.timed_out == which(sf.timed_out) == [4, 5, 6]
+    assert facts.empty_tfevents == which(sf.empty_tfevents) == [7]
+    assert facts.stopped_by_user == which(sf.stopped_by_user) == [7, 8]
+    assert facts.scored == which(lambda r: sf.trains(r) and sf.finite_number(r.get("score")) is not None) == [0, 8]
