@@ -115,9 +115,8 @@ def main() -> None:
             }
         ],
     )
-    (root / "runhealth.yaml").write_text(
-        "gate:\n  candidate: pv-cand\n  claim: wins\nthresholds:\n  RH508:\n    min_rounds: 3\n"
-    )
+    # No runhealth.yaml in here: the plugin never reads a config inside a run dir (docs/usage.md), so the
+    # candidate is named on the command line, as a user runs it (harvest-healthy.expect.yaml's args).
     (root / "client.log").write_text("POST /v2/experience-requests -> 201 Created\nwaiting for xr-101 ... completed\n")
 
     root = fresh("harvest-rounds-running")

@@ -62,6 +62,8 @@ RELATIONS: tuple[Relation, ...] = (
     Relation(
         "RH101", "RH107", frozenset({"swap-slowdown"}), "the judge kept the VRAM, so this run's steps ran from swap"
     ),
+    # Without the judge's evidence RH107 blames nothing: its slow steps are the collapse RH101 reports.
+    Relation("RH101", "RH107", frozenset({"unknown"}), "the same step-count collapse, seen in its step times"),
     # A root on the run dir (a session-scope check) explains a consequence on any of its runs: LM Studio's
     # unload that did nothing (the runbook's cause) left the judge in VRAM, so every later run collapsed.
     Relation(
@@ -142,10 +144,21 @@ def explains(check: str) -> bool:
     return any(rel.root == check for rel in RELATIONS)
 
 
-def why(root: str, consequence: str, seen: frozenset[str] = frozenset()) -> str:
+def why(root: str, consequence: str, seen: frozenset[str] = frozenset(), cause: str | None = None) -> str:
     """The table's one line on how ``root`` explains ``consequence``; for a
-    chain, through which check (``through RH101: ...``); '' when unrelated."""
-    direct = next((rel.why for rel in RELATIONS if rel.root == root and rel.consequence == consequence), "")
+    chain, through which check (``through RH101: ...``); '' when unrelated.
+    ``cause``: the consequence's cause, where relations differ by it (RH107
+    blames the judge's VRAM only as ``swap-slowdown``)."""
+    direct = next(
+        (
+            rel.why
+            for rel in RELATIONS
+            if rel.root == root
+            and rel.consequence == consequence
+            and (cause is None or rel.causes is None or cause in rel.causes)
+        ),
+        "",
+    )
     if direct:
         return direct
     for rel in RELATIONS:
@@ -257,7 +270,7 @@ class RootGroup:
             on = list(names)
             n = len(on)
             where = f" on {n} runs" if n > 1 else (f" on {on[0]}" if on_run_dir and on[0] != self.run_dir else "")
-            reason = why(self.check, check)
+            reason = why(self.check, check, cause=cause or None)
             listed = ""
             if on_run_dir and n > 1:
                 listed = " · " + ", ".join(on[:SHOWN_RUNS]) + (f", … (+{n - SHOWN_RUNS})" if n > SHOWN_RUNS else "")

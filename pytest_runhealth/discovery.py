@@ -24,14 +24,17 @@ from pathlib import Path
 import pytest
 
 from . import layouts
-from .layouts._files import split_entries
+from .layouts._files import entries, split_entries
 from .options import DEFAULT_DEPTH
 from .run_dir_option import given_run_dirs
-from .rundir import LTX_CKPT, ROUND_FILES, RunDir, round_folders, walk
-from .safeio import describe_error
+from .rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
+from .safeio import describe_error, mtime
 
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
+CONSOLE_LOGS = (".log", ".out")
+CONSOLE_NAME = re.compile(r"^(?:train.*|.*-train|nohup\.out|slurm-[\w.-]+\.out|stdout.*|output.*|console.*|run\.log)$")
+LAUNCH_DEPTH = 3  # proj/out/, proj/lightning_logs/version_0/, proj/mlruns/<exp>/<run>/, proj/wandb/run-*/
 KINDS = ("trainer", "kohya", *layouts.KINDS, "sweep", "harvest", "generic")
 NOUNS = {
     "trainer": ("trainer run", "trainer runs"),
@@ -55,6 +58,7 @@ class Found:
     kind: str  # trainer, kohya, hf-trainer, lightning, mlflow, wandb, torchrun, slurm, sweep, harvest, generic;
     # "unrecognised" for a root where nothing was found
     rounds: list[Path] = field(default_factory=list)  # a harvest's round folders
+    launch: Launch | None = None  # the console log(s) of the folder it was launched from
 
     def label(self, root: Path) -> str:
         rel = self.path.relative_to(root).as_posix()
@@ -136,6 +140,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
     rounds: list[Path] = []
     generic: list[Path] = []
     weak: dict[Path, str] = {}  # generic-strength folders that a layout names (Slurm, torchrun)
+    consoles: dict[Path, list[str]] = {}  # a generic folder's console logs, by name
 
     unreadable: list[tuple[Path, str]] = []
 
@@ -151,6 +156,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
             return False
         if kind == "generic" or kind in WEAK_KINDS:
             generic.append(folder)
+            consoles[folder] = console_logs(split_entries(entries)[0])
             if kind != "generic":
                 weak[folder] = kind
             return True
@@ -168,11 +174,79 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
         if g in holds_run or _inside(g, taken) or _inside(g, kept):
             continue  # a stronger run at or below it, one above it, or inside a generic run already kept
         kept.add(g)
+    _attach_launch_logs(strong, {g: consoles.get(g, []) for g in generic if g in holds_run})
     found = strong + [Found(g, weak.get(g, "generic")) for g in sorted(kept)]
     if not found:
         found = [Found(root, "unrecognised")]
     found.sort(key=lambda f: f.path.parts)
     return Discovery(root, found, len(seen.outside_links), seen.truncated, unreadable)
+
+
+NOTHING_TO_CHECK = "nothing here to check (cause nothing-to-check): no run of any known kind"
+LOOKED_FOR = (
+    "ledger.jsonl or runs/<id>/logs/ (a sweep), experience_request.json or round.json (an evaluation round), "
+    "config.yaml with logs/ or outputs/ (an LTX-2 workspace), trainer_state.json or checkpoint-N/ (a Hugging Face "
+    "Trainer output_dir), lightning_logs/version_N/, an MLflow run (meta.yaml with metrics/), a W&B run-*/ folder, "
+    "*.safetensors (kohya), *.log/*.out/*.err logs, events.out.tfevents.*, a pid file"
+)
+# Files a check reads in a folder that holds no run yet: a workspace before launch, a live run's pid file.
+BEFORE_A_RUN = ("config.yaml", "config.yml", "train.pid", "trainer.pid", "run.pid", "pid")
+
+
+def nothing_to_check(d: Discovery) -> bool:
+    """A folder given holds no run of any kind and nothing a pre-launch or live check reads: a session on it
+    would be all skips and one vacuous pass, which must never read as green (docs/trust.md)."""
+    if len(d.runs) != 1 or d.runs[0].kind != "unrecognised" or not d.root.is_dir() or d.links_out:
+        return False  # a link that leads out is RH006's finding: something to report
+    files, _ = entries(d.root)
+    return not any(name in files for name in BEFORE_A_RUN)
+
+
+def console_logs(files: set[str]) -> list[str]:
+    """The console logs among a folder's files: what ``python train.py > train.log 2>&1``, ``nohup`` and
+    Slurm write (``*.log``, ``*.out``, ``nohup.out``, ``slurm-<id>.out``)."""
+    return sorted(n for n in files if n.endswith(CONSOLE_LOGS))
+
+
+def _console_rank(name: str) -> int:
+    """How surely a name is the trainer's console: ``train*.log``, ``nohup.out``, ``slurm-*.out``, ``stdout*``
+    first, any other ``*.log``/``*.out`` after (a tool's own log, ``pip.log``, sorts last)."""
+    return 0 if CONSOLE_NAME.match(name.lower()) else 1
+
+
+def _attach_launch_logs(strong: list[Found], launches: dict[Path, list[str]]) -> None:
+    """The launch-folder rule (docs/layouts.md): a folder with console logs that holds a library's folder
+    below it (``proj/train.log`` beside ``proj/out/``, ``proj/lightning_logs/version_0/``, ``proj/mlruns/``)
+    is one run with it. The log goes to the newest library run at most ``LAUNCH_DEPTH`` levels below it
+    whose own nearest launch folder it is; the candidate log chosen by name, then the newest; the others
+    are named as found but not read. Only folders inside the root given are ever looked at."""
+    if not launches:
+        return
+    owner: dict[Path, list[Found]] = {}
+    for f in strong:
+        if f.kind in ("harvest", "sweep"):
+            continue  # a sweep's runs have their own logs; the orchestrator's console is not one run's
+        for parent in list(f.path.parents)[:LAUNCH_DEPTH]:
+            if launches.get(parent):  # a folder of links only (W&B's wandb/debug.log) is no launch folder
+                owner.setdefault(parent, []).append(f)
+                break
+    for folder, runs in owner.items():
+        names = launches[folder]
+        stamps = {n: mtime(folder / n) for n in names}
+        ordered = sorted(names, key=lambda n: (_console_rank(n), -stamps[n], n))
+        run = max(runs, key=lambda f: (_newest_inside(f.path), f.path.parts))
+        run.launch = Launch(folder, folder / ordered[0], [folder / n for n in ordered[1:]])
+
+
+def _newest_inside(folder: Path) -> float:
+    """The newest modification time of a folder or the entries directly in it (which run was written last)."""
+    stamps = [mtime(folder)]
+    try:
+        with os.scandir(folder) as it:
+            stamps += [e.stat(follow_symlinks=False).st_mtime for e in it]
+    except OSError:
+        pass
+    return max(stamps)
 
 
 def _with_ancestors(paths: set[Path]) -> set[Path]:
@@ -271,11 +345,19 @@ def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
     report = []
     for path in paths:
         d = discover(path, depth)
+        if nothing_to_check(d):
+            raise pytest.UsageError(
+                f"--run-dir {os.fspath(path)}: {NOTHING_TO_CHECK} (looked for: {LOOKED_FOR}; depth {depth})"
+            )
         counts = {}
         for f in d.runs:
             label = f.label(d.root) if f.path != d.root else (Path(path).absolute().name or str(path))
             seen[label] = seen.get(label, 0) + 1
-            rd = RunDir(f.path if f.path != d.root else path, label if seen[label] == 1 else f"{label}~{seen[label]}")
+            rd = RunDir(
+                f.path if f.path != d.root else path,
+                label if seen[label] == 1 else f"{label}~{seen[label]}",
+                launch=f.launch,
+            )
             counts[f.path] = run_count(f, rd)
             out.append(rd)
         report.append((d, counts))
@@ -305,5 +387,6 @@ def pytest_cmdline_main(config: pytest.Config):
         for f in d.runs:
             n = counts[f.path]
             what = {"sweep": f"  ({n} run{'s' if n != 1 else ''})", "harvest": f"  ({n} round{'s' if n != 1 else ''})"}
-            sys.stdout.write(f"  {f.kind:<12} {f.label(d.root)}{what.get(f.kind, '')}\n")
+            log = f"  (console log: {os.path.relpath(f.launch.log, d.root)})" if f.launch is not None else ""
+            sys.stdout.write(f"  {f.kind:<12} {f.label(d.root)}{what.get(f.kind, '')}{log}\n")
     return 0

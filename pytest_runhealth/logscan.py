@@ -87,7 +87,11 @@ TRAINING_STARTED = re.compile(
     "Starting training|Resuming training from step|running training|\u5b66\u7fd2\u958b\u59cb".encode()
 )
 # The trainer says it finished: LTX-2's statistics block, kohya's final save.
-TRAINING_FINISHED = re.compile(rb"Training Statistics:|(?:^|[:\s])model saved\.\s*$")
+# kohya's and LTX-2's last words; Lightning's when fit() reached its plan (lightning/pytorch/loops/fit_loop.py:
+# "`Trainer.fit` stopped: `max_steps=30` reached.", also `max_epochs=N`).
+TRAINING_FINISHED = re.compile(
+    rb"Training Statistics:|(?:^|[:\s])model saved\.\s*$|`Trainer\.fit` stopped: `max_(?:steps|epochs)=\d+` reached"
+)
 _NONFINITE_HINT = (b"nan", b"inf")  # how Python, torch and tqdm print non-finite floats
 HINT_HITS = 4096  # "n" bytes looked at one by one in a chunk before two plain substring searches take over
 
@@ -464,7 +468,9 @@ class _Scanner:
     def markers(self, line: Bytes, lineno: int) -> None:
         if self.scan.started_line is None and TRAINING_STARTED.search(line):
             self.scan.started_line = lineno
-        if (b"model saved" in line or b"Statistics" in line) and TRAINING_FINISHED.search(line):
+        if (b"model saved" in line or b"Statistics" in line or b"Trainer.fit" in line) and TRAINING_FINISHED.search(
+            line
+        ):
             self.scan.finished_line = lineno
 
     def line(self, line: Bytes, lineno: int, partial: bool = False, may_hint: bool = True) -> None:

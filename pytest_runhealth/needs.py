@@ -69,7 +69,10 @@ def _pidfile(t: Target) -> str | None:
     from .live.procs import pid_files
 
     where = t.run.path if t.run is not None else t.run_dir.path
-    return None if pid_files(where) else f"no pid file in {where} (looked for logs/train.pid and *.pid)"
+    launch = t.run_dir.launch if where == t.run_dir.path else None  # train.pid beside the launch folder's log
+    if pid_files(where) or (launch is not None and pid_files(launch.folder)):
+        return None
+    return f"no pid file in {where} (looked for logs/train.pid and *.pid)"
 
 
 def _exists(t: Target) -> str | None:

@@ -56,6 +56,17 @@ def round_folders(root: Path) -> list[Path]:
 
 
 @dataclass
+class Launch:
+    """The folder a run was launched from and its console log, when the run is a library's folder below it
+    (``proj/train.log`` beside ``proj/out/``, docs/layouts.md "The launch folder"): ``log`` is read as the
+    run's main log; ``unread`` are the other candidates, named in the run's status, never read."""
+
+    folder: Path
+    log: Path
+    unread: list[Path] = field(default_factory=list)
+
+
+@dataclass
 class Walk:
     files: list[Path] = field(default_factory=list)
     outside_links: list[tuple[Path, Path]] = field(default_factory=list)  # (link, where it leads)
@@ -187,6 +198,9 @@ class Run:
             console = sweep_run_console(self.path)
         rank = {"stdout.log": 0, "train.log": 1, "output.log": 1}
         logs = sorted(found + extra, key=lambda p: (rank.get(p.name, 2), p.name))
+        launch = self.run_dir.launch if self.path == self.run_dir.path else None
+        if launch is not None:  # the console the user redirected: the whole run's output, so it leads
+            logs = [launch.log, *logs]
         return logs + [console] if console is not None and console not in logs else logs
 
     @property
@@ -241,8 +255,9 @@ class RunDir:
     """A ``--run-dir``: a sweep session, a trainer workspace, a kohya output
     dir, an evaluation harvest, or any folder with logs (docs/layouts.md)."""
 
-    def __init__(self, path: Path, label: str | None = None) -> None:
+    def __init__(self, path: Path, label: str | None = None, launch: Launch | None = None) -> None:
         self.path = Path(path).absolute()
+        self.launch = launch  # the launch folder's console log, when discovery found one above this run
         self.name = shown_name(label or self.path.name or str(self.path))  # on one line, as every output shows it
         self._store: dict[Any, Any] = {}
         self._run_keys: dict[str, list[Any]] = {}  # run name -> the _store keys that read inside its folder
@@ -257,6 +272,8 @@ class RunDir:
         try:
             return one_line(str(Path(path).relative_to(self.path)))
         except ValueError:
+            if self.launch is not None and Path(path).parent == self.launch.folder:
+                return one_line(os.path.relpath(path, self.path))  # the launch folder's console log: ../train.log
             return one_line(str(path))
 
     @property

@@ -35,6 +35,8 @@ Each run's status is a plain JSON-able dict; its keys:
 ``checkpoint_step``    its step (null for epoch-named or final kohya files)
 ``latest_samples``     newest sample group as a glob (``outputs/samples/step_001200_*.mp4``)
 ``sample_count``       files in that group
+``unread_logs``        console logs of the launch folder found but not read (another
+                       was chosen as the run's log), relative to the run dir
 =====================  =============================================================
 """
 
@@ -85,7 +87,7 @@ def pid_alive(run) -> bool | None:
     """True/False when a pid file names a process (alive or gone), None when
     there is no readable pid file. Reads the file; never signals anything
     but signal 0 (an existence probe)."""
-    for folder in (run.path / "logs", run.path):
+    for folder in run_folders(run):
         for name in PID_NAMES:
             path = folder / name
             if not path.is_file():
@@ -111,6 +113,14 @@ def pid_alive(run) -> bool | None:
     return None
 
 
+def run_folders(run) -> tuple[Path, ...]:
+    """Where a run's pid file may lie: its ``logs/``, itself, and the launch folder it was started from
+    (docs/watching.md's recipe writes ``train.pid`` beside ``train.log``)."""
+    run_dir = getattr(run, "run_dir", None)
+    launch = run_dir.launch if run_dir is not None and run.path == run_dir.path else None
+    return (run.path / "logs", run.path) + ((launch.folder,) if launch is not None else ())
+
+
 class RunFacts:
     """The shared reading of one trainer run: its log scan, last step, plan,
     fatal error and whether it has ended. Built once per run and cached."""
@@ -124,9 +134,12 @@ class RunFacts:
         self.points = points
         self.last: StepPoint | None = max(points, key=lambda p: (p.step, p.line)) if points else None
         self.total = planned_steps(run, self.scan)
+        # A ledger row saying every planned step ran, exit 0, beats the log's last (throttled) redraw.
+        self.row_steps = row_finished_steps(run.row, self.total)
         self.finished = bool(
             (self.last is not None and self.total and self.last.step >= self.total)
             or (self.scan is not None and self.scan.finished_line is not None)
+            or self.row_steps is not None
         )
         self.fatal = None
         # An unreadable log (mode 000, a dying disk) is said once, not raised by every reader.
@@ -148,6 +161,25 @@ class RunFacts:
         return run_state(
             finished=self.finished, failed=bool(self.fatal), alive=self.alive, recorded=self.run.row is not None
         )
+
+
+def row_finished_steps(row, total: int | None) -> int | None:
+    """The steps a sweep's ledger row says ran, when they are all the planned ones (``n_steps`` >= the
+    row's ``planned_steps``/``max_train_steps``, its config's ``max_train_steps``, else the log's plan) and the
+    run exited 0 with no kill recorded; else None."""
+    if row is None:
+        return None
+    steps, code = row.get("n_steps"), row.get("exit_code")
+    planned = row.get("planned_steps")
+    config = row.get("config")
+    if not isinstance(planned, int) and isinstance(config, dict):
+        planned = config.get("max_train_steps")
+    target = planned if isinstance(planned, int) and not isinstance(planned, bool) and planned > 0 else total
+    if not isinstance(steps, int) or isinstance(steps, bool) or not target or steps < target:
+        return None
+    if code not in (0, None) or row.get("killed_by_timeout") is True or row.get("disqualified"):
+        return None
+    return steps
 
 
 def run_state(*, finished: bool, failed: bool, alive: bool | None, recorded: bool) -> str:
@@ -298,8 +330,8 @@ def run_status(run) -> dict[str, Any] | None:
     f = facts(run)
     ckpts = find_checkpoints(run.checkpoints)
     newest = latest(ckpts)
-    if newest is None and f.last is not None:
-        newest = _hf_newest(run)  # a Hugging Face checkpoint-N/ beside the run's log (docs/layouts.md)
+    if newest is None and (f.last is not None or f.row_steps is not None):
+        newest = hf_newest(run)  # a Hugging Face checkpoint-N/ beside the run's log (docs/layouts.md)
     if f.last is None and newest is None:
         return None
     losses = [p.loss for p in f.points if p.loss is not None][-5:]
@@ -318,6 +350,7 @@ def run_status(run) -> dict[str, Any] | None:
         losses=[_jsonable(x) for x in losses],
         loss_source=source,
         checkpoint=newest,
+        step=f.row_steps,
     )
 
 
@@ -334,13 +367,15 @@ def status_record(
     losses: list,
     loss_source: str | None,
     checkpoint,
+    step: int | None = None,
 ) -> dict[str, Any]:
     """The run-status record (the keys in this module's docstring), built in
     one place for the status block (:func:`run_status`, from the session's
     reads) and ``watch`` (from what its tailers read so far)."""
     last = max(points, key=lambda p: (p.step, p.line)) if points else None
     sec, n = steady_step_time(points)
-    step = last.step if last else (checkpoint.step if checkpoint else None)
+    if step is None:  # else the steps a ledger row says all ran (the log's last redraw is earlier)
+        step = last.step if last else (checkpoint.step if checkpoint else None)
     eta, eta_s = eta_of(state, sec, step, total)
     samples, count = latest_samples(run)
     return {
@@ -364,7 +399,15 @@ def status_record(
         "checkpoint_step": checkpoint.step if checkpoint else None,
         "latest_samples": samples,
         "sample_count": count,
+        "unread_logs": unread_logs(run),
     }
+
+
+def unread_logs(run) -> list[str]:
+    """The launch folder's console logs found but not read (another candidate was chosen), named so that
+    nothing is skipped in silence."""
+    launch = run.run_dir.launch if run.path == run.run_dir.path else None
+    return [run.rel(p) for p in launch.unread] if launch is not None else []
 
 
 def tracker_state(run) -> str | None:
@@ -387,7 +430,7 @@ def tracker_state(run) -> str | None:
     return None
 
 
-def _hf_newest(run):
+def hf_newest(run):
     """The newest complete Hugging Face ``checkpoint-N/`` of a discovered run, as a Checkpoint."""
     from .checkpoints import Checkpoint
     from .layouts import HF_TRAINER, hf_trainer, own_kind
@@ -436,7 +479,10 @@ def render(status: dict[str, Any]) -> list[str]:
         if status["step_time_s"] is not None and status["eta"] != "done":
             eta += f" at {status['step_time_s']:.3g} s/step over {status['steady_samples']} steady measurements"
         lines.append(eta)
-    lines.append(f"Latest checkpoint: {status['latest_checkpoint'] or '(none yet)'}")
+    none = "(none found)" if status["state"] in ("finished", "failed", "stopped") else "(none yet)"
+    lines.append(f"Latest checkpoint: {status['latest_checkpoint'] or none}")
     if status["latest_samples"]:
         lines.append(f"Latest samples: {status['latest_samples']} ({status['sample_count']} files)")
+    if status.get("unread_logs"):
+        lines.append(f"Log read: {status['log']}; found but not read: {', '.join(status['unread_logs'])}")
     return lines

@@ -239,8 +239,9 @@ def slowdown(ctx, run, row: LedgerRow | None, ref_row: LedgerRow | None = None) 
 def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] | None:
     """A config knob whose value every collapsed run has and no fully trained
     run has. A knob different on every healthy run (a seed, an output name)
-    says nothing; one collapsed run names a knob only when it is its only
-    difference (with one run, "shared" proves nothing)."""
+    says nothing; it takes at least two collapsed runs that share the value
+    and at least one healthy run without it (with one run, "shared" proves
+    nothing: its learning rate is unique to it whatever slowed it)."""
     configs = [r.get("config") for r in collapsed]
     if not configs or not all(isinstance(c, dict) for c in configs):
         return None
@@ -259,8 +260,8 @@ def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] |
         if len(healthy) > 1 and len(seen) == len(healthy):
             continue
         found.append((key, value, list(seen.values())))
-    if not found or (len(configs) < 2 and len(found) > 1):
-        return None
+    if not found or len(configs) < 2:
+        return None  # one run's unique value is not a knob: at least two collapsed runs must share it (issue 35)
     return found[0]
 
 

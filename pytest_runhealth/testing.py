@@ -102,6 +102,10 @@ def check_on(
     else:
         settings = RunHealthConfig()
     given = dict(fixtures or {})
+    if "processes" in spec.fixtures and "processes" not in given:
+        from .live.procs import Processes
+
+        given["processes"] = Processes()  # the pid-file reader: read-only, as the session's fixture
     missing = [name for name in spec.fixtures if name not in given]
     if missing:
         raise ValueError(f"check_on: {spec.id} asks for fixture(s) {', '.join(missing)}: pass them in fixtures={{...}}")
@@ -162,7 +166,7 @@ def run_dirs_below(path: Path, depth: int) -> list[RunDir]:
     out: list[RunDir] = []
     for f in found.runs:
         label = f.label(found.root) if f.path != found.root else (path.absolute().name or str(path))
-        out.append(RunDir(f.path if f.path != found.root else path, label))
+        out.append(RunDir(f.path if f.path != found.root else path, label, launch=f.launch))
     return out
 
 

@@ -276,7 +276,9 @@ def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) 
         argv = [*DROP_CAPS, *argv]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LMSTUDIO"))}
     env["HOME"] = str(cwd)  # no ~/.lmstudio of this machine's in the picture
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=300, env=env)
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, cwd=cwd, timeout=1800, env=env
+    )  # ends a hang only: 245-303 s under load 20
     out = proc.stdout + proc.stderr
     assert "INTERNALERROR" not in out, out[-4000:]
     assert not re.search(r"^Traceback \(most recent call last\)", out, re.M), out[-4000:]
@@ -943,13 +945,17 @@ def test_rh502_to_rh504_are_not_evaluable_when_the_eval_server_returned_nothing(
 
 # -- linear text handling (issue #27 item 2) ----------------------------------------------------
 def _best_time(fn, text, repeat: int = 3) -> float:
+    """The CPU time this thread spent in ``fn`` (``time.thread_time``), best of ``repeat``: a busy
+    machine takes the CPU away between slices but does not add to this thread's own work, so two other
+    CPU-bound processes leave the ratio alone where the wall clock (perf_counter) doubled it at random.
+    Python's ``re`` exposes no step count, so CPU time is the closest measure of operations here."""
     import time
 
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.thread_time()
         fn(text)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best
 
 
@@ -1001,6 +1007,7 @@ def _adversarial_cases():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(_adversarial_cases()))
 def test_text_handling_grows_linearly_on_adversarial_repeats(case):
     fn, unit = _adversarial_cases()[case]
@@ -1129,18 +1136,21 @@ def test_a_server_answering_500_is_not_a_wedge():
     assert [r.nodeid for r in v.wedged()] == ["m"]
 
 
-def test_retry_after_1e308_does_not_hold_a_watch_tick():
-    import time
-
-    from pytest_runhealth.evaluation.client import bounded_retry_wait
+def test_retry_after_1e308_does_not_hold_a_watch_tick(monkeypatch):
+    from pytest_runhealth.evaluation import client
     from pytest_runhealth.watch.evaluation import ServerRequestWatch
 
+    waits: list[float] = []  # the seconds the client asked to wait: counted, not timed
+
+    class CountingClient(client.EvalClient):
+        def __init__(self, settings, transport=None, sleep=None) -> None:
+            super().__init__(settings, transport, sleep=waits.append)
+
+    monkeypatch.setattr(client, "EvalClient", CountingClient)
     with _Server(_answer(503, b"{}", {"Retry-After": "1e308"})) as srv:
-        started = time.monotonic()
-        with bounded_retry_wait(1.0):
+        with client.bounded_retry_wait(1.0):
             tick = ServerRequestWatch(srv.url, ["xr-1"]).tick()
-        took = time.monotonic() - started
-    assert took < 20, took  # without the bound: 30 s per retry, 120 s a session
+    assert sum(waits) <= 1.0, waits  # without the bound: 30 s per retry, 120 s a session
     assert tick.ended is False
 
 

@@ -8,8 +8,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from pytest_runhealth.ledger import read_ledger
 from pytest_runhealth.logscan import read_log_tail, scan_log
+
+pytestmark = pytest.mark.slow  # the slow tier: real writer processes appending while read
 
 WRITER = r"""
 import json, sys, time

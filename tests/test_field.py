@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from once_per_run import once_per_run
 
 from pytest_runhealth.rootcause import same_cause
 
@@ -47,11 +48,8 @@ def _labels(run_dirs: list[str]) -> list[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def field_results(tmp_path_factory) -> dict[Path, list[dict]]:
-    if not CASES:
-        pytest.skip("no tests/field/*/case.yaml")
-    out_dir = tmp_path_factory.mktemp("field")
+def _corpus_session(out_dir: Path) -> dict:
+    """The plugin over every case in one session: its JSON report."""
     report = out_dir / "report.json"
     cmd = [
         sys.executable,
@@ -70,10 +68,18 @@ def field_results(tmp_path_factory) -> dict[Path, list[dict]]:
     for case in CASES:
         cmd += ["--run-dir", str(case / "run")]
     # --lmstudio-log is not given: each case's *lmstudio*.log is found in its run dir.
-    proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True, timeout=1800, check=False)
     assert report.is_file(), proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "INTERNALERROR" not in proc.stdout, proc.stdout[-4000:]
-    doc = json.loads(report.read_text())
+    return json.loads(report.read_text())
+
+
+@pytest.fixture(scope="module")
+def field_results(tmp_path_factory) -> dict[Path, list[dict]]:
+    if not CASES:
+        pytest.skip("no tests/field/*/case.yaml")
+    # Once per test run: under -n 2 each worker ran this session of its own (the 190 s setup of issue 33).
+    doc = once_per_run(tmp_path_factory, "field-corpus", _corpus_session)
     by_label = dict(zip(_labels(doc["run_dirs"]), (Path(p).parent for p in doc["run_dirs"])))
     results: dict[Path, list[dict]] = {case: [] for case in CASES}
     for res in doc["results"]:

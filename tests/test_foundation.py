@@ -62,6 +62,7 @@ def test_user_paths_join_health_checks(pytester, tmp_path, run_health):
 def test_missing_artifact_skips_with_reason(tmp_path, run_health):
     plain = tmp_path / "plain"
     plain.mkdir()
+    (plain / "train.log").write_text("")  # a generic run, not a sweep
     res = run_health(plain, args=("-k", "RH001", "-rs"))
     assert res.ret == 0
     assert res.result_of("RH001")["outcome"] == "skipped"
@@ -90,6 +91,7 @@ def test_same_run_dir_twice_is_checked_once(tmp_path, run_health):
 def test_a_session_that_checked_nothing_says_so_and_blocks_the_gate(tmp_path, run_health):
     plain = tmp_path / "plain"
     plain.mkdir()
+    (plain / "train.log").write_text("")  # a generic run whose only item here is skipped
     res = run_health(plain, args=("-k", "RH001"))
     assert res.ret == 0 and "run-health: nothing was checked: all 1 run-health items were skipped" in res.stdout
     assert "is not a sweep session" in res.stdout  # the why, without -rs

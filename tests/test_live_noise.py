@@ -6,7 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from live_helpers import run_health, sleeper, warm_imports  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.slow  # the slow tier: a live sweep beside real processes
 
 warm_imports()
 

@@ -9,9 +9,12 @@ import sys
 import time
 
 import psutil
+import pytest
 from live_helpers import run_health, sleeper, warm_imports  # noqa: F401  (fixtures)
 
 from pytest_runhealth.live.procs import pid_status
+
+pytestmark = pytest.mark.slow  # the slow tier: real processes alive, exited, zombie
 
 warm_imports()
 

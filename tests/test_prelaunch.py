@@ -337,6 +337,11 @@ def test_nothing_checked_is_not_ready(tmp_path, run_health):
     target = tmp_path / "not-a-workspace"
     target.mkdir()  # RH006 passes (it only ever notes): that alone is no evidence of readiness
     res = run_health(target, args=PRELAUNCH + WORKSPACE_ONLY)
+    # Issue 35: a folder with nothing to check is a usage error, never a verdict.
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "nothing here to check" in res.result.stderr.str()
+    (target / "notes.log").write_text("a note\n")  # something a check reads, but no workspace
+    res = run_health(target, args=PRELAUNCH + WORKSPACE_ONLY)
     assert res.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert prelaunch_line(res.stdout).startswith("pre-launch: nothing checked")
 

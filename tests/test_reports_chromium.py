@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from test_reports import COLLAPSE_CHECK, make_sweep
 
+pytestmark = pytest.mark.slow  # the slow tier: headless Chromium renders the page
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run installs it)"

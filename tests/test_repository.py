@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,17 @@ def test_ci_runs_the_readme_test_command_itself():
     assert "pytest" not in ci.replace(".ci/readme_commands.py", "").split("test_command=", 1)[1].split("\n")[0]
 
 
+def test_the_readme_runs_the_fast_tier_and_ci_runs_both_fast_first():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    _, tests = readme_commands.quick_start(readme)
+    assert tests.endswith('-m "not slow"'), tests
+    development = readme.split("\n## Development\n", 1)[1]
+    assert "    .venv/bin/pytest -n 2 -m slow\n" in development
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'bash -c "$test_command"' in ci and ".venv/bin/pytest -n 2 -m slow" in ci
+    assert ci.index('bash -c "$test_command"') < ci.index(".venv/bin/pytest -n 2 -m slow")
+
+
 def test_no_built_or_downloaded_artefact_is_committed():
     files = _git("ls-files", "-z").split("\0")
     assert not [f for f in files if f.endswith((".whl", ".tar.gz", ".egg", ".pyc"))]
@@ -67,6 +79,7 @@ def test_the_version_is_written_once():
     assert installed == pytest_runhealth.__version__
 
 
+@pytest.mark.slow
 def test_a_fresh_clone_collects_with_the_plain_pytest_script(tmp_path):
     _git("rev-parse", "HEAD")
     script = Path(sys.executable).parent / "pytest"
@@ -78,3 +91,30 @@ def test_a_fresh_clone_collects_with_the_plain_pytest_script(tmp_path):
     done = subprocess.run([str(script), "--co", "-q"], cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " tests collected" in done.stdout or " test collected" in done.stdout
+
+
+# -- nothing bound to the machine that made it (issue 33) ---------------------------------------------------
+MACHINE_PATH = re.compile(rb"(?<![\w.~-])/(?:root|home|tmp|work)/[\w.-]")
+
+
+def test_no_committed_link_is_absolute_leaves_the_repository_or_dangles():
+    links = [line.split("\t", 1)[1] for line in _git("ls-files", "-s").splitlines() if line.startswith("120000 ")]
+    bad = []
+    for name in links:
+        link = REPO / name
+        target = os.readlink(link)
+        resolved = (link.parent / target).resolve()
+        if os.path.isabs(target) or not resolved.is_relative_to(REPO) or not resolved.exists():
+            bad.append(f"{name} -> {target}")
+    assert bad == [], "machine-bound links (examples/_make/machine_free.py removes them)"
+
+
+def test_no_committed_example_holds_an_absolute_path_of_the_machine_that_made_it():
+    found = []
+    for name in _git("ls-files", "-z", "examples").split("\0"):
+        path = REPO / name
+        if not name or path.is_symlink() or not path.is_file() or "/_make/" in f"/{name}":
+            continue
+        for match in MACHINE_PATH.finditer(path.read_bytes()):
+            found.append(f"{name}: {match.group().decode(errors='replace')}")
+    assert found == [], "absolute paths of a generating machine (examples/_make/machine_free.py rewrites them)"

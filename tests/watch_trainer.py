@@ -32,6 +32,13 @@ def save_checkpoint(path: Path) -> None:
     os.replace(tmp, path)
 
 
+def wait_for(cue: str | None, deadline_s: float = 900.0) -> None:
+    """Poll for the test's cue file (a generous deadline: only a test that never cues reaches it)."""
+    end = time.monotonic() + deadline_s
+    while cue and not Path(cue).exists() and time.monotonic() < end:
+        time.sleep(0.05)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir")
@@ -46,6 +53,10 @@ def main() -> int:
         type=float,
         default=0.0,
         help="restart mode: seconds the relaunched trainer waits before its first line (its log is empty)",
+    )
+    ap.add_argument(
+        "--relaunch-when",
+        help="restart mode: after truncating its log, wait for this file before the first line (the test's cue)",
     )
     a = ap.parse_args()
     time.sleep(a.delay)
@@ -91,13 +102,11 @@ def main() -> int:
             write(bar(s, total, elapsed, loss))
         if a.mode == "restart" and not restarted and s == total // 2:
             restarted = True
-            for _ in range(600):
-                if not a.restart_when or Path(a.restart_when).exists():
-                    break
-                time.sleep(0.05)
+            wait_for(a.restart_when)
             log.close()
             log = open(logs / "stdout.log", "wb", buffering=0)  # noqa: SIM115 - a relaunch into the same log
             time.sleep(a.restart_pause)  # a real relaunch takes seconds to import torch: the log stays empty meanwhile
+            wait_for(a.relaunch_when)
             write(startup(total) + f"Resuming training from step {s}\n")
         s += 1
     if a.mode == "oom":

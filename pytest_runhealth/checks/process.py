@@ -239,7 +239,6 @@ def steady_step_time(scan) -> float | None:
 @check(
     "RH204",
     "run-not-stalled",
-    needs=["logs"],
     phases=["live", "postmortem"],
     verdicts=["infra"],
     thresholds={
@@ -259,7 +258,9 @@ def steady_step_time(scan) -> float | None:
     "its log names the signal, or a launcher's wall-clock line such as `timed out after N s` follows the last "
     "step) whose log had stopped advancing long before the kill (more than stall_factor × "
     "its steady step time, at least min_stall_s, between its last step and the end) is `stalled`, naming the "
-    "last step, when it was written and how long the run was silent before the kill.",
+    "last step, when it was written and how long the run was silent before the kill. A sweep row that says its "
+    "run was killed (wall clock, signal) where nothing dates the last step against the kill (no log, no end time, "
+    "no elapsed time) is `run-disqualified`, quoting the row: such a row never passes in silence.",
     why="A hung trainer (a dead NCCL peer, a stuck dataloader worker, a deadlocked pipe) keeps its GPU and "
     "its slot while doing nothing; a liveness check alone says all is well, and after the wall clock kills it "
     "the run looks like one that was merely slow.",
@@ -270,6 +271,8 @@ def steady_step_time(scan) -> float | None:
 )
 def run_not_stalled(ctx, processes):
     run = ctx.run
+    if not run.logs and (run.row is None or _kill_evidence(ctx, run) is None):
+        ctx.skip(f"no log in {run.where} (looked for logs/*.log and *.log)")  # a row that says it was killed is judged
     statuses = processes.for_run(run)
     alive = [st for st in statuses if st.alive]
     if not alive:
@@ -473,6 +476,13 @@ def _stalled_before_kill(ctx, run, statuses):
             )
         )
     if not gaps:
+        if row is not None:
+            return _killed_by_the_sweep(
+                ctx,
+                run,
+                kill,
+                f"nothing dates its last step ({f.last.step}) against the end (no end time, no elapsed time)",
+            )
         ctx.skip(f"killed ({how}), but nothing dates the last step against the end (no end time, no elapsed time)")
     silent, basis = min(gaps)  # the smaller estimate: a claim of silence never rests on the larger one
     floor = float(ctx.thresholds["min_stall_s"])
@@ -510,16 +520,39 @@ def _stalled_before_kill(ctx, run, statuses):
     )
 
 
+def _killed_by_the_sweep(ctx, run, kill, unknown: str):
+    """A sweep row that says its run was killed (the wall clock, a signal) where no stall can be shown or
+    ruled out: never a silent pass (issue 35). The row's own words are the finding."""
+    how, kill_ev, _end = kill
+    row = run.row
+    said = ", ".join(
+        f"{k}: {json.dumps(row.get(k), default=str)}"
+        for k in ("disqualified", "killed_by_timeout", "exit_code", "error", "n_steps")
+        if row.get(k) not in (None, False, "")
+    )
+    return ctx.fail(
+        "infra",
+        "run-disqualified",
+        f"the sweep killed {run.name} ({how}; the row says {said}), and whether it hung or was only slow cannot be "
+        f"told: {unknown}. Its score is not comparable with the runs that finished.",
+        [kill_ev] if kill_ev else [],
+    )
+
+
 def _stalled_by_events(ctx, run):
     """Post-mortem stall from the event files when the log shows no step (see RH204)."""
     kill = _kill_evidence(ctx, run)
     progress = _event_progress(ctx, run)
+    if kill is not None and progress is None and run.row is not None:
+        return _killed_by_the_sweep(ctx, run, kill, "no training step in its log or an event file")
     if kill is None or progress is None:
         ctx.skip("no live process and no training step in the log or an event file: nothing to judge a stall by")
     how, kill_ev, end = kill
     step, written, path = progress
     start = _row_start(run.row)
     if end is None or written > end + REUSE_SLACK_S or (start is not None and written < start - REUSE_SLACK_S):
+        if run.row is not None:
+            return _killed_by_the_sweep(ctx, run, kill, "its event files' time cannot be set against the end")
         ctx.skip(f"killed ({how}), but the event files' time cannot be set against the end the ledger records")
     silent = max(0.0, end - written)
     limit = max(float(ctx.thresholds["min_stall_s"]), float(ctx.thresholds["stall_s_without_step_time"]))

@@ -663,15 +663,39 @@ def slow_steps(ctx):
     ratio = own / ref
     if ratio < ctx.thresholds["slow_factor"]:
         return None
-    swap = row is not None and ctx.run_dir.ledger is not None and row.line in collapse_story(ctx, RH101_DEFAULTS)[2]
+    collapse = row is not None and ctx.run_dir.ledger is not None and row.line in collapse_story(ctx, RH101_DEFAULTS)[2]
     # Still running (no ledger row yet) after a healthy run of the same sweep: the launcher is the same, so
     # not the pipe deadlock (which slows every run from the first); the VRAM leak's swap, until RH101 confirms.
     live_after_healthy = row is None and not expected and ctx.run_dir.is_sweep
-    cause = "swap-slowdown" if swap or live_after_healthy else "pipe-deadlock"
+    # The judge is blamed only on its own evidence (LM Studio's unload no-op, a resident model, a VRAM
+    # reading): without it the collapse is RH101's to name, and no text here points at the judge (issue 35).
+    judged = bool(extra_rh101_evidence(ctx)) if collapse or live_after_healthy else False
+    swap = collapse and judged
+    cause = "swap-slowdown" if swap or (live_after_healthy and judged) else "pipe-deadlock"
     summary = f"{ctx.run.name} runs at {fmt_rate(own)}, {ratio:.0f}x {against}."
+    if collapse and not judged:
+        summary += (
+            "\nIt follows RH101's signature (a handful of steps, then the wall clock, after a full run); no LM Studio "
+            "or VRAM evidence says why: RH101 lists what it checked."
+        )
+        return ctx.fail(
+            "infra",
+            "unknown",
+            summary,
+            [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])],
+            fix="See RH101: compare what changed after the first full run (GPU memory in nvidia-smi, another "
+            "process on the GPU, the machine swapping in vmstat 5); pass --lmstudio-url where a judge is used.",
+        )
     if swap:
         summary += "\nIt follows RH101's signature (a handful of steps, then the wall clock, after a full run): swap."
         fix = RH101_FIX
+    elif live_after_healthy and not judged:
+        summary += (
+            "\nIt is still running, and an earlier run of this sweep trained at the normal rate: something "
+            "changed after that run (RH101 names it once the run's ledger row shows the wall clock)."
+        )
+        fix = None
+        cause = "unknown"
     elif live_after_healthy:
         summary += (
             "\nIt is still running, and an earlier run of this sweep trained at the normal rate: the "

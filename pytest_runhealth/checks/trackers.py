@@ -13,6 +13,7 @@ import time
 
 from .. import layouts
 from ..layouts import mlflow_store, wandb_run
+from ..live.procs import recorded_process_gone
 from ..registry import check
 from ..safeio import mtime
 from ..values import duration_text
@@ -32,7 +33,11 @@ from ..values import duration_text
     "`tracker-run-stale` only when both the newest time it recorded (metric timestamps, or the start) and "
     "its files' modification times are older than `stale_after_s` (6 h); otherwise it passes with a note "
     "(a live run, or one that died without telling the tracker recently: RH201 reads its log). A run MLflow "
-    "records as deleted (`lifecycle_stage: deleted`) is skipped.",
+    "records as deleted (`lifecycle_stage: deleted`) is skipped. A run the tracker still calls running whose "
+    "process is provably gone is `tracker-run-killed` at once, without the 6 h wait: a pid file of the run or "
+    "of its launch folder naming no process (or a reused pid: RH203's rule), or the pid the W&B SDK recorded "
+    "in `logs/debug.log` (`Configure stats pid to N`) gone from this machine, where the record is this "
+    "machine's (`wandb-metadata.json` `host`, or the path it logged to is the run's own folder).",
     why="A tracker's dashboard shows a failed or stale run as a line that just stops; a sweep or a "
     "promotion that reads its metrics takes a crashed run's last values as if they were final.",
     example="mlruns/1/3f2a.../meta.yaml:13 status: 4 (FAILED)",
@@ -40,16 +45,43 @@ from ..values import duration_text
     "the run as failed in the tracker (`mlflow runs` / the W&B UI) so no comparison uses it. A stale "
     "RUNNING run whose process is gone: set its status (MlflowClient().set_terminated(run_id, 'KILLED')).",
 )
-def tracker_run_status(ctx):
+def tracker_run_status(ctx, processes):
     kind = layouts.own_kind(ctx.run)
     if kind == layouts.MLFLOW:
-        return _mlflow(ctx)
+        return _mlflow(ctx, processes)
     if kind == layouts.WANDB:
-        return _wandb(ctx)
+        return _wandb(ctx, processes)
     ctx.skip(f"no tracker record in {ctx.run.where} (an MLflow run's meta.yaml, a W&B run's logs/debug.log)")
 
 
-def _mlflow(ctx):
+def _process_gone(ctx, processes, tracker: str, state: str, ev):
+    """A run the tracker still calls running whose process is provably gone (issue 35): a pid file of the run
+    or of its launch folder (RH203's rule), or the pid and host the W&B SDK recorded. None when not shown."""
+    for st in processes.for_run(ctx.run):
+        if st.alive:
+            return None
+        if st.state in ("gone", "reused"):
+            why, where = st.detail, ctx.evidence(st.pidfile, 1, st.line_text or str(st.pid))
+            break
+    else:
+        rec = wandb_run.process_of(ctx.run.path) if layouts.own_kind(ctx.run) == layouts.WANDB else None
+        gone = recorded_process_gone(rec.pid, rec.host, rec.logged_to, ctx.run.path, rec.source) if rec else None
+        if rec is None or gone is None:
+            return None
+        why, where = (
+            gone,
+            ctx.evidence(rec.source, rec.line, f"pid {rec.pid}" + (f" on {rec.host}" if rec.host else "")),
+        )
+    return ctx.fail(
+        "infra",
+        "tracker-run-killed",
+        f"{tracker} still calls the run {state}, but its process is gone: {why}. It was killed (or died) without "
+        "telling the tracker; RH201 reads its log for why.",
+        [*ev, where],
+    )
+
+
+def _mlflow(ctx, processes):
     meta = mlflow_store.read_meta(ctx.run.path)
     if meta.error or meta.status is None:
         ctx.skip(f"{ctx.run_dir.rel(meta.path)}: {meta.error or 'no status field'}: the tracker's record is unknown")
@@ -73,11 +105,14 @@ def _mlflow(ctx):
         recorded = metrics.last_ms if metrics.last_ms is not None else meta.start_ms
         written = max(metrics.newest_mtime, mtime(meta.path))
         what = "its last metric" if metrics.last_ms is not None else "its start"
+        killed = _process_gone(ctx, processes, "MLflow", meta.status, ev)
+        if killed is not None:
+            return killed
         return _stale_or_live(ctx, "MLflow", meta.status, recorded / 1000 if recorded else None, written, what, ev)
     return f"MLflow records the run as {meta.status}"
 
 
-def _wandb(ctx):
+def _wandb(ctx, processes):
     end = wandb_run.read_end(ctx.run.path)
     if end is None:
         ctx.skip(f"no logs/debug.log in {ctx.run.where}: W&B's record of the run's end is unknown")
@@ -100,6 +135,9 @@ def _wandb(ctx):
     recorded = wandb_run.last_recorded(ctx.run.path)
     what = "the last entry of logs/debug-internal.log" if recorded is not None else "its last write"
     ev = [ctx.evidence(end.path, None, "no 'got exitcode' line: W&B has not recorded an end")]
+    killed = _process_gone(ctx, processes, "W&B", "running (no end recorded)", ev)
+    if killed is not None:
+        return killed
     return _stale_or_live(
         ctx, "W&B", "running (no end recorded)", recorded if recorded is not None else written, written, what, ev
     )

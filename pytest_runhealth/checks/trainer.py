@@ -634,12 +634,12 @@ def steps_complete(ctx):
         ctx.skip(f"no training step in {ctx.run_dir.rel(f.log)}: nothing to compare with a plan")
     if not f.total:
         ctx.skip("no planned step count (optimization.steps in config.yaml, or a step total in the log)")
-    if f.finished:
-        return f"reached step {f.last.step} of {f.total}"
     row = ctx.run.row if ctx.target.run is not None else None
-    done = _row_finished(row, f.total)
+    done = _row_finished(row, f)
     if done:
         return done
+    if f.finished:
+        return f"reached step {f.last.step} of {f.total}"
     if f.fatal is not None:
         return f"stopped at step {f.last.step} of {f.total} with an error (RH201: {f.fatal.cause})"
     if f.alive:
@@ -661,31 +661,51 @@ def steps_complete(ctx):
     from ..resume import newest_resumable
 
     ckpt = newest_resumable(ctx.run_dir, ctx.run)  # never one RH206 found damaged
+    ahead = _metrics_ahead_of_log(ctx, f.last.step)
+    if ahead is not None and ahead.step is not None and ahead.step >= f.total:
+        return (
+            f"the run's own metrics reach step {ahead.step} of {f.total} ({ahead.file}); its log stops at step "
+            f"{f.last.step}: a console not flushed when the process ended is not the run's end"
+        )
+    stopped_at = ahead.step if ahead is not None else f.last.step
     summary = (
-        f"the run stopped at step {f.last.step} of {f.total} planned ({ended}), and its log ends without "
+        f"the run stopped at step {stopped_at} of {f.total} planned ({ended}), and its log ends without "
         f"an error: something outside the trainer ended it"
     )
+    if ahead is not None:
+        summary += (
+            f". Its metrics ({ahead.file}) reach step {ahead.step}, further than its log (step {f.last.step}, "
+            "not flushed when the process ended): the metrics are the run's end"
+        )
     if ckpt is not None:
         summary += f". Newest checkpoint to resume from: {ctx.run_dir.rel(ckpt.path)}"
     ev = [ctx.evidence(f.log, f.last.line, _line_text(ctx, f))]
+    if ahead is not None:
+        ev.insert(0, ctx.evidence(ahead.file, ahead.line, ahead.text))
     tail = ctx.run_dir.log_tail(f.log)
     if tail.lines and tail.lines[-1].line != f.last.line:
         ev.append(ctx.evidence(f.log, tail.lines[-1].line, tail.lines[-1].text))
     return ctx.fail("infra", "steps-incomplete", summary, ev)
 
 
-def _row_finished(row, total: int) -> str | None:
-    """The ledger row's word that every planned step ran (it beats the log's last redraw)."""
-    if row is None:
+def _metrics_ahead_of_log(ctx, logged: int):
+    """The newest point the trainer or tracker recorded in its own files (trainer_state.json, MLflow
+    metrics, W&B summary, metrics.csv) when it is at a later step than the log's last: a tracker's console
+    copy (W&B's files/output.log) left unflushed by a kill is shorter than the run (issue 35)."""
+    points = [p for p in layouts.loss_points(ctx.run) if p.step is not None and p.step > logged]
+    return max(points, key=lambda p: p.step) if points else None
+
+
+def _row_finished(row, f) -> str | None:
+    """The ledger row's word that every planned step ran (it beats the log's last redraw; the run's facts
+    read it once, status.row_finished_steps)."""
+    if row is None or f.row_steps is None:
         return None
-    steps, planned, code = row.get("n_steps"), row.get("planned_steps"), row.get("exit_code")
-    target = planned if isinstance(planned, int) and planned > 0 else total
-    if isinstance(steps, int) and not isinstance(steps, bool) and steps >= target and code in (0, None):
-        return (
-            f"the ledger row says all {steps} of {target} steps finished (ledger.jsonl:{row.line}); "
-            f"the log's last progress redraw is earlier (redraws are throttled, captured logs cut)"
-        )
-    return None
+    return (
+        f"the ledger row says all {f.row_steps} of {max(f.row_steps, f.total or 0)} steps finished "
+        f"(ledger.jsonl:{row.line}); the log's last progress redraw is earlier (redraws are throttled, captured "
+        "logs cut)"
+    )
 
 
 def _silence_limit(ctx, f) -> tuple[float, str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import reading
-from ._files import LineIndex, as_float, entries, read_text
+from ._files import LineIndex, as_float, entries, read_json, read_text
 from .series import Point
 
 RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[0-9a-z]+$")
@@ -121,6 +121,44 @@ def read_end(run_path: Path) -> RunEnd | None:
 
 
 TIME = re.compile(r'"time":"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})')
+
+
+STATS_PID = re.compile(r"Configure stats pid to (\d+)|MainThread:(\d+) ")
+LOGS_TO = re.compile(r"Logging user logs to (\S+)")
+
+
+@dataclass
+class Process:
+    """The process the SDK ran in, as its own files name it: the pid (``logs/debug.log``'s ``Configure stats
+    pid to N``, or its ``MainThread:N`` prefix), the host (``files/wandb-metadata.json`` ``host``, only in
+    synced runs) and where the SDK said it was logging (``Logging user logs to PATH``)."""
+
+    pid: int
+    host: str | None
+    logged_to: str | None
+    source: Path
+    line: int
+
+
+def process_of(run_path: Path) -> Process | None:
+    path = run_path / "logs" / "debug.log"
+    text = read_text(path, 1 << 20)
+    if not text:
+        return None
+    pid = line = None
+    logged_to = None
+    for i, ln in enumerate(text.splitlines()[:200], 1):
+        m = STATS_PID.search(ln)
+        if m and pid is None:
+            pid, line = int(m.group(1) or m.group(2)), i
+        t = LOGS_TO.search(ln)
+        if t and logged_to is None:
+            logged_to = t.group(1)
+    if pid is None or pid <= 0 or line is None:
+        return None
+    meta, _ = read_json(run_path / "files" / "wandb-metadata.json")
+    host = meta.get("host") if isinstance(meta, dict) and isinstance(meta.get("host"), str) else None
+    return Process(pid, host, logged_to, path, line)
 
 
 def last_recorded(run_path: Path) -> float | None:

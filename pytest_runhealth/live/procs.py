@@ -220,6 +220,41 @@ def _span(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
+def recorded_process_gone(
+    pid: int, host: str | None, logged_to: str | None, run_path: Path, record: Path
+) -> str | None:
+    """Why the process a tracker recorded for a run (its pid, and the host or the path it logged to) is
+    provably gone, or None when that cannot be told. The same rule as a pid file's (RH203): the record
+    must be of this machine (its host is this host, or the path it logged to is this run's own folder),
+    and the pid is either no process or one started after the record was last written (a reused pid)."""
+    import socket
+
+    try:
+        here = os.path.realpath(run_path)
+        same_place = logged_to is not None and os.path.realpath(logged_to).startswith(here + os.sep)
+    except OSError:
+        same_place = False
+    if host is not None and host != socket.gethostname():
+        return None  # another machine's process: a probe of this one says nothing about it
+    if host is None and not same_place:
+        return None
+    where = f"host {host}" if host is not None else f"logged to {run_path.name}/ on this machine"
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        written = os.stat(record).st_mtime
+        started = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return f"no process {pid} on this machine ({where})"
+    except (psutil.Error, OSError):
+        return None
+    if started > written + REUSE_SLACK_S:
+        return f"pid {pid} now belongs to a process started after {record.name} was last written: the kernel reused it"
+    return None
+
+
 def pid_is_the_runs(pid: int, pidfile: Path) -> tuple[bool | None, str]:
     """For callers without a PidStatus (the watch, status, locality): False
     when the live process ``pid`` belongs to another, older process (with
@@ -312,7 +347,11 @@ class Processes:
         return self._cache[pidfile]
 
     def for_run(self, run) -> list[PidStatus]:
-        return [self.status(p) for p in pid_files(run.path)]
+        files = pid_files(run.path)
+        launch = run.run_dir.launch if run.path == run.run_dir.path else None
+        if launch is not None:  # docs/watching.md's recipe: train.pid beside train.log in the launch folder
+            files += [p for p in pid_files(launch.folder) if p.parent == launch.folder and p not in files]
+        return [self.status(p) for p in files]
 
     def freshness(self, run) -> Freshness:
         return run.run_dir.cached(("freshness", run.path), lambda: freshness(run))

@@ -333,6 +333,25 @@ class Watch:
         self.notifier.close()
 
 
+def _remember_ctrl_c():
+    """SIGINT raises KeyboardInterrupt as before, and is remembered: a Ctrl-C that lands inside a
+    verdict session (in-process pytest) could be taken for that session's and lost, and the watch went on
+    (issue 33's test_ctrl_c_exits_130_cleanly, under load). Returns a function: was there one?"""
+    import signal
+
+    seen: list[int] = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread (an embedding caller): leave SIGINT as it is
+        pass
+    return lambda: bool(seen)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args, passthrough = parse(list(sys.argv[1:] if argv is None else argv))
@@ -342,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse's own usage errors
         return EXIT_USAGE if exc.code else 0
     watch = Watch(args, passthrough)
+    interrupted = _remember_ctrl_c()
     try:
         while True:
             started = time.monotonic()
@@ -349,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
 
             with bounded_retry_wait(max(1.0, watch.every)):  # a server's Retry-After never holds a tick longer
                 code = watch.tick()
+            if interrupted():  # a Ctrl-C that landed where the tick's pytest session swallowed it still counts
+                raise KeyboardInterrupt
             if code is not None:
                 return code
             time.sleep(max(0.0, watch.every - (time.monotonic() - started)))

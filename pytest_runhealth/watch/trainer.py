@@ -19,13 +19,21 @@ from ..checkpoints import find_checkpoints, latest
 from ..rootcause import RootCause
 from ..rootcause import diagnose as classify
 from ..rundir import Run, RunDir
-from ..status import pid_alive, planned_steps, render, run_state, status_record
+from ..status import hf_newest, pid_alive, planned_steps, render, run_state, status_record
 from .tail import EventsTailer, LogTailer
 
 TAIL_POINTS = 64
 MILESTONES = 10  # a line each time the step crosses another tenth of the plan
 STEP_MILESTONE_WITHOUT_PLAN = 1000
 LIVE_WINDOW_S = 15 * 60  # the log grew under the watch this recently: the run is live
+
+
+def _library_end(run: Run) -> Path | None:
+    """The file a library writes only when training returned (a Hugging Face Trainer's ``train_results.json``,
+    ``all_results.json`` or the output dir's own ``trainer_state.json``), for a run that is such a folder."""
+    from ..layouts import HF_TRAINER, hf_trainer, own_kind
+
+    return hf_trainer.ended_at_end(run.path) if own_kind(run) == HF_TRAINER else None
 
 
 @dataclass
@@ -53,6 +61,7 @@ class TrainerWatch:
         self.eta_said = False
         self.file_count = -1
         self.seen_growing: float | None = None  # monotonic time the watch last saw the log grow
+        self.followed: Path | None = None  # the library folder below a launch folder, once it appeared
 
     @property
     def bytes_read(self) -> int:
@@ -61,11 +70,30 @@ class TrainerWatch:
     def run(self) -> Run:
         if self._run is not None:
             return Run(self._run.name, self._run.path, RunDir(self._run.run_dir.path), self._run.row)
+        library = self._library()
+        if library is not None:
+            return RunDir(library.path, self.label, launch=library.launch).runs[0]
         return RunDir(self.path, self.label).runs[0]
+
+    def _library(self):
+        """A launch folder's library folder, once it appears (``out/`` or ``lightning_logs/version_0/`` created
+        after ``python train.py > train.log``): discovery's launch-folder rule, asked each tick until it
+        answers, so that the watch reads what a session on this folder would (docs/watching.md)."""
+        from ..discovery import LAUNCH_DEPTH, discover
+
+        here = self.path.absolute()
+        found = [f for f in discover(here, LAUNCH_DEPTH).runs if f.launch is not None and f.launch.folder == here]
+        return found[0] if len(found) == 1 else None
 
     def tick(self) -> Tick:
         out = Tick()
         run = self.run()
+        if run.path != self.path.absolute() and run.path != self.followed:
+            self.followed = run.path
+            out.lines.append(
+                f"following {run.path.relative_to(self.path.absolute()).as_posix()}/ (its console log: {run.rel(run.main_log) if run.main_log else 'none'})"
+            )
+            out.evidence = True
         log_path = run.main_log
         if log_path is not None and (self.log is None or self.log.path != log_path):
             self.log = LogTailer(log_path)
@@ -104,8 +132,11 @@ class TrainerWatch:
         last = max(points, key=lambda p: (p.step, p.line)) if points else None
         total = planned_steps(run, scan)
         completion = None
+        ended_file = _library_end(run)
         if last is not None and total and last.step >= total:
             completion = f"step {last.step} of {total} reached"
+        elif ended_file is not None:
+            completion = f"the Trainer wrote {run.rel(ended_file)} when train() returned"
         elif scan is not None and scan.finished_line is not None:
             completion = f"the log says training finished (line {scan.finished_line} of what was read)"
         if grew and self.log is not None and self.log.follower is not None:
@@ -126,7 +157,7 @@ class TrainerWatch:
             total=total,
             losses=losses,
             loss_source="log" if points and losses else None,
-            checkpoint=latest(find_checkpoints(run.checkpoints)),
+            checkpoint=latest(find_checkpoints(run.checkpoints)) or hf_newest(run),
         )
         st["_completion"] = completion
         st["_fatal_line"] = self.fatal.line.text.strip()[:300] if self.fatal else None

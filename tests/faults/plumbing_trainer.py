@@ -147,6 +147,9 @@ def main() -> int:
             if a.fault == "osexit":
                 os._exit(3)
             if a.fault == "sigint":
+                # Python raises KeyboardInterrupt only where SIGINT was not ignored at its start: a test run
+                # started in the background by a script (as the soak script does) ignores it, a terminal does not.
+                signal.signal(signal.SIGINT, signal.default_int_handler)
                 os.kill(os.getpid(), signal.SIGINT)
                 time.sleep(1)
             if a.fault == "sigterm":

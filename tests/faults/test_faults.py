@@ -33,6 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from once_per_run import once_per_run
+
+pytestmark = pytest.mark.slow  # the slow tier: faults injected into real trainer processes
 
 pytest.importorskip("tqdm")  # the trainer draws a real tqdm bar (test extra)
 
@@ -103,7 +106,7 @@ def _env() -> dict:
     return env
 
 
-def trainer(run: Path, fault: str, *args: str, timeout: float = 60) -> int:
+def trainer(run: Path, fault: str, *args: str, timeout: float = 300) -> int:
     (run / "logs").mkdir(parents=True, exist_ok=True)
     with open(run / "logs" / "train.log", "wb") as log:
         return subprocess.run(
@@ -115,7 +118,8 @@ def trainer(run: Path, fault: str, *args: str, timeout: float = 60) -> int:
         ).returncode
 
 
-def wait_for(pred, timeout: float = 30.0, every: float = 0.05) -> bool:
+def wait_for(pred, timeout: float = 300.0, every: float = 0.05) -> bool:
+    """Poll ``pred`` until it holds: the deadline is for a hang, generous on a busy machine."""
     end = time.time() + timeout
     while time.time() < end:
         if pred():
@@ -160,7 +164,7 @@ def sweep(session: Path, plan: list[dict]) -> None:
     plan = [{**spec, "run_id": f"{session.name}.{spec['run_id']}"} for spec in plan]
     session.mkdir(parents=True, exist_ok=True)
     (session / "plan.json").write_text(json.dumps(plan))
-    subprocess.run([PY, str(LAUNCHER), str(session), str(session / "plan.json")], env=_env(), timeout=120, check=True)
+    subprocess.run([PY, str(LAUNCHER), str(session), str(session / "plan.json")], env=_env(), timeout=900, check=True)
     (session / "plan.json").unlink()
 
 
@@ -175,6 +179,7 @@ def _collapsed(run_id: str, **knobs) -> dict:
         "args": ["--at", "2", "--slow", "60", "--steps", "200"],
         "knobs": knobs,
         "wall_secs": 4,
+        "clock_from_step": 2,  # 4 s of 60x slower steps, however long a busy machine took to get there
     }
 
 
@@ -213,15 +218,26 @@ def build(case: Case, root: Path) -> Path:
         # A plain launcher with a wall clock: subprocess.run(timeout=...) SIGKILLs the hung trainer and the
         # launcher says so in the same log. No ledger: the launcher's line dates the kill.
         (run / "logs").mkdir(parents=True, exist_ok=True)
+        # Its clock starts at an event, the bar at step 4 (the trainer hangs inside step 5), not at the launch:
+        # a busy machine's slow imports do not eat the 6 s (issue 33).
         launcher = (
-            "import subprocess, sys\n"
-            "try:\n    subprocess.run(sys.argv[1:], timeout=6)\n"
+            "import re, subprocess, sys, time\n"
+            "proc = subprocess.Popen(sys.argv[2:])\n"
+            "end = time.monotonic() + 300\n"
+            "def at_step_4():\n"
+            "    found = re.findall(rb'(\\d+)/\\d+ \\[', open(sys.argv[1], 'rb').read()[-4000:])\n"
+            "    return bool(found) and int(found[-1]) >= 4\n"
+            "while proc.poll() is None and time.monotonic() < end and not at_step_4():\n"
+            "    time.sleep(0.02)\n"
+            "try:\n    proc.wait(timeout=6)\n"
             "except subprocess.TimeoutExpired:\n"
+            "    proc.kill(); proc.wait()\n"
             "    print('launcher: the trainer timed out after 6 s (wall clock), killed it', flush=True)\n"
         )
-        with open(run / "logs" / "train.log", "wb") as log:
-            cmd = [PY, "-c", launcher, PY, str(TRAINER), str(run), "hang", "--at", "5"]
-            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=60)
+        log_path = run / "logs" / "train.log"
+        with open(log_path, "wb") as log:
+            cmd = [PY, "-c", launcher, str(log_path), PY, str(TRAINER), str(run), "hang", "--at", "5"]
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=600)
     elif b.startswith("kill:"):
         killed_from_outside(run, b.split(":", 1)[1])
     elif b == "sweep-healthy":
@@ -239,12 +255,15 @@ def build(case: Case, root: Path) -> Path:
             ],
         )
     elif b == "sweep-stall":
-        sweep(run, [BASE, {"run_id": "cand-000", "fault": "hang", "args": ["--at", "5"], "wall_secs": 4}])
+        hang = {"run_id": "cand-000", "fault": "hang", "args": ["--at", "5"], "wall_secs": 4, "clock_from_step": 5}
+        sweep(run, [BASE, hang])
     elif b == "sweep-pipe":
         spew = {"run_id": "cand-000", "fault": "spew", "args": ["--steps", "400"], "pipe": True, "wall_secs": 8}
+        spew["clock_from_step"] = 0  # with a pipe: from the trainer's event file (its imports done)
         sweep(run, [BASE, spew])
     elif b == "sweep-slow-steady":
-        plan = [BASE, {"run_id": "cand-000", "fault": "slow", "args": ["--at", "1", "--slow", "10"], "wall_secs": 4}]
+        slow = {"run_id": "cand-000", "fault": "slow", "args": ["--at", "1", "--slow", "10"], "wall_secs": 4}
+        plan = [BASE, {**slow, "clock_from_step": 1}]
         sweep(run, plan)
     elif b == "sweep-knob":
         sweep(run, [BASE, _collapsed("cand-000", blocks_to_swap=36), _collapsed("cand-001", blocks_to_swap=36)])
@@ -352,20 +371,23 @@ def _labels(paths: list[str]) -> dict[str, str]:
     return {Path(p).name: Path(p).name for p in paths}
 
 
+def _build_and_judge(root: Path) -> dict:
+    # Most of a case's time is its wall clock or a hang (sleeping), so the builds overlap well even on 2 cores.
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            runs = list(pool.map(lambda c: build(c, root), POSTMORTEM))
+        runs = [r for r, c in zip(runs, POSTMORTEM) if c.name not in SKIPPED]
+        return {"results": judge_post_mortem_and_watch(runs, root, [c.name for c in POSTMORTEM]), "skipped": SKIPPED}
+    finally:
+        for path in MOUNTED:
+            subprocess.run(["umount", str(path)], capture_output=True)
+
+
 @pytest.fixture(scope="module")
 def postmortem(tmp_path_factory):
-    root = tmp_path_factory.mktemp("faults")
-    started = time.time()
-    # Most of a case's time is its wall clock or a hang (sleeping), so the builds overlap well even on 2 cores.
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        runs = list(pool.map(lambda c: build(c, root), POSTMORTEM))
-    runs = [r for r, c in zip(runs, POSTMORTEM) if c.name not in SKIPPED]
-    built = time.time() - started
-    out = judge_post_mortem_and_watch(runs, root, [c.name for c in POSTMORTEM])
-    out["__timing__"] = [{"built_s": built, "judged_s": time.time() - started - built}]
-    yield out
-    for path in MOUNTED:
-        subprocess.run(["umount", str(path)], capture_output=True)
+    done = once_per_run(tmp_path_factory, "faults-postmortem", _build_and_judge)  # once, not once per worker
+    SKIPPED.update(done["skipped"])
+    return done["results"]
 
 
 WATCH_LINE = re.compile(
@@ -386,14 +408,14 @@ def judge_post_mortem_and_watch(runs: list[Path], root: Path, names: list[str]) 
     cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly"]
     cmd += ["--runhealth-config", str(cfg), "--runhealth-report", str(report)]
     cmd += [f"--run-dir={r}" for r in runs]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, env=_env(), check=False)
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=900, env=_env(), check=False)
     assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "INTERNALERROR" not in proc.stdout, proc.stdout[-3000:]
     out: dict[str, list[dict]] = {name: [] for name in names}
     for res in json.loads(report.read_text())["results"]:
         out.setdefault(res.get("run_dir") or "", []).append(res)
     cmd = [PY, "-m", "pytest_runhealth.cli", "watch", *map(str, runs), "--every", "0.5", "--runhealth-config", str(cfg)]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, env=_env(), check=False)
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600, env=_env(), check=False)
     out["__watch__"] = parse_watch(proc.stdout + proc.stderr)
     return out
 
@@ -481,12 +503,6 @@ def test_postmortem_under_watch(case: Case, postmortem):
     assert ok, f"{case.name}: {said}"
 
 
-def test_fault_suite_builds_fast(postmortem):
-    timing = postmortem["__timing__"][0]
-    # Not a speed claim: a guard that the suite stays a CI-sized one (a trainer run is ~1 s of CPU).
-    assert timing["built_s"] < 120, timing
-
-
 # -- live: -m live while the process runs, and watch ---------------------------------
 class Live:
     """A live trainer (or launcher) started for a live case, stopped at the end."""
@@ -518,7 +534,7 @@ def _live_session(run_dirs: list[Path], cfg: Path, report: Path) -> dict:
     cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-m", "live"]
     cmd += ["--runhealth-config", str(cfg), "--runhealth-report", str(report)]
     cmd += [f"--run-dir={r}" for r in run_dirs]
-    proc = subprocess.run(cmd, cwd=cfg.parent, capture_output=True, text=True, timeout=120, env=_env(), check=False)
+    proc = subprocess.run(cmd, cwd=cfg.parent, capture_output=True, text=True, timeout=600, env=_env(), check=False)
     assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(report.read_text())
 
@@ -552,7 +568,10 @@ LIVE = [
 def live(tmp_path_factory):
     if not Path("/proc/self/wchan").exists():
         pytest.skip("the live cases read /proc/PID/wchan (Linux)")
-    root = tmp_path_factory.mktemp("live")
+    return once_per_run(tmp_path_factory, "faults-live", _judge_live)  # once, not once per worker
+
+
+def _judge_live(root: Path) -> tuple[dict, dict]:
     cfg = root / "runhealth.yaml"
     cfg.write_text(CONFIG)
     env = Live()
@@ -597,11 +616,13 @@ def live(tmp_path_factory):
         by_case: dict[str, list[dict]] = {c.name: [] for c in LIVE}
         for res in doc["results"]:
             by_case.setdefault(res.get("run_dir") or "", []).append(res)
-        limits = {"live-hang": 30, "live-pipe-deadlock": 30, "live-sweep-healthy": 8}
+        # A failing case's watch stops at the failure (the event); its deadline only ends a hang. The healthy
+        # sweep's time box is the near-miss: no alarm while it trains.
+        limits = {"live-hang": 300, "live-pipe-deadlock": 300, "live-sweep-healthy": 8}
         with ThreadPoolExecutor(max_workers=3) as pool:  # the watches run side by side, as a user's would
             futures = {name: pool.submit(_watch, runs[name], cfg, t) for name, t in limits.items()}
             watched = {name: f.result() for name, f in futures.items()}
-        yield by_case, watched
+        return by_case, watched
     finally:
         env.stop()
 

@@ -31,6 +31,7 @@ import pytest
 pytest.importorskip("tqdm")
 pytest.importorskip("safetensors")
 
+from once_per_run import once_per_run  # noqa: E402
 from test_faults import (  # noqa: E402  (the helpers of the first fault suite, same folder)
     CONFIG,
     PY,
@@ -46,6 +47,8 @@ from test_faults import (  # noqa: E402  (the helpers of the first fault suite, 
     sweep,
     wait_for,
 )
+
+pytestmark = pytest.mark.slow  # the slow tier: faults injected through real launchers and pipes
 
 HERE = Path(__file__).resolve().parent
 TRAINER = HERE / "plumbing_trainer.py"
@@ -74,7 +77,7 @@ def tee(run: Path, fault: str, args: list[str], py: list[str] | None = None, env
     )
     launcher = "import subprocess, sys\nsys.exit(subprocess.call(['bash', '-c', 'set -o pipefail; ' + sys.argv[1]]))"
     subprocess.run(
-        [PY, "-c", launcher, line], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or _env(), timeout=60
+        [PY, "-c", launcher, line], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or _env(), timeout=600
     )
 
 
@@ -86,14 +89,14 @@ def bash_script(run: Path, fault: str, args: list[str], wrap: str = "") -> None:
         f'#!/bin/bash\nset -e\necho "starting {run.name}"\n{wrap}{shlex.join(_cmd(run, fault, args))}\necho done\n'
     )
     with open(run / "logs" / "train.log", "wb") as log:
-        subprocess.run(["bash", str(script)], stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=60)
+        subprocess.run(["bash", str(script)], stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=600)
 
 
 def buffered(run: Path, fault: str, args: list[str], py: list[str] | None = None) -> None:
     """``python train.py > logs/train.log 2>&1``, no ``-u``: stdout is block-buffered."""
     (run / "logs").mkdir(parents=True, exist_ok=True)
     with open(run / "logs" / "train.log", "wb") as log:
-        subprocess.run(_cmd(run, fault, args, py), stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=60)
+        subprocess.run(_cmd(run, fault, args, py), stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=600)
 
 
 CHILD_FAILED = """Traceback (most recent call last):
@@ -136,7 +139,7 @@ def torchrun(run: Path, fault: str, args: list[str]) -> None:
         for raw in proc.stdout:
             log.write(b"[rank0]:" + raw)
             log.flush()
-        code = proc.wait(timeout=60)
+        code = proc.wait(timeout=600)
         if code != 0:
             stamp = time.strftime("%Y-%m-%d_%H:%M:%S")
             log.write(CHILD_FAILED.format(time=stamp, code=code, pid=proc.pid).encode())
@@ -164,11 +167,11 @@ def build(case: Case, root: Path) -> Path:
         launcher = "import subprocess, sys\nsubprocess.check_call(sys.argv[1:])\nprint('launcher: done')"
         with open(run / "logs" / "train.log", "wb") as log:
             cmd = [PY, "-c", launcher, *_cmd(run, fault, args)]
-            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=60)
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=600)
     elif how == "discard":
         # The launcher throws the output away; the trainer's own logging file is the only log.
         subprocess.run(
-            _cmd(run, fault, args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), timeout=60
+            _cmd(run, fault, args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), timeout=600
         )
     elif how == "buffered":
         buffered(run, fault, args)
@@ -177,13 +180,13 @@ def build(case: Case, root: Path) -> Path:
         run.mkdir(parents=True)
         with open(run / "nohup.out", "wb") as log:
             subprocess.run(
-                _cmd(run, fault, args), stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=60, cwd=run
+                _cmd(run, fault, args), stdout=log, stderr=subprocess.STDOUT, env=_env(), timeout=600, cwd=run
             )
     elif how == "split":
         # A launcher that keeps the streams apart: logs/stdout.log and logs/stderr.log
         (run / "logs").mkdir(parents=True, exist_ok=True)
         with open(run / "logs" / "stdout.log", "wb") as out, open(run / "logs" / "stderr.log", "wb") as err:
-            subprocess.run(_cmd(run, fault, args, [PY, "-u"]), stdout=out, stderr=err, env=_env(), timeout=60)
+            subprocess.run(_cmd(run, fault, args, [PY, "-u"]), stdout=out, stderr=err, env=_env(), timeout=600)
     elif how == "relaunch":
         # `python train.py 2>&1 | tee -a logs/train.log`, twice: the first attempt's FAULT, then a relaunch
         # with the second (`then=`) appended to the same log.
@@ -195,7 +198,7 @@ def build(case: Case, root: Path) -> Path:
                 shlex.join(_cmd(run, f, rest, [PY, "-u"]))
                 + f" 2>&1 | tee -a {shlex.quote(str(run / 'logs' / 'train.log'))}"
             )
-            subprocess.run(["bash", "-c", line], stdout=subprocess.DEVNULL, env=_env(), timeout=60)
+            subprocess.run(["bash", "-c", line], stdout=subprocess.DEVNULL, env=_env(), timeout=600)
     elif how == "torchrun":
         torchrun(run, fault, args)
     elif how == "aged":
@@ -208,6 +211,7 @@ def build(case: Case, root: Path) -> Path:
         tr = str(TRAINER)
         base = {"run_id": "baseline-000", "role": "baseline", "fault": "finish", "trainer": tr, "wall_secs": 60}
         cand = {"run_id": "cand-000", "fault": fault, "trainer": tr, "args": ["--at", "5", *args], "wall_secs": 4}
+        cand["clock_from_step"] = 5  # the wall clock from the save loop on, not from a slow start on a busy machine
         for attempt in range(6):
             # safetensors' temporary file exists only while it writes: a kill that lands between two saves
             # (rename, unlink of the old file) leaves none. The case is the kill that lands inside one.
@@ -425,9 +429,7 @@ POSTMORTEM = [
 KNOWN_MISSES: dict[str, str] = {}
 
 
-@pytest.fixture(scope="module")
-def postmortem(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plumbing")
+def _build_and_judge(root: Path) -> dict:
     built: dict[str, Path] = {}
     with ThreadPoolExecutor(max_workers=8) as pool:
         todo = {c.name: c for c in POSTMORTEM if c.name != "sweep-baseline-healthy"}
@@ -437,7 +439,14 @@ def postmortem(tmp_path_factory):
     out = judge_post_mortem_and_watch(runs, root, [c.name for c in POSTMORTEM])
     out["sweep-baseline-healthy"] = out["sweep-timer-mid-save"]
     out["__root__"] = [{"root": str(root)}]
-    yield out
+    return {"results": out, "skipped": SKIPPED}
+
+
+@pytest.fixture(scope="module")
+def postmortem(tmp_path_factory):
+    done = once_per_run(tmp_path_factory, "plumbing-postmortem", _build_and_judge)  # once, not once per worker
+    SKIPPED.update(done["skipped"])
+    return done["results"]
 
 
 def _rename(case: Case) -> Case:
@@ -475,7 +484,7 @@ def test_plumbing_under_watch(case: Case, postmortem):
 # -- live: a run still writing its log, through the tee launcher ----------------------------------------
 LIVE = Case(
     "live-writing",
-    "tee:finish --logging --steps 2000 --dt 0.01",
+    "tee:finish --logging --steps 100000 --dt 0.01",  # trains until killed at the end: never done before judged
     near_miss_of="a run that is still training",
     doc="judged post-mortem, with -m live and under watch while it writes its log",
 )
@@ -483,34 +492,37 @@ LIVE = Case(
 
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plumbing-live")
+    return once_per_run(tmp_path_factory, "plumbing-live", _judge_live_run)  # once, not once per worker
+
+
+def _judge_live_run(root: Path) -> tuple[dict, int, str]:
     cfg = root / "runhealth.yaml"
     cfg.write_text(CONFIG)
     run = root / LIVE.name
     done = ThreadPoolExecutor(max_workers=1)
-    started = done.submit(build, LIVE, root)  # runs ~20 s; judged meanwhile, killed at the end
+    started = done.submit(build, LIVE, root)  # trains until judged (however slow the machine), then killed
     try:
-        assert wait_for(_stepped(run / "logs" / "stdout.log", 50), timeout=30)
+        assert wait_for(_stepped(run / "logs" / "stdout.log", 50))
         results = {
             "post-mortem": _live_session_all(run, cfg, root / "pm.json", live=False),
             "-m live": _live_session(run_dirs=[run], cfg=cfg, report=root / "live.json")["results"],
         }
         code, out = _watch(run, cfg, 5)
-        yield results, code, out
+        return results, code, out
     finally:
         pid = int((run / "logs" / "train.pid").read_text())
         try:
             os.kill(pid, 9)
         except ProcessLookupError:
             pass
-        started.result(timeout=60)
+        started.result(timeout=600)
         done.shutdown()
 
 
 def _live_session_all(run: Path, cfg: Path, report: Path, live: bool) -> list[dict]:
     cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--run-dir={run}"]
     cmd += ["--runhealth-config", str(cfg), "--runhealth-report", str(report)]
-    subprocess.run(cmd, cwd=cfg.parent, capture_output=True, text=True, timeout=120, env=_env(), check=False)
+    subprocess.run(cmd, cwd=cfg.parent, capture_output=True, text=True, timeout=600, env=_env(), check=False)
     return json.loads(report.read_text())["results"]
 
 

@@ -1,0 +1,444 @@
+"""The launch folder is a run (issue 35): ``proj/train.log`` beside the library's own folder
+(``proj/out/``, ``proj/lightning_logs/version_N/``, ``proj/mlruns/``, ``proj/wandb/``) is judged as one run,
+the console log read as its main log; the rule never reads above the folder given."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_runhealth.discovery import discover
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+ENOSPC = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 40, in <module>\n'
+    "    trainer.save_model()\n"
+    "safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, "
+    'message: "No space left on device" })\n'
+)
+RAISED = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 31, in <module>\n'
+    "    trainer.fit(model, loader)\n"
+    "RuntimeError: boom: injected fault at step 5\n"
+)
+
+
+def launch(tmp_path: Path, library: str, log: str | None, into: str = "out") -> Path:
+    """``proj/`` holding a copy of an example library folder at ``into`` and ``train.log``."""
+    proj = tmp_path / "proj"
+    shutil.copytree(EXAMPLES / library, proj / into)
+    if log is not None:
+        (proj / "train.log").write_text(log)
+    return proj
+
+
+def progress(n: int, total: int) -> str:
+    """What the Trainer prints: its log dicts between tqdm redraws."""
+    return "".join(
+        f"{{'loss': {2.0 - i / 100:.4f}, 'grad_norm': 1.1, 'epoch': {i / total:.2f}}}\n"
+        f"{i}/{total} [00:{i:02d}<01:00,  1.00it/s]\n"
+        for i in range(1, n + 1)
+    )
+
+
+def test_hf_output_dir_beside_its_console_log_is_one_run(tmp_path):
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    d = discover(proj)
+    assert [(f.path.name, f.kind) for f in d.runs] == [("out", "hf-trainer")]
+    assert d.runs[0].launch is not None and d.runs[0].launch.log == proj / "train.log"
+
+
+def test_launch_log_root_cause_and_its_near_miss(tmp_path, run_health):
+    proj = launch(tmp_path / "a", "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    r = run_health(proj, args=("-k", "RH201"))
+    res = r.result_of("RH201", "out")
+    assert (res["outcome"], res["cause"]) == ("failed", "disk-full"), r.stdout
+    assert "../train.log:" in r.stdout  # which log was read, relative to the run
+    healthy = launch(tmp_path / "b", "hf-trainer-healthy", progress(5, 1000) + "{'train_runtime': 61.2}\n")
+    assert run_health(healthy, args=("-k", "RH201")).outcome("RH201", "out") == "passed"
+
+
+def test_lightning_version_folder_beside_its_log(tmp_path, run_health):
+    proj = launch(
+        tmp_path / "a", "lightning-healthy/lightning_logs", "Epoch 0:  50%|     | 5/10\n" + RAISED, "lightning_logs"
+    )
+    r = run_health(proj, args=("-k", "RH201"))
+    res = r.result_of("RH201", "lightning_logs/version_0")
+    assert res["outcome"] == "failed" and "boom" in r.stdout, r.stdout
+    near = launch(tmp_path / "b", "lightning-healthy/lightning_logs", "Epoch 2: 100%|██| 100/100\n", "lightning_logs")
+    assert run_health(near, args=("-k", "RH201")).outcome("RH201", "lightning_logs/version_0") == "passed"
+
+
+def test_never_reads_above_the_folder_given(tmp_path, run_health):
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    assert discover(proj / "out").runs[0].launch is None
+    r = run_health(proj / "out", args=("-k", "RH201"))
+    assert "train.log" not in r.stdout
+
+
+def test_several_candidates_chosen_by_name_then_time_the_rest_named(tmp_path, run_health):
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    (proj / "pip.log").write_text("Successfully installed transformers\n")
+    (proj / "train-old.log").write_text(progress(3, 1000))
+    os.utime(proj / "train-old.log", (1_700_000_000, 1_700_000_000))  # an earlier launch's log
+    found = discover(proj).runs[0].launch
+    assert found is not None
+    assert found.log.name == "train.log"
+    assert [p.name for p in found.unread] == ["train-old.log", "pip.log"]
+    r = run_health(proj, args=("-k", "RH201"))
+    status = r.report["status"]["out"]
+    assert status["log"] == "../train.log"
+    assert status["unread_logs"] == ["../train-old.log", "../pip.log"]
+    assert "found but not read: ../train-old.log, ../pip.log" in r.stdout
+
+
+def test_the_log_joins_the_newest_of_several_library_runs(tmp_path):
+    proj = launch(tmp_path, "lightning-healthy/lightning_logs", RAISED, "lightning_logs")
+    shutil.copytree(proj / "lightning_logs" / "version_0", proj / "lightning_logs" / "version_1")
+    os.utime(proj / "lightning_logs" / "version_0", (1_700_000_000, 1_700_000_000))
+    for p in (proj / "lightning_logs" / "version_0").iterdir():
+        os.utime(p, (1_700_000_000, 1_700_000_000))
+    runs = {f.path.name: f.launch for f in discover(proj).runs}
+    assert runs["version_0"] is None and runs["version_1"] is not None
+
+
+def test_pid_file_in_the_launch_folder_is_the_runs(tmp_path):
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.status import pid_alive
+
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000))
+    (proj / "train.pid").write_text("999999999\n")  # a pid no process has
+    f = discover(proj).runs[0]
+    run = RunDir(f.path, "out", launch=f.launch).runs[0]
+    assert pid_alive(run) is False
+    assert pid_alive(RunDir(f.path, "out").runs[0]) is None  # given the output dir alone: no pid file there
+
+
+def test_list_runs_names_the_console_log(tmp_path, pytester):
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000))
+    out = pytester.runpytest("-p", "no:cacheprovider", f"--run-dir={proj}", "--runhealth-list-runs").stdout.str()
+    assert "hf-trainer   out  (console log: train.log)" in out, out
+
+
+def test_an_empty_or_unrecognisable_folder_is_never_green(tmp_path, run_health):
+    """Issue 35: ``--run-dir emptydir`` was "1 passed, 41 skipped", exit 0."""
+    import pytest
+
+    for name, files in (("empty", {}), ("notes", {"notes.txt": "x", "data.bin": "y"})):
+        folder = tmp_path / name
+        folder.mkdir()
+        for fname, text in files.items():
+            (folder / fname).write_text(text)
+        res = run_health(folder)
+        err = res.result.stderr.str()
+        assert res.ret == pytest.ExitCode.USAGE_ERROR, res.stdout
+        assert "nothing here to check" in err and "nothing-to-check" in err and "ledger.jsonl" in err
+    # near misses: a workspace before launch (config.yaml) and a folder with a log are something to check
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "config.yaml").write_text("model: {}\n")
+    assert run_health(ws, args=("-k", "RH006")).ret == 0
+    (tmp_path / "notes" / "run.log").write_text("step 1/10 loss 0.5\n")
+    assert run_health(tmp_path / "notes", args=("-k", "RH006")).ret == 0
+
+
+# -- sweep rows that say the run was killed (issue 35) -------------------------------------------------
+def test_a_killed_row_is_never_silently_green(tmp_path, run_health):
+    import shutil as _shutil
+
+    from sweep_builders import stalled_killed_session
+
+    # the log's last step cannot be dated against the kill: plain step lines, a log copied later
+    plain = stalled_killed_session(tmp_path / "plain")
+    (plain / "runs" / "cur-000-s0" / "logs" / "stdout.log").write_text(
+        "".join(f"step {i}/100 loss 0.5\n" for i in range(1, 31))
+    )
+    # no log at all: the row alone says what happened
+    gone = stalled_killed_session(tmp_path / "gone")
+    _shutil.rmtree(gone / "runs" / "cur-000-s0")
+    for session in (plain, gone):
+        r = run_health(session, args=("-k", "RH204"))
+        res = r.result_of("RH204", "cur-000-s0")
+        assert (res["outcome"], res["cause"]) == ("failed", "run-disqualified"), r.stdout
+        assert 'disqualified: "timeout"' in r.stdout and "killed_by_timeout: true" in r.stdout
+        assert r.outcome("RH204", "baseline-000-s0") in ("passed", "skipped")  # its row records no kill
+    # the stall itself, where the bar's elapsed time dates it, stays `stalled`
+    stalled = stalled_killed_session(tmp_path / "stalled")
+    assert run_health(stalled, args=("-k", "RH204")).result_of("RH204", "cur-000-s0")["cause"] == "stalled"
+
+
+# -- RH101 config-knob and who is blamed (issue 35) ---------------------------------------------------
+def _one_collapsed(root: Path, n_collapsed: int) -> Path:
+    """A full baseline, two healthy runs, then ``n_collapsed`` runs cut by the wall clock at 3 steps,
+    all with learning_rate 3e-4 (a value no healthy run has); no LM Studio log, no VRAM reading."""
+    from sweep_builders import at, collapsed_log, healthy_log, knobs, row, write_session
+
+    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=2210.0, n_steps=1500, score=0.72, config=knobs())]
+    logs = {"baseline-000-s0": healthy_log(1500, 1.457)}
+    for i, lr in enumerate((1e-4, 5e-5)):
+        rid = f"cand-00{i}-s0"
+        rows.append(row(rid, at=at(40 + 40 * i), duration_s=2200.0, n_steps=1500, config=knobs(learning_rate=lr)))
+        logs[rid] = healthy_log(1500, 1.46)
+    for i in range(n_collapsed):
+        rid = f"cand-01{i}-s0"
+        rows.append(
+            row(
+                rid,
+                at=at(200 + 31 * i),
+                duration_s=1800.4,
+                n_steps=3,
+                score=None,
+                judge=None,
+                disqualified="timeout",
+                exit_code=-9,
+                killed_by_timeout=True,
+                error="timeout",
+                config=knobs(learning_rate=3e-4, seed=42 + i),
+            )
+        )
+        logs[rid] = collapsed_log()
+    return write_session(root, rows, logs)
+
+
+def test_config_knob_needs_two_collapsed_runs_that_share_it(tmp_path):
+    from pytest_runhealth.testing import check_on
+
+    one = check_on(_one_collapsed(tmp_path / "one", 1), "RH101", run="cand-010-s0").of()
+    assert not one.passed and one.cause == "unknown", one.summary  # one run's unique value is not a knob
+    two = check_on(_one_collapsed(tmp_path / "two", 2), "RH101", run="cand-010-s0").of()
+    assert not two.passed and two.cause == "config-knob" and "learning_rate = 0.0003" in two.summary
+
+
+def test_no_text_blames_the_judge_without_its_evidence(tmp_path, run_health):
+    from sweep_builders import vram_leak_session
+
+    bare = vram_leak_session(tmp_path / "bare", with_lmstudio_log=False)
+    r = run_health(bare, args=("-k", "RH101 or RH107"))
+    for blame in ("stayed resident", "kept the VRAM", "judge's VRAM", "VRAM leak", "lms unload"):
+        assert blame not in r.stdout, r.stdout  # RH101 lists what it checked; nothing says the judge did it
+    assert all(x["cause"] != "swap-slowdown" for x in r.results("RH107"))
+    # near miss: with LM Studio's unload no-op in its server log, the judge is named
+    leak = vram_leak_session(tmp_path / "leak")
+    r = run_health(leak, args=("-k", "RH101 or RH107"))
+    assert {x["cause"] for x in r.results("RH101") if x["outcome"] == "failed"} == {"vram-leak-step-collapse"}
+    assert "stayed resident" in r.stdout and "kept the VRAM" in r.stdout
+
+
+# -- a finished run's status (issue 35) ----------------------------------------------------------------
+def test_a_finished_row_shows_finished_with_its_last_checkpoint(tmp_path, run_health):
+    from sweep_builders import at, knobs, row, startup, training, write_session
+    from trainerfiles import write_safetensors
+
+    def session(root: Path, n_steps: int, code: int) -> Path:
+        rows = [
+            row(
+                "cand-000-s0",
+                at=at(0),
+                duration_s=1790.0,
+                n_steps=n_steps,
+                exit_code=code,
+                config=knobs(max_train_steps=1200),
+            )
+        ]
+        # the captured log's last redraw is at 1171 (tqdm throttles redraws; the capture was cut)
+        logs = {"cand-000-s0": startup(1200) + training(1200, 1171, 1.47, finish=False)}
+        out = write_session(root, rows, logs)
+        write_safetensors(out / "runs" / "cand-000-s0" / "output" / "lora-step00001000.safetensors")
+        return out
+
+    r = run_health(session(tmp_path / "done", 1200, 0), args=("-k", "RH208"))
+    st = r.report["status"]["cand-000-s0"]
+    assert (st["state"], st["step"], st["total"]) == ("finished", 1200, 1200), st
+    assert st["latest_checkpoint"].endswith("lora-step00001000.safetensors")
+    assert "cand-000-s0: finished" in r.stdout and "(none yet)" not in r.stdout
+    # near miss: the same row with exit code 1 is not finished
+    r = run_health(session(tmp_path / "bad", 1200, 1), args=("-k", "RH208"))
+    assert r.report["status"]["cand-000-s0"]["state"] != "finished"
+
+
+# -- RH212: a tracker run left RUNNING whose process is provably gone (issue 35) --------------------------
+def _dead_pid() -> int:
+    """A pid no process has now: a child that has exited and been reaped."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _running_mlflow(proj: Path) -> Path:
+    import time
+
+    run = next(p.parent for p in (proj / "mlruns").rglob("meta.yaml") if (p.parent / "metrics").is_dir())
+    meta = run / "meta.yaml"
+    text = meta.read_text()
+    end = [ln for ln in text.splitlines() if ln.startswith("end_time:")][0]
+    meta.write_text(text.replace("status: 3", "status: 1").replace(end, "end_time: null"))
+    now_ms = int(time.time() * 1000)
+    (run / "metrics" / "train_loss").write_text("".join(f"{now_ms - 60_000 + i} 0.5 {i}\n" for i in range(3)))
+    return run
+
+
+def test_mlflow_running_with_its_pid_gone_is_killed_at_once(tmp_path, run_health):
+    proj = launch(tmp_path / "a", "mlflow-healthy/mlruns", "step 1/60\nstep 30/60\n", "mlruns")
+    _running_mlflow(proj)
+    (proj / "train.pid").write_text(f"{_dead_pid()}\n")
+    (r,) = run_health(proj, args=("-k", "RH212")).results("RH212")
+    assert (r["outcome"], r["cause"]) == ("failed", "tracker-run-killed"), r
+    assert "process is gone" in r["summary"] and any(e["path"].endswith("train.pid") for e in r["evidence"])
+    # near miss: the pid file names a live process of this run (this test's own, written after it started)
+    near = launch(tmp_path / "b", "mlflow-healthy/mlruns", "step 1/60\n", "mlruns")
+    _running_mlflow(near)
+    (near / "train.pid").write_text(f"{os.getpid()}\n")
+    (r,) = run_health(near, args=("-k", "RH212")).results("RH212")
+    assert r["outcome"] == "passed", r
+
+
+def _running_wandb(root: Path, pid: int, host: str | None) -> Path:
+    import json
+
+    run = next(p for p in (root / "wandb").glob("offline-run-*") if not p.is_symlink())
+    debug = run / "logs" / "debug.log"
+    lines = [ln for ln in debug.read_text().splitlines() if "got exitcode" not in ln and "finishing run" not in ln]
+    text = "\n".join(lines) + "\n"
+    text = text.replace("MainThread:9656", f"MainThread:{pid}").replace("stats pid to 9656", f"stats pid to {pid}")
+    text = re.sub(r"Logging user logs to \S+", f"Logging user logs to {debug}", text)
+    debug.write_text(text)
+    if host is not None:
+        (run / "files" / "wandb-metadata.json").write_text(json.dumps({"host": host}))
+    return run
+
+
+def test_wandb_running_with_its_recorded_pid_gone_is_killed(tmp_path, run_health):
+    import socket
+
+    root = tmp_path / "w"
+    shutil.copytree(EXAMPLES / "wandb-healthy", root, symlinks=True)
+    _running_wandb(root, _dead_pid(), None)
+    (r,) = run_health(root, args=("-k", "RH212")).results("RH212")
+    assert (r["outcome"], r["cause"]) == ("failed", "tracker-run-killed"), r
+    # near miss: the record names another host: a probe of this machine says nothing about it
+    other = tmp_path / "o"
+    shutil.copytree(EXAMPLES / "wandb-healthy", other, symlinks=True)
+    _running_wandb(other, _dead_pid(), socket.gethostname() + "-elsewhere")
+    (r,) = run_health(other, args=("-k", "RH212")).results("RH212")
+    assert r["outcome"] == "passed", r
+
+
+def test_an_unflushed_tracker_console_is_not_the_runs_end(tmp_path, run_health):
+    """W&B's files/output.log stopped at "step 1/60" while the run's metrics reached step 30: RH208 names 30."""
+    import json
+    import time
+
+    def killed_wandb(root: Path, summary_step: int) -> Path:
+        shutil.copytree(EXAMPLES / "wandb-healthy", root, symlinks=True)
+        run = _running_wandb(root, _dead_pid(), "elsewhere-host")  # no pid evidence here: the log's silence
+        (run / "files" / "output.log").write_text("step 1/60 loss 2.0000\n")
+        (run / "files" / "wandb-summary.json").write_text(json.dumps({"_step": summary_step, "loss": 0.8358}))
+        when = time.time() - 3 * 86400
+        for p in [root, *root.rglob("*")]:
+            if not p.is_symlink():
+                os.utime(p, (when, when))
+        return root
+
+    r = run_health(killed_wandb(tmp_path / "a", 30), args=("-k", "RH208"))
+    res = r.result_of("RH208")
+    assert res["outcome"] == "failed" and "stopped at step 30 of 60" in res["summary"], r.stdout
+    assert "step 1 of 60" not in res["summary"] and "wandb-summary.json" in res["summary"]
+    r = run_health(killed_wandb(tmp_path / "b", 60), args=("-k", "RH208"))
+    assert r.outcome("RH208") == "passed", r.stdout
+
+
+# -- watch on the launch folder (issue 35) -------------------------------------------------------------
+def test_watch_follows_the_library_folder_once_it_appears_and_ends(tmp_path):
+    from pytest_runhealth.watch.trainer import TrainerWatch
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "train.log").write_text("loading the model\n" + progress(10, 60))
+    w = TrainerWatch(proj)
+    first = w.tick()
+    assert first.lines and first.lines[0].startswith("proj: ")  # a status block from the first tick
+    assert not first.ended
+    # the Trainer creates its output_dir after launch, saves, and returns
+    shutil.copytree(EXAMPLES / "hf-trainer-healthy", proj / "out")
+    with open(proj / "train.log", "a") as fh:
+        fh.write(progress(60, 60)[len(progress(10, 60)) :] + "{'train_runtime': 61.2, 'train_loss': 0.48}\n")
+    t = w.tick()
+    assert any(line.startswith("following out/ (its console log: ../train.log)") for line in t.lines), t.lines
+    assert t.ended and t.completed, (t.lines, w.status)
+    assert w.status["state"] == "finished" and w.status["latest_checkpoint"] == "checkpoint-1000"
+
+
+def test_watch_on_a_launch_folder_whose_run_failed_ends_failed(tmp_path):
+    from pytest_runhealth.watch.trainer import TrainerWatch
+
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    for name in ("train_results.json", "all_results.json", "trainer_state.json"):  # it died before train() returned
+        (proj / "out" / name).unlink()
+    t = TrainerWatch(proj).tick()
+    assert t.ended and not t.completed and any("disk-full" in line for line in t.lines), t.lines
+
+
+def test_check_on_reads_a_launch_folder_as_a_session_does(tmp_path):
+    from pytest_runhealth.testing import check_on
+
+    proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000) + ENOSPC)
+    found = check_on(proj, "RH201").of()
+    assert not found.passed and found.cause == "disk-full"
+
+
+def test_a_wandb_folder_of_links_does_not_stop_the_climb_to_the_launch_folder(tmp_path):
+    """W&B keeps ``wandb/debug.log`` and ``wandb/latest-run`` as links: ``wandb/`` is no launch folder, ``proj/`` is."""
+    proj = tmp_path / "proj"
+    shutil.copytree(EXAMPLES / "wandb-healthy", proj, symlinks=True)
+    (proj / "train.log").write_text("step 1/60 loss 2.0\n")
+    (proj / "train.pid").write_text("1\n")
+    runs = [f for f in discover(proj).runs if f.kind == "wandb"]
+    assert len(runs) == 1 and runs[0].launch is not None and runs[0].launch.log == proj / "train.log"
+
+
+# -- launch folders the real libraries wrote (tests/reallibs/runs/, rebuilt by tests/reallibs/make_runs.py) ------
+REAL = Path(__file__).parent / "reallibs" / "runs"
+REAL_CASES = [
+    # failing case, its healthy near miss, the check that fails (and its cause where it is certain)
+    ("hf-raise", "hf-healthy", "RH201", None),
+    ("lightning-raise", "lightning-healthy", "RH201", None),
+    ("mlflow-raise", "mlflow-healthy", "RH212", "tracker-run-failed"),
+    ("wandb-sigkill", "wandb-healthy", "RH212", "tracker-run-killed"),
+]
+
+
+def _real_copy(tmp_path: Path, name: str) -> Path:
+    dst = tmp_path / name
+    shutil.copytree(REAL / name, dst)
+    (dst / "train.pid").write_text(f"{_dead_pid()}\n")  # the recipe's pid file; the process has ended
+    return dst
+
+
+@pytest.mark.parametrize(("bad", "good", "check", "cause"), REAL_CASES, ids=[c[0] for c in REAL_CASES])
+def test_real_library_launch_folders(tmp_path, run_health, bad, good, check, cause):
+    r = run_health(_real_copy(tmp_path, bad))
+    res = r.result_of(check, next(x["run"] for x in r.results(check)))
+    assert res["outcome"] == "failed" and (cause is None or res["cause"] == cause), r.stdout
+    assert r.ret == 1
+    r = run_health(_real_copy(tmp_path, good))
+    assert r.ret == 0 and not [x for x in r.results() if x["outcome"] == "failed"], r.stdout
+
+
+def test_real_runs_are_portable():
+    """No link, no absolute path of the machine that built them, nothing large."""
+    for p in REAL.rglob("*"):
+        assert not p.is_symlink(), p
+        if p.is_file():
+            assert p.stat().st_size < 64 << 10, p
+            data = p.read_bytes()
+            assert b"/tmp/" not in data and b"/root/" not in data and b"/home/" not in data, p
