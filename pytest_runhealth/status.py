@@ -42,6 +42,7 @@ Each run's status is a plain JSON-able dict; its keys:
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -224,6 +225,23 @@ def unknown_note(state: str, log: Path | None) -> str | None:
     return f"state unknown: no pid file, {when}"
 
 
+def row_end_note(state: str, row) -> str | None:
+    """Why a sweep's run ``stopped`` in its ledger row's own words (killed by the wall clock, disqualified),
+    so that a row that says so is never a bare "stopped" (issue 35): ``stopped: the sweep's row says
+    disqualified "timeout", killed_by_timeout, exit code -9``."""
+    if state != "stopped" or row is None:
+        return None
+    said = []
+    if row.get("disqualified") not in (None, False, ""):
+        said.append(f"disqualified {json.dumps(row.get('disqualified'), default=str)[:60]}")
+    if row.get("killed_by_timeout") is True:
+        said.append("killed_by_timeout")
+    code = row.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        said.append(f"exit code {code}")
+    return f"stopped: the sweep's row says {', '.join(said)}" if said else None
+
+
 def facts(run) -> RunFacts:
     return run.run_dir.cached(("runfacts", run.path), lambda: RunFacts(run))
 
@@ -383,7 +401,7 @@ def status_record(
         "run_dir": run_dir,
         "trainer": trainer_kind(run),
         "state": state,
-        "state_note": unknown_note(state, log),
+        "state_note": unknown_note(state, log) or row_end_note(state, getattr(run, "row", None)),
         "error": fatal.cause if fatal else None,
         "log": run.rel(log) if log else None,
         "step": step,

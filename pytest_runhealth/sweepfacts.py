@@ -15,11 +15,13 @@ import gc
 import json
 import math
 import os
+import re
 import statistics
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from .finding import Evidence
 from .ledger import FREEZE_FROM, LedgerRow, dumps_lower
 from .logscan import LogScan, StepPoint
 from .values import finite_number, timestamp
@@ -38,6 +40,9 @@ def as_text(value: Any) -> str:
     return value.strip().lower() if isinstance(value, str) else ""
 
 
+# The row functions below are asked of many rows: they look fields up as ``raw.get(fields.get(name))``, what
+# ``LedgerRow.get`` does, without its call (a 100,000-row ledger made ~2 million such lookups; the call was
+# half their cost). ``LedgerFacts`` asks the common ones of every row once per session.
 def trains(row: LedgerRow) -> bool:
     role = row.raw.get(row.fields.get("role"))  # type: ignore[arg-type]  # None is no JSON key
     return role is None or as_text(role) not in NOT_TRAINING_ROLES
@@ -263,6 +268,19 @@ def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] |
     if not found or len(configs) < 2:
         return None  # one run's unique value is not a knob: at least two collapsed runs must share it (issue 35)
     return found[0]
+
+
+def judge_settings(row: LedgerRow) -> tuple[list[str], bool, Any]:
+    """What a scored row's settings say against the judge (judge_method not lmstudio, sample_prompts empty),
+    whether both settings are there to say it, and its judge_method."""
+    has_method, method = setting(row, "judge_method", "judge_backend")
+    has_prompts, prompts = setting(row, "sample_prompts", "prompts")
+    reasons = []
+    if has_method and as_text(method) != "lmstudio":
+        reasons.append(f"judge_method is {method!r}, not 'lmstudio'")
+    if has_prompts and not prompts:
+        reasons.append("sample_prompts is empty, so scoring falls back to loss only")
+    return reasons, has_method and has_prompts, method
 
 
 def setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
@@ -558,3 +576,76 @@ def step_windows(pts: list[StepPoint], k: int) -> tuple[list[list[StepPoint]], l
     parts = [pts[int(i * size) : int((i + 1) * size)] for i in range(k)]
     # timed points (timed_points): each has a sec_per_step
     return parts, [statistics.median(p.sec_per_step or 0.0 for p in part) for part in parts]
+
+
+def step_evidence(ctx, scan: LogScan, point: StepPoint) -> Evidence:
+    """The log line a step time came from: its last redraw when the tail holds it."""
+    try:
+        tail = ctx.log_tail(scan.path)
+        text = next((tl.text for tl in tail.lines if tl.line == point.line), None)
+    except OSError:
+        text = None
+    if text is None or len(text) > 400 or f" {point.step}/" not in text:
+        total = f"/{point.total}" if point.total else ""
+        text = f"step {point.step}{total} at {point.sec_per_step:.2f} s/it"
+    return ctx.evidence(scan.path, point.line, text)
+
+
+# -- RH101, RH107: the judge's evidence ----------------------------------------------------
+UNLOAD_NOOP = "Unexpected endpoint or method. (POST /api/v0/models/unload)"
+_LMSTUDIO_PATH = re.compile(r"lm[-_ ]?studio", re.I)
+
+
+def judge_evidence(ctx) -> list[Evidence]:
+    """The judge's own evidence for RH101 and RH107, beyond the ledger rows: LM Studio's
+    server log inside the run dir answering the unload request with its 'Unexpected
+    endpoint' no-op, and what the live probes (RH302, RH402) add. Once per session."""
+
+    def find() -> list[Evidence]:
+        rd = ctx.run_dir
+        logs = [f for f in rd.walk.files if _LMSTUDIO_PATH.search(rd.rel(f)) and f.suffix in (".log", ".txt")]
+        found: list[Evidence] = []
+        for path in logs:
+            try:
+                tail = rd.log_tail(path)
+            except OSError:
+                continue
+            hits = [tl for tl in tail.lines if UNLOAD_NOOP in tl.text]
+            if hits:
+                more = f" (and {len(hits) - 1} more such lines)" if len(hits) > 1 else ""
+                found.append(ctx.evidence(path, hits[-1].line, hits[-1].text.strip() + more))
+        return found + ctx.live.collapse_evidence(found)
+
+    return ctx.run_dir.cached(("RH101", "lmstudio-unload-noop"), find)
+
+
+# -- RH109: the orchestrator's dashboard ---------------------------------------------------
+TRAINING_ROLES = ("baseline", "curated", "candidate", "finalist")
+COMPLETED_KEYS = ("completed_runs", "completed", "runs_completed", "n_completed", "completed_count", "done")
+NESTS = ("session", "progress", "stats", "counts")
+
+
+def completed_count(data) -> tuple[int | None, str]:
+    """(count, the key it came from) from an /api/session answer."""
+    if not isinstance(data, dict):
+        return None, ""
+    for where, obj in [("", data)] + [(f"{k}.", data[k]) for k in NESTS if isinstance(data.get(k), dict)]:
+        for key in COMPLETED_KEYS:
+            val = obj.get(key)
+            if isinstance(val, bool):
+                continue
+            if isinstance(val, int):
+                return val, where + key
+            if isinstance(val, list):
+                return len(val), where + key + " (list)"
+    return None, ""
+
+
+def training_runs_by_role(ledger) -> dict[str, set[str]]:
+    """The run ids of the ledger's training-role rows, by role (RH109 compares their count with the dashboard's)."""
+    by_role: dict[str, set[str]] = {}
+    for row in ledger.rows:
+        role = str(row.get("role") or "").lower()
+        if role in TRAINING_ROLES:
+            by_role.setdefault(role, set()).add(row.run_id)
+    return by_role

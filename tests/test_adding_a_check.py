@@ -67,10 +67,10 @@ def test_a_new_check_touches_at_most_four_files_by_hand(tmp_path):
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "before")
 
-    checks = repo / "pytest_runhealth" / "checks" / "links.py"
+    checks = repo / "pytest_runhealth" / "checks" / "evidence.py"
     checks.write_text(checks.read_text(encoding="utf-8") + THROWAWAY, encoding="utf-8")
     (repo / "changelog.d" / "99-throwaway.md").write_text("### A throw-away check (issue 99)\n", encoding="utf-8")
-    hand_edited = {"pytest_runhealth/checks/links.py", "changelog.d/99-throwaway.md"}
+    hand_edited = {"pytest_runhealth/checks/evidence.py", "changelog.d/99-throwaway.md"}
 
     env = dict(os.environ, PYTHONPATH=str(repo))
     regen = subprocess.run(

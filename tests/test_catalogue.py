@@ -4,6 +4,8 @@ docs/checks.md is what ``--runhealth-list=markdown`` prints."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import REPO, regenerate
 
@@ -63,6 +65,28 @@ def test_builtin_check_is_documented_with_examples(spec):
             pytest.fail(f"{spec.id} now has its docs and examples: remove it from KNOWN_GAPS", pytrace=False)
         pytest.xfail(f"known gap: {spec.id} lacks " + "; ".join(missing))
     assert not missing, f"{spec.id} {spec.slug} ({spec.owner}) lacks " + "; ".join(missing)
+
+
+# A sentence ends at a full stop, "!" or "?" before a capital, a backtick, a bracket or a quote; "e.g." and
+# "i.e." end none. The detail of a check lives in its family page (issue 37), above the generated list.
+SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)[.!?](?=\s+[A-Z`(\"'])")
+
+
+def sentences(text: str) -> int:
+    return len(SENTENCE_END.findall(" ".join(text.split()))) + 1
+
+
+@pytest.mark.parametrize("spec", BUILTINS, ids=[s.id for s in BUILTINS])
+def test_builtin_detects_is_at_most_two_sentences(spec):
+    assert sentences(spec.detects) <= 2, (
+        f"{spec.id}'s detects has {sentences(spec.detects)} sentences: keep two there and move the detail "
+        "to its family page (docs/sweeps.md, trainer-runs.md, evaluation.md or live-probes.md)"
+    )
+
+
+def test_sentences_are_counted_as_a_reader_counts_them():
+    assert sentences("One thing, e.g. `a`. Then another (i.e. b). And a third.") == 3
+    assert sentences("Steps <= 0.1 s/it are noise: 29 -> 44 s/it. Done") == 2
 
 
 def test_every_builtin_lacking_docs_or_examples_is_named():

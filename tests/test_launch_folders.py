@@ -174,6 +174,16 @@ def test_a_killed_row_is_never_silently_green(tmp_path, run_health):
     assert run_health(stalled, args=("-k", "RH204")).result_of("RH204", "cur-000-s0")["cause"] == "stalled"
 
 
+def test_a_row_killed_while_advancing_says_so_in_its_status(tmp_path, run_health):
+    """Killed by the wall clock while still stepping: no stall to claim, but the status block quotes the row
+    (never a bare "stopped"); a row with no kill recorded keeps its plain state."""
+    r = run_health(EXAMPLES / "sweep-healthy", args=("-k", "RH204"))
+    assert 'cand-002-s0: stopped: the sweep\'s row says disqualified "timeout", killed_by_timeout, exit code -9' in (
+        r.stdout
+    ), r.stdout
+    assert r.report["status"]["baseline-000-s0"]["state_note"] is None
+
+
 # -- RH101 config-knob and who is blamed (issue 35) ---------------------------------------------------
 def _one_collapsed(root: Path, n_collapsed: int) -> Path:
     """A full baseline, two healthy runs, then ``n_collapsed`` runs cut by the wall clock at 3 steps,

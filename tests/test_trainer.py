@@ -187,7 +187,7 @@ def test_rh207_summary_patterns_stay_linear_on_a_mebibyte_of_headings(line):
     import sys
 
     code = (
-        "import sys; from pytest_runhealth.checks.trainer import SUMMARY_PARTS; "
+        "import sys; from pytest_runhealth.checks.trainer.outcome import SUMMARY_PARTS; "
         "text = (sys.argv[1] + '\\n') * ((1 << 20) // (len(sys.argv[1]) + 1)); "
         "print(sorted(k for k, p in SUMMARY_PARTS.items() if p.search(text)))"
     )
@@ -196,7 +196,7 @@ def test_rh207_summary_patterns_stay_linear_on_a_mebibyte_of_headings(line):
 
 
 def test_rh207_sections_still_need_their_content_after_the_heading():
-    from pytest_runhealth.checks.trainer import SUMMARY_PARTS
+    from pytest_runhealth.checks.trainer.outcome import SUMMARY_PARTS
 
     config = SUMMARY_PARTS["config table"]
     assert config.search("## Training config\n| k | v |\n|---|---|\n")

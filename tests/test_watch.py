@@ -529,7 +529,8 @@ def test_many_ticks_over_a_growing_log_stay_flat(tmp_path):
 
 
 def test_log_follower_agrees_with_a_full_scan(tmp_path):
-    from pytest_runhealth.logscan import LogFollower, scan_log
+    from pytest_runhealth.logfollow import LogFollower
+    from pytest_runhealth.logscan import scan_log
 
     text = healthy_log(total=300, s_per_it=1.2, save_every=100)
     path = tmp_path / "stdout.log"

@@ -3,13 +3,9 @@
 They join the session's registry through ``pytest_runhealth_register_checks``,
 the hook every check pack uses (this module is a sub-plugin).
 
-A check's module is chosen by what it reads, and its ID by what it is about, so
-a few sit outside their family's module on purpose: the pid-file checks RH003,
-RH203 and RH204 share ``process.py`` (one reader of pid files and process
-state); RH004 lives with the harvest readers in ``eval.py``; RH006 in
-``links.py`` with the link walk it reports; RH109 in ``orchestrator.py`` beside
-its HTTP client; RH209-RH211 in ``prelaunch.py`` with the workspace reader; RH212 in ``trackers.py``
-with the trackers' readers.
+A check's module is its family: ``evidence`` (RH0xx), ``sweep`` (RH1xx),
+``trainer/`` (RH2xx, a package of one module per thing judged; its docstring
+names which), ``gpu`` (RH3xx), ``lmstudio`` (RH4xx), ``eval`` (RH5xx).
 ``--runhealth-list`` shows each check's family whatever its module."""
 
 from __future__ import annotations
@@ -20,16 +16,16 @@ import pytest
 
 MODULES = (
     "evidence",
-    "links",
     "sweep",
-    "prelaunch",
-    "eval",
+    "trainer.outcome",
+    "trainer.loss",
+    "trainer.checkpoints",
+    "trainer.processes",
+    "trainer.prelaunch",
+    "trainer.trackers",
     "gpu",
     "lmstudio",
-    "process",
-    "orchestrator",
-    "trainer",
-    "trackers",
+    "eval",
 )
 
 

@@ -1,4 +1,4 @@
-"""RH004, RH5xx: evaluation rounds, infra versus policy (runbook 002).
+"""RH5xx: evaluation rounds, infra versus policy (runbook 002).
 
 Each check reads the run dir's :class:`~pytest_runhealth.evaluation.model.Evaluation`
 (a harvest on disk, or the server with ``--eval-server``), so both sources give
@@ -75,49 +75,6 @@ def _nothing_returned(ctx, ev):
     )
 
 
-# -- RH004 ---------------------------------------------------------------------
-@check(
-    "RH004",
-    "json-not-preambled",
-    needs=["harvest"],
-    scope="session",
-    phases=["live", "postmortem", "gate"],
-    verdicts=["infra", "not-evaluable"],
-    detects="An output meant to be JSON (any *.json of an evaluation harvest) starts with tool chatter: uv's "
-    "`Resolved …`, `Installed …`, `Using Python … environment at …` lines merged from stderr by `2>&1`. "
-    "Also a JSON file that cannot be parsed at all (truncated, binary).",
-    why="The command very likely succeeded; only the parse failed. Re-submitting on a JSON decode error "
-    "double-submits (the runbook saw three 'failed' submits that had all been created).",
-    example="experience_request.json:1 Resolved 12 packages in 7ms",
-    fix="Check the server for the request before any re-submit; invoke the venv's python directly "
-    "(.venv/bin/python script.py) or `uv run -qq`, or keep stderr out of the JSON (no 2>&1).",
-)
-def json_not_preambled(ctx):
-    ev = ctx.evaluation.of()
-    if not ev.json_problems:
-        return f"{len(ev.read)} JSON document(s) parsed cleanly"
-    pre = [p for p in ev.json_problems if p.preamble]
-    broken = [p for p in ev.json_problems if not p.preamble]
-    evidence = [ctx.evidence(p.source, p.line, p.text or p.message) for p in (pre + broken)[:10]]
-    lines = [f"{p.source}: uv chatter before the JSON (recovered; the command may have succeeded)" for p in pre]
-    lines += [f"{p.source}: {p.message}" for p in broken]
-    if pre:
-        return ctx.fail(
-            "infra",
-            "uv-preamble-json",
-            f"{len(pre)} JSON output(s) start with uv's install/sync chatter\n" + "\n".join(lines),
-            evidence,
-        )
-    return ctx.fail(
-        "not-evaluable",
-        None,
-        f"{len(broken)} JSON file(s) of the harvest cannot be parsed; the rounds they hold are not "
-        "evidence\n" + "\n".join(lines),
-        evidence,
-        fix="re-harvest the named files (a harvester that crashed mid-write leaves them cut short).",
-    )
-
-
 # -- RH501 ---------------------------------------------------------------------
 @check(
     "RH501",
@@ -126,12 +83,9 @@ def json_not_preambled(ctx):
     scope="session",
     phases=["live", "postmortem", "gate"],
     verdicts=["not-evaluable", "infra"],
-    detects="A round or experience request is pending, submitted, claimed or running (any status outside the "
-    "terminal set completed/failed/canceled/cancelled, configurable as eval.terminal_statuses), so it is "
-    "not evidence yet. In the live and post-mortem phases that is a normal state: the check is skipped "
-    "saying how much of its budget each round has used (RH502's wedge/stall formulas decide when waiting "
-    "is a failure); under --runhealth-gate it fails and blocks. Also a round the server would not give "
-    "back (infra).",
+    detects="A round or experience request is not terminal yet (pending, submitted, claimed or running), so it is "
+    "not evidence: a normal state in the live and post-mortem phases (skipped with the budget used), a "
+    "failure under --runhealth-gate. Also a round the server would not give back (infra).",
     why="Only a terminal round with real per-player scores is policy evidence; acting on a round that is "
     "still running reverts or resubmits on nothing.",
     example="experience_request.json status: running (2 running, 1 completed)",
@@ -658,19 +612,9 @@ GATE_FIXES = {
     phases=["gate"],
     verdicts=["policy", "not-evaluable"],
     thresholds={"min_rounds": 3},
-    detects="With --runhealth-gate (or a test marked runhealth_gate): the claim (gate.candidate wins, or loses for "
-    "a regression claim) is judged on every scheduled round, the round as the unit: rounds keyed by id across run "
-    "dirs (a copy with the same content counts once, note `duplicate-round`; different content is `round-conflict`, "
-    "not-evaluable, naming both folders), episodes keyed by id (a duplicate counts once), a round's episodes "
-    "combined into one result by mean score against the champion's (gate.champion) or the best of the field. The "
-    "candidate's own crash or missing score is a lost round; a running round or an infra failure blocks "
-    "(`insufficient-evidence`); a canceled round is excluded and named. An always-valid mixture e-value on p(win) "
-    "> 1/2 (or > gate.margin; ties left out) promotes at E >= 1/alpha (gate.alpha, default 0.05), keeping the "
-    "chance of ever promoting an equal candidate under alpha however often the gate is re-run; with gate.rounds = N "
-    "the exact sign test decides at N only. `claim-contradicted` (policy) when the rounds show the opposite or more "
-    "are lost than won; `claim-not-significant` when too few or too even, naming how many more won rounds would "
-    "promote. K (min_rounds, default 3) is a floor. The session's one decision (promote, block, usage-error) also "
-    "blocks on any failed check.",
+    detects="With --runhealth-gate, the claim (gate.candidate wins, or loses for a regression claim) is judged on "
+    "every scheduled round by an always-valid sequential test, the round as the unit. It promotes only on "
+    "terminal evidence, and the session's one decision also blocks on any failed check.",
     why="Never replace a champion or revert a policy from non-terminal or failed-before-startup rounds; only "
     "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting a round twice, "
     "counting episodes as rounds, dropping the candidate's own crashes or asking a fixed-sample test again after "

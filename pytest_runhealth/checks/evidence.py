@@ -1,8 +1,16 @@
-"""RH0xx: is the evidence itself readable? Later checks stand on these."""
+"""RH0xx: is the evidence itself readable? Later checks stand on these.
+
+RH003 reads pid files through the ``processes`` fixture, RH004 the
+evaluation harvest through ``ctx.evaluation``, RH006 the run dir's links out."""
 
 from __future__ import annotations
 
+import re
+import time
+
+from ..layouts.wandb_run import is_service_log_link
 from ..registry import check
+from ..values import duration_text
 
 
 @check(
@@ -163,11 +171,9 @@ def log_has_step_lines(ctx):
     needs=["tfevents"],
     phases=["live", "postmortem", "gate"],
     verdicts=["not-evaluable"],
-    detects="Event files are cut mid-record, fail a CRC (length or data), hold a record that is not an "
-    "Event, or hold no scalar at all (`empty-tfevents`) once the run has ended. Every record is CRC-checked "
-    "and a damaged one is reported by number and byte offset instead of silently dropping the rest of the "
-    "file, as tbparse and EventAccumulator do. A header-only file of a run still early in its first epoch "
-    "is expected; LTX-2 workspaces, which log to W&B only, have no event files and are skipped.",
+    detects="Event files cut mid-record, failing a CRC, holding a record that is not an Event, or holding no "
+    "scalar at all once the run has ended (`empty-tfevents`). Every record is CRC-checked and a damaged "
+    "one is named by number and byte offset.",
     why="A sweep scores runs from their event files: a truncated or corrupt file silently loses the end "
     "of the loss curve, and an empty one means the trainer died before logging (see RH201/RH102).",
     example="logs/20260222091811/network_train/events.out.tfevents.1771751898.host.10786.0: record 6691 at "
@@ -219,3 +225,165 @@ def tfevents_readable(ctx):
             for r in reads[:4]
         ],
     )
+
+
+# -- RH003 ---------------------------------------------------------------------
+@check(
+    "RH003",
+    "log-not-buffered-empty",
+    needs=["logs"],
+    phases=["live", "postmortem"],
+    verdicts=["infra"],
+    thresholds={"stale_s": 300, "artifact_lead_s": 60},
+    detects="The run's log is empty while its process (pid file) is alive, or the log has not changed for "
+    "stale_s while other run artefacts (checkpoints, samples, episode folders) kept appearing more than "
+    "artifact_lead_s after it: stdout is block-buffered, the run is not dead. That is a normal live state, "
+    "so the check passes with that note (the run is working); RH203/RH204 judge a dead or stalled process.",
+    why="Python block-buffers stdout when it is redirected to a file, so a healthy detached run can show an "
+    "empty log until it exits. Reading that as a crash leads to a needless re-submit or a revert.",
+    example="logs/train.pid:1 81234 → process 81234 (python) is running; logs/train.log is empty",
+    fix="Do not resubmit: the run is working. Next time start it with PYTHONUNBUFFERED=1 or `python -u` (or "
+    "sys.stdout.reconfigure(line_buffering=True)) so the log streams.",
+)
+def log_not_buffered_empty(ctx, processes):
+    run = ctx.run
+    fr = processes.freshness(run)
+    if fr.log is None or fr.log_mtime is None:
+        ctx.skip(f"no readable log in {run.path}")
+    log_rel = ctx.run_dir.rel(fr.log)
+    alive = [st for st in processes.for_run(run) if st.alive]
+    empty = fr.log_size == 0
+    age = time.time() - fr.log_mtime
+    lead = (fr.artifact_mtime or 0) - fr.log_mtime
+    artefacts_ahead = fr.artifact_mtime is not None and lead > float(ctx.thresholds["artifact_lead_s"])
+    # A buffered log is a normal live state (issue 18): the run is working, so this passes with the note.
+    unbuffer = " Next time start it with PYTHONUNBUFFERED=1 or `python -u` so the log streams."
+    if empty and alive:
+        return (
+            f"the run is working: {log_rel} is empty but the process is alive ({alive[0].detail}): its "
+            f"stdout is block-buffered (buffered-empty-log).{unbuffer}"
+        )
+    if (empty or age > float(ctx.thresholds["stale_s"])) and artefacts_ahead:
+        state = "is empty" if empty else f"last changed {duration_text(age)} ago"
+        return (
+            f"the run is working: {log_rel} {state}, yet {ctx.run_dir.rel(fr.newest_artifact)} was written "
+            f"{duration_text(lead)} after it: its log lags (block-buffered stdout, buffered-empty-log).{unbuffer}"
+        )
+    if empty:
+        return f"{log_rel} is empty and nothing else shows the run alive (see RH203)"
+    return None
+
+
+# -- RH004 ---------------------------------------------------------------------
+@check(
+    "RH004",
+    "json-not-preambled",
+    needs=["harvest"],
+    scope="session",
+    phases=["live", "postmortem", "gate"],
+    verdicts=["infra", "not-evaluable"],
+    detects="An output meant to be JSON (any *.json of an evaluation harvest) starts with tool chatter: uv's "
+    "`Resolved …`, `Installed …`, `Using Python … environment at …` lines merged from stderr by `2>&1`. "
+    "Also a JSON file that cannot be parsed at all (truncated, binary).",
+    why="The command very likely succeeded; only the parse failed. Re-submitting on a JSON decode error "
+    "double-submits (the runbook saw three 'failed' submits that had all been created).",
+    example="experience_request.json:1 Resolved 12 packages in 7ms",
+    fix="Check the server for the request before any re-submit; invoke the venv's python directly "
+    "(.venv/bin/python script.py) or `uv run -qq`, or keep stderr out of the JSON (no 2>&1).",
+)
+def json_not_preambled(ctx):
+    ev = ctx.evaluation.of()
+    if not ev.json_problems:
+        return f"{len(ev.read)} JSON document(s) parsed cleanly"
+    pre = [p for p in ev.json_problems if p.preamble]
+    broken = [p for p in ev.json_problems if not p.preamble]
+    evidence = [ctx.evidence(p.source, p.line, p.text or p.message) for p in (pre + broken)[:10]]
+    lines = [f"{p.source}: uv chatter before the JSON (recovered; the command may have succeeded)" for p in pre]
+    lines += [f"{p.source}: {p.message}" for p in broken]
+    if pre:
+        return ctx.fail(
+            "infra",
+            "uv-preamble-json",
+            f"{len(pre)} JSON output(s) start with uv's install/sync chatter\n" + "\n".join(lines),
+            evidence,
+        )
+    return ctx.fail(
+        "not-evaluable",
+        None,
+        f"{len(broken)} JSON file(s) of the harvest cannot be parsed; the rounds they hold are not "
+        "evidence\n" + "\n".join(lines),
+        evidence,
+        fix="re-harvest the named files (a harvester that crashed mid-write leaves them cut short).",
+    )
+
+
+# -- RH006 ---------------------------------------------------------------------
+MAX_LISTED = 20
+
+
+# Where a link out of the run dir hides an artefact the checks read, the run
+# is judged without it: that is a finding, not a note.
+ARTEFACT = re.compile(
+    r"(^|/)(logs|ledger\.jsonl|config\.yaml|experience_request\.json|round\.json|[^/]*\.(log|pid|safetensors)"
+    r"|events\.out\.tfevents\.[^/]*|[^/]*\.(json|pt|bin|ckpt))$"
+)
+
+
+@check(
+    "RH006",
+    "links-stay-inside",
+    scope="session",
+    phases=["prelaunch", "live", "postmortem", "gate"],
+    verdicts=["not-evaluable", "healthy"],
+    detects="symbolic links under the run dir that lead outside it, or nowhere; they are not followed, so what they "
+    "point to is not checked. Fails when such a link stands where an artefact the checks read should be (a ledger, "
+    "a log, config.yaml, an event file, a checkpoint, a pid file), or a FIFO, device or socket stands there "
+    "(cause artefact-not-a-file); other links pass with a note.",
+    why="A health tool that silently follows a link can read (and quote) someone else's files, and a check that "
+    "silently skips it can miss the log that mattered. Either way the user must be told.",
+    example="note: 2 links lead out of the run dir and were not read: logs/stdout.log -> /scratch/job-17/stdout.log",
+    fix="Copy the artefact into the run dir (or point --run-dir at the folder the link leads to) to have it checked.",
+    fails_on={"generic-log-link-outside": "link-outside-run-dir"},  # its only log links to another example
+    passes_on=["kohya-healthy", "wandb-healthy"],
+)
+def links_stay_inside(ctx):
+    walk = ctx.run_dir.walk
+    parts = []
+    if walk.outside_links:
+        shown = ", ".join(f"{ctx.run_dir.rel(p)} -> {t}" for p, t in walk.outside_links[:MAX_LISTED])
+        parts.append(f"{len(walk.outside_links)} link(s) lead out of the run dir and were not read: {shown}")
+    if walk.broken_links:
+        shown = ", ".join(ctx.run_dir.rel(p) for p in walk.broken_links[:MAX_LISTED])
+        parts.append(f"{len(walk.broken_links)} link(s) lead nowhere (dangling or a loop): {shown}")
+    if walk.unreadable:
+        shown = ", ".join(f"{ctx.run_dir.rel(p)} ({why})" for p, why in walk.unreadable[:MAX_LISTED])
+        parts.append(f"{len(walk.unreadable)} folder(s) could not be listed: {shown}")
+    special = getattr(walk, "special", [])
+    if special:
+        shown = ", ".join(ctx.run_dir.rel(p) for p in special[:MAX_LISTED])
+        parts.append(f"{len(special)} entr(ies) are FIFOs, devices or sockets, not files, and were not read: {shown}")
+    if walk.truncated:
+        parts.append("the run dir holds over 200,000 files; only the first 200,000 were looked at")
+    hidden = [
+        (p, t)
+        for p, t in walk.outside_links
+        if ARTEFACT.search(ctx.run_dir.rel(p).replace("\\", "/")) and not is_service_log_link(p, t)
+    ]
+    odd = [p for p in special if ARTEFACT.search(ctx.run_dir.rel(p).replace("\\", "/"))]
+    if odd and not hidden:
+        return ctx.fail(
+            "not-evaluable",
+            "artefact-not-a-file",
+            f"{len(odd)} artefact(s) are FIFOs, devices or sockets where a file belongs; they were not read, so the "
+            "checks that need them skipped or judged without them.\n" + "; ".join(parts),
+            [ctx.evidence(p, None, "not a regular file (FIFO, device or socket)") for p in odd[:MAX_LISTED]],
+        )
+    if hidden:
+        return ctx.fail(
+            "not-evaluable",
+            "link-outside-run-dir",
+            f"{len(hidden)} artefact(s) are links that lead out of the run dir and were not read, so the checks "
+            "that need them skipped or judged without them.\n" + "; ".join(parts),
+            [ctx.evidence(p, None, f"-> {t}") for p, t in hidden[:MAX_LISTED]],
+        )
+    return "; ".join(parts) or None

@@ -280,12 +280,8 @@ def _try_lms(path: Path, timeout: float) -> str | None:
     scope="session",
     phases=["prelaunch", "live"],
     verdicts=["infra"],
-    detects="None of BRACKET_LMS_BIN, `lms` on PATH and ~/.lmstudio/bin/lms is an executable that starts "
-    "(each is tried with `lms version`). Checked only where LM Studio is configured for this machine: a "
-    "localhost --lmstudio-url (with a sign the run is here, such as a pid file of a process running here), "
-    "BRACKET_LMS_BIN, a sweep whose ledger says judge_method: lmstudio prepared here (-m prelaunch), or a "
-    "sweep with a reachable local server. A live sweep alone is not LM Studio configured, and a server "
-    "log copied from elsewhere (--lmstudio-log) says nothing about this machine.",
+    detects="None of BRACKET_LMS_BIN, `lms` on PATH and ~/.lmstudio/bin/lms is an executable that starts (`lms "
+    "version`). Checked only where LM Studio is configured for this machine.",
     why="Without the CLI the orchestrator falls back to an HTTP unload that LM Studio silently ignores, so the "
     "judge stays in VRAM after every scoring pass (RH402, RH101). The server log then says "
     "`LMStudio: 'lms' CLI not found — cannot unload …`.",
@@ -403,11 +399,9 @@ def judge_model_not_thinking(ctx, lmstudio):
     scope="session",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    detects="The LM Studio server log shows client requests it rejected or ignored: an unknown route "
-    "(`Unexpected endpoint or method`, e.g. `GET /v1//models` from a base URL with a trailing slash), a body "
-    "that is not JSON (`Received request for … with invalid JSON`), or a missing API token (`invalid_api_key`). "
-    "Noise is not counted: browser OPTIONS preflights, LM Studio 0.4.17's false positive on a valid "
-    "GET /v1/models, and a token sent to a server without auth. Unload no-ops are RH402's.",
+    detects="The LM Studio server log shows client requests it rejected or ignored: an unknown route, a body that "
+    "is not JSON, or a missing API token. Known noise (browser preflights, LM Studio 0.4.17's false "
+    "positive on GET /v1/models) is not counted.",
     why="LM Studio answers an unknown route with HTTP 200, so the client believes it succeeded and acts on "
     "an error body; the log is the only place the mistake shows.",
     example="lmstudio.log:12 [2023-11-12 11:36:53.608] [ERROR] Unexpected endpoint or method. (GET /v1//models). "
@@ -498,14 +492,9 @@ SERVER_ERROR_CAUSES = {
     scope="session",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    detects='The LM Studio server log shows errors serving requests: a context overflow ("Trying to keep the '
-    'first N tokens when context the overflows", newer "The number of tokens to keep from the initial prompt is '
-    'greater than the context length"), `received prediction-error`, `No models loaded. Please load a '
-    "model` (just-in-time loading did not load the judge), a model that failed to load (`load-error`), or a model "
-    'that crashed ("The model has crashed", or only CPython\'s "Fatal Python error: Aborted" / "Segmentation fault" '
-    "when the MLX engine dies mid-generation). Same "
-    "inputs as RH405 (--lmstudio-log, a `*lmstudio*.log` in the run dir, the server's log folder). `Client "
-    "disconnected` right after `Finished streaming response` is the normal end of a stream, not an error.",
+    detects="The LM Studio server log shows errors serving requests: a context overflow, a prediction error, no "
+    "model loaded, a model that failed to load or crashed. A `Client disconnected` right after a finished "
+    "stream is the normal end of a stream, not an error.",
     why="The client sees only an empty or error reply and the judge scores nothing (RH103/RH104); the server log is "
     "where the reason is.",
     example="lmstudio-server.log:40 2025-02-10 11:02:31 [ERROR] Trying to keep the first 4862 tokens when context "

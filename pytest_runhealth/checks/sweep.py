@@ -8,7 +8,6 @@ many checks look at it."""
 from __future__ import annotations
 
 import json
-import re
 import statistics
 
 from .. import rootcause
@@ -17,25 +16,31 @@ from ..ledger import LedgerRow
 from ..logscan import LogScan, StepPoint
 from ..registry import check
 from ..sweepfacts import (
+    COMPLETED_KEYS,
+    TRAINING_ROLES,
     as_int,
     as_text,
     collapse_story,
+    completed_count,
     early_exit,
     empty_tfevents,
     fmt_rate,
     healthy_by_role,
     healthy_step_times,
     is_collapse,
+    judge_evidence,
+    judge_settings,
     ledger_facts,
     no_json_tally,
     scoring,
-    setting,
     shared_knob,
     show,
     slowdown,
+    step_evidence,
     step_windows,
     stop_events,
     timed_points,
+    training_runs_by_role,
 )
 from ..values import finite_number
 
@@ -43,14 +48,6 @@ RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9, "stall_ratio": 10}
 
 
 # -- reading rows -------------------------------------------------------------------
-
-
-# The helpers below are asked of every row of a ledger, several times a
-# session: they look fields up as ``raw.get(fields.get(name))``, what
-# ``LedgerRow.get`` does, without its call (a 100,000-row ledger makes ~2
-# million such lookups; the call was half their cost).
-
-
 def _row(ctx) -> LedgerRow:
     _ = ctx.ledger  # skips when there is no ledger
     row = ctx.run.row
@@ -79,35 +76,6 @@ def _plural(n: int, word: str) -> str:
 
 
 # -- RH101 ------------------------------------------------------------------------------
-
-
-UNLOAD_NOOP = "Unexpected endpoint or method. (POST /api/v0/models/unload)"
-_LMSTUDIO_PATH = re.compile(r"lm[-_ ]?studio", re.I)
-
-
-def extra_rh101_evidence(ctx) -> list[Evidence]:
-    """More evidence for RH101 than the ledger rows: here, LM Studio's own
-    server log inside the run dir answering the unload request with its
-    'Unexpected endpoint' no-op. The live probes (RH302, RH402) extend this."""
-
-    def find() -> list[Evidence]:
-        rd = ctx.run_dir
-        logs = [f for f in rd.walk.files if _LMSTUDIO_PATH.search(rd.rel(f)) and f.suffix in (".log", ".txt")]
-        found: list[Evidence] = []
-        for path in logs:
-            try:
-                tail = rd.log_tail(path)
-            except OSError:
-                continue
-            hits = [tl for tl in tail.lines if UNLOAD_NOOP in tl.text]
-            if hits:
-                more = f" (and {len(hits) - 1} more such lines)" if len(hits) > 1 else ""
-                found.append(ctx.evidence(path, hits[-1].line, hits[-1].text.strip() + more))
-        return found + ctx.live.collapse_evidence(found)
-
-    return ctx.run_dir.cached(("RH101", "lmstudio-unload-noop"), find)
-
-
 RH101_FIX = (
     "The judge VLM stayed resident in VRAM after scoring: the orchestrator unloaded it through LM Studio's "
     "deprecated HTTP endpoint, which answers 200 and does nothing, so the next trainer found ~13 GB free "
@@ -135,14 +103,9 @@ def _rh101_quiet(row: LedgerRow, th: dict) -> bool:
     phases=["live", "postmortem"],
     verdicts=["infra", "config"],
     thresholds=RH101_DEFAULTS,
-    detects="An earlier run of the sweep trained its full steps, and this one hit the wall clock "
-    '(killed_by_timeout, or error "timeout") after a handful of steps (n_steps <= handful_steps) with '
-    "duration_s close to wall_secs (>= wall_fraction of it). The step rate comes from the run's log where it "
-    "shows step times (else duration_s / n_steps); a log of normal steps followed by silence is a stall "
-    "(RH204), not a collapse. The cause is named only with its evidence: `vram-leak-step-collapse` with the "
-    "judge's or the VRAM's (the LM Studio unload no-op in a server log, a resident model or an NVML reading "
-    "from the live probes); `config-knob` when every collapsed run shares a config value that no fully "
-    "trained run has (the knob is named); otherwise `unknown`, listing what was checked.",
+    detects="A sweep run hit the wall clock after a handful of steps while an earlier run of the sweep trained "
+    "its full steps (a step-count collapse). The cause is named only with its evidence: "
+    "`vram-leak-step-collapse`, `config-knob`, else `unknown`.",
     why="This is the LM Studio VRAM leak: the judge model loaded for the first scoring pass never left the GPU, "
     "every later trainer ran from swap, and the whole rest of the sweep is wasted budget with no scores. "
     "It looks like a string of slow configs, but the configs are not at fault.",
@@ -191,7 +154,7 @@ def step_count_collapse(ctx):
         summary += f"\nIt ran {slow.describe()}."
     fields = ("n_steps", "duration_s", "killed_by_timeout", "error", "wall_secs", "exit_code")
     evidence = [_quote_row(ctx, ref, *fields), _quote_row(ctx, row, *fields)]
-    judge = list(extra_rh101_evidence(ctx))
+    judge = list(judge_evidence(ctx))
     if judge:
         summary += "\nThe judge's VRAM is the evidence (quoted): the VRAM-leak signature."
         return ctx.fail("infra", "vram-leak-step-collapse", summary, evidence + judge)
@@ -368,14 +331,9 @@ def judge_not_called(ctx):
     if judged:
         return None
     summary = f"all {len(scored)} scored runs have judge_report null: the VLM judge was never called, so the scores are loss-only."
-    verdict, reasons = "config", []
-    has_method, method = setting(scored[0], "judge_method", "judge_backend")
-    has_prompts, prompts = setting(scored[0], "sample_prompts", "prompts")
-    if has_method and as_text(method) != "lmstudio":
-        reasons.append(f"judge_method is {method!r}, not 'lmstudio'")
-    if has_prompts and not prompts:
-        reasons.append("sample_prompts is empty, so scoring falls back to loss only")
-    if not reasons and has_method and has_prompts:
+    verdict = "config"
+    reasons, both_set, _ = judge_settings(scored[0])
+    if not reasons and both_set:
         verdict = "infra"
         reasons.append(
             "judge_method is lmstudio and prompts are set: LM Studio was unreachable, or the sample "
@@ -410,10 +368,9 @@ def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
         f"sweep mixes loss-only scores with judged ones, and they are not comparable (ranked by score, highest "
         f"first): {shown}."
     )
-    has_method, method = setting(plain[0], "judge_method", "judge_backend")
-    has_prompts, prompts = setting(plain[0], "sample_prompts", "prompts")
+    reasons, _, method = judge_settings(plain[0])
     verdict = "infra"
-    if (has_method and as_text(method) != "lmstudio") or (has_prompts and not prompts):
+    if reasons:
         verdict = "config"
         summary += f"\n{plain[0].get('run_id')} was configured without the judge (judge_method {method!r})."
     else:
@@ -552,9 +509,9 @@ def early_exit_config(ctx):
     phases=["postmortem"],
     verdicts=["infra"],
     thresholds={"cluster_gap_s": 120},
-    detects="Rows disqualified `stopped_by_user`. Stop times within cluster_gap_s of each other are one stop "
-    "event: the check passes with that note. It fails only when the stops are spread out, i.e. something "
-    "keeps stopping runs.",
+    detects="Rows disqualified `stopped_by_user`: stops within cluster_gap_s of each other are one stop event, "
+    "and the check passes with that note. It fails only when the stops are spread out (something keeps "
+    "stopping runs).",
     why="Nine stopped_by_user rows read like nine failures; one /api/session/stop or SIGINT records every queued "
     "run at once. Stops hours apart are different: a watchdog, a script or another user is stopping runs.",
     example="passes: one stop event at 14:02, not 9 failures. fails: runs were stopped at 4 separate times "
@@ -597,19 +554,6 @@ def _scan(ctx) -> LogScan:
     if scan.error:
         ctx.skip(f"cannot read {ctx.run.rel(scan.path)}: {scan.error}")
     return scan
-
-
-def _quote_point(ctx, scan: LogScan, point: StepPoint) -> Evidence:
-    """The log line a step time came from: its last redraw when the tail holds it."""
-    try:
-        tail = ctx.log_tail(scan.path)
-        text = next((tl.text for tl in tail.lines if tl.line == point.line), None)
-    except OSError:
-        text = None
-    if text is None or len(text) > 400 or f" {point.step}/" not in text:
-        total = f"/{point.total}" if point.total else ""
-        text = f"step {point.step}{total} at {point.sec_per_step:.2f} s/it"
-    return ctx.evidence(scan.path, point.line, text)
 
 
 @check(
@@ -669,7 +613,7 @@ def slow_steps(ctx):
     live_after_healthy = row is None and not expected and ctx.run_dir.is_sweep
     # The judge is blamed only on its own evidence (LM Studio's unload no-op, a resident model, a VRAM
     # reading): without it the collapse is RH101's to name, and no text here points at the judge (issue 35).
-    judged = bool(extra_rh101_evidence(ctx)) if collapse or live_after_healthy else False
+    judged = bool(judge_evidence(ctx)) if collapse or live_after_healthy else False
     swap = collapse and judged
     cause = "swap-slowdown" if swap or (live_after_healthy and judged) else "pipe-deadlock"
     summary = f"{ctx.run.name} runs at {fmt_rate(own)}, {ratio:.0f}x {against}."
@@ -682,7 +626,7 @@ def slow_steps(ctx):
             "infra",
             "unknown",
             summary,
-            [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])],
+            [step_evidence(ctx, scan, pts[0]), step_evidence(ctx, scan, pts[-1])],
             fix="See RH101: compare what changed after the first full run (GPU memory in nvidia-smi, another "
             "process on the GPU, the machine swapping in vmstat 5); pass --lmstudio-url where a judge is used.",
         )
@@ -707,7 +651,7 @@ def slow_steps(ctx):
         summary += "\nThe collapse is there from its first timed step: the stdout pipe deadlock."
         fix = None
     return ctx.fail(
-        "infra", cause, summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])], fix=fix
+        "infra", cause, summary, [step_evidence(ctx, scan, pts[0]), step_evidence(ctx, scan, pts[-1])], fix=fix
     )
 
 
@@ -730,7 +674,7 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
         f"2-3 s/it)."
     )
     return ctx.fail(
-        "infra", "pipe-deadlock", summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])]
+        "infra", "pipe-deadlock", summary, [step_evidence(ctx, scan, pts[0]), step_evidence(ctx, scan, pts[-1])]
     )
 
 
@@ -742,11 +686,9 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     phases=["live", "postmortem"],
     verdicts=["infra"],
     thresholds={"windows": 3, "min_points": 9, "min_rise": 0.1, "degrade_factor": 1.5, "min_s_per_it": 0.1},
-    detects="Within one run, the step time climbs steadily: the log's step series, cut into `windows` equal parts, "
-    "has a median s/it that rises by at least min_rise from each part to the next and ends at least "
-    "degrade_factor times where it started (e.g. 29 -> 44 -> 77 s/it). Applies to any run with a step series. "
-    "Steps that end under min_s_per_it (0.1 s) are left alone: at that scale the trend is the machine's "
-    "scheduling noise (other processes starting), not memory pressure (measured by tests/faults).",
+    detects="Within one run the step time climbs steadily: the median s/it of each of `windows` parts of the step "
+    "series rises by at least min_rise and ends degrade_factor times where it started. Runs faster than "
+    "min_s_per_it are left alone (scheduling noise, not memory pressure).",
     why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache, another process "
     "taking memory); the run will miss its wall clock long before its loss says anything.",
     example="cand-000-s0: step time climbed 30.2 -> 43.1 -> 71.4 s/it over 900 steps.",
@@ -776,4 +718,78 @@ def step_time_degrades(ctx):
         f"({medians[-1] / medians[0]:.1f}x)."
     )
     firsts = [part[len(part) // 2] for part in parts]
-    return ctx.fail("infra", "vram-pressure", summary, [_quote_point(ctx, scan, p) for p in firsts])
+    return ctx.fail("infra", "vram-pressure", summary, [step_evidence(ctx, scan, p) for p in firsts])
+
+
+# -- RH109: the sweep orchestrator's live dashboard against the ledger ---------------
+@check(
+    "RH109",
+    "dashboard-counts-runs",
+    needs=["ledger"],
+    scope="session",
+    phases=["live"],
+    verdicts=["infra"],
+    thresholds={"tolerance": 0},
+    detects="The orchestrator's GET /api/session completed count (completed_runs and its aliases) differs "
+    "from the number of ledger rows whose role is a training role (baseline, curated, candidate, finalist) "
+    "by more than tolerance. Needs --orchestrator-url.",
+    why="A dashboard stuck at '5/9' while the ninth run trains makes a healthy sweep look wedged; the "
+    "pre-rebrand builds left curated runs out of completed_runs (bracket/ui/monitor.py _TRAINING_ROLES).",
+    example="http://127.0.0.1:8000/api/session completed_runs=5; ledger.jsonl has 9 training rows "
+    "(baseline 2, curated 4, candidate 3)",
+    fix="Update the orchestrator (the role list behind its completed count must include every training "
+    "role); until then trust the ledger, not the dashboard.",
+)
+def dashboard_counts_runs(ctx):
+    from ..live.http import request_json
+
+    url, source = ctx.live.setting("orchestrator_url", "runhealth_orchestrator_url")
+    if not url:
+        ctx.skip("no orchestrator to ask (--orchestrator-url or ini runhealth_orchestrator_url)")
+    base = url.rstrip("/")
+    if "://" not in base:
+        base = "http://" + base
+    services = ctx.live.services
+    cache = services.orchestrator if services is not None else {}
+    if base not in cache:
+        cache[base] = request_json("GET", base + "/api/session", timeout=ctx.live.probe_timeout())
+    reply = cache[base]
+    where = base + "/api/session"
+    if reply.problem or (reply.status or 0) >= 400:
+        detail = reply.detail or f"HTTP {reply.status}: {reply.text[:120]}"
+        return ctx.fail(
+            "infra",
+            "orchestrator-unreachable",
+            f"the orchestrator named by {source} gave no usable answer at {where}: {detail}",
+            [ctx.evidence(where, None, detail)],
+            fix="start the orchestrator's server or correct --orchestrator-url.",
+        )
+    count, key = completed_count(reply.data)
+    if count is None:
+        keys = sorted(reply.data) if isinstance(reply.data, dict) else type(reply.data).__name__
+        return ctx.fail(
+            "not-evaluable",
+            "api-shape-drift",
+            f"{where} answered without a completed-run count (looked for {', '.join(COMPLETED_KEYS)}; it has {keys}).",
+            [ctx.evidence(where, None, reply.text[:200])],
+            fix="tell pytest-runhealth the field name (an issue with the answer attached).",
+        )
+    by_role = training_runs_by_role(ctx.ledger)
+    ledger_n = sum(len(v) for v in by_role.values())
+    diff = ledger_n - count
+    breakdown = ", ".join(f"{r} {len(by_role[r])}" for r in TRAINING_ROLES if r in by_role) or "none"
+    if abs(diff) <= int(ctx.thresholds["tolerance"]):
+        return f"dashboard {key}={count} matches the ledger's {ledger_n} training rows ({breakdown})"
+    summary = (
+        f"the dashboard says {count} completed ({key}) but the ledger has {ledger_n} training-role rows ({breakdown})."
+    )
+    missing = [r for r in by_role if len(by_role[r]) == diff]
+    if missing:
+        summary += f"\nthe gap equals the {missing[0]} runs: the dashboard does not count role {missing[0]!r}."
+    rows = [row for row in ctx.ledger.rows if str(row.get("role") or "").lower() in (missing[:1] or TRAINING_ROLES)]
+    return ctx.fail(
+        "infra",
+        "dashboard-count-mismatch",
+        summary,
+        [ctx.evidence(where, None, f"{key}: {count}")] + [ctx.row_evidence(r) for r in rows[:4]],
+    )

@@ -16,10 +16,12 @@ before its JSON (RH004)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..reading import MAX_INT_DIGITS
 from ..rundir import RunDir, round_folders
 from ..safeio import outside_link
 from .jsondoc import JsonRead, read_json
@@ -194,6 +196,9 @@ def _line_of(reader: _Reader, path: Path, literal: str) -> int | None:
     at = text.find(literal)
     if at < 0 and literal.startswith('"'):  # written with \u escapes
         at = text.find(json.dumps(json.loads(literal)))
+    if at < 0 and literal.endswith("Infinity"):  # an integer too long for a float, read as infinite
+        huge = re.search(rf"-?\d{{{MAX_INT_DIGITS + 1},}}", text)
+        at = huge.start() if huge else -1
     return text.count("\n", 0, at) + 1 if at >= 0 else None
 
 

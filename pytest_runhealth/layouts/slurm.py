@@ -3,7 +3,7 @@
 (job name, job id) where the script asks for it.
 
 The job's own output comes first and is read as any trainer log; the lines
-Slurm adds are causes of their own (``rootcause.ROWS``, the Slurm block):
+Slurm adds are causes of their own (``rootcause_rows.SLURM_ROWS``):
 ``slurmstepd: error: *** JOB <id> ON <node> CANCELLED AT <time> DUE TO TIME
 LIMIT ***`` (``DUE TO PREEMPTION``, ``DUE TO NODE FAILURE``, or no reason:
 cancelled by a user), ``*** STEP <id>.<step> ...`` for a job step, ``Detected N

@@ -25,7 +25,7 @@ def planned_runs(session_url: str | None) -> int | None:
     """The session's planned run count from the orchestrator, when it says one."""
     if not session_url:
         return None
-    from ..checks.orchestrator import NESTS
+    from ..sweepfacts import NESTS
     from ..live.http import request_json
 
     reply = request_json("GET", session_url.rstrip("/") + "/api/session", timeout=5.0)

@@ -4,7 +4,7 @@ the last one, so a tick costs what was appended, not what the file holds.
 A file that shrank (truncated: the trainer restarted into the same log) or
 whose inode changed (rotated: renamed away and created anew) is read again
 from its start, and the follower says so. Reading goes through the project's
-readers: logs through ``logscan.LogFollower``, event files through
+readers: logs through ``logfollow.LogFollower``, event files through
 ``tfevents.read_event_file(start=...)``, ledgers through
 ``ledger.read_ledger(start=...)``."""
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ledger import LedgerRow, read_ledger
-from ..logscan import LogFollower
+from ..logfollow import LogFollower
 from ..safeio import open_readonly
 
 READ_CAP = 8 << 20  # most bytes one tick reads from one log; the rest waits for the next tick

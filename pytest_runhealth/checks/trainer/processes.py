@@ -1,4 +1,4 @@
-"""RH003, RH203, RH204: is the run's process alive, and is it getting
+"""RH203, RH204: is the run's process alive, and is it getting
 anywhere? Read from pid files (psutil, through the ``processes`` fixture)
 and from when the log and checkpoints last changed."""
 
@@ -9,64 +9,18 @@ import re
 import statistics
 import time
 
-from ..finding import Evidence
-from ..live.procs import REUSE_SLACK_S
-from ..registry import check
-from ..rundir import KOHYA_CKPT, LTX_CKPT
-from ..safeio import mtime
-from ..values import duration_text
+from ...finding import Evidence
+from ...live.procs import REUSE_SLACK_S
+from ...registry import check
+from ...rundir import KOHYA_CKPT, LTX_CKPT
+from ...safeio import mtime
+from ...values import duration_text
 
 DONE = re.compile(r"Training Statistics|model saved\.|[Tt]raining (?:complete|completed|finished)")
 
 
 def _pid_evidence(ctx, st):
     return ctx.evidence(st.pidfile, 1, f"{st.line_text} → {st.detail}")
-
-
-@check(
-    "RH003",
-    "log-not-buffered-empty",
-    needs=["logs"],
-    phases=["live", "postmortem"],
-    verdicts=["infra"],
-    thresholds={"stale_s": 300, "artifact_lead_s": 60},
-    detects="The run's log is empty while its process (pid file) is alive, or the log has not changed for "
-    "stale_s while other run artefacts (checkpoints, samples, episode folders) kept appearing more than "
-    "artifact_lead_s after it: stdout is block-buffered, the run is not dead. That is a normal live state, "
-    "so the check passes with that note (the run is working); RH203/RH204 judge a dead or stalled process.",
-    why="Python block-buffers stdout when it is redirected to a file, so a healthy detached run can show an "
-    "empty log until it exits. Reading that as a crash leads to a needless re-submit or a revert.",
-    example="logs/train.pid:1 81234 → process 81234 (python) is running; logs/train.log is empty",
-    fix="Do not resubmit: the run is working. Next time start it with PYTHONUNBUFFERED=1 or `python -u` (or "
-    "sys.stdout.reconfigure(line_buffering=True)) so the log streams.",
-)
-def log_not_buffered_empty(ctx, processes):
-    run = ctx.run
-    fr = processes.freshness(run)
-    if fr.log is None or fr.log_mtime is None:
-        ctx.skip(f"no readable log in {run.path}")
-    log_rel = ctx.run_dir.rel(fr.log)
-    alive = [st for st in processes.for_run(run) if st.alive]
-    empty = fr.log_size == 0
-    age = time.time() - fr.log_mtime
-    lead = (fr.artifact_mtime or 0) - fr.log_mtime
-    artefacts_ahead = fr.artifact_mtime is not None and lead > float(ctx.thresholds["artifact_lead_s"])
-    # A buffered log is a normal live state (issue 18): the run is working, so this passes with the note.
-    unbuffer = " Next time start it with PYTHONUNBUFFERED=1 or `python -u` so the log streams."
-    if empty and alive:
-        return (
-            f"the run is working: {log_rel} is empty but the process is alive ({alive[0].detail}): its "
-            f"stdout is block-buffered (buffered-empty-log).{unbuffer}"
-        )
-    if (empty or age > float(ctx.thresholds["stale_s"])) and artefacts_ahead:
-        state = "is empty" if empty else f"last changed {duration_text(age)} ago"
-        return (
-            f"the run is working: {log_rel} {state}, yet {ctx.run_dir.rel(fr.newest_artifact)} was written "
-            f"{duration_text(lead)} after it: its log lags (block-buffered stdout, buffered-empty-log).{unbuffer}"
-        )
-    if empty:
-        return f"{log_rel} is empty and nothing else shows the run alive (see RH203)"
-    return None
 
 
 def latest_checkpoint(run):
@@ -178,7 +132,7 @@ def process_alive(ctx, processes):
         if last is not None:
             total = f"/{last.total}" if last.total else ""
             where.append(f"last logged step {last.step}{total} ({ctx.run_dir.rel(run.main_log)}:{last.line})")
-    from ..resume import newest_resumable
+    from ...resume import newest_resumable
 
     sig = _signal_exit(run.row)
     if sig:
@@ -248,19 +202,10 @@ def steady_step_time(scan) -> float | None:
         "pipe_silent_s": 60,
         "pipe_silent_steps": 10,
     },
-    detects="Live: the run's process is alive but neither its log nor its checkpoints (nor any other artefact) "
-    "changed for more than stall_factor × the steady-state step time (at least min_stall_s; "
-    "stall_s_without_step_time when the log gives no step time): `stalled`. A live process whose stdout or "
-    "stderr is a pipe, asleep in a pipe write (Linux `/proc/PID/wchan`: `pipe_write`, `anon_pipe_write`) on two "
-    "samples without using CPU, while its log has been silent for pipe_silent_steps step times (at least "
-    "pipe_silent_s), is `pipe-deadlock`: nobody reads the pipe. Post-mortem: a run that ended by a kill (its "
-    "ledger row says killed_by_timeout, error or disqualified `timeout`, or a negative or 137/143 exit code; or "
-    "its log names the signal, or a launcher's wall-clock line such as `timed out after N s` follows the last "
-    "step) whose log had stopped advancing long before the kill (more than stall_factor × "
-    "its steady step time, at least min_stall_s, between its last step and the end) is `stalled`, naming the "
-    "last step, when it was written and how long the run was silent before the kill. A sweep row that says its "
-    "run was killed (wall clock, signal) where nothing dates the last step against the kill (no log, no end time, "
-    "no elapsed time) is `run-disqualified`, quoting the row: such a row never passes in silence.",
+    detects="Live, the run's process is alive but nothing it writes changed for stall_factor × its steady step "
+    "time (`stalled`), or it sleeps in a write to a pipe nobody reads (`pipe-deadlock`). Post-mortem, a "
+    "run that ended by a kill had stopped advancing long before the kill (`stalled`), or nothing dates its last "
+    "step against the kill (`run-disqualified`).",
     why="A hung trainer (a dead NCCL peer, a stuck dataloader worker, a deadlocked pipe) keeps its GPU and "
     "its slot while doing nothing; a liveness check alone says all is well, and after the wall clock kills it "
     "the run looks like one that was merely slow.",
@@ -320,7 +265,7 @@ def _pipe_deadlock(ctx, st, fr, step_time: float | None):
         limit = max(limit, float(ctx.thresholds["pipe_silent_steps"]) * step_time)
     if silent < limit:
         return None
-    from ..live.pipes import blocked_in_pipe_write
+    from ...live.pipes import blocked_in_pipe_write
 
     block = blocked_in_pipe_write(st.pid)
     if block is None:
@@ -365,7 +310,7 @@ def _kill_evidence(ctx, run) -> tuple[str, Evidence | None, float | None] | None
     f = ctx.facts if run is ctx.run else None
     if f is None or f.log is None or f.error:
         return None
-    from ..rootcause import logical_lines
+    from ...rootcause import logical_lines
 
     after = f.last.line if f.last is not None else 0
     # What follows the last step, text glued after its bar included (a launcher's line without a newline).
@@ -418,7 +363,7 @@ def _event_progress(ctx, run) -> tuple[int, float, object] | None:
     where the log shows no step (a trainer whose output went to a pipe nobody read), the event writer
     still recorded how far it got. The file's mtime lags its last event by at most the writer's flush
     interval, which only makes the silence look shorter."""
-    from ..tfevents import read_event_file
+    from ...tfevents import read_event_file
 
     best = None
     for path in run.event_files:

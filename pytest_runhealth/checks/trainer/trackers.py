@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 
-from .. import layouts
-from ..layouts import mlflow_store, wandb_run
-from ..live.procs import recorded_process_gone
-from ..registry import check
-from ..safeio import mtime
-from ..values import duration_text
+from ... import layouts
+from ...layouts import mlflow_store, wandb_run
+from ...live.procs import recorded_process_gone
+from ...registry import check
+from ...safeio import mtime
+from ...values import duration_text
 
 
 @check(
@@ -26,18 +26,10 @@ from ..values import duration_text
     verdicts=["infra"],
     layouts=["mlflow", "wandb"],
     thresholds={"stale_after_s": 21600},
-    detects="The tracker's own record of the run says it did not end well: MLflow's `meta.yaml` `status` "
-    "FAILED (`tracker-run-failed`) or KILLED (`tracker-run-killed`), as a RunStatus number (4, 5) or name; "
-    "W&B's `logs/debug.log` `got exitcode: N` with N not 0 (`tracker-run-failed`). A run the tracker still "
-    "calls RUNNING (MLflow status 1 with no `end_time`; a W&B run whose debug.log has no exit code) is "
-    "`tracker-run-stale` only when both the newest time it recorded (metric timestamps, or the start) and "
-    "its files' modification times are older than `stale_after_s` (6 h); otherwise it passes with a note "
-    "(a live run, or one that died without telling the tracker recently: RH201 reads its log). A run MLflow "
-    "records as deleted (`lifecycle_stage: deleted`) is skipped. A run the tracker still calls running whose "
-    "process is provably gone is `tracker-run-killed` at once, without the 6 h wait: a pid file of the run or "
-    "of its launch folder naming no process (or a reused pid: RH203's rule), or the pid the W&B SDK recorded "
-    "in `logs/debug.log` (`Configure stats pid to N`) gone from this machine, where the record is this "
-    "machine's (`wandb-metadata.json` `host`, or the path it logged to is the run's own folder).",
+    detects="The tracker's own record of the run says it did not end well: MLflow's status FAILED or KILLED, or "
+    "W&B's non-zero exit code (`tracker-run-failed`, `tracker-run-killed`). A run still marked running is "
+    "`tracker-run-killed` when its process is provably gone, `tracker-run-stale` when its records and files "
+    "are all older than stale_after_s.",
     why="A tracker's dashboard shows a failed or stale run as a line that just stops; a sweep or a "
     "promotion that reads its metrics takes a crashed run's last values as if they were final.",
     example="mlruns/1/3f2a.../meta.yaml:13 status: 4 (FAILED)",

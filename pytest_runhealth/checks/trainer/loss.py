@@ -1,0 +1,122 @@
+"""RH202: is the training loss finite? Read from the event files (one
+CRC-checked pass each, tfevents) and from the log's loss lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ... import layouts
+from ...checkpoints import find_checkpoints
+from ...layouts import hf_trainer
+from ...layouts.series import judge as judge_series
+from ...registry import check
+from ...tfevents import is_loss_tag, read_event_file
+
+
+def _tfevents(ctx, path: Path):
+    return ctx.run_dir.cached(("tfevents", path), lambda: read_event_file(path))
+
+
+# -- RH202 --------------------------------------------------------------------------
+@check(
+    "RH202",
+    "loss-finite",
+    phases=["live", "postmortem", "gate"],
+    verdicts=["config"],
+    detects="A training loss is NaN or inf in the log, an event file or a tracker's metrics, or, where metrics "
+    "are recorded, the loss diverged or the gradient norms went non-finite. A NaN learning rate, gradient "
+    "norm or loss scale alone is not a NaN loss.",
+    why="Once the loss is NaN the weights are NaN too: every checkpoint saved after it is unusable, and "
+    "the run keeps burning GPU time.",
+    example="logs/stdout.log:88 steps:  38%|███▊ | 36/96 [13:09<21:55, 21.93s/it, avr_loss=nan]",
+    fix="Resume from the last checkpoint before the NaN with a lower learning rate, bf16 instead of fp16 "
+    "(or a loss scaler), gradient clipping, and check the data for broken samples; discard checkpoints "
+    "saved after the first NaN.",
+)
+def loss_finite(ctx):
+    run = ctx.run
+    evidence, first_step, sources = [], None, []
+    log = run.main_log
+    if log is not None:
+        scan = ctx.run_dir.log_scan(log)
+        if scan.nonfinite:
+            point, text = scan.nonfinite[0]
+            first_step = point.step
+            evidence.append(ctx.evidence(log, point.line, text))
+            finite_after = bool(scan.last_step and scan.last_step.line > point.line and scan.last_step.loss_finite)
+            sources.append(
+                f"{scan.nonfinite_count} non-finite loss value(s) in {ctx.run_dir.rel(log)}, the first at "
+                f"step {point.step} (line {point.line})"
+                + ("; finite values follow, but weights updated with a NaN loss are suspect" if finite_after else "")
+            )
+        elif scan.filtered_nan:
+            hidden = _filtered_nan_in_log(ctx, log, scan)
+            if hidden is not None:
+                first_step = hidden[0]
+                evidence.append(hidden[1])
+                sources.append(hidden[2])
+    tf_checked = 0
+    for path in run.event_files:
+        read = _tfevents(ctx, path)
+        tf_checked += 1
+        bad = [nf for nf in read.nonfinite if is_loss_tag(nf.tag)]
+        if bad:
+            nf = bad[0]
+            first_step = nf.step if first_step is None else min(first_step, nf.step)
+            evidence.append(
+                ctx.evidence(path, None, f"record {nf.index}: tag {nf.tag!r} step {nf.step} value {nf.value}")
+            )
+            sources.append(f"{nf.tag} = {nf.value} at step {nf.step} in {ctx.run_dir.rel(path)}")
+    # What the trainer or tracker recorded in its own files (docs/layouts.md): HF trainer_state.json,
+    # MLflow metrics/, W&B wandb-summary.json, Lightning metrics.csv, the trainer's own metrics.jsonl.
+    recorded = layouts.loss_points(run)
+    judged = judge_series(recorded) if recorded else None
+    caps = list(dict.fromkeys(layouts.read_caps(run)))  # what the reader contract's caps cut (reading.py)
+    capped = f" Read caps reached: {'; '.join(caps[:3])}." if caps else ""
+    if judged is not None and judged.cause == "nan-loss":
+        p = judged.first
+        if p.step is not None:
+            first_step = p.step if first_step is None else min(first_step, p.step)
+        evidence.append(ctx.evidence(p.file, p.line, p.text))
+        sources.append(f"{judged.detail} in {p.file}")
+    if not evidence:
+        if judged is not None:  # a loss that grew by orders of magnitude, or gradients NaN to the end
+            p = judged.first
+            return ctx.fail(
+                "config", judged.cause, f"{judged.detail} ({p.file}).{capped}", [ctx.evidence(p.file, p.line, p.text)]
+            )
+        if log is None and not tf_checked and not recorded:
+            ctx.skip(f"no log and no event file under {run.path}: no loss to check")
+        if recorded and log is None and not tf_checked:
+            return (
+                f"{len(recorded)} recorded loss/gradient-norm value(s) finite and not diverging{capped and ';'}{capped}"
+            )
+        return capped.strip() or None
+    after = [
+        c
+        for c in find_checkpoints(run.checkpoints)
+        if c.step is not None and first_step is not None and c.step >= first_step
+    ]
+    names = sorted(c.path.name for c in after)
+    if first_step is not None and layouts.own_kind(run) == layouts.HF_TRAINER:
+        names += [c.path.name for c in hf_trainer.checkpoints(run.path) if c.step >= first_step]
+    summary = "the loss went non-finite: " + "; ".join(sources) + "." + capped
+    if names:
+        summary += f" Checkpoints saved at or after step {first_step} are suspect: {', '.join(names[:6])}."
+    return ctx.fail("config", "nan-loss", summary, evidence)
+
+
+def _filtered_nan_in_log(ctx, log, scan):
+    """(step, evidence, source) when the console log's first Trainer loss dict already logs loss 0.0 beside a
+    non-finite grad_norm: a NaN loss hidden by logging_nan_inf_filter from the first entry on (issue 35)."""
+    from ...layouts.series import FILTERED_NAN_NOTE
+    from ...logscan import first_loss_dict_line
+
+    line, text = scan.filtered_nan[0]
+    if first_loss_dict_line(log, line) != line:
+        return None  # finite entries came first: not this rule's claim
+    source = (
+        f"{scan.filtered_nan_count} Trainer log dict(s) in {ctx.run_dir.rel(log)} with loss 0.0 and a non-finite "
+        f"grad_norm, the first at line {line} (the first logged entry): {FILTERED_NAN_NOTE}"
+    )
+    return 0, ctx.evidence(log, line, text), source  # NaN from the first entry: every checkpoint is suspect
