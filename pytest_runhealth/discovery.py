@@ -202,6 +202,15 @@ def nothing_to_check(d: Discovery) -> bool:
     return not any(name in files for name in BEFORE_A_RUN)
 
 
+SERVICE_OPTIONS = ("lmstudio_url", "lmstudio_log", "orchestrator_url", "runhealth_eval_server")
+
+
+def services_named(config: pytest.Config) -> bool:
+    """A service named on the command line (LM Studio, its log, the orchestrator, the evaluation server) is
+    something to check even beside an empty folder: its probes judge it, not the folder."""
+    return any(config.getoption(name, None) for name in SERVICE_OPTIONS)
+
+
 def console_logs(files: set[str]) -> list[str]:
     """The console logs among a folder's files: what ``python train.py > train.log 2>&1``, ``nohup`` and
     Slurm write (``*.log``, ``*.out``, ``nohup.out``, ``slurm-<id>.out``)."""
@@ -345,7 +354,7 @@ def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
     report = []
     for path in paths:
         d = discover(path, depth)
-        if nothing_to_check(d):
+        if nothing_to_check(d) and not services_named(config):
             raise pytest.UsageError(
                 f"--run-dir {os.fspath(path)}: {NOTHING_TO_CHECK} (looked for: {LOOKED_FOR}; depth {depth})"
             )

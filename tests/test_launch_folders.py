@@ -147,6 +147,9 @@ def test_an_empty_or_unrecognisable_folder_is_never_green(tmp_path, run_health):
     assert run_health(ws, args=("-k", "RH006")).ret == 0
     (tmp_path / "notes" / "run.log").write_text("step 1/10 loss 0.5\n")
     assert run_health(tmp_path / "notes", args=("-k", "RH006")).ret == 0
+    # a service named on the command line is checked beside an empty folder (its probes judge it)
+    named = run_health(tmp_path / "empty", args=("-k", "RH401", "--lmstudio-url=http://127.0.0.1:9"))
+    assert named.ret == pytest.ExitCode.TESTS_FAILED and named.result_of("RH401")["cause"] == "lmstudio-unreachable"
 
 
 # -- sweep rows that say the run was killed (issue 35) -------------------------------------------------

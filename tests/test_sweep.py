@@ -333,6 +333,18 @@ def test_rh108_climbing_step_time_and_benign_bumps(tmp_path):
     assert (r.passed, r.cause, r.verdict) == (False, "vram-pressure", "infra")
     assert all(e.path == "logs/stdout.log" for e in r.evidence)
     assert check_on(generic_run(tmp_path / "bumpy", sb.healthy_log(900, bumpy, every=30)), "RH108").of().passed
+    # near miss (a real HF Trainer on a loaded CPU, issue 35's trial): 0.3 -> 0.5 s/it over 30 steps is a busy
+    # machine, not memory pressure: the same climb needs min_span_s of training to be a finding
+    bars, elapsed = [], 0.0
+    for s in range(1, 31):  # the Trainer's own bar, one redraw a step
+        elapsed += 0.25 + 0.3 * s / 30
+        bars.append(
+            f"{100 * s // 30:3d}%|#         | {s}/30 [00:{int(elapsed):02d}<00:10, {1 / (0.25 + 0.3 * s / 30):5.2f}it/s]"
+        )
+    short = generic_run(tmp_path / "short", "\r".join(bars) + "\n")
+    r = check_on(short, "RH108").of()
+    assert r.passed and "too short to tell memory pressure from a busy machine" in r.note, r
+    assert check_on(short, "RH108", config={"thresholds": {"RH108": {"min_span_s": 0}}}).of().cause == "vram-pressure"
 
 
 # -- bad input ----------------------------------------------------------------------------
@@ -510,3 +522,42 @@ def test_rows_of_any_shape_never_crash_a_sweep_check(tmp_path_factory):
                     pass
 
     check_all()
+
+
+# -- the shared pass (issue 38): the same rows as the row functions ------------------------
+def test_ledger_facts_pick_the_rows_the_row_functions_pick(tmp_path):
+    """``sweepfacts.LedgerFacts`` answers in one pass what RH101-RH106 asked
+    every row: on rows of several shapes and near misses (a bool or float exit
+    code, a timeout said three ways, a stop said in error beside an
+    empty_tfevents disqualification, a scored setup row, a NaN score), each of
+    its index lists is exactly the rows its row function accepts."""
+    from pytest_runhealth import sweepfacts as sf
+    from pytest_runhealth.ledger import read_ledger
+
+    rows = [
+        {"run_id": "a", "exit_code": 0, "n_steps": 10, "score": 0.5, "role": "candidate"},
+        {"run_id": "b", "exit_code": False, "n_steps": 10},
+        {"run_id": "c", "exit_code": 0.0, "n_steps": 10},
+        {"run_id": "d", "exit_code": 0, "n_steps": 0},
+        {"run_id": "e", "exit_code": 0, "killed_by_timeout": True, "n_steps": 3},
+        {"id": "f", "returncode": 0, "error": " Timeout "},
+        {"run_id": "g", "disqualified": "timeout", "exit_code": 0},
+        {"run_id": "h", "disqualified": "empty_tfevents", "error": "stopped_by_user"},
+        {"run_id": "i", "disqualified": "STOPPED_BY_USER", "score": 1},
+        {"run_id": "j", "role": "setup", "score": 2, "exit_code": 0},
+        {"run_id": "k", "score": float("nan"), "exit_code": 0, "judge_report": {"error": "x"}},
+        {"run_id": "l", "killed_by_timeout": "true", "exit_code": 0, "steps": 4},
+    ]
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    ledger = read_ledger(path)
+    facts = sf.LedgerFacts(ledger)
+
+    def which(pred):
+        return [i for i, r in enumerate(ledger.rows) if pred(r)]
+
+    assert facts.finished_ok == which(sf.finished_ok) == [0, 9, 10, 11]
+    assert facts.timed_out == which(sf.timed_out) == [4, 5, 6]
+    assert facts.empty_tfevents == which(sf.empty_tfevents) == [7]
+    assert facts.stopped_by_user == which(sf.stopped_by_user) == [7, 8]
+    assert facts.scored == which(lambda r: sf.trains(r) and sf.finite_number(r.get("score")) is not None) == [0, 8]

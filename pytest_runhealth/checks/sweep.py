@@ -8,64 +8,46 @@ many checks look at it."""
 from __future__ import annotations
 
 import json
-import math
-import os
-import re
 import statistics
-from collections.abc import Iterable
-from datetime import datetime, timedelta
-from typing import Any
 
 from .. import rootcause
 from ..finding import Evidence
-from ..ledger import LedgerRow, dumps_lower
+from ..ledger import LedgerRow
 from ..logscan import LogScan, StepPoint
 from ..registry import check
-from ..values import finite_number, timestamp
+from ..sweepfacts import (
+    COMPLETED_KEYS,
+    TRAINING_ROLES,
+    as_int,
+    as_text,
+    collapse_story,
+    completed_count,
+    early_exit,
+    empty_tfevents,
+    fmt_rate,
+    healthy_by_role,
+    healthy_step_times,
+    is_collapse,
+    judge_evidence,
+    judge_settings,
+    ledger_facts,
+    no_json_tally,
+    scoring,
+    shared_knob,
+    show,
+    slowdown,
+    step_evidence,
+    step_windows,
+    stop_events,
+    timed_points,
+    training_runs_by_role,
+)
+from ..values import finite_number
 
-NOT_TRAINING_ROLES = {"setup"}  # every other role (baseline, curated, candidate, finalist) trains
 RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9, "stall_ratio": 10}
 
 
 # -- reading rows -------------------------------------------------------------------
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(value: Any) -> str:
-    return value.strip().lower() if isinstance(value, str) else ""
-
-
-# The helpers below are asked of every row of a ledger, several times a
-# session: they look fields up as ``raw.get(fields.get(name))``, what
-# ``LedgerRow.get`` does, without its call (a 100,000-row ledger makes ~2
-# million such lookups; the call was half their cost).
-def _trains(row: LedgerRow) -> bool:
-    role = row.raw.get(row.fields.get("role"))  # type: ignore[arg-type]  # None is no JSON key
-    return role is None or _text(role) not in NOT_TRAINING_ROLES
-
-
-def _timed_out(row: LedgerRow) -> bool:
-    raw, fields = row.raw, row.fields
-    if raw.get(fields.get("killed_by_timeout")) is True:  # type: ignore[arg-type]
-        return True
-    error = raw.get(fields.get("error"))  # type: ignore[arg-type]
-    if error is not None and _text(error) == "timeout":
-        return True
-    dq = raw.get(fields.get("disqualified"))  # type: ignore[arg-type]
-    return dq is not None and _text(dq) == "timeout"
-
-
-def _finished_ok(row: LedgerRow) -> bool:
-    """The trainer exited 0 on its own, with steps behind it."""
-    raw, fields = row.raw, row.fields
-    code = raw.get(fields.get("exit_code"))  # type: ignore[arg-type]
-    if code != 0 or _int(code) is None:  # _int(code) == 0: an int, not a bool (False == 0) nor 0.0
-        return False
-    steps = _int(raw.get(fields.get("n_steps")))  # type: ignore[arg-type]
-    return not _timed_out(row) and (steps is None or steps > 0)
-
-
 def _row(ctx) -> LedgerRow:
     _ = ctx.ledger  # skips when there is no ledger
     row = ctx.run.row
@@ -94,65 +76,6 @@ def _plural(n: int, word: str) -> str:
 
 
 # -- RH101 ------------------------------------------------------------------------------
-def _collapsed(row: LedgerRow, th: dict) -> bool:
-    """A handful of steps, then the wall clock: the VRAM-leak signature."""
-    steps = _int(row.raw.get(row.fields.get("n_steps")))  # type: ignore[arg-type]  # row.get, inlined
-    if steps is None or steps > th["handful_steps"] or not _timed_out(row) or not _trains(row):
-        return False
-    wall, took = finite_number(row.get("wall_secs")), finite_number(row.get("duration_s"))
-    return not (wall and took is not None and took < th["wall_fraction"] * wall)
-
-
-def _trained_fully(row: LedgerRow, th: dict) -> bool:
-    steps = _int(row.get("n_steps"))
-    if not _trains(row) or not _finished_ok(row) or steps is None or steps <= th["handful_steps"]:
-        return False
-    planned = _int(row.get("planned_steps")) or _int(
-        (row.get("config") or {}).get("max_train_steps") if isinstance(row.get("config"), dict) else None
-    )
-    return planned is None or steps >= planned
-
-
-def _collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow], dict[int, int]]:
-    """The sweep's first fully trained run, the runs that collapsed after it
-    (ledger order) and each one's place by ledger line: one pass over the
-    ledger per session, not one per run."""
-
-    def build():
-        first = next((r for r in ctx.ledger if _trained_fully(r, th)), None)
-        after = [r for r in ctx.ledger if first is not None and r.line > first.line and _collapsed(r, th)]
-        return first, after, {r.line: i for i, r in enumerate(after)}
-
-    return ctx.run_dir.cached(("RH101", tuple(sorted(th.items()))), build)
-
-
-UNLOAD_NOOP = "Unexpected endpoint or method. (POST /api/v0/models/unload)"
-_LMSTUDIO_PATH = re.compile(r"lm[-_ ]?studio", re.I)
-
-
-def extra_rh101_evidence(ctx) -> list[Evidence]:
-    """More evidence for RH101 than the ledger rows: here, LM Studio's own
-    server log inside the run dir answering the unload request with its
-    'Unexpected endpoint' no-op. The live probes (RH302, RH402) extend this."""
-
-    def find() -> list[Evidence]:
-        rd = ctx.run_dir
-        logs = [f for f in rd.walk.files if _LMSTUDIO_PATH.search(rd.rel(f)) and f.suffix in (".log", ".txt")]
-        found: list[Evidence] = []
-        for path in logs:
-            try:
-                tail = rd.log_tail(path)
-            except OSError:
-                continue
-            hits = [tl for tl in tail.lines if UNLOAD_NOOP in tl.text]
-            if hits:
-                more = f" (and {len(hits) - 1} more such lines)" if len(hits) > 1 else ""
-                found.append(ctx.evidence(path, hits[-1].line, hits[-1].text.strip() + more))
-        return found + ctx.live.collapse_evidence(found)
-
-    return ctx.run_dir.cached(("RH101", "lmstudio-unload-noop"), find)
-
-
 RH101_FIX = (
     "The judge VLM stayed resident in VRAM after scoring: the orchestrator unloaded it through LM Studio's "
     "deprecated HTTP endpoint, which answers 200 and does nothing, so the next trainer found ~13 GB free "
@@ -169,7 +92,7 @@ RH101_FIX = (
 
 def _rh101_quiet(row: LedgerRow, th: dict) -> bool:
     """RH101 passes plainly on a row that did not collapse (its first test)."""
-    return not _collapsed(row, th)
+    return not is_collapse(row, th)
 
 
 @check(
@@ -196,12 +119,12 @@ def step_count_collapse(ctx):
     row, th = _row(ctx), ctx.thresholds
     if _rh101_quiet(row, th):
         return None
-    ref, collapsed, places = _collapse_story(ctx, th)
+    ref, collapsed, places = collapse_story(ctx, th)
     if ref is None or row.line not in places:
         # A knob's collapse does not need a fully trained run before it (the VRAM leak does): any run that
         # trained fully, wherever it sits in the ledger, shows the value is the difference.
-        anywhere = [r for r in ctx.ledger if _collapsed(r, th)]
-        knob = _shared_knob(ctx, anywhere) if row.line in {r.line for r in anywhere} else None
+        anywhere = [r for r in ctx.ledger if is_collapse(r, th)]
+        knob = shared_knob(ctx, anywhere) if row.line in {r.line for r in anywhere} else None
         if knob is not None:
             return _knob_finding(ctx, row, knob, anywhere)
         return (
@@ -231,11 +154,11 @@ def step_count_collapse(ctx):
         summary += f"\nIt ran {slow.describe()}."
     fields = ("n_steps", "duration_s", "killed_by_timeout", "error", "wall_secs", "exit_code")
     evidence = [_quote_row(ctx, ref, *fields), _quote_row(ctx, row, *fields)]
-    judge = list(extra_rh101_evidence(ctx))
+    judge = list(judge_evidence(ctx))
     if judge:
         summary += "\nThe judge's VRAM is the evidence (quoted): the VRAM-leak signature."
         return ctx.fail("infra", "vram-leak-step-collapse", summary, evidence + judge)
-    knob = _shared_knob(ctx, collapsed)
+    knob = shared_knob(ctx, collapsed)
     if knob is not None:
         return _knob_finding(ctx, row, knob, collapsed, summary, evidence)
     summary += (
@@ -254,97 +177,13 @@ def step_count_collapse(ctx):
     )
 
 
-class Slowdown:
-    """A run's seconds per step against the sweep's reference, and where each
-    figure came from. The one place the slowdown factor is computed: RH101 and
-    RH107 quote the same number for the same run."""
-
-    def __init__(self, own: float, own_from: str, ref: float, ref_from: str, from_log: bool) -> None:
-        self.own, self.own_from, self.ref, self.ref_from, self.from_log = own, own_from, ref, ref_from, from_log
-
-    @property
-    def ratio(self) -> float:
-        return self.own / self.ref if self.ref else math.inf
-
-    def describe(self) -> str:
-        return (
-            f"{_fmt_rate(self.own)} ({self.own_from}), {self.ratio:.0f}x {_fmt_rate(self.ref)} ({self.ref_from})"
-            if self.ratio >= 2
-            else f"{_fmt_rate(self.own)} ({self.own_from}) against {_fmt_rate(self.ref)} ({self.ref_from})"
-        )
-
-
-def _log_rate(run_dir, run) -> float | None:
-    """Median s/it of the run's logged steps, or None (no log, no timed step)."""
-    log = run.main_log if run is not None else None
-    if log is None:
-        return None
-    times: list[float] = [p.sec_per_step for p in _timed_points(run_dir.log_scan(log)) if p.sec_per_step]
-    return statistics.median(times) if times else None
-
-
-def _row_rate(row: LedgerRow | None) -> float | None:
-    steps, took = (_int(row.get("n_steps")), finite_number(row.get("duration_s"))) if row is not None else (None, None)
-    return took / steps if steps and took else None
-
-
-def slowdown(ctx, run, row: LedgerRow | None, ref_row: LedgerRow | None = None) -> Slowdown | None:
-    """The run's step time against the sweep's healthy runs: from the logs
-    where they show step times (the median s/it of each), else from the
-    ledger (duration_s / n_steps, which counts start-up and a hang as steps)."""
-    own = _log_rate(ctx.run_dir, run)
-    own_from = "its log's median step time" if own is not None else None
-    if own is None:
-        own = _row_rate(row)
-        own_from = "duration_s / n_steps in its ledger row"
-    medians = {k: v for k, v in _healthy_step_times(ctx.run_dir).items() if run is None or k != run.name}
-    ref: float | None
-    if medians:
-        ref, ref_from = statistics.median(medians.values()), f"the median of {len(medians)} healthy run log(s)"
-    else:
-        ref = _row_rate(ref_row)
-        ref_from = f"{ref_row.run_id}'s duration_s / n_steps" if ref_row is not None else ""
-    if own is None or not ref:
-        return None
-    return Slowdown(own, own_from or "", ref, ref_from, own_from == "its log's median step time")
-
-
-def _shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] | None:
-    """A config knob whose value every collapsed run has and no fully trained
-    run has. A knob different on every healthy run (a seed, an output name)
-    says nothing; it takes at least two collapsed runs that share the value
-    and at least one healthy run without it (with one run, "shared" proves
-    nothing: its learning rate is unique to it whatever slowed it)."""
-    configs = [r.get("config") for r in collapsed]
-    if not configs or not all(isinstance(c, dict) for c in configs):
-        return None
-    healthy = [r.get("config") for r in ctx.ledger if _finished_ok(r) and isinstance(r.get("config"), dict)]
-    if not healthy:
-        return None
-    found = []
-    for key, value in configs[0].items():
-        if key in ("seed", "output_name", "output_dir", "run_id"):
-            continue
-        if not all(_knob(c.get(key, _ABSENT)) == _knob(value) for c in configs[1:]):
-            continue
-        if any(_knob(h.get(key, _ABSENT)) == _knob(value) for h in healthy):
-            continue
-        seen = {_knob(h.get(key, _ABSENT)): h.get(key) for h in healthy}
-        if len(healthy) > 1 and len(seen) == len(healthy):
-            continue
-        found.append((key, value, list(seen.values())))
-    if not found or len(configs) < 2:
-        return None  # one run's unique value is not a knob: at least two collapsed runs must share it (issue 35)
-    return found[0]
-
-
 def _knob_finding(ctx, row: LedgerRow, knob, collapsed: list[LedgerRow], summary: str = "", evidence=None):
     key, value, healthy = knob
-    shown = ", ".join(_show(v) for v in healthy[:4]) or "(unset)"
+    shown = ", ".join(show(v) for v in healthy[:4]) or "(unset)"
     if not summary:
         summary = f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(finite_number(row.get('duration_s')))} (the wall clock)."
     summary += (
-        f"\nEvery collapsed run ({len(collapsed)}) has {key} = {_show(value)}, a value no run that trained fully "
+        f"\nEvery collapsed run ({len(collapsed)}) has {key} = {show(value)}, a value no run that trained fully "
         f"used (they had {shown}): the knob, not the machine."
     )
     fields = ("n_steps", "duration_s", "killed_by_timeout", "error", "wall_secs", "exit_code")
@@ -354,7 +193,7 @@ def _knob_finding(ctx, row: LedgerRow, knob, collapsed: list[LedgerRow], summary
         "config-knob",
         summary,
         ev,
-        fix=f"Take {key} = {_show(value)} out of the search space, or give it its own wall clock: with it, a "
+        fix=f"Take {key} = {show(value)} out of the search space, or give it its own wall clock: with it, a "
         "step is orders of magnitude slower (block swap, CPU offload or a gradient-checkpointing mode that "
         "moves weights every step).",
     )
@@ -382,8 +221,7 @@ DIED = ("disqualified", "exit_code", "duration_s", "n_steps", "error")
 
 def _rh102_quiet(row: LedgerRow, th: dict) -> bool:
     """RH102 passes plainly on a row not disqualified empty_tfevents (its first test)."""
-    dq = row.raw.get(row.fields.get("disqualified"))  # type: ignore[arg-type]  # None is no JSON key
-    return dq is None or _text(dq) != "empty_tfevents"
+    return not empty_tfevents(row)
 
 
 @check(
@@ -412,7 +250,7 @@ def trainer_died_instantly(ctx):
         return None
     alike = ctx.run_dir.cached(
         ("RH102", "empty_tfevents"),
-        lambda: sum(1 for r in ctx.ledger if not _rh102_quiet(r, ctx.thresholds)),  # disqualified empty_tfevents
+        lambda: len(ledger_facts(ctx).empty_tfevents),
     )
     share = f" ({alike} of {len(ctx.ledger)} runs of the sweep were disqualified so)" if alike > 1 else ""
     head = f"{row.run_id} was disqualified empty_tfevents: the trainer died before writing a scalar{share}."
@@ -462,14 +300,6 @@ def trainer_died_instantly(ctx):
 
 
 # -- RH103 ------------------------------------------------------------------------------
-def _setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
-    """A session setting, from the row or its config knobs."""
-    config = row.get("config")
-    for source in (row.raw, config if isinstance(config, dict) else {}):
-        for name in names:
-            if name in source:
-                return True, source[name]
-    return False, None
 
 
 @check(
@@ -493,27 +323,17 @@ def _setting(row: LedgerRow, *names: str) -> tuple[bool, Any]:
     "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
 )
 def judge_not_called(ctx):
-    scored = [
-        r
-        for r in ctx.ledger
-        if _trains(r) and finite_number(r.raw.get(r.fields.get("score"))) is not None  # type: ignore[arg-type]
-    ]
+    scored, judged = scoring(ctx)
     if len(scored) < ctx.thresholds["min_scored_rows"]:
         return None
-    judged = [r for r in scored if r.raw.get(r.fields.get("judge_report")) not in (None, {}, [])]  # type: ignore[arg-type]
     if judged and len(judged) < len(scored):
         return _mixed_scoring(ctx, scored, judged)
     if judged:
         return None
     summary = f"all {len(scored)} scored runs have judge_report null: the VLM judge was never called, so the scores are loss-only."
-    verdict, reasons = "config", []
-    has_method, method = _setting(scored[0], "judge_method", "judge_backend")
-    has_prompts, prompts = _setting(scored[0], "sample_prompts", "prompts")
-    if has_method and _text(method) != "lmstudio":
-        reasons.append(f"judge_method is {method!r}, not 'lmstudio'")
-    if has_prompts and not prompts:
-        reasons.append("sample_prompts is empty, so scoring falls back to loss only")
-    if not reasons and has_method and has_prompts:
+    verdict = "config"
+    reasons, both_set, _ = judge_settings(scored[0])
+    if not reasons and both_set:
         verdict = "infra"
         reasons.append(
             "judge_method is lmstudio and prompts are set: LM Studio was unreachable, or the sample "
@@ -548,10 +368,9 @@ def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
         f"sweep mixes loss-only scores with judged ones, and they are not comparable (ranked by score, highest "
         f"first): {shown}."
     )
-    has_method, method = _setting(plain[0], "judge_method", "judge_backend")
-    has_prompts, prompts = _setting(plain[0], "sample_prompts", "prompts")
+    reasons, _, method = judge_settings(plain[0])
     verdict = "infra"
-    if (has_method and _text(method) != "lmstudio") or (has_prompts and not prompts):
+    if reasons:
         verdict = "config"
         summary += f"\n{plain[0].get('run_id')} was configured without the judge (judge_method {method!r})."
     else:
@@ -567,47 +386,6 @@ def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
 
 
 # -- RH104 ------------------------------------------------------------------------------
-NO_JSON = "no json scores in response text"
-
-
-def _mentions(value: Any, needle: str) -> bool:
-    """Whether any string inside ``value`` holds ``needle`` (lower case), at
-    any depth up to 6: one walk with a stack, since every row is walked.
-    A container is first serialised in C (``ledger.dumps_lower``): a needle
-    absent from the whole text is absent from every string in it, so most
-    rows cost no walk at all."""
-    if value is None:  # most rows' error and many a judge_report: the walk below would find nothing
-        return False
-    if isinstance(value, (dict, list)):
-        flat = dumps_lower(value)
-        if flat is not None and needle.encode() not in flat:
-            return False
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            if needle in item.lower():
-                return True
-        elif depth < 6 and isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values() if not isinstance(v, (int, float, type(None))))
-        elif depth < 6 and isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item[:1000] if not isinstance(v, (int, float, type(None))))
-    return False
-
-
-def _judgements(report: Any) -> list[Any]:
-    """The per-image judgements: the longest list of objects in the report,
-    or the report itself when it holds none."""
-    best: list[Any] = []
-    stack = [(report, 0)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict) and depth < 4:
-            stack.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value[:50]):
-            if len(value) > len(best):
-                best = value
-    return best or [report]
 
 
 @check(
@@ -629,35 +407,10 @@ def _judgements(report: Any) -> list[Any]:
     "models. Re-score the existing samples with scripts/rejudge_run.py <run_dir> <prompts.txt> instead of re-training.",
 )
 def judge_returned_no_json(ctx):
-    # Most ledgers hold no such failure: one cheap search per row first; the
-    # judgements are counted (the share's denominator) only when one is found.
-    if not any(
-        _mentions(row.raw.get(row.fields.get("judge_report")), NO_JSON)  # type: ignore[arg-type]  # row.get, inlined
-        or _mentions(row.raw.get(row.fields.get("error")), NO_JSON)  # type: ignore[arg-type]
-        for row in ctx.ledger
-    ):
+    tally = no_json_tally(ctx)
+    if tally is None:
         return None
-    total = bad = 0
-    bad_rows: list[LedgerRow] = []
-    models: set[str] = set()
-    reasoning = False
-    for row in ctx.ledger:
-        report = row.get("judge_report")
-        if isinstance(report, (dict, list)):
-            items = _judgements(report)
-            failed = sum(1 for j in items if _mentions(j, NO_JSON)) if _mentions(report, NO_JSON) else 0
-            if isinstance(report, dict) and isinstance(report.get("model"), str):
-                if failed:
-                    models.add(report["model"])
-            reasoning = reasoning or (failed > 0 and _mentions(list(_keys(report)), "reasoning_content"))
-        elif _mentions(row.get("error"), NO_JSON):
-            items, failed = [row], 1
-        else:
-            continue
-        total += len(items)
-        bad += failed
-        if failed:
-            bad_rows.append(row)
+    total, bad, bad_rows, models, reasoning = tally
     if not bad or bad / total < ctx.thresholds["min_share"]:
         return None if not bad else f"{bad} of {total} judgements had no JSON scores (under min_share)"
     summary = f"{bad} of {total} judgements in {len(bad_rows)} rows failed with 'no JSON scores in response text'."
@@ -670,131 +423,12 @@ def judge_returned_no_json(ctx):
     return ctx.fail("infra", "judge-no-json", summary, [_quote_row(ctx, r, "score", "judge_report") for r in shown])
 
 
-def _keys(value: Any, depth: int = 0) -> Iterable[str]:
-    if depth > 5:
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield str(k)
-            yield from _keys(v, depth + 1)
-    elif isinstance(value, list):
-        for v in value[:200]:
-            yield from _keys(v, depth + 1)
-
-
 # -- RH105 ------------------------------------------------------------------------------
-def _knob(value: Any) -> Any:
-    """A hashable stand-in for a knob's value that keeps 1, 1.0 and True apart."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return (type(value).__name__, value)
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-_ABSENT = object()
-
-
-def _show(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-class _OneKind:
-    """A knob's values when all are of one scalar class, keyed by the values
-    themselves: within one class, equal values are what ``_knob``'s
-    ``(class name, value)`` stand-ins find equal, so membership, count and
-    first-seen order (each keeping its last value) are the same, without a
-    tuple per healthy run."""
-
-    __slots__ = ("kind", "by_value")
-
-    def __init__(self, kind: str, by_value: dict[Any, Any]) -> None:
-        self.kind = kind
-        self.by_value = by_value
-
-    def __contains__(self, knob: Any) -> bool:
-        return knob.__class__ is tuple and knob[0] == self.kind and knob[1] in self.by_value
-
-    def __len__(self) -> int:
-        return len(self.by_value)
-
-    def values(self) -> Any:
-        return self.by_value.values()
-
-
-class _HealthyKnobs:
-    """What the runs of one role that trained used, knob by knob. A knob's
-    values are gathered from every healthy run when an early exit first asks
-    about that knob: one pass over the healthy configs per knob asked, not a
-    dict update per row and knob (a 100,000-row sweep whose runs all trained
-    builds nothing), and never a pairwise comparison of rows."""
-
-    def __init__(self) -> None:
-        self.rows: list[LedgerRow] = []
-        self.configs: list[dict] = []
-        self._values: dict[
-            str, dict[Any, Any] | _OneKind
-        ] = {}  # knob -> {hashable stand-in: value}, in first-seen order
-
-    def add(self, row: LedgerRow) -> None:
-        self.rows.append(row)
-        config = row.raw.get(row.fields.get("config"))  # type: ignore[arg-type]  # row.get, inlined
-        if isinstance(config, dict):
-            self.configs.append(config)
-
-    def values(self, key: str) -> dict[Any, Any] | _OneKind:
-        seen = self._values.get(key)
-        if seen is None:
-            found = [v for config in self.configs if (v := config.get(key, _ABSENT)) is not _ABSENT]
-            kinds = {v.__class__ for v in found}
-            kind = kinds.pop() if len(kinds) == 1 else None
-            if kind in _SCALARS:  # nearly every knob: no stand-in tuple per value
-                seen = _OneKind(kind.__name__, {v: v for v in found})  # type: ignore[union-attr]  # kind is a class
-            else:
-                seen = {
-                    ((v.__class__.__name__, v) if v.__class__ in _SCALARS else _knob(v)): v  # _knob, inlined
-                    for v in found
-                }
-            self._values[key] = seen
-        return seen
-
-    def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
-        """Knobs whose value no healthy run used. A knob that is different on
-        every healthy run (a seed, an output name) says nothing and is left out."""
-        others = len(self.rows)
-        out = []
-        for key, value in config.items():
-            seen = self.values(key)
-            if _knob(value) in seen:
-                continue
-            if others > 1 and len(seen) >= others:
-                continue
-            out.append((key, value, list(seen.values())))
-        return out
-
-
-def _healthy_by_role(ctx) -> dict[str, _HealthyKnobs]:
-    def build() -> dict[str, _HealthyKnobs]:
-        out: dict[str, _HealthyKnobs] = {}
-        for r in ctx.ledger:
-            if _finished_ok(r):
-                role = _text(r.raw.get(r.fields.get("role")))  # type: ignore[arg-type]  # r.get, inlined
-                knobs = out.get(role)
-                if knobs is None:  # not setdefault's default: that built one object per healthy row
-                    knobs = out[role] = _HealthyKnobs()
-                knobs.add(r)
-        return out
-
-    return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)
 
 
 def _rh105_quiet(row: LedgerRow, th: dict) -> bool:
     """RH105 passes plainly on a row that is no early exit (its first test)."""
-    raw, fields = row.raw, row.fields
-    code = _int(raw.get(fields.get("exit_code")))  # type: ignore[arg-type]  # None is no JSON key
-    if code is None or code == 0:
-        return True
-    took = finite_number(raw.get(fields.get("duration_s")))  # type: ignore[arg-type]
-    return took is None or took > th["early_exit_s"]
+    return not early_exit(row, th["early_exit_s"])
 
 
 @check(
@@ -818,11 +452,11 @@ def _rh105_quiet(row: LedgerRow, th: dict) -> bool:
 )
 def early_exit_config(ctx):
     row, th = _row(ctx), ctx.thresholds
-    code, took = _int(row.get("exit_code")), finite_number(row.get("duration_s"))
+    code, took = as_int(row.get("exit_code")), finite_number(row.get("duration_s"))
     if code in (None, 0) or took is None or took > th["early_exit_s"]:
         return None
-    role = _text(row.get("role"))
-    healthy = _healthy_by_role(ctx).get(role)
+    role = as_text(row.get("role"))
+    healthy = healthy_by_role(ctx).get(role)
     peers = healthy.rows if healthy else []  # an early exit is never among them
     if not peers:
         return (
@@ -844,7 +478,7 @@ def early_exit_config(ctx):
         )
     label = f"{role} runs" if role else "runs"
     summary = f"{row.run_id} exited with code {code} after {took:.0f} s while {_plural(len(peers), 'other ' + (role or 'run'))} trained."
-    parts = [f"{k}={_show(v)} (healthy: {', '.join(_show(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
+    parts = [f"{k}={show(v)} (healthy: {', '.join(show(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
     summary += f"\nIts {field} differs from the healthy {label}' in: " + "; ".join(parts) + "."
     knobs = ", ".join(k for k, _, _ in diffs[:8])
     fix = (
@@ -865,21 +499,6 @@ def early_exit_config(ctx):
 
 
 # -- RH106 ------------------------------------------------------------------------------
-def _stopped_at(row: LedgerRow) -> datetime | None:
-    end = timestamp(row.get("finished_at"))
-    if end is not None:
-        return end
-    start, took = timestamp(row.get("started_at")), finite_number(row.get("duration_s"))
-    return start + timedelta(seconds=took) if start is not None and took is not None else None
-
-
-def _stopped_by_user(row: LedgerRow) -> bool:
-    raw, fields = row.raw, row.fields  # row.get, inlined: asked of every row
-    dq = raw.get(fields.get("disqualified"))  # type: ignore[arg-type]  # None is no JSON key
-    if dq is not None and _text(dq) == "stopped_by_user":
-        return True
-    error = raw.get(fields.get("error"))  # type: ignore[arg-type]
-    return error is not None and _text(error) == "stopped_by_user"
 
 
 @check(
@@ -901,19 +520,13 @@ def _stopped_by_user(row: LedgerRow) -> bool:
     "cron job, a second browser tab on the dashboard, another user) and stop it; then re-run the stopped configs.",
 )
 def stop_event_not_failures(ctx):
-    stopped = [r for r in ctx.ledger if _stopped_by_user(r)]
+    stopped, timed, clusters = stop_events(ctx, ctx.thresholds["cluster_gap_s"])
     if not stopped:
         return None
-    timed = sorted(((t, r) for r in stopped if (t := _stopped_at(r)) is not None), key=lambda tr: tr[0])
     if not timed:
         return (
             f"{len(stopped)} runs stopped_by_user; the ledger holds no timestamps to tell one stop event from several"
         )
-    clusters: list[list[tuple[datetime, LedgerRow]]] = [[timed[0]]]
-    for stamp, r in timed[1:]:
-        if (stamp - clusters[-1][-1][0]).total_seconds() > ctx.thresholds["cluster_gap_s"]:
-            clusters.append([])
-        clusters[-1].append((stamp, r))
     if len(clusters) == 1:
         span = (timed[-1][0] - timed[0][0]).total_seconds()
         return (
@@ -934,8 +547,6 @@ def stop_event_not_failures(ctx):
 
 
 # -- RH107, RH108: step times from the shared log scan ---------------------------------
-def _timed_points(scan: LogScan) -> list[StepPoint]:
-    return [p for p in scan.steps if p.sec_per_step is not None and p.sec_per_step > 0 and p.step > 0]
 
 
 def _scan(ctx) -> LogScan:
@@ -943,60 +554,6 @@ def _scan(ctx) -> LogScan:
     if scan.error:
         ctx.skip(f"cannot read {ctx.run.rel(scan.path)}: {scan.error}")
     return scan
-
-
-def _quote_point(ctx, scan: LogScan, point: StepPoint) -> Evidence:
-    """The log line a step time came from: its last redraw when the tail holds it."""
-    try:
-        tail = ctx.log_tail(scan.path)
-        text = next((tl.text for tl in tail.lines if tl.line == point.line), None)
-    except OSError:
-        text = None
-    if text is None or len(text) > 400 or f" {point.step}/" not in text:
-        total = f"/{point.total}" if point.total else ""
-        text = f"step {point.step}{total} at {point.sec_per_step:.2f} s/it"
-    return ctx.evidence(scan.path, point.line, text)
-
-
-REFERENCE_RUNS = 16  # healthy runs scanned for the reference, evenly spread over the sweep
-
-
-def _healthy_step_times(run_dir) -> dict[str, float]:
-    """Median s/it of the runs that finished on its own (every run with a
-    log, when there is no ledger), computed once per session.
-
-    At most REFERENCE_RUNS of them, evenly spread and always the same ones: a
-    median of medians needs no more to judge a 100x slowdown, and every
-    pytest-xdist worker builds this table, so its cost must not grow with the
-    sweep."""
-
-    def build() -> dict[str, float]:
-        out: dict[str, float] = {}
-        try:  # one listing of runs/, rather than two failed listings per ledger row without a folder
-            folders = {e.name for e in os.scandir(run_dir.path / "runs")} if run_dir.is_sweep else None
-        except OSError:
-            folders = set()
-        healthy = [
-            run
-            for run in run_dir.runs
-            if (folders is None or run.folder in folders)
-            and (run_dir.ledger is None or (run.row is not None and _finished_ok(run.row)))
-        ]
-        step = max(1, -(-len(healthy) // REFERENCE_RUNS))
-        for run in healthy[::step]:
-            log = run.main_log
-            if log is None:
-                continue
-            pts = _timed_points(run_dir.log_scan(log))
-            if pts:
-                out[run.name] = statistics.median(p.sec_per_step for p in pts)  # type: ignore[type-var,assignment]
-        return out
-
-    return run_dir.cached(("RH107", "healthy-step-times"), build)
-
-
-def _fmt_rate(sec: float) -> str:
-    return f"{sec:.2f} s/it" if sec >= 1 else f"{sec:.3f} s/it ({1 / sec:.2f} it/s)"
 
 
 @check(
@@ -1022,26 +579,26 @@ def _fmt_rate(sec: float) -> str:
 )
 def slow_steps(ctx):
     scan = _scan(ctx)
-    pts = _timed_points(scan)
+    pts = timed_points(scan)
     if not pts:
         return None
     own = statistics.median(p.sec_per_step for p in pts)
     expected = finite_number(ctx.thresholds.get("expected_s_per_it"))
     row = ctx.run.row
     if expected:
-        ref, against = expected, f"the expected {_fmt_rate(expected)}"
+        ref, against = expected, f"the expected {fmt_rate(expected)}"
     elif ctx.run_dir.is_sweep:
-        medians = _healthy_step_times(ctx.run_dir)
+        medians = healthy_step_times(ctx.run_dir)
         healthy = [m for name, m in medians.items() if name != ctx.run.name]
         if not healthy:
             if ctx.run.name in medians:
                 return (
-                    f"{ctx.run.name} is the sweep's only healthy run with step times ({_fmt_rate(own)}): the reference"
+                    f"{ctx.run.name} is the sweep's only healthy run with step times ({fmt_rate(own)}): the reference"
                 )
             # No healthy run to compare with: the runbook's own signature of the pipe deadlock (issue 18).
             return _deadlock_without_reference(ctx, scan, pts, own)
         ref = statistics.median(healthy)
-        against = f"the sweep's {len(healthy)} healthy runs ({_fmt_rate(ref)})"
+        against = f"the sweep's {len(healthy)} healthy runs ({fmt_rate(ref)})"
         shared = slowdown(ctx, ctx.run, row)
         if shared is not None and shared.from_log:
             own, ref = shared.own, shared.ref  # the figure RH101 quotes for the same run
@@ -1050,18 +607,16 @@ def slow_steps(ctx):
     ratio = own / ref
     if ratio < ctx.thresholds["slow_factor"]:
         return None
-    collapse = (
-        row is not None and ctx.run_dir.ledger is not None and row.line in _collapse_story(ctx, RH101_DEFAULTS)[2]
-    )
+    collapse = row is not None and ctx.run_dir.ledger is not None and row.line in collapse_story(ctx, RH101_DEFAULTS)[2]
     # Still running (no ledger row yet) after a healthy run of the same sweep: the launcher is the same, so
     # not the pipe deadlock (which slows every run from the first); the VRAM leak's swap, until RH101 confirms.
     live_after_healthy = row is None and not expected and ctx.run_dir.is_sweep
     # The judge is blamed only on its own evidence (LM Studio's unload no-op, a resident model, a VRAM
     # reading): without it the collapse is RH101's to name, and no text here points at the judge (issue 35).
-    judged = bool(extra_rh101_evidence(ctx)) if collapse or live_after_healthy else False
+    judged = bool(judge_evidence(ctx)) if collapse or live_after_healthy else False
     swap = collapse and judged
     cause = "swap-slowdown" if swap or (live_after_healthy and judged) else "pipe-deadlock"
-    summary = f"{ctx.run.name} runs at {_fmt_rate(own)}, {ratio:.0f}x {against}."
+    summary = f"{ctx.run.name} runs at {fmt_rate(own)}, {ratio:.0f}x {against}."
     if collapse and not judged:
         summary += (
             "\nIt follows RH101's signature (a handful of steps, then the wall clock, after a full run); no LM Studio "
@@ -1071,7 +626,7 @@ def slow_steps(ctx):
             "infra",
             "unknown",
             summary,
-            [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])],
+            [step_evidence(ctx, scan, pts[0]), step_evidence(ctx, scan, pts[-1])],
             fix="See RH101: compare what changed after the first full run (GPU memory in nvidia-smi, another "
             "process on the GPU, the machine swapping in vmstat 5); pass --lmstudio-url where a judge is used.",
         )
@@ -1096,7 +651,7 @@ def slow_steps(ctx):
         summary += "\nThe collapse is there from its first timed step: the stdout pipe deadlock."
         fix = None
     return ctx.fail(
-        "infra", cause, summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])], fix=fix
+        "infra", cause, summary, [step_evidence(ctx, scan, pts[0]), step_evidence(ctx, scan, pts[-1])], fix=fix
     )
 
 
@@ -1109,17 +664,17 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     first: float = pts[0].sec_per_step  # type: ignore[assignment]  # a timed point
     if own < limit or first < limit:
         ctx.skip(
-            f"no healthy run of the sweep has step times to compare {ctx.run.name} with ({_fmt_rate(own)}, "
+            f"no healthy run of the sweep has step times to compare {ctx.run.name} with ({fmt_rate(own)}, "
             f"under the {limit:g} s/it no trainer reaches); set thresholds.RH107.expected_s_per_it"
         )
     summary = (
-        f"{ctx.run.name} runs at {_fmt_rate(own)} from its first timed step ({_fmt_rate(first)}), and no run "
+        f"{ctx.run.name} runs at {fmt_rate(own)} from its first timed step ({fmt_rate(first)}), and no run "
         f"of the sweep trained at a normal speed: beyond {limit:g} s/it, orders of magnitude slower than any "
         f"trainer's healthy step. This is the stdout pipe deadlock (the runbook's 2000-4000 s/it instead of "
         f"2-3 s/it)."
     )
     return ctx.fail(
-        "infra", "pipe-deadlock", summary, [_quote_point(ctx, scan, pts[0]), _quote_point(ctx, scan, pts[-1])]
+        "infra", "pipe-deadlock", summary, [step_evidence(ctx, scan, pts[0]), step_evidence(ctx, scan, pts[-1])]
     )
 
 
@@ -1130,10 +685,17 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     scope="run",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    thresholds={"windows": 3, "min_points": 9, "min_rise": 0.1, "degrade_factor": 1.5, "min_s_per_it": 0.1},
+    thresholds={
+        "windows": 3,
+        "min_points": 9,
+        "min_rise": 0.1,
+        "degrade_factor": 1.5,
+        "min_s_per_it": 0.1,
+        "min_span_s": 300,
+    },
     detects="Within one run the step time climbs steadily: the median s/it of each of `windows` parts of the step "
-    "series rises by at least min_rise and ends degrade_factor times where it started. Runs faster than "
-    "min_s_per_it are left alone (scheduling noise, not memory pressure).",
+    "series rises by at least min_rise and ends degrade_factor times where it started, over at least min_span_s of "
+    "training at min_s_per_it or slower (shorter or faster: scheduling noise, not memory pressure).",
     why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache, another process "
     "taking memory); the run will miss its wall clock long before its loss says anything.",
     example="cand-000-s0: step time climbed 30.2 -> 43.1 -> 71.4 s/it over 900 steps.",
@@ -1144,13 +706,11 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
 def step_time_degrades(ctx):
     th = ctx.thresholds
     scan = _scan(ctx)
-    pts = _timed_points(scan)
+    pts = timed_points(scan)
     k = max(2, int(th["windows"]))
     if len(pts) < max(th["min_points"], k):
         return None
-    size = len(pts) / k
-    parts = [pts[int(i * size) : int((i + 1) * size)] for i in range(k)]
-    medians = [statistics.median(p.sec_per_step for p in part) for part in parts]
+    parts, medians = step_windows(pts, k)
     rising = all(b >= a * (1 + th["min_rise"]) for a, b in zip(medians, medians[1:]))
     if not rising or medians[-1] < medians[0] * th["degrade_factor"]:
         return None
@@ -1159,37 +719,26 @@ def step_time_degrades(ctx):
             f"step time rose {' -> '.join(f'{m:.3f}' for m in medians)} s/it, all under {th['min_s_per_it']} s/it: "
             "scheduling noise at that scale, not memory pressure"
         )
+    first, last = pts[0], pts[-1]
+    if first.elapsed is not None and last.elapsed is not None:
+        span = last.elapsed - first.elapsed
+    else:
+        span = (last.step - first.step) * sum(medians) / len(medians)
+    if span < float(th.get("min_span_s") or 0):
+        return (
+            f"step time rose {' -> '.join(f'{m:.3g}' for m in medians)} s/it over about {span:.0f} s of training, "
+            f"under {th['min_span_s']} s: too short to tell memory pressure from a busy machine"
+        )
     path = " -> ".join(f"{m:.1f}" for m in medians)
     summary = (
         f"{ctx.run.name}: step time climbed {path} s/it over steps {pts[0].step}-{pts[-1].step} "
         f"({medians[-1] / medians[0]:.1f}x)."
     )
     firsts = [part[len(part) // 2] for part in parts]
-    return ctx.fail("infra", "vram-pressure", summary, [_quote_point(ctx, scan, p) for p in firsts])
+    return ctx.fail("infra", "vram-pressure", summary, [step_evidence(ctx, scan, p) for p in firsts])
 
 
 # -- RH109: the sweep orchestrator's live dashboard against the ledger ---------------
-TRAINING_ROLES = ("baseline", "curated", "candidate", "finalist")
-COMPLETED_KEYS = ("completed_runs", "completed", "runs_completed", "n_completed", "completed_count", "done")
-NESTS = ("session", "progress", "stats", "counts")
-
-
-def completed_count(data) -> tuple[int | None, str]:
-    """(count, the key it came from) from an /api/session answer."""
-    if not isinstance(data, dict):
-        return None, ""
-    for where, obj in [("", data)] + [(f"{k}.", data[k]) for k in NESTS if isinstance(data.get(k), dict)]:
-        for key in COMPLETED_KEYS:
-            val = obj.get(key)
-            if isinstance(val, bool):
-                continue
-            if isinstance(val, int):
-                return val, where + key
-            if isinstance(val, list):
-                return len(val), where + key + " (list)"
-    return None, ""
-
-
 @check(
     "RH109",
     "dashboard-counts-runs",
@@ -1242,11 +791,7 @@ def dashboard_counts_runs(ctx):
             [ctx.evidence(where, None, reply.text[:200])],
             fix="tell pytest-runhealth the field name (an issue with the answer attached).",
         )
-    by_role: dict[str, set] = {}
-    for row in ctx.ledger.rows:
-        role = str(row.get("role") or "").lower()
-        if role in TRAINING_ROLES:
-            by_role.setdefault(role, set()).add(row.run_id)
+    by_role = training_runs_by_role(ctx.ledger)
     ledger_n = sum(len(v) for v in by_role.values())
     diff = ledger_n - count
     breakdown = ", ".join(f"{r} {len(by_role[r])}" for r in TRAINING_ROLES if r in by_role) or "none"
