@@ -24,11 +24,13 @@ from pathlib import Path
 import pytest
 
 from . import layouts
+from .layouts import jsonl_metrics
 from .layouts._files import entries, split_entries
 from .options import DEFAULT_DEPTH
 from .run_dir_option import given_run_dirs
 from .rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
 from .safeio import describe_error, mtime
+from .shown import name as shown_name
 
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
@@ -190,6 +192,8 @@ LOOKED_FOR = (
     "*.safetensors (kohya), *.log/*.out/*.err logs, events.out.tfevents.*, a pid file"
 )
 # Files a check reads in a folder that holds no run yet: a workspace before launch, a live run's pid file.
+# A trainer's own metrics file (RH202 reads it: layouts/jsonl_metrics.py).
+METRICS_JSONL = jsonl_metrics.NAME
 BEFORE_A_RUN = ("config.yaml", "config.yml", "train.pid", "trainer.pid", "run.pid", "pid")
 
 
@@ -199,16 +203,23 @@ def nothing_to_check(d: Discovery) -> bool:
     if len(d.runs) != 1 or d.runs[0].kind != "unrecognised" or not d.root.is_dir() or d.links_out:
         return False  # a link that leads out is RH006's finding: something to report
     files, _ = entries(d.root)
-    return not any(name in files for name in BEFORE_A_RUN)
+    return not any(name in files for name in BEFORE_A_RUN) and not any(METRICS_JSONL.match(n) for n in files)
 
 
 SERVICE_OPTIONS = ("lmstudio_url", "lmstudio_log", "orchestrator_url", "runhealth_eval_server")
 
 
-def services_named(config: pytest.Config) -> bool:
-    """A service named on the command line (LM Studio, its log, the orchestrator, the evaluation server) is
-    something to check even beside an empty folder: its probes judge it, not the folder."""
-    return any(config.getoption(name, None) for name in SERVICE_OPTIONS)
+def folder_not_the_point(config: pytest.Config) -> bool:
+    """Sessions that judge something other than a finished run's files, so an empty folder is no usage error:
+    a service named on the command line (LM Studio, its log, the orchestrator, the evaluation server: its probes
+    judge it), a selection of the environment's phases only (``-m prelaunch``/``-m live``: a folder before its
+    launch is empty), or a collection that judges nothing (``--co``)."""
+    if any(config.getoption(name, None) for name in SERVICE_OPTIONS) or config.getoption("collectonly", False):
+        return True
+    marks = str(config.getoption("markexpr", "") or "")
+    return (
+        bool(marks) and "postmortem" not in marks and "gate" not in marks and ("prelaunch" in marks or "live" in marks)
+    )
 
 
 def console_logs(files: set[str]) -> list[str]:
@@ -354,9 +365,9 @@ def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
     report = []
     for path in paths:
         d = discover(path, depth)
-        if nothing_to_check(d) and not services_named(config):
+        if nothing_to_check(d) and not folder_not_the_point(config):
             raise pytest.UsageError(
-                f"--run-dir {os.fspath(path)}: {NOTHING_TO_CHECK} (looked for: {LOOKED_FOR}; depth {depth})"
+                f"--run-dir {shown_name(os.fspath(path))}: {NOTHING_TO_CHECK} (looked for: {LOOKED_FOR}; depth {depth})"
             )
         counts = {}
         for f in d.runs:

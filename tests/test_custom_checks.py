@@ -50,6 +50,7 @@ def test_conftest_check_through_the_register_hook(pytester, run_health, tmp_path
             registry.add_module(team_checks, owner="team")
     """)
     pytester.syspathinsert()
+    (tmp_path / "train.log").write_text("step 1/10 loss 0.5\n")  # a run to check
     res = run_health(tmp_path, args=("-k", "TEAM201"))
     assert res.result_of("TEAM201")["note"] == "looked"
 
@@ -114,6 +115,7 @@ def test_pack_that_fails_to_import_fails_alone(pytester, run_health, tmp_path):
     """,
     )
     pytester.syspathinsert()
+    (tmp_path / "train.log").write_text("step 1/10 loss 0.5\n")  # a run to check
     res = run_health(tmp_path, args=("-k", "GOOD or pack or RH006"))
     assert res.ret == 1
     assert res.result_of("GOOD101")["outcome"] == "passed"

@@ -98,6 +98,7 @@ def test_rule_without_matching_file_skips_with_reason(tmp_path, rules_yaml, run_
     rules_yaml()
     empty = tmp_path / "empty"
     empty.mkdir()
+    (empty / "train.out").write_text("step 1/10 loss 0.5\n")  # a run with no logs/*.log
     res = run_health(empty, args=("-k", "ACME101", "-rs"))
     assert res.result_of("ACME101")["outcome"] == "skipped"
     assert "no file matches 'logs/*.log'" in res.result_of("ACME101")["note"]

@@ -147,6 +147,16 @@ def test_an_empty_or_unrecognisable_folder_is_never_green(tmp_path, run_health):
     assert run_health(ws, args=("-k", "RH006")).ret == 0
     (tmp_path / "notes" / "run.log").write_text("step 1/10 loss 0.5\n")
     assert run_health(tmp_path / "notes", args=("-k", "RH006")).ret == 0
+    # a hand-written loop's own metrics.jsonl is a run (RH202 reads it), and a folder's name is never printed raw
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    (loop / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    assert run_health(loop, args=("-k", "RH202")).ret == 0
+    evil = tmp_path / "evil\nFORGED"
+    evil.mkdir()
+    forged = run_health(evil)
+    assert forged.ret == pytest.ExitCode.USAGE_ERROR
+    assert not any(line.startswith("FORGED") for line in forged.result.stderr.lines)
     # a service named on the command line is checked beside an empty folder (its probes judge it)
     named = run_health(tmp_path / "empty", args=("-k", "RH401", "--lmstudio-url=http://127.0.0.1:9"))
     assert named.ret == pytest.ExitCode.TESTS_FAILED and named.result_of("RH401")["cause"] == "lmstudio-unreachable"

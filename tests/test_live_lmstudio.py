@@ -30,6 +30,7 @@ def clean_env(monkeypatch):
 def plain(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
+    (d / "train.log").write_text("step 1/10 loss 0.5\n")  # a run, else the session is "nothing here to check"
     return d
 
 

@@ -126,6 +126,7 @@ def test_sweep_reads_the_default_log_under_home(pytester, tmp_path, run_health):
     # a folder that is not a sweep does not borrow the machine's LM Studio log
     plain = tmp_path / "plain"
     plain.mkdir()
+    (plain / "train.log").write_text("step 1/10 loss 0.5\n")
     assert run_health(plain, args=("--runhealth-probe-timeout", "0.3", "-k", "RH402")).outcome("RH402") == "skipped"
 
 

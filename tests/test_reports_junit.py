@@ -31,6 +31,7 @@ def test_properties_on_failed_passed_and_skipped_items(tmp_path, pytester, run_h
     sweep = make_sweep(tmp_path / "s")
     plain = tmp_path / "plain"
     plain.mkdir()
+    (plain / "train.log").write_text("step 1/10 loss 0.5\n")
     pytester.makeconftest(COLLAPSE_CHECK)
     xml = pytester.path / "junit.xml"
     run_health(sweep, plain, args=("-k", "RPT101 or RH001", "--junitxml", str(xml)))

@@ -42,7 +42,10 @@ def test_the_status_block_counts_runs_from_the_checks_verdicts(run_health):
     h = run_health(EXAMPLES / "sweep-vram-leak", args=("--tb=no",))
     status = h.stdout.split("-- run status --")[1].split("-- run-health --")[0]
     assert "by the checks: 1 of 6 runs with no failed check, 5 with a failed check" in status
-    assert "cur-000-s0: stopped · failed: RH101, RH107" in status
+    assert (
+        'cur-000-s0: stopped: the sweep\'s row says disqualified "timeout", killed_by_timeout, exit code -9 · failed: RH101, RH107'
+        in status
+    )
     assert "baseline-000-s0: finished\n" in status
     failed_runs = {r["run"] for r in h.report["results"] if r["outcome"] == "failed" and r["run"] != "sweep-vram-leak"}
     assert len(failed_runs) == 5
