@@ -13,7 +13,8 @@ otherwise to ``runs/<id>/logs/stdout.log``. A run past its wall clock is
 SIGKILLed (exit -9, ``killed_by_timeout``).
 
 ``"clock_from_step": K`` starts the wall clock at an event, not at the launch: once the log shows step
-K (with ``pipe``, once the trainer's event file exists), so a loaded machine that takes seconds to
+K (with ``pipe``, once the trainer's event file exists; with ``"clock_from_file": [globs]``, once a file
+of the fault's own work exists in the run folder, such as the first save of a save loop), so a loaded machine that takes seconds to
 import numpy does not eat the run's wall clock before its fault (issue 33). The row's ``wall_secs``
 is then the budget the run really had, from its launch."""
 
@@ -68,8 +69,14 @@ def run_one(session: Path, spec: dict) -> dict:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     timed_out = False
     wall = float(spec.get("wall_secs", 30))
-    if spec.get("clock_from_step") is not None:
+    if spec.get("clock_from_file"):  # the first file of the fault's own work (a save under way)
+        globs = spec["clock_from_file"]
+        reached = lambda: any(any(run.glob(g)) for g in globs)  # noqa: E731
+    elif spec.get("clock_from_step") is not None:
         reached = _started(logs) if spec.get("pipe") else (lambda: _steps(log) >= int(spec["clock_from_step"]))
+    else:
+        reached = None
+    if reached is not None:
         deadline = time.monotonic() + 300  # a deadline for a trainer that never gets there, not a speed claim
         while not reached() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -107,7 +114,7 @@ def run_one(session: Path, spec: dict) -> dict:
         "n_steps": steps,
         "killed_by_timeout": timed_out,
         "error": "timeout" if timed_out else None,
-        "wall_secs": round(wall) if spec.get("clock_from_step") is not None else spec.get("wall_secs", 30),
+        "wall_secs": round(wall) if reached is not None else spec.get("wall_secs", 30),
         "started_at": _stamp(start),
         "finished_at": _stamp(end),
     }

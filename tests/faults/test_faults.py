@@ -255,7 +255,8 @@ def build(case: Case, root: Path) -> Path:
             ],
         )
     elif b == "sweep-stall":
-        hang = {"run_id": "cand-000", "fault": "hang", "args": ["--at", "5"], "wall_secs": 4, "clock_from_step": 5}
+        # The clock from step 4's bar line: step 5 hangs inside its own step and never draws its line.
+        hang = {"run_id": "cand-000", "fault": "hang", "args": ["--at", "5"], "wall_secs": 4, "clock_from_step": 4}
         sweep(run, [BASE, hang])
     elif b == "sweep-pipe":
         spew = {"run_id": "cand-000", "fault": "spew", "args": ["--steps", "400"], "pipe": True, "wall_secs": 8}

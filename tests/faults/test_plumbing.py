@@ -211,7 +211,9 @@ def build(case: Case, root: Path) -> Path:
         tr = str(TRAINER)
         base = {"run_id": "baseline-000", "role": "baseline", "fault": "finish", "trainer": tr, "wall_secs": 60}
         cand = {"run_id": "cand-000", "fault": fault, "trainer": tr, "args": ["--at", "5", *args], "wall_secs": 4}
-        cand["clock_from_step"] = 5  # the wall clock from the save loop on, not from a slow start on a busy machine
+        # The wall clock from the save loop's first file on (the step-5 bar line is never drawn: the loop starts
+        # inside step 5), not from a slow start on a busy machine.
+        cand["clock_from_file"] = ["model-step*", ".tmp*"]
         for attempt in range(6):
             # safetensors' temporary file exists only while it writes: a kill that lands between two saves
             # (rename, unlink of the old file) leaves none. The case is the kill that lands inside one.
