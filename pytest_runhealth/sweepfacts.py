@@ -469,6 +469,14 @@ def timed_points(scan: LogScan) -> list[StepPoint]:
     return [p for p in scan.steps if p.sec_per_step is not None and p.sec_per_step > 0 and p.step > 0]
 
 
+def training_span(pts: list[StepPoint], medians: list[float]) -> float:
+    """Seconds of training the points span: the bar's own elapsed time, else their steps at the mean s/it."""
+    first, last = pts[0], pts[-1]
+    if first.elapsed is not None and last.elapsed is not None:
+        return last.elapsed - first.elapsed
+    return (last.step - first.step) * sum(medians) / len(medians)
+
+
 REFERENCE_RUNS = 16  # healthy runs scanned for the reference, evenly spread over the sweep
 
 

@@ -336,14 +336,16 @@ def test_ready_line_and_exit_code(run_health):
 def test_nothing_checked_is_not_ready(tmp_path, run_health):
     target = tmp_path / "not-a-workspace"
     target.mkdir()  # RH006 passes (it only ever notes): that alone is no evidence of readiness
-    res = run_health(target, args=PRELAUNCH + WORKSPACE_ONLY)
-    # Issue 35: a folder with nothing to check is a usage error, never a verdict.
-    assert res.ret == pytest.ExitCode.USAGE_ERROR
-    assert "nothing here to check" in res.result.stderr.str()
-    (target / "notes.log").write_text("a note\n")  # something a check reads, but no workspace
-    res = run_health(target, args=PRELAUNCH + WORKSPACE_ONLY)
-    assert res.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    assert prelaunch_line(res.stdout).startswith("pre-launch: nothing checked")
+    # An empty folder before its launch, or one with only a note: nothing checked, never "ready" (exit 5).
+    for _ in range(2):
+        res = run_health(target, args=PRELAUNCH + WORKSPACE_ONLY)
+        assert res.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+        assert prelaunch_line(res.stdout).startswith("pre-launch: nothing checked")
+        (target / "notes.log").write_text("a note\n")  # something a check reads, but no workspace
+    # Issue 35: without -m prelaunch, a folder with nothing to check is a usage error, never a verdict.
+    (target / "notes.log").unlink()
+    res = run_health(target)
+    assert res.ret == pytest.ExitCode.USAGE_ERROR and "nothing here to check" in res.result.stderr.str()
 
 
 def test_a_missing_run_dir_is_a_usage_error_not_a_prelaunch_verdict(tmp_path, run_health):

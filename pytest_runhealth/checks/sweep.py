@@ -41,6 +41,7 @@ from ..sweepfacts import (
     stop_events,
     timed_points,
     training_runs_by_role,
+    training_span,
 )
 from ..values import finite_number
 
@@ -685,14 +686,7 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     scope="run",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    thresholds={
-        "windows": 3,
-        "min_points": 9,
-        "min_rise": 0.1,
-        "degrade_factor": 1.5,
-        "min_s_per_it": 0.1,
-        "min_span_s": 300,
-    },
+    thresholds=dict(windows=3, min_points=9, min_rise=0.1, degrade_factor=1.5, min_s_per_it=0.1, min_span_s=300),
     detects="Within one run the step time climbs steadily: the median s/it of each of `windows` parts of the step "
     "series rises by at least min_rise and ends degrade_factor times where it started, over at least min_span_s of "
     "training at min_s_per_it or slower (shorter or faster: scheduling noise, not memory pressure).",
@@ -719,16 +713,9 @@ def step_time_degrades(ctx):
             f"step time rose {' -> '.join(f'{m:.3f}' for m in medians)} s/it, all under {th['min_s_per_it']} s/it: "
             "scheduling noise at that scale, not memory pressure"
         )
-    first, last = pts[0], pts[-1]
-    if first.elapsed is not None and last.elapsed is not None:
-        span = last.elapsed - first.elapsed
-    else:
-        span = (last.step - first.step) * sum(medians) / len(medians)
-    if span < float(th.get("min_span_s") or 0):
-        return (
-            f"step time rose {' -> '.join(f'{m:.3g}' for m in medians)} s/it over about {span:.0f} s of training, "
-            f"under {th['min_span_s']} s: too short to tell memory pressure from a busy machine"
-        )
+    if (span := training_span(pts, medians)) < float(th.get("min_span_s") or 0):
+        rose = " -> ".join(f"{m:.3g}" for m in medians)
+        return f"step time rose {rose} s/it over {span:.0f} s of training: too short to tell memory pressure from a busy machine"
     path = " -> ".join(f"{m:.1f}" for m in medians)
     summary = (
         f"{ctx.run.name}: step time climbed {path} s/it over steps {pts[0].step}-{pts[-1].step} "

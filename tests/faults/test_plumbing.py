@@ -382,7 +382,7 @@ POSTMORTEM = [
     Case(
         "sigint",
         "tee:sigint --bar stdout",
-        [("RH201", "unknown")],
+        [("RH201", "interrupted")],  # issue 35: the user's own interrupt has its cause (was `unknown`)
         not_roots=("RH203", "RH208"),
         doc="Ctrl-C: a KeyboardInterrupt traceback",
     ),
