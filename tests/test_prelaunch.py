@@ -223,7 +223,8 @@ def fake_wandb(pytester, monkeypatch):
     return monkeypatch
 
 
-def test_rh210_skipped_when_disabled_or_not_installed(tmp_path, run_health):
+def test_rh210_skipped_when_disabled_or_not_installed(tmp_path, run_health, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # not installed, also where the reallibs extra installed it
     disabled, enabled = workspace(tmp_path, name="disabled"), workspace(tmp_path, name="enabled", wandb__enabled=True)
     res = run_health(disabled, enabled, args=PRELAUNCH + ("-k", "RH210"))
     r = res.result_of("RH210", "disabled")
