@@ -216,10 +216,8 @@ def folder_not_the_point(config: pytest.Config) -> bool:
     launch is empty), or a collection that judges nothing (``--co``)."""
     if any(config.getoption(name, None) for name in SERVICE_OPTIONS) or config.getoption("collectonly", False):
         return True
-    marks = str(config.getoption("markexpr", "") or "")
-    return (
-        bool(marks) and "postmortem" not in marks and "gate" not in marks and ("prelaunch" in marks or "live" in marks)
-    )
+    words = set(re.findall(r"\w+", str(config.getoption("markexpr", "") or "")))
+    return bool(words & {"prelaunch", "live"}) and words <= {"prelaunch", "live", "or", "and"}  # never "not ..."
 
 
 def console_logs(files: set[str]) -> list[str]:

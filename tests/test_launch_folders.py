@@ -157,6 +157,8 @@ def test_an_empty_or_unrecognisable_folder_is_never_green(tmp_path, run_health):
     forged = run_health(evil)
     assert forged.ret == pytest.ExitCode.USAGE_ERROR
     assert not any(line.startswith("FORGED") for line in forged.result.stderr.lines)
+    # "not prelaunch" is no pre-launch selection: the empty folder stays a usage error
+    assert run_health(tmp_path / "empty", args=("-m", "not prelaunch")).ret == pytest.ExitCode.USAGE_ERROR
     # a service named on the command line is checked beside an empty folder (its probes judge it)
     named = run_health(tmp_path / "empty", args=("-k", "RH401", "--lmstudio-url=http://127.0.0.1:9"))
     assert named.ret == pytest.ExitCode.TESTS_FAILED and named.result_of("RH401")["cause"] == "lmstudio-unreachable"
