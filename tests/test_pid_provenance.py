@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,10 @@ def spawn():
     def start(argv: list[str], cwd: Path) -> subprocess.Popen:
         proc = subprocess.Popen(argv, cwd=cwd)
         procs.append(proc)
+        # The event: the child has exec'd (before that, /proc shows the forking pytest's command line).
+        deadline = time.monotonic() + 60
+        while psutil.Process(proc.pid).cmdline() != argv and time.monotonic() < deadline:
+            time.sleep(0.01)
         return proc
 
     yield start
