@@ -495,9 +495,16 @@ def healthy_step_times(run_dir) -> dict[str, float]:
             folders = {e.name for e in os.scandir(run_dir.path / "runs")} if run_dir.is_sweep else None
         except OSError:
             folders = set()
+        runs = run_dir.runs
+        names = getattr(runs, "names", None)  # a sweep's RunList: only the runs with a folder are made
+        candidates = (
+            (runs[i] for i, name in enumerate(names) if name in folders)
+            if names is not None and folders is not None
+            else runs
+        )
         healthy = [
             run
-            for run in run_dir.runs
+            for run in candidates
             if (folders is None or run.folder in folders)
             and (run_dir.ledger is None or (run.row is not None and finished_ok(run.row)))
         ]
