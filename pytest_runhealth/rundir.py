@@ -261,7 +261,8 @@ class RunDir:
         self.name = shown_name(label or self.path.name or str(self.path))  # on one line, as every output shows it
         self._store: dict[Any, Any] = {}
         self._run_keys: dict[str, list[Any]] = {}  # run name -> the _store keys that read inside its folder
-        self._runs_prefix = os.path.join(str(self.path), "runs", "")
+        self._root_prefix = os.path.join(str(self.path), "")
+        self._runs_prefix = os.path.join(self._root_prefix, "runs", "")
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -269,6 +270,9 @@ class RunDir:
     def rel(self, path: Path) -> str:
         """``path`` as a message names it: relative to the run dir, on one line
         (a newline, ESC or BEL in a folder's name is shown as ``\\n``, ``\\x1b``)."""
+        text = str(path) if isinstance(path, Path) else ""  # a Path's text is normal: no "." nor "//" in it
+        if text.startswith(self._root_prefix):  # a path under the run dir (nearly all): what relative_to gives
+            return one_line(text[len(self._root_prefix) :])
         try:
             return one_line(str(Path(path).relative_to(self.path)))
         except ValueError:
@@ -495,6 +499,11 @@ class RunList(Sequence[Run]):
         rows, index = self._ledger_rows, self._rows
         head = rows if isinstance(index, range) else [rows[j] for j in index]
         return [*head, *([None] * (len(self.names) - len(index)))]
+
+    @property
+    def one_per_row(self) -> bool:
+        """Whether run i is ledger row i for every row (no run_id repeats)."""
+        return isinstance(self._rows, range)
 
     def has_folder(self, i: int) -> bool:
         return self.names[i] in self._rd.run_folders

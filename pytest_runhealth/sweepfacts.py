@@ -111,13 +111,22 @@ class LedgerFacts:
     first search). Each answer is the row function's of the same name (``finished_ok``, ``timed_out``, ...);
     the checks then look at those few rows only, instead of asking every row again in every check."""
 
-    __slots__ = ("rows", "finished_ok", "timed_out", "empty_tfevents", "stopped_by_user", "scored", "said")
+    __slots__ = (
+        "rows",
+        "finished_ok",
+        "timed_out",
+        "exited_nonzero",
+        "empty_tfevents",
+        "stopped_by_user",
+        "scored",
+        "said",
+    )
 
     NAMES = ("role", "killed_by_timeout", "error", "disqualified", "exit_code", "n_steps", "score", "judge_report")
 
     def __init__(self, ledger) -> None:
         self.rows = rows = ledger.rows
-        finished, late, empty, stopped, scored, said = [], [], [], [], [], []  # type: ignore[var-annotated]
+        finished, late, nonzero, empty, stopped, scored, said = [], [], [], [], [], [], []  # type: ignore[var-annotated]
         last = keys = None
         for i, row in enumerate(rows):
             if row.fields is not last:  # rows of one set of keys share one field map: resolve its keys once
@@ -128,14 +137,15 @@ class LedgerFacts:
             error, dq, report = get(k_error), get(k_dq), get(k_report)
             err = as_text(error) if error is not None else ""
             why = as_text(dq) if dq is not None else ""
+            code = get(k_code)
             if get(k_killed) is True or err == "timeout" or why == "timeout":
                 late.append(i)
-            else:
-                code = get(k_code)
-                if code == 0 and code.__class__ is int:  # an int, not a bool (False == 0) nor 0.0
-                    n = as_int(get(k_steps))
-                    if n is None or n > 0:
-                        finished.append(i)
+            elif code == 0 and code.__class__ is int:  # an int, not a bool (False == 0) nor 0.0
+                n = as_int(get(k_steps))
+                if n is None or n > 0:
+                    finished.append(i)
+            if code is not None and code != 0 and as_int(code) is not None:  # as early_exit reads it
+                nonzero.append(i)
             if why == "empty_tfevents":
                 empty.append(i)
             if why == "stopped_by_user" or err == "stopped_by_user":
@@ -151,6 +161,7 @@ class LedgerFacts:
                 said.append(error)
         self.finished_ok: list[int] = finished
         self.timed_out: list[int] = late
+        self.exited_nonzero: list[int] = nonzero
         self.empty_tfevents: list[int] = empty
         self.stopped_by_user: list[int] = stopped
         self.scored: list[int] = scored
@@ -165,8 +176,13 @@ class LedgerFacts:
 
 def ledger_facts(ctx) -> LedgerFacts:
     """The session's one ``LedgerFacts`` of ``ctx.ledger``."""
-    ledger = ctx.ledger
-    return ctx.run_dir.cached(("sweep", "ledger-facts"), lambda: LedgerFacts(ledger))
+    _ = ctx.ledger  # skips when there is no ledger
+    return facts_of(ctx.run_dir)
+
+
+def facts_of(run_dir) -> LedgerFacts:
+    """The session's one ``LedgerFacts`` of a run dir that has a ledger."""
+    return run_dir.cached(("sweep", "ledger-facts"), lambda: LedgerFacts(run_dir.ledger))
 
 
 def collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow], dict[int, int]]:

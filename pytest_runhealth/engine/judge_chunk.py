@@ -224,8 +224,14 @@ def _loud(rd: Any, spec: CheckSpec, limits: dict[str, Any]) -> list[int] | None:
     def build() -> list[int] | None:
         if rd.ledger is None:
             return None
+        runs = rd.runs
         try:
-            rows = rd.runs.rows() if isinstance(rd.runs, RunList) else [run.row for run in rd.runs]
+            if spec.loud_rows is not None and isinstance(runs, RunList) and runs.one_per_row:
+                # Run i is row i, then the folders without a row; quiet_row holds outside the loud rows.
+                ledger_rows = rd.ledger.rows
+                loud = [i for i in spec.loud_rows(rd) if not quiet(ledger_rows[i], limits)]
+                return loud + list(range(len(ledger_rows), len(runs)))
+            rows = runs.rows() if isinstance(runs, RunList) else [run.row for run in runs]
             return [i for i, row in enumerate(rows) if row is None or not quiet(row, limits)]
         except Exception:
             return None
