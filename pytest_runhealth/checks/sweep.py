@@ -304,8 +304,6 @@ def trainer_died_instantly(ctx):
 
 
 # -- RH103 ------------------------------------------------------------------------------
-
-
 @check(
     "RH103",
     "judge-not-called",
@@ -390,8 +388,6 @@ def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
 
 
 # -- RH104 ------------------------------------------------------------------------------
-
-
 @check(
     "RH104",
     "judge-returned-no-json",
