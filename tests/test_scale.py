@@ -237,3 +237,23 @@ def test_loud_rows_cover_every_row_quiet_row_fails(tmp_path):
         failing = {i for i, row in enumerate(rd.ledger.rows) if not spec.quiet_row(row, th)}
         assert failing, spec.id  # the ledger has rows each check may fail on
         assert failing <= set(spec.loud_rows(rd)), spec.id
+
+
+def test_folderless_reasons_are_the_probes(tmp_path):
+    """What a chunk says of a sweep run without a folder (``needs.FOLDERLESS``, no run object made) is what
+    the need's probe says of that run, names with a line break or an escape included."""
+    from pytest_runhealth.needs import FOLDERLESS, NEEDS
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.shown import name as shown_name
+    from pytest_runhealth.target import Target
+
+    names = ["plain", "line\nbreak", "esc\x1b[31m", "tab\tname", "ünïcode"]
+    (tmp_path / "ledger.jsonl").write_text("".join(json.dumps({"run_id": n}) + "\n" for n in names))
+    (tmp_path / "runs" / "other").mkdir(parents=True)
+    rd = RunDir(tmp_path)
+    for i, folder in enumerate(rd.runs.names[: len(names)]):
+        run = rd.runs.peek(i)
+        assert not run.has_folder
+        for need, folderless in FOLDERLESS.items():
+            text = rd._runs_prefix + folder
+            assert folderless(shown_name(text), text) == NEEDS[need](Target(rd, run, run.name)), (need, folder)

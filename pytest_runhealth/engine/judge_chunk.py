@@ -23,10 +23,11 @@ import pytest
 from .. import consequences, severity
 from ..context import CheckContext
 from ..finding import Finding
-from ..needs import NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
+from ..needs import FOLDERLESS, NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
 from ..registry import CheckSpec
 from ..rundir import Run, RunList
 from ..session import RunHealthSession
+from ..shown import name as shown_name
 from ..target import Target
 from .call_check import call_check, normalise
 
@@ -135,7 +136,7 @@ def judge_runs(
             if bare is None:
                 bare = runs.bare()
             if run_needs[0] not in absent:
-                absent[run_needs[0]] = _absent(rd, runs, bare, NEEDS[run_needs[0]])
+                absent[run_needs[0]] = _absent(rd, runs, bare, run_needs[0])
             bulk, unexpected = absent[run_needs[0]]
             skipped = set(bare) - unexpected
             visit = set(range(len(runs))).difference(skipped)
@@ -190,13 +191,28 @@ def judge_runs(
     return tallies
 
 
-def _absent(rd: Any, runs: _Chunk, bare: list[int], probe: Any) -> tuple[dict[str, list[int]], set[int]]:
+def _absent(rd: Any, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str, list[int]], set[int]]:
     """The skip reasons of the folderless runs ``bare`` for a check whose
-    first run need is ``probe``'s (as ``Tally.skip`` keys them: key -> [first
-    run, runs]), and the runs (if any) where the probe unexpectedly found the
-    need met: those are judged as any other."""
+    first run need is ``need`` (as ``Tally.skip`` keys them: key -> [first
+    run, runs]), and the runs (if any) where its probe unexpectedly found the
+    need met: those are judged as any other. A sweep's runs are not made for
+    this: ``needs.FOLDERLESS`` says what the probe says of a run without a folder."""
     counts: dict[str, list[int]] = {}
     unexpected: set[int] = set()
+    folderless = FOLDERLESS.get(need)
+    if folderless is not None and isinstance(runs.runs, RunList):
+        names, prefix, start = runs.runs.names, rd._runs_prefix, runs.start
+        for i in bare:
+            folder = names[start + i]
+            name = shown_name(folder)
+            key = folderless(shown_name(prefix + folder), prefix + folder).replace(name, "<run>")
+            entry = counts.get(key)
+            if entry is None:
+                counts[key] = [i, 1]
+            else:
+                entry[1] += 1
+        return counts, unexpected
+    probe = NEEDS[need]
     for i in bare:
         run = runs.peek(i)
         reason = probe(Target(rd, run, run.name))
