@@ -432,6 +432,8 @@ class HealthyKnobs:
                     for v in found
                 }
             self._values[key] = seen
+            if len(found) >= FREEZE_FROM:
+                gc.freeze()  # kept for the session, like the rows
         return seen
 
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
@@ -459,6 +461,8 @@ def healthy_by_role(ctx) -> dict[str, HealthyKnobs]:
             if knobs is None:  # not setdefault's default: that built one object per healthy row
                 knobs = out[role] = HealthyKnobs()
             knobs.add(r)
+        if len(facts.finished_ok) >= FREEZE_FROM:
+            gc.freeze()  # kept for the session: out of the collector's full passes (its lists hold a row each)
         return out
 
     return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)
