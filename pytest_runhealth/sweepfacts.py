@@ -411,6 +411,7 @@ class HealthyKnobs:
         self._values: dict[
             str, dict[Any, Any] | _OneKind
         ] = {}  # knob -> {hashable stand-in: value}, in first-seen order
+        self._scanned: dict[str, tuple[int, set[Any]]] = {}  # knob -> (configs looked at, their stand-ins)
 
     def add(self, row: LedgerRow) -> None:
         self.rows.append(row)
@@ -436,15 +437,39 @@ class HealthyKnobs:
                 gc.freeze()  # kept for the session, like the rows
         return seen
 
+    def _used(self, key: str, knob: Any) -> bool:
+        """Whether a healthy run used this value of the knob (``knob``: its ``knob_key``). The configs are looked
+        at only as far as the first that has it: an early exit shares most of its knobs' values with the
+        healthy runs, so only the knobs it differs in (and a seed) cost a look at every healthy config (nine
+        knobs of 98,000 configs, one by one, took ~0.2 s)."""
+        seen = self._values.get(key)
+        if seen is not None:
+            return knob in seen
+        done, found = self._scanned.get(key) or (0, set())
+        if knob not in found:
+            configs = self.configs
+            while done < len(configs):
+                v = configs[done].get(key, _ABSENT)
+                done += 1
+                if v is not _ABSENT:
+                    found.add(
+                        (v.__class__.__name__, v) if v.__class__ in _SCALARS else knob_key(v)
+                    )  # knob_key, inlined
+                    if knob in found:
+                        break
+        self._scanned[key] = (done, found)
+        return knob in found
+
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
         """Knobs whose value no healthy run used. A knob that is different on
         every healthy run (a seed, an output name) says nothing and is left out."""
         others = len(self.rows)
         out = []
         for key, value in config.items():
-            seen = self.values(key)
-            if knob_key(value) in seen:
+            if self._used(key, knob_key(value)):
                 continue
+            seen = self.values(key)
+            self._scanned.pop(key, None)
             if others > 1 and len(seen) >= others:
                 continue
             out.append((key, value, list(seen.values())))
