@@ -549,8 +549,7 @@ FAILED_FIXES = {
     "timeout / evicted / worker_lost, or an error naming an eviction, a timeout, an HTTP 5xx, a lost worker); "
     "`episode-failed-policy` when the player crashed on its own, quoting its traceback (a policy log, or the error "
     "of a failed player); otherwise `episode-failed-unknown` (not-evaluable), saying what was read. Rounds where no "
-    "player started are RH503's, lost results in a teardown race RH504's. Under the gate, a crash of a player other "
-    "than the candidate is RH508's to count (the champion's loss, or a pairing from the completed episodes).",
+    "player started are RH503's, lost results in a teardown race RH504's.",
     why="Only a terminal round with real per-player scores is policy evidence; a round that failed after its "
     "players started is either the platform's doing or the player's own crash, and the two call for opposite "
     "actions (re-run versus fix the policy). Left unclassified it passes every other check silently.",
