@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from live_helpers import sleeper  # noqa: F401  (fixture)
 
 from pytest_runhealth.reports import svg
 from pytest_runhealth.reports.markdown import cell, render_markdown
@@ -269,11 +270,12 @@ def test_sweep_series_come_from_the_ledger_in_run_order(tmp_path):
 
 
 # -- live status ---------------------------------------------------------------
-def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_health):
+def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_health, sleeper):  # noqa: F811
     pytest.importorskip("pytest_runhealth.status", reason="status.py (the trainer status block) is not installed")
     live = tmp_path / "live"
     kohya_log(live / "logs" / "train.log", 120, 2000, sec=2.0)
-    (live / "logs" / "train.pid").write_text(f"{os.getpid()}\n")  # this test's own, live, process
+    trainer = sleeper().pid  # a live process launched after its run's files: the run's (RH203's provenance)
+    (live / "logs" / "train.pid").write_text(f"{trainer}\n")
     ckpts = live / "outputs" / "checkpoints"
     ckpts.mkdir(parents=True)
     for step in (50, 100):
@@ -290,7 +292,8 @@ def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_heal
     kohya_log(gone / "logs" / "train.log", 10, 300)
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (gone / "logs" / "train.pid").write_text(proc.stdout)
-    _, out = run_reports(pytester, run_health, live, done, stale, fresh, gone, conftest=GPU_HOLDING_LIVE_PID)
+    holding = GPU_HOLDING_LIVE_PID.replace("os.getpid()", str(trainer))
+    _, out = run_reports(pytester, run_health, live, done, stale, fresh, gone, conftest=holding)
     page = (out / "page.html").read_text()
     blocks = re.findall(
         r'<tr class="run[^"]*" data-run="([^"]+)"><td class="name"><b>[^<]*</b><div class="status" '
@@ -307,8 +310,8 @@ def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_heal
 
 
 # The GPU as the status block reads it: the project's narrow GPU boundary
-# (a pytest_runhealth_gpu_backend hook) with a device where this test's own
-# process, the "trainer" of the live run, holds 10 GiB.
+# (a pytest_runhealth_gpu_backend hook) with a device where the live run's
+# trainer (the test puts its pid for ``os.getpid()``) holds 10 GiB.
 GPU_HOLDING_LIVE_PID = """
 import os
 from pytest_runhealth.live.gpu import GpuDevice, GpuProcess, StandInBackend
@@ -319,11 +322,11 @@ def pytest_runhealth_gpu_backend(config):
 """
 
 
-def test_status_block_says_why_the_gpu_was_not_read(tmp_path, pytester, run_health):
+def test_status_block_says_why_the_gpu_was_not_read(tmp_path, pytester, run_health, sleeper):  # noqa: F811
     pytest.importorskip("pytest_runhealth.status", reason="status.py (the trainer status block) is not installed")
     live = tmp_path / "live"
     kohya_log(live / "logs" / "train.log", 120, 2000, sec=2.0)
-    (live / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    (live / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")
     no_driver = (
         "from pytest_runhealth.live.gpu import StandInBackend\n"
         "def pytest_runhealth_gpu_backend(config):\n"

@@ -9,6 +9,7 @@ import re
 import time
 
 import pytest
+from live_helpers import sleeper  # noqa: F401  (fixture)
 from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, ltx_workspace
 
 from pytest_runhealth.logscan import StepPoint, read_log_tail
@@ -204,9 +205,9 @@ def test_rh207_sections_still_need_their_content_after_the_heading():
     assert SUMMARY_PARTS["launch command"].search("## How this was launched\n```\npython train.py\n```\n")
 
 
-def test_rh208_live_process_in_pid_file_passes(tmp_path, run_health):
+def test_rh208_live_process_in_pid_file_passes(tmp_path, run_health, sleeper):  # noqa: F811
     ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 400), weights=[], states=[])
-    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    (ws / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")  # launched once its folder was prepared
     r = run_health(ws, args=("-k", "RH208", "-rA")).result_of("RH208")
     assert r["outcome"] == "passed" and "still running" in r["note"]
 
@@ -274,11 +275,11 @@ def test_eta_needs_steady_state_measurements():
     assert n == 3 and sec == pytest.approx(4.1)
 
 
-def test_status_block_in_terminal_and_json(tmp_path, run_health):
+def test_status_block_in_terminal_and_json(tmp_path, run_health, sleeper):  # noqa: F811
     ws = ltx_workspace(
         tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000], samples=[1000, 1200]
     )
-    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")  # live evidence: the pid file names a live process
+    (ws / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")  # live evidence: a process launched after its files
     res = run_health(
         ws,
         args=(
@@ -320,9 +321,9 @@ def test_status_without_live_evidence_has_no_eta_and_says_why(tmp_path, run_heal
     assert st["eta"] is None and st["state"] != "running"
 
 
-def test_status_says_measuring_before_step_times_exist(tmp_path, run_health):
+def test_status_says_measuring_before_step_times_exist(tmp_path, run_health, sleeper):  # noqa: F811
     ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 60), weights=[], states=[])
-    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    (ws / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")
     st = run_health(
         ws,
         args=(
