@@ -9,6 +9,7 @@ import re
 import time
 
 import pytest
+from conftest import EXAMPLES
 from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, ltx_workspace
 
 from pytest_runhealth.logscan import StepPoint, read_log_tail
@@ -494,3 +495,19 @@ def test_rh201_interrupted_says_who_stopped_it(tmp_path):
     r = check_on(run, "RH201").of()
     assert (r.passed, r.cause, r.verdict) == (False, "interrupted", "infra")
     assert "Ctrl-C" in r.summary and "not by an error of its own" in r.summary
+
+
+# -- the run status block (terminal and JSON) --------------------------------------------------------
+def test_the_status_block_counts_runs_from_the_checks_verdicts(run_health):
+    """Issue 29: "finished" is not "healthy"; the status section counts and
+    marks runs from the verdicts the checks reached."""
+    h = run_health(EXAMPLES / "sweep-vram-leak", args=("--tb=no",))
+    status = h.stdout.split("-- run status --")[1].split("-- run-health --")[0]
+    assert "by the checks: 1 of 6 runs with no failed check, 5 with a failed check" in status
+    assert (
+        'cur-000-s0: stopped: the sweep\'s row says disqualified "timeout", killed_by_timeout, exit code -9 · failed: RH101, RH107'
+        in status
+    )
+    assert "baseline-000-s0: finished\n" in status
+    failed_runs = {r["run"] for r in h.report["results"] if r["outcome"] == "failed" and r["run"] != "sweep-vram-leak"}
+    assert len(failed_runs) == 5
