@@ -14,7 +14,8 @@ from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, l
 
 from pytest_runhealth.logscan import StepPoint, read_log_tail
 from pytest_runhealth.rootcause import diagnose as classify
-from pytest_runhealth.status import steady_step_time
+from pytest_runhealth.rundir import RunDir
+from pytest_runhealth.status import latest_samples, steady_step_time
 from pytest_runhealth.testing import check_on
 
 STEPS = generic_log(30, 30)  # a finished generic run: step 30/30
@@ -511,3 +512,12 @@ def test_the_status_block_counts_runs_from_the_checks_verdicts(run_health):
     assert "baseline-000-s0: finished\n" in status
     failed_runs = {r["run"] for r in h.report["results"] if r["outcome"] == "failed" and r["run"] != "sweep-vram-leak"}
     assert len(failed_runs) == 5
+
+
+def test_ltx_samples_with_five_digit_steps_are_the_latest_samples(tmp_path):
+    samples = tmp_path / "ws" / "outputs" / "samples"
+    samples.mkdir(parents=True)
+    for name in ("step_01200_1.mp4", "step_01200_2.mp4", "step_000600_1.mp4"):
+        (samples / name).write_bytes(b"")
+    rd = RunDir(tmp_path / "ws")
+    assert latest_samples(rd.runs[0]) in (("outputs/samples/step_01200_*.mp4", 2),)
