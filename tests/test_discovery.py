@@ -233,3 +233,12 @@ def test_walk_names_links_out_and_survives_loops(tmp_path):
     assert [p.name for p in w.broken_links] == ["dangling.log", "loop"]
     assert {(p.name, t) for p, t in w.outside_links} == {("out.log", outside), ("up", tmp_path)}
     assert RunDir(root).runs[0].logs == [root / "logs" / "stdout.log"]
+
+
+def test_same_run_dir_twice_is_checked_once(tmp_path, run_health):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "train.log").write_text("step 1 loss 0.5\n")
+    once = run_health(plain, args=("-k", "RH001 or RH002"))
+    twice = run_health(plain, plain / ".", args=("-k", "RH001 or RH002"))
+    assert [r["nodeid"] for r in twice.results()] == [r["nodeid"] for r in once.results()]

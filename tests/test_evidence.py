@@ -5,6 +5,36 @@ test_eval.py, RH005 on event files in test_tfevents.py.)"""
 
 from __future__ import annotations
 
+from small_rundirs import write_ledger
+
+
+def test_truncated_last_line_fails_rh001_with_diagnosis(tmp_path, run_health):
+    session = write_ledger(tmp_path / "session-42", [{"run_id": "a", "n_steps": 10}], tail='{"run_id": "b", "n_st')
+    res = run_health(session, args=("-k", "RH001"))
+    assert res.ret == 1
+    r = res.result_of("RH001")
+    assert r["outcome"] == "failed" and r["verdict"] == "not-evaluable"
+    assert r["evidence"][0]["path"] == "ledger.jsonl" and r["evidence"][0]["line"] == 2
+    res.result.stdout.fnmatch_lines(["*RH001 ledger-readable [[]session-42[]]*verdict: not-evaluable*", "*cut short*"])
+
+
+def test_healthy_ledger_passes_with_note_under_rA(tmp_path, run_health):
+    session = write_ledger(tmp_path / "s", [{"id": "a", "steps": 5}])
+    res = run_health(session, args=("-k", "RH001", "-rA"))
+    assert res.ret == 0
+    assert "fields read as" in res.result_of("RH001")["note"]
+    res.result.stdout.fnmatch_lines(["*runhealth note*", "*1 rows; fields read as*run_id←id*"])
+
+
+def test_missing_artifact_skips_with_reason(tmp_path, run_health):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "train.log").write_text("")  # a generic run, not a sweep
+    res = run_health(plain, args=("-k", "RH001", "-rs"))
+    assert res.ret == 0
+    assert res.result_of("RH001")["outcome"] == "skipped"
+    assert "is not a sweep session" in res.stdout
+
 
 def test_rh006_says_where_links_lead(tmp_path, run_health):
     root = tmp_path / "run"

@@ -55,3 +55,20 @@ def test_two_run_dirs_dead_of_one_cause_print_its_fix_once_in_the_root_causes(tm
     section = h.stdout.split("run-health: root causes")[1].split("-- run status --")[0]
     assert section.count(OOM_FIX) == 1, section
     assert "  fix: the same as for RH201 in sweep-a above" in section
+
+
+def test_a_session_that_checked_nothing_says_so_and_blocks_the_gate(tmp_path, run_health):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "train.log").write_text("")  # a generic run whose only item here is skipped
+    res = run_health(plain, args=("-k", "RH001"))
+    assert res.ret == 0 and "run-health: nothing was checked: all 1 run-health items were skipped" in res.stdout
+    assert "is not a sweep session" in res.stdout  # the why, without -rs
+    res = run_health(plain, args=("-k", "RH001", "--runhealth-gate"))
+    assert res.ret != 0 and "nothing was checked" in res.stdout
+    # near-miss: one item checked something, no such line
+    from trainerfiles import kohya_log
+
+    (plain / "train.log").write_text(kohya_log(20))
+    res = run_health(plain, args=("-k", "RH001 or RH002"))
+    assert res.outcome("RH002") == "passed" and "nothing was checked" not in res.stdout

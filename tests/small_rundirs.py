@@ -1,0 +1,16 @@
+"""Run dirs that a few lines make, shared by several test modules (the bigger builders are
+sweep_builders.py, trainerfiles.py and eval_builders.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def write_ledger(path: Path, rows: list[dict], tail: str = "") -> Path:
+    """A sweep session holding only ``ledger.jsonl``: one JSON line per row, then ``tail`` as written
+    (a cut-short line, say)."""
+    path.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r) + "\n" for r in rows) + tail
+    (path / "ledger.jsonl").write_text(text)
+    return path
