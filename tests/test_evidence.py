@@ -5,7 +5,12 @@ test_eval.py, RH005 on event files in test_tfevents.py.)"""
 
 from __future__ import annotations
 
-from small_rundirs import write_ledger
+import os
+import shutil
+
+from small_rundirs import wandb_run_copy, write_ledger
+
+from pytest_runhealth.testing import check_on
 
 
 def test_truncated_last_line_fails_rh001_with_diagnosis(tmp_path, run_health):
@@ -54,3 +59,25 @@ def test_rh006_says_where_links_lead(tmp_path, run_health):
     (root / "logs" / "stdout.log").unlink()
     (root / "dataset").unlink()
     assert run_health(root, args=("-k", "RH006")).result_of("RH006")["note"] is None
+
+
+def test_wandb_core_log_link_is_not_a_missing_artefact(tmp_path):
+    """wandb-core links every run's ``logs/debug-core.log`` to its own log in
+    ``~/.cache/wandb/logs/``: RH006 failed every W&B run for it. The link is
+    still named in the pass note; a link out for the run's own debug.log still fails."""
+    run = wandb_run_copy(tmp_path)
+    link = run / "logs" / "debug-core.log"
+    link.unlink(missing_ok=True)
+    os.symlink("/root/.cache/wandb/logs/core-debug-20261201_153653.log", link)
+    f = check_on(run, "RH006").of()
+    assert f.passed, f.summary
+    assert "logs/debug-core.log" in f.note
+    # near miss: the run's own log, linked out, is a hidden artefact
+    debug = run / "logs" / "debug.log"
+    outside = tmp_path / "elsewhere.log"
+    shutil.copy(debug, outside)
+    debug.unlink()
+    os.symlink(outside, debug)
+    f = check_on(run, "RH006").of()
+    assert (f.verdict, f.cause) == ("not-evaluable", "link-outside-run-dir")
+    assert [e.path for e in f.evidence] == ["logs/debug.log"]

@@ -567,3 +567,16 @@ def test_the_markdown_summary_has_a_causes_line(tmp_path):
     )
     assert "causes: cuda-oom ×2, vram-spill ×1" in md
     assert "causes:" not in render_markdown(build_view([res("RH201", None, "passed")], [rd]))
+
+
+def test_markdown_code_span_pipe_is_escaped_only_in_a_table():
+    """QA: host-oom's fix holds `dmesg | grep -i oom`; in the Markdown page's
+    root-cause list (not a table) the escaped pipe showed as ``dmesg \\| grep``
+    (a backslash is literal inside a code span). A table cell still needs it."""
+    from pytest_runhealth.reports.markdown import cell
+
+    fix = "add swap or stop other jobs; `dmesg | grep -i oom` confirms the OOM killer | <b>"
+    assert cell(fix, in_table=False) == (
+        "add swap or stop other jobs; `dmesg | grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
+    )
+    assert cell(fix) == "add swap or stop other jobs; `dmesg \\| grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
