@@ -288,6 +288,7 @@ def test_hostile_content_through_every_check(reader: Reader):
                 shutil.rmtree(base, ignore_errors=True)
 
 
+# -- the ledger and log readers, and safeio's open, one at a time on hostile bytes -------------------------
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
