@@ -473,13 +473,13 @@ def _killed_by_the_sweep(ctx, run, kill, unknown: str, advancing: str | None = N
     """A sweep row that says its run was killed (the wall clock, a signal) and no stall is shown: it was
     still ``advancing`` up to the kill (how that is known), or ``unknown`` says why neither a stall nor
     progress can be told. Never a silent pass (issue 35): the row's own words are the finding."""
-    how, kill_ev, _end = kill
-    row = run.row
-    if row.get("killed_by_timeout") is not True and any("stopped_by_user" in str(row.get(k)) for k in STOP_WORDS):
+    if _stopped_by_user(run.row):
         ctx.skip(
-            f"ledger.jsonl:{row.line}: the user stopped the run (stopped_by_user) and no stall shows before it: "
+            f"ledger.jsonl:{run.row.line}: the user stopped the run (stopped_by_user) and no stall shows before it: "
             "RH106 judges the sweep's stops"
         )
+    how, kill_ev, _end = kill
+    row = run.row
     said = ", ".join(
         f"{k}: {json.dumps(row.get(k), default=str)}"
         for k in ("disqualified", "killed_by_timeout", "exit_code", "error", "n_steps")
@@ -500,7 +500,12 @@ def _killed_by_the_sweep(ctx, run, kill, unknown: str, advancing: str | None = N
     )
 
 
-STOP_WORDS = ("disqualified", "error")
+def _stopped_by_user(row) -> bool:
+    """The row says the user stopped its run (RH106's), and not the wall clock."""
+    said = (row.get("disqualified"), row.get("error"))
+    return row.get("killed_by_timeout") is not True and any("stopped_by_user" in str(v) for v in said)
+
+
 DISQUALIFIED_FIX = (
     "The sweep ended this run before its last step (the row says how): its score comes from a partial run, so "
     "rank it apart from the finished ones or re-run it. Killed by the wall clock while still advancing: the "
