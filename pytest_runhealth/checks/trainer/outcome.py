@@ -250,7 +250,7 @@ def steps_complete(ctx):
         if row.get("killed_by_timeout") or "timeout" in why:
             return (
                 f"stopped at step {f.last.step} of {f.total} by the sweep's wall-clock limit "
-                f"(ledger.jsonl:{row.line}); RH101/RH107 judge whether that was too early"
+                f"(ledger.jsonl:{row.line}); RH204 reports the kill, RH101/RH107 whether the sweep slowed down"
             )
         if "stopped_by_user" in why:
             return f"stopped at step {f.last.step} of {f.total} by the user (ledger.jsonl:{row.line}; see RH106)"
