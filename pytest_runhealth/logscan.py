@@ -217,7 +217,9 @@ class LogTail:
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def _decode(segment: Bytes) -> str:
+def line_text(segment: Bytes) -> str:
+    """A log line's bytes as a quote shows them: UTF-8 (invalid bytes replaced), NUL visible, terminal
+    control sequences dropped (the scan and the watch's follower quote lines alike)."""
     text = segment.decode("utf-8", "replace").replace("\x00", "\\0")
     return ANSI.sub("", text) if "\x1b" in text else text
 
@@ -276,7 +278,7 @@ def read_log_tail(
     lines = []
     for i in range(first, len(physical)):
         segs = [s for s in physical[i].split(b"\r") if s.strip()]
-        lines.append(TailLine(start_line + i, _decode(segs[-1]) if segs else ""))
+        lines.append(TailLine(start_line + i, line_text(segs[-1]) if segs else ""))
     return LogTail(path, lines, size, start == 0 and first == 0)
 
 
@@ -306,7 +308,7 @@ def _count_byte(path: Path, start: int, upto: int, byte: bytes) -> int:
         fh.seek(start)
         left = upto - start
         while left > 0:
-            hole = min(_hole_ahead(fh), left)
+            hole = min(hole_ahead(fh), left)
             if hole:
                 fh.seek(hole, os.SEEK_CUR)
                 left -= hole
@@ -344,7 +346,10 @@ def _desc_of(seg: bytes, start: int) -> str:
     return m.group(0).decode("ascii", "replace").strip().lower() if m else ""
 
 
-class _Scanner:
+class Scanner:
+    """The line parser that fills a :class:`LogScan`: ``scan_log`` feeds it a whole file, the watch's
+    follower (logfollow.py) only the bytes appended since its last call."""
+
     def __init__(self, scan: LogScan) -> None:
         self.scan = scan
         self.last: dict[tuple[str, int | None], StepPoint] = {}
@@ -358,7 +363,7 @@ class _Scanner:
         if not point.loss_finite:
             self.scan.nonfinite_count += 1
             if len(self.scan.nonfinite) < MAX_NONFINITE:
-                self.scan.nonfinite.append((point, _decode(text)))
+                self.scan.nonfinite.append((point, line_text(text)))
         series = self.scan.series.setdefault(key, [])
         prev = self.last.get(key)
         if prev is not None and prev.step == point.step:
@@ -463,7 +468,7 @@ class _Scanner:
         value = float(raw.lower().replace(b"inity", b""))
         self.scan.nonfinite_count += 1
         if len(self.scan.nonfinite) < MAX_NONFINITE:
-            self.scan.nonfinite.append((StepPoint(step, None, None, value, lineno, "text"), _decode(seg)))
+            self.scan.nonfinite.append((StepPoint(step, None, None, value, lineno, "text"), line_text(seg)))
 
     def markers(self, line: Bytes, lineno: int) -> None:
         if self.scan.started_line is None and TRAINING_STARTED.search(line):
@@ -551,7 +556,7 @@ class _Scanner:
             if m:
                 scan.filtered_nan_count += 1
                 if len(scan.filtered_nan) < MAX_NONFINITE:
-                    scan.filtered_nan.append((lineno, _decode(line[m.start() :])))
+                    scan.filtered_nan.append((lineno, line_text(line[m.start() :])))
         n = line.count(b"\r")
         if n == 0:
             if len(line) < 4096:
@@ -591,7 +596,7 @@ class _Scanner:
                 self.segment(seg, lineno)
 
 
-def _hole_ahead(fh) -> int:
+def hole_ahead(fh) -> int:
     """Bytes of sparse hole from the file position on (0 where the
     filesystem cannot say); the position is left where it was."""
     if not hasattr(os, "SEEK_DATA"):
@@ -669,7 +674,7 @@ def scan_log(path: Path) -> LogScan:
         scan.size = os.fstat(fh.fileno()).st_size
         if scan.size > STRIDE_FROM:
             scan.carriage_returns = None  # counted on first use of scan.redraws
-        scanner = _Scanner(scan)
+        scanner = Scanner(scan)
         line = scanner.line
         pending: Bytes = b""
         # Reads of a small log are its size: a zeroed 8 MiB buffer would cost more than the scan.
@@ -678,7 +683,7 @@ def scan_log(path: Path) -> LogScan:
         lineno = 1
         offset = 0  # file offset of buf[0]
         while True:
-            hole = _hole_ahead(fh) // CHUNK * CHUNK  # whole chunks: reads stay on the chunk grid
+            hole = hole_ahead(fh) // CHUNK * CHUNK  # whole chunks: reads stay on the chunk grid
             if hole:
                 # A sparse hole (a writer that died between preallocating and
                 # writing, a crash-zeroed log): NUL bytes and no newline, so it

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .safeio import _read_exact, describe_error, open_readonly
+from .safeio import describe_error, open_readonly, read_exact
 
 MAX_FILE_BYTES = 64 << 20  # one file, unless its reader states a smaller cap
 MAX_RUN_BYTES = 256 << 20  # all the files one reader reads for one run (a Budget)
@@ -185,7 +185,7 @@ def read_bytes(path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budge
     try:
         with open_readonly(path) as fh:
             size = os.fstat(fh.fileno()).st_size
-            data = _read_exact(fh, allowed)
+            data = read_exact(fh, allowed)
     except OSError as exc:
         return Read(b"", 0, error=describe_error(exc))
     capped = None

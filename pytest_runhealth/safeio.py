@@ -198,15 +198,16 @@ def read_tail(path: str | os.PathLike, nbytes: int) -> tuple[bytes, int]:
         size = os.fstat(fh.fileno()).st_size
         start = max(0, size - nbytes)
         fh.seek(start)
-        return _read_exact(fh, size - start), start
+        return read_exact(fh, size - start), start
 
 
 def read_head(path: str | os.PathLike, nbytes: int) -> bytes:
     with open_readonly(path) as fh:
-        return _read_exact(fh, nbytes)
+        return read_exact(fh, nbytes)
 
 
-def _read_exact(fh: BinaryIO, n: int) -> bytes:
+def read_exact(fh: BinaryIO, n: int) -> bytes:
+    """``n`` bytes from ``fh`` (fewer at its end): a raw file may return less than asked per read."""
     parts, left = [], n
     while left > 0:
         chunk = fh.read(min(left, 1 << 20))

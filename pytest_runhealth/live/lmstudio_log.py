@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..logscan import _hole_ahead as hole_ahead
+from ..logscan import hole_ahead
 from ..safeio import open_readonly
 
 MAX_WINDOW = 64 << 20  # the most of a server log that is parsed (its end)
