@@ -8,7 +8,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -130,6 +130,36 @@ class LedgerRow:
     @property
     def text(self) -> str:
         return json.dumps(self.raw, separators=(",", ":"), default=str)
+
+
+# -- how the sweep ended a run, in its row's own words (issue 35) ------------------------------
+def _given(value: Any) -> bool:
+    return value not in (None, False, "")
+
+
+def _nonzero_code(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value != 0
+
+
+# The row's words that say the sweep ended its run (a disqualification, the wall clock, an exit code), each with
+# when its value says so and how a note names it. The one table: the status block's note
+# (``status.row_end_note``) and the trainer checks' "the sweep killed it" finding both read it.
+ROW_END_WORDS: tuple[tuple[str, Callable[[Any], bool], Callable[[Any], str]], ...] = (
+    ("disqualified", _given, lambda v: f"disqualified {json.dumps(v, default=str)[:60]}"),
+    ("killed_by_timeout", lambda v: v is True, lambda v: "killed_by_timeout"),
+    ("exit_code", _nonzero_code, lambda v: f"exit code {v}"),
+)
+
+
+def row_end_words(row: LedgerRow) -> list[tuple[str, Any, str]]:
+    """(field, value, as a note names it) for each word of ``row`` that says the sweep ended its run, in the
+    table's order."""
+    out = []
+    for name, says, named in ROW_END_WORDS:
+        value = row.get(name)
+        if says(value):
+            out.append((name, value, named(value)))
+    return out
 
 
 @dataclass

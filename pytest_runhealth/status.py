@@ -42,7 +42,6 @@ Each run's status is a plain JSON-able dict; its keys:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -52,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoints import find_checkpoints, latest
+from .ledger import row_end_words
 from .logscan import LogScan, StepPoint
 from .rootcause import diagnose
 from .safeio import mtime, read_head
@@ -231,14 +231,7 @@ def row_end_note(state: str, row) -> str | None:
     disqualified "timeout", killed_by_timeout, exit code -9``."""
     if state != "stopped" or row is None:
         return None
-    said = []
-    if row.get("disqualified") not in (None, False, ""):
-        said.append(f"disqualified {json.dumps(row.get('disqualified'), default=str)[:60]}")
-    if row.get("killed_by_timeout") is True:
-        said.append("killed_by_timeout")
-    code = row.get("exit_code")
-    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-        said.append(f"exit code {code}")
+    said = [named for _, _, named in row_end_words(row)]
     return f"stopped: the sweep's row says {', '.join(said)}" if said else None
 
 

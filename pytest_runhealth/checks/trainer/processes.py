@@ -10,6 +10,7 @@ import statistics
 import time
 
 from ...finding import Evidence
+from ...ledger import row_end_words
 from ...live.procs import REUSE_SLACK_S
 from ...registry import check
 from ...rundir import KOHYA_CKPT, LTX_CKPT
@@ -470,11 +471,9 @@ def _killed_by_the_sweep(ctx, run, kill, unknown: str):
     ruled out: never a silent pass (issue 35). The row's own words are the finding."""
     how, kill_ev, _end = kill
     row = run.row
-    said = ", ".join(
-        f"{k}: {json.dumps(row.get(k), default=str)}"
-        for k in ("disqualified", "killed_by_timeout", "exit_code", "error", "n_steps")
-        if row.get(k) not in (None, False, "")
-    )
+    words = [(name, value) for name, value, _ in row_end_words(row)]
+    words += [(k, row.get(k)) for k in ("error", "n_steps") if row.get(k) not in (None, False, "")]  # what else it said
+    said = ", ".join(f"{k}: {json.dumps(v, default=str)}" for k, v in words)
     return ctx.fail(
         "infra",
         "run-disqualified",
