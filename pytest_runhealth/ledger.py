@@ -14,7 +14,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from .safeio import open_readonly
+from .safeio import FirstSizes, open_readonly
 
 try:  # optional speed-up, same results (see _read_ledger)
     from orjson import dumps as _fast_dumps
@@ -270,7 +270,12 @@ def dumps_lower(value: Any) -> bytes | None:
 
 
 def read_ledger(
-    path: Path, max_line_bytes: int = 8 << 20, start: int = 0, first_line: int = 1, follow: bool = False
+    path: Path,
+    max_line_bytes: int = 8 << 20,
+    start: int = 0,
+    first_line: int = 1,
+    follow: bool = False,
+    sizes: FirstSizes | None = None,
 ) -> Ledger:
     """Every row and every problem of ``path``, or (``start``: a previous
     read's ``resume_at``, with ``first_line`` its line number) only the rows
@@ -284,20 +289,22 @@ def read_ledger(
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _read_ledger(path, max_line_bytes, start, first_line, follow)
+        return _read_ledger(path, max_line_bytes, start, first_line, follow, sizes)
     finally:
         if paused:
             gc.enable()
 
 
-def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, follow: bool) -> Ledger:
+def _read_ledger(
+    path: Path, max_line_bytes: int, start: int, first_line: int, follow: bool, sizes: FirstSizes | None
+) -> Ledger:
     ledger = Ledger(path, resume_at=start, resume_line=first_line)
     shapes: dict[frozenset, _Shape] = {}
     seen: dict[str, int] = {}
     rows = ledger.rows
     problems = ledger.problems
     try:
-        fh = open_readonly(path)
+        fh = open_readonly(path, sizes=sizes)
     except OSError as exc:
         ledger.read_error = f"cannot read {path.name}: {exc.strerror or exc}"
         return ledger

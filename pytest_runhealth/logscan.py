@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .reading import integer
-from .safeio import open_readonly, read_tail
+from .safeio import FirstSizes, open_readonly, read_tail
 
 Bytes = bytes | bytearray  # a scan's lines are slices of its one reused bytearray
 CHUNK = 8 << 20
@@ -157,6 +157,7 @@ class LogScan:
     filtered_nan_count: int = 0
     marks: list[tuple[int, int]] = field(default_factory=list)  # (byte offset, line number there)
     error: str | None = None
+    sizes: FirstSizes | None = field(default=None, repr=False, compare=False)  # the session's, for the lazy count
 
     @property
     def redraws(self) -> int:
@@ -164,7 +165,7 @@ class LogScan:
         log this count is a pass of its own that only RH002's failure message
         needs, so it is made on first use, not during every scan."""
         if self.carriage_returns is None:
-            self.carriage_returns = _count_byte(self.path, 0, self.size, b"\r") if not self.error else 0
+            self.carriage_returns = _count_byte(self.path, 0, self.size, b"\r", self.sizes) if not self.error else 0
         return self.carriage_returns - self.crlf
 
     @property
@@ -258,17 +259,21 @@ def _interval(raw: Bytes) -> float | None:
 
 
 def read_log_tail(
-    path: Path, nbytes: int = TAIL_BYTES, max_lines: int = TAIL_LINES, scan: LogScan | None = None
+    path: Path,
+    nbytes: int = TAIL_BYTES,
+    max_lines: int = TAIL_LINES,
+    scan: LogScan | None = None,
+    sizes: FirstSizes | None = None,
 ) -> LogTail:
     """The tail, tail-first: only the last ``nbytes`` are decoded. Line numbers
     need the newlines before the tail; a finished ``scan`` of the same file
     supplies checkpoints so only the bytes after the nearest one are counted."""
-    data, start = read_tail(path, nbytes)
+    data, start = read_tail(path, nbytes, sizes)
     size = start + len(data)
     if start > 0:
         cut = data.find(b"\n")
         data = data[cut + 1 :] if cut >= 0 else data
-        start_line = _line_at(path, size - len(data), scan) if cut >= 0 else _line_at(path, start, scan)
+        start_line = _line_at(path, size - len(data), scan, sizes) if cut >= 0 else _line_at(path, start, scan, sizes)
     else:
         start_line = 1
     physical = data.split(b"\n")
@@ -282,29 +287,29 @@ def read_log_tail(
     return LogTail(path, lines, size, start == 0 and first == 0)
 
 
-def _line_at(path: Path, offset: int, scan: LogScan | None) -> int:
+def _line_at(path: Path, offset: int, scan: LogScan | None, sizes: FirstSizes | None) -> int:
     """The 1-based line number of the byte at ``offset``."""
     base_off, base_line = 0, 1
     if scan is not None and scan.size >= offset:
         for off, line in scan.marks:
             if off <= offset and off >= base_off:
                 base_off, base_line = off, line
-    return base_line + _count_newlines(path, base_off, offset)
+    return base_line + _count_newlines(path, base_off, offset, sizes)
 
 
-def _count_newlines(path: Path, start: int, upto: int) -> int:
+def _count_newlines(path: Path, start: int, upto: int, sizes: FirstSizes | None) -> int:
     """Newlines in ``[start, upto)``, through one reused 1 MiB buffer."""
-    return _count_byte(path, start, upto, b"\n")
+    return _count_byte(path, start, upto, b"\n", sizes)
 
 
-def _count_byte(path: Path, start: int, upto: int, byte: bytes) -> int:
+def _count_byte(path: Path, start: int, upto: int, byte: bytes, sizes: FirstSizes | None) -> int:
     """``byte`` (never NUL) in ``[start, upto)``, through one reused 1 MiB
     buffer (the tail reader's memory bound); sparse holes (all NUL) are
     skipped, not read."""
     count = 0
     buf = bytearray(1 << 20)
     view = memoryview(buf)
-    with open_readonly(path) as fh:
+    with open_readonly(path, sizes=sizes) as fh:
         fh.seek(start)
         left = upto - start
         while left > 0:
@@ -633,12 +638,12 @@ def _read_into(fh, buf: bytearray, at: int) -> int:
 FIRST_DICT_READ = 16 << 20  # how far first_loss_dict_line reads before it gives up (a rare path: see RH202)
 
 
-def first_loss_dict_line(path: Path, before: int) -> int | None:
+def first_loss_dict_line(path: Path, before: int, sizes: FirstSizes | None = None) -> int | None:
     """The line of the log's first Hugging Face Trainer loss dict, looked for in the lines before ``before``
     (1-based); ``before`` itself when none is there; None when the log could not be read that far. Only RH202
     asks, and only when the scan found a dict whose loss 0.0 hides a NaN: was it the first entry?"""
     try:
-        fh = open_readonly(path)
+        fh = open_readonly(path, sizes=sizes)
     except OSError:
         return None
     with fh:
@@ -655,10 +660,10 @@ def first_loss_dict_line(path: Path, before: int) -> int | None:
     return None
 
 
-def scan_log(path: Path) -> LogScan:
-    scan = LogScan(Path(path))
+def scan_log(path: Path, sizes: FirstSizes | None = None) -> LogScan:
+    scan = LogScan(Path(path), sizes=sizes)
     try:
-        fh = open_readonly(path)
+        fh = open_readonly(path, sizes=sizes)
     except OSError as exc:
         scan.error = exc.strerror or str(exc)
         return scan

@@ -368,7 +368,7 @@ def _event_progress(ctx, run) -> tuple[int, float, object] | None:
 
     best = None
     for path in run.event_files:
-        read = ctx.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p))
+        read = ctx.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p, sizes=ctx.run_dir.sizes))
         steps = [series.steps[-1] for series in read.scalars.values() if len(series.steps)]
         written = mtime(path)
         if steps and written and (best is None or written > best[1]):
