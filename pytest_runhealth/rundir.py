@@ -300,9 +300,8 @@ class RunDir:
         found = []
         p = self.path
         try:
-            kind = layouts.kind_of(
-                p, self.sizes
-            )  # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+            # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+            kind = layouts.kind_of(p, self.sizes)
         except Exception:  # a reader that crashed while classifying: the checks name the file (unreadable)
             kind = None
         # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
