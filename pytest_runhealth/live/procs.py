@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..safeio import enterable, read_head
+from ..safeio import FirstSizes, enterable, read_head
 
 PID_NAMES = ("train.pid",)
 # A pid file written right after the launch (``echo $! > train.pid``) is a
@@ -70,10 +70,10 @@ def pid_files(run_path: Path) -> list[Path]:
     return found
 
 
-def read_pid(path: Path) -> tuple[int | None, str, str]:
+def read_pid(path: Path, sizes: FirstSizes | None = None) -> tuple[int | None, str, str]:
     """(pid, the line as written, problem)."""
     try:
-        raw = read_head(path, 256)
+        raw = read_head(path, 256, sizes)
     except OSError as exc:
         return None, "", f"cannot read {path.name}: {exc.strerror or exc}"
     text = raw.decode("utf-8", "replace").strip()
@@ -87,10 +87,10 @@ def read_pid(path: Path) -> tuple[int | None, str, str]:
     return int(m.group(1)), text.splitlines()[0][:80] if text else "", ""
 
 
-def pid_status(path: Path) -> PidStatus:
+def pid_status(path: Path, sizes: FirstSizes | None = None) -> PidStatus:
     import psutil
 
-    pid, text, problem = read_pid(path)
+    pid, text, problem = read_pid(path, sizes)
     if pid is None:
         return PidStatus(path, None, "unreadable", problem, line_text=text)
     try:
@@ -390,9 +390,9 @@ class Processes:
     def __init__(self) -> None:
         self._cache: dict[Path, PidStatus] = {}
 
-    def status(self, pidfile: Path) -> PidStatus:
+    def status(self, pidfile: Path, sizes: FirstSizes | None = None) -> PidStatus:
         if pidfile not in self._cache:
-            self._cache[pidfile] = pid_status(pidfile)
+            self._cache[pidfile] = pid_status(pidfile, sizes)
         return self._cache[pidfile]
 
     def for_run(self, run) -> list[PidStatus]:
@@ -400,7 +400,7 @@ class Processes:
         launch = run.run_dir.launch if run.path == run.run_dir.path else None
         if launch is not None:  # docs/watching.md's recipe: train.pid beside train.log in the launch folder
             files += [p for p in pid_files(launch.folder) if p.parent == launch.folder and p not in files]
-        return [self.status(p) for p in files]
+        return [self.status(p, run.run_dir.sizes) for p in files]
 
     def freshness(self, run) -> Freshness:
         return run.run_dir.cached(("freshness", run.path), lambda: freshness(run))

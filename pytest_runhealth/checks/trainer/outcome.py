@@ -36,7 +36,7 @@ SUMMARY_NAME = "run-summary.md"
     + "\n".join(f"- `{name}` ({cause.doc}): {cause.fix}" for name, cause in CAUSES.items()),
 )
 def trainer_error(ctx):
-    elastic = torchelastic.records(ctx.run.files) if _may_hold_error_files(ctx) else []
+    elastic = torchelastic.records(ctx.run.files, ctx.run_dir.sizes) if _may_hold_error_files(ctx) else []
     if not ctx.run.logs:
         if not elastic:
             ctx.skip(f"no log in {ctx.run.where} (looked for logs/*.log and *.log)")
@@ -190,7 +190,7 @@ def run_summary(ctx):
         return ctx.fail("config", "run-summary-missing", f"the run finished but {rd.rel(path)} does not exist", ev)
     from ...safeio import read_head
 
-    text = read_head(path, 1 << 20).decode("utf-8", "replace")
+    text = read_head(path, 1 << 20, rd.sizes).decode("utf-8", "replace")
     missing = [name for name, pat in SUMMARY_PARTS.items() if not pat.search(text)]
     if newest is not None and newest.path.name not in text:
         missing.append(f"the final checkpoint's file name ({newest.path.name})")
@@ -376,11 +376,11 @@ def _hf_steps(ctx):
     import time
 
     path = ctx.run.path
-    cks = hf_trainer.checkpoints(path)
+    cks = hf_trainer.checkpoints(path, ctx.run_dir.sizes)
     sf = hf_trainer.state_file(path, cks)
     if sf is None:
         return None
-    st = ctx.run_dir.cached(("hf-state", sf), lambda: hf_trainer.read_state(sf))
+    st = ctx.run_dir.cached(("hf-state", sf), lambda: hf_trainer.read_state(sf, ctx.run_dir.sizes))
     if st.error or not st.max_steps or st.max_steps <= 0 or st.global_step is None:
         return None
     rel = ctx.run_dir.rel(sf)

@@ -10,6 +10,7 @@ import statistics
 import time
 
 from ...finding import Evidence
+from ...ledger import row_end_words
 from ...live.procs import REUSE_SLACK_S
 from ...registry import check
 from ...rundir import KOHYA_CKPT, LTX_CKPT
@@ -368,7 +369,7 @@ def _event_progress(ctx, run) -> tuple[int, float, object] | None:
 
     best = None
     for path in run.event_files:
-        read = ctx.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p))
+        read = ctx.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p, sizes=ctx.run_dir.sizes))
         steps = [series.steps[-1] for series in read.scalars.values() if len(series.steps)]
         written = mtime(path)
         if steps and written and (best is None or written > best[1]):
@@ -480,11 +481,9 @@ def _killed_by_the_sweep(ctx, run, kill, unknown: str, advancing: str | None = N
         )
     how, kill_ev, _end = kill
     row = run.row
-    said = ", ".join(
-        f"{k}: {json.dumps(row.get(k), default=str)}"
-        for k in ("disqualified", "killed_by_timeout", "exit_code", "error", "n_steps")
-        if row.get(k) not in (None, False, "")
-    )
+    words = [(name, value) for name, value, _ in row_end_words(row)]
+    words += [(k, row.get(k)) for k in ("error", "n_steps") if row.get(k) not in (None, False, "")]  # what else it said
+    said = ", ".join(f"{k}: {json.dumps(v, default=str)}" for k, v in words)
     return ctx.fail(
         "infra",
         "run-disqualified",
