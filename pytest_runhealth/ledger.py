@@ -104,18 +104,92 @@ ROW_SCHEMA = {
 }
 
 
-class LedgerRow:
-    """One ledger row: its line number, the decoded object and the spellings
-    its fields use. Slots and a ``fields`` map shared by every row with the
-    same keys keep a 100,000-row ledger to few objects (pytest's end-of-session
-    ``gc.collect()`` walks every live container)."""
+# The fields a check reads of many rows stay decoded in every row (``LedgerRow.slim``); a row's other non-empty
+# containers (a judge report, score components, an unknown field's object) are dropped once the row is checked
+# and decoded again from the file only when something reads them (a finding quoting the row, a report).
+KEPT = frozenset(ALIASES) - {"judge_report", "score_components"}
+_GONE = object()
 
-    __slots__ = ("line", "raw", "fields", "run_id")
+
+class _RowSource:
+    """Where rows that dropped containers are decoded again: the ledger file, read at a row's offset. The
+    last few rows decoded are kept (quoting one row reads several of its fields)."""
+
+    __slots__ = ("path", "sizes", "recent")
+
+    def __init__(self, path: Path, sizes: FirstSizes | None) -> None:
+        self.path, self.sizes = path, sizes
+        self.recent: dict[int, dict[str, Any]] = {}
+
+    def decode(self, offset: int, size: int, slim: dict[str, Any]) -> dict[str, Any]:
+        """The row at ``offset`` as first decoded; ``slim`` (what the checks judged) when the file no longer
+        holds that row there (rewritten since, or unreadable)."""
+        got = self.recent.get(offset)
+        if got is not None:
+            return got
+        try:
+            with open_readonly(self.path, sizes=self.sizes) as fh:
+                fh.seek(offset)
+                line = fh.read(size)
+            raw = _decode(line) if len(line) == size else None
+        except (OSError, ValueError, RecursionError):
+            raw = None
+        if raw.__class__ is not dict or not slim.keys() <= raw.keys():  # type: ignore[union-attr]
+            return slim
+        if len(self.recent) >= 64:
+            self.recent.clear()
+        self.recent[offset] = raw  # type: ignore[assignment]
+        return raw  # type: ignore[return-value]
+
+
+def may_mention(rows: list[LedgerRow], needle: str) -> bool:
+    """Whether a container dropped from ``rows`` may hold ``needle`` (ASCII, lower case) in a string, as
+    ``sweepfacts.mentions`` finds it: False only when no line of the ledger file holds it in any case, and the
+    file holds neither a ``\\u`` escape nor a non-ASCII byte (either could spell it otherwise). One pass over
+    the file's bytes instead of decoding every row again."""
+    src = next((row._src for row in rows if row._src is not None), None)
+    if src is None:
+        return False
+    want, tail = needle.encode(), b""
+    try:
+        with open_readonly(src.path, sizes=src.sizes) as fh:
+            while chunk := fh.read(8 << 20):
+                text = tail + chunk
+                if not text.isascii() or b"\\u" in text or want in text.lower():
+                    return True
+                tail = text[-len(want) :]
+    except OSError:
+        return True
+    return False
+
+
+def _decode(line: bytes) -> Any:
+    """One line as the reader decodes it: orjson, else the standard library (NaN, lone surrogates)."""
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(line)
+        except ValueError:
+            pass
+    return json.loads(line)
+
+
+class LedgerRow:
+    """One ledger row: its line number, its decoded fields and the spellings
+    they use. Slots and a ``fields`` map shared by every row with the
+    same keys keep a 100,000-row ledger to few objects (pytest's end-of-session
+    ``gc.collect()`` walks every live container).
+
+    ``slim`` is the decoded row less the non-empty containers outside ``KEPT``
+    (a judge report is most of a row's memory, ~4 kB of its ~5 kB); ``raw``
+    is the whole row, decoded again from the file where ``slim`` lacks some."""
+
+    __slots__ = ("line", "slim", "fields", "run_id", "_src", "_offset", "_size")
 
     def __init__(self, line: int, raw: dict[str, Any], fields: dict[str, str]) -> None:
         self.line = line
-        self.raw = raw
+        self.slim = raw
         self.fields = fields  # canonical name -> the key this row used (shared, do not mutate)
+        self._src: _RowSource | None = None
         key = fields.get("run_id")
         value = raw.get(key) if key is not None else None
         self.run_id = str(value if value is not None else f"line-{line}")
@@ -123,9 +197,31 @@ class LedgerRow:
     def __repr__(self) -> str:
         return f"LedgerRow(line={self.line}, run_id={self.run_id!r})"
 
+    @property
+    def raw(self) -> dict[str, Any]:
+        src = self._src
+        return self.slim if src is None else src.decode(self._offset, self._size, self.slim)
+
     def get(self, name: str, default: Any = None) -> Any:
         # An absent field maps to None, never a JSON key: the lookup needs no branch (it is made ~20 times per row).
-        return self.raw.get(self.fields.get(name), default)  # type: ignore[arg-type]  # None is no JSON key
+        key = self.fields.get(name)
+        value = self.slim.get(key, _GONE)  # type: ignore[arg-type]  # None is no JSON key
+        if value is _GONE:
+            return default if key is None or self._src is None else self.raw.get(key, default)
+        return value
+
+    def dropped(self, name: str) -> bool:
+        """Whether the field is a non-empty container left out of ``slim``."""
+        key = self.fields.get(name)
+        return key is not None and self._src is not None and key not in self.slim
+
+    def _slim_down(self, heavy: tuple[str, ...], src: _RowSource, offset: int, size: int) -> None:
+        raw = self.slim
+        for key in heavy:
+            value = raw[key]
+            if (value.__class__ is dict or value.__class__ is list) and value:
+                del raw[key]
+                self._src, self._offset, self._size = src, offset, size
 
     @property
     def text(self) -> str:
@@ -201,7 +297,7 @@ class _Shape:
     orjson decoded (it yields no NaN or infinity) with such a tuple needs no
     per-field test."""
 
-    __slots__ = ("fields", "typed", "values", "fine")
+    __slots__ = ("fields", "typed", "values", "fine", "heavy")
 
     def __init__(self, keys) -> None:
         self.fields: dict[str, str] = {}
@@ -222,6 +318,8 @@ class _Shape:
         # itemgetter of several keys gives a tuple (of one key the value itself, of none an error).
         self.values = itemgetter(*names) if len(names) > 1 else (lambda raw: tuple(raw[k] for k in names))
         self.fine: set[tuple[type, ...]] = set()
+        kept = {self.fields[n] for n in KEPT if n in self.fields}
+        self.heavy = tuple(key for key in keys if key not in kept)  # keys whose containers a row may drop
 
 
 def _type_problem(raw: dict[str, Any], shape: _Shape) -> str | None:
@@ -310,6 +408,7 @@ def _read_ledger(
         return ledger
     last_keys: tuple = ()
     shape: _Shape | None = None
+    source = _RowSource(path, sizes)
     fast_loads = _fast_loads
     pathlike = _PATHLIKE.search
     resume_at, resume_line = start, first_line
@@ -332,6 +431,7 @@ def _read_ledger(
                         )
                     )
                     break
+                offset = resume_at  # where this line starts (a dropped line's end is a problem, never a row)
                 if complete:
                     resume_at += len(line) + 1 + dropped
                     resume_line = lineno + 1
@@ -418,6 +518,8 @@ def _read_ledger(
                             lineno, "duplicate-run-id", f"run_id {rid!r} already on line {first}", row.text[:200]
                         )
                     )
+                if shape.heavy:
+                    row._slim_down(shape.heavy, source, offset, len(line))
                 rows.append(row)
             else:
                 continue

@@ -29,7 +29,7 @@ def sweep_judges_with_lmstudio(run_dir) -> bool:
     ledger = run_dir.ledger if run_dir.is_sweep else None
     for row in ledger or ():
         config = row.get("config")
-        for source in (row.raw, config if isinstance(config, dict) else {}):
+        for source in (row.slim, config if isinstance(config, dict) else {}):  # a method is a string: in slim
             method = source.get("judge_method") or source.get("judge_backend")
             if isinstance(method, str) and method.strip().lower() == "lmstudio":
                 return True

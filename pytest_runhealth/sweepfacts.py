@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .finding import Evidence
-from .ledger import FREEZE_FROM, LedgerRow, dumps_lower
+from .ledger import FREEZE_FROM, LedgerRow, dumps_lower, may_mention
 from .logscan import LogScan, StepPoint
 from .values import finite_number, timestamp
 
@@ -44,12 +44,12 @@ def as_text(value: Any) -> str:
 # ``LedgerRow.get`` does, without its call (a 100,000-row ledger made ~2 million such lookups; the call was
 # half their cost). ``LedgerFacts`` asks the common ones of every row once per session.
 def trains(row: LedgerRow) -> bool:
-    role = row.raw.get(row.fields.get("role"))  # type: ignore[arg-type]  # None is no JSON key
+    role = row.slim.get(row.fields.get("role"))  # type: ignore[arg-type]  # None is no JSON key
     return role is None or as_text(role) not in NOT_TRAINING_ROLES
 
 
 def timed_out(row: LedgerRow) -> bool:
-    raw, fields = row.raw, row.fields
+    raw, fields = row.slim, row.fields
     if raw.get(fields.get("killed_by_timeout")) is True:  # type: ignore[arg-type]
         return True
     error = raw.get(fields.get("error"))  # type: ignore[arg-type]
@@ -61,7 +61,7 @@ def timed_out(row: LedgerRow) -> bool:
 
 def finished_ok(row: LedgerRow) -> bool:
     """The trainer exited 0 on its own, with steps behind it."""
-    raw, fields = row.raw, row.fields
+    raw, fields = row.slim, row.fields
     code = raw.get(fields.get("exit_code"))  # type: ignore[arg-type]
     if code != 0 or as_int(code) is None:  # as_int(code) == 0: an int, not a bool (False == 0) nor 0.0
         return False
@@ -71,7 +71,7 @@ def finished_ok(row: LedgerRow) -> bool:
 
 def is_collapse(row: LedgerRow, th: dict) -> bool:
     """A handful of steps, then the wall clock: the VRAM-leak signature."""
-    steps = as_int(row.raw.get(row.fields.get("n_steps")))  # type: ignore[arg-type]  # row.get, inlined
+    steps = as_int(row.slim.get(row.fields.get("n_steps")))  # type: ignore[arg-type]  # row.get, inlined
     if steps is None or steps > th["handful_steps"] or not timed_out(row) or not trains(row):
         return False
     wall, took = finite_number(row.get("wall_secs")), finite_number(row.get("duration_s"))
@@ -80,13 +80,13 @@ def is_collapse(row: LedgerRow, th: dict) -> bool:
 
 def empty_tfevents(row: LedgerRow) -> bool:
     """Disqualified empty_tfevents: the trainer wrote no scalar (RH102)."""
-    dq = row.raw.get(row.fields.get("disqualified"))  # type: ignore[arg-type]  # None is no JSON key
+    dq = row.slim.get(row.fields.get("disqualified"))  # type: ignore[arg-type]  # None is no JSON key
     return dq is not None and as_text(dq) == "empty_tfevents"
 
 
 def early_exit(row: LedgerRow, limit_s: float) -> bool:
     """Exited with a non-zero code within ``limit_s`` seconds (RH105)."""
-    raw, fields = row.raw, row.fields
+    raw, fields = row.slim, row.fields
     code = as_int(raw.get(fields.get("exit_code")))  # type: ignore[arg-type]  # None is no JSON key
     if code is None or code == 0:
         return False
@@ -120,6 +120,7 @@ class LedgerFacts:
         "stopped_by_user",
         "scored",
         "said",
+        "said_dropped",
     )
 
     NAMES = ("role", "killed_by_timeout", "error", "disqualified", "exit_code", "n_steps", "score", "judge_report")
@@ -127,13 +128,15 @@ class LedgerFacts:
     def __init__(self, ledger) -> None:
         self.rows = rows = ledger.rows
         finished, late, nonzero, empty, stopped, scored, said = [], [], [], [], [], [], []  # type: ignore[var-annotated]
+        said_dropped: list[int] = []
         last = keys = None
         for i, row in enumerate(rows):
             if row.fields is not last:  # rows of one set of keys share one field map: resolve its keys once
                 last = row.fields
                 keys = tuple(last.get(n) for n in self.NAMES)
             k_role, k_killed, k_error, k_dq, k_code, k_steps, k_score, k_report = keys  # type: ignore[misc]
-            get = row.raw.get  # a missing field's key is None, which no JSON key is
+            slim = row.slim
+            get = slim.get  # a missing field's key is None, which no JSON key is
             error, dq, report = get(k_error), get(k_dq), get(k_report)
             err = as_text(error) if error is not None else ""
             why = as_text(dq) if dq is not None else ""
@@ -157,6 +160,8 @@ class LedgerFacts:
                     scored.append(i)
             if report is not None:
                 said.append(report)
+            elif k_report is not None and k_report not in slim and row.dropped("judge_report"):
+                said_dropped.append(i)  # a non-empty report, read again from the file only if RH104 must
             if error is not None:
                 said.append(error)
         self.finished_ok: list[int] = finished
@@ -166,6 +171,7 @@ class LedgerFacts:
         self.stopped_by_user: list[int] = stopped
         self.scored: list[int] = scored
         self.said: list[Any] = said
+        self.said_dropped: list[int] = said_dropped
         if len(rows) >= FREEZE_FROM:
             gc.freeze()  # kept for the session, like the rows: out of the collector's full passes
 
@@ -415,7 +421,7 @@ class HealthyKnobs:
 
     def add(self, row: LedgerRow) -> None:
         self.rows.append(row)
-        config = row.raw.get(row.fields.get("config"))  # type: ignore[arg-type]  # row.get, inlined
+        config = row.slim.get(row.fields.get("config"))  # type: ignore[arg-type]  # row.get, inlined
         if isinstance(config, dict):
             self.configs.append(config)
 
@@ -481,7 +487,7 @@ def healthy_by_role(ctx) -> dict[str, HealthyKnobs]:
         out: dict[str, HealthyKnobs] = {}
         facts = ledger_facts(ctx)
         for r in facts.pick(facts.finished_ok):
-            role = as_text(r.raw.get(r.fields.get("role")))  # type: ignore[arg-type]  # r.get, inlined
+            role = as_text(r.slim.get(r.fields.get("role")))  # type: ignore[arg-type]  # r.get, inlined
             knobs = out.get(role)
             if knobs is None:  # not setdefault's default: that built one object per healthy row
                 knobs = out[role] = HealthyKnobs()
@@ -502,7 +508,7 @@ def stopped_at(row: LedgerRow) -> datetime | None:
 
 
 def stopped_by_user(row: LedgerRow) -> bool:
-    raw, fields = row.raw, row.fields  # row.get, inlined: asked of every row
+    raw, fields = row.slim, row.fields  # row.get, inlined: asked of every row
     dq = raw.get(fields.get("disqualified"))  # type: ignore[arg-type]  # None is no JSON key
     if dq is not None and as_text(dq) == "stopped_by_user":
         return True
@@ -575,7 +581,11 @@ def scoring(ctx) -> tuple[list[LedgerRow], list[LedgerRow]]:
     """The training rows with a finite score, and those of them that hold a judge report."""
     facts = ledger_facts(ctx)
     scored = facts.pick(facts.scored)
-    judged = [r for r in scored if r.raw.get(r.fields.get("judge_report")) not in (None, {}, [])]  # type: ignore[arg-type]
+    judged = [
+        r
+        for r in scored
+        if r.dropped("judge_report") or r.slim.get(r.fields.get("judge_report")) not in (None, {}, [])  # type: ignore[arg-type]
+    ]
     return scored, judged
 
 
@@ -585,7 +595,12 @@ def no_json_tally(ctx) -> tuple[int, int, list[LedgerRow], set[str], bool] | Non
     failed report holds reasoning_content); None when no row mentions the failure."""
     # Most ledgers hold no such failure: one cheap search per row first; the
     # judgements are counted (the share's denominator) only when one is found.
-    if not any(mentions(v, NO_JSON) for v in ledger_facts(ctx).said):
+    facts = ledger_facts(ctx)
+    if not any(mentions(v, NO_JSON) for v in facts.said) and not (
+        facts.said_dropped
+        and may_mention(facts.rows, NO_JSON)
+        and any(mentions(facts.rows[i].get("judge_report"), NO_JSON) for i in facts.said_dropped)
+    ):
         return None
     ledger = ctx.ledger
     total = bad = 0

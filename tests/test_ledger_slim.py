@@ -1,0 +1,79 @@
+"""Rows keep their judge reports and other big containers out of memory and read them again from the
+file (ledger.LedgerRow.slim): whatever reads a row sees exactly the row that was written."""
+
+from __future__ import annotations
+
+import json
+
+import sweep_builders as sb
+
+from pytest_runhealth.ledger import ALIASES, read_ledger
+from pytest_runhealth.testing import check_on
+
+ROWS = [
+    sb.benchmark_row(0),
+    sb.benchmark_row(49),  # disqualified, judge report null
+    {"id": "r-2", "judge": {}, "components": [], "extra": {"deep": [1, {"x": "é"}]}, "rc": 1, "error": {"k": 1}},
+    {"run_id": "r-3", "score": float("nan"), "judge_report": {"model": "m", "note": "\ud800"}, "exit_code": 0},
+    {"run_id": "r-4", "config": {"seed": 4}, "score_components": {"loss": 0.1}, "notes": ["a", "b"]},
+]
+
+
+def write(path, rows, crlf_at=()) -> list[str]:
+    lines = [json.dumps(r) for r in rows]
+    path.write_bytes(b"".join(line.encode() + (b"\r\n" if i in crlf_at else b"\n") for i, line in enumerate(lines)))
+    return lines
+
+
+def test_every_field_and_the_whole_row_read_back_as_written(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    lines = write(path, ROWS, crlf_at=(1, 3))
+    ledger = read_ledger(path)
+    assert [r.run_id for r in ledger] == ["cand-000000-s0", "cand-000049-s0", "r-2", "r-3", "r-4"]
+    dropped = [r for r in ledger if r.raw is not r.slim]
+    assert len(dropped) == 4 and "judge_report" not in dropped[0].slim  # the benchmark row's report is dropped
+    for row, line in zip(ledger, lines):
+        want = json.loads(line)
+        assert json.dumps(row.raw) == json.dumps(want)
+        assert row.text == json.dumps(want, separators=(",", ":"), default=str)
+        for name in ALIASES:
+            assert json.dumps(row.get(name, "absent")) == json.dumps(want.get(row.fields.get(name), "absent"))
+
+
+def test_rows_read_from_an_offset_read_back_too(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    lines = write(path, ROWS[:2])
+    first = read_ledger(path, follow=True)
+    with path.open("a") as fh:
+        fh.write("\n".join(json.dumps(r) for r in ROWS[2:]) + "\n")
+    more = read_ledger(path, start=first.resume_at, first_line=first.resume_line, follow=True)
+    assert [r.line for r in more] == [3, 4, 5]
+    for row, line in zip([*first, *more], lines + [json.dumps(r) for r in ROWS[2:]]):
+        assert json.dumps(row.raw) == json.dumps(json.loads(line))
+
+
+def test_a_ledger_rewritten_since_gives_what_was_judged_and_never_a_wrong_row(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    write(path, ROWS)
+    ledger = read_ledger(path)
+    path.write_text("{}\n")
+    row = ledger.rows[0]
+    assert row.raw is row.slim and row.get("judge_report") is None and row.get("n_steps") == 1500
+
+
+def test_a_no_json_failure_spelled_with_escapes_in_a_dropped_report_is_still_found(tmp_path):
+    """RH104 reads the file's bytes before decoding dropped reports again; a ``\\u`` escape (or a non-ASCII
+    byte) in the file sends it to the decoded reports, where the escaped words are found."""
+    transient = sb.healthy_session(tmp_path / "transient")
+    ledger = transient / "ledger.jsonl"
+    rows = [json.loads(line) for line in ledger.read_text().splitlines()]
+    rows[1]["judge_report"]["judgements"][0]["error"] = "no JSON scores in response text"
+    text = "\n".join(json.dumps(r) for r in rows) + "\n"
+    ledger.write_text(text.replace("no JSON scores", "\\u006eo JSON scores"))
+    r = check_on(transient, "RH104").of()
+    assert r.passed and "1 of 20 judgements" in r.note
+    ledger.write_text(text.replace("no JSON scores", "no JSON scores"))  # plain: found by the byte search
+    assert "1 of 20 judgements" in check_on(transient, "RH104").of().note
+    ledger.write_text(text.replace("no JSON scores in response text", "fine"))  # absent: no walk at all
+    r = check_on(transient, "RH104").of()
+    assert r.passed and not r.note
