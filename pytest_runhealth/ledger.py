@@ -22,8 +22,10 @@ try:  # optional speed-up, same results (see _read_ledger)
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
     _fast_dumps = _fast_loads = None  # type: ignore[assignment]
 
-# A ledger is read up to this many rows (600k rows held 1.4 GB) or problems; past it,
-# one "too-many-rows" problem says where reading stopped (RH's ledger-problems finding).
+# A ledger is read up to this many rows or problems; past it, one "too-many-rows" problem says where reading
+# stopped (RH's ledger-problems finding). Its reason is memory: a row kept decoded costs ~2 kB in a session even
+# without its judge report (LedgerRow.slim; a 100,000-row RH1 session peaks at ~280 MB), so a million rows would
+# need ~2 GB, not the 300 MB a session aims at (docs/performance.md, "A million rows").
 MAX_ROWS = 100_000
 MAX_PROBLEMS = 10_000
 FREEZE_FROM = 1_000  # rows; at 10,000 (~200,000 containers) full collections still cost ~0.5 s
@@ -147,13 +149,17 @@ def may_mention(rows: list[LedgerRow], needle: str) -> bool:
     ``sweepfacts.mentions`` finds it: False only when no line of the ledger file holds it in any case, and the
     file holds neither a ``\\u`` escape nor a non-ASCII byte (either could spell it otherwise). One pass over
     the file's bytes instead of decoding every row again."""
-    src = next((row._src for row in rows if row._src is not None), None)
-    if src is None:
+    first = next((row for row in rows if row._src is not None), None)
+    if first is None:
         return False
+    last = next(row for row in reversed(rows) if row._src is not None)
+    src, left = first._src, last._offset + last._size - first._offset  # the rows' lines only, not the file's rest
     want, tail = needle.encode(), b""
     try:
-        with open_readonly(src.path, sizes=src.sizes) as fh:
-            while chunk := fh.read(8 << 20):
+        with open_readonly(src.path, sizes=src.sizes) as fh:  # type: ignore[union-attr]
+            fh.seek(first._offset)
+            while left > 0 and (chunk := fh.read(min(left, 8 << 20))):
+                left -= len(chunk)
                 text = tail + chunk
                 if not text.isascii() or b"\\u" in text or want in text.lower():
                     return True
