@@ -77,3 +77,15 @@ def test_a_no_json_failure_spelled_with_escapes_in_a_dropped_report_is_still_fou
     ledger.write_text(text.replace("no JSON scores in response text", "fine"))  # absent: no walk at all
     r = check_on(transient, "RH104").of()
     assert r.passed and not r.note
+
+
+def test_offsets_hold_past_an_overlong_line_and_on_a_cut_last_line(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    big = json.dumps({"run_id": "big", "judge_report": {"pad": "x" * (3 << 20)}})
+    lines = [json.dumps(ROWS[0]), big, json.dumps(ROWS[4]), json.dumps(ROWS[2])]
+    path.write_text("\n".join(lines))  # the last line without its newline: cut short, yet a whole row
+    ledger = read_ledger(path, max_line_bytes=1 << 20)
+    assert [p.kind for p in ledger.problems if p.kind != "schema"] == ["not-json"]  # r-2's error is an object
+    assert [r.run_id for r in ledger] == ["cand-000000-s0", "r-4", "r-2"]
+    for row, line in zip(ledger, [lines[0], lines[2], lines[3]]):
+        assert row.raw is not row.slim and json.dumps(row.raw) == json.dumps(json.loads(line))
