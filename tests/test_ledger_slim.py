@@ -7,7 +7,7 @@ import json
 
 import sweep_builders as sb
 
-from pytest_runhealth.ledger import ALIASES, read_ledger
+from pytest_runhealth.ledger import ALIASES, may_mention, read_ledger
 from pytest_runhealth.testing import check_on
 
 ROWS = [
@@ -89,3 +89,20 @@ def test_offsets_hold_past_an_overlong_line_and_on_a_cut_last_line(tmp_path):
     assert [r.run_id for r in ledger] == ["cand-000000-s0", "r-4", "r-2"]
     for row, line in zip(ledger, [lines[0], lines[2], lines[3]]):
         assert row.raw is not row.slim and json.dumps(row.raw) == json.dumps(json.loads(line))
+
+
+def test_the_byte_search_finds_words_and_escapes_across_its_chunks(tmp_path):
+    """may_mention reads 8 MiB at a time: words or a ``\\u`` escape cut by a chunk's end are still seen."""
+    needle = "no json scores in response text"
+    path = tmp_path / "ledger.jsonl"
+    prefix = '{"run_id": "a", "judge_report": {"pad": "'
+    for cut in ("NO JSON scores in response text", "\\u006eo json scores in response text"):
+        row = json.dumps({"run_id": "b", "judge_report": {"e": "PLACE"}}).replace("PLACE", cut)
+        for k in range(1, len(cut), 4):  # the first k bytes of the words before 8 MiB, the rest after
+            size = (8 << 20) - row.index(cut) - k  # of the first line, its newline included
+            path.write_text(prefix + "x" * (size - len(prefix) - 4) + '"}}\n' + row + "\n")
+            rows = read_ledger(path).rows
+            assert [r.run_id for r in rows] == ["a", "b"] and rows[1]._offset + row.index(cut) + k == 8 << 20
+            assert may_mention(rows, needle)
+    path.write_text(json.dumps({"run_id": "c", "judge_report": {"e": "fine"}}) + "\n")
+    assert not may_mention(read_ledger(path).rows, needle)
