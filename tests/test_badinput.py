@@ -944,77 +944,132 @@ def test_rh502_to_rh504_are_not_evaluable_when_the_eval_server_returned_nothing(
 
 
 # -- linear text handling (issue #27 item 2) ----------------------------------------------------
-def _best_time(fn, text, repeat: int = 3) -> float:
-    """The CPU time this thread spent in ``fn`` (``time.thread_time``), best of ``repeat``: a busy
-    machine takes the CPU away between slices but does not add to this thread's own work, so two other
-    CPU-bound processes leave the ratio alone where the wall clock (perf_counter) doubled it at random.
-    Python's ``re`` exposes no step count, so CPU time is the closest measure of operations here."""
-    import time
-
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.thread_time()
-        fn(text)
-        best = min(best, time.thread_time() - start)
-    return best
+# Growth in steps of the regular-expression engine (tests/regex_steps.py), not in time: the count is the
+# same on an idle machine and beside two CPU-bound processes, so the rule can be tight.
+GROWTH_SIZES = (1 << 10, 2 << 10, 4 << 10)  # characters: n, 2n, 4n
 
 
-def growth_exponent(fn, unit: str, sizes: tuple[int, ...]) -> tuple[float, list[float]]:
-    """How time grows with input size: 1 is linear, 2 quadratic (a ratio, not a
-    time: timings from one run, on one machine). Stops early when the first step
-    already looks quadratic, so a regression fails in seconds, not hours."""
-    import math
+def _count_redact_patterns(mp: pytest.MonkeyPatch, steps) -> None:
+    """Every compiled pattern that ``redact.redact`` reaches (module globals, its rows, the URL scanner's
+    class attributes), swapped for a counting wrapper for the length of ``mp``."""
+    from regex_steps import CountingPattern
 
-    times: list[float] = []
-    for size in sizes:
-        times.append(_best_time(fn, unit * (size // len(unit))))
-        if len(times) >= 2 and times[-1] > 0.05:
-            exponent = math.log(times[-1] / max(times[0], 1e-6)) / math.log(size / sizes[0])
-            if exponent > 1.7:
-                return exponent, times
-    return math.log(times[-1] / max(times[0], 1e-6)) / math.log(sizes[-1] / sizes[0]), times
+    from pytest_runhealth import redact
+
+    def wrap(value):
+        if isinstance(value, re.Pattern):
+            return CountingPattern(value, steps)
+        if isinstance(value, redact._UrlUserinfo):
+            for attr in ("_SCHEME", "_TOKEN_END"):
+                if not isinstance(getattr(type(value), attr), CountingPattern):
+                    mp.setattr(type(value), attr, CountingPattern(getattr(type(value), attr), steps))
+            return value
+        return value
+
+    for name in ("_COLOUR", "_ANY_TRIGGER", "_PASSWORD_ONLY", "_NOT_A_SECRET"):
+        mp.setattr(redact, name, wrap(getattr(redact, name)))
+    mp.setattr(redact, "_ROWS", [(wrap(p), r, t) for p, r, t in redact._ROWS])
+    mp.setattr(redact, "_UNTRIGGERED", [(wrap(p), r) for p, r in redact._UNTRIGGERED])
+    left = [k for k, v in vars(redact).items() if isinstance(v, re.Pattern) and not k.startswith("_PATTERNS")]
+    assert not left, f"patterns of redact that the count would miss: {left}"
 
 
-def _adversarial_cases():
-    from pytest_runhealth import logscan, redact, rootcause
+def steps_taken(case: tuple[str, object, str], text: str, limit: int | None = None) -> int:
+    """The engine steps that one call of the case's function takes on ``text`` (see tests/regex_steps.py)."""
+    from regex_steps import CountingPattern, Steps
+
+    from pytest_runhealth import redact
+
+    kind, pattern, _unit = case
+    steps = Steps(limit)
+    if kind == "redact":
+        with pytest.MonkeyPatch.context() as mp:
+            _count_redact_patterns(mp, steps)
+            redact.redact(text)
+    else:
+        assert isinstance(pattern, re.Pattern)
+        CountingPattern(pattern, steps).search(text.encode() if kind == "bytes" else text)
+    return steps.n
+
+
+def growth_in_steps(case: tuple[str, object, str]) -> list[int]:
+    """Steps at n, 2n and 4n characters of the case's repeated unit; past five times the first size's
+    count (a linear search takes four times), the count stops and says so: a rescan per start fails fast."""
+    from regex_steps import StepBudget
+
+    unit = case[2]
+    counts: list[int] = []
+    for size in GROWTH_SIZES:
+        text = unit * (size // len(unit))
+        try:
+            counts.append(steps_taken(case, text, limit=(6 * counts[0] + 2000) if counts else None))
+        except StepBudget:
+            counts.append(-1)  # over the budget: superlinear
+            break
+    return counts
+
+
+def assert_grows_linearly(name: str, counts: list[int]) -> None:
+    """Twice the input costs at most 2.5 times the steps, four times at most 5 times (a rescan of the
+    rest of the text from every start costs four and sixteen times)."""
+    assert len(counts) == 3 and counts[-1] >= 0, f"{name}: steps over n, 2n, 4n: {counts} (-1: over the budget)"
+    small, mid, big = counts
+    assert mid <= 2.5 * small + 2000 and big <= 5 * small + 2000, f"{name}: steps over n, 2n, 4n: {counts}"
+
+
+def _adversarial_cases() -> dict[str, tuple[str, object, str]]:
+    """name -> (how it is called: redact.redact, a str search or a bytes search; the pattern; the unit)."""
+    from pytest_runhealth import logscan, rootcause
 
     return {
-        "redact url-userinfo": (redact.redact, "a://"),
-        "redact url-userinfo with @": (redact.redact, "a://x@"),
-        "redact jwt": (redact.redact, "eyJ-"),
-        "redact cli option": (redact.redact, "--token "),
-        "redact key header": (redact.redact, "x-a-"),
-        "redact env assignment": (redact.redact, "password "),
-        "redact bearer": (redact.redact, "bearer "),
-        "redact user option": (redact.redact, "-u a:"),
-        "redact mysql": (redact.redact, "mysql -"),
-        "redact basic": (redact.redact, "Basic QUFBQUFBQUE "),
-        "redact signed url": (redact.redact, "&sig=&x-amz-"),
-        "redact prefixes": (redact.redact, "sk-hf_gsk_"),
-        "redact aws pair": (redact.redact, "AKIA/aws+"),
-        "redact quoted field": (redact.redact, '\\"token\\": \\"'),
-        "redact sshpass": (redact.redact, "sshpass -"),
-        "redact netrc": (redact.redact, "machine a login b "),
-        "redact colour codes": (redact.redact, "\x1b[1;\\u001b[0"),
-        "redact bearer tab escape": (redact.redact, "bearer\\t"),
-        "rootcause BAR_END": (rootcause.BAR_END.search, "| 1/2 ["),
-        "rootcause BAR_END digits": (rootcause.BAR_END.search, "1"),
-        "rootcause BOX_RIGHT": (rootcause.BOX_RIGHT.search, " "),
-        "rootcause WARNING_RECORD": (rootcause.WARNING_RECORD.search, " -"),
-        "logscan TQDM": (lambda s: logscan.TQDM.search(s.encode()), "| 1/2 [a<"),
-        "logscan TQDM digits": (lambda s: logscan.TQDM.search(s.encode()), "1"),
-        "logscan LTX_RICH digits": (lambda s: logscan.LTX_RICH.search(s.encode()), "1"),
+        "redact url-userinfo": ("redact", None, "a://"),
+        "redact url-userinfo with @": ("redact", None, "a://x@"),
+        "redact jwt": ("redact", None, "eyJ-"),
+        "redact cli option": ("redact", None, "--token "),
+        "redact key header": ("redact", None, "x-a-"),
+        "redact env assignment": ("redact", None, "password "),
+        "redact bearer": ("redact", None, "bearer "),
+        "redact user option": ("redact", None, "-u a:"),
+        "redact mysql": ("redact", None, "mysql -"),
+        "redact basic": ("redact", None, "Basic QUFBQUFBQUE "),
+        "redact signed url": ("redact", None, "&sig=&x-amz-"),
+        "redact prefixes": ("redact", None, "sk-hf_gsk_"),
+        "redact aws pair": ("redact", None, "AKIA/aws+"),
+        "redact quoted field": ("redact", None, '\\"token\\": \\"'),
+        "redact sshpass": ("redact", None, "sshpass -"),
+        "redact netrc": ("redact", None, "machine a login b "),
+        "redact colour codes": ("redact", None, "\x1b[1;\\u001b[0"),
+        "redact bearer tab escape": ("redact", None, "bearer\\t"),
+        "rootcause BAR_END": ("str", rootcause.BAR_END, "| 1/2 ["),
+        "rootcause BAR_END digits": ("str", rootcause.BAR_END, "1"),
+        "rootcause BOX_RIGHT": ("str", rootcause.BOX_RIGHT, " "),
+        "rootcause WARNING_RECORD": ("str", rootcause.WARNING_RECORD, " -"),
+        "logscan TQDM": ("bytes", logscan.TQDM, "| 1/2 [a<"),
+        "logscan TQDM digits": ("bytes", logscan.TQDM, "1"),
+        "logscan LTX_RICH digits": ("bytes", logscan.LTX_RICH, "1"),
     }
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a growth measurement
 @pytest.mark.parametrize("case", sorted(_adversarial_cases()))
 def test_text_handling_grows_linearly_on_adversarial_repeats(case):
-    fn, unit = _adversarial_cases()[case]
-    exponent, times = growth_exponent(fn, unit, (64 << 10, 256 << 10, 1 << 20))
-    if times[-1] < 0.02:
-        return  # too fast to tell linear from anything else: linear enough
-    assert exponent < 1.6, f"{case}: time grows like n^{exponent:.2f} over 64 kB/256 kB/1 MB: {times}"
+    assert_grows_linearly(case, growth_in_steps(_adversarial_cases()[case]))
+
+
+@pytest.mark.slow  # a growth measurement
+def test_the_step_count_catches_a_quadratic_pattern(monkeypatch):
+    """The measurement can fail: a pattern that rescans the rest of the text from every start (``a*b`` over
+    a run of ``a``) and the same pattern put among redact's rows are both over the budget at 4n."""
+    quadratic = re.compile(r"a*b")
+    counts = growth_in_steps(("str", quadratic, "a"))
+    assert counts[-1] == -1 or counts[-1] > 5 * counts[0] + 2000, counts
+    with pytest.raises(AssertionError, match="steps over n, 2n, 4n"):
+        assert_grows_linearly("a*b", counts)
+    from pytest_runhealth import redact
+
+    monkeypatch.setattr(redact, "_ROWS", [*redact._ROWS, (re.compile(r"(?i)bearer[ a-z]*x"), "", ("bearer",))])
+    with pytest.raises(AssertionError, match="steps over n, 2n, 4n"):
+        assert_grows_linearly("injected row", growth_in_steps(("redact", None, "bearer ")))
 
 
 # -- every reader has a cap (issue #27 item 2) --------------------------------------------------
