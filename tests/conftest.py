@@ -33,6 +33,11 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
+# What every child pytest is given in ``$PYTEST_ADDOPTS``: a test that builds a child's environment afresh
+# (dropping this run's ``PYTEST_*``) sets it again, or its children pay for hypothesis's plugin.
+CHILD_ADDOPTS = "-p no:hypothesispytest"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _children_skip_hypothesis_plugin():
     """Every pytest that a test starts in a child process (``python -m pytest``, ``pytest.main`` in a fresh
@@ -41,7 +46,7 @@ def _children_skip_hypothesis_plugin():
     not module code, so this run's own xdist workers (started before any fixture) keep the plugin; an
     in-process pytester session drops ``PYTEST_ADDOPTS`` and says ``no:hypothesispytest`` itself (run_health)."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("PYTEST_ADDOPTS", " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:hypothesispytest"])))
+    mp.setenv("PYTEST_ADDOPTS", " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), CHILD_ADDOPTS])))
     yield
     mp.undo()
 
