@@ -263,6 +263,8 @@ def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) 
         "-p",
         "no:hypothesispytest",
         "-p",
+        "no:anyio",
+        "-p",
         "no:randomly",
         "-p",
         "no:xdist",
