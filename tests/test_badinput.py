@@ -3,7 +3,7 @@ every way a crash, a full disk or a stray ``ln -s`` spoils it, generated here
 (no checked-in binaries) and read by real sessions.
 
 Each base run dir is copied once per case with one artefact spoiled, and all
-the copies of a base go through ONE inner pytest session (a subprocess, so its
+the copies of every base go through ONE inner pytest session (a subprocess, so its
 peak memory can be measured, and so it can run with CAP_DAC_OVERRIDE dropped:
 the tests run as root, where a mode of 000 stops no one). Per case we assert:
 no INTERNALERROR or traceback, no check that raised (the plugin's catch-all
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from eval_builders import episode, request, write
+from once_per_run import once_per_run
 
 from pytest_runhealth.testing import check_on
 
@@ -268,6 +269,7 @@ def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) 
         "no:randomly",
         "-p",
         "no:xdist",
+        "--tb=no",  # the report is read, not the terminal; pytest's failure summary scans every report per failure
         "--runhealth-report",
         str(report),
         *args,
@@ -290,9 +292,8 @@ def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) 
     return json.loads(report.read_text()), out, int(m.group(1)) >> 10
 
 
-@pytest.fixture(scope="module")
-def big_files(tmp_path_factory):
-    root = tmp_path_factory.mktemp("big")
+def make_big_files(root: Path) -> dict[str, Path]:
+    root.mkdir(parents=True, exist_ok=True)
     line = root / "line"
     with open(line, "wb") as fh:
         block = b"loss=0.1 " * (1 << 17)  # ~1.1 MB of text, no newline
@@ -305,39 +306,61 @@ def big_files(tmp_path_factory):
     return {"line": line, "sparse": sparse}
 
 
-@pytest.mark.parametrize("group", sorted(BASES))
-def test_corpus(group, tmp_path, big_files):
-    unreadable = can_drop_caps(tmp_path / "probe")
-    twins: dict[str, str] = {}
+@pytest.fixture(scope="module")
+def big_files(tmp_path_factory):
+    return make_big_files(tmp_path_factory.mktemp("big"))
+
+
+def corpus_sessions(work: Path) -> dict:
+    """Every base's twin and every spoiled copy of every base in ONE inner session, then the twins alone in
+    a second (the memory baseline, and the proof that a twin's results do not depend on its company).
+    A session per base cost a process start and the plugin's imports eight times over (issue 33)."""
+    big = make_big_files(work / "big")
+    unreadable = can_drop_caps(work / "probe")
+    twins: dict[str, str] = {}  # base -> twin dir name
     cases: dict[str, tuple[str, str]] = {}  # case dir name -> (artefact, spoiler)
     run_dirs: list[Path] = []
-    for base in BASES[group]:
-        twin = make_base(base, tmp_path / f"twin-{base}")
-        twins[base] = twin.name
-        run_dirs.append(twin)
+    for base in itertools.chain.from_iterable(BASES.values()):
+        twins[base] = make_base(base, work / f"twin-{base}").name
+        run_dirs.append(work / twins[base])
     for key, (base, rel, fmt) in ARTEFACTS.items():
-        if base not in BASES[group]:
-            continue
-        original = (tmp_path / f"twin-{base}" / rel).read_bytes()
-        outside = tmp_path / "outside" / key / Path(rel).name
+        original = (work / twins[base] / rel).read_bytes()
+        outside = work / "outside" / key / Path(rel).name
         outside.parent.mkdir(parents=True)
         outside.write_bytes(original)
         for name, spoil in spoilers(fmt, unreadable).items():
             case = f"{key}--{name}"
-            dest = shutil.copytree(tmp_path / f"twin-{base}", tmp_path / case, symlinks=True)
-            spoil(dest / rel, original, big_files, outside)
+            dest = shutil.copytree(work / twins[base], work / case, symlinks=True)
+            spoil(dest / rel, original, big, outside)
             cases[case] = (key, name)
             run_dirs.append(dest)
     try:
-        doc, out, peak_mb = inner_session(run_dirs, tmp_path, unreadable)
-        twin_doc, _, twin_mb = inner_session([tmp_path / f"twin-{b}" for b in BASES[group]], tmp_path, False)
+        doc, _, peak_mb = inner_session(run_dirs, work, unreadable)
+        twin_doc, _, twin_mb = inner_session([work / t for t in twins.values()], work, False)
     finally:
-        for p in tmp_path.rglob("*"):
+        for p in work.rglob("*"):
             if not p.is_symlink() and p.exists() and p.stat().st_mode & 0o777 == 0:
                 p.chmod(0o644)
+    return {"doc": doc, "twin_doc": twin_doc, "peak_mb": peak_mb, "twin_mb": twin_mb, "twins": twins, "cases": cases}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict:
+    # Once per test run: under -n 2 the worker that asks second waits for the first one's sessions.
+    return once_per_run(tmp_path_factory, "bad-input-corpus", corpus_sessions)
+
+
+@pytest.mark.parametrize("group", sorted(BASES))
+def test_corpus(group, corpus):
+    """Per case: no check that raised, every failure a finding, every skip a reason, and the same set
+    of checks run as on its untouched twin; the twins' results the same as in a session of their own."""
+    twins = {base: corpus["twins"][base] for base in BASES[group]}
+    cases = {case: ka for case, ka in corpus["cases"].items() if ARTEFACTS[ka[0]][0] in twins}
+    mine = set(twins.values()) | set(cases)
+    results = [r for r in corpus["doc"]["results"] if r["run_dir"] in mine]
     checks = collections.defaultdict(set)
     problems = []
-    for r in doc["results"]:
+    for r in results:
         checks[r["run_dir"]].add(r["check"])
         where = f"{r['run_dir']} {r['check']}"
         if r["outcome"] == "failed":
@@ -347,21 +370,24 @@ def test_corpus(group, tmp_path, big_files):
                 problems.append(f"{where}: the check crashed: {json.dumps(r)[:600]}")
         elif r["outcome"] == "skipped" and not (r.get("note") or "").strip():
             problems.append(f"{where}: skipped without a reason")
-    for case, (key, name) in cases.items():
-        base = ARTEFACTS[key][0]
-        if checks[case] != checks[twins[base]]:
-            problems.append(f"{case}: checks run {sorted(checks[case] ^ checks[twins[base]])} differ from the twin's")
+    for case, (key, _name) in cases.items():
+        twin = twins[ARTEFACTS[key][0]]
+        if checks[case] != checks[twin]:
+            problems.append(f"{case}: checks run {sorted(checks[case] ^ checks[twin])} differ from the twin's")
     assert not problems, "\n".join(problems)
     # The twins' results do not depend on who else is in the session.
-    twin_only = {(r["run_dir"], r["check"], r["run"]): r["outcome"] for r in twin_doc["results"]}
-    for r in doc["results"]:
+    twin_only = {(r["run_dir"], r["check"], r["run"]): r["outcome"] for r in corpus["twin_doc"]["results"]}
+    for r in results:
         if r["run_dir"] in twins.values():
             assert twin_only[(r["run_dir"], r["check"], r["run"])] == r["outcome"], r
+    assert cases and checks[next(iter(twins.values()))], f"{group}: no case, or no check ran on its twin"
+    print(f"\n{group}: {len(cases)} bad-input cases, {len(results)} results")
+
+
+def test_corpus_memory_stays_flat(corpus):
+    """A 100 MB line or a 2 GB file read whole would take more than the margin over the twins' session."""
+    peak_mb, twin_mb = corpus["peak_mb"], corpus["twin_mb"]
     assert peak_mb - twin_mb < MAX_RSS_GROWTH_MB, f"peak {peak_mb} MiB vs {twin_mb} MiB for the twins alone"
-    print(
-        f"\n{group}: {len(cases)} bad-input cases, {len(doc['results'])} results, peak RSS {peak_mb} MiB "
-        f"(twins alone {twin_mb} MiB)"
-    )
 
 
 # -- files named on the command line: runhealth.yaml, --lmstudio-log ----------------------------
