@@ -269,7 +269,7 @@ def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) 
         "no:randomly",
         "-p",
         "no:xdist",
-        "--tb=no",  # the report is read, not the terminal; pytest's failure summary scans every report per failure
+        "--tb=line",  # failures still rendered, without pytest rescanning every report per failure (long style)
         "--runhealth-report",
         str(report),
         *args,

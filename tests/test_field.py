@@ -62,7 +62,7 @@ def _corpus_session(out_dir: Path) -> dict:
         "no:xdist",
         "-p",
         "no:randomly",
-        "--tb=no",  # the report is read, not the terminal; pytest's failure summary scans every report per failure
+        "--tb=line",  # failures still rendered, without pytest rescanning every report per failure (long style)
         "--runhealth-report",
         str(report),
     ]
