@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import reading
-from .safeio import mtime, open_readonly
+from .safeio import FirstSizes, mtime, open_readonly
 
 LTX_WEIGHTS = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safetensors$")
 KOHYA_STEP = re.compile(r"^(?P<name>.+)-step(?P<step>\d{8})\.safetensors$")
@@ -121,13 +121,13 @@ class HeaderCheck:
     data_len: int | None = None  # bytes the header says follow it
 
 
-def check_safetensors(path: Path) -> HeaderCheck:
+def check_safetensors(path: Path, sizes: FirstSizes | None = None) -> HeaderCheck:
     """Validate the layout: 8-byte little-endian header length, a JSON header
     inside the file, every tensor's offsets inside the data and matching its
     dtype and shape, and the data ending exactly at the end of the file. Only
     the header is read."""
     try:
-        with open_readonly(path) as fh:
+        with open_readonly(path, sizes=sizes) as fh:
             size = os.fstat(fh.fileno()).st_size
             head = fh.read(8)
             if len(head) < 8:

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import severity, waivers
 from .registry import Registry
-from .safeio import open_readonly
+from .safeio import FirstSizes, open_readonly
 
 # Sections other features own; each validates its own content.
 SECTIONS: dict[str, dict] = {
@@ -112,7 +112,7 @@ def read_config_data(path: Path) -> Any:
     return data
 
 
-def described(path: Path | None) -> str:
+def described(path: Path | None, sizes: FirstSizes | None = None) -> str:
     """The config a session uses, as its header names it: the path and the
     first 12 hex digits of the file's sha256 (what was read, so a config
     planted in the folder one stands in is seen, and two sessions can be
@@ -122,7 +122,7 @@ def described(path: Path | None) -> str:
     import hashlib
 
     try:
-        with open_readonly(path) as fh:
+        with open_readonly(path, sizes=sizes) as fh:
             digest = hashlib.sha256(fh.read(MAX_CONFIG_BYTES + 1)).hexdigest()[:12]
     except OSError as exc:
         return f"config: {path} (unreadable: {exc.strerror or exc})"

@@ -49,6 +49,8 @@ class Relation:
 
 
 EMPTY = frozenset({"empty-tfevents"})
+STALLED = frozenset({"stalled"})
+DISQUALIFIED = frozenset({"run-disqualified"})
 RELATIONS: tuple[Relation, ...] = (
     Relation("RH201", "RH102", None, "the fatal error in its log is why the run was disqualified"),
     Relation("RH201", "RH005", EMPTY, "a trainer that died before its first step logged no scalar"),
@@ -73,12 +75,19 @@ RELATIONS: tuple[Relation, ...] = (
         "the unload that did nothing left the judge in VRAM, so the next trainers ran from swap",
         frozenset({"lmstudio-unload-noop", "vram-resident"}),
     ),
-    # issue 25: a run killed after it hung, and a save cut short by the death that ended the run
+    # issue 25: a run killed after it hung, and a save cut short by the death that ended the run. RH204 is a
+    # root only when it shows the hang (`stalled`); its `run-disqualified` (the row's kill, no stall shown)
+    # explains nothing and is itself what a collapse or slow steps led to.
     Relation("RH102", "RH203", None, "the process is gone because the trainer died at its start"),
-    Relation("RH204", "RH203", None, "the process is gone because it was killed after it stopped advancing"),
-    Relation("RH204", "RH208", None, "the run stopped advancing long before it was killed short of its steps"),
-    Relation("RH204", "RH101", None, "a handful of steps before the wall clock, because the run stopped advancing"),
-    Relation("RH204", "RH102", None, "the run hung before its log showed a step; the wall clock ended it"),
+    Relation("RH204", "RH203", None, "the process is gone because it was killed after it stopped advancing", STALLED),
+    Relation("RH204", "RH208", None, "the run stopped advancing long before it was killed short of its steps", STALLED),
+    Relation(
+        "RH204", "RH101", None, "a handful of steps before the wall clock, because the run stopped advancing", STALLED
+    ),
+    Relation("RH204", "RH102", None, "the run hung before its log showed a step; the wall clock ended it", STALLED),
+    Relation("RH101", "RH204", DISQUALIFIED, "the collapse slowed the run down until the wall clock killed it"),
+    Relation("RH107", "RH204", DISQUALIFIED, "its steps were so slow that the wall clock killed it first"),
+    Relation("RH102", "RH204", DISQUALIFIED, "the trainer died at its start; the row's kill words are that death"),
     Relation(
         "RH201",
         "RH206",
@@ -91,6 +100,7 @@ RELATIONS: tuple[Relation, ...] = (
         "RH206",
         frozenset({"interrupted-save"}),
         "the run was killed, after it stopped advancing, while it saved a checkpoint",
+        STALLED,
     ),
     Relation(
         "RH208", "RH206", frozenset({"interrupted-save"}), "the run was ended from outside while it saved a checkpoint"

@@ -28,7 +28,8 @@ from .given import usable_paths
 from .registry import PHASES, RegistryError, spec_of
 from .reports import pytest_hooks as report_files
 from .results import write_json
-from .run_dir_option import cli_run_dirs, given_run_dirs
+from .run_dir_option import cli_run_dirs, given_run_dirs, run_dir_paths
+from .safeio import FirstSizes
 from .session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of
 
 
@@ -56,11 +57,14 @@ def pytest_configure(config: pytest.Config) -> None:
     except (RegistryError, ConfigError) as exc:
         raise pytest.UsageError(str(exc)) from None
     cli_dirs = cli_run_dirs(config)
-    run_dirs = discovery.run_dirs_for(config, usable_paths(given_run_dirs(config)))  # every run below each path, once
+    sizes = FirstSizes() if run_dir_paths(config) else None  # a session that checks run dirs reads each file once
+    run_dirs = discovery.run_dirs_for(config, usable_paths(given_run_dirs(config)), sizes)  # every run below each path
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
+    for rd in extra:
+        rd.sizes = rd.sizes or sizes
     run_dirs += extra
-    state = RunHealthSession(registry, settings, severity.Policy(settings), run_dirs)
+    state = RunHealthSession(registry, settings, severity.Policy(settings), run_dirs, sizes=sizes)
     config.stash[SESSION] = state
     config.pluginmanager.register(state.collector, "runhealth-results")
     if run_dirs:
@@ -80,7 +84,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     workers = scale.workers_of(config)
     lines = [
-        described(state.settings.path),
+        described(state.settings.path, state.sizes),
         scale.parallel_advice(state.run_dirs, len(state.registry), workers),
         scale.chunk_advice(state.run_dirs, workers, batch_above(config)),
     ]

@@ -29,7 +29,7 @@ from .layouts._files import entries, split_entries
 from .options import DEFAULT_DEPTH
 from .run_dir_option import given_run_dirs
 from .rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
-from .safeio import describe_error, mtime
+from .safeio import FirstSizes, describe_error, mtime
 from .shown import name as shown_name
 
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
@@ -354,9 +354,10 @@ def depth_of(config: pytest.Config) -> int:
     return depth
 
 
-def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
+def run_dirs_for(config: pytest.Config, paths: list[Path], sizes: FirstSizes | None = None) -> list[RunDir]:
     """A RunDir per run found below each path; labels are paths relative to
-    their root (the root's name when the root is the run), made unique."""
+    their root (the root's name when the root is the run), made unique. Each
+    reads with the session's ``sizes``."""
     depth = depth_of(config)
     seen: dict[str, int] = {}
     out: list[RunDir] = []
@@ -375,6 +376,7 @@ def run_dirs_for(config: pytest.Config, paths: list[Path]) -> list[RunDir]:
                 f.path if f.path != d.root else path,
                 label if seen[label] == 1 else f"{label}~{seen[label]}",
                 launch=f.launch,
+                sizes=sizes,
             )
             counts[f.path] = run_count(f, rd)
             out.append(rd)

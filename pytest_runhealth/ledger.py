@@ -8,13 +8,13 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from .safeio import open_readonly
+from .safeio import FirstSizes, open_readonly
 
 try:  # optional speed-up, same results (see _read_ledger)
     from orjson import dumps as _fast_dumps
@@ -132,6 +132,36 @@ class LedgerRow:
         return json.dumps(self.raw, separators=(",", ":"), default=str)
 
 
+# -- how the sweep ended a run, in its row's own words (issue 35) ------------------------------
+def _given(value: Any) -> bool:
+    return value not in (None, False, "")
+
+
+def _nonzero_code(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value != 0
+
+
+# The row's words that say the sweep ended its run (a disqualification, the wall clock, an exit code), each with
+# when its value says so and how a note names it. The one table: the status block's note
+# (``status.row_end_note``) and the trainer checks' "the sweep killed it" finding both read it.
+ROW_END_WORDS: tuple[tuple[str, Callable[[Any], bool], Callable[[Any], str]], ...] = (
+    ("disqualified", _given, lambda v: f"disqualified {json.dumps(v, default=str)[:60]}"),
+    ("killed_by_timeout", lambda v: v is True, lambda v: "killed_by_timeout"),
+    ("exit_code", _nonzero_code, lambda v: f"exit code {v}"),
+)
+
+
+def row_end_words(row: LedgerRow) -> list[tuple[str, Any, str]]:
+    """(field, value, as a note names it) for each word of ``row`` that says the sweep ended its run, in the
+    table's order."""
+    out = []
+    for name, says, named in ROW_END_WORDS:
+        value = row.get(name)
+        if says(value):
+            out.append((name, value, named(value)))
+    return out
+
+
 @dataclass
 class LedgerProblem:
     line: int
@@ -240,7 +270,12 @@ def dumps_lower(value: Any) -> bytes | None:
 
 
 def read_ledger(
-    path: Path, max_line_bytes: int = 8 << 20, start: int = 0, first_line: int = 1, follow: bool = False
+    path: Path,
+    max_line_bytes: int = 8 << 20,
+    start: int = 0,
+    first_line: int = 1,
+    follow: bool = False,
+    sizes: FirstSizes | None = None,
 ) -> Ledger:
     """Every row and every problem of ``path``, or (``start``: a previous
     read's ``resume_at``, with ``first_line`` its line number) only the rows
@@ -254,20 +289,22 @@ def read_ledger(
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _read_ledger(path, max_line_bytes, start, first_line, follow)
+        return _read_ledger(path, max_line_bytes, start, first_line, follow, sizes)
     finally:
         if paused:
             gc.enable()
 
 
-def _read_ledger(path: Path, max_line_bytes: int, start: int, first_line: int, follow: bool) -> Ledger:
+def _read_ledger(
+    path: Path, max_line_bytes: int, start: int, first_line: int, follow: bool, sizes: FirstSizes | None
+) -> Ledger:
     ledger = Ledger(path, resume_at=start, resume_line=first_line)
     shapes: dict[frozenset, _Shape] = {}
     seen: dict[str, int] = {}
     rows = ledger.rows
     problems = ledger.problems
     try:
-        fh = open_readonly(path)
+        fh = open_readonly(path, sizes=sizes)
     except OSError as exc:
         ledger.read_error = f"cannot read {path.name}: {exc.strerror or exc}"
         return ledger

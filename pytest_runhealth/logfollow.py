@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .logscan import MAX_PENDING, TAIL_LINES, LogScan, LogTail, TailLine, _decode, _Scanner, mentions_nonfinite
+from .logscan import MAX_PENDING, TAIL_LINES, LogScan, LogTail, Scanner, TailLine, line_text, mentions_nonfinite
 
 
 class LogFollower:
@@ -27,7 +27,7 @@ class LogFollower:
         from collections import deque
 
         self.scan = LogScan(Path(path))
-        self._scanner = _Scanner(self.scan)  # size 0: no byte stride, every line parsed once
+        self._scanner = Scanner(self.scan)  # size 0: no byte stride, every line parsed once
         self.lineno = first_line
         self.pending = b""
         self.recent: deque[TailLine] = deque(maxlen=tail_lines)
@@ -76,11 +76,11 @@ class LogFollower:
         last = line[cut + 1 :] if cut >= 0 else line
         if len(last) > 4096:
             last = last[-4096:]
-        self.recent.append(TailLine(lineno, _decode(last.rstrip(b"\r"))))
+        self.recent.append(TailLine(lineno, line_text(last.rstrip(b"\r"))))
 
     def tail(self) -> LogTail:
         """The window of last lines, plus the line in progress."""
         lines = list(self.recent)
         if self.pending.strip(b"\r \t"):
-            lines.append(TailLine(self.lineno, _decode(self.pending.strip(b"\r")[-4096:])))
+            lines.append(TailLine(self.lineno, line_text(self.pending.strip(b"\r")[-4096:])))
         return LogTail(self.scan.path, lines, self.scan.size, False)

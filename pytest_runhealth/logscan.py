@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .reading import integer
-from .safeio import open_readonly, read_tail
+from .safeio import FirstSizes, open_readonly, read_tail
 
 Bytes = bytes | bytearray  # a scan's lines are slices of its one reused bytearray
 CHUNK = 8 << 20
@@ -157,6 +157,7 @@ class LogScan:
     filtered_nan_count: int = 0
     marks: list[tuple[int, int]] = field(default_factory=list)  # (byte offset, line number there)
     error: str | None = None
+    sizes: FirstSizes | None = field(default=None, repr=False, compare=False)  # the session's, for the lazy count
 
     @property
     def redraws(self) -> int:
@@ -164,7 +165,7 @@ class LogScan:
         log this count is a pass of its own that only RH002's failure message
         needs, so it is made on first use, not during every scan."""
         if self.carriage_returns is None:
-            self.carriage_returns = _count_byte(self.path, 0, self.size, b"\r") if not self.error else 0
+            self.carriage_returns = _count_byte(self.path, 0, self.size, b"\r", self.sizes) if not self.error else 0
         return self.carriage_returns - self.crlf
 
     @property
@@ -217,7 +218,9 @@ class LogTail:
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def _decode(segment: Bytes) -> str:
+def line_text(segment: Bytes) -> str:
+    """A log line's bytes as a quote shows them: UTF-8 (invalid bytes replaced), NUL visible, terminal
+    control sequences dropped (the scan and the watch's follower quote lines alike)."""
     text = segment.decode("utf-8", "replace").replace("\x00", "\\0")
     return ANSI.sub("", text) if "\x1b" in text else text
 
@@ -256,17 +259,21 @@ def _interval(raw: Bytes) -> float | None:
 
 
 def read_log_tail(
-    path: Path, nbytes: int = TAIL_BYTES, max_lines: int = TAIL_LINES, scan: LogScan | None = None
+    path: Path,
+    nbytes: int = TAIL_BYTES,
+    max_lines: int = TAIL_LINES,
+    scan: LogScan | None = None,
+    sizes: FirstSizes | None = None,
 ) -> LogTail:
     """The tail, tail-first: only the last ``nbytes`` are decoded. Line numbers
     need the newlines before the tail; a finished ``scan`` of the same file
     supplies checkpoints so only the bytes after the nearest one are counted."""
-    data, start = read_tail(path, nbytes)
+    data, start = read_tail(path, nbytes, sizes)
     size = start + len(data)
     if start > 0:
         cut = data.find(b"\n")
         data = data[cut + 1 :] if cut >= 0 else data
-        start_line = _line_at(path, size - len(data), scan) if cut >= 0 else _line_at(path, start, scan)
+        start_line = _line_at(path, size - len(data), scan, sizes) if cut >= 0 else _line_at(path, start, scan, sizes)
     else:
         start_line = 1
     physical = data.split(b"\n")
@@ -276,37 +283,37 @@ def read_log_tail(
     lines = []
     for i in range(first, len(physical)):
         segs = [s for s in physical[i].split(b"\r") if s.strip()]
-        lines.append(TailLine(start_line + i, _decode(segs[-1]) if segs else ""))
+        lines.append(TailLine(start_line + i, line_text(segs[-1]) if segs else ""))
     return LogTail(path, lines, size, start == 0 and first == 0)
 
 
-def _line_at(path: Path, offset: int, scan: LogScan | None) -> int:
+def _line_at(path: Path, offset: int, scan: LogScan | None, sizes: FirstSizes | None) -> int:
     """The 1-based line number of the byte at ``offset``."""
     base_off, base_line = 0, 1
     if scan is not None and scan.size >= offset:
         for off, line in scan.marks:
             if off <= offset and off >= base_off:
                 base_off, base_line = off, line
-    return base_line + _count_newlines(path, base_off, offset)
+    return base_line + _count_newlines(path, base_off, offset, sizes)
 
 
-def _count_newlines(path: Path, start: int, upto: int) -> int:
+def _count_newlines(path: Path, start: int, upto: int, sizes: FirstSizes | None) -> int:
     """Newlines in ``[start, upto)``, through one reused 1 MiB buffer."""
-    return _count_byte(path, start, upto, b"\n")
+    return _count_byte(path, start, upto, b"\n", sizes)
 
 
-def _count_byte(path: Path, start: int, upto: int, byte: bytes) -> int:
+def _count_byte(path: Path, start: int, upto: int, byte: bytes, sizes: FirstSizes | None) -> int:
     """``byte`` (never NUL) in ``[start, upto)``, through one reused 1 MiB
     buffer (the tail reader's memory bound); sparse holes (all NUL) are
     skipped, not read."""
     count = 0
     buf = bytearray(1 << 20)
     view = memoryview(buf)
-    with open_readonly(path) as fh:
+    with open_readonly(path, sizes=sizes) as fh:
         fh.seek(start)
         left = upto - start
         while left > 0:
-            hole = min(_hole_ahead(fh), left)
+            hole = min(hole_ahead(fh), left)
             if hole:
                 fh.seek(hole, os.SEEK_CUR)
                 left -= hole
@@ -344,7 +351,10 @@ def _desc_of(seg: bytes, start: int) -> str:
     return m.group(0).decode("ascii", "replace").strip().lower() if m else ""
 
 
-class _Scanner:
+class Scanner:
+    """The line parser that fills a :class:`LogScan`: ``scan_log`` feeds it a whole file, the watch's
+    follower (logfollow.py) only the bytes appended since its last call."""
+
     def __init__(self, scan: LogScan) -> None:
         self.scan = scan
         self.last: dict[tuple[str, int | None], StepPoint] = {}
@@ -358,7 +368,7 @@ class _Scanner:
         if not point.loss_finite:
             self.scan.nonfinite_count += 1
             if len(self.scan.nonfinite) < MAX_NONFINITE:
-                self.scan.nonfinite.append((point, _decode(text)))
+                self.scan.nonfinite.append((point, line_text(text)))
         series = self.scan.series.setdefault(key, [])
         prev = self.last.get(key)
         if prev is not None and prev.step == point.step:
@@ -463,7 +473,7 @@ class _Scanner:
         value = float(raw.lower().replace(b"inity", b""))
         self.scan.nonfinite_count += 1
         if len(self.scan.nonfinite) < MAX_NONFINITE:
-            self.scan.nonfinite.append((StepPoint(step, None, None, value, lineno, "text"), _decode(seg)))
+            self.scan.nonfinite.append((StepPoint(step, None, None, value, lineno, "text"), line_text(seg)))
 
     def markers(self, line: Bytes, lineno: int) -> None:
         if self.scan.started_line is None and TRAINING_STARTED.search(line):
@@ -551,7 +561,7 @@ class _Scanner:
             if m:
                 scan.filtered_nan_count += 1
                 if len(scan.filtered_nan) < MAX_NONFINITE:
-                    scan.filtered_nan.append((lineno, _decode(line[m.start() :])))
+                    scan.filtered_nan.append((lineno, line_text(line[m.start() :])))
         n = line.count(b"\r")
         if n == 0:
             if len(line) < 4096:
@@ -591,7 +601,7 @@ class _Scanner:
                 self.segment(seg, lineno)
 
 
-def _hole_ahead(fh) -> int:
+def hole_ahead(fh) -> int:
     """Bytes of sparse hole from the file position on (0 where the
     filesystem cannot say); the position is left where it was."""
     if not hasattr(os, "SEEK_DATA"):
@@ -628,12 +638,12 @@ def _read_into(fh, buf: bytearray, at: int) -> int:
 FIRST_DICT_READ = 16 << 20  # how far first_loss_dict_line reads before it gives up (a rare path: see RH202)
 
 
-def first_loss_dict_line(path: Path, before: int) -> int | None:
+def first_loss_dict_line(path: Path, before: int, sizes: FirstSizes | None = None) -> int | None:
     """The line of the log's first Hugging Face Trainer loss dict, looked for in the lines before ``before``
     (1-based); ``before`` itself when none is there; None when the log could not be read that far. Only RH202
     asks, and only when the scan found a dict whose loss 0.0 hides a NaN: was it the first entry?"""
     try:
-        fh = open_readonly(path)
+        fh = open_readonly(path, sizes=sizes)
     except OSError:
         return None
     with fh:
@@ -650,10 +660,10 @@ def first_loss_dict_line(path: Path, before: int) -> int | None:
     return None
 
 
-def scan_log(path: Path) -> LogScan:
-    scan = LogScan(Path(path))
+def scan_log(path: Path, sizes: FirstSizes | None = None) -> LogScan:
+    scan = LogScan(Path(path), sizes=sizes)
     try:
-        fh = open_readonly(path)
+        fh = open_readonly(path, sizes=sizes)
     except OSError as exc:
         scan.error = exc.strerror or str(exc)
         return scan
@@ -669,7 +679,7 @@ def scan_log(path: Path) -> LogScan:
         scan.size = os.fstat(fh.fileno()).st_size
         if scan.size > STRIDE_FROM:
             scan.carriage_returns = None  # counted on first use of scan.redraws
-        scanner = _Scanner(scan)
+        scanner = Scanner(scan)
         line = scanner.line
         pending: Bytes = b""
         # Reads of a small log are its size: a zeroed 8 MiB buffer would cost more than the scan.
@@ -678,7 +688,7 @@ def scan_log(path: Path) -> LogScan:
         lineno = 1
         offset = 0  # file offset of buf[0]
         while True:
-            hole = _hole_ahead(fh) // CHUNK * CHUNK  # whole chunks: reads stay on the chunk grid
+            hole = hole_ahead(fh) // CHUNK * CHUNK  # whole chunks: reads stay on the chunk grid
             if hole:
                 # A sparse hole (a writer that died between preallocating and
                 # writing, a crash-zeroed log): NUL bytes and no newline, so it

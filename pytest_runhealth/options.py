@@ -287,20 +287,11 @@ ALWAYS_LOADED = frozenset(
         "pytest_runhealth.plugin",
         "pytest_runhealth.options",
         "pytest_runhealth.hookspecs",
+        "pytest_runhealth.run_dir_option",  # the plugin asks it whether --run-dir was typed
         "pytest_runhealth.fixtures",
     }
 )
 HOOK_PREFIX = "pytest_runhealth_"
-
-
-def typed_run_dir(config: pytest.Config) -> bool:
-    """``--run-dir`` appears in the invocation's own argv or ``$PYTEST_ADDOPTS``,
-    whatever pytest's parser made of it (a planted ``addopts = --`` turns it
-    into a test path)."""
-    import os
-
-    words = [str(a) for a in config.invocation_params.args] + os.environ.get("PYTEST_ADDOPTS", "").split()
-    return any(w == "--run-dir" or w.startswith("--run-dir=") for w in words)
 
 
 def wants_runhealth(config: pytest.Config, defaults: dict[str, Any], look_at_code: bool = True) -> str | None:

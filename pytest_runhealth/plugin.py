@@ -2,8 +2,8 @@
 the whole plugin only in a run-health session.
 
 An installed plugin is loaded by every pytest session of its environment;
-most never check a run. So this module imports only pytest, ``options`` and
-``hookspecs``: it adds every option and ini key (``--help`` lists them all)
+most never check a run. So this module imports only pytest, ``options``,
+``run_dir_option`` (is ``--run-dir`` typed?) and ``hookspecs``: it adds every option and ini key (``--help`` lists them all)
 and the fixtures users' tests request, and registers the feature modules
 (:data:`SUBPLUGINS`, ``core`` first: the session's set-up, collection and
 reporting hooks) only when :func:`options.wants_runhealth` says the session
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import hookspecs, options
+from . import hookspecs, options, run_dir_option
 
 if TYPE_CHECKING:  # annotations only
     from .rundir import RunDir
@@ -70,7 +70,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     that names one registers the features first, as a plugin loaded from an
     entry point always was. Otherwise the conftests decide, once loaded."""
     reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=False)
-    if reason or options.typed_run_dir(early_config):
+    if reason or run_dir_option.typed_run_dir(early_config):
         # First the guard, then the features: no file inside a run dir configures this
         # session, and nothing is imported (not even orjson or statistics, which a
         # planted ``pythonpath`` could shadow) before it has said so. It runs when

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .safeio import _read_exact, describe_error, open_readonly
+from .safeio import FirstSizes, describe_error, open_readonly, read_exact
 
 MAX_FILE_BYTES = 64 << 20  # one file, unless its reader states a smaller cap
 MAX_RUN_BYTES = 256 << 20  # all the files one reader reads for one run (a Budget)
@@ -176,16 +176,18 @@ class Read:
     error: str | None = None  # why nothing was read
 
 
-def read_bytes(path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budget | None = None) -> Read:
+def read_bytes(
+    path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budget | None = None, sizes: FirstSizes | None = None
+) -> Read:
     """The first ``cap`` bytes of a regular file (less when the run's budget
     is nearly spent); never raises."""
     if Path(path).is_symlink():
         return Read(b"", 0, error="a link (not followed)")
     allowed = min(cap, budget.left()) if budget is not None else cap
     try:
-        with open_readonly(path) as fh:
+        with open_readonly(path, sizes=sizes) as fh:
             size = os.fstat(fh.fileno()).st_size
-            data = _read_exact(fh, allowed)
+            data = read_exact(fh, allowed)
     except OSError as exc:
         return Read(b"", 0, error=describe_error(exc))
     capped = None
@@ -204,17 +206,19 @@ def _cap_text(path: str | os.PathLike, size: int, allowed: int, cap: int, budget
     return f"{Path(path).name}: read the first {allowed:,} of {size:,} bytes (the {cap >> 20 or 1} MiB cap per file)"
 
 
-def read_text(path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budget | None = None) -> str | None:
+def read_text(
+    path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budget | None = None, sizes: FirstSizes | None = None
+) -> str | None:
     """:func:`read_bytes` decoded by :func:`decode`; None when it cannot be read."""
-    got = read_bytes(path, cap, budget)
+    got = read_bytes(path, cap, budget, sizes)
     return None if got.error else decode(got.data)
 
 
 def read_json(
-    path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budget | None = None
+    path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budget | None = None, sizes: FirstSizes | None = None
 ) -> tuple[Any, str | None]:
     """(value, None) or (None, why not); a file over ``cap`` is "over the cap", not half a document."""
-    got = read_bytes(path, cap, budget)
+    got = read_bytes(path, cap, budget, sizes)
     if got.error:
         return None, "cannot be read"
     if got.capped:
@@ -223,7 +227,11 @@ def read_json(
 
 
 def lines(
-    path: str | os.PathLike, cap: int = MAX_FILE_BYTES, budget: Budget | None = None, start: int = 0
+    path: str | os.PathLike,
+    cap: int = MAX_FILE_BYTES,
+    budget: Budget | None = None,
+    start: int = 0,
+    sizes: FirstSizes | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, line without its newline) of a regular file, streamed
     (memory flat in the file's size), up to ``cap`` bytes and the budget;
@@ -234,7 +242,7 @@ def lines(
         return
     allowed = min(cap, budget.left()) if budget is not None else cap
     try:
-        fh = open_readonly(path)
+        fh = open_readonly(path, sizes=sizes)
     except OSError:
         return
     with fh:

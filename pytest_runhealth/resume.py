@@ -23,7 +23,7 @@ def damaged(run_dir, run) -> dict[Path, str]:
     """The run's ``.safetensors`` files whose header or size is wrong, with the problem (cached per file)."""
     out: dict[Path, str] = {}
     for path in sorted(run.checkpoints):
-        res = run_dir.cached(("safetensors", path), lambda p=path: check_safetensors(p))
+        res = run_dir.cached(("safetensors", path), lambda p=path: check_safetensors(p, run_dir.sizes))
         if not res.ok:
             out[path] = res.problem
     return out

@@ -36,7 +36,7 @@ from .finding import VERDICTS
 from .logscan import CHUNK, MAX_PENDING
 from .regexsafe import backtracking_risk
 from .registry import ID_PATTERN, PHASES, SCOPES, SEVERITIES, RegistryError, check
-from .safeio import describe_error, open_readonly
+from .safeio import FirstSizes, describe_error, open_readonly
 from .session import config_path
 from .severity import level_name
 
@@ -287,10 +287,10 @@ def _around(buf: bytes, start: int, end: int) -> bytes:
     return buf[max(lo, start - QUOTE_AROUND) : min(hi, end + QUOTE_AROUND)]
 
 
-def iter_hits(path: Path, pattern: re.Pattern[bytes]) -> Iterator[Hit]:
+def iter_hits(path: Path, pattern: re.Pattern[bytes], sizes: FirstSizes | None = None) -> Iterator[Hit]:
     """Every match in a file, streamed: at most one chunk plus one pending
     partial line is in memory, whatever the file's size or line length."""
-    with open_readonly(path) as fh:
+    with open_readonly(path, sizes=sizes) as fh:
         pending = b""
         lineno = 1
         while True:
@@ -363,7 +363,7 @@ def scan_file(rule: Rule, path: Path, thresholds: dict[str, Any], run_dir) -> Sc
         return scan
     limited = _with(rule, thresholds)
     try:
-        for hit in iter_hits(path, rule.pattern):
+        for hit in iter_hits(path, rule.pattern, run_dir.sizes):
             if rule.threshold and not _crosses(limited, hit.value):
                 continue
             scan.hits += 1

@@ -1,11 +1,15 @@
 """Where this session's run dirs are: the ``--run-dir`` values and the ini
-``runhealth_run_dirs`` list, read in one place, and the folders a run dir
-may never configure. A leaf: the session (``session.config_path``), the
-trust boundary, discovery and the session set-up all ask here."""
+``runhealth_run_dirs`` list, read in one place (:func:`run_dir_at` is the one
+reader of the option's spellings), and the folders a run dir may never
+configure. A leaf: the entry plugin (is ``--run-dir`` typed?), the session
+(``session.config_path``), the trust boundary, discovery and the session
+set-up all ask here. Loaded in every session (the entry plugin asks it), so it
+imports nothing but pytest."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,20 +25,36 @@ def inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def run_dir_words(args: list[str]) -> list[str]:
+RUN_DIR = "--run-dir"
+
+
+def run_dir_at(args: Sequence[str], i: int) -> tuple[str | None, int]:
+    """The ``--run-dir`` option at ``args[i]``: (its value, the words it takes). ``--run-dir PATH`` takes
+    two words, ``--run-dir=PATH`` one; a last ``--run-dir`` with no value takes one and has none (pytest's
+    parser then says so: a usage error, exit 4); (None, 0) where ``args[i]`` is no ``--run-dir``.
+
+    The one reader of the option's spellings outside pytest's parser: the guard's scan of the argv
+    (:func:`run_dir_words`), the plugin's activation (:func:`typed_run_dir`) and ``pytest-runhealth
+    check``'s split of its arguments (``trust_boundary.split_check_args``) all ask here."""
+    arg = args[i]
+    if arg == RUN_DIR:
+        return (args[i + 1], 2) if i + 1 < len(args) else (None, 1)
+    if arg.startswith(RUN_DIR + "="):
+        return arg.split("=", 1)[1], 1
+    return None, 0
+
+
+def run_dir_words(args: Sequence[str]) -> list[str]:
     """``--run-dir`` values as typed (the invocation's own argv and
     ``$PYTEST_ADDOPTS``), read without pytest's parser: a planted ``addopts =
-    --`` turns them into test paths, and the guard must still know them."""
-    out: list[str] = []
-    for i, arg in enumerate(args):
-        if arg == "--run-dir" and i + 1 < len(args):
-            out.append(args[i + 1])
-        elif arg.startswith("--run-dir="):
-            out.append(arg.split("=", 1)[1])
-    return out
+    --`` turns them into test paths, and the guard must still know them. Every
+    word is looked at, a value too (``--run-dir --run-dir=x`` names both: the
+    guard errs on the side of knowing more run dirs)."""
+    return [value for i in range(len(args)) if (value := run_dir_at(args, i)[0]) is not None]
 
 
-def typed_run_dirs(config: pytest.Config) -> list[str]:
+def typed_words(config: pytest.Config) -> list[str]:
+    """The words of ``$PYTEST_ADDOPTS`` and of the invocation's own argv, as pytest reads them."""
     import shlex
 
     args = [str(a) for a in config.invocation_params.args]
@@ -42,7 +62,19 @@ def typed_run_dirs(config: pytest.Config) -> list[str]:
         args = shlex.split(os.environ.get("PYTEST_ADDOPTS", "")) + args
     except ValueError:
         pass
-    return run_dir_words(args)
+    return args
+
+
+def typed_run_dirs(config: pytest.Config) -> list[str]:
+    return run_dir_words(typed_words(config))
+
+
+def typed_run_dir(config: pytest.Config) -> bool:
+    """``--run-dir`` appears in the invocation's own argv or ``$PYTEST_ADDOPTS``,
+    whatever pytest's parser made of it (a planted ``addopts = --`` turns it
+    into a test path), with or without its value."""
+    words = typed_words(config)
+    return any(run_dir_at(words, i)[1] for i in range(len(words)))
 
 
 def run_dir_paths(config: pytest.Config) -> list[Path]:

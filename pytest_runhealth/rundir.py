@@ -17,7 +17,7 @@ from typing import Any
 from .ledger import FREEZE_FROM, Ledger, LedgerRow, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
 from .reading import Unreadable, guarded
-from .safeio import enterable, outside_link
+from .safeio import FirstSizes, enterable, outside_link
 from .shown import name as shown_name
 from .shown import one_line
 
@@ -255,8 +255,13 @@ class RunDir:
     """A ``--run-dir``: a sweep session, a trainer workspace, a kohya output
     dir, an evaluation harvest, or any folder with logs (docs/layouts.md)."""
 
-    def __init__(self, path: Path, label: str | None = None, launch: Launch | None = None) -> None:
+    def __init__(
+        self, path: Path, label: str | None = None, launch: Launch | None = None, sizes: FirstSizes | None = None
+    ) -> None:
         self.path = Path(path).absolute()
+        # The session's sizes (safeio.FirstSizes): every reader of this run dir is handed them, so a file is read
+        # up to the size it had when the session first opened it. None outside a session (the watch).
+        self.sizes = sizes
         self.launch = launch  # the launch folder's console log, when discovery found one above this run
         self.name = shown_name(label or self.path.name or str(self.path))  # on one line, as every output shows it
         self._store: dict[Any, Any] = {}
@@ -295,7 +300,8 @@ class RunDir:
         found = []
         p = self.path
         try:
-            kind = layouts.kind_of(p)  # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+            # HF Trainer, Lightning, MLflow, W&B, torchrun, Slurm (docs/layouts.md)
+            kind = layouts.kind_of(p, self.sizes)
         except Exception:  # a reader that crashed while classifying: the checks name the file (unreadable)
             kind = None
         # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
@@ -330,7 +336,7 @@ class RunDir:
     def ledger(self) -> Ledger | None:
         if not self.ledger_path.exists() and not self.ledger_path.is_symlink():
             return None
-        return read_ledger(self.ledger_path)
+        return read_ledger(self.ledger_path, sizes=self.sizes)
 
     @cached_property
     def runs(self) -> list[Run]:
@@ -415,12 +421,14 @@ class RunDir:
             run.__dict__.pop("checkpoints", None)
 
     def log_scan(self, path: Path) -> LogScan:
-        return self.cached(("scan", path), lambda: scan_log(path))
+        return self.cached(("scan", path), lambda: scan_log(path, self.sizes))
 
     def log_tail(self, path: Path) -> LogTail:
         # A scan already made lends its line-number marks, so the tail counts
         # newlines from the nearest mark instead of from the start of the file.
-        return self.cached(("tail", path), lambda: read_log_tail(path, scan=self._store.get(("scan", path))))
+        return self.cached(
+            ("tail", path), lambda: read_log_tail(path, scan=self._store.get(("scan", path)), sizes=self.sizes)
+        )
 
     def workspace_config(self):
         """config.yaml of a trainer workspace, parsed once (None if absent)."""
@@ -429,7 +437,7 @@ class RunDir:
         path = self.path / "config.yaml"
         if not path.exists():
             return None
-        return self.cached(("config.yaml", path), lambda: read_workspace_config(path))
+        return self.cached(("config.yaml", path), lambda: read_workspace_config(path, self.sizes))
 
     def scalars(self):
         """Every scalar of the run dir's event files as a pandas DataFrame

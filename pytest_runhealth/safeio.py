@@ -2,10 +2,11 @@
 device (opening those can block forever), and with links out of the run dir
 named rather than followed silently.
 
-Inside a pytest session (between :func:`begin_session` and :func:`end_session`,
-called by the plugin) a file is read only up to the size it had when the
-session first opened it: a log still being written is not chased to its end
-(a writer appending for 100 s made one check read for 114 s, issue #27). The
+Given the session's :class:`FirstSizes` (handed down to every reader of a
+session: ``RunHealthSession.sizes``, ``RunDir.sizes``), a file is read only up
+to the size it had when the session first opened it: a log still being
+written is not chased to its end (a writer appending for 100 s made one check
+read for 114 s, issue #27). A reader given none reads a file as it is; the
 watch follows growing logs outside any session, with ``follow=True``."""
 
 from __future__ import annotations
@@ -19,20 +20,20 @@ from typing import BinaryIO
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
-# (st_dev, st_ino) -> size at first open in this session; None outside a session.
-# Still process-global (issue 37): the session should hold this map and hand it to its readers through
-# reading.py's contract; that needs every reader's signature to carry it (25 modules), not done yet.
-_SESSION_SIZES: dict[tuple[int, int], int] | None = None
+class FirstSizes:
+    """The size each file had when a session first opened it, by ``(st_dev, st_ino)``: in a session a file is
+    read up to there, whatever is appended later (issue 27). One per session (``RunHealthSession.sizes``),
+    handed down through its run dirs (``RunDir.sizes``) to every reader, which passes it to
+    :func:`open_readonly`; a reader given none (the watch, the ``merge`` command) reads files as they are."""
 
+    __slots__ = ("_first",)
 
-def begin_session() -> None:
-    global _SESSION_SIZES
-    _SESSION_SIZES = {}
+    def __init__(self) -> None:
+        self._first: dict[tuple[int, int], int] = {}
 
-
-def end_session() -> None:
-    global _SESSION_SIZES
-    _SESSION_SIZES = None
+    def limit(self, st: os.stat_result) -> int:
+        """The size to read ``st``'s file up to: the one it had when first opened in this session."""
+        return self._first.setdefault((st.st_dev, st.st_ino), st.st_size)
 
 
 class CappedFile(io.FileIO):
@@ -68,26 +69,26 @@ class CappedFile(io.FileIO):
         return super().readinto(view[: min(len(view), left)]) or 0
 
 
-def open_readonly(path: str | os.PathLike, follow: bool = False) -> BinaryIO:
+def open_readonly(path: str | os.PathLike, follow: bool = False, sizes: FirstSizes | None = None) -> BinaryIO:
     """Open a regular file for binary reading, or raise OSError with a reason.
-    In a session, reads end at the size the file had when the session first
-    opened it, unless ``follow``."""
+    Given the session's ``sizes``, reads end at the size the file had when the
+    session first opened it (unless ``follow``)."""
     fd = os.open(path, _FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
             raise OSError(21 if stat.S_ISDIR(st.st_mode) else 22, f"{kind}", str(path))
-        limit = st.st_size
-        if _SESSION_SIZES is not None and not follow:
-            limit = _SESSION_SIZES.setdefault((st.st_dev, st.st_ino), st.st_size)
+        if follow:
+            sizes = None
+        limit = sizes.limit(st) if sizes is not None else st.st_size
         encoding = None if follow else utf16_kind(fd, os.fspath(path))
         if encoding is not None:
             try:
                 return _transcoded(fd, encoding, limit)
             finally:
                 os.close(fd)
-        if _SESSION_SIZES is None or follow:
+        if sizes is None:
             return os.fdopen(fd, "rb", buffering=0)
         return CappedFile(fd, limit)  # type: ignore[return-value]
     except BaseException:
@@ -192,21 +193,22 @@ def _transcoded(fd: int, kind: str, limit: int) -> BinaryIO:
     return out  # type: ignore[return-value]
 
 
-def read_tail(path: str | os.PathLike, nbytes: int) -> tuple[bytes, int]:
+def read_tail(path: str | os.PathLike, nbytes: int, sizes: FirstSizes | None = None) -> tuple[bytes, int]:
     """The last ``nbytes`` of a file and the offset they start at."""
-    with open_readonly(path) as fh:
+    with open_readonly(path, sizes=sizes) as fh:
         size = os.fstat(fh.fileno()).st_size
         start = max(0, size - nbytes)
         fh.seek(start)
-        return _read_exact(fh, size - start), start
+        return read_exact(fh, size - start), start
 
 
-def read_head(path: str | os.PathLike, nbytes: int) -> bytes:
-    with open_readonly(path) as fh:
-        return _read_exact(fh, nbytes)
+def read_head(path: str | os.PathLike, nbytes: int, sizes: FirstSizes | None = None) -> bytes:
+    with open_readonly(path, sizes=sizes) as fh:
+        return read_exact(fh, nbytes)
 
 
-def _read_exact(fh: BinaryIO, n: int) -> bytes:
+def read_exact(fh: BinaryIO, n: int) -> bytes:
+    """``n`` bytes from ``fh`` (fewer at its end): a raw file may return less than asked per read."""
     parts, left = [], n
     while left > 0:
         chunk = fh.read(min(left, 1 << 20))

@@ -31,6 +31,7 @@ from .registry import spec_of as spec_of  # the check an item runs: read here by
 from .results import ResultCollector
 from .run_dir_option import project_folders
 from .rundir import RunDir
+from .safeio import FirstSizes
 
 if TYPE_CHECKING:  # annotations only (both sit below this module: docs/architecture.md)
     from .config import RunHealthConfig
@@ -49,6 +50,9 @@ class RunHealthSession:
     policy: Policy
     run_dirs: list[RunDir]
     collector: ResultCollector = field(default_factory=ResultCollector)
+    # The size each file had when the session first opened it (a growing log is not chased, issue 27): handed
+    # to every run dir (``RunDir.sizes``) and from there to every reader. None where no run dir is checked.
+    sizes: FirstSizes | None = None
 
     @property
     def many_run_dirs(self) -> bool:

@@ -42,7 +42,6 @@ Each run's status is a plain JSON-able dict; its keys:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -52,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoints import find_checkpoints, latest
+from .ledger import row_end_words
 from .logscan import LogScan, StepPoint
 from .rootcause import diagnose
 from .safeio import mtime, read_head
@@ -88,13 +88,14 @@ def pid_alive(run) -> bool | None:
     """True/False when a pid file names a process (alive or gone), None when
     there is no readable pid file. Reads the file; never signals anything
     but signal 0 (an existence probe)."""
+    sizes = getattr(getattr(run, "run_dir", None), "sizes", None)  # the session's, where ``run`` is a Run
     for folder in run_folders(run):
         for name in PID_NAMES:
             path = folder / name
             if not path.is_file():
                 continue
             try:
-                text = read_head(path, 64).decode("ascii", "replace").strip()
+                text = read_head(path, 64, sizes).decode("ascii", "replace").strip()
             except OSError:
                 return None
             if not text.isdigit() or int(text) <= 0:
@@ -231,14 +232,7 @@ def row_end_note(state: str, row) -> str | None:
     disqualified "timeout", killed_by_timeout, exit code -9``."""
     if state != "stopped" or row is None:
         return None
-    said = []
-    if row.get("disqualified") not in (None, False, ""):
-        said.append(f"disqualified {json.dumps(row.get('disqualified'), default=str)[:60]}")
-    if row.get("killed_by_timeout") is True:
-        said.append("killed_by_timeout")
-    code = row.get("exit_code")
-    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-        said.append(f"exit code {code}")
+    said = [named for _, _, named in row_end_words(row)]
     return f"stopped: the sweep's row says {', '.join(said)}" if said else None
 
 
@@ -437,13 +431,13 @@ def tracker_state(run) -> str | None:
 
     kind = own_kind(run)
     if kind == WANDB:
-        end = wandb_run.read_end(run.path)
+        end = wandb_run.read_end(run.path, run.run_dir.sizes)
         if end is None or end.exit_code is None:
             return None
         return "finished" if end.exit_code == 0 else "failed"
     if kind == MLFLOW:
         return {"FINISHED": "finished", "FAILED": "failed", "KILLED": "stopped"}.get(
-            mlflow_store.read_meta(run.path).status or ""
+            mlflow_store.read_meta(run.path, run.run_dir.sizes).status or ""
         )
     return None
 
@@ -455,7 +449,7 @@ def hf_newest(run):
 
     if own_kind(run) != HF_TRAINER:
         return None
-    ck = hf_trainer.newest_complete(hf_trainer.checkpoints(run.path))
+    ck = hf_trainer.newest_complete(hf_trainer.checkpoints(run.path, run.run_dir.sizes))
     return Checkpoint(ck.path, "hf", ck.path.name, step=ck.step) if ck is not None else None
 
 
@@ -463,7 +457,7 @@ def _tfevents_losses(run) -> tuple[list[float], str | None]:
     from .tfevents import is_loss_tag, read_event_file
 
     for path in run.event_files:
-        read = run.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p))
+        read = run.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p, sizes=run.run_dir.sizes))
         tags = sorted(
             (t for t in read.scalars if is_loss_tag(t) and "epoch" not in t), key=lambda t: -len(read.scalars[t])
         )

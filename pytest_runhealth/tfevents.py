@@ -27,7 +27,7 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .safeio import open_readonly
+from .safeio import FirstSizes, open_readonly
 
 CHUNK = 2 << 20  # CRCs are checked a chunk at a time: ~40k records, ~15 MB of index arrays
 MAX_RECORD = 256 << 20  # larger than any real event; a length beyond it is damage
@@ -506,7 +506,11 @@ def _u32_at(buf: bytes, offsets: list[int]):
 
 
 def read_event_file(
-    path: Path, tags: set[str] | None = None, first_scalar_only: bool = False, start: int = 0
+    path: Path,
+    tags: set[str] | None = None,
+    first_scalar_only: bool = False,
+    start: int = 0,
+    sizes: FirstSizes | None = None,
 ) -> EventFileRead:
     """Read one event file, CRC-checked, streaming in chunks.
 
@@ -520,7 +524,7 @@ def read_event_file(
 
     out = EventFileRead(Path(path))
     try:
-        fh = open_readonly(path)
+        fh = open_readonly(path, sizes=sizes)
     except OSError as exc:
         out.error = exc.strerror or str(exc)
         return out
@@ -614,10 +618,10 @@ def read_event_file(
                 return out
 
 
-def first_scalar(path: Path) -> EventFileRead:
+def first_scalar(path: Path, sizes: FirstSizes | None = None) -> EventFileRead:
     """Stop at the first scalar: enough to tell an empty events file (a
     trainer that died before logging, RH005/RH102) from a live one."""
-    return read_event_file(path, first_scalar_only=True)
+    return read_event_file(path, first_scalar_only=True, sizes=sizes)
 
 
 def is_loss_tag(tag: str) -> bool:

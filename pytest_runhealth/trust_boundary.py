@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from .run_dir_option import containing_run_dir, inside, real_path, run_dir_paths
+from .run_dir_option import containing_run_dir, inside, real_path, run_dir_at, run_dir_paths
 
 CHECK_HINT = "check it with `pytest-runhealth check PATH` (or write --run-dir=PATH from outside the run dir)"
 
@@ -253,13 +253,12 @@ def split_check_args(argv: list[str]) -> tuple[list[str], list[str]]:
         if arg == "--":
             run_dirs += argv[i + 1 :]
             break
-        if arg == "--run-dir" and i + 1 < len(argv):
-            run_dirs.append(argv[i + 1])
-            i += 2
+        value, took = run_dir_at(argv, i)
+        if value is not None:
+            run_dirs.append(value)
+            i += took
             continue
-        if arg.startswith("--run-dir="):
-            run_dirs.append(arg.split("=", 1)[1])
-        elif not arg.startswith("-") or arg == "-":
+        if not arg.startswith("-") or arg == "-":
             run_dirs.append(arg)
         elif arg in takes_value and i + 1 < len(argv):
             rest += [arg, argv[i + 1]]

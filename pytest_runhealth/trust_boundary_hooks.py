@@ -1,5 +1,6 @@
 """The trust boundary's hooks: nothing inside a run dir is collected, nothing
-is written into one (no report: JSON, HTML, Markdown), and a log still growing is not chased.
+is written into one (no report: JSON, HTML, Markdown). (A log still growing is not chased
+either: the session's ``sizes``, handed to every reader, see ``safeio.FirstSizes``.)
 The refusals before any conftest runs, and ``pytest-runhealth check``, are
 ``trust_boundary.py``; where the run dirs are, ``run_dir_option.py``."""
 
@@ -13,28 +14,7 @@ from .run_dir_option import containing_run_dir, inside, real_path, run_dir_paths
 from .session import report_path
 
 
-# -- nothing written into a run dir; nothing chased ----------------------------------
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """From here on, a file is read up to the size it had when first opened
-    (a log still growing is not chased: safeio.begin_session)."""
-    from . import safeio
-
-    if run_dir_paths(session.config):  # a session that checks run dirs (not a test suite that imports us)
-        safeio.begin_session()
-        session.config.stash[_CAPPED] = True
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    from . import safeio
-
-    if config.stash.get(_CAPPED, False):
-        safeio.end_session()
-
-
-_CAPPED = pytest.StashKey[bool]()
-
-
+# -- nothing written into a run dir ---------------------------------------------------
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """No report is written inside a run dir: the JSON report (and the gate's

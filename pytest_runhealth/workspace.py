@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import yamlsafe
-from .safeio import open_readonly
+from .safeio import FirstSizes, open_readonly
 
 MAX_CONFIG_BYTES = 4 << 20
 _MISSING = object()
@@ -52,11 +52,11 @@ class WorkspaceConfig:
         return p if p.is_absolute() else (self.path.parent / p)
 
 
-def read_workspace_config(path: Path) -> WorkspaceConfig:
+def read_workspace_config(path: Path, sizes: FirstSizes | None = None) -> WorkspaceConfig:
     import yaml
 
     try:
-        with open_readonly(path) as fh:
+        with open_readonly(path, sizes=sizes) as fh:
             raw = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         return WorkspaceConfig(path, None, f"cannot read {path.name}: {exc.strerror or exc}")

@@ -280,7 +280,8 @@ def at(minutes: float) -> datetime:
 # -- the sessions the examples and tests share -------------------------------------
 def healthy_session(root: Path, last_hits_wall: bool = True) -> Path:
     """Five runs that train at ~1.5 s/it; the last hits the wall clock at its
-    normal rate (a near-miss for RH101: slow config, not a collapse)."""
+    normal rate (a near-miss for RH101: slow config, not a collapse; RH204 reports its row `run-disqualified`:
+    a killed run is never silently green)."""
     rows, logs = [], {}
     plan = [
         ("baseline-000-s0", "baseline", 1.47, knobs()),
@@ -622,7 +623,7 @@ def degrading_session(root: Path) -> Path:
 
 def truncated_ledger_session(root: Path) -> Path:
     """A healthy sweep whose ledger's last line is cut short mid-write."""
-    healthy_session(root)
+    healthy_session(root, last_hits_wall=False)
     with open(root / "ledger.jsonl", "a", encoding="utf-8") as fh:
         fh.write('{"run_id": "cand-003-s0", "role": "candidate", "config": {"learning_rate": 0.0002, "network_di')
     return root
@@ -631,14 +632,15 @@ def truncated_ledger_session(root: Path) -> Path:
 def mixed_scoring_session(root: Path) -> Path:
     """A healthy sweep in which one candidate was scored without its judge
     (judge_report null, a loss-only 0.95) and so ranks first among judged ~0.7s."""
-    healthy_session(root)
+    healthy_session(root, last_hits_wall=False)
     rows = [json.loads(line) for line in (root / "ledger.jsonl").read_text().splitlines()]
     rows[2].update(judge_report=None, score=0.95, score_components={"loss": 0.95, "judge": None})
     return write_session(root, rows, {})
 
 
 EXAMPLES = {
-    "sweep-healthy": healthy_session,
+    "sweep-healthy": lambda p: healthy_session(p, last_hits_wall=False),
+    "sweep-wall-clock": healthy_session,
     "sweep-vram-leak": vram_leak_session,
     "sweep-died-fused-optimizer": lambda p: died_session(p, "fused-optimizer-keyerror"),
     "sweep-died-missing-model": lambda p: died_session(p, "missing-model-file"),

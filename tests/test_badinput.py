@@ -1129,24 +1129,21 @@ def test_a_log_still_growing_is_read_up_to_its_size_when_the_session_first_opene
 
     log = tmp_path / "train.log"
     log.write_bytes(b"step 1 loss 0.5\n" * 10)
-    safeio.begin_session()
-    try:
-        with safeio.open_readonly(log) as fh:
-            assert len(fh.read()) == 160
-        with log.open("ab") as w:  # the writer goes on after the session first looked
-            w.write(b"RuntimeError: CUDA out of memory\n" * 1000)
-        with safeio.open_readonly(log) as fh:
-            assert fh.read() == b"step 1 loss 0.5\n" * 10
-            fh.seek(0)
-            assert fh.readline() == b"step 1 loss 0.5\n" and len(fh.readlines()) == 9
-        data, _start = safeio.read_tail(log, 1 << 20)
-        assert b"CUDA" not in data
-        assert b"CUDA" not in log.read_bytes()[:160]
-        scan = scan_log(log)
-        assert scan.nul_bytes == 0
-    finally:
-        safeio.end_session()
-    with safeio.open_readonly(log) as fh:  # outside a session (the watch follows): the whole file
+    sizes = safeio.FirstSizes()  # the session's, handed to every reader (RunHealthSession.sizes, RunDir.sizes)
+    with safeio.open_readonly(log, sizes=sizes) as fh:
+        assert len(fh.read()) == 160
+    with log.open("ab") as w:  # the writer goes on after the session first looked
+        w.write(b"RuntimeError: CUDA out of memory\n" * 1000)
+    with safeio.open_readonly(log, sizes=sizes) as fh:
+        assert fh.read() == b"step 1 loss 0.5\n" * 10
+        fh.seek(0)
+        assert fh.readline() == b"step 1 loss 0.5\n" and len(fh.readlines()) == 9
+    data, _start = safeio.read_tail(log, 1 << 20, sizes)
+    assert b"CUDA" not in data
+    assert b"CUDA" not in log.read_bytes()[:160]
+    scan = scan_log(log, sizes)
+    assert scan.nul_bytes == 0 and scan.lines == 10
+    with safeio.open_readonly(log) as fh:  # no sizes (the watch follows): the whole file
         assert b"CUDA" in fh.read()
 
 

@@ -180,3 +180,9 @@ def test_explain_and_list_include_conftest_checks_and_rules(pytester):
             "  count: 1",
         ]
     )
+
+
+def test_list_prints_catalogue(pytester):
+    res = pytester.runpytest("-p", "no:anyio", "--runhealth-list")
+    assert res.ret == 0
+    res.stdout.fnmatch_lines(["RH001  ledger-readable*evidence*"])

@@ -158,3 +158,38 @@ def test_rh206_zero_byte_and_oversized_claim(tmp_path):
     r = check_on(ws, "RH206").of()
     assert (r.passed, r.cause) == (False, "truncated-checkpoint")
     assert "2 of 3 checkpoint(s)" in r.summary and "lora_weights_step_00500" in r.summary
+
+
+def hf_checkpoint(out: Path, step: int, weights: dict[str, bool]) -> None:
+    """checkpoint-<step>/ with the non-weight parts the Trainer writes and the
+    weight entries given (name: is a folder)."""
+    ck = out / f"checkpoint-{step}"
+    ck.mkdir(parents=True)
+    for name in ("rng_state_0.pth", "rng_state_1.pth", "scheduler.pt", "training_args.bin", "config.json"):
+        (ck / name).write_bytes(b"x")
+    (ck / "trainer_state.json").write_text(f'{{"global_step": {step}, "log_history": [], "max_steps": 3000}}')
+    for name, folder in weights.items():
+        if folder:
+            (ck / name).mkdir()
+            (ck / name / "mp_rank_00_model_states.pt").write_bytes(b"x")
+        else:
+            (ck / name).write_bytes(b"x")
+
+
+def test_distributed_checkpoints_keep_their_weights_in_folders(tmp_path):
+    """QA: a DeepSpeed ZeRO-3 save without stage3_gather_16bit_weights_on_model_save
+    writes no model.safetensors (transformers Trainer.save_model: "use
+    zero_to_fp32.py to recover weights"), only global_step<N>/; FSDP's sharded
+    save keeps them in pytorch_model_fsdp_0/. RH206 called both incomplete."""
+    ds = tmp_path / "ds"
+    for step in (500, 1000):
+        hf_checkpoint(ds, step, {f"global_step{step}": True, "latest": False, "zero_to_fp32.py": False})
+    assert check_on(ds, "RH206").of().passed
+    fsdp = tmp_path / "fsdp"
+    for step in (500, 1000):
+        hf_checkpoint(fsdp, step, {"pytorch_model_fsdp_0": True, "optimizer_0": True})
+    assert check_on(fsdp, "RH206").of().passed
+    # near miss: a checkpoint with neither weights nor an engine folder is still incomplete
+    hf_checkpoint(ds, 1500, {"latest": False})
+    f = check_on(ds, "RH206").of()
+    assert f.cause == "checkpoint-incomplete" and "checkpoint-1500/ lacks weights" in f.summary

@@ -8,6 +8,7 @@ import shutil
 import sys
 
 from conftest import EXAMPLES
+from small_rundirs import write_ledger
 
 OOM = EXAMPLES / "generic-oom-rich"
 
@@ -61,3 +62,18 @@ def test_generated_tests_take_fixtures_and_marks(pytester, run_health):
     res = run_health(rd, args=("-m", "live", "-k", "TEAM301"))
     notes = sorted(r["note"] for r in res.results("TEAM301"))
     assert notes == ["flavour a", "flavour b"], res.stdout
+
+
+def test_only_health_checks_collected_without_paths(pytester, tmp_path, run_health):
+    pytester.makepyfile(test_user="def test_user(): pass")
+    session = write_ledger(tmp_path / "s", [{"run_id": "a"}])
+    res = run_health(session, args=("--collect-only", "-q"))
+    assert "test_user" not in res.stdout
+    assert "RH001-ledger-readable[s]" in res.stdout
+
+
+def test_user_paths_join_health_checks(pytester, tmp_path, run_health):
+    pytester.makepyfile(test_user="def test_user(run_dir, ledger):\n    assert ledger.rows[0].line == 1\n")
+    session = write_ledger(tmp_path / "s", [{"run_id": "a"}])
+    res = run_health(session, args=("test_user.py", "-v"))
+    res.result.stdout.fnmatch_lines(["*test_user.py::test_user PASSED*", "*RH001-ledger-readable*PASSED*"])

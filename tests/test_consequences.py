@@ -171,8 +171,9 @@ def test_the_junit_properties_agree_with_the_json_report(pytester, run_health):
     xml = pytester.path / "junit.xml"
     plain = run_health(*AGREE_DIRS, args=("--tb=no", "--junitxml", str(xml)))
     expected = json_grouping(plain.report)
-    # 4 RH102 under RH201; 5 RH101 under RH402 (the unload no-op) and 5 RH107 under it, through RH101.
-    assert sum(1 for root, _ in expected.values() if root) == 4 + 5 + 5
+    # 4 RH102 under RH201; 5 RH101 under RH402 (the unload no-op), and 5 RH107 and 5 RH204 (the row's wall-clock
+    # kill, run-disqualified) under it, through RH101.
+    assert sum(1 for root, _ in expected.values() if root) == 4 + 5 + 5 + 5
     assert junit_grouping(xml) == expected
 
 
@@ -186,7 +187,7 @@ def test_the_junit_properties_agree_with_the_json_report_under_xdist(pytester, r
     assert "scheduling tests via RunGroupScheduling" in xdist.stdout  # ours, not xdist's loadgroup (xdist#1386)
     # A root on the run dir (RH402, a session-scope check) is judged in the pass of each worker whose runs it
     # may explain, so their JUnit testcases name it too.
-    assert sum(1 for root, _ in expected.values() if root == "RH402") == 10
+    assert sum(1 for root, _ in expected.values() if root == "RH402") == 15
     assert junit_grouping(xml) == expected
 
 
@@ -258,7 +259,8 @@ def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(pyte
     collapsed = " · baseline-000-s1, cand-000-s0, cand-001-s0, cur-000-s0, cur-000-s1"
     assert "  ↳ RH101 step-count-collapse (vram-leak-step-collapse) on 5 runs: consequence of RH402 (" in text
     assert "  ↳ RH107 slow-steps (swap-slowdown) on 5 runs: consequence of RH402 (through RH101: " in text
-    assert text.count(collapsed) == 2, text
+    assert "  ↳ RH204 run-not-stalled (run-disqualified) on 5 runs: consequence of RH402 (through RH101: " in text
+    assert text.count(collapsed) == 3, text
     # RH402's fix is printed once in the section.
     assert text.count("lms unload --all") == 1
 
@@ -274,11 +276,13 @@ def test_runs_that_died_of_one_error_lead_as_one_line_with_or_without_xdist(pyte
     assert "The judge VLM stayed resident in VRAM" not in lead  # RH101's fix: a consequence's, told in its card
     leak = page.split('data-run-dir="sweep-vram-leak"')[1].split("</section>")[0]
     assert leak.count('<details class="consequences" data-consequence-of="RH402">') == 5
-    assert 'data-consequences-of="RH402">consequences of RH402: RH101 on 5 runs, RH107 on 5 runs' in leak
+    assert (
+        'data-consequences-of="RH402">consequences of RH402: RH101 on 5 runs, RH107 on 5 runs, RH204 on 5 runs' in leak
+    )
     oom = page.split('data-run-dir="sweep-died-cuda-oom"')[1].split("</section>")[0]
     assert oom.count('<details class="detail"><summary>RH201 cuda-oom: the root cause of several runs') == 4
     marked = [g for g in grouping(plain.report) if g[1]]
-    assert len(marked) == 4 + 10
+    assert len(marked) == 4 + 15
     xdist = run_health(*dirs, args=("--tb=no", "-n", "2"), subprocess=True)
     assert grouping(xdist.report) == grouping(plain.report)
 

@@ -11,6 +11,9 @@ import textwrap
 
 import pytest
 from conftest import EXAMPLES
+from small_rundirs import write_ledger
+
+from pytest_runhealth import Registry, RegistryError, check
 
 PACK = EXAMPLES / "check_pack"
 PACK_SRC = PACK / "src"
@@ -199,3 +202,63 @@ def test_selftest_reports_a_rule_that_stopped_firing(pytester):
             "selftest: FAILED, 1 expectation(s) not met",
         ]
     )
+
+
+def test_registry_refuses_duplicates_and_reserved_prefix():
+    reg = Registry()
+
+    @check("ACME001", "one")
+    def one(ctx):
+        return None
+
+    @check("ACME001", "two")
+    def two(ctx):
+        return None
+
+    reg.add(one, owner="pack_a")
+    with pytest.raises(RegistryError, match="duplicate check ID ACME001: pack_a .one. and pack_a .two."):
+        reg.add(two, owner="pack_a")
+
+    @check("RH999", "mine")
+    def mine(ctx):
+        return None
+
+    with pytest.raises(RegistryError, match="reserved"):
+        reg.add(mine, owner="somebody")
+    reg.register_prefix("ZED", owner="pack_z")
+    with pytest.raises(RegistryError, match="already registered by pack_z"):
+        reg.register_prefix("ZED", owner="pack_y")
+
+
+def test_conftest_check_is_collected_and_can_fail(pytester, tmp_path, run_health):
+    pytester.makeconftest(
+        """
+        import pytest_runhealth as rh
+
+        @rh.check("MY001", "has-readme", scope="session", detects="d", why="w", fix="add README")
+        def has_readme(ctx):
+            if not (ctx.run_dir.path / "README").exists():
+                return ctx.fail("config", "unknown", "no README in the run dir")
+        """
+    )
+    session = write_ledger(tmp_path / "s", [{"run_id": "a"}])
+    res = run_health(session, args=("-k", "MY001"))
+    assert res.outcome("MY001") == "failed"
+    (session / "README").write_text("x")
+    assert run_health(session, args=("-k", "MY001")).outcome("MY001") == "passed"
+
+
+def test_a_crashing_check_is_a_readable_failure(pytester, tmp_path, run_health):
+    pytester.makeconftest(
+        """
+        import pytest_runhealth as rh
+
+        @rh.check("BUG001", "boom", scope="session")
+        def boom(ctx):
+            return {}["missing"]
+        """
+    )
+    session = write_ledger(tmp_path / "s", [{"run_id": "a"}])
+    res = run_health(session, args=("-k", "BUG001"))
+    assert res.outcome("BUG001") == "failed"
+    assert "the check itself raised KeyError" in res.stdout

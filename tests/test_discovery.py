@@ -13,6 +13,7 @@ from sweep_builders import healthy_session
 from trainerfiles import kohya_scalars, write_events, write_safetensors
 
 from pytest_runhealth.discovery import discover
+from pytest_runhealth.rundir import RunDir, walk
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
 
@@ -215,3 +216,29 @@ def test_a_workspace_is_one_run_with_its_output_folder(tmp_path):
     kohya_output(kohya_run / "output", "lora")
     assert [(f.path, f.kind) for f in discover(kohya_run).runs] == [(kohya_run, "kohya")]
     assert [f.label(tmp_path) for f in discover(tmp_path).runs] == ["k", "ws"]
+
+
+def test_walk_names_links_out_and_survives_loops(tmp_path):
+    root = tmp_path / "run"
+    (root / "logs").mkdir(parents=True)
+    (root / "logs" / "stdout.log").write_text("ok\n")
+    outside = tmp_path / "elsewhere.log"
+    outside.write_text("secret\n")
+    (root / "out.log").symlink_to(outside)
+    (root / "dangling.log").symlink_to(root / "nope")
+    (root / "loop").symlink_to(root / "loop")
+    (root / "up").symlink_to(tmp_path)
+    w = walk(root)
+    assert [p.name for p in w.files] == ["stdout.log"]
+    assert [p.name for p in w.broken_links] == ["dangling.log", "loop"]
+    assert {(p.name, t) for p, t in w.outside_links} == {("out.log", outside), ("up", tmp_path)}
+    assert RunDir(root).runs[0].logs == [root / "logs" / "stdout.log"]
+
+
+def test_same_run_dir_twice_is_checked_once(tmp_path, run_health):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "train.log").write_text("step 1 loss 0.5\n")
+    once = run_health(plain, args=("-k", "RH001 or RH002"))
+    twice = run_health(plain, plain / ".", args=("-k", "RH001 or RH002"))
+    assert [r["nodeid"] for r in twice.results()] == [r["nodeid"] for r in once.results()]

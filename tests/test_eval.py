@@ -393,3 +393,11 @@ def test_gate_counts_every_round_of_every_run_dir_as_one_decision(tmp_path, run_
     assert res.ret == 1 and (r["verdict"], r["cause"]) == ("not-evaluable", "claim-not-significant")
     assert "won 4, lost 3, tied 0, excluded 0 of 7 rounds" in r["summary"] and "b2/xr-4, b2/xr-5" in r["summary"]
     assert json.loads((pytester.path / "runhealth-report.verdict.json").read_text())["decision"] == "block"
+
+
+def test_rh505_says_what_is_wrong_in_plain_grammar(tmp_path, run_health):
+    h = tmp_path / "h"
+    write(h / "experience_request.json", request("xr-1", episodes=[episode(scores=(0, 0))]))
+    r = run_health(h, args=("-k", "RH505")).result_of("RH505")
+    assert "completed, but its scores are not real: all 2 scores are zero" in r["summary"]
+    assert "completed with all" not in r["summary"]

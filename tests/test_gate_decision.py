@@ -264,3 +264,53 @@ def test_a_typo_under_watch_is_still_a_usage_error(tmp_path):
     )
     assert w.returncode == 4, w.stdout + w.stderr
     assert "closest: pv-cand" in w.stdout + w.stderr
+
+
+def test_gate_p_value_is_not_rounded_to_zero(tmp_path, run_health, pytester):
+    """Forty won rounds: E = 6.1e9, p = 1/E = 1.6e-10. Rounded to 6 decimals it
+    would be recorded and printed as ``p = 0``, ``confidence 100.0%``: a
+    test never gives certainty."""
+    import json
+
+    from eval_builders import T0, episode, harvest, request
+
+    def ep() -> dict:
+        e = episode("completed", None)
+        e["scores"] = [{"policy_version_id": "pv-champ", "score": 20}, {"policy_version_id": "pv-cand", "score": 30}]
+        return e
+
+    h = harvest(tmp_path / "h", [request(f"r-{i}", episodes=[ep(), ep(), ep()]) for i in range(40)], fetched_at=T0)
+    res = run_health(
+        h, args=("--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-cand", "--runhealth-claim=wins")
+    )
+    assert res.ret == 0 and "PROMOTE" in res.stdout
+    assert "p = 1.63e-10, confidence >99.9%, needed 95%" in res.stdout
+    test = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())["session"]["test"]
+    assert 0 < test["p_value"] < 1e-6 and test["p_value"] == float(f"{1 / test['e_value']:.6g}")
+    assert test["rounds_for"] == 40
+
+
+def test_too_few_rounds_fix_names_what_is_missing(tmp_path, run_health):
+    """QA: two completed rounds, both won, K=3: the fix said "Wait for the
+    running rounds, fix the infra failures and re-run them" where no round ran
+    or failed. It now names the missing steps only."""
+    from eval_builders import T0, episode, harvest, request
+
+    def ep() -> dict:
+        e = episode("completed", None)
+        e["scores"] = [{"policy_version_id": "pv-champ", "score": 20}, {"policy_version_id": "pv-cand", "score": 30}]
+        return e
+
+    rounds = [request("r-0", episodes=[ep()]), request("r-1", episodes=[ep()])]
+    h = harvest(tmp_path / "h", rounds, fetched_at=T0)
+    res = run_health(h, args=("--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-cand"))
+    (r,) = res.results("RH508")
+    assert r["cause"] == "insufficient-evidence"
+    assert r["fix"] == (
+        "Until every scheduled round has a result: run 1 more round(s) with the candidate; then re-run the gate."
+    )
+    # near miss: a round still running is waited for
+    rounds.append(request("r-2", status="running", episodes=[episode("running", None)]))
+    h = harvest(tmp_path / "h2", rounds, fetched_at=T0)
+    (r,) = run_health(h, args=("--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-cand")).results("RH508")
+    assert "wait for the 1 running round(s); then re-run the gate." in r["fix"]

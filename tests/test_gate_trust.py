@@ -108,6 +108,79 @@ def test_the_candidates_own_crash_is_a_lost_round(tmp_path, run_health, pytester
     assert "RH509" in {b["check"] for b in record["blockers"]} and "PROMOTE" not in res.stdout
 
 
+def crashed(h, rid: str, seat: int, episode: str = "episode_00") -> None:
+    """The traceback in the crashed seat's policy log, as a harvest keeps it."""
+    log = h / "rounds" / rid / episode / f"policy_{seat}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(
+        'connected\nTraceback (most recent call last):\n  File "policy.py", line 3\nValueError: bad action\n'
+    )
+
+
+def crash_ep(seat: int, players: tuple[str, ...] = PLAYERS[:2]) -> dict:
+    return ep(status="failed", error_type="player_error", failed_agent_index=seat, policy_version_ids=list(players))
+
+
+def test_the_champions_own_crash_is_the_champions_loss(tmp_path, run_health, pytester):
+    """Six won rounds and one in which the champion's policy crashed: seven won, promote, with every evaluation
+    check on (RH509 leaves the opponent's crash to RH508). Near miss: the same crash in the candidate's seat."""
+    rounds = [won(f"xr-{i}") for i in range(6)] + [request("xr-6", "failed", [crash_ep(1)])]
+    h = harvest(tmp_path / "h", rounds, fetched_at=T0)
+    crashed(h, "xr-6", 1)
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    assert res.ret == 0 and record["decision"] == "promote" and record["counts"]["won"] == 7
+    xr6 = next(c for c in record["session"]["counted"] if c["round"] == "xr-6")
+    assert xr6["outcome"] == "won" and xr6["shows_claim"]
+    assert xr6["detail"].startswith("pv-champ's policy crashed in experience-request xr-6 episode_00")
+    assert "(ValueError: bad action): the champion's loss" in xr6["detail"]
+    assert "only players other than the candidate pv-cand crashed" in res.result_of("RH509")["note"]
+    # without a champion the crashed opponent is the field: the field's loss
+    res, record = gate(run_health, pytester, h, k="RH50")
+    assert record["decision"] == "promote" and "the field's loss" in str(record["session"]["counted"])
+    # near miss: the crash is in the candidate's seat
+    write(h / "rounds" / "xr-6" / "experience_request.json", request("xr-6", "failed", [crash_ep(0)]))
+    (h / "rounds" / "xr-6" / "episode_00" / "policy_1.log").rename(
+        h / "rounds" / "xr-6" / "episode_00" / "policy_0.log"
+    )
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    assert res.ret == 1 and record["decision"] == "block" and record["counts"]["lost"] == 1
+    assert {b["check"] for b in record["blockers"]} == {"RH508", "RH509"}
+    assert "pv-cand's policy crashed" in res.result_of("RH509")["summary"]
+
+
+def test_a_third_players_crash_leaves_the_pairing_to_the_completed_episodes(tmp_path, run_health, pytester):
+    """pv-3 crashed in one episode of a round whose other episode completed: the candidate-versus-champion
+    pairing stands on that episode's scores. Near miss: the crashed episode was the round's only one, so
+    nothing pairs them: the round blocks, and the one reason names the round, the player and the crash."""
+    three = tuple(PLAYERS)
+    rounds = [won(f"xr-{i}") for i in range(6)]
+    rounds.append(request("xr-6", "completed", [ep(9, 3, 5, policy_version_ids=list(three)), crash_ep(2, three)]))
+    h = harvest(tmp_path / "h", rounds, fetched_at=T0)
+    (h / "rounds" / "xr-6" / "episode_00").mkdir(parents=True)  # episode folders pair with the listed episodes in order
+    crashed(h, "xr-6", 2, "episode_01")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    assert res.ret == 0 and record["decision"] == "promote"
+    xr6 = next(c for c in record["session"]["counted"] if c["round"] == "xr-6")
+    assert xr6["detail"].startswith("pv-cand mean 9 against pv-champ's 3 over 1 episode; not in this pairing:")
+    assert "pv-3's policy crashed in experience-request xr-6 episode_01" in xr6["detail"]
+    # near miss: no completed episode left to pair them
+    write(h / "rounds" / "xr-6" / "experience_request.json", request("xr-6", "failed", [crash_ep(2, three)]))
+    (h / "rounds" / "xr-6" / "episode_00").rmdir()
+    (h / "rounds" / "xr-6" / "episode_01").rename(h / "rounds" / "xr-6" / "episode_00")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    assert res.ret == 1 and record["decision"] == "block"
+    assert [b["check"] for b in record["blockers"]] == ["RH508"]  # one diagnosis: RH509 leaves it to RH508
+    reason = record["blockers"][0]["summary"]
+    assert (
+        "1 round(s) failed when pv-3's policy crashed, with no completed episode pairing pv-cand with pv-champ (xr-6)"
+        in reason
+    )
+    ex = record["session"]["excluded"]
+    assert [(e["round"], e["cause"], e["blocks"]) for e in ex] == [("xr-6", "episode-failed-policy", True)]
+    assert "pv-3's policy crashed in experience-request xr-6 episode_00 (ValueError: bad action)" in ex[0]["detail"]
+    assert "xr-6" in res.stdout and "pv-3's policy crashed" in res.stdout
+
+
 def test_a_null_candidate_score_where_the_champion_scored_is_a_lost_round(tmp_path, run_health, pytester):
     rounds = [won(f"xr-{i}") for i in range(7)] + [request("xr-7", episodes=[ep(None, 30)])]
     res, record = gate(run_health, pytester, harvest(tmp_path / "h", rounds, fetched_at=T0))

@@ -285,3 +285,27 @@ def test_the_size_rule_finds_a_long_module(tmp_path):
     (tmp_path / "long.py").write_text("x = 1\n" * 801, encoding="utf-8")
     (tmp_path / "short.py").write_text("x = 1\n" * 800, encoding="utf-8")
     assert oversize_modules(tmp_path) == ["long.py: 801 lines"]
+
+
+# -- no private names across modules (issue 37) -----------------------------------------------
+def private_imports(path: Path, root: Path = ROOT) -> list[str]:
+    """``from .x import _name`` of a package module: a name another module relies on is public."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    out.append(f"{path.relative_to(root).as_posix()}:{node.lineno}: {alias.name} from {node.module}")
+    return out
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = [hit for path in sorted(ROOT.rglob("*.py")) for hit in private_imports(path)]
+    assert found == [], "give these a public name where they are defined:\n" + "\n".join(found)
+
+
+def test_the_private_import_rule_finds_one(tmp_path):
+    mod = tmp_path / "m.py"
+    mod.write_text("from .a import _hidden, shown\nfrom re import _parser\nfrom . import __version__\n")
+    assert private_imports(mod, tmp_path) == ["m.py:1: _hidden from a"]

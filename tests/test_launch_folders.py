@@ -4,6 +4,7 @@ the console log read as its main log; the rule never reads above the folder give
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -189,14 +190,31 @@ def test_a_killed_row_is_never_silently_green(tmp_path, run_health):
     assert run_health(stalled, args=("-k", "RH204")).result_of("RH204", "cur-000-s0")["cause"] == "stalled"
 
 
-def test_a_row_killed_while_advancing_says_so_in_its_status(tmp_path, run_health):
-    """Killed by the wall clock while still stepping: no stall to claim, but the status block quotes the row
-    (never a bare "stopped"); a row with no kill recorded keeps its plain state."""
-    r = run_health(EXAMPLES / "sweep-healthy", args=("-k", "RH204"))
+def test_a_row_killed_while_still_advancing_fails_with_the_rows_own_words(tmp_path, run_health):
+    """Killed by the wall clock while still stepping (killed_by_timeout, disqualified "timeout", the log moving up
+    to the kill): no stall to claim, so the row's own disqualification is the finding, and the status block
+    quotes the row. Near misses: the same run and log whose row records no kill, and a row the user stopped."""
+    r = run_health(EXAMPLES / "sweep-wall-clock", args=("-k", "RH204"))
+    res = r.result_of("RH204", "cand-002-s0")
+    assert (res["outcome"], res["cause"], r.ret) == ("failed", "run-disqualified", 1), r.stdout
+    assert "while it was still advancing, not hung: the last step (step 1208/1500)" in res["summary"]
+    assert 'disqualified: "timeout", killed_by_timeout: true, exit_code: -9' in res["summary"]
+    assert res["evidence"][0]["path"] == "ledger.jsonl" and res["evidence"][0]["line"] == 5
     assert 'cand-002-s0: stopped: the sweep\'s row says disqualified "timeout", killed_by_timeout, exit code -9' in (
         r.stdout
     ), r.stdout
     assert r.report["status"]["baseline-000-s0"]["state_note"] is None
+    # near miss: the same run, its row with killed_by_timeout false, no disqualification, exit 0
+    calm = tmp_path / "calm"
+    shutil.copytree(EXAMPLES / "sweep-wall-clock", calm)
+    rows = [json.loads(line) for line in (calm / "ledger.jsonl").read_text().splitlines()]
+    rows[-1].update(killed_by_timeout=False, disqualified=None, error=None, exit_code=0)
+    (calm / "ledger.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    r = run_health(calm, args=("-k", "RH204"))
+    assert r.ret == 0 and r.outcome("RH204", "cand-002-s0") != "failed", r.stdout
+    # near miss: a run the user stopped (one stop event) is RH106's, not a disqualification here
+    r = run_health(EXAMPLES / "sweep-stop-event", args=("-k", "RH204"))
+    assert r.ret == 0 and all(x["outcome"] != "failed" for x in r.results("RH204")), r.stdout
 
 
 # -- RH101 config-knob and who is blamed (issue 35) ---------------------------------------------------

@@ -16,12 +16,14 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES
+from small_rundirs import wandb_run_copy
 
 from pytest_runhealth import discovery, layouts
 from pytest_runhealth.layouts import hf_trainer, jsonl_metrics, mlflow_store, series, torchelastic, wandb_run
 from pytest_runhealth.logscan import LogTail, TailLine
 from pytest_runhealth.rootcause import diagnose
 from pytest_runhealth.rundir import RunDir
+from pytest_runhealth.testing import check_on
 
 
 def copy(name: str, tmp_path: Path) -> Path:
@@ -658,3 +660,123 @@ def test_rh202_hf_state_loss_zero_with_nan_grad_norm(tmp_path, run_health, grad_
         assert "logging_nan_inf_filter" in rh202["summary"] and "trainer_state.json" in rh202["summary"]
     else:
         assert rh202["outcome"] == "passed", rh202["summary"]
+
+
+def sweep_with_inner_layouts(tmp_path: Path, loss: str) -> Path:
+    """A two-run sweep whose runs/r0/ is a Hugging Face Trainer output dir and
+    whose runs/r1/ holds a W&B run; ``loss`` is what both recorded last."""
+    import json
+
+    from sweep_builders import at, row, write_session
+
+    root = tmp_path / "sweep"
+    rows = [row("r0", at=at(0), duration_s=600, n_steps=400), row("r1", at=at(20), duration_s=600, n_steps=400)]
+    write_session(root, rows, {"r0": "training\n", "r1": "training\n"})
+    history = ",\n".join(
+        f'    {{"epoch": {s / 100}, "grad_norm": 0.9, "loss": {loss if s >= 300 else 1.2}, "step": {s}}}'
+        for s in range(100, 401, 100)
+    )
+    ck = root / "runs" / "r0" / "checkpoint-400"
+    ck.mkdir()
+    # the shape TrainerState.save_to_json writes (json.dumps(..., indent=2, sort_keys=True): a bare NaN)
+    (ck / "trainer_state.json").write_text(
+        '{\n  "global_step": 400,\n  "log_history": [\n' + history + '\n  ],\n  "max_steps": 1000\n}\n'
+    )
+    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"):
+        (ck / name).write_bytes(b"x")
+    wb = root / "runs" / "r1" / "wandb" / "offline-run-20261201_153653-04c9h15o"
+    (wb / "files").mkdir(parents=True)
+    (wb / "files" / "wandb-summary.json").write_text(
+        '{"_step": 400, "train/grad_norm": 0.8, "train/loss": ' + loss + "}"
+    )
+    json.loads((wb / "files" / "wandb-summary.json").read_text())  # Python's json reads what it wrote
+    return root
+
+
+def test_rh202_reads_the_layouts_inside_a_sweeps_runs(tmp_path):
+    """QA: a sweep's runs/<id>/ that is a Trainer output dir, or holds a W&B
+    run, had its trainer_state.json and wandb-summary.json ignored (only a run
+    discovered on its own was read): RH202 passed a NaN loss."""
+    root = sweep_with_inner_layouts(tmp_path / "bad", "NaN")
+    f = check_on(root, "RH202", run="r0").of("r0")
+    assert (f.verdict, f.cause) == ("config", "nan-loss")
+    assert f.evidence[0].path == "runs/r0/checkpoint-400/trainer_state.json"
+    f = check_on(root, "RH202", run="r1").of("r1")
+    assert f.cause == "nan-loss"
+    assert f.evidence[0].path == "runs/r1/wandb/offline-run-20261201_153653-04c9h15o/files/wandb-summary.json"
+    # near miss: the same sweep with finite losses
+    fine = sweep_with_inner_layouts(tmp_path / "fine", "0.7")
+    assert all(f.passed for f in check_on(fine, "RH202"))
+
+
+def test_a_finished_trainer_output_dir_is_not_also_a_kohya_folder():
+    """QA: the final ``model.safetensors`` save_model() writes at the top of a
+    Trainer output dir made the HTML page say ``layouts: kohya, hf-trainer``."""
+    from pytest_runhealth.rundir import RunDir
+
+    layouts = RunDir(EXAMPLES / "hf-trainer-healthy").layouts
+    assert "hf-trainer" in layouts and "kohya" not in layouts
+    assert "kohya" in RunDir(EXAMPLES / "kohya-healthy").layouts  # near miss: a kohya folder still is one
+
+
+def test_a_run_deleted_in_mlflow_is_not_judged(tmp_path):
+    """QA: ``MlflowClient().delete_run`` keeps the run's folder and writes
+    ``lifecycle_stage: deleted`` in its meta.yaml (a deleted experiment goes to
+    ``mlruns/.trash/``); RH212 failed the FAILED and KILLED runs the user had
+    already deleted. They are skipped with the reason; an active one is judged."""
+    root = tmp_path / "store"
+    shutil.copytree(EXAMPLES / "mlflow-failed", root)
+    meta = next(p for p in (root / "mlruns").rglob("meta.yaml") if (p.parent / "metrics").is_dir())
+    text = meta.read_text()
+    assert "lifecycle_stage: active" in text
+    run = meta.parent
+    assert check_on(run, "RH212").of().cause == "tracker-run-failed"  # near miss: active
+    meta.write_text(text.replace("lifecycle_stage: active", "lifecycle_stage: deleted"))
+    findings = check_on(run, "RH212")
+    assert not findings and "as deleted (lifecycle_stage: deleted)" in findings.skipped[run.name]
+
+
+def test_torchrun_restart_survived_is_not_the_runs_death(tmp_path):
+    """QA: with ``torchrun --max-restarts`` the agent restarts every worker
+    after a failure, in ``attempt_1/``; RH201 reported attempt_0's CUDA OOM as
+    the run's death though attempt_1 trained to its last step."""
+    run = tmp_path / "restarted"
+    shutil.copytree(EXAMPLES / "torchrun-child-oom", run)
+    for rank in ("0", "1"):
+        d = run / "attempt_1" / rank
+        d.mkdir(parents=True)
+        (d / "stdout.log").write_text(f"rank {rank} step 100/500 loss 0.9\ntraining finished: 500/500 steps\n")
+        (d / "stderr.log").write_text("")
+    f = check_on(run, "RH201").of()
+    assert f.passed, f.summary
+    # near miss: the restarted attempt died of the same OOM: that record is the run's
+    shutil.copy(run / "attempt_0" / "1" / "error.json", run / "attempt_1" / "1" / "error.json")
+    f = check_on(run, "RH201").of()
+    assert f.cause == "cuda-oom" and "attempt_1/1/error.json" in f.summary
+
+
+def test_a_quiet_offline_wandb_run_writing_its_record_is_not_stale(tmp_path):
+    """QA: an offline W&B run that prints nothing has a debug-internal.log
+    with only its start, and logs/ and files/ untouched for hours, while the
+    SDK keeps appending what wandb.log records to ``run-<id>.wandb``. RH212 called
+    it stale; the record file's time counts as a write."""
+    import time
+
+    run = wandb_run_copy(tmp_path)
+    debug = run / "logs" / "debug.log"
+    debug.write_text(
+        "".join(ln for ln in debug.read_text().splitlines(True) if "exitcode" not in ln and "finishing" not in ln)
+    )
+    internal = run / "logs" / "debug-internal.log"
+    internal.write_text(internal.read_text().replace('"time":"20', '"time":"19'))  # its start, long ago
+    old = time.time() - 2 * 86400
+    for p in [*run.rglob("*")]:
+        if not p.is_symlink():
+            os.utime(p, (old, old))
+    record = next(run.glob("*.wandb"))
+    os.utime(record, None)  # written just now
+    f = check_on(run, "RH212").of()
+    assert f.passed and "not stale" in f.note, f.summary
+    # near miss: the record old too: stale
+    os.utime(record, (old, old))
+    assert check_on(run, "RH212").of().cause == "tracker-run-stale"

@@ -23,6 +23,7 @@ ENTRY_MODULES = {
     "pytest_runhealth.plugin",
     "pytest_runhealth.options",
     "pytest_runhealth.hookspecs",
+    "pytest_runhealth.run_dir_option",  # asked in every session whether --run-dir was typed
 }
 
 PROBE = """

@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 
 from trainerfiles import kohya_bar, kohya_log, ltx_step_lines
 
+from pytest_runhealth.ledger import read_ledger
 from pytest_runhealth.logscan import MAX_POINTS, read_log_tail, scan_log
 
 
@@ -191,3 +193,32 @@ def test_big_logs_count_redraws_only_when_asked(tmp_path, monkeypatch):
     assert lazy.carriage_returns is None and lazy.crlf == eager.crlf == 5
     assert lazy.redraws == eager.redraws and lazy.carriage_returns is not None
     assert [(p.step, p.loss) for p in lazy.steps][-1] == [(p.step, p.loss) for p in eager.steps][-1]
+
+
+def test_hundred_mb_line_without_newline_stays_bounded(tmp_path):
+    p = tmp_path / "stdout.log"
+    with open(p, "wb") as fh:
+        chunk = b"x" * (1 << 20)
+        for _ in range(100):
+            fh.write(chunk)
+    tracemalloc.start()
+    scan = scan_log(p)
+    read_log_tail(p)
+    read_ledger(p)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert scan.overlong_lines >= 1
+    assert peak < 64 << 20, f"peak {peak >> 20} MiB"
+
+
+def test_sparse_two_gb_file_tail_is_cheap(tmp_path):
+    p = tmp_path / "train.log"
+    with open(p, "wb") as fh:
+        fh.seek(2 << 30)
+        fh.write(b"\nTraceback (most recent call last):\nRuntimeError: boom\n")
+    tracemalloc.start()
+    tail = read_log_tail(p, nbytes=1 << 16)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert tail.lines[-1].text == "RuntimeError: boom"
+    assert peak < 8 << 20

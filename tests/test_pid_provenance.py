@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from live_helpers import write_pid_file
 
-from pytest_runhealth.live.procs import MAX_LAUNCH_GAP_S, pid_status
+from pytest_runhealth.live.procs import BEFORE_FILES_SLACK_S, MAX_LAUNCH_GAP_S, pid_is_the_runs, pid_status
 
 psutil = pytest.importorskip("psutil")
 
@@ -126,3 +126,68 @@ def test_a_fresh_sleeper_is_still_the_runs(tmp_path, spawn):
     proc = spawn(_sleeping(), cwd=tmp_path)
     st = pid_status(write_pid_file(run, proc.pid, 0.5))
     assert st.state == "alive", st
+
+
+# -- started before the run's own files existed (issue 36) ------------------------------------------------------
+def _run_files(run: Path, when: float) -> None:
+    """The run's own files (its config, its log), all last written at ``when``."""
+    (run / "logs").mkdir(parents=True, exist_ok=True)
+    for path in (run / "config.yaml", run / "logs" / "train.log"):
+        path.write_text("model: {}\n" if path.suffix == ".yaml" else "step 1/10 loss 0.5\n")
+        os.utime(path, (when, when))
+
+
+def test_a_process_started_before_the_runs_files_existed_is_not_the_runs(tmp_path, spawn):
+    """The sleeper runs first; the run folder's files (config, log, pid file) are written after it, dated
+    ten minutes past its start: well inside the hour a pid file may follow its launch, yet the process was
+    running before the run existed (the slack is BEFORE_FILES_SLACK_S, 30 s)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    proc = spawn(_sleeping(), cwd=tmp_path)
+    started = psutil.Process(proc.pid).create_time()
+    later = started + 600
+    _run_files(run, later)
+    pidfile = write_pid_file(run, proc.pid)
+    os.utime(pidfile, (later, later))
+    st = pid_status(pidfile)
+    assert st.state == "foreign" and not st.alive, st
+    assert "before the run's earliest file" in st.detail and "running before the run's own files existed" in st.detail
+    assert "10 min" in st.detail and "full path" in st.detail
+    assert pid_is_the_runs(proc.pid, pidfile)[0] is False  # the watch and the status block read the same rule
+
+
+@pytest.mark.parametrize("files", ["written-before-it-started", "written-within-the-slack"])
+def test_a_process_started_after_the_runs_first_files_is_the_runs(tmp_path, spawn, files):
+    """Near misses: the run folder was prepared before the launch (its config, older than the process), or
+    its first file came a few seconds after the process started (within the slack)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    if files == "written-before-it-started":
+        _run_files(run, time.time() - 600)
+    proc = spawn(_sleeping(), cwd=tmp_path)
+    started = psutil.Process(proc.pid).create_time()
+    pidfile = write_pid_file(run, proc.pid)
+    if files == "written-within-the-slack":
+        soon = started + BEFORE_FILES_SLACK_S / 3
+        _run_files(run, soon)
+        os.utime(pidfile, (soon, soon))
+    first = min(os.stat(p).st_mtime for p in (pidfile, run / "config.yaml"))
+    if files == "written-before-it-started":  # the premise, in that order
+        assert first < started
+    else:
+        assert started < first <= started + BEFORE_FILES_SLACK_S
+    st = pid_status(pidfile)
+    assert st.state == "alive", st
+    assert pid_is_the_runs(proc.pid, pidfile) == (True, "")
+
+
+def test_a_process_naming_the_run_folder_is_the_runs_though_it_made_the_folder(tmp_path, spawn):
+    """A trainer that creates its own output folder (``--output_dir=<run>``) starts before any of its files:
+    its command line names the run folder's full path, and that proves it."""
+    run = tmp_path / "out"
+    proc = spawn(_sleeping(f"--output_dir={run}"), cwd=tmp_path)
+    started = psutil.Process(proc.pid).create_time()
+    _run_files(run, started + 600)
+    pidfile = write_pid_file(run, proc.pid)
+    os.utime(pidfile, (started + 600, started + 600))
+    assert pid_status(pidfile).state == "alive"

@@ -5,7 +5,9 @@ executed rather than seconds (so it holds on a busy machine)."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -16,7 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_runhealth import reading
+from pytest_runhealth.ledger import read_ledger
+from pytest_runhealth.logscan import read_log_tail, scan_log
 from pytest_runhealth.readers import READERS, Reader
+from pytest_runhealth.safeio import open_readonly
 
 CONTROL = "\x00\x01\x07\x08\t\n\r\x1b\x7f\x85\u2028\u202e"
 KEY = st.text(alphabet=st.sampled_from(list("loss_grad_norm/.") + list(CONTROL) + ["é", "\ufeff"]), max_size=12)
@@ -281,3 +286,63 @@ def test_hostile_content_through_every_check(reader: Reader):
                         assert "itself raised" not in finding.summary, (spec.id, value, how, finding.summary)
             finally:
                 shutil.rmtree(base, ignore_errors=True)
+
+
+# -- the ledger and log readers, and safeio's open, one at a time on hostile bytes -------------------------
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@FAST
+@given(data=st.binary(max_size=4000))
+def test_ledger_never_raises_on_bytes(tmp_path, data):
+    p = tmp_path / "ledger.jsonl"
+    p.write_bytes(data)
+    ledger = read_ledger(p)
+    assert all(row.line >= 1 for row in ledger.rows)
+
+
+@FAST
+@given(
+    rows=st.lists(
+        st.dictionaries(
+            st.text(max_size=8), st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=10)), max_size=5
+        ),
+        max_size=20,
+    ),
+    cut=st.integers(min_value=0, max_value=50),
+)
+def test_ledger_truncation_keeps_complete_rows(tmp_path, rows, cut):
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    p = tmp_path / "ledger.jsonl"
+    p.write_text(text[: max(0, len(text) - cut)])
+    ledger = read_ledger(p)
+    kinds = {pr.kind for pr in ledger.problems}
+    assert kinds <= {"truncated-last-line", "schema", "duplicate-run-id", "empty", "not-json"}
+
+
+@FAST
+@given(data=st.binary(max_size=6000))
+def test_logscan_never_raises_on_bytes(tmp_path, data):
+    p = tmp_path / "stdout.log"
+    p.write_bytes(data)
+    scan = scan_log(p)
+    tail = read_log_tail(p)
+    assert scan.error is None
+    assert all(tl.line >= 1 for tl in tail.lines)
+
+
+@pytest.mark.parametrize("payload", [b"1e400", b"NaN", b"[" * 100_000, b'{"run_id": ' * 50_000])
+def test_ledger_odd_json(tmp_path, payload):
+    p = tmp_path / "ledger.jsonl"
+    p.write_bytes(b'{"run_id": "a"}\n' + payload + b"\n")
+    ledger = read_ledger(p)
+    assert len(ledger.rows) == 1 or ledger.problems
+
+
+def test_open_readonly_refuses_dirs_and_fifos(tmp_path):
+    with pytest.raises(OSError, match="directory"):
+        open_readonly(tmp_path)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):
+        open_readonly(fifo)  # must not block waiting for a writer

@@ -91,10 +91,10 @@ def test_crashed_reader_is_unreadable_on_its_run_only(tmp_path: Path, how: str):
     prelude = (
         "import pytest_runhealth.rundir as rd\n"
         "_orig = rd.scan_log\n"
-        "def _boom(path):\n"
+        "def _boom(path, *args, **kwargs):\n"
         "    if 'poisoned' in str(path):\n"
         "        raise RuntimeError('reader bug')\n"
-        "    return _orig(path)\n"
+        "    return _orig(path, *args, **kwargs)\n"
         "rd.scan_log = _boom\n"
     )
     cwd = tmp_path / "cwd"

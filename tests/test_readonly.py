@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from conftest import EXAMPLES
@@ -109,3 +110,39 @@ def test_the_audit_catches_a_writing_check(tmp_path):
     )
     line = next(l for l in proc.stdout.splitlines() if l.startswith("AUDIT-WRITES"))
     assert any(w[1].endswith("oops.txt") for w in json.loads(line.split(" ", 1)[1]))
+
+
+def test_a_session_hands_its_file_sizes_to_every_run_dir(pytester, run_health, tmp_path):
+    """The size each file had when the session first opened it is the session's own state, handed down
+    (``RunHealthSession.sizes`` -> ``RunDir.sizes`` -> each reader), not a process-global (issue 37): a log a
+    writer appends to after the session's first read is read up to the size first seen, by any reader."""
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(
+        size_checks=textwrap.dedent("""
+        import pytest_runhealth as runhealth
+        from pytest_runhealth import safeio
+
+        @runhealth.check("TEAM301", "sizes-handed-down", detects="d", why="w", example="e", fix="f")
+        def sizes_handed_down(ctx):
+            sizes = ctx.run_dir.sizes
+            assert sizes is not None and sizes is ctx.session.sizes
+            log = ctx.run.main_log
+            before = safeio.read_head(log, 1 << 20, sizes)
+            with open(log, "ab") as w:  # a writer that goes on after the session first looked (a test stand-in)
+                w.write(b"RuntimeError: CUDA out of memory\\n")
+            assert safeio.read_head(log, 1 << 20, sizes) == before
+            assert ctx.run_dir.log_tail(log).lines[-1].text == "step 1/10 loss 0.5"
+            return "capped"
+    """)
+    )
+    pytester.makeconftest("""
+        import size_checks
+
+        def pytest_runhealth_register_checks(registry, config):
+            registry.register_prefix("TEAM", owner="team")
+            registry.add_module(size_checks, owner="team")
+    """)
+    pytester.syspathinsert()
+    (tmp_path / "train.log").write_text("step 1/10 loss 0.5\n")
+    res = run_health(tmp_path, args=("-k", "TEAM301"))
+    assert res.result_of("TEAM301")["note"] == "capped", res.result_of("TEAM301")

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from conftest import regenerate
+from small_rundirs import write_ledger
 
 from pytest_runhealth.results import Result, count_outcomes, report_document
 
@@ -53,3 +54,13 @@ def test_result_round_trips_its_json():
 def test_result_keeps_keys_it_does_not_know():
     raw = {"nodeid": "x::A101-a[r]", "check": "A101", "outcome": "failed", "future_key": [1, 2]}
     assert Result.from_json(raw).to_json()["future_key"] == [1, 2]
+
+
+def test_report_shape(tmp_path, run_health):
+    session = write_ledger(tmp_path / "s", [{"run_id": "a"}])
+    doc = run_health(session).report
+    assert doc["schema"] == "runhealth-report/1"
+    assert set(doc) == {"schema", "plugin_version", "started_at", "run_dirs", "results", "summary"}
+    keys = {"nodeid", "check", "slug", "run", "outcome", "verdict", "cause", "evidence", "fix", "note", "duration_s"}
+    assert all(keys <= set(r) for r in doc["results"])
+    assert set(doc["summary"]) == {"passed", "failed", "skipped", "error", "warned"}

@@ -13,9 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from eval_builders import episode, request, write
+from live_helpers import sleeper  # noqa: F401  (fixture)
 
 from pytest_runhealth.reports import svg
+from pytest_runhealth.reports.html import render_page
 from pytest_runhealth.reports.markdown import cell, render_markdown
+from pytest_runhealth.reports.svg import CHAR_W, Bar, bar_chart, line_chart, tick_labels
 from pytest_runhealth.reports.view import build_view
 from pytest_runhealth.rundir import RunDir
 
@@ -269,11 +273,12 @@ def test_sweep_series_come_from_the_ledger_in_run_order(tmp_path):
 
 
 # -- live status ---------------------------------------------------------------
-def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_health):
+def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_health, sleeper):  # noqa: F811
     pytest.importorskip("pytest_runhealth.status", reason="status.py (the trainer status block) is not installed")
     live = tmp_path / "live"
     kohya_log(live / "logs" / "train.log", 120, 2000, sec=2.0)
-    (live / "logs" / "train.pid").write_text(f"{os.getpid()}\n")  # this test's own, live, process
+    trainer = sleeper().pid  # a live process launched after its run's files: the run's (RH203's provenance)
+    (live / "logs" / "train.pid").write_text(f"{trainer}\n")
     ckpts = live / "outputs" / "checkpoints"
     ckpts.mkdir(parents=True)
     for step in (50, 100):
@@ -290,7 +295,8 @@ def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_heal
     kohya_log(gone / "logs" / "train.log", 10, 300)
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (gone / "logs" / "train.pid").write_text(proc.stdout)
-    _, out = run_reports(pytester, run_health, live, done, stale, fresh, gone, conftest=GPU_HOLDING_LIVE_PID)
+    holding = GPU_HOLDING_LIVE_PID.replace("os.getpid()", str(trainer))
+    _, out = run_reports(pytester, run_health, live, done, stale, fresh, gone, conftest=holding)
     page = (out / "page.html").read_text()
     blocks = re.findall(
         r'<tr class="run[^"]*" data-run="([^"]+)"><td class="name"><b>[^<]*</b><div class="status" '
@@ -307,8 +313,8 @@ def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_heal
 
 
 # The GPU as the status block reads it: the project's narrow GPU boundary
-# (a pytest_runhealth_gpu_backend hook) with a device where this test's own
-# process, the "trainer" of the live run, holds 10 GiB.
+# (a pytest_runhealth_gpu_backend hook) with a device where the live run's
+# trainer (the test puts its pid for ``os.getpid()``) holds 10 GiB.
 GPU_HOLDING_LIVE_PID = """
 import os
 from pytest_runhealth.live.gpu import GpuDevice, GpuProcess, StandInBackend
@@ -319,11 +325,11 @@ def pytest_runhealth_gpu_backend(config):
 """
 
 
-def test_status_block_says_why_the_gpu_was_not_read(tmp_path, pytester, run_health):
+def test_status_block_says_why_the_gpu_was_not_read(tmp_path, pytester, run_health, sleeper):  # noqa: F811
     pytest.importorskip("pytest_runhealth.status", reason="status.py (the trainer status block) is not installed")
     live = tmp_path / "live"
     kohya_log(live / "logs" / "train.log", 120, 2000, sec=2.0)
-    (live / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    (live / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")
     no_driver = (
         "from pytest_runhealth.live.gpu import StandInBackend\n"
         "def pytest_runhealth_gpu_backend(config):\n"
@@ -496,3 +502,84 @@ def test_harvest_rows_have_no_trainer_columns(pytester, run_health):
     section = page.split('data-run-dir="harvest-healthy"')[1]
     assert "<th>steps</th>" not in section and 'class="plot-cell"' not in section
     assert "no log (looked for" not in section
+
+
+def _ticks(svg: str) -> list[tuple[float, str]]:
+    return [
+        (float(x), t)
+        for x, t in re.findall(
+            r'<text class="tick" x="([\d.]+)" y="\d+" text-anchor="middle">(?:<title>[^<]*</title>)?([^<]*)<', svg
+        )
+    ]
+
+
+def test_twelve_run_names_do_not_overlap_on_the_bar_chart():
+    bars = [Bar(f"cur-{i:03d}-s0-lr1e-4", 100.0 + i) for i in range(12)]
+    ticks = _ticks(bar_chart(bars, series="steps-per-run", title="steps"))
+    assert 2 <= len(ticks) < 12
+    for (xa, a), (xb, b) in zip(ticks, ticks[1:]):
+        assert xb - xa >= (len(a) + len(b)) / 2 * CHAR_W, (a, b)
+    few = _ticks(bar_chart([Bar("a", 1), Bar("b", 2)], series="s", title="t"))
+    assert [t for _, t in few] == ["a", "b"]  # near miss: short names, every bar labelled
+
+
+def test_a_small_loss_range_gets_labels_that_differ_and_a_flat_one_gets_one():
+    assert tick_labels(0.1389, 0.1412) == ("0.139", "0.141")
+    svg = line_chart([(1, 0.1412), (2, 0.14), (3, 0.1389)], series="loss", title="loss")
+    ys = re.findall(r'text-anchor="end">([^<]*)<', svg)
+    assert "0.141" in ys and "0.139" in ys
+    flat = line_chart([(1, 0.14), (2, 0.14), (3, 0.14)], series="loss", title="loss")
+    assert re.findall(r'text-anchor="end">([^<]*)<', flat).count("0.14") == 1
+
+
+def _harvest(root):
+    write(root / "round-a" / "experience_request.json", request("xr-a"))
+    write(root / "round-b" / "experience_request.json", request("xr-b", episodes=[episode(scores=(0, 0))]))
+    return RunDir(root)
+
+
+def test_a_harvest_gets_a_per_round_table_in_the_html_page(tmp_path):
+    rd = _harvest(tmp_path / "h")
+    page = render_page(build_view([], [rd]))
+    table = page.split('data-table="rounds"')[1].split("</table>")[0]
+    assert 'data-round="xr-a"' in table and 'data-round="xr-b"' in table
+    assert "counted" in table and "not counted: completed without real per-player scores" in table
+    assert 'data-table="rounds"' not in render_page(build_view([], [RunDir(tmp_path / "empty")]))
+
+
+def test_the_markdown_summary_has_a_causes_line(tmp_path):
+    def res(check, cause, outcome="failed"):
+        return {
+            "nodeid": f"x::{check}",
+            "check": check,
+            "slug": "s",
+            "run": "r",
+            "run_dir": "r",
+            "outcome": outcome,
+            "verdict": "infra",
+            "cause": cause,
+            "evidence": [],
+            "fix": "f",
+            "note": None,
+            "summary": "s",
+        }
+
+    rd = RunDir(tmp_path / "r")
+    md = render_markdown(
+        build_view([res("RH201", "cuda-oom"), res("RH202", "cuda-oom"), res("RH107", "vram-spill")], [rd])
+    )
+    assert "causes: cuda-oom ×2, vram-spill ×1" in md
+    assert "causes:" not in render_markdown(build_view([res("RH201", None, "passed")], [rd]))
+
+
+def test_markdown_code_span_pipe_is_escaped_only_in_a_table():
+    """QA: host-oom's fix holds `dmesg | grep -i oom`; in the Markdown page's
+    root-cause list (not a table) the escaped pipe showed as ``dmesg \\| grep``
+    (a backslash is literal inside a code span). A table cell still needs it."""
+    from pytest_runhealth.reports.markdown import cell
+
+    fix = "add swap or stop other jobs; `dmesg | grep -i oom` confirms the OOM killer | <b>"
+    assert cell(fix, in_table=False) == (
+        "add swap or stop other jobs; `dmesg | grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
+    )
+    assert cell(fix) == "add swap or stop other jobs; `dmesg \\| grep -i oom` confirms the OOM killer \\| &lt;b&gt;"

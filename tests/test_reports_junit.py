@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from small_rundirs import write_ledger
 from test_reports import COLLAPSE_CHECK, make_sweep
 
 
@@ -49,3 +50,12 @@ def test_properties_on_failed_passed_and_skipped_items(tmp_path, pytester, run_h
 
 
 # Under xdist: tests/test_reports.py::test_same_page_and_properties_under_xdist.
+
+
+def test_junit_carries_properties(tmp_path, run_health, pytester):
+    session = write_ledger(tmp_path / "s", [{"run_id": "a"}], tail="{")
+    xml = pytester.path / "out.xml"
+    run_health(session, args=("--junitxml", str(xml)))
+    text = xml.read_text()
+    assert '<property name="check" value="RH001"' in text
+    assert '<property name="verdict" value="not-evaluable"' in text

@@ -118,3 +118,21 @@ def test_no_committed_example_holds_an_absolute_path_of_the_machine_that_made_it
         for match in MACHINE_PATH.finditer(path.read_bytes()):
             found.append(f"{name}: {match.group().decode(errors='replace')}")
     assert found == [], "absolute paths of a generating machine (examples/_make/machine_free.py rewrites them)"
+
+
+# -- every test module is named by its subject (issue 37) ---------------------------------------------------
+HISTORY_NAMES = re.compile(r"test_qa_\w*|test_\w*_fixes|test_hardening_\w*")
+
+
+def test_every_test_module_is_named_by_its_subject_and_listed_in_the_map():
+    """A test's home is the module of its subject, not of the session that wrote it; docs/architecture.md's
+    "Where the tests live" lists every module with its subject, so the next test finds its home there."""
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("\n## Where the tests live\n", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    mapped = {name for cell in first_cells for name in re.findall(r"`([\w/]+\.py)`", cell)}
+    present = {p.relative_to(REPO / "tests").as_posix() for p in (REPO / "tests").rglob("test_*.py")}
+    history = [name for name in present if HISTORY_NAMES.fullmatch(Path(name).stem)]
+    assert history == [], "named by the session that wrote them: move each test to the module of its subject"
+    assert sorted(present - mapped) == [], "test modules missing from docs/architecture.md, 'Where the tests live'"
+    assert sorted(mapped - present) == [], "rows of docs/architecture.md, 'Where the tests live', whose module is gone"

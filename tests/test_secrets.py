@@ -3,6 +3,8 @@ or the JSON report, whichever check quotes them."""
 
 from __future__ import annotations
 
+import pytest
+
 SECRETS = {
     "wandb": "WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567",
     "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
@@ -363,3 +365,33 @@ def test_round_four_forms_are_redacted_in_every_output(pytester, run_health):
     leaks = [(where, secret) for where, text in outputs.items() for _, secret in ROUND4_FORMS if secret in text]
     assert leaks == []
     assert outputs["terminal"].count("[REDACTED]") >= len(ROUND4_FORMS)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567",
+        "wandb: key 0123456789abcdef0123456789abcdef01234567",
+        "token hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+        "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx",
+        "Authorization: Bearer abc.def.ghi",
+        '"authorization": "Bearer lmstudio-xyz"',
+        "LM_API_TOKEN=sekrit-value",
+        "https://user:hunter2@example.com/repo.git",
+    ],
+)
+def test_redaction(secret):
+    from pytest_runhealth.redact import redact
+
+    out = redact(f"before {secret} after")
+    for token in (
+        "0123456789abcdef0123456789abcdef01234567",
+        "hf_AbCdEf",
+        "sk-proj-abc",
+        "abc.def.ghi",
+        "lmstudio-xyz",
+        "sekrit-value",
+        "hunter2",
+    ):
+        assert token not in out
+    assert out.startswith("before") and out.endswith("after")

@@ -86,6 +86,9 @@ def test_real_torchrun(run_health, tmp_path, name):
                 proc.wait()
     (run / "train.py").unlink()  # the run folder holds what the run left, as a launch folder's log would
     rh201 = _judged(run_health, run)
-    assert (rh201["outcome"], rh201["cause"]) == ("failed", cause), log.read_text(errors="replace")[-3000:]
+    text = log.read_text(errors="replace")
+    assert (rh201["outcome"], rh201["cause"]) == ("failed", cause), text[-3000:]
     for word in words:
+        if word == "by peer" and word not in text:
+            continue  # the launcher's SIGTERM reached the peer before it saw the closed connection: nothing to fold
         assert word in rh201["summary"], rh201["summary"]

@@ -6,14 +6,20 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
+from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES
+from live_helpers import sleeper  # noqa: F401  (fixture)
+from small_rundirs import wandb_run_copy
 from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, ltx_workspace
 
 from pytest_runhealth.logscan import StepPoint, read_log_tail
 from pytest_runhealth.rootcause import diagnose as classify
-from pytest_runhealth.status import steady_step_time
+from pytest_runhealth.rundir import RunDir
+from pytest_runhealth.status import latest_samples, steady_step_time
 from pytest_runhealth.testing import check_on
 
 STEPS = generic_log(30, 30)  # a finished generic run: step 30/30
@@ -204,9 +210,9 @@ def test_rh207_sections_still_need_their_content_after_the_heading():
     assert SUMMARY_PARTS["launch command"].search("## How this was launched\n```\npython train.py\n```\n")
 
 
-def test_rh208_live_process_in_pid_file_passes(tmp_path, run_health):
+def test_rh208_live_process_in_pid_file_passes(tmp_path, run_health, sleeper):  # noqa: F811
     ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 400), weights=[], states=[])
-    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    (ws / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")  # launched once its folder was prepared
     r = run_health(ws, args=("-k", "RH208", "-rA")).result_of("RH208")
     assert r["outcome"] == "passed" and "still running" in r["note"]
 
@@ -274,11 +280,11 @@ def test_eta_needs_steady_state_measurements():
     assert n == 3 and sec == pytest.approx(4.1)
 
 
-def test_status_block_in_terminal_and_json(tmp_path, run_health):
+def test_status_block_in_terminal_and_json(tmp_path, run_health, sleeper):  # noqa: F811
     ws = ltx_workspace(
         tmp_path / "ws", log=ltx_step_lines(2000, 1240), weights=[500, 1000], states=[500, 1000], samples=[1000, 1200]
     )
-    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")  # live evidence: the pid file names a live process
+    (ws / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")  # live evidence: a process launched after its files
     res = run_health(
         ws,
         args=(
@@ -320,9 +326,9 @@ def test_status_without_live_evidence_has_no_eta_and_says_why(tmp_path, run_heal
     assert st["eta"] is None and st["state"] != "running"
 
 
-def test_status_says_measuring_before_step_times_exist(tmp_path, run_health):
+def test_status_says_measuring_before_step_times_exist(tmp_path, run_health, sleeper):  # noqa: F811
     ws = ltx_workspace(tmp_path / "ws", log=ltx_step_lines(2000, 60), weights=[], states=[])
-    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    (ws / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")
     st = run_health(
         ws,
         args=(
@@ -494,3 +500,122 @@ def test_rh201_interrupted_says_who_stopped_it(tmp_path):
     r = check_on(run, "RH201").of()
     assert (r.passed, r.cause, r.verdict) == (False, "interrupted", "infra")
     assert "Ctrl-C" in r.summary and "not by an error of its own" in r.summary
+
+
+def grpo_state(out: Path, rl: bool) -> Path:
+    """An output dir whose trainer_state.json has a TRL GRPO run's log_history
+    (the loss is ~beta * KL: near 0 at first, growing as the policy moves;
+    ``kl`` and ``reward`` logged beside it), in the shape TrainerState.save_to_json writes."""
+    import json
+
+    log = []
+    for i, step in enumerate(range(10, 410, 10)):
+        entry = {"epoch": step / 400, "grad_norm": 0.3, "learning_rate": 1e-6, "loss": 1e-6 * (1.3**i), "step": step}
+        if rl:
+            entry.update({"kl": 2.5e-5 * (1.3**i), "reward": 0.2 + i / 80, "reward_std": 0.4})
+        log.append(entry)
+    out.mkdir(parents=True)
+    state = {"global_step": 400, "log_history": log, "max_steps": 1000}
+    (out / "trainer_state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
+    return out
+
+
+def test_a_grpo_loss_growing_from_zero_is_not_divergence(tmp_path):
+    """QA: a healthy GRPO run's loss starts near 0 and grows with the KL term
+    (huggingface/open-r1#239: "completely normal"); RH202 called it
+    loss-diverged (last value 100x its low and 10x its first). An RL trainer's
+    log (kl, reward beside the loss) is not judged for growth; NaN still is."""
+    assert check_on(grpo_state(tmp_path / "grpo", rl=True), "RH202").of().passed
+    # near miss: the same numbers from a run that logs no kl/reward (an SFT loss up 40,000x) diverged
+    f = check_on(grpo_state(tmp_path / "sft", rl=False), "RH202").of()
+    assert f.cause == "loss-diverged"
+    # and an MLflow run with kl and reward metrics beside its loss likewise
+    run = shutil.copytree(EXAMPLES / "mlflow-healthy", tmp_path / "store")
+    metrics = next(p for p in run.rglob("metrics") if p.is_dir())
+    (metrics / "train_loss").write_text("".join(f"1773482400000 {1e-6 * 1.3**i} {i * 10}\n" for i in range(40)))
+    meta = metrics.parent
+    assert check_on(meta, "RH202").of().cause == "loss-diverged"
+    (metrics / "kl").write_text("".join(f"1773482400000 {2.5e-5 * 1.3**i} {i * 10}\n" for i in range(40)))
+    assert check_on(meta, "RH202").of().passed
+
+
+# -- the run status block (terminal and JSON) --------------------------------------------------------
+def test_the_status_block_counts_runs_from_the_checks_verdicts(run_health):
+    """Issue 29: "finished" is not "healthy"; the status section counts and
+    marks runs from the verdicts the checks reached."""
+    h = run_health(EXAMPLES / "sweep-vram-leak", args=("--tb=no",))
+    status = h.stdout.split("-- run status --")[1].split("-- run-health --")[0]
+    assert "by the checks: 1 of 6 runs with no failed check, 5 with a failed check" in status
+    assert (
+        'cur-000-s0: stopped: the sweep\'s row says disqualified "timeout", killed_by_timeout, exit code -9 · failed: RH101, RH107'
+        in status
+    )
+    assert "baseline-000-s0: finished\n" in status
+    failed_runs = {r["run"] for r in h.report["results"] if r["outcome"] == "failed" and r["run"] != "sweep-vram-leak"}
+    assert len(failed_runs) == 5
+
+
+def test_ltx_samples_with_five_digit_steps_are_the_latest_samples(tmp_path):
+    samples = tmp_path / "ws" / "outputs" / "samples"
+    samples.mkdir(parents=True)
+    for name in ("step_01200_1.mp4", "step_01200_2.mp4", "step_000600_1.mp4"):
+        (samples / name).write_bytes(b"")
+    rd = RunDir(tmp_path / "ws")
+    assert latest_samples(rd.runs[0]) in (("outputs/samples/step_01200_*.mp4", 2),)
+
+
+def test_status_block_takes_the_trackers_recorded_end(tmp_path):
+    """QA: a W&B run whose SDK logged ``got exitcode: 0`` showed as "state
+    unknown: no pid file, log last written 30 s ago" in the status block (no
+    pid file is kept beside a W&B run). The tracker's record of the end is
+    evidence; a run with none recorded stays unknown."""
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.status import run_status, tracker_state
+
+    done = wandb_run_copy(tmp_path / "done")
+    # a console that prints no "finished" line and no step total (a loop that logs only to W&B)
+    (done / "files" / "output.log").write_text("".join(f"step {s} loss {1 / s:.4f}\n" for s in range(10, 61, 10)))
+    st = run_status(RunDir(done).runs[0])
+    assert st is not None and (st["state"], st["state_note"], st["eta"]) == ("finished", None, "done")
+
+    src = next(p for p in (EXAMPLES / "wandb-exit-code" / "wandb").glob("*run-*") if not p.is_symlink())
+    failed = tmp_path / "failed" / src.name
+    shutil.copytree(src, failed, symlinks=True)
+    assert tracker_state(RunDir(failed).runs[0]) == "failed"
+
+    # near miss: no exit code recorded (killed, or still running): unknown, with its note
+    debug = done / "logs" / "debug.log"
+    debug.write_text("".join(ln for ln in debug.read_text().splitlines(True) if "exitcode" not in ln))
+    st = run_status(RunDir(done).runs[0])
+    assert st["state"] == "unknown" and st["state_note"].startswith("state unknown: no pid file")
+
+
+def test_status_tally_counts_the_runs_it_shows_no_block_for(tmp_path, run_health):
+    """QA: a folder of a Slurm job and an MLflow run (no log, no step: no status
+    block) said "by the checks: 1 of 1 run with no failed check", silent about
+    the killed MLflow run. The runs checked without a block are counted apart."""
+    shutil.copytree(EXAMPLES / "slurm-healthy", tmp_path / "slurm-healthy")
+    shutil.copytree(EXAMPLES / "mlflow-failed", tmp_path / "mlflow-failed")
+    h = run_health(tmp_path, args=("--tb=no",))
+    status = h.stdout.split("-- run status --")[1].split("-- run-health --")[0]
+    assert (
+        "by the checks: 1 of 1 run with no failed check; "
+        "1 more run checked with no progress to show here (1 with a failed check)"
+    ) in status
+    assert "slurm-healthy: finished" in status
+
+
+def test_status_blocks_keep_one_order_under_xdist(tmp_path, run_health):
+    """QA: under ``-n 2`` the status blocks came in the order the workers
+    finished (``oomkill``, ``cancelled``, ``oomkill-new``, ...): the controller
+    now sorts them as discovery does, so ``-n`` changes nothing."""
+    for name in ("job", "job-2", "a", "zz"):
+        shutil.copytree(EXAMPLES / "slurm-healthy", tmp_path / name)
+
+    def order(*args: str) -> list[str]:
+        out = run_health(tmp_path, args=("--tb=no", *args), subprocess=bool(args)).stdout
+        block = out.split("-- run status --")[1].split("-- run-health --")[0]
+        return [ln.split(":")[0] for ln in block.splitlines() if ln.endswith(": finished")]
+
+    assert order() == ["a", "job", "job-2", "zz"]
+    assert order("-n", "2") == ["a", "job", "job-2", "zz"]

@@ -236,6 +236,22 @@ def test_check_splits_options_and_run_dirs():
     assert rest == ["-q", "-k", "RH2", "--runhealth-report", "r.json"]
 
 
+def test_one_reader_of_the_run_dir_spellings():
+    """``run_dir_option.run_dir_at`` is the one reader of ``--run-dir``'s spellings outside pytest's parser:
+    the guard's scan, ``check``'s split and the plugin's activation agree on every form (issue 37)."""
+    from pytest_runhealth.run_dir_option import run_dir_at, run_dir_words
+    from pytest_runhealth.trust_boundary import split_check_args
+
+    assert run_dir_at(["--run-dir", "a"], 0) == ("a", 2)
+    assert run_dir_at(["--run-dir=b"], 0) == ("b", 1)
+    assert run_dir_at(["--run-dir"], 0) == (None, 1)  # no value: pytest's usage error, exit 4
+    assert run_dir_at(["--run-dirs=c", "-q"], 0) == (None, 0)
+    argv = ["--run-dir", "a", "-q", "--run-dir=b", "c"]
+    assert run_dir_words(argv) == ["a", "b"]
+    assert split_check_args(argv) == (["a", "b", "c"], ["-q"])
+    assert split_check_args(["x", "--run-dir"]) == (["x"], ["--run-dir"])  # left for pytest to refuse
+
+
 def test_check_makes_file_options_and_file_ini_overrides_absolute(tmp_path):
     """``check`` runs pytest from a folder of its own: a relative report path, given as an option or as
     ``-o runhealth_report=...``, must still land where the user stands, not in that deleted folder."""

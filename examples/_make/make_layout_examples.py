@@ -438,7 +438,7 @@ passes: [RH201]
         "wandb-healthy",
         """
 # Near-miss: an offline W&B run that finished (debug.log: got exitcode: 0). wandb-core's absolute link
-# logs/debug-core.log (to ~/.cache/wandb/logs) is removed before commit; tests/test_qa_newuser.py puts one
+# logs/debug-core.log (to ~/.cache/wandb/logs) is removed before commit; tests/test_evidence.py puts one
 # back to show it is expected, not a missing artefact (RH006).
 fails: {}
 passes: [RH006, RH201, RH202, RH212]

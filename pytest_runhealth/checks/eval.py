@@ -565,13 +565,20 @@ def failed_round_classified(ctx):
     if (nothing := _nothing_returned(ctx, ev)) is not None:
         return nothing
     terminal = ctx.evaluation.terminal
-    out = []
+    # Under the gate, another player's crash is RH508's to count (the champion's loss, or a pairing that
+    # stands on the completed episodes, or a blocking round named there): one diagnosis, not a blocker here.
+    candidate = ctx.evaluation.decision().candidate if ctx.evaluation.gate_mode else None
+    out, theirs = [], []
     for rnd in ev.rounds:
         for f in failed_after_start(rnd, terminal, ctx.run_dir.log_tail):
+            if f.cause == "episode-failed-policy" and candidate is not None and f.player not in (None, candidate):
+                theirs.append(f.line)
+                continue
             if f.cause == "episode-failed-infra":
                 verdict, text = "infra", f"the platform failed it ({f.hit.text if f.hit else ''}): not policy evidence"
             elif f.cause == "episode-failed-policy":
-                verdict, text = "policy", f"the player crashed with a traceback ({f.hit.text if f.hit else ''})"
+                who = f"{f.player}'s policy" if f.player else "the player"
+                verdict, text = "policy", f"{who} crashed with a traceback ({f.hit.text if f.hit else ''})"
             else:
                 verdict, text = "not-evaluable", f"neither a platform error nor a player traceback found ({f.checked})"
             evidence = [_hit_ev(ctx, f.hit)] if f.hit else [_ev(ctx, f.round, f"status: failed; {f.started}")]
@@ -584,7 +591,12 @@ def failed_round_classified(ctx):
                     fix=FAILED_FIXES[f.cause],
                 )
             )
-    return out or "no round or episode failed after its players started"
+    if out or not theirs:
+        return out or "no round or episode failed after its players started"
+    more = f" and {len(theirs) - 3} more" if len(theirs) > 3 else ""
+    return (
+        f"only players other than the candidate {candidate} crashed (RH508 counts them): {'; '.join(theirs[:3])}{more}"
+    )
 
 
 # -- RH508 ---------------------------------------------------------------------

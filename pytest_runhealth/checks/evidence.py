@@ -185,7 +185,10 @@ def tfevents_readable(ctx):
     from ..tfevents import read_event_file
 
     run = ctx.run
-    reads = [ctx.run_dir.cached(("tfevents", p), lambda p=p: read_event_file(p)) for p in run.event_files]
+    reads = [
+        ctx.run_dir.cached(("tfevents", p), lambda p=p: read_event_file(p, sizes=ctx.run_dir.sizes))
+        for p in run.event_files
+    ]
     damaged = [r for r in reads if r.damaged or r.error]
     if damaged:
         evidence, lines = [], []

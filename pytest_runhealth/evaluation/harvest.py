@@ -54,7 +54,11 @@ class _Reader:
     def json(self, path: Path) -> JsonRead:
         if path not in self.cache:
             leads = outside_link(self.rd.path, path)
-            res = JsonRead(error=f"a link out of the run dir to {leads}, not followed") if leads else read_json(path)
+            res = (
+                JsonRead(error=f"a link out of the run dir to {leads}, not followed")
+                if leads
+                else read_json(path, self.rd.sizes)
+            )
             self.cache[path] = res
             rel = self.rd.rel(path)
             if res.sha256:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import reading
-from ..safeio import open_readonly
+from ..safeio import FirstSizes, open_readonly
 
 MAX_JSON_BYTES = 32 << 20
 
@@ -75,10 +75,10 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
     )
 
 
-def read_json(path) -> JsonRead:
+def read_json(path, sizes: FirstSizes | None = None) -> JsonRead:
     """A JSON file read through safeio, capped in size; never raises."""
     try:
-        with open_readonly(path) as fh:
+        with open_readonly(path, sizes=sizes) as fh:
             size = os.fstat(fh.fileno()).st_size
             if size > MAX_JSON_BYTES:
                 return JsonRead(error=f"{size} bytes, over the {MAX_JSON_BYTES >> 20} MiB cap for a JSON document")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..safeio import describe_error
+from ..safeio import FirstSizes, describe_error
 from .client import EvalClient, FetchError
 from .harvest import member_count
 from .jsondoc import read_json
@@ -21,7 +21,9 @@ def parse_request_id(text: str) -> tuple[str, str]:
     return "experience-request", text.removeprefix("request:")
 
 
-def fetch_evaluation(client: EvalClient, request_ids: list[str], body_path: str | None = None) -> Evaluation:
+def fetch_evaluation(
+    client: EvalClient, request_ids: list[str], body_path: str | None = None, sizes: FirstSizes | None = None
+) -> Evaluation:
     ev = Evaluation(origin=client.settings.server or "")
     for text in request_ids:
         ev.rounds.append(_fetch_round(client, ev, *parse_request_id(text)))
@@ -46,7 +48,7 @@ def fetch_evaluation(client: EvalClient, request_ids: list[str], body_path: str 
             pass
         ev.leaderboards.append(Leaderboard(div, ans.url, rows, members, msrc))
     if body_path:
-        res = read_json(Path(body_path))
+        res = read_json(Path(body_path), sizes)
         ev.body, ev.body_source = (res.data if res.ok else None), body_path
         if not res.ok:
             ev.fetch_error = f"request body {body_path}: {res.error}"

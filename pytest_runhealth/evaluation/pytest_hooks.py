@@ -80,7 +80,7 @@ class LiveEvaluation(RunDir):
         except Exception as exc:  # a bad URL is a finding, not a crash
             return Evaluation(origin=str(self.settings.server), fetch_error=f"{type(exc).__name__}: {exc}")
         with client:
-            return fetch_evaluation(client, self.settings.requests, self.settings.body_path)
+            return fetch_evaluation(client, self.settings.requests, self.settings.body_path, self.sizes)
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)

@@ -15,20 +15,24 @@ and server: one observation, not many.
 
 Every scheduled round counts. The candidate's own crash (RH509
 ``episode-failed-policy``) or a missing/null candidate score where an
-opponent scored is a lost round; an infrastructure failure (RH503/RH504/
-RH505, RH509 infra or unknown) and a still-running round block until
+opponent scored is a lost round; symmetrically, the champion's own crash
+in a round the candidate played is a won round (the champion's loss),
+and a third player's crash leaves the candidate-versus-champion pairing to
+the scores of the round's completed episodes (with none, it blocks naming
+the round, the player and the crash). An infrastructure failure (RH503/
+RH504/RH505, RH509 infra or unknown) and a still-running round block until
 re-run; a canceled round is excluded and named."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Episode, Round
-from .triage import classify, completed_episodes, failed_after_start
+from .triage import FailedEpisode, classify, completed_episodes, failed_after_start, roster, round_players
 
 CANCELED = ("canceled", "cancelled")
 
@@ -168,27 +172,6 @@ def _scores(ep: Episode) -> dict[str, float | None]:
     return {p: (sum(v) / len(v) if v else None) for p, v in values.items()}
 
 
-def _roster(rnd: Round, ep: Episode) -> list[str]:
-    for raw in (ep.raw, rnd.raw):
-        ids = raw.get("policy_version_ids") if isinstance(raw, dict) else None
-        if isinstance(ids, list):
-            return [str(x) for x in ids]
-    return [s.player for s in ep.scores or []]
-
-
-def _crashed_player(rnd: Round, ep: Episode | None) -> str | None:
-    """The player an episode's failure names (failed_policy_index / failed_agent_index), if it names one."""
-    eps = [ep] if ep is not None else rnd.episodes
-    for e in eps:
-        for key in ("failed_policy_index", "failed_agent_index"):
-            idx = e.raw.get(key)
-            if isinstance(idx, int) and not isinstance(idx, bool):
-                roster = _roster(rnd, e)
-                if 0 <= idx < len(roster):
-                    return roster[idx]
-    return None
-
-
 def judge_round(
     origin: str,
     rnd: Round,
@@ -204,14 +187,10 @@ def judge_round(
         v.category, v.cause, v.detail = "canceled", None, "excluded: a canceled round is not evidence"
         return v
     crashes = failed_after_start(rnd, terminal, tail_of)
-    own = [
-        f
-        for f in crashes
-        if f.cause == "episode-failed-policy" and _crashed_player(rnd, f.episode) in (None, candidate)
-    ]
-    if own:
-        f = own[0]
-        return _lost(v, claim, f"{candidate}'s policy crashed ({f.where}: {f.hit.text if f.hit else 'player error'})")
+    policy = [f for f in crashes if f.cause == "episode-failed-policy"]
+    own = [f for f in policy if f.player in (None, candidate)]
+    if own:  # a crash that names no seat is counted against the candidate: never in its favour
+        return _lost(v, claim, f"{own[0].line}: {candidate}'s loss")
     other = [f for f in crashes if f.cause != "episode-failed-policy"]
     if other:
         f = other[0]
@@ -221,15 +200,78 @@ def judge_round(
             else ("failed after its players started: neither infra nor policy shown")
         )
         v.cause, v.blocks = f.cause, True
-        v.detail = f"{f.where}: {f.hit.text if f.hit else f.checked}; re-run the round"
+        seat = f" (the failure names {f.player}'s seat)" if f.player else ""
+        v.detail = f"{f.where}{seat}: {f.hit.text if f.hit else f.checked}; re-run the round"
         return v
+    if policy:
+        return _opponents_crashed(v, rnd, policy, terminal, tail_of, candidate, claim, champion)
+    return _paired(v, rnd, terminal, tail_of, candidate, claim, champion)
+
+
+def _opponents_crashed(
+    v: RoundVerdict,
+    rnd: Round,
+    crashes: list[FailedEpisode],
+    terminal: tuple[str, ...],
+    tail_of: Callable | None,
+    candidate: str,
+    claim: str,
+    champion: str | None,
+) -> RoundVerdict:
+    """Only other players' policies crashed. The champion's crash is the champion's
+    loss, as the candidate's own is the candidate's; so is a crash of the whole
+    field (every other player, or the worst of it for ``loses``). A third player's
+    crash leaves the candidate-versus-opponent pairing to the scores of the round's
+    completed episodes; with none, the round blocks, naming the crash."""
+    crashed: dict[str, FailedEpisode] = {}
+    for f in crashes:
+        crashed.setdefault(str(f.player), f)
+    said = "; ".join(f.line for f in crashed.values())
+    players = round_players(rnd)
+    if candidate not in players:
+        v.category, v.detail = "the candidate did not play this round", said
+        return v
+    if champion is not None and champion in crashed:
+        return _won(v, claim, f"{crashed[champion].line}: the champion's loss")
+    if champion is not None and champion not in players:
+        v.category, v.detail = "the champion did not play this round", said
+        return v
+    field = [p for p in players if p != candidate and p not in crashed]
+    if champion is None and (claim == "loses" or not field):
+        # wins: every other player crashed; loses: the field's worst is a crashed player, below the candidate
+        return _won(v, claim, f"{said}: the field's loss")
+    done = completed_episodes(rnd)
+    probe = dataclasses.replace(rnd, status="completed", episodes=done)
+    paired = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion, set(crashed))
+    if paired.outcome != "excluded":
+        paired.detail = f"{paired.detail}; not in this pairing: {said}"
+        return paired
+    opponent = champion or "the field"
+    who = ", ".join(crashed)
+    v.category = f"failed when {who}'s policy crashed, with no completed episode pairing {candidate} with {opponent}"
+    v.cause, v.blocks = "episode-failed-policy", True
+    v.detail = f"{said}; {len(done)} completed episode(s) ({paired.detail or 'no scores'}); re-run the round"
+    return v
+
+
+def _paired(
+    v: RoundVerdict,
+    rnd: Round,
+    terminal: tuple[str, ...],
+    tail_of: Callable | None,
+    candidate: str,
+    claim: str,
+    champion: str | None,
+    left_out: Collection[str] = (),
+) -> RoundVerdict:
+    """The round's result from its completed episodes' scores (no crash in the way)."""
     state = classify(rnd, terminal, tail_of)
     eps = completed_episodes(rnd) if rnd.status == "completed" else []
     # The candidate's missing score where an opponent scored is its own failure: a lost round.
     for ep in eps:
         scores = _scores(ep)
         scored = [p for p, m in scores.items() if p != candidate and m is not None]
-        in_roster = candidate in scores or candidate in _roster(rnd, ep)
+        in_roster = candidate in scores or candidate in roster(rnd, ep)
         if in_roster and scores.get(candidate) is None and scored:
             return _lost(
                 v, claim, f"{ep.name}: no score for {candidate} while {scored[0]} scored {scores[scored[0]]:g}"
@@ -238,7 +280,7 @@ def judge_round(
         v.category, v.cause, v.detail = state.category, state.cause, state.detail
         v.blocks = True
         return v
-    return _combine(v, eps, candidate, claim, champion)
+    return _combine(v, eps, candidate, claim, champion, left_out)
 
 
 def _lost(v: RoundVerdict, claim: str, why: str) -> RoundVerdict:
@@ -246,7 +288,19 @@ def _lost(v: RoundVerdict, claim: str, why: str) -> RoundVerdict:
     return v
 
 
-def _combine(v: RoundVerdict, eps: list[Episode], candidate: str, claim: str, champion: str | None) -> RoundVerdict:
+def _won(v: RoundVerdict, claim: str, why: str) -> RoundVerdict:
+    v.outcome, v.sign, v.detail = "won", (1 if claim == "wins" else -1), why
+    return v
+
+
+def _combine(
+    v: RoundVerdict,
+    eps: list[Episode],
+    candidate: str,
+    claim: str,
+    champion: str | None,
+    left_out: Collection[str] = (),
+) -> RoundVerdict:
     per_player: dict[str, list[float]] = {}
     for ep in eps:
         for player, mean in _scores(ep).items():
@@ -263,7 +317,7 @@ def _combine(v: RoundVerdict, eps: list[Episode], candidate: str, claim: str, ch
             return v
         opponent = champion
     else:
-        others = {p: m for p, m in means.items() if p != candidate}
+        others = {p: m for p, m in means.items() if p != candidate and p not in left_out}
         if not others:
             v.category, v.detail = "no other player to compare with", ""
             return v

@@ -242,6 +242,45 @@ class FailedEpisode:
     def where(self) -> str:
         return f"{self.round.label()} {self.episode.name}" if self.episode else self.round.label()
 
+    @property
+    def player(self) -> str | None:
+        """The player whose seat the failure names, or None when it names none."""
+        return crashed_player(self.round, self.episode)
+
+    @property
+    def line(self) -> str:
+        """The failure in one line: where, whose seat, and the line that decided it."""
+        who = f"{self.player}'s policy" if self.player else "a policy (no seat named)"
+        return f"{who} crashed in {self.where} ({self.hit.text if self.hit else 'a player error'})"
+
+
+def roster(rnd: Round, ep: Episode) -> list[str]:
+    """The episode's players by seat: its ``policy_version_ids`` (or the round's), else its scores' order."""
+    for raw in (ep.raw, rnd.raw):
+        ids = raw.get("policy_version_ids") if isinstance(raw, dict) else None
+        if isinstance(ids, list):
+            return [str(x) for x in ids]
+    return [s.player for s in ep.scores or []]
+
+
+def round_players(rnd: Round) -> set[str]:
+    """Every player the round names, in a roster or a score."""
+    return {p for ep in rnd.episodes for p in roster(rnd, ep)} | {
+        s.player for ep in rnd.episodes for s in ep.scores or []
+    }
+
+
+def crashed_player(rnd: Round, ep: Episode | None) -> str | None:
+    """The player an episode's failure names (failed_policy_index / failed_agent_index), if it names one."""
+    for e in [ep] if ep is not None else rnd.episodes:
+        for key in ("failed_policy_index", "failed_agent_index"):
+            idx = e.raw.get(key)
+            if isinstance(idx, int) and not isinstance(idx, bool):
+                seats = roster(rnd, e)
+                if 0 <= idx < len(seats):
+                    return seats[idx]
+    return None
+
 
 def _traceback_in(lines) -> Hit | None:
     """The exception line that closes the last traceback in (source, line, text) lines."""

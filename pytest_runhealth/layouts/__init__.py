@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..safeio import FirstSizes
 from . import hf_trainer, jsonl_metrics, lightning, mlflow_store, slurm, wandb_run
 from ._files import entries
 
@@ -50,26 +51,28 @@ def strong_kind(folder: Path, files: set[str], dirs: set[str]) -> str | None:
     return None
 
 
-def weak_kind(folder: Path, files: set[str], dirs: set[str]) -> str | None:
+def weak_kind(folder: Path, files: set[str], dirs: set[str], sizes: FirstSizes | None = None) -> str | None:
     """A kind that would otherwise be a generic run: torchrun's per-attempt
     log folders or an error file, a Slurm job log."""
-    if any(ATTEMPT_DIR.match(d) for d in dirs) or any(_is_elastic_file(folder / f) for f in files if "error" in f):
+    if any(ATTEMPT_DIR.match(d) for d in dirs) or any(
+        _is_elastic_file(folder / f, sizes) for f in files if "error" in f
+    ):
         return TORCHRUN
     if slurm.job_logs(files):
         return SLURM
     return None
 
 
-def _is_elastic_file(path: Path) -> bool:
+def _is_elastic_file(path: Path, sizes: FirstSizes | None) -> bool:
     from .torchelastic import NAME, read_record
 
-    return bool(NAME.search(path.name)) and read_record(path) is not None
+    return bool(NAME.search(path.name)) and read_record(path, sizes) is not None
 
 
-def kind_of(path: Path) -> str | None:
+def kind_of(path: Path, sizes: FirstSizes | None = None) -> str | None:
     """The new kind of a run folder, from its own entries (RunDir.layouts)."""
     files, dirs = entries(path)
-    return strong_kind(path, files, dirs) or weak_kind(path, files, dirs)
+    return strong_kind(path, files, dirs) or weak_kind(path, files, dirs, sizes)
 
 
 def extra_logs(run_path: Path) -> list[Path]:
@@ -141,7 +144,7 @@ def loss_points(run) -> list:
         rel = run.run_dir.rel(path)
         caps = read_caps(run)
         out = out + run.run_dir.cached(
-            ("metrics-jsonl", path), lambda p=path, r=rel, c=caps: jsonl_metrics.points(p, r, c)
+            ("metrics-jsonl", path), lambda p=path, r=rel, c=caps: jsonl_metrics.points(p, r, c, run.run_dir.sizes)
         )
     return out
 
@@ -163,18 +166,19 @@ def _layout_points(run) -> list:
         kind, path = inner
         prefix = run.run_dir.rel(path) + "/"
     if kind == HF_TRAINER:
-        cks = hf_trainer.checkpoints(path)
+        sizes = run.run_dir.sizes
+        cks = hf_trainer.checkpoints(path, sizes)
         state = hf_trainer.state_file(path, cks)
         if state is None:
             return []
-        read = run.run_dir.cached(("hf-state", state), lambda: hf_trainer.read_state(state))
+        read = run.run_dir.cached(("hf-state", state), lambda: hf_trainer.read_state(state, sizes))
         return hf_trainer.points(read, run.run_dir.rel(state))
     if kind == MLFLOW:
-        metrics = mlflow_store.read_metrics(path, prefix)
+        metrics = mlflow_store.read_metrics(path, prefix, run.run_dir.sizes)
         read_caps(run).extend(metrics.capped)
         return metrics.points
     if kind == WANDB:
-        return wandb_run.summary_points(path, prefix)
+        return wandb_run.summary_points(path, prefix, run.run_dir.sizes)
     if kind == LIGHTNING:
-        return lightning.metrics_points(path, prefix)
+        return lightning.metrics_points(path, prefix, run.run_dir.sizes)
     return []

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import reading
+from ..safeio import FirstSizes
 
 MAX_JSON = 64 << 20  # a trainer_state.json of a long run with eval metrics stays well under this
 
@@ -41,14 +42,18 @@ def entries(folder: Path) -> tuple[set[str], set[str]]:
     return files, dirs
 
 
-def read_text(path: Path, limit: int = MAX_JSON, budget: reading.Budget | None = None) -> str | None:
+def read_text(
+    path: Path, limit: int = MAX_JSON, budget: reading.Budget | None = None, sizes: FirstSizes | None = None
+) -> str | None:
     """The file as text (bytes past ``limit`` are not read), None when it is not a readable regular file."""
-    return reading.read_text(path, limit, budget)
+    return reading.read_text(path, limit, budget, sizes)
 
 
-def read_json(path: Path, limit: int = MAX_JSON, budget: reading.Budget | None = None) -> tuple[Any, str | None]:
+def read_json(
+    path: Path, limit: int = MAX_JSON, budget: reading.Budget | None = None, sizes: FirstSizes | None = None
+) -> tuple[Any, str | None]:
     """(value, None) or (None, why not), by the reader contract (:func:`reading.load_json`)."""
-    return reading.read_json(path, limit, budget)
+    return reading.read_json(path, limit, budget, sizes)
 
 
 def as_float(value: Any) -> float | None:

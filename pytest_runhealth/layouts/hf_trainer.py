@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import reading
-from ..safeio import mtime
+from ..safeio import FirstSizes, mtime
 from ._files import MAX_JSON, LineIndex, as_float, entries, read_json
 from .series import Point, is_rl_key
 
@@ -92,7 +92,7 @@ class HfCheckpoint:
         return not self.missing
 
 
-def checkpoints(run_path: Path) -> list[HfCheckpoint]:
+def checkpoints(run_path: Path, sizes: FirstSizes | None = None) -> list[HfCheckpoint]:
     """Every ``checkpoint-N/`` of the output dir, by step, each judged
     complete or not (see the module docstring)."""
     _, dirs = entries(run_path)
@@ -110,7 +110,7 @@ def checkpoints(run_path: Path) -> list[HfCheckpoint]:
     for c in found:
         if not has_weights(c.files, c.dirs):
             c.missing.append("weights (model.safetensors, pytorch_model.bin or adapter_model.safetensors)")
-        c.missing += _missing_shards(c)
+        c.missing += _missing_shards(c, sizes)
         if STATE not in c.files:
             c.missing.append(f"{STATE} (written last: the save was cut short)")
         # A part every other checkpoint of this run has (all but this one), or the optimizer beside a scheduler.
@@ -125,10 +125,10 @@ def checkpoints(run_path: Path) -> list[HfCheckpoint]:
     return found
 
 
-def _missing_shards(c: HfCheckpoint) -> list[str]:
+def _missing_shards(c: HfCheckpoint, sizes: FirstSizes | None) -> list[str]:
     for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
         if index in c.files:
-            data, err = read_json(c.path / index, 16 << 20)
+            data, err = read_json(c.path / index, 16 << 20, sizes=sizes)
             wmap = data.get("weight_map") if isinstance(data, dict) else None
             if err or not isinstance(wmap, dict):
                 return [f"a readable {index}"]
@@ -181,8 +181,8 @@ class TrainerState:
     error: str | None = None
 
 
-def read_state(path: Path) -> TrainerState:
-    got = reading.read_bytes(path, MAX_JSON)
+def read_state(path: Path, sizes: FirstSizes | None = None) -> TrainerState:
+    got = reading.read_bytes(path, MAX_JSON, sizes=sizes)
     text = "" if got.error else reading.decode(got.data)
     data, err = (None, "cannot be read") if got.error else reading.load_json(text)
     if got.capped:
@@ -217,13 +217,13 @@ def _early_stop(data: dict) -> str | None:
     return None
 
 
-def state_file(run_path: Path, cks: list[HfCheckpoint] | None = None) -> Path | None:
+def state_file(run_path: Path, cks: list[HfCheckpoint] | None = None, sizes: FirstSizes | None = None) -> Path | None:
     """The newest trainer state: the output dir's own (written at the end),
     else the newest checkpoint's that has one."""
     top = run_path / STATE
     if top.is_file() and not top.is_symlink():
         return top
-    for c in reversed(cks if cks is not None else checkpoints(run_path)):
+    for c in reversed(cks if cks is not None else checkpoints(run_path, sizes)):
         if STATE in c.files:
             return c.path / STATE
     return None

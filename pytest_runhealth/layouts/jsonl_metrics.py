@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import reading
-from ..safeio import read_tail
+from ..safeio import FirstSizes, read_tail
 from ._files import as_float, entries
 from .series import Point, is_grad_norm_key, is_loss_key, is_rl_key
 
@@ -41,17 +41,17 @@ def files(run_path: Path) -> list[Path]:
     return out[:MAX_FILES]
 
 
-def _chunks(path: Path, caps: list[str] | None = None) -> list[tuple[bytes, int | None]]:
+def _chunks(path: Path, caps: list[str] | None, sizes: FirstSizes | None) -> list[tuple[bytes, int | None]]:
     """(bytes, 1-based line of their first line, or None where it is not known): the whole file,
     or for a file over :data:`MAX_BYTES` its head and its tail (the lines between are not read,
     and ``caps`` says so)."""
     if os.stat(path, follow_symlinks=False).st_size <= MAX_BYTES:
-        got = reading.read_bytes(path, MAX_BYTES)
+        got = reading.read_bytes(path, MAX_BYTES, sizes=sizes)
         return [(got.data, 1)]
     half = MAX_BYTES // 2
-    head = reading.read_bytes(path, half)
+    head = reading.read_bytes(path, half, sizes=sizes)
     data = head.data[: head.data.rfind(b"\n") + 1]
-    tail, _ = read_tail(path, half)
+    tail, _ = read_tail(path, half, sizes)
     if caps is not None:
         caps.append(f"{path.name}: read its first and last {half >> 20} MiB of {head.size:,} bytes (the cap per file)")
     return [(data, 1), (tail[tail.find(b"\n") + 1 :], None)]  # the tail's first line is cut
@@ -65,11 +65,11 @@ def _step(row: dict[str, Any]) -> int | None:
     return None
 
 
-def points(path: Path, rel: str, caps: list[str] | None = None) -> list[Point]:
+def points(path: Path, rel: str, caps: list[str] | None = None, sizes: FirstSizes | None = None) -> list[Point]:
     """The loss and gradient-norm values of one file, each with its line; a line that is not a JSON
     object (a write cut by a crash, a comment) is skipped."""
     try:
-        chunks = _chunks(path, caps)
+        chunks = _chunks(path, caps, sizes)
     except OSError:
         return []
     out: list[Point] = []

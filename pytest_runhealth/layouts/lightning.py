@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from .. import reading
+from ..safeio import FirstSizes
 from ._files import read_text
 from .series import Point
 
@@ -30,12 +31,12 @@ def is_version_folder(name: str, files: set[str], dirs: set[str]) -> bool:
 MAX_BYTES = 64 << 20
 
 
-def metrics_points(run_path: Path, rel_prefix: str) -> list[Point]:
+def metrics_points(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = None) -> list[Point]:
     """Losses and gradient norms from ``metrics.csv``, each with its row's line.
     A row's quoted text is built once per row, not per cell; a step that is not
     a whole number (``inf``, ``nan``, huge) is unknown, and the loss beside it is
     still read (``step=inf`` once hid a NaN loss)."""
-    text = read_text(run_path / "metrics.csv", MAX_BYTES)
+    text = read_text(run_path / "metrics.csv", MAX_BYTES, sizes=sizes)
     if not text:
         return []
     out: list[Point] = []

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import reading
-from ..safeio import mtime
+from ..safeio import FirstSizes, mtime
 from ._files import entries, read_text
 from .series import Point, is_rl_key
 
@@ -49,10 +49,10 @@ class RunMeta:
     lifecycle: str | None = None  # lifecycle_stage: "active", or "deleted" (mlflow runs delete; in .trash/)
 
 
-def read_meta(run_path: Path) -> RunMeta:
+def read_meta(run_path: Path, sizes: FirstSizes | None = None) -> RunMeta:
     """``meta.yaml`` read as the flat ``key: value`` mapping the file store writes."""
     path = run_path / "meta.yaml"
-    text = read_text(path, 1 << 20)
+    text = read_text(path, 1 << 20, sizes=sizes)
     if text is None:
         return RunMeta(path, None, None, None, None, None, None, "cannot be read")
     from .. import yamlsafe
@@ -102,7 +102,7 @@ def _is_series_key(key: str) -> bool:
     return "loss" in low or "grad_norm" in low or "gradient_norm" in low or low.endswith("grad/norm")
 
 
-def read_metrics(run_path: Path, rel_prefix: str) -> Metrics:
+def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = None) -> Metrics:
     """Every ``metrics/<key>`` file (keys may hold ``/``: nested folders), by
     the reader contract: a loss or gradient-norm file is streamed line by line
     up to :data:`MAX_METRIC_BYTES`, and all of them together up to
@@ -133,11 +133,11 @@ def read_metrics(run_path: Path, rel_prefix: str) -> Metrics:
             series = _is_series_key(key)
             rel = f"{rel_prefix}metrics/{key}"
             if series:
-                rows = reading.lines(path, MAX_METRIC_BYTES, budget)
+                rows = reading.lines(path, MAX_METRIC_BYTES, budget, sizes=sizes)
             else:
                 size = _size(path)
                 start = max(0, size - TAIL_BYTES)
-                rows = reading.lines(path, TAIL_BYTES + 1, budget, start=start)
+                rows = reading.lines(path, TAIL_BYTES + 1, budget, start=start, sizes=sizes)
             for lineno, raw in rows:
                 parts = raw.split()
                 if len(parts) < 2:

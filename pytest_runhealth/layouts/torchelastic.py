@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .. import reading
 from ..logscan import LogTail, TailLine
+from ..safeio import FirstSizes
 from ._files import read_json
 
 NAME = re.compile(r"(?:^|[_.-])error\.json$|^error_file.*\.json$")
@@ -37,8 +38,8 @@ class ErrorRecord:
     rank: str | None  # the local-rank folder it sits in, when it does
 
 
-def read_record(path: Path) -> ErrorRecord | None:
-    data, err = read_json(path, 4 << 20)
+def read_record(path: Path, sizes: FirstSizes | None = None) -> ErrorRecord | None:
+    data, err = read_json(path, 4 << 20, sizes=sizes)
     if err or not isinstance(data, dict):
         return None
     msg = data.get("message")
@@ -71,7 +72,7 @@ def attempt_of(path: Path) -> int | None:
     return None
 
 
-def records(files: list[Path]) -> list[ErrorRecord]:
+def records(files: list[Path], sizes: FirstSizes | None = None) -> list[ErrorRecord]:
     """The torchelastic error records among a run's files, earliest first
     (the first child to die is the root; the others often died of it).
 
@@ -85,7 +86,7 @@ def records(files: list[Path]) -> list[ErrorRecord]:
         if len(out) >= MAX_FILES:
             break
         if NAME.search(p.name) and (last is None or attempt_of(p) in (None, last)):
-            rec = read_record(p)
+            rec = read_record(p, sizes)
             if rec is not None:
                 out.append(rec)
     out.sort(key=lambda r: (r.timestamp if r.timestamp is not None else 1 << 62, str(r.path)))

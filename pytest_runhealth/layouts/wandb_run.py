@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import reading
+from ..safeio import FirstSizes
 from ._files import LineIndex, as_float, entries, read_json, read_text
 from .series import Point
 
@@ -106,9 +107,9 @@ class RunEnd:
     finishing: bool  # "finishing run" was logged
 
 
-def read_end(run_path: Path) -> RunEnd | None:
+def read_end(run_path: Path, sizes: FirstSizes | None = None) -> RunEnd | None:
     path = run_path / "logs" / "debug.log"
-    text = read_text(path, 16 << 20)
+    text = read_text(path, 16 << 20, sizes=sizes)
     if text is None:
         return None
     code = line = None
@@ -140,9 +141,9 @@ class Process:
     line: int
 
 
-def process_of(run_path: Path) -> Process | None:
+def process_of(run_path: Path, sizes: FirstSizes | None = None) -> Process | None:
     path = run_path / "logs" / "debug.log"
-    text = read_text(path, 1 << 20)
+    text = read_text(path, 1 << 20, sizes=sizes)
     if not text:
         return None
     pid = line = None
@@ -156,12 +157,12 @@ def process_of(run_path: Path) -> Process | None:
             logged_to = t.group(1)
     if pid is None or pid <= 0 or line is None:
         return None
-    meta, _ = read_json(run_path / "files" / "wandb-metadata.json")
+    meta, _ = read_json(run_path / "files" / "wandb-metadata.json", sizes=sizes)
     host = meta.get("host") if isinstance(meta, dict) and isinstance(meta.get("host"), str) else None
     return Process(pid, host, logged_to, path, line)
 
 
-def last_recorded(run_path: Path) -> float | None:
+def last_recorded(run_path: Path, sizes: FirstSizes | None = None) -> float | None:
     """The newest time the W&B service wrote into ``logs/debug-internal.log``
     (JSON lines, ``"time":"2026-03-14T10:00:00.123Z"``), as a Unix time."""
     from datetime import datetime, timezone
@@ -169,7 +170,7 @@ def last_recorded(run_path: Path) -> float | None:
     from ..safeio import read_tail
 
     try:
-        data, _ = read_tail(run_path / "logs" / "debug-internal.log", 64 << 10)
+        data, _ = read_tail(run_path / "logs" / "debug-internal.log", 64 << 10, sizes)
     except OSError:
         return None
     found = TIME.findall(data.decode("utf-8", "replace"))
@@ -184,13 +185,13 @@ def last_recorded(run_path: Path) -> float | None:
 MAX_MISSES = 16  # keys not found as typed before the rest are quoted without a line (each miss reads to the end)
 
 
-def summary_points(run_path: Path, rel_prefix: str) -> list[Point]:
+def summary_points(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = None) -> list[Point]:
     """Each loss and gradient norm's last value from ``files/wandb-summary.json``
     (bare ``NaN``/``Infinity`` and the strings ``"NaN"``/``"Infinity"`` alike).
     Keys are looked for in the order the file holds them, each after the last
     (one pass over the text, whatever the number of keys)."""
     path = run_path / "files" / "wandb-summary.json"
-    text = read_text(path, 16 << 20)
+    text = read_text(path, 16 << 20, sizes=sizes)
     if not text:
         return []
     data, err = reading.load_json(text)

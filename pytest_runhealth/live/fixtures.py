@@ -142,7 +142,7 @@ class LMStudio:
             if not path.exists():
                 self._logs[path] = ServerLog(path, [], [], error=f"{path} does not exist")
             else:
-                self._logs[path] = read_server_log(path)
+                self._logs[path] = read_server_log(path, getattr(run_dir, "sizes", None))
         return self._logs[path]
 
 

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..logscan import _hole_ahead as hole_ahead
-from ..safeio import open_readonly
+from ..logscan import hole_ahead
+from ..safeio import FirstSizes, open_readonly
 
 MAX_WINDOW = 64 << 20  # the most of a server log that is parsed (its end)
 CHUNK = 4 << 20
@@ -149,9 +149,9 @@ def classify(entry: LogEntry) -> LogEvent | None:
     return None
 
 
-def _lines(path: Path):
+def _lines(path: Path, sizes: FirstSizes | None):
     """(line number, text) for the last MAX_WINDOW bytes of the file."""
-    with open_readonly(path) as fh:
+    with open_readonly(path, sizes=sizes) as fh:
         size = os.fstat(fh.fileno()).st_size
         start = max(0, size - MAX_WINDOW)
         lineno = 1
@@ -214,9 +214,9 @@ def parse_entries(lines) -> list[LogEntry]:
     return entries
 
 
-def read_server_log(path: Path) -> ServerLog:
+def read_server_log(path: Path, sizes: FirstSizes | None = None) -> ServerLog:
     try:
-        entries = parse_entries(_lines(path))
+        entries = parse_entries(_lines(path, sizes))
     except OSError as exc:
         return ServerLog(Path(path), [], [], error=f"cannot read {path}: {exc.strerror or exc}")
     events = []

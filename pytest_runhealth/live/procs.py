@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..safeio import enterable, read_head
+from ..safeio import FirstSizes, enterable, read_head
 
 PID_NAMES = ("train.pid",)
 # A pid file written right after the launch (``echo $! > train.pid``) is a
@@ -23,6 +23,17 @@ REUSE_SLACK_S = 2.0
 # for longer than this when the pid file was written is not the run's (pid 1, a
 # daemon, an old shell), unless its command line or working folder names the run.
 MAX_LAUNCH_GAP_S = 3600.0
+# A run's own files appear when it is launched: a folder prepared before it (its config) has files older than
+# its process; a launcher's ``echo $!`` writes the pid file at once, a trainer writing its own pid file does so
+# once its interpreter is up. A process that had started more than this before the run folder's earliest file
+# was written was running before the run existed (pid 1's siblings at boot, a daemon, an old shell) and never
+# proves it, unless its working folder or command line names the run folder. 30 s covers an interpreter's
+# start on a loaded machine and the whole seconds of the boot time that a start time is computed from
+# (/proc/stat ``btime``); a daemon started at boot is minutes older than any run.
+BEFORE_FILES_SLACK_S = 30.0
+# The folders whose files date the run (its top folder and logs/, not followed through links), and how many
+# entries of each are looked at: the run's own files are there, and the cost stays flat in its checkpoints.
+EARLIEST_SCAN_ENTRIES = 4096
 
 
 @dataclass
@@ -59,10 +70,10 @@ def pid_files(run_path: Path) -> list[Path]:
     return found
 
 
-def read_pid(path: Path) -> tuple[int | None, str, str]:
+def read_pid(path: Path, sizes: FirstSizes | None = None) -> tuple[int | None, str, str]:
     """(pid, the line as written, problem)."""
     try:
-        raw = read_head(path, 256)
+        raw = read_head(path, 256, sizes)
     except OSError as exc:
         return None, "", f"cannot read {path.name}: {exc.strerror or exc}"
     text = raw.decode("utf-8", "replace").strip()
@@ -76,10 +87,10 @@ def read_pid(path: Path) -> tuple[int | None, str, str]:
     return int(m.group(1)), text.splitlines()[0][:80] if text else "", ""
 
 
-def pid_status(path: Path) -> PidStatus:
+def pid_status(path: Path, sizes: FirstSizes | None = None) -> PidStatus:
     import psutil
 
-    pid, text, problem = read_pid(path)
+    pid, text, problem = read_pid(path, sizes)
     if pid is None:
         return PidStatus(path, None, "unreadable", problem, line_text=text)
     try:
@@ -123,10 +134,11 @@ def provenance(proc, started: float, written: float, pidfile: Path) -> tuple[boo
     """Whether a live process is the one the pid file was written for. Never
     pid 1 (the init of its pid namespace) nor a kernel thread (:func:`kernel_thread`);
     otherwise it fits when it started before the file was written (else the pid
-    was reused: pid_status) and not long before (MAX_LAUNCH_GAP_S: the pid file
-    is the run's own file the launch writes); or, where readable, when its
-    working folder is inside the run or its command line names the run
-    folder's full path. Returns (fits, why not)."""
+    was reused: pid_status), not before the run's own files existed
+    (BEFORE_FILES_SLACK_S, :func:`earliest_file`) and not long before the pid
+    file (MAX_LAUNCH_GAP_S: the pid file is the run's own file the launch
+    writes); or, where readable, when its working folder is inside the run or
+    its command line names the run folder's full path. Returns (fits, why not)."""
     try:
         name = proc.name()
     except Exception:  # noqa: BLE001 - psutil's AccessDenied and kin: the name is only for the message
@@ -142,6 +154,14 @@ def provenance(proc, started: float, written: float, pidfile: Path) -> tuple[boo
     run_path = pidfile.parent.parent if pidfile.parent.name == "logs" else pidfile.parent
     if _names_run(proc, run_path):
         return True, ""
+    first = earliest_file(run_path, pidfile, written)
+    if started < first[0] - BEFORE_FILES_SLACK_S:
+        return False, (
+            f"pid {proc.pid} is {name!r}, started {_span(first[0] - started)} before the run's earliest file "
+            f"({first[1].name}) was written: it was running before the run's own files existed (more than "
+            f"{BEFORE_FILES_SLACK_S:.0f} s), and neither its working folder nor its command line names the run "
+            "folder's full path"
+        )
     if started >= written - MAX_LAUNCH_GAP_S:
         return True, ""
     age = written - started
@@ -149,6 +169,33 @@ def provenance(proc, started: float, written: float, pidfile: Path) -> tuple[boo
         f"pid {proc.pid} is {name!r}, running {_span(age)} before {pidfile.name} was written, and neither its "
         "working folder nor its command line names the run folder's full path"
     )
+
+
+def earliest_file(run_path: Path, pidfile: Path, written: float) -> tuple[float, Path]:
+    """(mtime, path) of the oldest regular file in the run's top folder and its ``logs/`` (links are neither
+    followed nor counted; EARLIEST_SCAN_ENTRIES entries of each), the pid file (``written``) included: when the
+    run's own files began to exist, as far as their times tell. A file's mtime is its last write: a run whose
+    only early file is its growing log looks younger than it is, which is why a launcher should write the
+    pid file at once (``echo $!``) and why a process naming the run folder is judged by that instead."""
+    first = (written, pidfile)
+    for folder in (run_path, run_path / "logs"):
+        if not enterable(run_path, folder):
+            continue
+        try:
+            with os.scandir(folder) as entries:
+                for i, entry in enumerate(entries):
+                    if i >= EARLIEST_SCAN_ENTRIES:
+                        break
+                    try:
+                        if entry.is_file(follow_symlinks=False):
+                            when = entry.stat(follow_symlinks=False).st_mtime
+                            if when < first[0]:
+                                first = (when, Path(entry.path))
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return first
 
 
 def kernel_thread(proc) -> str:  # noqa: ANN001
@@ -213,6 +260,8 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _span(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
     if seconds >= 2 * 86400:
         return f"{seconds / 86400:.0f} days"
     if seconds >= 2 * 3600:
@@ -341,9 +390,9 @@ class Processes:
     def __init__(self) -> None:
         self._cache: dict[Path, PidStatus] = {}
 
-    def status(self, pidfile: Path) -> PidStatus:
+    def status(self, pidfile: Path, sizes: FirstSizes | None = None) -> PidStatus:
         if pidfile not in self._cache:
-            self._cache[pidfile] = pid_status(pidfile)
+            self._cache[pidfile] = pid_status(pidfile, sizes)
         return self._cache[pidfile]
 
     def for_run(self, run) -> list[PidStatus]:
@@ -351,7 +400,7 @@ class Processes:
         launch = run.run_dir.launch if run.path == run.run_dir.path else None
         if launch is not None:  # docs/watching.md's recipe: train.pid beside train.log in the launch folder
             files += [p for p in pid_files(launch.folder) if p.parent == launch.folder and p not in files]
-        return [self.status(p) for p in files]
+        return [self.status(p, run.run_dir.sizes) for p in files]
 
     def freshness(self, run) -> Freshness:
         return run.run_dir.cached(("freshness", run.path), lambda: freshness(run))

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..consequences import worth_showing
 from ..shown import shown
-from .svg import _CONTROL
+from .svg import NOT_XML
 from .view import ReportView
 
 MAX_FAILURES = 100
@@ -43,7 +43,7 @@ def _in_code(text: str, in_table: bool = True) -> str:
 
 
 def _one_line(value: Any, limit: int) -> str:
-    text = " ".join(_CONTROL.sub("\ufffd", shown(str(value or ""))).split())
+    text = " ".join(NOT_XML.sub("\ufffd", shown(str(value or ""))).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

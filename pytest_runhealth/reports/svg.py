@@ -49,14 +49,15 @@ def fmt(v: float) -> str:
     return f"{v:.2g}"
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+# What XML forbids in text (and lone surrogates): shown as U+FFFD in the SVG, the HTML and the Markdown.
+NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
 
 def text(value: str) -> str:
     """Escaped, through the one sanitiser (shown.py: redacted, control
     characters visible, as on the terminal), and without what XML forbids
     besides (a run name or a log quote can hold any byte)."""
-    return escape(_CONTROL.sub("\ufffd", shown(value)), quote=True)  # redacted: the rounds table too
+    return escape(NOT_XML.sub("\ufffd", shown(value)), quote=True)  # redacted: the rounds table too
 
 
 _attr = text

@@ -9,7 +9,8 @@ failure or an end, or after a whole quiet verdict interval. Exit codes:
 * 1 -- a check failed and stayed failed (seen again by the next session, or
   the run ended with it); ``--until first-failure``: the first failure; also
   a run that ended with no evidence of completion
-* 3 -- wedged: a stall or budget rule (RH204, RH502) failed, or the run dir
+* 3 -- wedged: a stall or budget rule (RH204, RH502) failed (not RH204's
+  ``run-disqualified``, a sweep's record of a kill: exit 1), or the run dir
   never appeared within ``--timeout``
 * 4 -- a usage mistake (one line on stderr)
 * 130 -- Ctrl-C: the watch stops cleanly (it writes nothing to keep)"""

@@ -30,6 +30,8 @@ from pathlib import Path
 from ..redact import redact
 
 WEDGE_CHECKS = ("RH204", "RH502")  # a stall or budget rule: the run is wedged (exit 3)
+# RH204's record of a sweep's kill with no stall shown (the row's own words): a failed run (exit 1), not a wedge.
+NOT_A_WEDGE = ("run-disqualified",)
 # Work that follows the end of training (the launch runbook writes run-summary.md
 # after the run completes): said when the watch ends, never the reason it fails.
 AFTER_RUN_CHECKS = ("RH207",)
@@ -84,7 +86,7 @@ class Verdicts:
         """A stall or budget rule that failed on evidence: a server that answered
         500 (RH502 not-evaluable, eval-server-error) has not shown a wedge
         (docs/watching.md: a server that does not answer never stops the watch)."""
-        return [r for r in self.failed_now() if r.check in WEDGE_CHECKS]
+        return [r for r in self.failed_now() if r.check in WEDGE_CHECKS and r.cause not in NOT_A_WEDGE]
 
 
 def _summary(res: dict) -> str:

@@ -132,10 +132,14 @@ def checkpoint_intact(ctx):
     from ...resume import damaged, interrupted_saves, newest_resumable
 
     bad_map = damaged(ctx.run_dir, ctx.run)
-    bad = [ctx.run_dir.cached(("safetensors", p), lambda p=p: check_safetensors(p)) for p in bad_map]
+    bad = [ctx.run_dir.cached(("safetensors", p), lambda p=p: check_safetensors(p, ctx.run_dir.sizes)) for p in bad_map]
     good = len(ctx.run.checkpoints) - len(bad)
     leftovers = interrupted_saves(ctx.run)
-    hf = hf_trainer.checkpoints(ctx.run.path) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else []
+    hf = (
+        hf_trainer.checkpoints(ctx.run.path, ctx.run_dir.sizes)
+        if layouts.own_kind(ctx.run) == layouts.HF_TRAINER
+        else []
+    )
     saving = _hf_save_in_progress(ctx, hf)
     incomplete = [c for c in hf if not c.complete and c is not saving]
     if not bad and not leftovers and not incomplete:

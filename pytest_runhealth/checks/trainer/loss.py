@@ -14,7 +14,7 @@ from ...tfevents import is_loss_tag, read_event_file
 
 
 def _tfevents(ctx, path: Path):
-    return ctx.run_dir.cached(("tfevents", path), lambda: read_event_file(path))
+    return ctx.run_dir.cached(("tfevents", path), lambda: read_event_file(path, sizes=ctx.run_dir.sizes))
 
 
 # -- RH202 --------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def loss_finite(ctx):
     ]
     names = sorted(c.path.name for c in after)
     if first_step is not None and layouts.own_kind(run) == layouts.HF_TRAINER:
-        names += [c.path.name for c in hf_trainer.checkpoints(run.path) if c.step >= first_step]
+        names += [c.path.name for c in hf_trainer.checkpoints(run.path, ctx.run_dir.sizes) if c.step >= first_step]
     summary = "the loss went non-finite: " + "; ".join(sources) + "." + capped
     if names:
         summary += f" Checkpoints saved at or after step {first_step} are suspect: {', '.join(names[:6])}."
@@ -113,7 +113,7 @@ def _filtered_nan_in_log(ctx, log, scan):
     from ...logscan import first_loss_dict_line
 
     line, text = scan.filtered_nan[0]
-    if first_loss_dict_line(log, line) != line:
+    if first_loss_dict_line(log, line, ctx.run_dir.sizes) != line:
         return None  # finite entries came first: not this rule's claim
     source = (
         f"{scan.filtered_nan_count} Trainer log dict(s) in {ctx.run_dir.rel(log)} with loss 0.0 and a non-finite "

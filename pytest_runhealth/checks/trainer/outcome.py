@@ -36,7 +36,7 @@ SUMMARY_NAME = "run-summary.md"
     + "\n".join(f"- `{name}` ({cause.doc}): {cause.fix}" for name, cause in CAUSES.items()),
 )
 def trainer_error(ctx):
-    elastic = torchelastic.records(ctx.run.files) if _may_hold_error_files(ctx) else []
+    elastic = torchelastic.records(ctx.run.files, ctx.run_dir.sizes) if _may_hold_error_files(ctx) else []
     if not ctx.run.logs:
         if not elastic:
             ctx.skip(f"no log in {ctx.run.where} (looked for logs/*.log and *.log)")
@@ -190,7 +190,7 @@ def run_summary(ctx):
         return ctx.fail("config", "run-summary-missing", f"the run finished but {rd.rel(path)} does not exist", ev)
     from ...safeio import read_head
 
-    text = read_head(path, 1 << 20).decode("utf-8", "replace")
+    text = read_head(path, 1 << 20, rd.sizes).decode("utf-8", "replace")
     missing = [name for name, pat in SUMMARY_PARTS.items() if not pat.search(text)]
     if newest is not None and newest.path.name not in text:
         missing.append(f"the final checkpoint's file name ({newest.path.name})")
@@ -250,7 +250,7 @@ def steps_complete(ctx):
         if row.get("killed_by_timeout") or "timeout" in why:
             return (
                 f"stopped at step {f.last.step} of {f.total} by the sweep's wall-clock limit "
-                f"(ledger.jsonl:{row.line}); RH101/RH107 judge whether that was too early"
+                f"(ledger.jsonl:{row.line}); RH204 reports the kill, RH101/RH107 whether the sweep slowed down"
             )
         if "stopped_by_user" in why:
             return f"stopped at step {f.last.step} of {f.total} by the user (ledger.jsonl:{row.line}; see RH106)"
@@ -376,11 +376,11 @@ def _hf_steps(ctx):
     import time
 
     path = ctx.run.path
-    cks = hf_trainer.checkpoints(path)
+    cks = hf_trainer.checkpoints(path, ctx.run_dir.sizes)
     sf = hf_trainer.state_file(path, cks)
     if sf is None:
         return None
-    st = ctx.run_dir.cached(("hf-state", sf), lambda: hf_trainer.read_state(sf))
+    st = ctx.run_dir.cached(("hf-state", sf), lambda: hf_trainer.read_state(sf, ctx.run_dir.sizes))
     if st.error or not st.max_steps or st.max_steps <= 0 or st.global_step is None:
         return None
     rel = ctx.run_dir.rel(sf)

@@ -10,6 +10,7 @@ import statistics
 import time
 
 from ...finding import Evidence
+from ...ledger import row_end_words
 from ...live.procs import REUSE_SLACK_S
 from ...registry import check
 from ...rundir import KOHYA_CKPT, LTX_CKPT
@@ -204,8 +205,9 @@ def steady_step_time(scan) -> float | None:
     },
     detects="Live, the run's process is alive but nothing it writes changed for stall_factor × its steady step "
     "time (`stalled`), or it sleeps in a write to a pipe nobody reads (`pipe-deadlock`). Post-mortem, a "
-    "run that ended by a kill had stopped advancing long before the kill (`stalled`), or nothing dates its last "
-    "step against the kill (`run-disqualified`).",
+    "run that ended by a kill had stopped advancing long before the kill (`stalled`); a sweep row that says its "
+    "run was killed (wall clock, signal) and shows no stall fails `run-disqualified` with the row's own words, "
+    "whether the run was still advancing up to the kill or nothing dates its last step against it.",
     why="A hung trainer (a dead NCCL peer, a stuck dataloader worker, a deadlocked pipe) keeps its GPU and "
     "its slot while doing nothing; a liveness check alone says all is well, and after the wall clock kills it "
     "the run looks like one that was merely slow.",
@@ -367,7 +369,7 @@ def _event_progress(ctx, run) -> tuple[int, float, object] | None:
 
     best = None
     for path in run.event_files:
-        read = ctx.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p))
+        read = ctx.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p, sizes=ctx.run_dir.sizes))
         steps = [series.steps[-1] for series in read.scalars.values() if len(series.steps)]
         written = mtime(path)
         if steps and written and (best is None or written > best[1]):
@@ -451,10 +453,13 @@ def _stalled_before_kill(ctx, run, statuses):
         last_at = datetime.fromtimestamp(end - silent, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         when = f", written at {last_at} UTC"
     if silent <= limit:
-        return (
-            f"killed ({how}) while still advancing: the last step ({last_text}) came {duration_text(silent)} before the end "
-            f"({basis}), within {duration_text(limit)} ({limit_basis})"
+        advancing = (
+            f"the last step ({last_text}) came {duration_text(silent)} before the end ({basis}), within "
+            f"{duration_text(limit)} ({limit_basis})"
         )
+        if row is not None:  # the row's kill is never silently green (issue 35): its own words are the finding
+            return _killed_by_the_sweep(ctx, run, kill, "", advancing=advancing)
+        return f"killed ({how}) while still advancing: {advancing}"
     return ctx.fail(
         "infra",
         "stalled",
@@ -465,23 +470,48 @@ def _stalled_before_kill(ctx, run, statuses):
     )
 
 
-def _killed_by_the_sweep(ctx, run, kill, unknown: str):
-    """A sweep row that says its run was killed (the wall clock, a signal) where no stall can be shown or
-    ruled out: never a silent pass (issue 35). The row's own words are the finding."""
+def _killed_by_the_sweep(ctx, run, kill, unknown: str, advancing: str | None = None):
+    """A sweep row that says its run was killed (the wall clock, a signal) and no stall is shown: it was
+    still ``advancing`` up to the kill (how that is known), or ``unknown`` says why neither a stall nor
+    progress can be told. Never a silent pass (issue 35): the row's own words are the finding."""
+    if _stopped_by_user(run.row):
+        ctx.skip(
+            f"ledger.jsonl:{run.row.line}: the user stopped the run (stopped_by_user) and no stall shows before it: "
+            "RH106 judges the sweep's stops"
+        )
     how, kill_ev, _end = kill
     row = run.row
-    said = ", ".join(
-        f"{k}: {json.dumps(row.get(k), default=str)}"
-        for k in ("disqualified", "killed_by_timeout", "exit_code", "error", "n_steps")
-        if row.get(k) not in (None, False, "")
-    )
+    words = [(name, value) for name, value, _ in row_end_words(row)]
+    words += [(k, row.get(k)) for k in ("error", "n_steps") if row.get(k) not in (None, False, "")]  # what else it said
+    said = ", ".join(f"{k}: {json.dumps(v, default=str)}" for k, v in words)
     return ctx.fail(
         "infra",
         "run-disqualified",
-        f"the sweep killed {run.name} ({how}; the row says {said}), and whether it hung or was only slow cannot be "
-        f"told: {unknown}. Its score is not comparable with the runs that finished.",
+        f"the sweep killed {run.name} ({how}; the row says {said}) "
+        + (
+            f"while it was still advancing, not hung: {advancing}. It was ended before its last step"
+            if advancing
+            else f"and whether it hung or was only slow cannot be told: {unknown}"
+        )
+        + ". Its score is not comparable with the runs that finished.",
         [kill_ev] if kill_ev else [],
+        fix=DISQUALIFIED_FIX,
     )
+
+
+def _stopped_by_user(row) -> bool:
+    """The row says the user stopped its run (RH106's), and not the wall clock."""
+    said = (row.get("disqualified"), row.get("error"))
+    return row.get("killed_by_timeout") is not True and any("stopped_by_user" in str(v) for v in said)
+
+
+DISQUALIFIED_FIX = (
+    "The sweep ended this run before its last step (the row says how): its score comes from a partial run, so "
+    "rank it apart from the finished ones or re-run it. Killed by the wall clock while still advancing: the "
+    "config is slower than the budget (raise wall_secs for it, or take it out of the search space; RH101/RH107 "
+    "say when the whole sweep slowed down). Killed by a signal: find who sent it (the kernel log for the OOM "
+    "killer, the scheduler's accounting)."
+)
 
 
 def _stalled_by_events(ctx, run):
@@ -502,7 +532,12 @@ def _stalled_by_events(ctx, run):
     silent = max(0.0, end - written)
     limit = max(float(ctx.thresholds["min_stall_s"]), float(ctx.thresholds["stall_s_without_step_time"]))
     if silent <= limit:
-        return f"killed ({how}); its event file was last written {duration_text(silent)} before the end, within {duration_text(limit)}"
+        advancing = (
+            f"its event file was last written {duration_text(silent)} before the end, within {duration_text(limit)}"
+        )
+        if run.row is not None:
+            return _killed_by_the_sweep(ctx, run, kill, "", advancing=advancing)
+        return f"killed ({how}); {advancing}"
     rel = ctx.run_dir.rel(path)
     return ctx.fail(
         "infra",

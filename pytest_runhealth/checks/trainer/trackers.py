@@ -56,7 +56,11 @@ def _process_gone(ctx, processes, tracker: str, state: str, ev):
             why, where = st.detail, ctx.evidence(st.pidfile, 1, st.line_text or str(st.pid))
             break
     else:
-        rec = wandb_run.process_of(ctx.run.path) if layouts.own_kind(ctx.run) == layouts.WANDB else None
+        rec = (
+            wandb_run.process_of(ctx.run.path, ctx.run_dir.sizes)
+            if layouts.own_kind(ctx.run) == layouts.WANDB
+            else None
+        )
         gone = recorded_process_gone(rec.pid, rec.host, rec.logged_to, ctx.run.path, rec.source) if rec else None
         if rec is None or gone is None:
             return None
@@ -74,7 +78,7 @@ def _process_gone(ctx, processes, tracker: str, state: str, ev):
 
 
 def _mlflow(ctx, processes):
-    meta = mlflow_store.read_meta(ctx.run.path)
+    meta = mlflow_store.read_meta(ctx.run.path, ctx.run_dir.sizes)
     if meta.error or meta.status is None:
         ctx.skip(f"{ctx.run_dir.rel(meta.path)}: {meta.error or 'no status field'}: the tracker's record is unknown")
     if meta.lifecycle == "deleted":
@@ -93,7 +97,7 @@ def _mlflow(ctx, processes):
             "infra", "tracker-run-killed", f"MLflow records the run{name} as KILLED ({shown}): it was stopped", ev
         )
     if meta.status in ("RUNNING", "SCHEDULED") and meta.end_ms is None:
-        metrics = mlflow_store.read_metrics(ctx.run.path, "")
+        metrics = mlflow_store.read_metrics(ctx.run.path, "", ctx.run_dir.sizes)
         recorded = metrics.last_ms if metrics.last_ms is not None else meta.start_ms
         written = max(metrics.newest_mtime, mtime(meta.path))
         what = "its last metric" if metrics.last_ms is not None else "its start"
@@ -105,7 +109,7 @@ def _mlflow(ctx, processes):
 
 
 def _wandb(ctx, processes):
-    end = wandb_run.read_end(ctx.run.path)
+    end = wandb_run.read_end(ctx.run.path, ctx.run_dir.sizes)
     if end is None:
         ctx.skip(f"no logs/debug.log in {ctx.run.where}: W&B's record of the run's end is unknown")
     if end.exit_code is not None:
@@ -124,7 +128,7 @@ def _wandb(ctx, processes):
     console = wandb_run.console_log(ctx.run.path)
     files = [end.path] + ([console] if console is not None else []) + wandb_run.record_files(ctx.run.path)
     written = max(mtime(p) for p in files)
-    recorded = wandb_run.last_recorded(ctx.run.path)
+    recorded = wandb_run.last_recorded(ctx.run.path, ctx.run_dir.sizes)
     what = "the last entry of logs/debug-internal.log" if recorded is not None else "its last write"
     ev = [ctx.evidence(end.path, None, "no 'got exitcode' line: W&B has not recorded an end")]
     killed = _process_gone(ctx, processes, "W&B", "running (no end recorded)", ev)

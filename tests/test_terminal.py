@@ -1,11 +1,11 @@
-"""Issue 29: each distinct fix once in the terminal, with the runs it applies
-to; ``-v`` and ``-rA`` still print every finding in full."""
+"""What the terminal says after a session: each distinct fix once, with the runs it applies to (``-v``
+and ``-rA`` still print every finding in full; the same under ``-n``), and the root-causes section over
+several run dirs."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from conftest import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 OOM_FIX = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True helps fragmentation"
 
 
@@ -36,21 +36,6 @@ def test_verbose_and_report_all_print_every_fix(run_health):
         assert "the same as for" not in failures
 
 
-def test_the_status_block_counts_runs_from_the_checks_verdicts(run_health):
-    """Issue 29: "finished" is not "healthy"; the status section counts and
-    marks runs from the verdicts the checks reached."""
-    h = run_health(EXAMPLES / "sweep-vram-leak", args=("--tb=no",))
-    status = h.stdout.split("-- run status --")[1].split("-- run-health --")[0]
-    assert "by the checks: 1 of 6 runs with no failed check, 5 with a failed check" in status
-    assert (
-        'cur-000-s0: stopped: the sweep\'s row says disqualified "timeout", killed_by_timeout, exit code -9 · failed: RH101, RH107'
-        in status
-    )
-    assert "baseline-000-s0: finished\n" in status
-    failed_runs = {r["run"] for r in h.report["results"] if r["outcome"] == "failed" and r["run"] != "sweep-vram-leak"}
-    assert len(failed_runs) == 5
-
-
 def test_under_xdist_each_fix_is_printed_once_too(run_health):
     """The controller folds the reports the workers sent (their failure text
     travels as pytest's own serialised report)."""
@@ -70,3 +55,20 @@ def test_two_run_dirs_dead_of_one_cause_print_its_fix_once_in_the_root_causes(tm
     section = h.stdout.split("run-health: root causes")[1].split("-- run status --")[0]
     assert section.count(OOM_FIX) == 1, section
     assert "  fix: the same as for RH201 in sweep-a above" in section
+
+
+def test_a_session_that_checked_nothing_says_so_and_blocks_the_gate(tmp_path, run_health):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "train.log").write_text("")  # a generic run whose only item here is skipped
+    res = run_health(plain, args=("-k", "RH001"))
+    assert res.ret == 0 and "run-health: nothing was checked: all 1 run-health items were skipped" in res.stdout
+    assert "is not a sweep session" in res.stdout  # the why, without -rs
+    res = run_health(plain, args=("-k", "RH001", "--runhealth-gate"))
+    assert res.ret != 0 and "nothing was checked" in res.stdout
+    # near-miss: one item checked something, no such line
+    from trainerfiles import kohya_log
+
+    (plain / "train.log").write_text(kohya_log(20))
+    res = run_health(plain, args=("-k", "RH001 or RH002"))
+    assert res.outcome("RH002") == "passed" and "nothing was checked" not in res.stdout
