@@ -313,104 +313,115 @@ def _read_ledger(
     fast_loads = _fast_loads
     pathlike = _PATHLIKE.search
     resume_at, resume_line = start, first_line
+    lineno = first_line - 1
     with fh:
         if start:
             fh.seek(start)
-        lineno = first_line - 1
-        for lineno, (line, complete, overlong, nbytes) in enumerate(_lines(fh, max_line_bytes), start=first_line):
-            if len(rows) >= MAX_ROWS or len(problems) >= MAX_PROBLEMS:
-                problems.append(
-                    LedgerProblem(
-                        lineno,
-                        "too-many-rows",
-                        f"over {MAX_ROWS:,} rows or {MAX_PROBLEMS:,} problems: read up to line {lineno - 1} "
-                        "and no further (memory stays bounded)",
-                    )
-                )
-                break
-            if complete:
-                resume_at += nbytes
-                resume_line = lineno + 1
-            elif follow:
-                break  # a cut last line: still being written; the next read starts at it
-            if overlong:
-                problems.append(LedgerProblem(lineno, "not-json", f"line is over {max_line_bytes >> 20} MiB"))
-                continue
-            if not line or line.isspace():
-                continue
-            # The row: orjson where installed (~7x the stdlib here), the stdlib for what
-            # orjson refuses and the stdlib accepts (NaN, lone surrogates), so the result
-            # never depends on which parser is installed (inlined: one call less per row).
-            finite = True  # orjson yields no NaN or infinity
-            try:
-                if fast_loads is None:
-                    raise ValueError
-                raw = fast_loads(line)
-            except ValueError:
-                finite = False
-                try:
-                    raw = json.loads(line)
-                except (ValueError, RecursionError) as exc:
-                    stripped = line.strip()
-                    kind = "truncated-last-line" if not complete else "not-json"
-                    msg = (
-                        "the last line is cut short: the writer is still appending, or crashed mid-write"
-                        if kind == "truncated-last-line"
-                        else f"not JSON ({type(exc).__name__}: {str(exc)[:80]})"
-                    )
-                    problems.append(LedgerProblem(lineno, kind, msg, stripped[:200].decode("utf-8", "replace")))
-                    continue
-            if raw.__class__ is not dict:
-                problems.append(
-                    LedgerProblem(
-                        lineno,
-                        "not-object",
-                        f"a JSON {type(raw).__name__}, not an object",
-                        line.strip()[:200].decode("utf-8", "replace"),
-                    )
-                )
-                continue
-            keys = tuple(raw)  # orjson shares its key strings: an element-wise identity test
-            if keys != last_keys or shape is None:  # most ledgers: every row has the same keys ({} first: no shape yet)
-                frozen = frozenset(keys)
-                shape = shapes.get(frozen)
-                if shape is None:
-                    shape = _Shape(frozen)
-                    if len(shapes) < 4096:
-                        shapes[frozen] = shape
-                last_keys = keys
-            assert shape is not None  # set with the keys, on the first row
-            row = LedgerRow(lineno, raw, shape.fields)
-            classes = tuple(map(type, shape.values(raw))) if finite else None
-            if classes is None or classes not in shape.fine:
-                bad = _type_problem(raw, shape)
-                if bad:
-                    problems.append(LedgerProblem(lineno, "schema", _schema_message(row), row.text[:200]))
-                    if bad == "run_id":
-                        continue
-                elif classes is not None and len(shape.fine) < 256:
-                    shape.fine.add(classes)
-            rid = row.run_id
-            # unusable_run_id's common case inline: one C-level search per row.
-            if not (rid.isascii() and 0 < len(rid) <= NAME_MAX and rid != "." and rid != ".." and not pathlike(rid)):
-                why = unusable_run_id(rid)
-                if why:
-                    shown = rid if len(rid) <= 60 else rid[:57] + "..."
+        # One chunk's lines at a time (``_batches``): the per-line work is this loop's body, not a generator's
+        # tuple per line. ``dropped`` > 0: the batch's first line is the end of an overlong line.
+        for lines, dropped, complete in _batches(fh, max_line_bytes):
+            for line in lines:
+                lineno += 1
+                if len(rows) >= MAX_ROWS or len(problems) >= MAX_PROBLEMS:
                     problems.append(
                         LedgerProblem(
                             lineno,
-                            "run-id-unusable",
-                            f"run_id {shown!r} is unusable: {why}; its run folder is not read",
-                            row.text[:200],
+                            "too-many-rows",
+                            f"over {MAX_ROWS:,} rows or {MAX_PROBLEMS:,} problems: read up to line {lineno - 1} "
+                            "and no further (memory stays bounded)",
+                        )
+                    )
+                    break
+                if complete:
+                    resume_at += len(line) + 1 + dropped
+                    resume_line = lineno + 1
+                elif follow:
+                    break  # a cut last line: still being written; the next read starts at it
+                if dropped:
+                    dropped = 0
+                    problems.append(LedgerProblem(lineno, "not-json", f"line is over {max_line_bytes >> 20} MiB"))
+                    continue
+                if not line or line.isspace():
+                    continue
+                # The row: orjson where installed (~7x the stdlib here), the stdlib for what
+                # orjson refuses and the stdlib accepts (NaN, lone surrogates), so the result
+                # never depends on which parser is installed (inlined: one call less per row).
+                finite = True  # orjson yields no NaN or infinity
+                try:
+                    if fast_loads is None:
+                        raise ValueError
+                    raw = fast_loads(line)
+                except ValueError:
+                    finite = False
+                    try:
+                        raw = json.loads(line)
+                    except (ValueError, RecursionError) as exc:
+                        stripped = line.strip()
+                        kind = "truncated-last-line" if not complete else "not-json"
+                        msg = (
+                            "the last line is cut short: the writer is still appending, or crashed mid-write"
+                            if kind == "truncated-last-line"
+                            else f"not JSON ({type(exc).__name__}: {str(exc)[:80]})"
+                        )
+                        problems.append(LedgerProblem(lineno, kind, msg, stripped[:200].decode("utf-8", "replace")))
+                        continue
+                if raw.__class__ is not dict:
+                    problems.append(
+                        LedgerProblem(
+                            lineno,
+                            "not-object",
+                            f"a JSON {type(raw).__name__}, not an object",
+                            line.strip()[:200].decode("utf-8", "replace"),
                         )
                     )
                     continue
-            first = seen.setdefault(rid, lineno)
-            if first != lineno:
-                problems.append(
-                    LedgerProblem(lineno, "duplicate-run-id", f"run_id {rid!r} already on line {first}", row.text[:200])
-                )
-            rows.append(row)
+                keys = tuple(raw)  # orjson shares its key strings: an element-wise identity test
+                if keys != last_keys or shape is None:  # most ledgers: every row has the same keys
+                    frozen = frozenset(keys)
+                    shape = shapes.get(frozen)
+                    if shape is None:
+                        shape = _Shape(frozen)
+                        if len(shapes) < 4096:
+                            shapes[frozen] = shape
+                    last_keys = keys
+                row = LedgerRow(lineno, raw, shape.fields)
+                classes = tuple(map(type, shape.values(raw))) if finite else None
+                if classes is None or classes not in shape.fine:
+                    bad = _type_problem(raw, shape)
+                    if bad:
+                        problems.append(LedgerProblem(lineno, "schema", _schema_message(row), row.text[:200]))
+                        if bad == "run_id":
+                            continue
+                    elif classes is not None and len(shape.fine) < 256:
+                        shape.fine.add(classes)
+                rid = row.run_id
+                # unusable_run_id's common case inline: one C-level search per row.
+                if not (
+                    rid.isascii() and 0 < len(rid) <= NAME_MAX and rid != "." and rid != ".." and not pathlike(rid)
+                ):
+                    why = unusable_run_id(rid)
+                    if why:
+                        shown = rid if len(rid) <= 60 else rid[:57] + "..."
+                        problems.append(
+                            LedgerProblem(
+                                lineno,
+                                "run-id-unusable",
+                                f"run_id {shown!r} is unusable: {why}; its run folder is not read",
+                                row.text[:200],
+                            )
+                        )
+                        continue
+                first = seen.setdefault(rid, lineno)
+                if first != lineno:
+                    problems.append(
+                        LedgerProblem(
+                            lineno, "duplicate-run-id", f"run_id {rid!r} already on line {first}", row.text[:200]
+                        )
+                    )
+                rows.append(row)
+            else:
+                continue
+            break  # the inner loop stopped: too many rows, or a line still being written
     ledger.resume_at, ledger.resume_line = resume_at, resume_line
     if lineno == 0 and not start:
         problems.append(LedgerProblem(0, "empty", f"{path.name} is empty"))
@@ -454,10 +465,12 @@ def unusable_run_id(rid: str) -> str | None:
     return None
 
 
-def _lines(fh, max_line_bytes: int) -> Iterator[tuple[bytes, bool, bool, int]]:
-    """Binary lines as (text, ended-in-newline, overlong, bytes it took with
-    its newline); an overlong line is dropped as it streams past so memory
-    stays bounded."""
+def _batches(fh, max_line_bytes: int) -> Iterator[tuple[list[bytes], int, bool]]:
+    """The binary lines of ``fh``, a chunk's worth at a time, as (lines without
+    their newline, bytes dropped before the first of them, whether they ended
+    in a newline). An overlong line is dropped as it streams past so memory
+    stays bounded: ``dropped`` > 0 says the batch's first line ends one (the
+    next batch, of that line alone, when it ends the file)."""
     pending = b""
     overlong = 0  # bytes of an overlong line dropped so far
     while True:
@@ -466,11 +479,15 @@ def _lines(fh, max_line_bytes: int) -> Iterator[tuple[bytes, bool, bool, int]]:
             break
         parts = (pending + chunk).split(b"\n")
         pending = parts.pop()
-        for part in parts:
-            yield (b"", True, True, overlong + len(part) + 1) if overlong else (part, True, False, len(part) + 1)
-            overlong = 0
+        if parts:
+            if overlong:
+                yield parts[:1], overlong, True
+                overlong = 0
+                del parts[0]
+            if parts:
+                yield parts, 0, True
         if len(pending) > max_line_bytes:
             overlong += len(pending)
             pending = b""
     if overlong or pending:
-        yield pending, False, bool(overlong), overlong + len(pending)
+        yield [pending], overlong, False

@@ -31,8 +31,19 @@ def _logs(t: Target) -> str | None:
     logs = t.run.logs if t.run is not None else t.run_dir.runs[0].logs if not t.run_dir.is_sweep else []
     if logs:
         return None
-    where = t.run.where if t.run is not None else t.run_dir.path
+    return _no_log(t.run.where if t.run is not None else t.run_dir.path, "")
+
+
+def _no_log(where, path: str) -> str:
     return f"no log in {where} (looked for logs/*.log and *.log)"
+
+
+def _no_events(where, path) -> str:
+    return f"no events.out.tfevents.* under {path}"
+
+
+def _no_checkpoint(where, path) -> str:
+    return f"no .safetensors checkpoint under {path}"
 
 
 def _tfevents(t: Target) -> str | None:
@@ -41,7 +52,7 @@ def _tfevents(t: Target) -> str | None:
         if t.run is not None
         else [f for f in t.run_dir.walk.files if f.name.startswith("events.out.tfevents")]
     )
-    return None if files else f"no events.out.tfevents.* under {t.run.path if t.run else t.run_dir.path}"
+    return None if files else _no_events("", t.run.path if t.run else t.run_dir.path)
 
 
 def _checkpoints(t: Target) -> str | None:
@@ -49,7 +60,7 @@ def _checkpoints(t: Target) -> str | None:
     if not files and t.run is not None and t.run.path == t.run_dir.path and "hf-trainer" in t.run_dir.layouts:
         # A Hugging Face Trainer's checkpoint-N/ folders, whatever their weights are saved as (docs/layouts.md).
         files = [f for f in t.run.files if f.parent.name.startswith("checkpoint-")]
-    return None if files else f"no .safetensors checkpoint under {t.run.path if t.run else t.run_dir.path}"
+    return None if files else _no_checkpoint("", t.run.path if t.run else t.run_dir.path)
 
 
 def _config(t: Target) -> str | None:
@@ -91,6 +102,16 @@ NEEDS: dict[str, Callable[[Target], str | None]] = {
     "config": _config,
     "harvest": _harvest,
     "pidfile": _pidfile,
+}
+
+
+# What the probe of a need inside a run's folder says of a run of a sweep without a folder under runs/, from the
+# run's ``where`` and its path as text: engine/judge_chunk.py asks it of the ~100,000 folderless rows of a big
+# ledger without making a run object for each (tests/test_scale.py compares it with the probes).
+FOLDERLESS: dict[str, Callable[[str, str], str]] = {
+    "logs": _no_log,
+    "tfevents": _no_events,
+    "checkpoints": _no_checkpoint,
 }
 
 

@@ -385,8 +385,27 @@ _ROWS = [(pattern, replacement, _TRIGGERS.get(family, ())) for family, pattern, 
 _ALL_TRIGGERS = tuple(sorted({t for triggers in _TRIGGERS.values() for t in triggers}))
 
 
+def _presence(words: tuple[str, ...]) -> re.Pattern[str]:
+    """A regex that finds any of ``words``, as a trie (``s(?:ecret|k|q0…)|…``): a plain alternation of ~100
+    literals tries each at every position (~56 µs per 150 characters, most of a big sweep's quoting time),
+    this one a branch per first character (~13 µs). A word holding another (``sk-`` holds ``sk``) is left out:
+    the shorter one is found wherever the longer is, so no word left is a prefix of another."""
+    kept = sorted({w for w in words if not any(o != w and o in w for o in words)})
+    trie: dict[str, dict] = {}
+    for word in kept:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+
+    def branch(node: dict[str, dict]) -> str:
+        alts = [re.escape(ch) + branch(child) for ch, child in sorted(node.items())]
+        return "" if not alts else alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return re.compile(branch(trie))
+
+
 # One search says whether any trigger is there at all (most shown strings hold none).
-_ANY_TRIGGER = re.compile("|".join(re.escape(t) for t in sorted(_ALL_TRIGGERS, key=len, reverse=True)))
+_ANY_TRIGGER = _presence(_ALL_TRIGGERS)
 _UNTRIGGERED = [(pattern, replacement) for pattern, replacement, triggers in _ROWS if not triggers]
 
 

@@ -72,6 +72,10 @@ class CheckSpec:
     # True only where the check would return None (a plain pass) for that row, and raises nothing the check
     # would not. A chunk of a big sweep (engine/judge_chunk.py) then calls the check only on the other rows.
     quiet_row: Callable[[Any, dict[str, Any]], bool] | None = None
+    # With ``quiet_row``, optional: ``loud_rows(run_dir)``, the indices (ascending) of the ledger rows that
+    # ``quiet_row`` may not pass, read from a pass over the ledger shared by the checks (sweepfacts.LedgerFacts);
+    # ``quiet_row`` holds on every other row, so a chunk asks it of these rows only.
+    loud_rows: Callable[[Any], list[int]] | None = None
     # Its examples, declared where it is defined: the example run dirs (names under examples/) it must fail
     # on, each with the cause it must name (None: any), and those it must pass on (its near misses).
     # tests/test_examples.py and tests/test_catalogue.py read them here.
@@ -116,6 +120,7 @@ def check(
     fix: str = "",
     severity: str = "error",
     quiet_row: Callable[[Any, dict[str, Any]], bool] | None = None,
+    loud_rows: Callable[[Any], list[int]] | None = None,
     fails_on: str | Iterable[str] | dict[str, str | None] = (),
     passes_on: str | Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -169,6 +174,7 @@ def check(
             owner=getattr(func, "__module__", "") or "",
             severity=severity,
             quiet_row=quiet_row,
+            loud_rows=loud_rows,
             fails_on=_examples(fails_on),
             passes_on=tuple(_examples(passes_on)),
         )

@@ -8,11 +8,11 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .ledger import FREEZE_FROM, Ledger, LedgerRow, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
@@ -266,7 +266,8 @@ class RunDir:
         self.name = shown_name(label or self.path.name or str(self.path))  # on one line, as every output shows it
         self._store: dict[Any, Any] = {}
         self._run_keys: dict[str, list[Any]] = {}  # run name -> the _store keys that read inside its folder
-        self._runs_prefix = os.path.join(str(self.path), "runs", "")
+        self._root_prefix = os.path.join(str(self.path), "")
+        self._runs_prefix = os.path.join(self._root_prefix, "runs", "")
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -274,6 +275,9 @@ class RunDir:
     def rel(self, path: Path) -> str:
         """``path`` as a message names it: relative to the run dir, on one line
         (a newline, ESC or BEL in a folder's name is shown as ``\\n``, ``\\x1b``)."""
+        text = str(path) if isinstance(path, Path) else ""  # a Path's text is normal: no "." nor "//" in it
+        if text.startswith(self._root_prefix):  # a path under the run dir (nearly all): what relative_to gives
+            return one_line(text[len(self._root_prefix) :])
         try:
             return one_line(str(Path(path).relative_to(self.path)))
         except ValueError:
@@ -339,30 +343,13 @@ class RunDir:
         return read_ledger(self.ledger_path, sizes=self.sizes)
 
     @cached_property
-    def runs(self) -> list[Run]:
+    def runs(self) -> Sequence[Run]:
         """Runs in ledger order (the order of the story: first run, later
-        runs), then run folders with no ledger row, by name."""
+        runs), then run folders with no ledger row, by name. A sweep's runs are
+        a ``RunList``: a run object is made when it is first asked for."""
         if not self.is_sweep:
             return [Run(self.name, self.path, self)]
-        runs: dict[str, Run] = {}
-        if self.ledger is not None:
-            for row in self.ledger.rows:
-                rid = row.run_id
-                if rid not in runs:  # read_ledger keeps no row whose run_id cannot name a folder (RH001)
-                    runs[rid] = Run(rid, None, self, row)
-        for name in sorted(self.run_folders):
-            if name not in runs:
-                runs[name] = Run(name, None, self)
-        if len(runs) >= FREEZE_FROM:
-            # Like the ledger's rows: a Run lives as long as the session, and the
-            # collector's full passes walked 100,000 of them ~7 times per session
-            # (1.9 s of a 100,000-row session, measured with gc.callbacks). The
-            # instance dicts are made now, so that they are frozen too: CPython
-            # makes one on a cached_property's first look, a new object then.
-            for run in runs.values():
-                run.__dict__  # noqa: B018
-            gc.freeze()
-        return list(runs.values())
+        return RunList(self)
 
     @cached_property
     def run_folders(self) -> frozenset[str]:
@@ -451,3 +438,96 @@ class RunDir:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*inplace keyword.*", category=Warning)
             return SummaryReader(str(self.path), extra_columns={"dir_name"}).scalars
+
+
+class RunList(Sequence[Run]):
+    """A sweep's runs, each made on first use and then kept (one object per run
+    for the session). The names and ledger rows are known from the start; a
+    100,000-row ledger whose checks report on a few thousand runs makes a few
+    thousand run objects, not 100,000 (each cost ~2.5 µs and a slot in every
+    full pass of the collector). Iterating the whole list makes them all, as
+    a plain list did."""
+
+    __slots__ = ("_rd", "names", "_rows", "_made", "_ledger_rows")
+
+    def __init__(self, rd: RunDir) -> None:
+        self._rd = rd
+        ledger = rd.ledger
+        rows: list[LedgerRow] = ledger.rows if ledger is not None else []
+        self._ledger_rows = rows
+        if ledger is not None and not any(p.kind == "duplicate-run-id" for p in ledger.problems):
+            names = [row.run_id for row in rows]  # one run per row (read_ledger keeps no unusable run_id)
+            index: list[int] | range = range(len(rows))
+        else:
+            first: dict[str, int] = {}
+            for j, row in enumerate(rows):
+                first.setdefault(row.run_id, j)
+            names, index = list(first), list(first.values())
+        known = set(names)
+        extra = sorted(name for name in rd.run_folders if name not in known)
+        self.names: list[str] = names + extra  # the folder name under runs/ of each run, in order
+        self._rows = index  # run i < len(index): its ledger row is rows[index[i]]; past it, a folder without a row
+        self._made: dict[int, Run] = {}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, i: int) -> Run: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Run]: ...
+
+    def __getitem__(self, i: int | slice) -> Run | list[Run]:
+        if isinstance(i, slice):
+            return [self.run(k) for k in range(*i.indices(len(self.names)))]
+        if i < 0:
+            i += len(self.names)
+        if not 0 <= i < len(self.names):
+            raise IndexError(i)
+        return self.run(i)
+
+    def run(self, i: int) -> Run:
+        run = self._made.get(i)
+        if run is None:
+            run = self._made[i] = self.peek(i)
+        return run
+
+    def peek(self, i: int) -> Run:
+        """Run ``i`` as kept if it was made, else a fresh object that is not kept
+        (a question about a run no check is called on: its skip reason)."""
+        run = self._made.get(i)
+        return run if run is not None else Run(self.names[i], None, self._rd, self.row(i))
+
+    def row(self, i: int) -> LedgerRow | None:
+        return self._ledger_rows[self._rows[i]] if i < len(self._rows) else None
+
+    def rows(self) -> list[LedgerRow | None]:
+        """Each run's ledger row (None for a folder without one), in run order."""
+        rows, index = self._ledger_rows, self._rows
+        head = rows if isinstance(index, range) else [rows[j] for j in index]
+        return [*head, *([None] * (len(self.names) - len(index)))]
+
+    @property
+    def one_per_row(self) -> bool:
+        """Whether run i is ledger row i for every row (no run_id repeats)."""
+        return isinstance(self._rows, range)
+
+    def has_folder(self, i: int) -> bool:
+        return self.names[i] in self._rd.run_folders
+
+    def made(self, start: int = 0, stop: int | None = None) -> list[tuple[int, Run]]:
+        """The runs made so far with ``start <= index < stop``."""
+        stop = len(self.names) if stop is None else stop
+        return [(i, run) for i, run in self._made.items() if start <= i < stop]
+
+    def __iter__(self) -> Iterator[Run]:
+        runs = [self.run(i) for i in range(len(self.names))]
+        if len(runs) >= FREEZE_FROM:
+            # A Run lives as long as the session, and the collector's full passes walked 100,000 of them ~7 times
+            # per session (1.9 s of a 100,000-row session, measured with gc.callbacks). The instance dicts are
+            # made now, so that they are frozen too: CPython makes one on a cached_property's first look.
+            for run in runs:
+                run.__dict__  # noqa: B018
+            gc.freeze()
+        return iter(runs)

@@ -49,4 +49,6 @@ def name(text: str) -> str:
     one search; the outputs redact what they print in any case). Run and run
     dir names are made so once, where they are made (rundir.py), so that the
     results, the status blocks and the pages all key a run by the same name."""
-    return one_line(text) if text and _NOT_IN_A_NAME.search(text) else text
+    if text.isprintable():  # every character _NOT_IN_A_NAME holds is unprintable: one C loop, no regex
+        return text
+    return one_line(text) if _NOT_IN_A_NAME.search(text) else text

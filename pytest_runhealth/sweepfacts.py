@@ -111,13 +111,22 @@ class LedgerFacts:
     first search). Each answer is the row function's of the same name (``finished_ok``, ``timed_out``, ...);
     the checks then look at those few rows only, instead of asking every row again in every check."""
 
-    __slots__ = ("rows", "finished_ok", "timed_out", "empty_tfevents", "stopped_by_user", "scored", "said")
+    __slots__ = (
+        "rows",
+        "finished_ok",
+        "timed_out",
+        "exited_nonzero",
+        "empty_tfevents",
+        "stopped_by_user",
+        "scored",
+        "said",
+    )
 
     NAMES = ("role", "killed_by_timeout", "error", "disqualified", "exit_code", "n_steps", "score", "judge_report")
 
     def __init__(self, ledger) -> None:
         self.rows = rows = ledger.rows
-        finished, late, empty, stopped, scored, said = [], [], [], [], [], []  # type: ignore[var-annotated]
+        finished, late, nonzero, empty, stopped, scored, said = [], [], [], [], [], [], []  # type: ignore[var-annotated]
         last = keys = None
         for i, row in enumerate(rows):
             if row.fields is not last:  # rows of one set of keys share one field map: resolve its keys once
@@ -128,14 +137,15 @@ class LedgerFacts:
             error, dq, report = get(k_error), get(k_dq), get(k_report)
             err = as_text(error) if error is not None else ""
             why = as_text(dq) if dq is not None else ""
+            code = get(k_code)
             if get(k_killed) is True or err == "timeout" or why == "timeout":
                 late.append(i)
-            else:
-                code = get(k_code)
-                if code == 0 and code.__class__ is int:  # an int, not a bool (False == 0) nor 0.0
-                    n = as_int(get(k_steps))
-                    if n is None or n > 0:
-                        finished.append(i)
+            elif code == 0 and code.__class__ is int:  # an int, not a bool (False == 0) nor 0.0
+                n = as_int(get(k_steps))
+                if n is None or n > 0:
+                    finished.append(i)
+            if code is not None and code != 0 and as_int(code) is not None:  # as early_exit reads it
+                nonzero.append(i)
             if why == "empty_tfevents":
                 empty.append(i)
             if why == "stopped_by_user" or err == "stopped_by_user":
@@ -151,6 +161,7 @@ class LedgerFacts:
                 said.append(error)
         self.finished_ok: list[int] = finished
         self.timed_out: list[int] = late
+        self.exited_nonzero: list[int] = nonzero
         self.empty_tfevents: list[int] = empty
         self.stopped_by_user: list[int] = stopped
         self.scored: list[int] = scored
@@ -165,8 +176,13 @@ class LedgerFacts:
 
 def ledger_facts(ctx) -> LedgerFacts:
     """The session's one ``LedgerFacts`` of ``ctx.ledger``."""
-    ledger = ctx.ledger
-    return ctx.run_dir.cached(("sweep", "ledger-facts"), lambda: LedgerFacts(ledger))
+    _ = ctx.ledger  # skips when there is no ledger
+    return facts_of(ctx.run_dir)
+
+
+def facts_of(run_dir) -> LedgerFacts:
+    """The session's one ``LedgerFacts`` of a run dir that has a ledger."""
+    return run_dir.cached(("sweep", "ledger-facts"), lambda: LedgerFacts(run_dir.ledger))
 
 
 def collapse_story(ctx, th: dict) -> tuple[LedgerRow | None, list[LedgerRow], dict[int, int]]:
@@ -395,6 +411,7 @@ class HealthyKnobs:
         self._values: dict[
             str, dict[Any, Any] | _OneKind
         ] = {}  # knob -> {hashable stand-in: value}, in first-seen order
+        self._scanned: dict[str, tuple[int, set[Any]]] = {}  # knob -> (configs looked at, their stand-ins)
 
     def add(self, row: LedgerRow) -> None:
         self.rows.append(row)
@@ -416,7 +433,32 @@ class HealthyKnobs:
                     for v in found
                 }
             self._values[key] = seen
+            if len(found) >= FREEZE_FROM:
+                gc.freeze()  # kept for the session, like the rows
         return seen
+
+    def _used(self, key: str, knob: Any) -> bool:
+        """Whether a healthy run used this value of the knob (``knob``: its ``knob_key``). The configs are looked
+        at only as far as the first that has it: an early exit shares most of its knobs' values with the
+        healthy runs, so only the knobs it differs in (and a seed) cost a look at every healthy config (nine
+        knobs of 98,000 configs, one by one, took ~0.2 s)."""
+        seen = self._values.get(key)
+        if seen is not None:
+            return knob in seen
+        done, found = self._scanned.get(key) or (0, set())
+        if knob not in found:
+            configs = self.configs
+            while done < len(configs):
+                v = configs[done].get(key, _ABSENT)
+                done += 1
+                if v is not _ABSENT:
+                    found.add(
+                        (v.__class__.__name__, v) if v.__class__ in _SCALARS else knob_key(v)
+                    )  # knob_key, inlined
+                    if knob in found:
+                        break
+        self._scanned[key] = (done, found)
+        return knob in found
 
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
         """Knobs whose value no healthy run used. A knob that is different on
@@ -424,9 +466,10 @@ class HealthyKnobs:
         others = len(self.rows)
         out = []
         for key, value in config.items():
-            seen = self.values(key)
-            if knob_key(value) in seen:
+            if self._used(key, knob_key(value)):
                 continue
+            seen = self.values(key)
+            self._scanned.pop(key, None)
             if others > 1 and len(seen) >= others:
                 continue
             out.append((key, value, list(seen.values())))
@@ -443,6 +486,8 @@ def healthy_by_role(ctx) -> dict[str, HealthyKnobs]:
             if knobs is None:  # not setdefault's default: that built one object per healthy row
                 knobs = out[role] = HealthyKnobs()
             knobs.add(r)
+        if len(facts.finished_ok) >= FREEZE_FROM:
+            gc.freeze()  # kept for the session: out of the collector's full passes (its lists hold a row each)
         return out
 
     return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)
@@ -495,9 +540,16 @@ def healthy_step_times(run_dir) -> dict[str, float]:
             folders = {e.name for e in os.scandir(run_dir.path / "runs")} if run_dir.is_sweep else None
         except OSError:
             folders = set()
+        runs = run_dir.runs
+        names = getattr(runs, "names", None)  # a sweep's RunList: only the runs with a folder are made
+        candidates = (
+            (runs[i] for i, name in enumerate(names) if name in folders)
+            if names is not None and folders is not None
+            else runs
+        )
         healthy = [
             run
-            for run in run_dir.runs
+            for run in candidates
             if (folders is None or run.folder in folders)
             and (run_dir.ledger is None or (run.row is not None and finished_ok(run.row)))
         ]

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from live_helpers import sleeper  # noqa: F401  (fixture)
 
 from pytest_runhealth.discovery import discover
 
@@ -330,17 +331,17 @@ def _running_mlflow(proj: Path) -> Path:
     return run
 
 
-def test_mlflow_running_with_its_pid_gone_is_killed_at_once(tmp_path, run_health):
+def test_mlflow_running_with_its_pid_gone_is_killed_at_once(tmp_path, run_health, sleeper):  # noqa: F811
     proj = launch(tmp_path / "a", "mlflow-healthy/mlruns", "step 1/60\nstep 30/60\n", "mlruns")
     _running_mlflow(proj)
     (proj / "train.pid").write_text(f"{_dead_pid()}\n")
     (r,) = run_health(proj, args=("-k", "RH212")).results("RH212")
     assert (r["outcome"], r["cause"]) == ("failed", "tracker-run-killed"), r
     assert "process is gone" in r["summary"] and any(e["path"].endswith("train.pid") for e in r["evidence"])
-    # near miss: the pid file names a live process of this run (this test's own, written after it started)
+    # near miss: the pid file names a live process of this run (launched once the run's files existed)
     near = launch(tmp_path / "b", "mlflow-healthy/mlruns", "step 1/60\n", "mlruns")
     _running_mlflow(near)
-    (near / "train.pid").write_text(f"{os.getpid()}\n")
+    (near / "train.pid").write_text(f"{sleeper().pid}\n")
     (r,) = run_health(near, args=("-k", "RH212")).results("RH212")
     assert r["outcome"] == "passed", r
 

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
+from live_helpers import run_health, sleeper, warm_imports  # noqa: F401  (fixture)
 
 from pytest_runhealth.live.gpu import Gpu, GpuUnavailable, NvmlBackend
 
@@ -44,13 +43,14 @@ def no_cuda_env(monkeypatch):
 
 
 @pytest.fixture
-def sweep(tmp_path):
+def sweep(tmp_path, sleeper):  # noqa: F811
     d = tmp_path / "session"
     d.mkdir()
     (d / "ledger.jsonl").write_text(json.dumps({"run_id": "baseline-000-s0", "role": "baseline"}) + "\n")
-    # A run of this sweep is running here (this process): the GPUs probed are the sweep's own (issue 18).
+    # A run of this sweep is running here (a process launched once its folder existed): the GPUs probed are the
+    # sweep's own (issue 18).
     (d / "runs" / "baseline-000-s0" / "logs").mkdir(parents=True)
-    (d / "runs" / "baseline-000-s0" / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
+    (d / "runs" / "baseline-000-s0" / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")
     return d
 
 

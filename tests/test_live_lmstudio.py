@@ -8,7 +8,7 @@ import os
 import socket
 
 import pytest
-from live_helpers import run_health, warm_imports  # noqa: F401  (fixture)
+from live_helpers import run_health, sleeper, warm_imports  # noqa: F401  (fixture)
 from servers.lmstudio import FakeLMStudio, Model
 
 from pytest_runhealth.live.lmstudio import LMStudioClient, extract_scores, normalise_base_url
@@ -336,15 +336,14 @@ def test_lms_not_needed_without_lm_studio(plain, run_health, tmp_path, monkeypat
     assert run_health(plain, args=("--runhealth-probe-timeout", "0.3", "-k", "RH403")).outcome("RH403") == "skipped"
 
 
-def test_a_trainer_run_on_this_machine_does_not_need_the_lms_cli(run_health, tmp_path, monkeypatch):
+def test_a_trainer_run_on_this_machine_does_not_need_the_lms_cli(run_health, tmp_path, monkeypatch, sleeper):  # noqa: F811
     """Issue 18: a live pid makes the run local, but only LM Studio in use needs the lms CLI (a watched
     kohya run failed RH403 on every machine without LM Studio)."""
-    import os
-
     monkeypatch.delenv("BRACKET_LMS_BIN", raising=False)
     monkeypatch.delenv("LMSTUDIO_URL", raising=False)
     d = tmp_path / "run"
     (d / "logs").mkdir(parents=True)
     (d / "logs" / "train.log").write_text("step 1/10 loss 0.5\nstep 2/10 loss 0.4\n")
-    (d / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
-    assert run_health(d, args=("-k", "RH403")).outcome("RH403") == "skipped"
+    (d / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")  # launched once its folder existed: local
+    r = run_health(d, args=("-k", "RH403")).result_of("RH403")
+    assert r["outcome"] == "skipped" and "nothing shows this run is on this machine" not in r["note"], r

@@ -167,7 +167,7 @@ def test_sparse_20_gib_log_skips_holes_and_keeps_line_numbers(tmp_path, monkeypa
         def __exit__(self, *exc):
             self.fh.close()
 
-    monkeypatch.setattr(lmstudio_log, "open_readonly", lambda p: Counting(real_open(p)))
+    monkeypatch.setattr(lmstudio_log, "open_readonly", lambda p, **kw: Counting(real_open(p, **kw)))
     log = lmstudio_log.read_server_log(path)
     assert read_bytes["n"] <= lmstudio_log.MAX_WINDOW + 2 * lmstudio_log.CHUNK, read_bytes  # not 20 GiB
     (event,) = log.of("unload-noop")

@@ -210,3 +210,50 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
     assert fast["RH105", 7][2] == 1 and fast["RH105", 30][2] == 1
     reasons = [reason for reason, _ in fast["RH107", 7][1]]  # "logs" (a folder) first, then the folderless runs
     assert len(reasons) == 3 and reasons[0].endswith("(looked for <run>/*.log and *.log)")
+
+
+def test_loud_rows_cover_every_row_quiet_row_fails(tmp_path):
+    """A check's ``loud_rows`` (from the shared ledger pass) must hold every row
+    its ``quiet_row`` does not pass, whatever the fields hold: a chunk asks
+    ``quiet_row`` of those rows only."""
+    from pytest_runhealth.checks import sweep as sweep_checks
+    from pytest_runhealth.registry import SPEC_ATTR
+    from pytest_runhealth.rundir import RunDir
+
+    odd = [None, True, False, 0, 1, -1, 2**70, 0.0, 1.0, "1", "timeout", " TIMEOUT ", "empty_tfevents", [], {}]
+    rows = []
+    for i, (v, value) in enumerate((v, value) for v in range(3) for value in odd):
+        row = {"run_id": f"r{i}", "role": ["candidate", "setup", None][v], "n_steps": [3, 0, value][v]}
+        row.update(exit_code=value, duration_s=[1790.0, value, 5.0][v], wall_secs=[1800, None, value][v])
+        row.update(killed_by_timeout=value, error=value, disqualified=value)
+        rows.append(json.dumps(row))
+    (tmp_path / "ledger.jsonl").write_text("\n".join(rows) + "\nNaN\n" + '{"run_id": "n", "duration_s": NaN}\n')
+    rd = RunDir(tmp_path)
+    specs = [getattr(f, SPEC_ATTR) for f in vars(sweep_checks).values() if hasattr(f, SPEC_ATTR)]
+    with_loud = [s for s in specs if s.loud_rows is not None]
+    assert {s.id for s in with_loud} == {"RH101", "RH102", "RH105"}
+    for spec in with_loud:
+        th = dict(spec.thresholds)
+        failing = {i for i, row in enumerate(rd.ledger.rows) if not spec.quiet_row(row, th)}
+        assert failing, spec.id  # the ledger has rows each check may fail on
+        assert failing <= set(spec.loud_rows(rd)), spec.id
+
+
+def test_folderless_reasons_are_the_probes(tmp_path):
+    """What a chunk says of a sweep run without a folder (``needs.FOLDERLESS``, no run object made) is what
+    the need's probe says of that run, names with a line break or an escape included."""
+    from pytest_runhealth.needs import FOLDERLESS, NEEDS
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.shown import name as shown_name
+    from pytest_runhealth.target import Target
+
+    names = ["plain", "line\nbreak", "esc\x1b[31m", "tab\tname", "ünïcode"]
+    (tmp_path / "ledger.jsonl").write_text("".join(json.dumps({"run_id": n}) + "\n" for n in names))
+    (tmp_path / "runs" / "other").mkdir(parents=True)
+    rd = RunDir(tmp_path)
+    for i, folder in enumerate(rd.runs.names[: len(names)]):
+        run = rd.runs.peek(i)
+        assert not run.has_folder
+        for need, folderless in FOLDERLESS.items():
+            text = rd._runs_prefix + folder
+            assert folderless(shown_name(text), text) == NEEDS[need](Target(rd, run, run.name)), (need, folder)

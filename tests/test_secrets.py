@@ -187,6 +187,25 @@ def test_the_trigger_filter_changes_no_redaction():
         assert r.redact(line) == unfiltered(line), line
 
 
+def test_the_trigger_search_finds_exactly_the_triggers():
+    """redact()'s one search for any trigger (a trie of the literals) finds one exactly where a trigger occurs:
+    each trigger alone, cut short, inside other text, and random strings over the triggers' alphabet."""
+    import random
+
+    from pytest_runhealth import redact as r
+
+    words = r._ALL_TRIGGERS
+    alphabet = sorted({ch for w in words for ch in w} | set("xyz "))
+    rng = random.Random(38)
+    texts = [w for w in words] + [w[:-1] for w in words] + [f"ab{w}cd" for w in words]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        cut = rng.randint(0, len(text))
+        texts.append(text[:cut] + rng.choice(words)[: rng.randint(1, 6)] + text[cut:])
+    for text in texts:
+        assert (r._ANY_TRIGGER.search(text) is not None) == any(w in text for w in words), text
+
+
 # -- issue #27 item 4: the forms that leaked, and the look-alikes that must survive ----------------
 # The forms follow the rule sets of gitleaks (config/gitleaks.toml) and detect-secrets
 # (detect_secrets/plugins): https://github.com/gitleaks/gitleaks, https://github.com/Yelp/detect-secrets

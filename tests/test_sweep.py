@@ -561,3 +561,38 @@ def test_ledger_facts_pick_the_rows_the_row_functions_pick(tmp_path):
     assert facts.empty_tfevents == which(sf.empty_tfevents) == [7]
     assert facts.stopped_by_user == which(sf.stopped_by_user) == [7, 8]
     assert facts.scored == which(lambda r: sf.trains(r) and sf.finite_number(r.get("score")) is not None) == [0, 8]
+
+
+def test_healthy_knobs_differing_is_the_plain_comparison():
+    """RH105's knob comparison looks at the healthy configs only as far as it must; what it finds is what
+    comparing every knob with every healthy config finds: values of mixed types (1, 1.0, True kept apart),
+    knobs some configs lack, nested values, a seed that differs on every run."""
+    import random
+
+    from pytest_runhealth.ledger import LedgerRow
+    from pytest_runhealth.sweepfacts import HealthyKnobs, knob_key
+
+    rng = random.Random(38)
+    pool = [1, 1.0, True, 0, False, None, "adamw", "AdamW", 1e-4, 2e-4, [1, 2], {"a": 1}, [1.0, 2]]
+    for trial in range(40):
+        healthy = []
+        for i in range(rng.randint(1, 30)):
+            config = {k: rng.choice(pool) for k in ("lr", "opt", "dim", "x") if rng.random() < 0.8}
+            config["seed"] = i
+            healthy.append(config)
+        knobs = HealthyKnobs()
+        for i, config in enumerate(healthy):
+            knobs.add(LedgerRow(i + 1, {"run_id": f"r{i}", "config": config}, {"run_id": "run_id", "config": "config"}))
+        for _ in range(10):
+            asked = {k: rng.choice(pool) for k in ("lr", "opt", "dim", "x", "new") if rng.random() < 0.7}
+            asked["seed"] = rng.randint(0, 40)
+            expected = []
+            for key, value in asked.items():
+                seen: dict = {}
+                for config in healthy:
+                    if key in config:
+                        seen[knob_key(config[key])] = config[key]
+                if knob_key(value) in seen or (len(healthy) > 1 and len(seen) >= len(healthy)):
+                    continue
+                expected.append((key, value, list(seen.values())))
+            assert knobs.differing(asked) == expected, (trial, asked)

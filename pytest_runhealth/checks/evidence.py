@@ -79,7 +79,11 @@ def _no_row_due(ctx) -> str | None:
     """Why no ledger row is due yet (a sweep writes a run's row when the run
     ends): every run folder's process is still alive. None when one ended."""
     rd, pid_alive = ctx.run_dir, ctx.pid_alive
-    runs = [r for r in rd.runs if r.has_folder][:50]
+    names = getattr(rd.runs, "names", None)  # a sweep's RunList: no run object for the rows without a folder
+    if names is not None:
+        runs = [rd.runs[i] for i, n in enumerate(names) if n in rd.run_folders][:50]
+    else:
+        runs = [r for r in rd.runs if r.has_folder][:50]
     alive = [r for r in runs if pid_alive(r)]
     if not alive or any(pid_alive(r) is False for r in runs):
         return None

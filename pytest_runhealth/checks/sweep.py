@@ -24,6 +24,7 @@ from ..sweepfacts import (
     completed_count,
     early_exit,
     empty_tfevents,
+    facts_of,
     fmt_rate,
     healthy_by_role,
     healthy_step_times,
@@ -115,6 +116,7 @@ def _rh101_quiet(row: LedgerRow, th: dict) -> bool:
     "lmstudio/server.log:9 Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway",
     fix=RH101_FIX,
     quiet_row=_rh101_quiet,
+    loud_rows=lambda rd: facts_of(rd).timed_out,  # a collapse timed out
 )
 def step_count_collapse(ctx):
     row, th = _row(ctx), ctx.thresholds
@@ -244,6 +246,7 @@ def _rh102_quiet(row: LedgerRow, th: dict) -> bool:
     "out of memory. Tried to allocate 2.00 GiB.",
     fix="The fix depends on the cause, and the finding names it: fix the quoted error, then start a new session.",
     quiet_row=_rh102_quiet,
+    loud_rows=lambda rd: facts_of(rd).empty_tfevents,
 )
 def trainer_died_instantly(ctx):
     row = _row(ctx)
@@ -301,8 +304,6 @@ def trainer_died_instantly(ctx):
 
 
 # -- RH103 ------------------------------------------------------------------------------
-
-
 @check(
     "RH103",
     "judge-not-called",
@@ -387,8 +388,6 @@ def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
 
 
 # -- RH104 ------------------------------------------------------------------------------
-
-
 @check(
     "RH104",
     "judge-returned-no-json",
@@ -450,6 +449,7 @@ def _rh105_quiet(row: LedgerRow, th: dict) -> bool:
     "arguments (the canonical case is --fused_backward_pass with an optimizer other than Adafactor) and exclude "
     "the combination from the search space.",
     quiet_row=_rh105_quiet,
+    loud_rows=lambda rd: facts_of(rd).exited_nonzero,  # an early exit exited non-zero
 )
 def early_exit_config(ctx):
     row, th = _row(ctx), ctx.thresholds

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -22,9 +23,11 @@ import pytest
 from .. import consequences, severity
 from ..context import CheckContext
 from ..finding import Finding
-from ..needs import NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
+from ..needs import FOLDERLESS, NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
 from ..registry import CheckSpec
+from ..rundir import Run, RunList
 from ..session import RunHealthSession
+from ..shown import name as shown_name
 from ..target import Target
 from .call_check import call_check, normalise
 
@@ -115,7 +118,7 @@ def judge_runs(
     rd = target.run_dir
     assert target.batch is not None, "a chunk's target"
     start, stop = target.batch
-    runs = rd.runs[start:stop]
+    runs = _Chunk(rd.runs, start, stop)
     tallies = {spec.id: Tally() for spec in specs}
     bare: list[int] | None = None  # the chunk's runs without a folder (indices into runs), found once
     absent: dict[str, tuple[dict[str, list[int]], set[int]]] = {}  # need -> (skip key -> [first, runs], exceptions)
@@ -131,12 +134,12 @@ def judge_runs(
         bulk: dict[str, list[int]] | None = None
         if run_needs and run_needs[0] in FOLDER_NEEDS:
             if bare is None:
-                bare = [i for i, run in enumerate(runs) if not run.has_folder]
+                bare = runs.bare()
             if run_needs[0] not in absent:
-                absent[run_needs[0]] = _absent(rd, runs, bare, NEEDS[run_needs[0]])
+                absent[run_needs[0]] = _absent(rd, runs, bare, run_needs[0])
             bulk, unexpected = absent[run_needs[0]]
             skipped = set(bare) - unexpected
-            visit = {i for i in range(len(runs)) if i not in skipped}
+            visit = set(range(len(runs))).difference(skipped)
         elif not run_needs and spec.quiet_row is not None:
             loud = _loud(rd, spec, thresholds[spec.id])
             if loud is not None:
@@ -188,15 +191,30 @@ def judge_runs(
     return tallies
 
 
-def _absent(rd: Any, runs: list[Any], bare: list[int], probe: Any) -> tuple[dict[str, list[int]], set[int]]:
+def _absent(rd: Any, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str, list[int]], set[int]]:
     """The skip reasons of the folderless runs ``bare`` for a check whose
-    first run need is ``probe``'s (as ``Tally.skip`` keys them: key -> [first
-    run, runs]), and the runs (if any) where the probe unexpectedly found the
-    need met: those are judged as any other."""
+    first run need is ``need`` (as ``Tally.skip`` keys them: key -> [first
+    run, runs]), and the runs (if any) where its probe unexpectedly found the
+    need met: those are judged as any other. A sweep's runs are not made for
+    this: ``needs.FOLDERLESS`` says what the probe says of a run without a folder."""
     counts: dict[str, list[int]] = {}
     unexpected: set[int] = set()
+    folderless = FOLDERLESS.get(need)
+    if folderless is not None and isinstance(runs.runs, RunList):
+        names, prefix, start = runs.runs.names, rd._runs_prefix, runs.start
+        for i in bare:
+            folder = names[start + i]
+            name = shown_name(folder)
+            key = folderless(shown_name(prefix + folder), prefix + folder).replace(name, "<run>")
+            entry = counts.get(key)
+            if entry is None:
+                counts[key] = [i, 1]
+            else:
+                entry[1] += 1
+        return counts, unexpected
+    probe = NEEDS[need]
     for i in bare:
-        run = runs[i]
+        run = runs.peek(i)
         reason = probe(Target(rd, run, run.name))
         if not reason:
             unexpected.add(i)
@@ -222,20 +240,27 @@ def _loud(rd: Any, spec: CheckSpec, limits: dict[str, Any]) -> list[int] | None:
     def build() -> list[int] | None:
         if rd.ledger is None:
             return None
+        runs = rd.runs
         try:
-            return [i for i, run in enumerate(rd.runs) if (row := run.row) is None or not quiet(row, limits)]
+            if spec.loud_rows is not None and isinstance(runs, RunList) and runs.one_per_row:
+                # Run i is row i, then the folders without a row; quiet_row holds outside the loud rows.
+                ledger_rows = rd.ledger.rows
+                loud = [i for i in spec.loud_rows(rd) if not quiet(ledger_rows[i], limits)]
+                return loud + list(range(len(ledger_rows), len(runs)))
+            rows = runs.rows() if isinstance(runs, RunList) else [run.row for run in runs]
+            return [i for i, row in enumerate(rows) if row is None or not quiet(row, limits)]
         except Exception:
             return None
 
     return rd.cached(("quiet-row", spec.id, repr(sorted(limits.items()))), build)
 
 
-def _release_unvisited(rd: Any, runs: list[Any], visited: set[int]) -> None:
+def _release_unvisited(rd: Any, runs: _Chunk, visited: set[int]) -> None:
     """``release_run`` for the runs no check was called on, where something
     of theirs is cached (a need's probe may have listed an empty folder's
     files): what the run-by-run loop would have dropped."""
     keys = rd._run_keys
-    for i, run in enumerate(runs):
+    for i, run in runs.made():
         if i not in visited and (run.folder in keys or "files" in run.__dict__ or "event_files" in run.__dict__):
             rd.release_run(run)
 
@@ -253,3 +278,38 @@ def _merge_skips(tally: Tally, bulk: dict[str, list[int]], firsts: dict[str, int
             entry[0] = min(entry[0], firsts.get(key, entry[0]))
             entry[1] += n
     tally.skipped = Counter({key: n for key, (_, n) in sorted(merged.items(), key=lambda kv: kv[1][0])})
+
+
+class _Chunk:
+    """``rd.runs[start:stop]`` by index, without making a run object for the
+    runs that no check is called on (most rows of a big sweep): those are
+    asked about through ``peek`` and ``bare`` only."""
+
+    __slots__ = ("runs", "start", "stop")
+
+    def __init__(self, runs: Sequence[Run], start: int, stop: int) -> None:
+        self.runs, self.start, self.stop = runs, start, min(stop, len(runs))
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __getitem__(self, i: int) -> Run:
+        return self.runs[self.start + i]
+
+    def peek(self, i: int) -> Run:
+        runs = self.runs
+        return runs.peek(self.start + i) if isinstance(runs, RunList) else runs[self.start + i]
+
+    def bare(self) -> list[int]:
+        """The chunk's runs without a folder under runs/ (indices into the chunk)."""
+        runs, start = self.runs, self.start
+        if isinstance(runs, RunList):
+            folders, names = runs._rd.run_folders, runs.names
+            return [i for i in range(len(self)) if names[start + i] not in folders]
+        return [i for i in range(len(self)) if not runs[start + i].has_folder]
+
+    def made(self) -> list[tuple[int, Run]]:
+        runs = self.runs
+        if isinstance(runs, RunList):
+            return [(i - self.start, run) for i, run in runs.made(self.start, self.stop)]
+        return [(i, runs[self.start + i]) for i in range(len(self))]
