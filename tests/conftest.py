@@ -33,15 +33,21 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
+# What every child pytest is given in ``$PYTEST_ADDOPTS``: no hypothesis plugin (~0.6 CPU-s a process) and no
+# anyio plugin (~0.2 CPU-s; this repository's ini drops it, a child started in a temporary folder has no ini).
+# A test that builds a child's environment afresh (dropping this run's ``PYTEST_*``) sets it again.
+CHILD_ADDOPTS = "-p no:hypothesispytest -p no:anyio"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _children_skip_hypothesis_plugin():
     """Every pytest that a test starts in a child process (``python -m pytest``, ``pytest.main`` in a fresh
     interpreter, each xdist worker of an inner ``-n 2``) would import hypothesis for its pytest plugin: about
-    1 CPU-second a process, most of a small session's cost, and no inner session uses hypothesis. A fixture,
+    1 CPU-second a process, most of a small session's cost, and no inner session uses hypothesis (nor anyio). A fixture,
     not module code, so this run's own xdist workers (started before any fixture) keep the plugin; an
     in-process pytester session drops ``PYTEST_ADDOPTS`` and says ``no:hypothesispytest`` itself (run_health)."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("PYTEST_ADDOPTS", " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:hypothesispytest"])))
+    mp.setenv("PYTEST_ADDOPTS", " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), CHILD_ADDOPTS])))
     yield
     mp.undo()
 

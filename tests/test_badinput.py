@@ -3,7 +3,7 @@ every way a crash, a full disk or a stray ``ln -s`` spoils it, generated here
 (no checked-in binaries) and read by real sessions.
 
 Each base run dir is copied once per case with one artefact spoiled, and all
-the copies of a base go through ONE inner pytest session (a subprocess, so its
+the copies of every base go through ONE inner pytest session (a subprocess, so its
 peak memory can be measured, and so it can run with CAP_DAC_OVERRIDE dropped:
 the tests run as root, where a mode of 000 stops no one). Per case we assert:
 no INTERNALERROR or traceback, no check that raised (the plugin's catch-all
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from eval_builders import episode, request, write
+from once_per_run import once_per_run
 
 from pytest_runhealth.testing import check_on
 
@@ -263,9 +264,12 @@ def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) 
         "-p",
         "no:hypothesispytest",
         "-p",
+        "no:anyio",
+        "-p",
         "no:randomly",
         "-p",
         "no:xdist",
+        "--tb=line",  # failures still rendered, without pytest rescanning every report per failure (long style)
         "--runhealth-report",
         str(report),
         *args,
@@ -288,9 +292,8 @@ def inner_session(run_dirs: list[Path], cwd: Path, drop_caps: bool, *args: str) 
     return json.loads(report.read_text()), out, int(m.group(1)) >> 10
 
 
-@pytest.fixture(scope="module")
-def big_files(tmp_path_factory):
-    root = tmp_path_factory.mktemp("big")
+def make_big_files(root: Path) -> dict[str, Path]:
+    root.mkdir(parents=True, exist_ok=True)
     line = root / "line"
     with open(line, "wb") as fh:
         block = b"loss=0.1 " * (1 << 17)  # ~1.1 MB of text, no newline
@@ -303,39 +306,61 @@ def big_files(tmp_path_factory):
     return {"line": line, "sparse": sparse}
 
 
-@pytest.mark.parametrize("group", sorted(BASES))
-def test_corpus(group, tmp_path, big_files):
-    unreadable = can_drop_caps(tmp_path / "probe")
-    twins: dict[str, str] = {}
+@pytest.fixture(scope="module")
+def big_files(tmp_path_factory):
+    return make_big_files(tmp_path_factory.mktemp("big"))
+
+
+def corpus_sessions(work: Path) -> dict:
+    """Every base's twin and every spoiled copy of every base in ONE inner session, then the twins alone in
+    a second (the memory baseline, and the proof that a twin's results do not depend on its company).
+    A session per base cost a process start and the plugin's imports eight times over (issue 33)."""
+    big = make_big_files(work / "big")
+    unreadable = can_drop_caps(work / "probe")
+    twins: dict[str, str] = {}  # base -> twin dir name
     cases: dict[str, tuple[str, str]] = {}  # case dir name -> (artefact, spoiler)
     run_dirs: list[Path] = []
-    for base in BASES[group]:
-        twin = make_base(base, tmp_path / f"twin-{base}")
-        twins[base] = twin.name
-        run_dirs.append(twin)
+    for base in itertools.chain.from_iterable(BASES.values()):
+        twins[base] = make_base(base, work / f"twin-{base}").name
+        run_dirs.append(work / twins[base])
     for key, (base, rel, fmt) in ARTEFACTS.items():
-        if base not in BASES[group]:
-            continue
-        original = (tmp_path / f"twin-{base}" / rel).read_bytes()
-        outside = tmp_path / "outside" / key / Path(rel).name
+        original = (work / twins[base] / rel).read_bytes()
+        outside = work / "outside" / key / Path(rel).name
         outside.parent.mkdir(parents=True)
         outside.write_bytes(original)
         for name, spoil in spoilers(fmt, unreadable).items():
             case = f"{key}--{name}"
-            dest = shutil.copytree(tmp_path / f"twin-{base}", tmp_path / case, symlinks=True)
-            spoil(dest / rel, original, big_files, outside)
+            dest = shutil.copytree(work / twins[base], work / case, symlinks=True)
+            spoil(dest / rel, original, big, outside)
             cases[case] = (key, name)
             run_dirs.append(dest)
     try:
-        doc, out, peak_mb = inner_session(run_dirs, tmp_path, unreadable)
-        twin_doc, _, twin_mb = inner_session([tmp_path / f"twin-{b}" for b in BASES[group]], tmp_path, False)
+        doc, _, peak_mb = inner_session(run_dirs, work, unreadable)
+        twin_doc, _, twin_mb = inner_session([work / t for t in twins.values()], work, False)
     finally:
-        for p in tmp_path.rglob("*"):
+        for p in work.rglob("*"):
             if not p.is_symlink() and p.exists() and p.stat().st_mode & 0o777 == 0:
                 p.chmod(0o644)
+    return {"doc": doc, "twin_doc": twin_doc, "peak_mb": peak_mb, "twin_mb": twin_mb, "twins": twins, "cases": cases}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict:
+    # Once per test run: under -n 2 the worker that asks second waits for the first one's sessions.
+    return once_per_run(tmp_path_factory, "bad-input-corpus", corpus_sessions)
+
+
+@pytest.mark.parametrize("group", sorted(BASES))
+def test_corpus(group, corpus):
+    """Per case: no check that raised, every failure a finding, every skip a reason, and the same set
+    of checks run as on its untouched twin; the twins' results the same as in a session of their own."""
+    twins = {base: corpus["twins"][base] for base in BASES[group]}
+    cases = {case: ka for case, ka in corpus["cases"].items() if ARTEFACTS[ka[0]][0] in twins}
+    mine = set(twins.values()) | set(cases)
+    results = [r for r in corpus["doc"]["results"] if r["run_dir"] in mine]
     checks = collections.defaultdict(set)
     problems = []
-    for r in doc["results"]:
+    for r in results:
         checks[r["run_dir"]].add(r["check"])
         where = f"{r['run_dir']} {r['check']}"
         if r["outcome"] == "failed":
@@ -345,21 +370,24 @@ def test_corpus(group, tmp_path, big_files):
                 problems.append(f"{where}: the check crashed: {json.dumps(r)[:600]}")
         elif r["outcome"] == "skipped" and not (r.get("note") or "").strip():
             problems.append(f"{where}: skipped without a reason")
-    for case, (key, name) in cases.items():
-        base = ARTEFACTS[key][0]
-        if checks[case] != checks[twins[base]]:
-            problems.append(f"{case}: checks run {sorted(checks[case] ^ checks[twins[base]])} differ from the twin's")
+    for case, (key, _name) in cases.items():
+        twin = twins[ARTEFACTS[key][0]]
+        if checks[case] != checks[twin]:
+            problems.append(f"{case}: checks run {sorted(checks[case] ^ checks[twin])} differ from the twin's")
     assert not problems, "\n".join(problems)
     # The twins' results do not depend on who else is in the session.
-    twin_only = {(r["run_dir"], r["check"], r["run"]): r["outcome"] for r in twin_doc["results"]}
-    for r in doc["results"]:
+    twin_only = {(r["run_dir"], r["check"], r["run"]): r["outcome"] for r in corpus["twin_doc"]["results"]}
+    for r in results:
         if r["run_dir"] in twins.values():
             assert twin_only[(r["run_dir"], r["check"], r["run"])] == r["outcome"], r
+    assert cases and checks[next(iter(twins.values()))], f"{group}: no case, or no check ran on its twin"
+    print(f"\n{group}: {len(cases)} bad-input cases, {len(results)} results")
+
+
+def test_corpus_memory_stays_flat(corpus):
+    """A 100 MB line or a 2 GB file read whole would take more than the margin over the twins' session."""
+    peak_mb, twin_mb = corpus["peak_mb"], corpus["twin_mb"]
     assert peak_mb - twin_mb < MAX_RSS_GROWTH_MB, f"peak {peak_mb} MiB vs {twin_mb} MiB for the twins alone"
-    print(
-        f"\n{group}: {len(cases)} bad-input cases, {len(doc['results'])} results, peak RSS {peak_mb} MiB "
-        f"(twins alone {twin_mb} MiB)"
-    )
 
 
 # -- files named on the command line: runhealth.yaml, --lmstudio-log ----------------------------
@@ -704,7 +732,7 @@ def test_pid_reader_property(tmp_path_factory, data):
     pid, text, problem = read_pid(path)
     assert (pid is None) == bool(problem)
     if pid is not None:
-        assert text.lstrip().startswith(str(pid)) and pid > 0
+        assert text.lstrip().lstrip("0").startswith(str(pid)) and pid > 0  # "01" is pid 1
 
 
 @pytest.mark.parametrize("text", ["\u0660\n", "0\n", "\uff11\uff12\n"])  # Arabic-Indic zero, zero, full-width 12
@@ -944,77 +972,132 @@ def test_rh502_to_rh504_are_not_evaluable_when_the_eval_server_returned_nothing(
 
 
 # -- linear text handling (issue #27 item 2) ----------------------------------------------------
-def _best_time(fn, text, repeat: int = 3) -> float:
-    """The CPU time this thread spent in ``fn`` (``time.thread_time``), best of ``repeat``: a busy
-    machine takes the CPU away between slices but does not add to this thread's own work, so two other
-    CPU-bound processes leave the ratio alone where the wall clock (perf_counter) doubled it at random.
-    Python's ``re`` exposes no step count, so CPU time is the closest measure of operations here."""
-    import time
-
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.thread_time()
-        fn(text)
-        best = min(best, time.thread_time() - start)
-    return best
+# Growth in steps of the regular-expression engine (tests/regex_steps.py), not in time: the count is the
+# same on an idle machine and beside two CPU-bound processes, so the rule can be tight.
+GROWTH_SIZES = (1 << 10, 2 << 10, 4 << 10)  # characters: n, 2n, 4n
 
 
-def growth_exponent(fn, unit: str, sizes: tuple[int, ...]) -> tuple[float, list[float]]:
-    """How time grows with input size: 1 is linear, 2 quadratic (a ratio, not a
-    time: timings from one run, on one machine). Stops early when the first step
-    already looks quadratic, so a regression fails in seconds, not hours."""
-    import math
+def _count_redact_patterns(mp: pytest.MonkeyPatch, steps) -> None:
+    """Every compiled pattern that ``redact.redact`` reaches (module globals, its rows, the URL scanner's
+    class attributes), swapped for a counting wrapper for the length of ``mp``."""
+    from regex_steps import CountingPattern
 
-    times: list[float] = []
-    for size in sizes:
-        times.append(_best_time(fn, unit * (size // len(unit))))
-        if len(times) >= 2 and times[-1] > 0.05:
-            exponent = math.log(times[-1] / max(times[0], 1e-6)) / math.log(size / sizes[0])
-            if exponent > 1.7:
-                return exponent, times
-    return math.log(times[-1] / max(times[0], 1e-6)) / math.log(sizes[-1] / sizes[0]), times
+    from pytest_runhealth import redact
+
+    def wrap(value):
+        if isinstance(value, re.Pattern):
+            return CountingPattern(value, steps)
+        if isinstance(value, redact._UrlUserinfo):
+            for attr in ("_SCHEME", "_TOKEN_END"):
+                if not isinstance(getattr(type(value), attr), CountingPattern):
+                    mp.setattr(type(value), attr, CountingPattern(getattr(type(value), attr), steps))
+            return value
+        return value
+
+    for name in ("_COLOUR", "_ANY_TRIGGER", "_PASSWORD_ONLY", "_NOT_A_SECRET"):
+        mp.setattr(redact, name, wrap(getattr(redact, name)))
+    mp.setattr(redact, "_ROWS", [(wrap(p), r, t) for p, r, t in redact._ROWS])
+    mp.setattr(redact, "_UNTRIGGERED", [(wrap(p), r) for p, r in redact._UNTRIGGERED])
+    left = [k for k, v in vars(redact).items() if isinstance(v, re.Pattern) and not k.startswith("_PATTERNS")]
+    assert not left, f"patterns of redact that the count would miss: {left}"
 
 
-def _adversarial_cases():
-    from pytest_runhealth import logscan, redact, rootcause
+def steps_taken(case: tuple[str, object, str], text: str, limit: int | None = None) -> int:
+    """The engine steps that one call of the case's function takes on ``text`` (see tests/regex_steps.py)."""
+    from regex_steps import CountingPattern, Steps
+
+    from pytest_runhealth import redact
+
+    kind, pattern, _unit = case
+    steps = Steps(limit)
+    if kind == "redact":
+        with pytest.MonkeyPatch.context() as mp:
+            _count_redact_patterns(mp, steps)
+            redact.redact(text)
+    else:
+        assert isinstance(pattern, re.Pattern)
+        CountingPattern(pattern, steps).search(text.encode() if kind == "bytes" else text)
+    return steps.n
+
+
+def growth_in_steps(case: tuple[str, object, str]) -> list[int]:
+    """Steps at n, 2n and 4n characters of the case's repeated unit; past five times the first size's
+    count (a linear search takes four times), the count stops and says so: a rescan per start fails fast."""
+    from regex_steps import StepBudget
+
+    unit = case[2]
+    counts: list[int] = []
+    for size in GROWTH_SIZES:
+        text = unit * (size // len(unit))
+        try:
+            counts.append(steps_taken(case, text, limit=(6 * counts[0] + 2000) if counts else None))
+        except StepBudget:
+            counts.append(-1)  # over the budget: superlinear
+            break
+    return counts
+
+
+def assert_grows_linearly(name: str, counts: list[int]) -> None:
+    """Twice the input costs at most 2.5 times the steps, four times at most 5 times (a rescan of the
+    rest of the text from every start costs four and sixteen times)."""
+    assert len(counts) == 3 and counts[-1] >= 0, f"{name}: steps over n, 2n, 4n: {counts} (-1: over the budget)"
+    small, mid, big = counts
+    assert mid <= 2.5 * small + 2000 and big <= 5 * small + 2000, f"{name}: steps over n, 2n, 4n: {counts}"
+
+
+def _adversarial_cases() -> dict[str, tuple[str, object, str]]:
+    """name -> (how it is called: redact.redact, a str search or a bytes search; the pattern; the unit)."""
+    from pytest_runhealth import logscan, rootcause
 
     return {
-        "redact url-userinfo": (redact.redact, "a://"),
-        "redact url-userinfo with @": (redact.redact, "a://x@"),
-        "redact jwt": (redact.redact, "eyJ-"),
-        "redact cli option": (redact.redact, "--token "),
-        "redact key header": (redact.redact, "x-a-"),
-        "redact env assignment": (redact.redact, "password "),
-        "redact bearer": (redact.redact, "bearer "),
-        "redact user option": (redact.redact, "-u a:"),
-        "redact mysql": (redact.redact, "mysql -"),
-        "redact basic": (redact.redact, "Basic QUFBQUFBQUE "),
-        "redact signed url": (redact.redact, "&sig=&x-amz-"),
-        "redact prefixes": (redact.redact, "sk-hf_gsk_"),
-        "redact aws pair": (redact.redact, "AKIA/aws+"),
-        "redact quoted field": (redact.redact, '\\"token\\": \\"'),
-        "redact sshpass": (redact.redact, "sshpass -"),
-        "redact netrc": (redact.redact, "machine a login b "),
-        "redact colour codes": (redact.redact, "\x1b[1;\\u001b[0"),
-        "redact bearer tab escape": (redact.redact, "bearer\\t"),
-        "rootcause BAR_END": (rootcause.BAR_END.search, "| 1/2 ["),
-        "rootcause BAR_END digits": (rootcause.BAR_END.search, "1"),
-        "rootcause BOX_RIGHT": (rootcause.BOX_RIGHT.search, " "),
-        "rootcause WARNING_RECORD": (rootcause.WARNING_RECORD.search, " -"),
-        "logscan TQDM": (lambda s: logscan.TQDM.search(s.encode()), "| 1/2 [a<"),
-        "logscan TQDM digits": (lambda s: logscan.TQDM.search(s.encode()), "1"),
-        "logscan LTX_RICH digits": (lambda s: logscan.LTX_RICH.search(s.encode()), "1"),
+        "redact url-userinfo": ("redact", None, "a://"),
+        "redact url-userinfo with @": ("redact", None, "a://x@"),
+        "redact jwt": ("redact", None, "eyJ-"),
+        "redact cli option": ("redact", None, "--token "),
+        "redact key header": ("redact", None, "x-a-"),
+        "redact env assignment": ("redact", None, "password "),
+        "redact bearer": ("redact", None, "bearer "),
+        "redact user option": ("redact", None, "-u a:"),
+        "redact mysql": ("redact", None, "mysql -"),
+        "redact basic": ("redact", None, "Basic QUFBQUFBQUE "),
+        "redact signed url": ("redact", None, "&sig=&x-amz-"),
+        "redact prefixes": ("redact", None, "sk-hf_gsk_"),
+        "redact aws pair": ("redact", None, "AKIA/aws+"),
+        "redact quoted field": ("redact", None, '\\"token\\": \\"'),
+        "redact sshpass": ("redact", None, "sshpass -"),
+        "redact netrc": ("redact", None, "machine a login b "),
+        "redact colour codes": ("redact", None, "\x1b[1;\\u001b[0"),
+        "redact bearer tab escape": ("redact", None, "bearer\\t"),
+        "rootcause BAR_END": ("str", rootcause.BAR_END, "| 1/2 ["),
+        "rootcause BAR_END digits": ("str", rootcause.BAR_END, "1"),
+        "rootcause BOX_RIGHT": ("str", rootcause.BOX_RIGHT, " "),
+        "rootcause WARNING_RECORD": ("str", rootcause.WARNING_RECORD, " -"),
+        "logscan TQDM": ("bytes", logscan.TQDM, "| 1/2 [a<"),
+        "logscan TQDM digits": ("bytes", logscan.TQDM, "1"),
+        "logscan LTX_RICH digits": ("bytes", logscan.LTX_RICH, "1"),
     }
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a growth measurement
 @pytest.mark.parametrize("case", sorted(_adversarial_cases()))
 def test_text_handling_grows_linearly_on_adversarial_repeats(case):
-    fn, unit = _adversarial_cases()[case]
-    exponent, times = growth_exponent(fn, unit, (64 << 10, 256 << 10, 1 << 20))
-    if times[-1] < 0.02:
-        return  # too fast to tell linear from anything else: linear enough
-    assert exponent < 1.6, f"{case}: time grows like n^{exponent:.2f} over 64 kB/256 kB/1 MB: {times}"
+    assert_grows_linearly(case, growth_in_steps(_adversarial_cases()[case]))
+
+
+@pytest.mark.slow  # a growth measurement
+def test_the_step_count_catches_a_quadratic_pattern(monkeypatch):
+    """The measurement can fail: a pattern that rescans the rest of the text from every start (``a*b`` over
+    a run of ``a``) and the same pattern put among redact's rows are both over the budget at 4n."""
+    quadratic = re.compile(r"a*b")
+    counts = growth_in_steps(("str", quadratic, "a"))
+    assert counts[-1] == -1 or counts[-1] > 5 * counts[0] + 2000, counts
+    with pytest.raises(AssertionError, match="steps over n, 2n, 4n"):
+        assert_grows_linearly("a*b", counts)
+    from pytest_runhealth import redact
+
+    monkeypatch.setattr(redact, "_ROWS", [*redact._ROWS, (re.compile(r"(?i)bearer[ a-z]*x"), "", ("bearer",))])
+    with pytest.raises(AssertionError, match="steps over n, 2n, 4n"):
+        assert_grows_linearly("injected row", growth_in_steps(("redact", None, "bearer ")))
 
 
 # -- every reader has a cap (issue #27 item 2) --------------------------------------------------

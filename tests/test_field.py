@@ -62,6 +62,7 @@ def _corpus_session(out_dir: Path) -> dict:
         "no:xdist",
         "-p",
         "no:randomly",
+        "--tb=line",  # failures still rendered, without pytest rescanning every report per failure (long style)
         "--runhealth-report",
         str(report),
     ]

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import CHILD_ADDOPTS
 
 import pytest_runhealth
 from pytest_runhealth.regexsafe import backtracking_risk
@@ -32,6 +33,7 @@ LENIENT = "severity:\n  sweep: warn\n  trainer: warn\n  evidence: warn\n"
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
     env["PYTHONPATH"] = str(PACKAGE_ROOT)
+    env["PYTEST_ADDOPTS"] = CHILD_ADDOPTS  # not this run's PYTEST_*, but no hypothesis plugin either
     return env
 
 

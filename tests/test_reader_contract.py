@@ -346,3 +346,36 @@ def test_open_readonly_refuses_dirs_and_fifos(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(OSError, match="not a regular file"):
         open_readonly(fifo)  # must not block waiting for a writer
+
+
+class _ReadsAtMost:
+    """A file that hands out at most ``k`` bytes per read, as a pipe or a slow disk may."""
+
+    def __init__(self, data: bytes, k: int) -> None:
+        self.data, self.k, self.at = data, k, 0
+
+    def read(self, n: int) -> bytes:
+        out = self.data[self.at : self.at + min(n, self.k)]
+        self.at += len(out)
+        return out
+
+
+@given(st.binary(max_size=300).map(lambda b: b.replace(b"\x00", b"\n")), st.integers(1, 40), st.integers(1, 40))
+@settings(max_examples=300, deadline=None)
+def test_ledger_batches_are_the_files_lines_whatever_the_read_size(data, k, max_line):
+    """The ledger's line splitter keeps an unfinished line as its pieces and joins them once: every line comes
+    back whole (or, over the limit, as its length dropped), in order, however the reads cut it."""
+    from pytest_runhealth.ledger import _batches
+
+    got = [
+        (ln, d if i == 0 else 0, c)
+        for ls, d, c in _batches(_ReadsAtMost(data, k), max_line)
+        for i, ln in enumerate(ls)
+    ]
+    want = data.split(b"\n")
+    if want[-1] == b"":
+        want.pop()
+    assert [len(ln) + d for ln, d, _ in got] == [len(w) for w in want]
+    for (ln, d, _), w in zip(got, want):
+        assert d > 0 or ln == w
+        assert d == 0 or len(w) > max_line

@@ -42,7 +42,8 @@ def hook(event, args):
 
 sys.addaudithook(hook)
 import pytest
-argv = ["-p", "no:anyio", "-p", "no:cacheprovider", "-q", "--runhealth-report", sys.argv[2]]
+# --tb=line: failures still rendered, without pytest rescanning every report per failure (long style)
+argv = ["-p", "no:anyio", "-p", "no:cacheprovider", "-q", "--tb=line", "--runhealth-report", sys.argv[2]]
 for r in roots:
     argv += ["--run-dir", r]
 code = pytest.main(argv)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES
+from conftest import CHILD_ADDOPTS, EXAMPLES
 
 import pytest_runhealth
 
@@ -32,6 +32,7 @@ PLANTED = {
 def env_for(marker: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
     env["RUNHEALTH_TEST_MARKER"] = str(marker)
+    env["PYTEST_ADDOPTS"] = CHILD_ADDOPTS  # not this run's PYTEST_*, but no hypothesis plugin either
     env["PYTHONPATH"] = os.environ.get(
         "RH_TEST_ROOT", str(PACKAGE_ROOT)
     )  # this checkout's package, whatever is installed

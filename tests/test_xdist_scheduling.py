@@ -168,7 +168,7 @@ def test_exitfirst_stops_the_session(run_health):
 
 def test_without_xdist_nothing_changes(tmp_path, run_health):
     sweep = make_sweep(tmp_path / "sweep", [10] * 3)
-    plain = run_health(sweep, args=("-p", "no:xdist"), subprocess=True)
+    plain = run_health(sweep, args=("-p", "no:xdist"))  # in-process: no worker to start
     assert plain.ret == 0, plain.stdout
     assert "RunGroupScheduling" not in plain.stdout and plain.report["results"]
     loadscope = run_health(sweep, args=("-n", "2", "--dist", "loadscope", "-v"), subprocess=True)
