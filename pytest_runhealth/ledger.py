@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - exercised where orjson is not installe
 
 # A ledger is read up to this many rows or problems; past it, one "too-many-rows" problem says where reading
 # stopped (RH's ledger-problems finding). Its reason is memory: a row kept decoded costs ~2 kB in a session even
-# without its judge report (LedgerRow.slim; a 100,000-row RH1 session peaks at ~280 MB), so a million rows would
+# without its judge report (LedgerRow.slim; a 100,000-row RH1 session peaks at 260-280 MB), so a million rows would
 # need ~2 GB, not the 300 MB a session aims at (docs/performance.md, "A million rows").
 MAX_ROWS = 100_000
 MAX_PROBLEMS = 10_000

@@ -40,9 +40,9 @@ def as_text(value: Any) -> str:
     return value.strip().lower() if isinstance(value, str) else ""
 
 
-# The row functions below are asked of many rows: they look fields up as ``raw.get(fields.get(name))``, what
-# ``LedgerRow.get`` does, without its call (a 100,000-row ledger made ~2 million such lookups; the call was
-# half their cost). ``LedgerFacts`` asks the common ones of every row once per session.
+# The row functions below are asked of many rows: they look fields up as ``slim.get(fields.get(name))``, what
+# ``LedgerRow.get`` does for the fields in ``ledger.KEPT`` (all these read), without its call (a 100,000-row
+# ledger made ~2 million such lookups; the call was half their cost). ``LedgerFacts`` asks the common ones of every row once per session.
 def trains(row: LedgerRow) -> bool:
     role = row.slim.get(row.fields.get("role"))  # type: ignore[arg-type]  # None is no JSON key
     return role is None or as_text(role) not in NOT_TRAINING_ROLES
@@ -160,7 +160,7 @@ class LedgerFacts:
                     scored.append(i)
             if report is not None:
                 said.append(report)
-            elif k_report is not None and k_report not in slim and row.dropped("judge_report"):
+            elif k_report is not None and k_report not in slim:  # a key of the row's own, left out of slim
                 said_dropped.append(i)  # a non-empty report, read again from the file only if RH104 must
             if error is not None:
                 said.append(error)
