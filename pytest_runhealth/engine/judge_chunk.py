@@ -206,11 +206,7 @@ def _absent(rd: Any, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str
             folder = names[start + i]
             name = shown_name(folder)
             key = folderless(shown_name(prefix + folder), prefix + folder).replace(name, "<run>")
-            entry = counts.get(key)
-            if entry is None:
-                counts[key] = [i, 1]
-            else:
-                entry[1] += 1
+            counts.setdefault(key, [i, 0])[1] += 1  # the first run of each reason, and how many
         return counts, unexpected
     probe = NEEDS[need]
     for i in bare:
@@ -219,12 +215,7 @@ def _absent(rd: Any, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str
         if not reason:
             unexpected.add(i)
             continue
-        key = reason.replace(run.name, "<run>")
-        entry = counts.get(key)
-        if entry is None:
-            counts[key] = [i, 1]
-        else:
-            entry[1] += 1
+        counts.setdefault(reason.replace(run.name, "<run>"), [i, 0])[1] += 1
     return counts, unexpected
 
 
