@@ -368,9 +368,7 @@ def test_ledger_batches_are_the_files_lines_whatever_the_read_size(data, k, max_
     from pytest_runhealth.ledger import _batches
 
     got = [
-        (ln, d if i == 0 else 0, c)
-        for ls, d, c in _batches(_ReadsAtMost(data, k), max_line)
-        for i, ln in enumerate(ls)
+        (ln, d if i == 0 else 0, c) for ls, d, c in _batches(_ReadsAtMost(data, k), max_line) for i, ln in enumerate(ls)
     ]
     want = data.split(b"\n")
     if want[-1] == b"":
