@@ -183,9 +183,12 @@ def _collapsed(run_id: str, **knobs) -> dict:
     }
 
 
-UNLOAD_NOOP = (
-    "2026-12-01 10:00:03 [ERROR] Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway\n"
-)
+def unload_noop_now() -> str:
+    """The judge's unload no-op as LM Studio logs it, stamped now (local time, as LM Studio writes it): RH402
+    counts only lines inside the sweep's time span (±1 day), so a fixed date would stop counting a few days
+    after it was written."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    return f"{stamp} [ERROR] Unexpected endpoint or method. (POST /api/v0/models/unload). Returning 200 anyway\n"
 
 
 MOUNTED: list[Path] = []
@@ -271,7 +274,7 @@ def build(case: Case, root: Path) -> Path:
     elif b in ("sweep-vram", "sweep-collapse-unknown"):
         if b == "sweep-vram":
             (run / "lmstudio").mkdir(parents=True)
-            (run / "lmstudio" / "server.log").write_text(UNLOAD_NOOP)
+            (run / "lmstudio" / "server.log").write_text(unload_noop_now())
         sweep(run, [BASE, _collapsed("cand-000", learning_rate=2e-4), _collapsed("cand-001", learning_rate=3e-4)])
     else:
         raise AssertionError(b)
