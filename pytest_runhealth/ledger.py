@@ -7,13 +7,15 @@ import gc
 import json
 import math
 import os
-import re
-from collections.abc import Callable, Iterator
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
+from .runids import NAME_MAX, PATHLIKE, RunIds, unusable_run_id
 from .safeio import FirstSizes, open_readonly
 
 try:  # optional speed-up, same results (see _read_ledger)
@@ -22,11 +24,15 @@ try:  # optional speed-up, same results (see _read_ledger)
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
     _fast_dumps = _fast_loads = None  # type: ignore[assignment]
 
-# A ledger is read up to this many rows or problems; past it, one "too-many-rows" problem says where reading
-# stopped (RH's ledger-problems finding). Its reason is memory: a row kept decoded costs ~2 kB in a session even
-# without its judge report (LedgerRow.slim; a 100,000-row RH1 session peaks at 260-280 MB), so a million rows would
-# need ~2 GB, not the 300 MB a session aims at (docs/performance.md, "A million rows").
-MAX_ROWS = 100_000
+# Up to KEEP_ROWS rows a ledger's rows are objects (~2 kB each in a session, without their judge reports); a longer
+# ledger keeps each row as its line number, offset and size, its run id in one buffer (``SpilledRows``, ~45 bytes a
+# row) and decodes a row again when it is asked for: a million rows as objects would need ~2 GB, not the 300 MB a
+# session aims at (docs/performance.md, "A million rows"). A ledger is read up to MAX_ROWS rows or MAX_PROBLEMS
+# problems; past it, one "too-many-rows" problem says where reading stopped. Its reason is memory too: what a
+# session keeps per row (that index, the shared pass's row numbers) is ~100 bytes, 200 MB at MAX_ROWS.
+KEEP_ROWS = 100_000
+MAX_ROWS = 2_000_000
+SIZE_UP_AT = 1_000  # rows: here the file's size says whether the ledger will pass KEEP_ROWS (then it spills now)
 MAX_PROBLEMS = 10_000
 FREEZE_FROM = 1_000  # rows; at 10,000 (~200,000 containers) full collections still cost ~0.5 s
 
@@ -144,20 +150,27 @@ class _RowSource:
         return raw  # type: ignore[return-value]
 
 
-def may_mention(rows: list[LedgerRow], needle: str) -> bool:
+def may_mention(rows: list[LedgerRow] | SpilledRows, needle: str) -> bool:
     """Whether a container dropped from ``rows`` may hold ``needle`` (ASCII, lower case) in a string, as
     ``sweepfacts.mentions`` finds it: False only when no line of the ledger file holds it in any case, and the
     file holds neither a ``\\u`` escape nor a non-ASCII byte (either could spell it otherwise). One pass over
     the file's bytes instead of decoding every row again."""
-    first = next((row for row in rows if row._src is not None), None)
-    if first is None:
-        return False
-    last = next(row for row in reversed(rows) if row._src is not None)
-    src, left = first._src, last._offset + last._size - first._offset  # the rows' lines only, not the file's rest
+    if isinstance(rows, SpilledRows):
+        if not rows:
+            return False
+        src, begin = rows.source, rows.offsets[0]
+        left = rows.offsets[-1] + rows.sizes[-1] - begin
+    else:
+        first = next((row for row in rows if row._src is not None), None)
+        if first is None:
+            return False
+        last = next(row for row in reversed(rows) if row._src is not None)
+        src, begin = first._src, first._offset  # type: ignore[assignment]
+        left = last._offset + last._size - begin  # the rows' lines only, not the file's rest
     want, tail = needle.encode(), b""
     try:
-        with open_readonly(src.path, sizes=src.sizes) as fh:  # type: ignore[union-attr]
-            fh.seek(first._offset)
+        with open_readonly(src.path, sizes=src.sizes) as fh:
+            fh.seek(begin)
             while left > 0 and (chunk := fh.read(min(left, 8 << 20))):
                 left -= len(chunk)
                 # What straddles the chunk boundary is searched in the seam alone, not in a joined copy; ``\\u``
@@ -238,6 +251,135 @@ class LedgerRow:
         return json.dumps(self.raw, separators=(",", ":"), default=str)
 
 
+class SpilledRows(Sequence[LedgerRow]):
+    """The rows of a ledger longer than KEEP_ROWS: each row's line number, offset and size, and its run id in one
+    buffer; a row is decoded again from the file when it is asked for, exactly as the reader built it, and is not
+    kept (the last few asked for are). Iterating reads the rows' lines in order, 8 MiB at a time. A row whose line
+    no longer decodes to an object (the file was rewritten since) keeps only its run id."""
+
+    __slots__ = ("source", "lines", "offsets", "sizes", "ids", "_shapes", "_recent")
+
+    BLOCK = 8 << 20
+
+    def __init__(self, source: _RowSource, shapes: dict[frozenset, _Shape]) -> None:
+        self.source = source
+        self.lines = array("q")
+        self.offsets = array("q")
+        self.sizes = array("i")
+        self.ids = RunIds()
+        self._shapes = shapes
+        self._recent: dict[int, LedgerRow] = {}
+
+    def add(self, line: int, offset: int, size: int, rid: str) -> None:
+        self.lines.append(line)
+        self.offsets.append(offset)
+        self.sizes.append(size)
+        self.ids.append(rid)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, i: int) -> LedgerRow: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[LedgerRow]: ...
+
+    def __getitem__(self, i: int | slice) -> LedgerRow | list[LedgerRow]:
+        if isinstance(i, slice):
+            return list(self.at(range(*i.indices(len(self)))))
+        if i < 0:
+            i += len(self.lines)
+        if not 0 <= i < len(self.lines):
+            raise IndexError(i)
+        row = self._recent.get(i)
+        if row is None:
+            row = next(self.at((i,)))
+            if len(self._recent) >= 256:
+                self._recent.clear()
+            self._recent[i] = row
+        return row
+
+    def __iter__(self) -> Iterator[LedgerRow]:
+        return self.at(range(len(self.lines)))
+
+    def at(self, indices: Iterable[int]) -> Iterator[LedgerRow]:
+        """The rows at ``indices``, their lines read in blocks: a run of nearby rows in ascending order costs one
+        read."""
+        offsets, sizes, block = self.offsets, self.sizes, self.BLOCK
+        want = iter(indices)
+        try:
+            fh = open_readonly(self.source.path, sizes=self.source.sizes)
+        except OSError:
+            fh = None
+        try:
+            i = next(want, None)
+            while i is not None:
+                start, first = offsets[i], i
+                last = max(i, bisect_right(offsets, start + block) - 1)  # the last row that starts in this block
+                data = b""
+                if fh is not None:
+                    try:
+                        fh.seek(start)
+                        data = fh.read(offsets[last] + sizes[last] - start)
+                    except OSError:
+                        data = b""
+                while i is not None and first <= i <= last:
+                    at = offsets[i] - start
+                    yield self._make(i, data[at : at + sizes[i]])
+                    i = next(want, None)
+        finally:
+            if fh is not None:
+                fh.close()
+
+    def pick(self, indices: Sequence[int]) -> RowsAt:
+        return RowsAt(self, indices)
+
+    def _make(self, i: int, text: bytes) -> LedgerRow:
+        line, offset, size = self.lines[i], self.offsets[i], self.sizes[i]
+        try:
+            raw = _decode(text) if len(text) == size else None
+        except (ValueError, RecursionError):
+            raw = None
+        if raw.__class__ is not dict:
+            return LedgerRow(line, {"run_id": self.ids[i]}, {"run_id": "run_id"})
+        frozen = frozenset(raw)  # type: ignore[arg-type]
+        shape = self._shapes.get(frozen)
+        if shape is None:
+            shape = self._shapes[frozen] = _Shape(frozen)
+        row = LedgerRow(line, raw, shape.fields)  # type: ignore[arg-type]
+        if shape.heavy:
+            row._slim_down(shape.heavy, self.source, offset, size)
+        return row
+
+
+class RowsAt(Sequence[LedgerRow]):
+    """Some rows of a ``SpilledRows`` (``indices``, ascending), decoded when asked for: a list of 980,000 healthy
+    rows would hold them all as objects."""
+
+    __slots__ = ("rows", "indices")
+
+    def __init__(self, rows: SpilledRows, indices: Sequence[int]) -> None:
+        self.rows, self.indices = rows, indices
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    @overload
+    def __getitem__(self, i: int) -> LedgerRow: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[LedgerRow]: ...
+
+    def __getitem__(self, i: int | slice) -> LedgerRow | list[LedgerRow]:
+        if isinstance(i, slice):
+            return list(self.rows.at(self.indices[i]))
+        return self.rows[self.indices[i]]
+
+    def __iter__(self) -> Iterator[LedgerRow]:
+        return self.rows.at(self.indices)
+
+
 # -- how the sweep ended a run, in its row's own words (issue 35) ------------------------------
 def _given(value: Any) -> bool:
     return value not in (None, False, "")
@@ -280,7 +422,7 @@ class LedgerProblem:
 @dataclass
 class Ledger:
     path: Path
-    rows: list[LedgerRow] = field(default_factory=list)
+    rows: list[LedgerRow] | SpilledRows = field(default_factory=list)  # SpilledRows past KEEP_ROWS rows
     problems: list[LedgerProblem] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # canonical -> spelling read, where they differ
     read_error: str | None = None
@@ -409,7 +551,12 @@ def _read_ledger(
     ledger = Ledger(path, resume_at=start, resume_line=first_line)
     shapes: dict[frozenset, _Shape] = {}
     seen: dict[str, int] = {}
-    rows = ledger.rows
+    rows: list[LedgerRow] = []
+    ledger.rows = rows
+    spill: SpilledRows | None = None  # past KEEP_ROWS rows: every row as its place in the file
+    kept_at, kept_size = array("q"), array("i")  # each kept row's offset and size, for the switch to SpilledRows
+    count = 0  # rows so far
+    spilled_from = 0  # the index of the last row kept as an object (its repeated run ids are reported already)
     problems = ledger.problems
     try:
         fh = open_readonly(path, sizes=sizes)
@@ -420,7 +567,7 @@ def _read_ledger(
     shape: _Shape | None = None
     source = _RowSource(path, sizes)
     fast_loads = _fast_loads
-    pathlike = _PATHLIKE.search
+    pathlike = PATHLIKE.search
     resume_at, resume_line = start, first_line
     lineno = first_line - 1
     with fh:
@@ -431,7 +578,7 @@ def _read_ledger(
         for lines, dropped, complete in _batches(fh, max_line_bytes):
             for line in lines:
                 lineno += 1
-                if len(rows) >= MAX_ROWS or len(problems) >= MAX_PROBLEMS:
+                if count >= MAX_ROWS or len(problems) >= MAX_PROBLEMS:
                     problems.append(
                         LedgerProblem(
                             lineno,
@@ -521,6 +668,10 @@ def _read_ledger(
                             )
                         )
                         continue
+                count += 1
+                if spill is not None:  # repeated run ids are found once the whole ledger is read
+                    spill.add(lineno, offset, len(line), rid)
+                    continue
                 first = seen.setdefault(rid, lineno)
                 if first != lineno:
                     problems.append(
@@ -531,50 +682,61 @@ def _read_ledger(
                 if shape.heavy:
                     row._slim_down(shape.heavy, source, offset, len(line))
                 rows.append(row)
+                kept_at.append(offset)
+                kept_size.append(len(line))
+                if count > KEEP_ROWS or (count == SIZE_UP_AT and _longer_than_kept(fh, start, resume_at, count)):
+                    spill, spilled_from = SpilledRows(source, shapes), count - 1
+                    for kept, at, size in zip(rows, kept_at, kept_size):
+                        spill.add(kept.line, at, size, kept.run_id)
+                    rows, seen, kept_at, kept_size = [], {}, array("q"), array("i")
+                    ledger.rows = spill
             else:
                 continue
             break  # the inner loop stopped: too many rows, or a line still being written
     ledger.resume_at, ledger.resume_line = resume_at, resume_line
+    if spill is not None:
+        _repeated_ids(spill, spilled_from, problems)
     if lineno == 0 and not start:
         problems.append(LedgerProblem(0, "empty", f"{path.name} is empty"))
     for one in shapes.values():
         for canonical, spelled in one.fields.items():
             if canonical != spelled:
                 ledger.aliases[canonical] = spelled
-    if len(rows) >= FREEZE_FROM:
+    if FREEZE_FROM <= len(rows) <= KEEP_ROWS:
         # The rows live as long as the session: out of the collector's way, so
         # pytest's end-of-session gc.collect() does not walk them (docs/performance.md, "Ledgers").
         gc.freeze()
     return ledger
 
 
-_PATHLIKE = re.compile(r"[/\\\x00]")
-NAME_MAX = 255  # bytes in one file name on every common filesystem (ext4, xfs, btrfs, APFS, NTFS in UTF-16 units)
-
-
-def unusable_run_id(rid: str) -> str | None:
-    """Why ``rid`` cannot name a folder under ``runs/`` (None when it can).
-
-    A run id is a name, never a path: ``runs/<id>`` with ``../../x``, ``/etc`` or
-    ``/`` would read (and quote) files outside the run dir, so such a row's
-    folder is never opened."""
-    if rid.isascii() and 0 < len(rid) <= NAME_MAX and rid not in (".", "..") and not _PATHLIKE.search(rid):
-        return None  # nearly every run id: one C-level search instead of the checks below
-    if not rid:
-        return "it is empty"
-    if "\x00" in rid:
-        return "it contains a NUL byte"
-    if rid in (".", ".."):
-        return "it names the runs/ folder itself or its parent"
-    if "/" in rid or "\\" in rid:
-        return "it is a path (absolute, or with a path separator), not a name"
+def _longer_than_kept(fh, start: int, done: int, rows: int) -> bool:
+    """Whether the file, at the bytes per row so far, holds over twice KEEP_ROWS rows: such a ledger spills from
+    here, so that its first KEEP_ROWS rows are never held as objects (~200 MB of a session's peak)."""
     try:
-        size = len(os.fsencode(rid))
-    except (UnicodeError, ValueError):
-        return "it cannot be encoded as a file name"
-    if size > NAME_MAX:
-        return f"it is {size} bytes long; a file name holds at most {NAME_MAX}"
-    return None
+        left = os.fstat(fh.fileno()).st_size - start
+    except (OSError, ValueError, AttributeError):
+        return False
+    return done > start and left / (done - start) * rows > 2 * KEEP_ROWS
+
+
+def _repeated_ids(spill: SpilledRows, reported: int, problems: list[LedgerProblem]) -> None:
+    """A duplicate-run-id problem for each row of ``spill`` whose run id an earlier row has, past the first
+    ``reported`` rows (the reader found those while it kept rows as objects); problems stay in line order."""
+    found = []
+    for at, first in spill.ids.repeats():
+        if at > reported:
+            row = spill[at]
+            found.append(
+                LedgerProblem(
+                    row.line,
+                    "duplicate-run-id",
+                    f"run_id {row.run_id!r} already on line {spill.lines[first]}",
+                    row.text[:200],
+                )
+            )
+    if found:
+        problems += found
+        problems.sort(key=lambda p: p.line)  # stable: a row's other problem stays before its duplicate-run-id
 
 
 def _batches(fh, max_line_bytes: int) -> Iterator[tuple[list[bytes], int, bool]]:

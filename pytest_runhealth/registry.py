@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +75,7 @@ class CheckSpec:
     # With ``quiet_row``, optional: ``loud_rows(run_dir)``, the indices (ascending) of the ledger rows that
     # ``quiet_row`` may not pass, read from a pass over the ledger shared by the checks (sweepfacts.LedgerFacts);
     # ``quiet_row`` holds on every other row, so a chunk asks it of these rows only.
-    loud_rows: Callable[[Any], list[int]] | None = None
+    loud_rows: Callable[[Any], Sequence[int]] | None = None
     # Its examples, declared where it is defined: the example run dirs (names under examples/) it must fail
     # on, each with the cause it must name (None: any), and those it must pass on (its near misses).
     # tests/test_examples.py and tests/test_catalogue.py read them here.
@@ -120,7 +120,7 @@ def check(
     fix: str = "",
     severity: str = "error",
     quiet_row: Callable[[Any, dict[str, Any]], bool] | None = None,
-    loud_rows: Callable[[Any], list[int]] | None = None,
+    loud_rows: Callable[[Any], Sequence[int]] | None = None,
     fails_on: str | Iterable[str] | dict[str, str | None] = (),
     passes_on: str | Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

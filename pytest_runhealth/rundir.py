@@ -8,13 +8,15 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, overload
 
-from .ledger import FREEZE_FROM, Ledger, LedgerRow, read_ledger
+from .ledger import FREEZE_FROM, Ledger, LedgerRow, SpilledRows, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
 from .reading import Unreadable, guarded
 from .safeio import FirstSizes, enterable, outside_link
@@ -453,19 +455,31 @@ class RunList(Sequence[Run]):
     def __init__(self, rd: RunDir) -> None:
         self._rd = rd
         ledger = rd.ledger
-        rows: list[LedgerRow] = ledger.rows if ledger is not None else []
+        rows: Sequence[LedgerRow] = ledger.rows if ledger is not None else []
         self._ledger_rows = rows
-        if ledger is not None and not any(p.kind == "duplicate-run-id" for p in ledger.problems):
-            names = [row.run_id for row in rows]  # one run per row (read_ledger keeps no unusable run_id)
-            index: list[int] | range = range(len(rows))
+        repeats = ledger is not None and any(p.kind == "duplicate-run-id" for p in ledger.problems)
+        index: Sequence[int]
+        if isinstance(rows, SpilledRows):  # a ledger too long to keep its rows: the run ids stay in one buffer
+            ids = rows.ids
+            index = range(len(rows))
+            if repeats:
+                later = {at for at, _ in ids.repeats()}
+                index = array("q", (j for j in range(len(rows)) if j not in later))
+                ids = ids.select(index)
+            extra = sorted(name for name in rd.run_folders if name not in ids)
+            names: Sequence[str] = ids.plus(extra) if extra else ids
         else:
-            first: dict[str, int] = {}
-            for j, row in enumerate(rows):
-                first.setdefault(row.run_id, j)
-            names, index = list(first), list(first.values())
-        known = set(names)
-        extra = sorted(name for name in rd.run_folders if name not in known)
-        self.names: list[str] = names + extra  # the folder name under runs/ of each run, in order
+            if not repeats:
+                unique = [row.run_id for row in rows]  # one run per row (read_ledger keeps no unusable run_id)
+                index = range(len(rows))
+            else:
+                first: dict[str, int] = {}
+                for j, row in enumerate(rows):
+                    first.setdefault(row.run_id, j)
+                unique, index = list(first), list(first.values())
+            known = set(unique)
+            names = unique + sorted(name for name in rd.run_folders if name not in known)
+        self.names = names  # the folder name under runs/ of each run, in order
         self._rows = index  # run i < len(index): its ledger row is rows[index[i]]; past it, a folder without a row
         self._made: dict[int, Run] = {}
 
@@ -502,11 +516,15 @@ class RunList(Sequence[Run]):
     def row(self, i: int) -> LedgerRow | None:
         return self._ledger_rows[self._rows[i]] if i < len(self._rows) else None
 
-    def rows(self) -> list[LedgerRow | None]:
-        """Each run's ledger row (None for a folder without one), in run order."""
+    def rows(self) -> Iterable[LedgerRow | None]:
+        """Each run's ledger row (None for a folder without one), in run order: decoded as it is reached where the
+        ledger is too long to keep its rows."""
         rows, index = self._ledger_rows, self._rows
+        nothing = repeat(None, len(self.names) - len(index))
+        if isinstance(rows, SpilledRows):
+            return chain(rows if isinstance(index, range) else rows.at(index), nothing)
         head = rows if isinstance(index, range) else [rows[j] for j in index]
-        return [*head, *([None] * (len(self.names) - len(index)))]
+        return [*head, *nothing]
 
     @property
     def one_per_row(self) -> bool:
@@ -521,7 +539,15 @@ class RunList(Sequence[Run]):
         stop = len(self.names) if stop is None else stop
         return [(i, run) for i, run in self._made.items() if start <= i < stop]
 
+    def _passing(self) -> Iterator[Run]:
+        made, rd, names = self._made, self._rd, self.names
+        for i, row in enumerate(self.rows()):
+            run = made.get(i)
+            yield run if run is not None else Run(names[i], None, rd, row)
+
     def __iter__(self) -> Iterator[Run]:
+        if isinstance(self._ledger_rows, SpilledRows):  # a run made here is not kept: a million would not fit
+            return self._passing()
         runs = [self.run(i) for i in range(len(self.names))]
         if len(runs) >= FREEZE_FROM:
             # A Run lives as long as the session, and the collector's full passes walked 100,000 of them ~7 times

@@ -17,12 +17,14 @@ import math
 import os
 import re
 import statistics
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from .finding import Evidence
-from .ledger import FREEZE_FROM, LedgerRow, dumps_lower, may_mention
+from .ledger import FREEZE_FROM, LedgerRow, SpilledRows, dumps_lower, may_mention
 from .logscan import LogScan, StepPoint
 from .values import finite_number, timestamp
 
@@ -106,20 +108,24 @@ def trained_fully(row: LedgerRow, th: dict) -> bool:
 
 class LedgerFacts:
     """What RH101-RH106 ask of every row, made in one pass over the ledger and kept for the session: the
-    indices of the rows that finished on their own, timed out, were disqualified empty_tfevents or stopped
-    by the user, the training rows with a finite score, and the judge reports and errors there are (RH104's
-    first search). Each answer is the row function's of the same name (``finished_ok``, ``timed_out``, ...);
-    the checks then look at those few rows only, instead of asking every row again in every check."""
+    indices of the rows that finished on their own (by role), timed out, were disqualified empty_tfevents or
+    stopped by the user, the training rows with a finite score and those of them judged, and whether a judge
+    report or error kept in the rows says ``no JSON scores`` (RH104's first search). Each answer is the row
+    function's of the same name (``finished_ok``, ``timed_out``, ...); the checks then look at those few rows
+    only, instead of asking every row again in every check. Row numbers are kept in arrays (8 bytes each): a
+    million-row ledger's lists of ints cost ~36 bytes a number."""
 
     __slots__ = (
         "rows",
         "finished_ok",
+        "finished_by_role",
         "timed_out",
         "exited_nonzero",
         "empty_tfevents",
         "stopped_by_user",
         "scored",
-        "said",
+        "judged",
+        "said_no_json",
         "said_dropped",
     )
 
@@ -127,8 +133,9 @@ class LedgerFacts:
 
     def __init__(self, ledger) -> None:
         self.rows = rows = ledger.rows
-        finished, late, nonzero, empty, stopped, scored, said = [], [], [], [], [], [], []  # type: ignore[var-annotated]
-        said_dropped: list[int] = []
+        finished, late, nonzero, empty, stopped, scored, judged, said_dropped = (array("q") for _ in range(8))
+        by_role: dict[str, array] = {}
+        said = False
         last = keys = None
         for i, row in enumerate(rows):
             if row.fields is not last:  # rows of one set of keys share one field map: resolve its keys once
@@ -147,36 +154,46 @@ class LedgerFacts:
                 n = as_int(get(k_steps))
                 if n is None or n > 0:
                     finished.append(i)
+                    role = as_text(get(k_role))
+                    at = by_role.get(role)
+                    if at is None:
+                        at = by_role[role] = array("q")
+                    at.append(i)
             if code is not None and code != 0 and as_int(code) is not None:  # as early_exit reads it
                 nonzero.append(i)
             if why == "empty_tfevents":
                 empty.append(i)
             if why == "stopped_by_user" or err == "stopped_by_user":
                 stopped.append(i)
+            dropped = k_report is not None and report is None and k_report not in slim  # read again if RH104 must
+            if dropped:
+                said_dropped.append(i)
             score = get(k_score)
             if score is not None and finite_number(score) is not None:
                 role = get(k_role)
                 if role is None or as_text(role) not in NOT_TRAINING_ROLES:
                     scored.append(i)
-            if report is not None:
-                said.append(report)
-            elif k_report is not None and k_report not in slim:  # a key of the row's own, left out of slim
-                said_dropped.append(i)  # a non-empty report, read again from the file only if RH104 must
-            if error is not None:
-                said.append(error)
-        self.finished_ok: list[int] = finished
-        self.timed_out: list[int] = late
-        self.exited_nonzero: list[int] = nonzero
-        self.empty_tfevents: list[int] = empty
-        self.stopped_by_user: list[int] = stopped
-        self.scored: list[int] = scored
-        self.said: list[Any] = said
-        self.said_dropped: list[int] = said_dropped
-        if len(rows) >= FREEZE_FROM:
-            gc.freeze()  # kept for the session, like the rows: out of the collector's full passes
+                    if dropped or report not in (None, {}, []):
+                        judged.append(i)
+            if not said and (mentions(report, NO_JSON) or mentions(error, NO_JSON)):
+                said = True
+        self.finished_ok: array = finished
+        self.finished_by_role = by_role
+        self.timed_out: array = late
+        self.exited_nonzero: array = nonzero
+        self.empty_tfevents: array = empty
+        self.stopped_by_user: array = stopped
+        self.scored: array = scored
+        self.judged: array = judged
+        self.said_no_json = said
+        self.said_dropped: array = said_dropped
 
-    def pick(self, indices: list[int]) -> list[LedgerRow]:
+    def pick(self, indices: Sequence[int]) -> Sequence[LedgerRow]:
+        """The rows at ``indices``: a list, or decoded when asked for where the ledger is too long to keep its
+        rows (``ledger.SpilledRows``)."""
         rows = self.rows
+        if isinstance(rows, SpilledRows):
+            return rows.pick(indices)
         return [rows[i] for i in indices]
 
 
@@ -268,28 +285,39 @@ def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] |
     run has. A knob different on every healthy run (a seed, an output name)
     says nothing; it takes at least two collapsed runs that share the value
     and at least one healthy run without it (with one run, "shared" proves
-    nothing: its learning rate is unique to it whatever slowed it)."""
+    nothing: its learning rate is unique to it whatever slowed it). One pass
+    over the healthy rows, looking only at the knobs the collapsed runs share."""
     configs = [r.get("config") for r in collapsed]
-    if not configs or not all(isinstance(c, dict) for c in configs):
-        return None
-    healthy = [r.get("config") for r in ctx.ledger if finished_ok(r) and isinstance(r.get("config"), dict)]
+    if len(configs) < 2 or not all(isinstance(c, dict) for c in configs):
+        return None  # one run's unique value is not a knob: at least two collapsed runs must share it (issue 35)
+    shared = [
+        (key, value, knob_key(value))
+        for key, value in configs[0].items()
+        if key not in ("seed", "output_name", "output_dir", "run_id")
+        and all(knob_key(c.get(key, _ABSENT)) == knob_key(value) for c in configs[1:])
+    ]
+    used: set[str] = set()
+    seen: dict[str, dict[Any, Any]] = {key: {} for key, _, _ in shared}
+    healthy = 0
+    facts = ledger_facts(ctx)
+    for row in facts.pick(facts.finished_ok):
+        config = row.get("config")
+        if not isinstance(config, dict):
+            continue
+        healthy += 1
+        for key, _, knob in shared:
+            own = knob_key(config.get(key, _ABSENT))
+            if own == knob:
+                used.add(key)
+            seen[key][own] = config.get(key)
     if not healthy:
         return None
-    found = []
-    for key, value in configs[0].items():
-        if key in ("seed", "output_name", "output_dir", "run_id"):
-            continue
-        if not all(knob_key(c.get(key, _ABSENT)) == knob_key(value) for c in configs[1:]):
-            continue
-        if any(knob_key(h.get(key, _ABSENT)) == knob_key(value) for h in healthy):
-            continue
-        seen = {knob_key(h.get(key, _ABSENT)): h.get(key) for h in healthy}
-        if len(healthy) > 1 and len(seen) == len(healthy):
-            continue
-        found.append((key, value, list(seen.values())))
-    if not found or len(configs) < 2:
-        return None  # one run's unique value is not a knob: at least two collapsed runs must share it (issue 35)
-    return found[0]
+    found = [
+        (key, value, list(seen[key].values()))
+        for key, value, _ in shared
+        if key not in used and not (healthy > 1 and len(seen[key]) == healthy)
+    ]
+    return found[0] if found else None
 
 
 def judge_settings(row: LedgerRow) -> tuple[list[str], bool, Any]:
@@ -411,19 +439,17 @@ class HealthyKnobs:
     dict update per row and knob (a 100,000-row sweep whose runs all trained
     builds nothing), and never a pairwise comparison of rows."""
 
-    def __init__(self) -> None:
-        self.rows: list[LedgerRow] = []
-        self.configs: list[dict] = []
+    def __init__(self, rows: Sequence[LedgerRow]) -> None:
+        self.rows = rows  # the healthy rows, a list or decoded when asked for (``LedgerFacts.pick``)
+        self.configs: Sequence[dict] = (
+            [c for r in rows if isinstance(c := r.slim.get(r.fields.get("config")), dict)]  # type: ignore[arg-type]
+            if isinstance(rows, list)
+            else _Configs(rows)
+        )
         self._values: dict[
             str, dict[Any, Any] | _OneKind
         ] = {}  # knob -> {hashable stand-in: value}, in first-seen order
         self._scanned: dict[str, tuple[int, set[Any]]] = {}  # knob -> (configs looked at, their stand-ins)
-
-    def add(self, row: LedgerRow) -> None:
-        self.rows.append(row)
-        config = row.slim.get(row.fields.get("config"))  # type: ignore[arg-type]  # row.get, inlined
-        if isinstance(config, dict):
-            self.configs.append(config)
 
     def values(self, key: str) -> dict[Any, Any] | _OneKind:
         seen = self._values.get(key)
@@ -455,7 +481,7 @@ class HealthyKnobs:
         if knob not in found:
             configs = self.configs
             while done < len(configs):
-                v = configs[done].get(key, _ABSENT)
+                v = configs[done].get(key, _ABSENT)  # a spilled ledger's: decoded one by one, seldom far
                 done += 1
                 if v is not _ABSENT:
                     found.add(
@@ -482,16 +508,32 @@ class HealthyKnobs:
         return out
 
 
+class _Configs(Sequence[dict]):
+    """The healthy rows' configs of a spilled ledger, each decoded from its row when asked for; a row without a
+    config dict gives an empty one (it holds no knob's value)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Sequence[LedgerRow]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        config = self.rows[i].get("config")
+        return config if isinstance(config, dict) else {}
+
+    def __iter__(self):
+        for row in self.rows:
+            config = row.get("config")
+            yield config if isinstance(config, dict) else {}
+
+
 def healthy_by_role(ctx) -> dict[str, HealthyKnobs]:
     def build() -> dict[str, HealthyKnobs]:
-        out: dict[str, HealthyKnobs] = {}
         facts = ledger_facts(ctx)
-        for r in facts.pick(facts.finished_ok):
-            role = as_text(r.slim.get(r.fields.get("role")))  # type: ignore[arg-type]  # r.get, inlined
-            knobs = out.get(role)
-            if knobs is None:  # not setdefault's default: that built one object per healthy row
-                knobs = out[role] = HealthyKnobs()
-            knobs.add(r)
+        out = {role: HealthyKnobs(facts.pick(at)) for role, at in facts.finished_by_role.items()}
         if len(facts.finished_ok) >= FREEZE_FROM:
             gc.freeze()  # kept for the session: out of the collector's full passes (its lists hold a row each)
         return out
@@ -577,34 +619,40 @@ def fmt_rate(sec: float) -> str:
 
 
 # -- RH103: the judge's scoring ----------------------------------------------------------
-def scoring(ctx) -> tuple[list[LedgerRow], list[LedgerRow]]:
-    """The training rows with a finite score, and those of them that hold a judge report."""
+def scoring(ctx) -> tuple[Sequence[int], Sequence[int]]:
+    """The ledger indices of the training rows with a finite score, and of those of them that hold a judge report
+    (``LedgerFacts.pick`` gives their rows)."""
     facts = ledger_facts(ctx)
-    scored = facts.pick(facts.scored)
-    judged = [
-        r
-        for r in scored
-        if r.dropped("judge_report") or r.slim.get(r.fields.get("judge_report")) not in (None, {}, [])  # type: ignore[arg-type]
-    ]
-    return scored, judged
+    return facts.scored, facts.judged
+
+
+def unjudged_ranks(ctx) -> list[tuple[int, int]]:
+    """(rank by score, highest first, among the scored rows; ledger index) of each scored row without a judge
+    report, in rank order."""
+    facts = ledger_facts(ctx)
+    scores = {i: float(finite_number(r.get("score")) or 0.0) for i, r in zip(facts.scored, facts.pick(facts.scored))}
+    judged = set(facts.judged)
+    ranked = sorted(facts.scored, key=lambda i: -scores[i])
+    return [(k + 1, i) for k, i in enumerate(ranked) if i not in judged]
 
 
 # -- RH104: judgements without JSON ------------------------------------------------------
-def no_json_tally(ctx) -> tuple[int, int, list[LedgerRow], set[str], bool] | None:
-    """(judgements, those that failed with NO_JSON, their rows, the judge models that failed, whether a
-    failed report holds reasoning_content); None when no row mentions the failure."""
+def no_json_tally(ctx) -> tuple[int, int, int, list[LedgerRow], set[str], bool] | None:
+    """(judgements, those that failed with NO_JSON, the rows that hold them, the first and last of those rows,
+    the judge models that failed, whether a failed report holds reasoning_content); None when no row mentions
+    the failure."""
     # Most ledgers hold no such failure: one cheap search per row first; the
     # judgements are counted (the share's denominator) only when one is found.
     facts = ledger_facts(ctx)
-    if not any(mentions(v, NO_JSON) for v in facts.said) and not (
+    if not facts.said_no_json and not (
         facts.said_dropped
         and may_mention(facts.rows, NO_JSON)
         and any(mentions(facts.rows[i].get("judge_report"), NO_JSON) for i in facts.said_dropped)
     ):
         return None
     ledger = ctx.ledger
-    total = bad = 0
-    bad_rows: list[LedgerRow] = []
+    total = bad = failed_rows = 0
+    bad_rows: list[LedgerRow] = []  # the first and the last (a list of every failed row could be the ledger)
     models: set[str] = set()
     reasoning = False
     for row in ledger:
@@ -623,14 +671,15 @@ def no_json_tally(ctx) -> tuple[int, int, list[LedgerRow], set[str], bool] | Non
         total += len(items)
         bad += failed
         if failed:
-            bad_rows.append(row)
-    return total, bad, bad_rows, models, reasoning
+            failed_rows += 1
+            bad_rows[1:] = [row]
+    return total, bad, failed_rows, bad_rows, models, reasoning
 
 
 # -- RH106: stop events ------------------------------------------------------------------
 def stop_events(
     ctx, gap_s: float
-) -> tuple[list[LedgerRow], list[tuple[datetime, LedgerRow]], list[list[tuple[datetime, LedgerRow]]]]:
+) -> tuple[Sequence[LedgerRow], list[tuple[datetime, LedgerRow]], list[list[tuple[datetime, LedgerRow]]]]:
     """The rows stopped_by_user, those with a stop time (in time order), and those cut into events:
     a stop more than ``gap_s`` after the previous one starts a new event."""
     facts = ledger_facts(ctx)
@@ -714,6 +763,11 @@ def completed_count(data) -> tuple[int | None, str]:
             if isinstance(val, list):
                 return len(val), where + key + " (list)"
     return None, ""
+
+
+def rows_of_roles(ledger, roles, limit: int) -> list[LedgerRow]:
+    """The first ``limit`` rows whose role is one of ``roles`` (lower case)."""
+    return list(islice((row for row in ledger.rows if str(row.get("role") or "").lower() in roles), limit))
 
 
 def training_runs_by_role(ledger) -> dict[str, set[str]]:

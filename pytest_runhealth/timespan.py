@@ -47,7 +47,7 @@ def _span(run_dir) -> Span | None:
 
     from .safeio import mtime
 
-    times: list[float] = []
+    times: list[float] = []  # the earliest and the latest so far (a million rows' times would be 70 MB)
     basis = []
     ledger = run_dir.ledger if run_dir.is_sweep else None
     for row in ledger or ():
@@ -56,7 +56,8 @@ def _span(run_dir) -> Span | None:
         found = [t.timestamp() for t in (start, end) if t is not None]
         if end is not None and took is not None:
             found.append(end.timestamp() - took)
-        times += found
+        if found:
+            times = [min(times + found), max(times + found)]
     if not times:
         # A file's time is when it was last written, so file times alone bound
         # only the end of a run (and a copy resets them): no span, nothing left out.

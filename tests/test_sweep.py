@@ -556,11 +556,13 @@ def test_ledger_facts_pick_the_rows_the_row_functions_pick(tmp_path):
     def which(pred):
         return [i for i, r in enumerate(ledger.rows) if pred(r)]
 
-    assert facts.finished_ok == which(sf.finished_ok) == [0, 9, 10, 11]
-    assert facts.timed_out == which(sf.timed_out) == [4, 5, 6]
-    assert facts.empty_tfevents == which(sf.empty_tfevents) == [7]
-    assert facts.stopped_by_user == which(sf.stopped_by_user) == [7, 8]
-    assert facts.scored == which(lambda r: sf.trains(r) and sf.finite_number(r.get("score")) is not None) == [0, 8]
+    assert list(facts.finished_ok) == which(sf.finished_ok) == [0, 9, 10, 11]
+    assert list(facts.timed_out) == which(sf.timed_out) == [4, 5, 6]
+    assert list(facts.empty_tfevents) == which(sf.empty_tfevents) == [7]
+    assert list(facts.stopped_by_user) == which(sf.stopped_by_user) == [7, 8]
+    assert (
+        list(facts.scored) == which(lambda r: sf.trains(r) and sf.finite_number(r.get("score")) is not None) == [0, 8]
+    )
 
 
 def test_healthy_knobs_differing_is_the_plain_comparison():
@@ -580,9 +582,12 @@ def test_healthy_knobs_differing_is_the_plain_comparison():
             config = {k: rng.choice(pool) for k in ("lr", "opt", "dim", "x") if rng.random() < 0.8}
             config["seed"] = i
             healthy.append(config)
-        knobs = HealthyKnobs()
-        for i, config in enumerate(healthy):
-            knobs.add(LedgerRow(i + 1, {"run_id": f"r{i}", "config": config}, {"run_id": "run_id", "config": "config"}))
+        knobs = HealthyKnobs(
+            [
+                LedgerRow(i + 1, {"run_id": f"r{i}", "config": config}, {"run_id": "run_id", "config": "config"})
+                for i, config in enumerate(healthy)
+            ]
+        )
         for _ in range(10):
             asked = {k: rng.choice(pool) for k in ("lr", "opt", "dim", "x", "new") if rng.random() < 0.7}
             asked["seed"] = rng.randint(0, 40)

@@ -33,6 +33,7 @@ from ..sweepfacts import (
     judge_settings,
     ledger_facts,
     no_json_tally,
+    rows_of_roles,
     scoring,
     shared_knob,
     show,
@@ -43,6 +44,7 @@ from ..sweepfacts import (
     timed_points,
     training_runs_by_role,
     training_span,
+    unjudged_ranks,
 )
 from ..values import finite_number
 
@@ -325,16 +327,17 @@ def trainer_died_instantly(ctx):
     "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
 )
 def judge_not_called(ctx):
-    scored, judged = scoring(ctx)
-    if len(scored) < ctx.thresholds["min_scored_rows"]:
+    at_scored, at_judged = scoring(ctx)
+    if len(at_scored) < ctx.thresholds["min_scored_rows"]:
         return None
-    if judged and len(judged) < len(scored):
-        return _mixed_scoring(ctx, scored, judged)
-    if judged:
+    if at_judged and len(at_judged) < len(at_scored):
+        return _mixed_scoring(ctx, at_scored, at_judged)
+    if at_judged:
         return None
-    summary = f"all {len(scored)} scored runs have judge_report null: the VLM judge was never called, so the scores are loss-only."
+    shown = ledger_facts(ctx).pick(sorted({at_scored[0], at_scored[-1]}))  # the first and the last
+    summary = f"all {len(at_scored)} scored runs have judge_report null: the VLM judge was never called, so the scores are loss-only."
     verdict = "config"
-    reasons, both_set, _ = judge_settings(scored[0])
+    reasons, both_set, _ = judge_settings(shown[0])
     if not reasons and both_set:
         verdict = "infra"
         reasons.append(
@@ -348,7 +351,6 @@ def judge_not_called(ctx):
             "\nThe ledger does not say why: judge_method not lmstudio, no sample_prompts, LM Studio "
             "unreachable, or sample image names not paired with prompts."
         )
-    shown = [scored[0]] + ([scored[-1]] if len(scored) > 1 else [])
     return ctx.fail(
         verdict,
         "judge-not-called",
@@ -357,17 +359,16 @@ def judge_not_called(ctx):
     )
 
 
-def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
+def _mixed_scoring(ctx, at_scored, at_judged):
     """Some rows scored with the judge, some without: their scores are on
     different scales, and one ranking of them means nothing."""
-    ranked = sorted(scored, key=lambda r: -float(finite_number(r.get("score")) or 0.0))
-    rank = {id(r): i + 1 for i, r in enumerate(ranked)}
-    plain = [r for r in ranked if all(r is not j for j in judged)]
-    names = [f"{r.get('run_id')} (rank {rank[id(r)]} of {len(ranked)}, score {r.get('score')})" for r in plain]
-    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    facts, ranks, of = ledger_facts(ctx), unjudged_ranks(ctx), len(at_scored)
+    plain = facts.pick([i for _, i in ranks[:6]])
+    names = [f"{r.get('run_id')} (rank {k} of {of}, score {r.get('score')})" for (k, _), r in zip(ranks, plain)]
+    shown = ", ".join(names) + (f" and {len(ranks) - 6} more" if len(ranks) > 6 else "")
     summary = (
-        f"{len(plain)} of {len(scored)} scored runs have judge_report null while {len(judged)} were judged: the "
-        f"sweep mixes loss-only scores with judged ones, and they are not comparable (ranked by score, highest "
+        f"{len(ranks)} of {len(at_scored)} scored runs have judge_report null while {len(at_judged)} were judged: "
+        f"the sweep mixes loss-only scores with judged ones, and they are not comparable (ranked by score, highest "
         f"first): {shown}."
     )
     reasons, _, method = judge_settings(plain[0])
@@ -381,7 +382,8 @@ def _mixed_scoring(ctx, scored: list[LedgerRow], judged: list[LedgerRow]):
         verdict,
         "mixed-scoring",
         summary,
-        [_quote_row(ctx, r, "score", "judge_report") for r in plain[:3]] + [_quote_row(ctx, judged[0], "score")],
+        [_quote_row(ctx, r, "score", "judge_report") for r in plain[:3]]
+        + [_quote_row(ctx, facts.rows[at_judged[0]], "score")],
         fix="Re-score the runs without a judge report (scripts/rejudge_run.py <run_dir> <prompts.txt>) before "
         "ranking the sweep, or rank only the judged runs; do not pick a winner across the two scales.",
     )
@@ -410,16 +412,15 @@ def judge_returned_no_json(ctx):
     tally = no_json_tally(ctx)
     if tally is None:
         return None
-    total, bad, bad_rows, models, reasoning = tally
+    total, bad, failed_rows, shown, models, reasoning = tally
     if not bad or bad / total < ctx.thresholds["min_share"]:
         return None if not bad else f"{bad} of {total} judgements had no JSON scores (under min_share)"
-    summary = f"{bad} of {total} judgements in {len(bad_rows)} rows failed with 'no JSON scores in response text'."
+    summary = f"{bad} of {total} judgements in {failed_rows} rows failed with 'no JSON scores in response text'."
     thinking = sorted(m for m in models if "think" in m.lower())
     if models:
         summary += f"\nJudge model: {', '.join(sorted(models))}" + (" (a thinking variant)." if thinking else ".")
     if reasoning:
         summary += " The JSON, if any, was in reasoning_content, not the answer."
-    shown = bad_rows[:1] + bad_rows[-1:] if len(bad_rows) > 1 else bad_rows
     return ctx.fail("infra", "judge-no-json", summary, [_quote_row(ctx, r, "score", "judge_report") for r in shown])
 
 
@@ -790,7 +791,7 @@ def dashboard_counts_runs(ctx):
     missing = [r for r in by_role if len(by_role[r]) == diff]
     if missing:
         summary += f"\nthe gap equals the {missing[0]} runs: the dashboard does not count role {missing[0]!r}."
-    rows = [row for row in ctx.ledger.rows if str(row.get("role") or "").lower() in (missing[:1] or TRAINING_ROLES)]
+    rows = rows_of_roles(ctx.ledger, missing[:1] or TRAINING_ROLES, 4)
     return ctx.fail(
         "infra",
         "dashboard-count-mismatch",

@@ -159,5 +159,6 @@ class LedgerTailer:
             return [], reset
         ledger = read_ledger(self.path, start=self.cursor.offset, first_line=self.line, follow=True)
         self.cursor.offset, self.line = ledger.resume_at, ledger.resume_line
-        self.rows += ledger.rows
-        return ledger.rows, reset
+        new = list(ledger.rows)  # the watch keeps every row: a spilled ledger's too, decoded once here
+        self.rows += new
+        return new, reset

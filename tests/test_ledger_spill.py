@@ -1,0 +1,129 @@
+"""A ledger longer than ledger.KEEP_ROWS keeps each row as its place in the file (ledger.SpilledRows) and decodes
+it again when asked: whatever reads the ledger, a check, the run list or a finding's quote, sees the rows, the
+problems and the verdicts of the same ledger kept as objects. KEEP_ROWS is lowered here so that small ledgers spill."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sweep_builders as sb
+
+from pytest_runhealth import ledger as ledger_mod
+from pytest_runhealth.ledger import SpilledRows, read_ledger
+from pytest_runhealth.runids import RunIds
+
+
+def _rows() -> list[str]:
+    """Rows of every kind a sweep has, with the problems a reader reports between them."""
+    healthy = {"optimizer_type": "adafactor", "fused_backward_pass": False, "max_train_steps": 100}
+    lines = []
+    for i in range(60):
+        row = {"run_id": f"run-{i:03d}", "role": "candidate", "exit_code": 0, "n_steps": 100, "duration_s": 500.0}
+        row.update(score=0.5 + i / 1000, config=dict(healthy, seed=i), started_at=f"2026-03-14T09:{i:02d}:00+00:00")
+        row["judge_report"] = {"model": "qwen", "judgements": [{"image": f"{i}.png", "error": None}]}
+        if i in (3, 10, 25, 41):
+            row.update(disqualified="empty_tfevents", exit_code=1, n_steps=0, duration_s=8.0, score=None)
+        if i in (12, 30):
+            row.update(exit_code=1, duration_s=11.0, config=dict(healthy, optimizer_type="AdamW8bit", seed=i))
+        if i in (20, 21, 50):  # collapses after the fully trained runs, sharing a knob
+            row.update(exit_code=None, n_steps=3, killed_by_timeout=True, duration_s=1790.0, wall_secs=1800)
+            row["config"] = dict(healthy, network_dim=128, seed=i)
+        if i in (33, 34):
+            row.update(judge_report=None)  # mixed scoring
+        if i in (44, 45, 46):
+            row.update(disqualified="stopped_by_user", finished_at=f"2026-03-14T1{i - 40}:00:00+00:00")
+        if i in (55, 56):
+            row["judge_report"] = {"judgements": [{"error": "No JSON scores in response text"}]}
+        lines.append(json.dumps(row))
+        if i == 15:
+            lines += ["not json", "[1, 2]", ""]
+        if i == 35:
+            lines.append(json.dumps(dict(json.loads(lines[5]), duration_s=1.0)))  # run-005 again
+        if i == 36:
+            lines.append('{"run_id": "../x"}')
+        if i == 37:
+            lines.append('{"run_id": "bad-type", "n_steps": "many", "score": NaN}')
+    return lines
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    root = tmp_path / "sweep"
+    (root / "runs").mkdir(parents=True)
+    (root / "ledger.jsonl").write_text("\n".join(_rows()) + "\n")
+    for rid in ("run-000", "run-003", "run-012", "folder-without-row"):
+        logs = root / "runs" / rid / "logs"
+        logs.mkdir(parents=True)
+        (logs / "stdout.log").write_text(sb.healthy_log(100, 1.5) if rid != "run-003" else sb.died_log("cuda-oom"))
+    return root
+
+
+def _spill(monkeypatch, keep: int = 7, size_up_at: int = 1_000) -> None:
+    monkeypatch.setattr(ledger_mod, "KEEP_ROWS", keep)
+    monkeypatch.setattr(ledger_mod, "SIZE_UP_AT", size_up_at)
+
+
+def _seen(ledger) -> tuple:
+    rows = [(r.line, r.run_id, r.text, sorted(r.slim), r.get("config"), r.dropped("judge_report")) for r in ledger]
+    problems = [(p.line, p.kind, p.message, p.text) for p in ledger.problems]
+    return rows, problems, ledger.aliases, ledger.resume_at, ledger.resume_line
+
+
+@pytest.mark.parametrize("size_up_at", [1_000, 3], ids=["past-keep-rows", "sized-up-early"])
+def test_a_spilled_ledger_reads_back_the_rows_and_problems_of_a_kept_one(sweep, monkeypatch, size_up_at):
+    path = sweep / "ledger.jsonl"
+    kept = read_ledger(path)
+    assert isinstance(kept.rows, list)
+    _spill(monkeypatch, size_up_at=size_up_at)
+    spilled = read_ledger(path)
+    assert isinstance(spilled.rows, SpilledRows) and len(spilled) == len(kept) == 62
+    assert _seen(spilled) == _seen(kept)
+    kinds = [p.kind for p in spilled.problems]
+    assert kinds.count("duplicate-run-id") == 1 and "run-id-unusable" in kinds and "schema" in kinds
+    rows = spilled.rows
+    assert rows[-1].run_id == kept.rows[-1].run_id and [r.line for r in rows[3:6]] == [r.line for r in kept.rows[3:6]]
+    assert [r.run_id for r in rows.pick([41, 2, 40])] == [kept.rows[i].run_id for i in (41, 2, 40)]  # any order
+    assert list(rows.ids) == [r.run_id for r in kept.rows]
+    with pytest.raises(IndexError):
+        rows[len(rows)]
+
+
+def test_a_spilled_row_of_a_rewritten_ledger_keeps_only_its_run_id(sweep, monkeypatch):
+    _spill(monkeypatch)
+    path = sweep / "ledger.jsonl"
+    ledger = read_ledger(path)
+    path.write_text("{}\n")
+    row = ledger.rows[40]
+    assert row.run_id == "run-038" and row.get("exit_code") is None
+
+
+def test_run_ids_find_repeats_and_members():
+    ids = RunIds()
+    for rid in ["a", "b", "a", "\ud800", "b", "a", "é"]:
+        ids.append(rid)
+    assert sorted(ids.repeats()) == [(2, 0), (4, 1), (5, 0)]
+    assert ids.positions("a") == [0, 2, 5] and "\ud800" in ids and "é" in ids and "c" not in ids
+    assert ids[-1] == "é" and ids[3] == "\ud800" and list(ids.plus(["z"]))[-2:] == ["é", "z"]
+    assert list(ids.select([1, 6], ["q"])) == ["b", "é", "q"]
+
+
+def _comparable(doc) -> list:
+    return sorted(
+        (r["nodeid"], r["outcome"], r["verdict"], r["cause"], r.get("summary"), json.dumps(r["evidence"]))
+        for r in doc["results"]
+    )
+
+
+@pytest.mark.parametrize("batch", [None, "5"], ids=["item-per-run", "chunks"])
+def test_sweep_checks_judge_a_spilled_ledger_as_a_kept_one(sweep, run_health, monkeypatch, batch):
+    """Every RH1xx verdict, summary and quoted row is the same, per run and in chunks of runs."""
+    args = ("-k", "RH1") + (("--runhealth-batch-above", batch) if batch else ())
+    kept = run_health(sweep, args=args)
+    _spill(monkeypatch)
+    spilled = run_health(sweep, args=args)
+    assert _comparable(spilled.report) == _comparable(kept.report)
+    failed = {(r["check"], r["cause"]) for r in kept.report["results"] if r["outcome"] == "failed"}
+    for check, cause in [("RH101", "config-knob"), ("RH103", "mixed-scoring"), ("RH105", "config-knob")]:
+        assert (check, cause) in failed  # the shared knob, the ranking and the knob search: across spilled rows
+    assert ("RH106", "stop-event") in failed and any(check == "RH102" for check, _ in failed)
