@@ -8,7 +8,6 @@ import json
 import math
 import os
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -304,30 +303,37 @@ class SpilledRows(Sequence[LedgerRow]):
         return self.at(range(len(self.lines)))
 
     def at(self, indices: Iterable[int]) -> Iterator[LedgerRow]:
-        """The rows at ``indices``, their lines read in blocks: a run of nearby rows in ascending order costs one
-        read."""
+        """The rows at ``indices``, their lines read in blocks of up to 8 MiB: wanted rows that follow each other
+        in the file cost one read (the bytes between them too), and a row on its own costs its line."""
         offsets, sizes, block = self.offsets, self.sizes, self.BLOCK
-        want = iter(indices)
+        want = indices if isinstance(indices, Sequence) else list(indices)
         try:
             fh = open_readonly(self.source.path, sizes=self.source.sizes)
         except OSError:
             fh = None
         try:
-            i = next(want, None)
-            while i is not None:
-                start, first = offsets[i], i
-                last = max(i, bisect_right(offsets, start + block) - 1)  # the last row that starts in this block
+            pos, n = 0, len(want)
+            while pos < n:
+                i = want[pos]
+                start = offsets[i]
+                end, stop = start + sizes[i], pos + 1
+                while stop < n:  # the rows after it, while ascending and within the block
+                    j = want[stop]
+                    if j <= want[stop - 1] or offsets[j] + sizes[j] - start > block:
+                        break
+                    end, stop = offsets[j] + sizes[j], stop + 1
                 data = b""
                 if fh is not None:
                     try:
                         fh.seek(start)
-                        data = fh.read(offsets[last] + sizes[last] - start)
+                        data = fh.read(end - start)
                     except OSError:
                         data = b""
-                while i is not None and first <= i <= last:
+                for k in range(pos, stop):
+                    i = want[k]
                     at = offsets[i] - start
                     yield self._make(i, data[at : at + sizes[i]])
-                    i = next(want, None)
+                pos = stop
         finally:
             if fh is not None:
                 fh.close()

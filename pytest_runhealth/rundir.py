@@ -504,7 +504,11 @@ class RunList(Sequence[Run]):
     def run(self, i: int) -> Run:
         run = self._made.get(i)
         if run is None:
-            run = self._made[i] = self.peek(i)
+            run = self.peek(i)
+            # A spilled ledger's run without a folder is made again when asked: kept, the 20,000 loud rows of a
+            # million-row sweep held their decoded rows (~60 MB) for the session, and such a run caches nothing.
+            if not isinstance(self._ledger_rows, SpilledRows) or self.has_folder(i):
+                self._made[i] = run
         return run
 
     def peek(self, i: int) -> Run:

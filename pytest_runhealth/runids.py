@@ -31,7 +31,7 @@ class RunIds(Sequence[str]):
 
     def __init__(self) -> None:
         self._buf = bytearray()
-        self._ends = array("q")
+        self._ends = array("i")  # up to 2 GiB of ids: MAX_ROWS ids of 255 bytes are 510 MB
         self._keys: array | None = None  # sorted (hash, index) keys, built on the first question (``_index``)
 
     def append(self, rid: str) -> None:
@@ -124,7 +124,7 @@ class RunIds(Sequence[str]):
     def plus(self, extra: list[str]) -> RunIds:
         """These ids, then ``extra`` (the run folders without a row): a copy of the buffer, not an id at a time."""
         out = RunIds()
-        out._buf, out._ends = bytearray(self._buf), array("q", self._ends)
+        out._buf, out._ends = bytearray(self._buf), array("i", self._ends)
         for rid in extra:
             out.append(rid)
         return out

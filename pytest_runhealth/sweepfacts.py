@@ -113,7 +113,7 @@ class LedgerFacts:
     report or error kept in the rows says ``no JSON scores`` (RH104's first search). Each answer is the row
     function's of the same name (``finished_ok``, ``timed_out``, ...); the checks then look at those few rows
     only, instead of asking every row again in every check. Row numbers are kept in arrays (8 bytes each): a
-    million-row ledger's lists of ints cost ~36 bytes a number."""
+    million-row ledger's lists of ints cost ~36 bytes a number (4 here: a row index is under MAX_ROWS)."""
 
     __slots__ = (
         "rows",
@@ -133,7 +133,7 @@ class LedgerFacts:
 
     def __init__(self, ledger) -> None:
         self.rows = rows = ledger.rows
-        finished, late, nonzero, empty, stopped, scored, judged, said_dropped = (array("q") for _ in range(8))
+        finished, late, nonzero, empty, stopped, scored, judged, said_dropped = (array("i") for _ in range(8))
         by_role: dict[str, array] = {}
         said = False
         last = keys = None
@@ -157,7 +157,7 @@ class LedgerFacts:
                     role = as_text(get(k_role))
                     at = by_role.get(role)
                     if at is None:
-                        at = by_role[role] = array("q")
+                        at = by_role[role] = array("i")
                     at.append(i)
             if code is not None and code != 0 and as_int(code) is not None:  # as early_exit reads it
                 nonzero.append(i)
