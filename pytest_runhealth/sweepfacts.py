@@ -11,7 +11,6 @@ Functions that take ``ctx`` use only its ``ledger``, ``run_dir`` and ``run``
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import os
@@ -24,12 +23,12 @@ from itertools import islice
 from typing import Any
 
 from .finding import Evidence
-from .ledger import FREEZE_FROM, LedgerRow, SpilledRows, dumps_lower, may_mention
+from .ledger import LedgerRow, SpilledRows, dumps_lower, may_mention
 from .logscan import LogScan, StepPoint
 from .values import finite_number, timestamp
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-_ABSENT = object()
+SCALARS = frozenset({str, int, float, bool, type(None)})  # a knob value's classes that are their own stand-ins
+ABSENT = object()  # a knob a config does not have
 
 NOT_TRAINING_ROLES = {"setup"}  # every other role (baseline, curated, candidate, finalist) trains
 
@@ -294,7 +293,7 @@ def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] |
         (key, value, knob_key(value))
         for key, value in configs[0].items()
         if key not in ("seed", "output_name", "output_dir", "run_id")
-        and all(knob_key(c.get(key, _ABSENT)) == knob_key(value) for c in configs[1:])
+        and all(knob_key(c.get(key, ABSENT)) == knob_key(value) for c in configs[1:])
     ]
     used: set[str] = set()
     seen: dict[str, dict[Any, Any]] = {key: {} for key, _, _ in shared}
@@ -306,7 +305,7 @@ def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] |
             continue
         healthy += 1
         for key, _, knob in shared:
-            own = knob_key(config.get(key, _ABSENT))
+            own = knob_key(config.get(key, ABSENT))
             if own == knob:
                 used.add(key)
             seen[key][own] = config.get(key)
@@ -407,138 +406,6 @@ def knob_key(value: Any) -> Any:
 
 def show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
-
-
-class _OneKind:
-    """A knob's values when all are of one scalar class, keyed by the values
-    themselves: within one class, equal values are what ``knob_key``'s
-    ``(class name, value)`` stand-ins find equal, so membership, count and
-    first-seen order (each keeping its last value) are the same, without a
-    tuple per healthy run."""
-
-    __slots__ = ("kind", "by_value")
-
-    def __init__(self, kind: str, by_value: dict[Any, Any]) -> None:
-        self.kind = kind
-        self.by_value = by_value
-
-    def __contains__(self, knob: Any) -> bool:
-        return knob.__class__ is tuple and knob[0] == self.kind and knob[1] in self.by_value
-
-    def __len__(self) -> int:
-        return len(self.by_value)
-
-    def values(self) -> Any:
-        return self.by_value.values()
-
-
-class HealthyKnobs:
-    """What the runs of one role that trained used, knob by knob. A knob's
-    values are gathered from every healthy run when an early exit first asks
-    about that knob: one pass over the healthy configs per knob asked, not a
-    dict update per row and knob (a 100,000-row sweep whose runs all trained
-    builds nothing), and never a pairwise comparison of rows."""
-
-    def __init__(self, rows: Sequence[LedgerRow]) -> None:
-        self.rows = rows  # the healthy rows, a list or decoded when asked for (``LedgerFacts.pick``)
-        self.configs: Sequence[dict] = (
-            [c for r in rows if isinstance(c := r.slim.get(r.fields.get("config")), dict)]  # type: ignore[arg-type]
-            if isinstance(rows, list)
-            else _Configs(rows)
-        )
-        self._values: dict[
-            str, dict[Any, Any] | _OneKind
-        ] = {}  # knob -> {hashable stand-in: value}, in first-seen order
-        self._scanned: dict[str, tuple[int, set[Any]]] = {}  # knob -> (configs looked at, their stand-ins)
-
-    def values(self, key: str) -> dict[Any, Any] | _OneKind:
-        seen = self._values.get(key)
-        if seen is None:
-            found = [v for config in self.configs if (v := config.get(key, _ABSENT)) is not _ABSENT]
-            kinds = {v.__class__ for v in found}
-            kind = kinds.pop() if len(kinds) == 1 else None
-            if kind in _SCALARS:  # nearly every knob: no stand-in tuple per value
-                seen = _OneKind(kind.__name__, {v: v for v in found})  # type: ignore[union-attr]  # kind is a class
-            else:
-                seen = {
-                    ((v.__class__.__name__, v) if v.__class__ in _SCALARS else knob_key(v)): v  # knob_key, inlined
-                    for v in found
-                }
-            self._values[key] = seen
-            if len(found) >= FREEZE_FROM:
-                gc.freeze()  # kept for the session, like the rows
-        return seen
-
-    def _used(self, key: str, knob: Any) -> bool:
-        """Whether a healthy run used this value of the knob (``knob``: its ``knob_key``). The configs are looked
-        at only as far as the first that has it: an early exit shares most of its knobs' values with the
-        healthy runs, so only the knobs it differs in (and a seed) cost a look at every healthy config (nine
-        knobs of 98,000 configs, one by one, took ~0.2 s)."""
-        seen = self._values.get(key)
-        if seen is not None:
-            return knob in seen
-        done, found = self._scanned.get(key) or (0, set())
-        if knob not in found:
-            configs = self.configs
-            while done < len(configs):
-                v = configs[done].get(key, _ABSENT)  # a spilled ledger's: decoded one by one, seldom far
-                done += 1
-                if v is not _ABSENT:
-                    found.add(
-                        (v.__class__.__name__, v) if v.__class__ in _SCALARS else knob_key(v)
-                    )  # knob_key, inlined
-                    if knob in found:
-                        break
-        self._scanned[key] = (done, found)
-        return knob in found
-
-    def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
-        """Knobs whose value no healthy run used. A knob that is different on
-        every healthy run (a seed, an output name) says nothing and is left out."""
-        others = len(self.rows)
-        out = []
-        for key, value in config.items():
-            if self._used(key, knob_key(value)):
-                continue
-            seen = self.values(key)
-            self._scanned.pop(key, None)
-            if others > 1 and len(seen) >= others:
-                continue
-            out.append((key, value, list(seen.values())))
-        return out
-
-
-class _Configs(Sequence[dict]):
-    """The healthy rows' configs of a spilled ledger, each decoded from its row when asked for; a row without a
-    config dict gives an empty one (it holds no knob's value)."""
-
-    __slots__ = ("rows",)
-
-    def __init__(self, rows: Sequence[LedgerRow]) -> None:
-        self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        config = self.rows[i].get("config")
-        return config if isinstance(config, dict) else {}
-
-    def __iter__(self):
-        for row in self.rows:
-            config = row.get("config")
-            yield config if isinstance(config, dict) else {}
-
-
-def healthy_by_role(ctx) -> dict[str, HealthyKnobs]:
-    def build() -> dict[str, HealthyKnobs]:
-        facts = ledger_facts(ctx)
-        out = {role: HealthyKnobs(facts.pick(at)) for role, at in facts.finished_by_role.items()}
-        if len(facts.finished_ok) >= FREEZE_FROM:
-            gc.freeze()  # kept for the session: out of the collector's full passes (its lists hold a row each)
-        return out
-
-    return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)
 
 
 def stopped_at(row: LedgerRow) -> datetime | None:

@@ -127,3 +127,107 @@ def test_sweep_checks_judge_a_spilled_ledger_as_a_kept_one(sweep, run_health, mo
     for check, cause in [("RH101", "config-knob"), ("RH103", "mixed-scoring"), ("RH105", "config-knob")]:
         assert (check, cause) in failed  # the shared knob, the ranking and the knob search: across spilled rows
     assert ("RH106", "stop-event") in failed and any(check == "RH102" for check, _ in failed)
+
+
+def test_a_spilled_ledger_and_its_shared_pass_keep_no_row_object(sweep, monkeypatch):
+    """Memory flat in the rows: what stays of a spilled ledger, its shared pass and its run list is arrays and
+    one buffer, however many rows were decoded on the way (counted in objects, not measured in time)."""
+    import gc
+
+    from pytest_runhealth.ledger import LedgerRow
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.sweepfacts import LedgerFacts
+
+    def rows_alive() -> int:
+        gc.collect()
+        return sum(type(o) is LedgerRow for o in gc.get_objects())
+
+    _spill(monkeypatch)
+    before = rows_alive()
+    rd = RunDir(sweep)
+    facts = LedgerFacts(rd.ledger)
+    assert sum(1 for _ in facts.pick(facts.finished_ok)) == len(facts.finished_ok) > 40
+    runs = rd.runs
+    assert [run.name for run in runs][-1] == "folder-without-row" and len(runs) == 62  # run-005 once, one folder
+    assert runs.run(40).row is not None and runs.run(0).row is not None  # run-000 has a folder: kept
+    # run-000's (its run is kept: it has a folder) and the few that ``rows[i]`` keeps (``SpilledRows._recent``)
+    assert rows_alive() - before <= 1 + len(rd.ledger.rows._recent) < 5
+
+
+def test_what_a_spilled_sweep_keeps_is_a_few_bytes_a_row(tmp_path, monkeypatch):
+    """Retained bytes per row, counted by tracemalloc (no clock): the reader, the shared pass, RH105's healthy
+    knobs with a knob search over every healthy config, and the run list keep under 160 bytes a row of a spilled
+    ledger; kept as objects, the same rows keep ~2 kB each."""
+    import tracemalloc
+
+    from pytest_runhealth.knobs import HealthyKnobs
+    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.sweepfacts import LedgerFacts
+
+    root = tmp_path / "big"
+    root.mkdir()
+    with open(root / "ledger.jsonl", "w") as fh:
+        fh.writelines(json.dumps(sb.benchmark_row(i)) + "\n" for i in range(3000))
+
+    def kept_per_row() -> float:
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            rd = RunDir(root)
+            facts = LedgerFacts(rd.ledger)
+            knobs = HealthyKnobs(facts.pick(facts.finished_ok))
+            assert [key for key, _, _ in knobs.differing({"seed": -1, "network_dim": 32})] == []  # every seed differs
+            assert len(rd.runs) == 3000 and rd.runs[2999].name == "cand-002999-s0"
+            return (tracemalloc.get_traced_memory()[0] - base) / 3000
+        finally:
+            tracemalloc.stop()
+
+    kept = kept_per_row()
+    _spill(monkeypatch, keep=100)
+    spilled = kept_per_row()
+    assert spilled < 160 and kept > 1000, (spilled, kept)  # measured: ~85 and ~1,960
+
+
+def test_a_spilled_ledgers_knob_search_is_the_plain_comparison(tmp_path, monkeypatch):
+    """RH105's knob search over a spilled ledger's healthy configs (decoded as reached, kept as hashes) finds
+    what comparing every knob with every healthy config finds: values of mixed types, knobs some configs lack,
+    nested values, a seed that differs on every run, rows without a config."""
+    import random
+
+    from pytest_runhealth.knobs import HealthyKnobs
+    from pytest_runhealth.sweepfacts import LedgerFacts, knob_key
+
+    _spill(monkeypatch, keep=3)
+    rng = random.Random(38)
+    pool = [1, 1.0, True, 0, False, None, "adamw", "AdamW", 1e-4, 2e-4, [1, 2], {"a": 1}, [1.0, 2]]
+    for trial in range(25):
+        healthy = []
+        lines = []
+        for i in range(rng.randint(5, 40)):
+            config = {k: rng.choice(pool) for k in ("lr", "opt", "dim", "x") if rng.random() < 0.8}
+            config["seed"] = i
+            row = {"run_id": f"r{i}", "exit_code": 0, "n_steps": 5, "config": config}
+            if rng.random() < 0.1:
+                del row["config"]
+            else:
+                healthy.append(config)
+            lines.append(json.dumps(row))
+        path = tmp_path / f"ledger-{trial}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        facts = LedgerFacts(read_ledger(path))
+        knobs = HealthyKnobs(facts.pick(facts.finished_ok))
+        assert knobs.spilled is not None
+        others = len(facts.finished_ok)
+        for _ in range(10):
+            asked = {k: rng.choice(pool) for k in ("lr", "opt", "dim", "x", "new") if rng.random() < 0.7}
+            asked["seed"] = rng.randint(0, 50)
+            expected = []
+            for key, value in asked.items():
+                seen: dict = {}
+                for config in healthy:
+                    if key in config:
+                        seen[knob_key(config[key])] = config[key]
+                if knob_key(value) in seen or (others > 1 and len(seen) >= others):
+                    continue
+                expected.append((key, value, list(seen.values())))
+            assert knobs.differing(asked) == expected, (trial, asked)

@@ -571,8 +571,9 @@ def test_healthy_knobs_differing_is_the_plain_comparison():
     knobs some configs lack, nested values, a seed that differs on every run."""
     import random
 
+    from pytest_runhealth.knobs import HealthyKnobs
     from pytest_runhealth.ledger import LedgerRow
-    from pytest_runhealth.sweepfacts import HealthyKnobs, knob_key
+    from pytest_runhealth.sweepfacts import knob_key
 
     rng = random.Random(38)
     pool = [1, 1.0, True, 0, False, None, "adamw", "AdamW", 1e-4, 2e-4, [1, 2], {"a": 1}, [1.0, 2]]

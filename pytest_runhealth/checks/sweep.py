@@ -12,6 +12,7 @@ import statistics
 
 from .. import rootcause
 from ..finding import Evidence
+from ..knobs import healthy_by_role
 from ..ledger import LedgerRow
 from ..logscan import LogScan, StepPoint
 from ..registry import check
@@ -26,7 +27,6 @@ from ..sweepfacts import (
     empty_tfevents,
     facts_of,
     fmt_rate,
-    healthy_by_role,
     healthy_step_times,
     is_collapse,
     judge_evidence,
