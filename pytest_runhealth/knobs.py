@@ -113,16 +113,19 @@ class HealthyKnobs:
         rows = self.spilled
         if scan.found or rows is None or scan.done >= len(rows):
             return scan
-        for row in rows.rows.at(rows.indices[scan.done :]):
-            scan.done += 1
-            config = row.get("config")
-            v = config.get(key, ABSENT) if isinstance(config, dict) else ABSENT
-            if v is not ABSENT:
-                own = (v.__class__.__name__, v) if v.__class__ in SCALARS else knob_key(v)
-                scan.add(own, v)
-                if own == knob:
-                    scan.found = True
-                    break
+        window = 16  # rows read at a time, growing: most looks stop within the first few configs
+        while not scan.found and scan.done < len(rows):
+            for row in rows.rows.at(rows.indices[scan.done : scan.done + window]):
+                scan.done += 1
+                config = row.get("config")
+                v = config.get(key, ABSENT) if isinstance(config, dict) else ABSENT
+                if v is not ABSENT:
+                    own = (v.__class__.__name__, v) if v.__class__ in SCALARS else knob_key(v)
+                    scan.add(own, v)
+                    if own == knob:
+                        scan.found = True
+                        break
+            window = min(window * 8, 1 << 16)
         return scan
 
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
