@@ -360,8 +360,8 @@ class SpilledRows(Sequence[LedgerRow]):
 
 
 class RowsAt(Sequence[LedgerRow]):
-    """Some rows of a ``SpilledRows`` (``indices``, ascending), decoded when asked for: a list of 980,000 healthy
-    rows would hold them all as objects."""
+    """Some rows of a ``SpilledRows`` (``indices``), decoded when asked for: a list of 980,000 healthy rows would
+    hold them all as objects."""
 
     __slots__ = ("rows", "indices")
 
@@ -727,22 +727,26 @@ def _longer_than_kept(fh, start: int, done: int, rows: int) -> bool:
 
 def _repeated_ids(spill: SpilledRows, reported: int, problems: list[LedgerProblem]) -> None:
     """A duplicate-run-id problem for each row of ``spill`` whose run id an earlier row has, past the first
-    ``reported`` rows (the reader found those while it kept rows as objects); problems stay in line order."""
-    found = []
-    for at, first in spill.ids.repeats():
-        if at > reported:
-            row = spill[at]
-            found.append(
-                LedgerProblem(
-                    row.line,
-                    "duplicate-run-id",
-                    f"run_id {row.run_id!r} already on line {spill.lines[first]}",
-                    row.text[:200],
-                )
+    ``reported`` rows (the reader found those while it kept rows as objects), up to MAX_PROBLEMS problems in all
+    (then one more says how many rows were not listed); problems stay in line order."""
+    later = sorted((at, first) for at, first in spill.ids.repeats() if at > reported)
+    if not later:
+        return
+    room = max(0, MAX_PROBLEMS - len(problems))
+    for at, first in later[:room]:
+        row = spill[at]
+        text = f"run_id {row.run_id!r} already on line {spill.lines[first]}"
+        problems.append(LedgerProblem(row.line, "duplicate-run-id", text, row.text[:200]))
+    if len(later) > room:
+        problems.append(
+            LedgerProblem(
+                spill.lines[later[room][0]],
+                "duplicate-run-id",
+                f"{len(later) - room:,} more rows from here on repeat an earlier run_id (not listed: over "
+                f"{MAX_PROBLEMS:,} problems)",
             )
-    if found:
-        problems += found
-        problems.sort(key=lambda p: p.line)  # stable: a row's other problem stays before its duplicate-run-id
+        )
+    problems.sort(key=lambda p: p.line)  # stable: a row's other problem stays before its duplicate-run-id
 
 
 def _batches(fh, max_line_bytes: int) -> Iterator[tuple[list[bytes], int, bool]]:

@@ -231,3 +231,15 @@ def test_a_spilled_ledgers_knob_search_is_the_plain_comparison(tmp_path, monkeyp
                     continue
                 expected.append((key, value, list(seen.values())))
             assert knobs.differing(asked) == expected, (trial, asked)
+
+
+def test_a_spilled_ledgers_repeated_run_ids_stop_at_the_problem_cap(tmp_path, monkeypatch):
+    _spill(monkeypatch, keep=5)
+    monkeypatch.setattr(ledger_mod, "MAX_PROBLEMS", 10)
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("".join(json.dumps({"run_id": f"r{i % 3}", "exit_code": 0}) + "\n" for i in range(40)))
+    ledger = read_ledger(path)
+    repeats = [p for p in ledger.problems if p.kind == "duplicate-run-id"]
+    assert len(ledger) == 40 and len(repeats) == 11 and [p.line for p in repeats[:3]] == [4, 5, 6]
+    assert repeats[-1].message == "27 more rows from here on repeat an earlier run_id (not listed: over 10 problems)"
+    assert repeats[-1].line == 14
