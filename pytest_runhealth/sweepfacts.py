@@ -111,8 +111,8 @@ class LedgerFacts:
     stopped by the user, the training rows with a finite score and those of them judged, and whether a judge
     report or error kept in the rows says ``no JSON scores`` (RH104's first search). Each answer is the row
     function's of the same name (``finished_ok``, ``timed_out``, ...); the checks then look at those few rows
-    only, instead of asking every row again in every check. Row numbers are kept in arrays (8 bytes each): a
-    million-row ledger's lists of ints cost ~36 bytes a number (4 here: a row index is under MAX_ROWS)."""
+    only, instead of asking every row again in every check. Row numbers are kept in arrays of 4-byte ints (a row
+    index is under ledger.MAX_ROWS): a million-row ledger's lists of ints cost ~36 bytes a number."""
 
     __slots__ = (
         "rows",
