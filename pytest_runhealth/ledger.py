@@ -302,6 +302,11 @@ class SpilledRows(Sequence[LedgerRow]):
     def __iter__(self) -> Iterator[LedgerRow]:
         return self.at(range(len(self.lines)))
 
+    def __reversed__(self) -> Iterator[LedgerRow]:
+        """Last row first, read 1,024 rows at a time in file order (a row at a time, it costs a read per row)."""
+        for stop in range(len(self.lines), 0, -1024):
+            yield from reversed(list(self.at(range(max(0, stop - 1024), stop))))
+
     def at(self, indices: Iterable[int]) -> Iterator[LedgerRow]:
         """The rows at ``indices``, their lines read in blocks of up to 8 MiB: wanted rows that follow each other
         in the file cost one read (the bytes between them too), and a row on its own costs its line."""

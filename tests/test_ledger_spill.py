@@ -85,6 +85,7 @@ def test_a_spilled_ledger_reads_back_the_rows_and_problems_of_a_kept_one(sweep, 
     assert rows[-1].run_id == kept.rows[-1].run_id and [r.line for r in rows[3:6]] == [r.line for r in kept.rows[3:6]]
     assert [r.run_id for r in rows.pick([41, 2, 40])] == [kept.rows[i].run_id for i in (41, 2, 40)]  # any order
     assert list(rows.ids) == [r.run_id for r in kept.rows]
+    assert [r.line for r in reversed(rows)] == [r.line for r in reversed(kept.rows)]
     with pytest.raises(IndexError):
         rows[len(rows)]
 
