@@ -244,3 +244,22 @@ def test_a_spilled_ledgers_repeated_run_ids_stop_at_the_problem_cap(tmp_path, mo
     assert len(ledger) == 40 and len(repeats) == 11 and [p.line for p in repeats[:3]] == [4, 5, 6]
     assert repeats[-1].message == "27 more rows from here on repeat an earlier run_id (not listed: over 10 problems)"
     assert repeats[-1].line == 14
+
+
+def test_a_spilled_sweeps_session_decodes_each_row_about_once(tmp_path, run_health, monkeypatch):
+    """Growth in operations, not seconds: a `-k RH1` session over a spilled 3,000-row ledger decodes rows about
+    once each (the shared pass; the loud rows again) and reads the file in under 150 reads, not one per row per
+    check; what it finds is what the same ledger kept as objects gives."""
+    root = tmp_path / "big"
+    root.mkdir()
+    with open(root / "ledger.jsonl", "w") as fh:
+        fh.writelines(json.dumps(sb.benchmark_row(i)) + "\n" for i in range(3000))
+    kept = run_health(root, args=("-k", "RH1"))
+    made, reads = [], []
+    make, at = SpilledRows._make, SpilledRows.at
+    monkeypatch.setattr(SpilledRows, "_make", lambda self, i, text: made.append(i) or make(self, i, text))
+    monkeypatch.setattr(SpilledRows, "at", lambda self, indices: reads.append(1) or at(self, indices))
+    _spill(monkeypatch, keep=100)
+    spilled = run_health(root, args=("-k", "RH1"))
+    assert _comparable(spilled.report) == _comparable(kept.report)
+    assert len(made) <= 2 * 3000 and len(reads) <= 150, (len(made), len(reads))  # measured: 3,111 and 72
