@@ -232,11 +232,6 @@ class LedgerRow:
             return default if key is None or self._src is None else self.raw.get(key, default)
         return value
 
-    def dropped(self, name: str) -> bool:
-        """Whether the field is a non-empty container left out of ``slim``."""
-        key = self.fields.get(name)
-        return key is not None and self._src is not None and key not in self.slim
-
     def _slim_down(self, heavy: tuple[str, ...], src: _RowSource, offset: int, size: int) -> None:
         raw = self.slim
         for key in heavy:
@@ -685,11 +680,7 @@ def _read_ledger(
                     continue
                 first = seen.setdefault(rid, lineno)
                 if first != lineno:
-                    problems.append(
-                        LedgerProblem(
-                            lineno, "duplicate-run-id", f"run_id {rid!r} already on line {first}", row.text[:200]
-                        )
-                    )
+                    problems.append(_repeated(row, first))
                 if shape.heavy:
                     row._slim_down(shape.heavy, source, offset, len(line))
                 rows.append(row)
@@ -730,6 +721,11 @@ def _longer_than_kept(fh, start: int, done: int, rows: int) -> bool:
     return done > start and left / (done - start) * rows > 2 * KEEP_ROWS
 
 
+def _repeated(row: LedgerRow, first: int) -> LedgerProblem:
+    """The duplicate-run-id problem of ``row``, whose run id line ``first`` has already."""
+    return LedgerProblem(row.line, "duplicate-run-id", f"run_id {row.run_id!r} already on line {first}", row.text[:200])
+
+
 def _repeated_ids(spill: SpilledRows, reported: int, problems: list[LedgerProblem]) -> None:
     """A duplicate-run-id problem for each row of ``spill`` whose run id an earlier row has, past the first
     ``reported`` rows (the reader found those while it kept rows as objects), up to MAX_PROBLEMS problems in all
@@ -739,9 +735,7 @@ def _repeated_ids(spill: SpilledRows, reported: int, problems: list[LedgerProble
         return
     room = max(0, MAX_PROBLEMS - len(problems))
     for at, first in later[:room]:
-        row = spill[at]
-        text = f"run_id {row.run_id!r} already on line {spill.lines[first]}"
-        problems.append(LedgerProblem(row.line, "duplicate-run-id", text, row.text[:200]))
+        problems.append(_repeated(spill[at], spill.lines[first]))
     if len(later) > room:
         problems.append(
             LedgerProblem(

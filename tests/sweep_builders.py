@@ -695,3 +695,20 @@ def benchmark_row(i: int, digits: int = 6) -> dict[str, Any]:
         score=0.7,
         config=knobs(learning_rate=1e-4 * (1 + i % 7), seed=i),
     )
+
+
+def plain_differing(healthy: list[dict], asked: dict, others: int) -> list[tuple[str, Any, list[Any]]]:
+    """RH105's answer by comparing every knob of ``asked`` with every healthy config (``others``: the healthy
+    runs, with or without a config): what ``knobs.HealthyKnobs.differing`` must find, however it looks."""
+    from pytest_runhealth.sweepfacts import knob_key
+
+    expected = []
+    for key, value in asked.items():
+        seen: dict = {}
+        for config in healthy:
+            if key in config:
+                seen[knob_key(config[key])] = config[key]
+        if knob_key(value) in seen or (others > 1 and len(seen) >= others):
+            continue
+        expected.append((key, value, list(seen.values())))
+    return expected
