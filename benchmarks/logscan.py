@@ -101,8 +101,8 @@ def _failed_run(root: Path, name: str, size: int, sparse: bool) -> Path:
 
 def diagnosis(tmp: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from pytest_runhealth.logscan import read_log_tail
-    from pytest_runhealth.rootcause import diagnose
+    from pytest_runhealth.readers.logscan import read_log_tail
+    from pytest_runhealth.readers.rootcause import diagnose
 
     small = _failed_run(tmp, "small", 1 << 20, sparse=False)
     big = _failed_run(tmp, "big", 1 << 30, sparse=True)
@@ -148,7 +148,7 @@ def diagnosis(tmp: Path) -> None:
 
 IN_PROCESS = (
     "import sys, time; from pathlib import Path; "
-    "from pytest_runhealth.logscan import scan_log, read_log_tail; "
+    "from pytest_runhealth.readers.logscan import scan_log, read_log_tail; "
     "p = Path(sys.argv[1]); t, c = time.perf_counter(), time.process_time(); s = scan_log(p); "
     "read_log_tail(p, scan=s); print(time.perf_counter() - t, time.process_time() - c)"
 )

@@ -29,7 +29,7 @@ def main() -> None:
 
     from trainerfiles import write_events
 
-    from pytest_runhealth.tfevents import read_event_file
+    from pytest_runhealth.readers.tfevents import read_event_file
 
     tmp = Path(tempfile.mkdtemp(prefix="rh-tfevents-"))
     try:

@@ -8,22 +8,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+from .model.version import __version__
 
 __all__ = ["check", "CheckSpec", "Evidence", "Finding", "Registry", "RegistryError", "__version__"]
 
 _LAZY = {
-    "Evidence": "finding",
-    "Finding": "finding",
-    "CheckSpec": "registry",
-    "Registry": "registry",
-    "RegistryError": "registry",
-    "check": "registry",
+    "Evidence": "model.finding",
+    "Finding": "model.finding",
+    "CheckSpec": "model.registry",
+    "Registry": "model.registry",
+    "RegistryError": "model.registry",
+    "check": "model.registry",
 }
 
 if TYPE_CHECKING:
-    from .finding import Evidence, Finding
-    from .registry import CheckSpec, Registry, RegistryError, check
+    from .model.finding import Evidence, Finding
+    from .model.registry import CheckSpec, Registry, RegistryError, check
 
 
 def __getattr__(name: str) -> Any:

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .consequences import apply as group_consequences
-from .results import SCHEMA, Result, report_document, write_json
+from .features.consequences import apply as group_consequences
+from .model.results import SCHEMA, Result, report_document, write_json
 
 
 class MergeError(Exception):
@@ -159,7 +159,7 @@ def _finite_float(text: str) -> float:
 def _load(path: str) -> dict[str, Any]:
     """A regular file only (a FIFO would block, /dev/zero never ends), read
     capped, parsed with its nesting bounded by the stack."""
-    from .safeio import open_readonly
+    from .safety.safeio import open_readonly
 
     try:
         with open_readonly(path) as fh:  # O_NONBLOCK and S_ISREG: FIFOs and devices refused
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # check and watch pass pytest options through untouched, so they parse their own arguments.
     if argv[:1] == ["check"]:
-        from .trust_boundary import check_main
+        from .settings.trust_boundary import check_main
 
         return check_main(argv[1:])
     if argv[:1] == ["watch"]:

@@ -9,21 +9,21 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from .config import RunHealthConfig
-from .finding import Evidence, Finding
-from .ledger import Ledger
-from .logscan import LogScan, LogTail, StepPoint
-from .registry import CheckSpec
-from .rundir import Run, RunDir
+from .model.finding import Evidence, Finding
+from .model.registry import CheckSpec
+from .model.target import Target
+from .readers.ledger import Ledger
+from .readers.logscan import LogScan, LogTail, StepPoint
+from .readers.rundir import Run, RunDir
+from .safety.shown import name as shown_name
 from .session import RunHealthSession
-from .shown import name as shown_name
-from .target import Target
+from .settings.config import RunHealthConfig
 
 if TYPE_CHECKING:  # annotations only: the features behind the accessors below are imported when a check asks
     from .evaluation.model import Evaluation
+    from .features.status import RunFacts
     from .live.fixtures import LiveServices, LMStudio
-    from .status import RunFacts
-    from .workspace import WorkspaceConfig
+    from .readers.workspace import WorkspaceConfig
 
 
 class CheckContext:
@@ -102,14 +102,14 @@ class CheckContext:
         block: ``scan``, ``points`` (steps after step 0), ``last``, ``total``, ``finished``, ``fatal``
         (the log's decisive error, or None), ``alive`` (the pid file's process: True/False/None),
         ``error`` (the log could not be read), ``ended``, ``state``."""
-        from .status import facts
+        from .features.status import facts
 
         return facts(self.run)
 
     def pid_alive(self, run: Run | None = None) -> bool | None:
         """Whether the process in ``run``'s pid file (default: this run's) is alive: True or False, None
         when the run has no readable pid file. Reads the file; probes the pid with signal 0 only."""
-        from .status import pid_alive
+        from .features.status import pid_alive
 
         return pid_alive(run if run is not None else self.run)
 
@@ -123,14 +123,14 @@ class CheckContext:
     @staticmethod
     def training_points(scan: LogScan) -> list[StepPoint]:
         """A log scan's training series: its steps without step 0 (a bar drawn before any step ran)."""
-        from .status import training_points
+        from .features.status import training_points
 
         return training_points(scan)
 
     def steady_step_time(self, points: list | None = None) -> tuple[float | None, int]:
         """(mean seconds per step in the steady state, how many steps that mean is of) over ``points``
         (default ``ctx.facts.points``); ``(None, n)`` while there are too few steady steps to say."""
-        from .status import steady_step_time
+        from .features.status import steady_step_time
 
         return steady_step_time(self.facts.points if points is None else points)
 
@@ -231,7 +231,7 @@ class LiveView:
     def probe_timeout(self) -> float:
         """Seconds a live probe may take (``--runhealth-probe-timeout``, default 5 s)."""
         if self._ctx.config is None:
-            from .options import DEFAULT_PROBE_TIMEOUT
+            from .settings.options import DEFAULT_PROBE_TIMEOUT
 
             return float(DEFAULT_PROBE_TIMEOUT)
         from .live.fixtures import probe_timeout
@@ -242,7 +242,7 @@ class LiveView:
         """Why the run dir is taken to be on this machine, or None without evidence (locality.py): a
         probe of this machine says nothing about a run from another. ``lmstudio`` defaults to the
         session's service."""
-        from .locality import local_reason
+        from .features.locality import local_reason
 
         lm = lmstudio if lmstudio is not None else self.lmstudio
         return local_reason(self._ctx.run_dir, self._ctx.config, lm, prelaunch_any=prelaunch_any)
@@ -250,8 +250,8 @@ class LiveView:
     def prelaunch_lmstudio_sweep(self) -> bool:
         """A ``-m prelaunch`` session preparing, here, a sweep whose ledger says ``judge_method: lmstudio``:
         LM Studio is then configured for this machine although nothing of it runs yet."""
-        from .locality import sweep_judges_with_lmstudio
-        from .prelaunch_summary import is_prelaunch_session
+        from .features.locality import sweep_judges_with_lmstudio
+        from .features.prelaunch_summary import is_prelaunch_session
 
         config = self._ctx.config
         return bool(
@@ -261,14 +261,14 @@ class LiveView:
     @property
     def not_local(self) -> str:
         """The skip reason for a probe of this machine when ``local_reason()`` is None."""
-        from .locality import NOT_LOCAL
+        from .features.locality import NOT_LOCAL
 
         return NOT_LOCAL
 
     @staticmethod
     def is_local_url(url: str | None) -> bool:
         """``url`` names this machine (localhost, 127.x, ::1)."""
-        from .locality import is_local_url
+        from .features.locality import is_local_url
 
         return is_local_url(url)
 

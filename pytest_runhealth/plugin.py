@@ -23,33 +23,34 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import hookspecs, options, run_dir_option
+from .model import hookspecs
+from .settings import options, run_dir_option
 
 if TYPE_CHECKING:  # annotations only
-    from .rundir import RunDir
+    from .readers.rundir import RunDir
 
 # Feature modules with their own fixtures and hooks, registered in this order
 # in a run-health session. Each reads the session with
 # ``session.session_of(config)``; their options live in ``options.py``.
 SUBPLUGINS: tuple[str, ...] = (
-    "pytest_runhealth.core",
-    "pytest_runhealth.catalogue",
+    "pytest_runhealth.plugins.core",
+    "pytest_runhealth.plugins.catalogue",
     "pytest_runhealth.checks",
-    "pytest_runhealth.discovery",
-    "pytest_runhealth.evaluation.pytest_hooks",
-    "pytest_runhealth.given",
-    "pytest_runhealth.live.fixtures_hooks",
-    "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
-    "pytest_runhealth.prelaunch_summary_hooks",
-    "pytest_runhealth.reports.pytest_hooks",
-    "pytest_runhealth.reports.terminal",  # each distinct fix once in the failure sections
-    "pytest_runhealth.rules",
-    "pytest_runhealth.selftest",
-    "pytest_runhealth.status_hooks",
-    "pytest_runhealth.trust_boundary_hooks",  # a run dir never configures the session
-    "pytest_runhealth.waivers_hooks",
-    "pytest_runhealth.consequences_hooks",
-    "pytest_runhealth.xdist_scheduling",  # under pytest-xdist, one run's items on one worker
+    "pytest_runhealth.plugins.discovery",
+    "pytest_runhealth.plugins.evaluation",
+    "pytest_runhealth.plugins.given",
+    "pytest_runhealth.plugins.live_fixtures",
+    "pytest_runhealth.plugins.printable",  # names from run dirs never reach the terminal raw
+    "pytest_runhealth.plugins.prelaunch_summary_hooks",
+    "pytest_runhealth.plugins.reports",
+    "pytest_runhealth.plugins.terminal",  # each distinct fix once in the failure sections
+    "pytest_runhealth.plugins.rules",
+    "pytest_runhealth.plugins.selftest",
+    "pytest_runhealth.plugins.status_hooks",
+    "pytest_runhealth.plugins.trust_boundary_hooks",  # a run dir never configures the session
+    "pytest_runhealth.plugins.waivers_hooks",
+    "pytest_runhealth.plugins.consequences_hooks",
+    "pytest_runhealth.plugins.xdist_scheduling",  # under pytest-xdist, one run's items on one worker
 )
 
 _DEFAULTS: dict[str, Any] = {}  # option dest -> default, filled by pytest_addoption (the same in every session)
@@ -75,7 +76,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         # session, and nothing is imported (not even orjson or statistics, which a
         # planted ``pythonpath`` could shadow) before it has said so. It runs when
         # ``--run-dir`` was typed even if a planted ``addopts = --`` hid it from pytest.
-        from .trust_boundary import guard
+        from .settings.trust_boundary import guard
 
         guard(early_config)
     if reason:

@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .registry import Registry
-from .registry import spec_of as spec_of  # the check an item runs: read here by sub-plugins and packs
-from .results import ResultCollector
-from .run_dir_option import project_folders
-from .rundir import RunDir
-from .safeio import FirstSizes
+from .model.registry import Registry
+from .model.registry import spec_of as spec_of  # the check an item runs: read here by sub-plugins and packs
+from .model.results import ResultCollector
+from .readers.rundir import RunDir
+from .safety.safeio import FirstSizes
+from .settings.run_dir_option import project_folders
 
 if TYPE_CHECKING:  # annotations only (both sit below this module: docs/architecture.md)
-    from .config import RunHealthConfig
-    from .severity import Policy
+    from .settings.config import RunHealthConfig
+    from .settings.severity import Policy
 
 
 @dataclass

@@ -29,12 +29,12 @@ import pytest
 
 from .context import CheckContext
 from .engine.call_check import call_check, normalise, skip_reason
-from .finding import Finding
-from .registry import SPEC_ATTR, CheckSpec, Registry
-from .target import Target
+from .model.finding import Finding
+from .model.registry import SPEC_ATTR, CheckSpec, Registry
+from .model.target import Target
 
 if TYPE_CHECKING:
-    from .rundir import RunDir
+    from .readers.rundir import RunDir
 
 __all__ = ["Findings", "check_on"]
 
@@ -86,10 +86,10 @@ def check_on(
     A usage mistake (an unknown ID, a missing fixture value, a run dir that is
     not a folder) raises ``ValueError``; anything the check finds is a finding
     or a skip, as in a session."""
-    from .config import RunHealthConfig, load_config
-    from .options import DEFAULT_DEPTH
     from .session import RunHealthSession
-    from .severity import Policy
+    from .settings.config import RunHealthConfig, load_config
+    from .settings.options import DEFAULT_DEPTH
+    from .settings.severity import Policy
 
     path = Path(run_dir)
     if not path.is_dir():
@@ -103,7 +103,7 @@ def check_on(
         settings = RunHealthConfig()
     given = dict(fixtures or {})
     if "processes" in spec.fixtures and "processes" not in given:
-        from .live.procs import Processes
+        from .readers.procs import Processes
 
         given["processes"] = Processes()  # the pid-file reader: read-only, as the session's fixture
     missing = [name for name in spec.fixtures if name not in given]
@@ -159,8 +159,8 @@ def _spec_and_registry(
 
 def run_dirs_below(path: Path, depth: int) -> list[RunDir]:
     """A RunDir per run found below ``path``, labelled as a session labels them."""
-    from .discovery import discover
-    from .rundir import RunDir
+    from .plugins.discovery import discover
+    from .readers.rundir import RunDir
 
     found = discover(path, depth)
     out: list[RunDir] = []

@@ -19,8 +19,8 @@ import pytest
 
 def warm_imports() -> None:
     from pytest_runhealth import checks
-    from pytest_runhealth.live import fixtures, gpu, lmstudio, lmstudio_log, procs  # noqa: F401
     from pytest_runhealth.live.http import _client
+    from pytest_runhealth.readers import procs  # noqa: F401
 
     checks.builtin_modules()
     _client(False)

@@ -700,7 +700,7 @@ def benchmark_row(i: int, digits: int = 6) -> dict[str, Any]:
 def plain_differing(healthy: list[dict], asked: dict, others: int) -> list[tuple[str, Any, list[Any]]]:
     """RH105's answer by comparing every knob of ``asked`` with every healthy config (``others``: the healthy
     runs, with or without a config): what ``knobs.HealthyKnobs.differing`` must find, however it looks."""
-    from pytest_runhealth.sweepfacts import knob_key
+    from pytest_runhealth.features.sweepfacts import knob_key
 
     expected = []
     for key, value in asked.items():

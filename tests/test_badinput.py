@@ -468,14 +468,14 @@ def test_runhealth_config_bomb_is_a_usage_error(tmp_path, run_health, case):
 
 
 def test_yaml_aliases_that_repeat_small_nodes_still_load():
-    from pytest_runhealth import yamlsafe
+    from pytest_runhealth.safety import yamlsafe
 
     text = "base: &b {fps: 24}\nthresholds:\n  RH502: *b\n  RH503: *b\n"
     assert yamlsafe.load(text) == {"base": {"fps": 24}, "thresholds": {"RH502": {"fps": 24}, "RH503": {"fps": 24}}}
 
 
 def test_workspace_config_bomb_is_a_finding_not_a_hang(tmp_path):
-    from pytest_runhealth.workspace import read_workspace_config
+    from pytest_runhealth.readers.workspace import read_workspace_config
 
     path = tmp_path / "config.yaml"
     path.write_text(LAUGHS)
@@ -592,7 +592,7 @@ def test_tfevents_reader_names_any_damage(tmp_path_factory, real_event_file, dat
     """Cut anywhere but on a record boundary, flip any bit before the cut,
     append any bytes: the reader names the damage, never raises, and
     invents no scalar."""
-    from pytest_runhealth.tfevents import read_event_file
+    from pytest_runhealth.readers.tfevents import read_event_file
 
     original = real_event_file.read_bytes()
     whole = read_event_file(real_event_file)
@@ -628,7 +628,7 @@ def test_safetensors_header_reader_property(tmp_path_factory, tensors, cut, extr
     the header) is cut short; any byte after the data is refused."""
     import math
 
-    from pytest_runhealth.checkpoints import DTYPE_BYTES, check_safetensors
+    from pytest_runhealth.readers.checkpoints import DTYPE_BYTES, check_safetensors
 
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for i, (dtype, shape) in enumerate(tensors):
@@ -651,7 +651,7 @@ def test_safetensors_header_reader_property(tmp_path_factory, tensors, cut, extr
 @PROPERTY
 @given(data=st.binary(max_size=3000))
 def test_safetensors_header_reader_never_raises(tmp_path_factory, data):
-    from pytest_runhealth.checkpoints import check_safetensors
+    from pytest_runhealth.readers.checkpoints import check_safetensors
 
     path = tmp_path_factory.mktemp("st") / "x.safetensors"
     path.write_bytes(data)
@@ -705,7 +705,7 @@ def test_harvest_loader_takes_any_json(
     tmp_path_factory, request_doc, episode_doc, results_doc, summary_doc, round_file
 ):
     from pytest_runhealth.evaluation.harvest import load_harvest
-    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.readers.rundir import RunDir
 
     root = tmp_path_factory.mktemp("harvest")
     for rel, doc in (
@@ -723,7 +723,7 @@ def test_harvest_loader_takes_any_json(
 @PROPERTY
 @given(data=st.binary(max_size=300) | st.from_regex(r"\A\s*-?\d{0,12}(\.\d+)?(e\d+)?\s*[a-z ]{0,10}\n?\Z"))
 def test_pid_reader_property(tmp_path_factory, data):
-    from pytest_runhealth.live.procs import read_pid
+    from pytest_runhealth.readers.procs import read_pid
 
     if isinstance(data, str):
         data = data.encode()
@@ -737,7 +737,7 @@ def test_pid_reader_property(tmp_path_factory, data):
 
 @pytest.mark.parametrize("text", ["\u0660\n", "0\n", "\uff11\uff12\n"])  # Arabic-Indic zero, zero, full-width 12
 def test_pid_file_with_no_real_pid_is_a_problem(tmp_path, text):
-    from pytest_runhealth.live.procs import read_pid
+    from pytest_runhealth.readers.procs import read_pid
 
     (tmp_path / "train.pid").write_text(text)
     pid, _, problem = read_pid(tmp_path / "train.pid")
@@ -768,7 +768,7 @@ YAML_SCALAR = st.one_of(st.integers(), st.floats(allow_nan=True), st.text(max_si
 def test_workspace_config_reader_property(tmp_path_factory, doc, junk, spoil):
     import yaml
 
-    from pytest_runhealth.workspace import read_workspace_config
+    from pytest_runhealth.readers.workspace import read_workspace_config
 
     path = tmp_path_factory.mktemp("ws") / "config.yaml"
     text = yaml.safe_dump(doc).encode()
@@ -951,7 +951,7 @@ def test_markdown_cells_render_no_image_link_or_mention():
 
 
 def test_orphan_temp_report_of_a_killed_writer_is_removed(tmp_path):
-    from pytest_runhealth.results import write_text
+    from pytest_runhealth.model.results import write_text
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -982,7 +982,7 @@ def _count_redact_patterns(mp: pytest.MonkeyPatch, steps) -> None:
     class attributes), swapped for a counting wrapper for the length of ``mp``."""
     from regex_steps import CountingPattern
 
-    from pytest_runhealth import redact
+    from pytest_runhealth.safety import redact
 
     def wrap(value):
         if isinstance(value, re.Pattern):
@@ -1006,7 +1006,7 @@ def steps_taken(case: tuple[str, object, str], text: str, limit: int | None = No
     """The engine steps that one call of the case's function takes on ``text`` (see tests/regex_steps.py)."""
     from regex_steps import CountingPattern, Steps
 
-    from pytest_runhealth import redact
+    from pytest_runhealth.safety import redact
 
     kind, pattern, _unit = case
     steps = Steps(limit)
@@ -1047,7 +1047,7 @@ def assert_grows_linearly(name: str, counts: list[int]) -> None:
 
 def _adversarial_cases() -> dict[str, tuple[str, object, str]]:
     """name -> (how it is called: redact.redact, a str search or a bytes search; the pattern; the unit)."""
-    from pytest_runhealth import logscan, rootcause
+    from pytest_runhealth.readers import logscan, rootcause
 
     return {
         "redact url-userinfo": ("redact", None, "a://"),
@@ -1093,7 +1093,7 @@ def test_the_step_count_catches_a_quadratic_pattern(monkeypatch):
     assert counts[-1] == -1 or counts[-1] > 5 * counts[0] + 2000, counts
     with pytest.raises(AssertionError, match="steps over n, 2n, 4n"):
         assert_grows_linearly("a*b", counts)
-    from pytest_runhealth import redact
+    from pytest_runhealth.safety import redact
 
     monkeypatch.setattr(redact, "_ROWS", [*redact._ROWS, (re.compile(r"(?i)bearer[ a-z]*x"), "", ("bearer",))])
     with pytest.raises(AssertionError, match="steps over n, 2n, 4n"):
@@ -1102,7 +1102,7 @@ def test_the_step_count_catches_a_quadratic_pattern(monkeypatch):
 
 # -- every reader has a cap (issue #27 item 2) --------------------------------------------------
 def test_a_ledger_past_its_row_cap_is_read_up_to_it_and_says_so(tmp_path, monkeypatch):
-    from pytest_runhealth import ledger as ledger_mod
+    from pytest_runhealth.readers import ledger as ledger_mod
 
     monkeypatch.setattr(ledger_mod, "MAX_ROWS", 50)
     path = tmp_path / "ledger.jsonl"
@@ -1114,7 +1114,7 @@ def test_a_ledger_past_its_row_cap_is_read_up_to_it_and_says_so(tmp_path, monkey
 
 
 def test_a_ledger_of_only_bad_lines_stops_at_its_problem_cap(tmp_path, monkeypatch):
-    from pytest_runhealth import ledger as ledger_mod
+    from pytest_runhealth.readers import ledger as ledger_mod
 
     monkeypatch.setattr(ledger_mod, "MAX_PROBLEMS", 20)
     path = tmp_path / "ledger.jsonl"
@@ -1124,8 +1124,8 @@ def test_a_ledger_of_only_bad_lines_stops_at_its_problem_cap(tmp_path, monkeypat
 
 
 def test_a_log_still_growing_is_read_up_to_its_size_when_the_session_first_opened_it(tmp_path):
-    from pytest_runhealth import safeio
-    from pytest_runhealth.logscan import scan_log
+    from pytest_runhealth.readers.logscan import scan_log
+    from pytest_runhealth.safety import safeio
 
     log = tmp_path / "train.log"
     log.write_bytes(b"step 1 loss 0.5\n" * 10)
@@ -1319,7 +1319,7 @@ def test_a_utf16_log_ending_in_a_cuda_oom_fails_rh201(tmp_path, run_health, form
 
 
 def test_binary_files_are_never_taken_for_utf16(tmp_path):
-    from pytest_runhealth import safeio
+    from pytest_runhealth.safety import safeio
 
     blob = bytes([0x41, 0x00]) * 2000  # looks like UTF-16 "AAAA..."
     for name in ("w.safetensors", "events.out.tfevents.1.host"):
@@ -1337,8 +1337,8 @@ def _pid_run(tmp_path: Path, pid: int, written_offset_s: float) -> Path:
 def test_pid_1_is_not_the_runs_process(tmp_path):
     """A pid file naming pid 1 (or any process running long before the run)
     does not prove the run is alive: the pid belongs to another process."""
-    from pytest_runhealth.live.procs import MAX_LAUNCH_GAP_S, pid_status
-    from pytest_runhealth.status import pid_alive
+    from pytest_runhealth.features.status import pid_alive
+    from pytest_runhealth.readers.procs import MAX_LAUNCH_GAP_S, pid_status
 
     psutil = pytest.importorskip("psutil")
     started_1 = psutil.Process(1).create_time()
@@ -1356,7 +1356,7 @@ def test_pid_1_is_not_the_runs_process(tmp_path):
 
 @pytest.mark.parametrize("fits", ["cwd", "nothing"])
 def test_an_old_process_is_the_runs_only_when_its_cwd_or_command_line_names_the_run(tmp_path, fits):
-    from pytest_runhealth.live.procs import MAX_LAUNCH_GAP_S, pid_status
+    from pytest_runhealth.readers.procs import MAX_LAUNCH_GAP_S, pid_status
 
     run = tmp_path / "run-7c1e"
     run.mkdir()
@@ -1371,7 +1371,7 @@ def test_an_old_process_is_the_runs_only_when_its_cwd_or_command_line_names_the_
 
 
 def test_a_freshly_launched_process_is_the_runs(tmp_path):
-    from pytest_runhealth.live.procs import pid_status
+    from pytest_runhealth.readers.procs import pid_status
 
     proc = subprocess.Popen(["sleep", "30"], cwd=tmp_path)
     try:

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, regenerate
 
 from pytest_runhealth import Registry, checks
-from pytest_runhealth.catalogue import render_catalogue
+from pytest_runhealth.plugins.catalogue import render_catalogue
 
 DOCS = REPO / "docs" / "checks.md"
 

@@ -10,7 +10,7 @@ import yaml
 from conftest import EXAMPLES
 
 import pytest_runhealth as runhealth
-from pytest_runhealth.finding import Finding
+from pytest_runhealth.model.finding import Finding
 from pytest_runhealth.testing import check_on
 
 
@@ -146,7 +146,7 @@ def test_it_agrees_with_every_example_expectation():
 
 def runhealth_fixtures(check_id: str) -> tuple[str, ...]:
     from pytest_runhealth.checks import builtin_modules
-    from pytest_runhealth.registry import Registry
+    from pytest_runhealth.model.registry import Registry
 
     registry = Registry()
     for module in builtin_modules():

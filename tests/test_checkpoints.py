@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from trainerfiles import EXAMPLES, cut_file, ltx_step_lines, ltx_workspace, write_safetensors
 
-from pytest_runhealth.checkpoints import check_safetensors, find_checkpoints, latest, parse_name
+from pytest_runhealth.readers.checkpoints import check_safetensors, find_checkpoints, latest, parse_name
 from pytest_runhealth.testing import check_on
 
 

@@ -33,12 +33,12 @@ def test_last_failed_reruns_only_the_failing_check(pytester):
 
 
 def test_a_session_mutates_no_module(run_health):
-    import pytest_runhealth.collect.runhealth as anchor
+    import pytest_runhealth.engine.collect.runhealth as anchor
 
     before = set(vars(anchor))
     run_health(OOM, args=("-k", "RH201"))
     assert set(vars(anchor)) == before
-    assert not any(name.startswith("RH") for name in vars(sys.modules["pytest_runhealth.collect.runhealth"]))
+    assert not any(name.startswith("RH") for name in vars(sys.modules["pytest_runhealth.engine.collect.runhealth"]))
 
 
 def test_generated_tests_take_fixtures_and_marks(pytester, run_health):

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from pytest_runhealth.ledger import read_ledger
-from pytest_runhealth.logscan import read_log_tail, scan_log
+from pytest_runhealth.readers.ledger import read_ledger
+from pytest_runhealth.readers.logscan import read_log_tail, scan_log
 
 pytestmark = pytest.mark.slow  # the slow tier: real writer processes appending while read
 

@@ -18,8 +18,8 @@ import sweep_builders as sb
 from trainerfiles import write_events
 
 from pytest_runhealth.cli import merge_reports
-from pytest_runhealth.consequences import apply, root_groups
-from pytest_runhealth.results import Result
+from pytest_runhealth.features.consequences import apply, root_groups
+from pytest_runhealth.model.results import Result
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEAD = "cand-001-s0"
@@ -385,8 +385,8 @@ def test_a_root_on_the_run_dir_explains_a_failure_on_its_runs(pytester, run_heal
     """A relation whose root is a session-scope check: each run's pass is
     folded with its run dir's own failures, judged first where needed, so
     the run's failure names it although the run dir's item runs last."""
-    from pytest_runhealth import consequences
-    from pytest_runhealth.consequences import Relation
+    from pytest_runhealth.features import consequences
+    from pytest_runhealth.features.consequences import Relation
 
     extra = Relation("ZZ901", "ZZ101", None, "the run dir's failure explains the run's")
     monkeypatch.setattr(consequences, "RELATIONS", (*consequences.RELATIONS, extra))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_runhealth.rules import RuleError, glob_match, iter_hits, parse_rules
+from pytest_runhealth.plugins.rules import RuleError, glob_match, iter_hits, parse_rules
 
 NCCL = "[rank3]:[E ProcessGroupNCCL.cpp:1182] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7)"
 RULES = """
@@ -200,7 +200,7 @@ def test_whole_file_rule_streams_a_1gb_log_in_bounded_memory(tmp_path):
 
 
 def test_match_across_chunk_boundaries_is_counted_once(tmp_path, monkeypatch):
-    import pytest_runhealth.rules as rules
+    import pytest_runhealth.plugins.rules as rules
 
     monkeypatch.setattr(rules, "CHUNK", 64)
     monkeypatch.setattr(rules, "MAX_PENDING", 128)

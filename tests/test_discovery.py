@@ -12,8 +12,8 @@ from eval_builders import T0, episode, request, write
 from sweep_builders import healthy_session
 from trainerfiles import kohya_scalars, write_events, write_safetensors
 
-from pytest_runhealth.discovery import discover
-from pytest_runhealth.rundir import RunDir, walk
+from pytest_runhealth.plugins.discovery import discover
+from pytest_runhealth.readers.rundir import RunDir, walk
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
 

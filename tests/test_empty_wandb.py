@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_runhealth import discovery
+from pytest_runhealth.plugins import discovery
 
 N = 30
 

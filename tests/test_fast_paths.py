@@ -14,9 +14,9 @@ import jsonschema
 import pytest
 
 from pytest_runhealth.evaluation.settings import GATE_SCHEMA, SCHEMA, validate
-from pytest_runhealth.ledger import unusable_run_id
-from pytest_runhealth.logscan import HINT_HITS, _interval, mentions_nonfinite, scan_log
-from pytest_runhealth.rundir import RunDir
+from pytest_runhealth.readers.ledger import unusable_run_id
+from pytest_runhealth.readers.logscan import HINT_HITS, _interval, mentions_nonfinite, scan_log
+from pytest_runhealth.readers.rundir import RunDir
 
 
 def _plain_hint(buf: bytes) -> bool:
@@ -62,7 +62,7 @@ def test_a_chunk_straddling_scan_matches_line_by_line(tmp_path, monkeypatch):
     """The reused buffer and the inline skim of a big log: the same lines,
     steps and markers as a scan with no stride, on a log whose lines cross
     chunk boundaries, with a nan in one chunk only."""
-    import pytest_runhealth.logscan as ls
+    import pytest_runhealth.readers.logscan as ls
 
     bar = "\rsteps:  1%|▍         | {i}/9000 [00:{s:02d}<99:00, 1.00s/it, avr_loss={loss}]"
     parts = ["running training / 学習開始\n"]

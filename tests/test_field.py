@@ -18,7 +18,7 @@ import pytest
 import yaml
 from once_per_run import once_per_run
 
-from pytest_runhealth.rootcause import same_cause
+from pytest_runhealth.readers.rootcause import same_cause
 
 FIELD = Path(__file__).parent / "field"
 CASES = sorted(p.parent for p in FIELD.glob("*/case.yaml"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from live_helpers import sleeper  # noqa: F401  (fixture)
 
-from pytest_runhealth.discovery import discover
+from pytest_runhealth.plugins.discovery import discover
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -112,8 +112,8 @@ def test_the_log_joins_the_newest_of_several_library_runs(tmp_path):
 
 
 def test_pid_file_in_the_launch_folder_is_the_runs(tmp_path):
-    from pytest_runhealth.rundir import RunDir
-    from pytest_runhealth.status import pid_alive
+    from pytest_runhealth.features.status import pid_alive
+    from pytest_runhealth.readers.rundir import RunDir
 
     proj = launch(tmp_path, "hf-trainer-healthy", progress(5, 1000))
     (proj / "train.pid").write_text("999999999\n")  # a pid no process has

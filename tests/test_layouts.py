@@ -18,11 +18,12 @@ import pytest
 from conftest import EXAMPLES
 from small_rundirs import wandb_run_copy
 
-from pytest_runhealth import discovery, layouts
-from pytest_runhealth.layouts import hf_trainer, jsonl_metrics, mlflow_store, series, torchelastic, wandb_run
-from pytest_runhealth.logscan import LogTail, TailLine
-from pytest_runhealth.rootcause import diagnose
-from pytest_runhealth.rundir import RunDir
+from pytest_runhealth.plugins import discovery
+from pytest_runhealth.readers import layouts
+from pytest_runhealth.readers.layouts import hf_trainer, jsonl_metrics, mlflow_store, series, torchelastic, wandb_run
+from pytest_runhealth.readers.logscan import LogTail, TailLine
+from pytest_runhealth.readers.rootcause import diagnose
+from pytest_runhealth.readers.rundir import RunDir
 from pytest_runhealth.testing import check_on
 
 
@@ -712,7 +713,7 @@ def test_rh202_reads_the_layouts_inside_a_sweeps_runs(tmp_path):
 def test_a_finished_trainer_output_dir_is_not_also_a_kohya_folder():
     """QA: the final ``model.safetensors`` save_model() writes at the top of a
     Trainer output dir made the HTML page say ``layouts: kohya, hf-trainer``."""
-    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.readers.rundir import RunDir
 
     layouts = RunDir(EXAMPLES / "hf-trainer-healthy").layouts
     assert "hf-trainer" in layouts and "kohya" not in layouts

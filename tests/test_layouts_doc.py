@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from pytest_runhealth.ledger import ALIASES, read_ledger
+from pytest_runhealth.readers.ledger import ALIASES, read_ledger
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "layouts.md"
 BLOCK = re.compile(r"^```json (?P<caption>[^\n]+)\n(?P<body>.*?)^```$", re.S | re.M)

@@ -21,9 +21,12 @@ HEAVY = ("httpx", "psutil", "pynvml", "jsonschema", "yaml", "tbparse", "pandas",
 ENTRY_MODULES = {
     "pytest_runhealth",
     "pytest_runhealth.plugin",
-    "pytest_runhealth.options",
-    "pytest_runhealth.hookspecs",
-    "pytest_runhealth.run_dir_option",  # asked in every session whether --run-dir was typed
+    "pytest_runhealth.settings.options",
+    "pytest_runhealth.model",
+    "pytest_runhealth.model.hookspecs",
+    "pytest_runhealth.model.version",
+    "pytest_runhealth.settings",
+    "pytest_runhealth.settings.run_dir_option",  # asked in every session whether --run-dir was typed
 }
 
 PROBE = """
@@ -70,7 +73,7 @@ def test_options_ini_keys_and_fixtures_exist_without_activation(project):
     assert ran["code"] == 0, ran["stdout"]
     assert "no --run-dir given" in ran["stdout"]  # the user's run_dir test skips and says why
     assert "2 passed, 1 skipped" in ran["stdout"], ran["stdout"]
-    assert "pytest_runhealth.core" not in ran["modules"]
+    assert "pytest_runhealth.plugins.core" not in ran["modules"]
     helped = subprocess.run(
         [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
         cwd=project,
@@ -91,9 +94,7 @@ def test_options_ini_keys_and_fixtures_exist_without_activation(project):
         assert name in helped, name
 
 
-ACTIVE_TEST = (
-    "def test_active(pytestconfig):\n    assert pytestconfig.pluginmanager.has_plugin('pytest_runhealth.core')\n"
-)
+ACTIVE_TEST = "def test_active(pytestconfig):\n    assert pytestconfig.pluginmanager.has_plugin('pytest_runhealth.plugins.core')\n"
 
 
 @pytest.mark.parametrize("how", ["option", "ini", "conftest-check", "conftest-hook"])
@@ -114,14 +115,14 @@ def test_a_run_health_session_gets_the_whole_plugin(project, how):
         (project / "conftest.py").write_text("def pytest_runhealth_register_checks(registry, config):\n    pass\n")
     ran = probe(project, *args)
     assert ran["code"] == 0, ran["stdout"]
-    assert "pytest_runhealth.core" in ran["modules"]
+    assert "pytest_runhealth.plugins.core" in ran["modules"]
 
 
 def test_no_runhealth_blocks_the_feature_modules_too(project):
     (project / "test_active.py").write_text(ACTIVE_TEST)
     ran = probe(project, "-q", "-p", "no:runhealth", "--run-dir", str(project))
     assert ran["code"] == 4  # --run-dir is unknown without the plugin: a usage error
-    assert "pytest_runhealth.core" not in ran["modules"]
+    assert "pytest_runhealth.plugins.core" not in ran["modules"]
 
 
 def test_pytest_typed_inside_a_run_dir_says_how_to_check_it(tmp_path):

@@ -7,7 +7,7 @@ import json
 
 import sweep_builders as sb
 
-from pytest_runhealth.ledger import ALIASES, may_mention, read_ledger
+from pytest_runhealth.readers.ledger import ALIASES, may_mention, read_ledger
 from pytest_runhealth.testing import check_on
 
 ROWS = [

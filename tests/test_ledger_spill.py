@@ -9,9 +9,9 @@ import json
 import pytest
 import sweep_builders as sb
 
-from pytest_runhealth import ledger as ledger_mod
-from pytest_runhealth.ledger import SpilledRows, read_ledger
-from pytest_runhealth.runids import RunIds
+from pytest_runhealth.readers import ledger as ledger_mod
+from pytest_runhealth.readers.ledger import SpilledRows, read_ledger
+from pytest_runhealth.readers.runids import RunIds
 
 
 def _rows() -> list[str]:
@@ -135,9 +135,9 @@ def test_a_spilled_ledger_and_its_shared_pass_keep_no_row_object(sweep, monkeypa
     one buffer, however many rows were decoded on the way (counted in objects, not measured in time)."""
     import gc
 
-    from pytest_runhealth.ledger import LedgerRow
-    from pytest_runhealth.rundir import RunDir
-    from pytest_runhealth.sweepfacts import LedgerFacts
+    from pytest_runhealth.features.sweepfacts import LedgerFacts
+    from pytest_runhealth.readers.ledger import LedgerRow
+    from pytest_runhealth.readers.rundir import RunDir
 
     def rows_alive() -> int:
         gc.collect()
@@ -161,9 +161,9 @@ def test_what_a_spilled_sweep_keeps_is_a_few_bytes_a_row(tmp_path, monkeypatch):
     ledger; kept as objects, the same rows keep ~2 kB each."""
     import tracemalloc
 
-    from pytest_runhealth.knobs import HealthyKnobs
-    from pytest_runhealth.rundir import RunDir
-    from pytest_runhealth.sweepfacts import LedgerFacts
+    from pytest_runhealth.features.knobs import HealthyKnobs
+    from pytest_runhealth.features.sweepfacts import LedgerFacts
+    from pytest_runhealth.readers.rundir import RunDir
 
     root = tmp_path / "big"
     root.mkdir()
@@ -195,8 +195,8 @@ def test_a_spilled_ledgers_knob_search_is_the_plain_comparison(tmp_path, monkeyp
     nested values, a seed that differs on every run, rows without a config."""
     import random
 
-    from pytest_runhealth.knobs import HealthyKnobs
-    from pytest_runhealth.sweepfacts import LedgerFacts
+    from pytest_runhealth.features.knobs import HealthyKnobs
+    from pytest_runhealth.features.sweepfacts import LedgerFacts
 
     _spill(monkeypatch, keep=3)
     rng = random.Random(38)

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from live_helpers import run_health, sleeper, warm_imports  # noqa: F401  (fixtures)
 
-from pytest_runhealth.live.procs import pid_status
+from pytest_runhealth.readers.procs import pid_status
 
 pytestmark = pytest.mark.slow  # the slow tier: real processes alive, exited, zombie
 

@@ -9,8 +9,8 @@ import tracemalloc
 
 from trainerfiles import kohya_bar, kohya_log, ltx_step_lines
 
-from pytest_runhealth.ledger import read_ledger
-from pytest_runhealth.logscan import MAX_POINTS, read_log_tail, scan_log
+from pytest_runhealth.readers.ledger import read_ledger
+from pytest_runhealth.readers.logscan import MAX_POINTS, read_log_tail, scan_log
 
 
 def write(tmp_path, text, name="train.log"):
@@ -117,7 +117,7 @@ def test_unreadable_log_is_an_error_not_an_exception(tmp_path):
 GIANT = textwrap.dedent(
     """
     import resource, sys, tracemalloc
-    from pytest_runhealth.logscan import read_log_tail, scan_log
+    from pytest_runhealth.readers.logscan import read_log_tail, scan_log
     path, size = sys.argv[1], int(sys.argv[2])
     bar = "\\rsteps:  50%|#####     | {0}/999999 [01:00<01:00, 1.00s/it, avr_loss=0.05{0}]"
     head = "".join(bar.format(i) for i in range(1, 20_000)).encode()
@@ -168,7 +168,7 @@ def test_windows_line_ends_are_not_redraws(tmp_path):
 def test_big_log_keeps_the_exact_last_step_and_every_nan(tmp_path, monkeypatch):
     """Past STRIDE_FROM bytes lines are parsed by a byte stride; the end of the
     log and any line with a NaN are still parsed in full."""
-    from pytest_runhealth import logscan
+    from pytest_runhealth.readers import logscan
 
     body = "".join(f"step {s} loss 0.1 {'x' * 200}\n" for s in range(1, 3001))
     body = body.replace("step 1234 loss 0.1", "step 1234 loss nan")
@@ -184,7 +184,7 @@ def test_big_logs_count_redraws_only_when_asked(tmp_path, monkeypatch):
     """Above STRIDE_FROM the full-file \\r count is not part of the scan (only
     RH002's failure message needs it); asked for, it equals the eager count,
     Windows line ends and sparse holes included."""
-    import pytest_runhealth.logscan as logscan
+    import pytest_runhealth.readers.logscan as logscan
 
     text = kohya_log(96).replace("\n", "\r\n", 5)
     eager = scan_log(write(tmp_path, text))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sweep_builders import make_sweep
 
-from pytest_runhealth.rundir import RunDir
-from pytest_runhealth.scale import GROUPS_PER_WORKER, label_weights, pack_weights
-from pytest_runhealth.target import Target
+from pytest_runhealth.features.scale import GROUPS_PER_WORKER, label_weights, pack_weights
+from pytest_runhealth.model.target import Target
+from pytest_runhealth.readers.rundir import RunDir
 
 
 def units_of(root: Path) -> dict[str, int]:
@@ -73,7 +73,7 @@ def test_many_runs_one_item_each_under_n_are_told_to_chunk(tmp_path):
     """Under -n, a run dir of hundreds of runs below the batching threshold
     is told once that chunked items pay; a small one, a batched one, or no -n
     is told nothing."""
-    from pytest_runhealth.scale import XDIST_CHUNK, chunk_advice
+    from pytest_runhealth.features.scale import XDIST_CHUNK, chunk_advice
 
     big = ledger_only_sweep(tmp_path / "big", 4 * XDIST_CHUNK + 1)
     small = ledger_only_sweep(tmp_path / "small", 4 * XDIST_CHUNK)

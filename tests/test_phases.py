@@ -10,7 +10,7 @@ import re
 import pytest
 
 from pytest_runhealth.checks import builtin_modules
-from pytest_runhealth.registry import Registry
+from pytest_runhealth.model.registry import Registry
 
 PHASES = ("prelaunch", "live", "postmortem", "gate")
 _COLLECTED = re.compile(r"::(?P<id>[A-Z]+\d{3,4})-[a-z0-9-]+\[")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from live_helpers import write_pid_file
 
-from pytest_runhealth.live.procs import BEFORE_FILES_SLACK_S, MAX_LAUNCH_GAP_S, pid_is_the_runs, pid_status
+from pytest_runhealth.readers.procs import BEFORE_FILES_SLACK_S, MAX_LAUNCH_GAP_S, pid_is_the_runs, pid_status
 
 psutil = pytest.importorskip("psutil")
 

@@ -371,7 +371,7 @@ def test_prelaunch_checks_do_not_import_wandb_at_plugin_load(pytester):
     out = pytester.run(
         sys.executable,
         "-c",
-        "import sys, pytest_runhealth.plugin, pytest_runhealth.prelaunch_summary, pytest_runhealth.checks.trainer.prelaunch; "
+        "import sys, pytest_runhealth.plugin, pytest_runhealth.features.prelaunch_summary, pytest_runhealth.checks.trainer.prelaunch; "
         "print('wandb' in sys.modules)",
     )
     assert out.stdout.lines[-1] == "False"

@@ -20,8 +20,8 @@ import pytest
 from conftest import CHILD_ADDOPTS
 
 import pytest_runhealth
-from pytest_runhealth.regexsafe import backtracking_risk
-from pytest_runhealth.rules import RuleError, parse_rules
+from pytest_runhealth.plugins.rules import RuleError, parse_rules
+from pytest_runhealth.safety.regexsafe import backtracking_risk
 
 BIN = Path(sys.executable).parent
 PACKAGE_ROOT = Path(pytest_runhealth.__file__).resolve().parent.parent

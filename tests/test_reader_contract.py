@@ -1,4 +1,4 @@
-"""The reader contract (pytest_runhealth/reading.py), for every registered reader
+"""The reader contract (pytest_runhealth/safety/reading.py), for every registered reader
 (pytest_runhealth/readers.py): hostile content never raises out of a reader,
 and a reader's work grows linearly with its input, counted in Python lines
 executed rather than seconds (so it holds on a busy machine)."""
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_runhealth import reading
-from pytest_runhealth.ledger import read_ledger
-from pytest_runhealth.logscan import read_log_tail, scan_log
-from pytest_runhealth.readers import READERS, Reader
-from pytest_runhealth.safeio import open_readonly
+from pytest_runhealth.reader_contract import READERS, Reader
+from pytest_runhealth.readers.ledger import read_ledger
+from pytest_runhealth.readers.logscan import read_log_tail, scan_log
+from pytest_runhealth.safety import reading
+from pytest_runhealth.safety.safeio import open_readonly
 
 CONTROL = "\x00\x01\x07\x08\t\n\r\x1b\x7f\x85\u2028\u202e"
 KEY = st.text(alphabet=st.sampled_from(list("loss_grad_norm/.") + list(CONTROL) + ["é", "\ufeff"]), max_size=12)
@@ -228,7 +228,7 @@ def _checks_work(reader: Reader, n: int) -> int:
     """Python lines executed by every post-mortem check that needs no fixture, on the reader's grown
     input (each check_on reads afresh: nothing is cached across sizes)."""
     from pytest_runhealth.checks import builtin_modules
-    from pytest_runhealth.registry import Registry
+    from pytest_runhealth.model.registry import Registry
     from pytest_runhealth.testing import check_on
 
     registry = Registry()
@@ -264,7 +264,7 @@ def test_hostile_content_through_every_check(reader: Reader):
     fixture: a finding or a skip, never an exception and never "the check itself raised" (a 4000-digit
     loss once raised OverflowError inside RH202, a 5000-digit exit code inside RH212)."""
     from pytest_runhealth.checks import builtin_modules
-    from pytest_runhealth.registry import Registry
+    from pytest_runhealth.model.registry import Registry
     from pytest_runhealth.testing import check_on
 
     registry = Registry()
@@ -365,7 +365,7 @@ class _ReadsAtMost:
 def test_ledger_batches_are_the_files_lines_whatever_the_read_size(data, k, max_line):
     """The ledger's line splitter keeps an unfinished line as its pieces and joins them once: every line comes
     back whole (or, over the limit, as its length dropped), in order, however the reads cut it."""
-    from pytest_runhealth.ledger import _batches
+    from pytest_runhealth.readers.ledger import _batches
 
     got = [
         (ln, d if i == 0 else 0, c) for ls, d, c in _batches(_ReadsAtMost(data, k), max_line) for i, ln in enumerate(ls)

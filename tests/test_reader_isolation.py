@@ -89,7 +89,7 @@ def test_crashed_reader_is_unreadable_on_its_run_only(tmp_path: Path, how: str):
     _sweep_with_oom(root)
     # The log scanner crashes on the poisoned run's log only (a stand-in for any reader bug).
     prelude = (
-        "import pytest_runhealth.rundir as rd\n"
+        "import pytest_runhealth.readers.rundir as rd\n"
         "_orig = rd.scan_log\n"
         "def _boom(path, *args, **kwargs):\n"
         "    if 'poisoned' in str(path):\n"
@@ -166,7 +166,7 @@ def test_metrics_jsonl_4000_digit_loss_is_infinite(tmp_path: Path):
 def test_mlflow_metric_file_is_streamed_under_the_run_cap(tmp_path: Path, monkeypatch):
     """Hard links make a 200-file run free on disk: the bytes read are counted per run, so the cap holds,
     and RH202 says what it cut."""
-    from pytest_runhealth.layouts import mlflow_store
+    from pytest_runhealth.readers.layouts import mlflow_store
 
     monkeypatch.setattr(mlflow_store, "MAX_METRIC_BYTES", 4000)
     monkeypatch.setattr(mlflow_store, "MAX_RUN_METRIC_BYTES", 10_000)
@@ -186,7 +186,7 @@ def test_mlflow_memory_is_bounded_by_the_run_cap(tmp_path: Path, monkeypatch):
     through, not twenty files' worth (one 16 MiB file once cost 1.1 GB)."""
     import tracemalloc
 
-    from pytest_runhealth.layouts import mlflow_store
+    from pytest_runhealth.readers.layouts import mlflow_store
 
     monkeypatch.setattr(mlflow_store, "MAX_METRIC_BYTES", 1 << 20)
     monkeypatch.setattr(mlflow_store, "MAX_RUN_METRIC_BYTES", 2 << 20)
@@ -207,7 +207,7 @@ def test_mlflow_memory_is_bounded_by_the_run_cap(tmp_path: Path, monkeypatch):
 def test_ledger_whose_first_row_is_an_empty_object(tmp_path: Path):
     """Found by the reader contract test: ``{}`` as the first row met the shape cache's empty start
     (AssertionError out of the ledger reader); it is a row with a schema problem."""
-    from pytest_runhealth.ledger import read_ledger
+    from pytest_runhealth.readers.ledger import read_ledger
 
     (tmp_path / "ledger.jsonl").write_text('{}\n{"run_id": "a"}\n')
     ledger = read_ledger(tmp_path / "ledger.jsonl")

@@ -9,8 +9,8 @@ import re
 
 import sweep_builders as sb
 
-from pytest_runhealth.ledger import LedgerRow, read_ledger
-from pytest_runhealth.rundir import RunDir
+from pytest_runhealth.readers.ledger import LedgerRow, read_ledger
+from pytest_runhealth.readers.rundir import RunDir
 
 
 def sweep(root, n: int):

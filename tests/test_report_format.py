@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import regenerate
 from small_rundirs import write_ledger
 
-from pytest_runhealth.results import Result, count_outcomes, report_document
+from pytest_runhealth.model.results import Result, count_outcomes, report_document
 
 HERE = Path(__file__).parent
 EXAMPLE = HERE.parent / "examples" / "generic-oom-rich"

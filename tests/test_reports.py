@@ -16,12 +16,12 @@ import pytest
 from eval_builders import episode, request, write
 from live_helpers import sleeper  # noqa: F401  (fixture)
 
+from pytest_runhealth.readers.rundir import RunDir
 from pytest_runhealth.reports import svg
 from pytest_runhealth.reports.html import render_page
 from pytest_runhealth.reports.markdown import cell, render_markdown
 from pytest_runhealth.reports.svg import CHAR_W, Bar, bar_chart, line_chart, tick_labels
 from pytest_runhealth.reports.view import build_view
-from pytest_runhealth.rundir import RunDir
 
 WALL = 1800
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -274,7 +274,9 @@ def test_sweep_series_come_from_the_ledger_in_run_order(tmp_path):
 
 # -- live status ---------------------------------------------------------------
 def test_only_runs_in_progress_get_the_status_block(tmp_path, pytester, run_health, sleeper):  # noqa: F811
-    pytest.importorskip("pytest_runhealth.status", reason="status.py (the trainer status block) is not installed")
+    pytest.importorskip(
+        "pytest_runhealth.features.status", reason="status.py (the trainer status block) is not installed"
+    )
     live = tmp_path / "live"
     kohya_log(live / "logs" / "train.log", 120, 2000, sec=2.0)
     trainer = sleeper().pid  # a live process launched after its run's files: the run's (RH203's provenance)
@@ -326,7 +328,9 @@ def pytest_runhealth_gpu_backend(config):
 
 
 def test_status_block_says_why_the_gpu_was_not_read(tmp_path, pytester, run_health, sleeper):  # noqa: F811
-    pytest.importorskip("pytest_runhealth.status", reason="status.py (the trainer status block) is not installed")
+    pytest.importorskip(
+        "pytest_runhealth.features.status", reason="status.py (the trainer status block) is not installed"
+    )
     live = tmp_path / "live"
     kohya_log(live / "logs" / "train.log", 120, 2000, sec=2.0)
     (live / "logs" / "train.pid").write_text(f"{sleeper().pid}\n")

@@ -196,9 +196,9 @@ def test_chromium_shows_distinct_bar_labels_a_shared_scale_and_the_full_ids(tmp_
     their end keep distinct labels (their end is kept), each label holds the
     full id for hover, the bar table lists every full id, and the step-time
     plots of 4 s/it and 600 s/it runs share one scale with a reference line."""
+    from pytest_runhealth.readers.rundir import RunDir
     from pytest_runhealth.reports.html import render_page
     from pytest_runhealth.reports.view import build_view
-    from pytest_runhealth.rundir import RunDir
 
     sweep = make_sweep(tmp_path / "s", 3)
     rows = [json.loads(line) for line in (sweep / "ledger.jsonl").read_text().splitlines()]

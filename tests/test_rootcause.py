@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_runhealth.logscan import read_log_tail, scan_log
-from pytest_runhealth.rootcause import diagnose, strip_prefix
-from pytest_runhealth.status import training_points
+from pytest_runhealth.features.status import training_points
+from pytest_runhealth.readers.logscan import read_log_tail, scan_log
+from pytest_runhealth.readers.rootcause import diagnose, strip_prefix
 
 BAR = "steps:  38%|███▊      | 36/96 [13:09<21:55, 21.93s/it, avr_loss=0.0796]"  # musubi-tuner#477
 TB = 'Traceback (most recent call last):\n  File "train_network.py", line 1012, in <module>\n    trainer.train(args)\n'
@@ -983,7 +983,7 @@ def test_the_watchdogs_own_abort_leaves_the_timeout_the_root(tmp_path):
 
 
 def test_older_cause_names_still_match():
-    from pytest_runhealth.rootcause import same_cause
+    from pytest_runhealth.readers.rootcause import same_cause
 
     assert same_cause("nccl-timeout", "collective-timeout") and same_cause("cuda-oom", "gpu-oom")
     assert same_cause("cuda-oom", "cuda-oom") and not same_cause("collective-timeout", "nccl-timeout")

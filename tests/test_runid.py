@@ -11,7 +11,7 @@ import json
 import pytest
 import sweep_builders as sb
 
-from pytest_runhealth.ledger import read_ledger, unusable_run_id
+from pytest_runhealth.readers.ledger import read_ledger, unusable_run_id
 
 PLANTED = "PLANTED-OUTSIDE-THE-RUN-DIR"
 HOSTILE = ["../../x", "/", "/etc", "a\u0000b", "r" * 300, "..", ".", "runs/../../x", "a\\b", ""]

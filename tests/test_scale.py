@@ -183,8 +183,8 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
     from pytest_runhealth.checks import sweep as sweep_checks
     from pytest_runhealth.context import Target
     from pytest_runhealth.engine import judge_chunk as batch
-    from pytest_runhealth.registry import SPEC_ATTR
-    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.model.registry import SPEC_ATTR
+    from pytest_runhealth.readers.rundir import RunDir
 
     _mixed_sweep(tmp_path / "s")
     funcs = ("step_count_collapse", "trainer_died_instantly", "early_exit_config", "slow_steps", "step_time_degrades")
@@ -217,8 +217,8 @@ def test_loud_rows_cover_every_row_quiet_row_fails(tmp_path):
     its ``quiet_row`` does not pass, whatever the fields hold: a chunk asks
     ``quiet_row`` of those rows only."""
     from pytest_runhealth.checks import sweep as sweep_checks
-    from pytest_runhealth.registry import SPEC_ATTR
-    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.model.registry import SPEC_ATTR
+    from pytest_runhealth.readers.rundir import RunDir
 
     odd = [None, True, False, 0, 1, -1, 2**70, 0.0, 1.0, "1", "timeout", " TIMEOUT ", "empty_tfevents", [], {}]
     rows = []
@@ -242,10 +242,10 @@ def test_loud_rows_cover_every_row_quiet_row_fails(tmp_path):
 def test_folderless_reasons_are_the_probes(tmp_path):
     """What a chunk says of a sweep run without a folder (``needs.FOLDERLESS``, no run object made) is what
     the need's probe says of that run, names with a line break or an escape included."""
-    from pytest_runhealth.needs import FOLDERLESS, NEEDS
-    from pytest_runhealth.rundir import RunDir
-    from pytest_runhealth.shown import name as shown_name
-    from pytest_runhealth.target import Target
+    from pytest_runhealth.model.needs import FOLDERLESS, NEEDS
+    from pytest_runhealth.model.target import Target
+    from pytest_runhealth.readers.rundir import RunDir
+    from pytest_runhealth.safety.shown import name as shown_name
 
     names = ["plain", "line\nbreak", "esc\x1b[31m", "tab\tname", "ünïcode"]
     (tmp_path / "ledger.jsonl").write_text("".join(json.dumps({"run_id": n}) + "\n" for n in names))

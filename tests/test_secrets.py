@@ -124,7 +124,7 @@ KEPT = [
 
 
 def test_redaction_table_covers_every_planted_form():
-    from pytest_runhealth.redact import redact
+    from pytest_runhealth.safety.redact import redact
 
     assert len(CORPUS) >= 40
     for line, secret in CORPUS:
@@ -163,7 +163,7 @@ def test_every_planted_form_is_redacted_in_every_output(pytester, run_health):
 
 
 def test_digests_and_ids_survive_redaction():
-    from pytest_runhealth.redact import redact
+    from pytest_runhealth.safety.redact import redact
 
     for kept in ("3f" * 32, "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3", "0123456789abcdef" * 4):
         assert redact(kept) == kept
@@ -173,7 +173,7 @@ def test_the_trigger_filter_changes_no_redaction():
     """redact() runs a row only where one of its trigger literals occurs; on
     every planted form, near miss and case variant, the result is the one the
     whole table gives."""
-    from pytest_runhealth import redact as r
+    from pytest_runhealth.safety import redact as r
 
     def unfiltered(text: str) -> str:
         for _family, pattern, replacement in r._PATTERNS:
@@ -192,7 +192,7 @@ def test_the_trigger_search_finds_exactly_the_triggers():
     each trigger alone, cut short, inside other text, and random strings over the triggers' alphabet."""
     import random
 
-    from pytest_runhealth import redact as r
+    from pytest_runhealth.safety import redact as r
 
     words = r._ALL_TRIGGERS
     alphabet = sorted({ch for w in words for ch in w} | set("xyz "))
@@ -252,7 +252,7 @@ HARMLESS = [  # shown exactly as written
 
 
 def test_the_forms_that_leaked_are_redacted_and_the_look_alikes_are_not():
-    from pytest_runhealth.redact import redact
+    from pytest_runhealth.safety.redact import redact
 
     leaks = [line for line, secret in NEW_FORMS if secret in redact(line)]
     assert leaks == []
@@ -261,7 +261,7 @@ def test_the_forms_that_leaked_are_redacted_and_the_look_alikes_are_not():
 
 
 def test_redaction_is_idempotent_and_the_trigger_filter_changes_nothing_on_the_new_forms():
-    from pytest_runhealth import redact as r
+    from pytest_runhealth.safety import redact as r
 
     def unfiltered(text: str) -> str:
         for _family, pattern, replacement in r._PATTERNS:
@@ -281,9 +281,9 @@ def test_every_writer_ends_in_the_one_sanitiser():
     import io
     import json as jsonlib
 
-    from pytest_runhealth.printable import ShownTerminal
+    from pytest_runhealth.model.results import write_json
+    from pytest_runhealth.plugins.printable import ShownTerminal
     from pytest_runhealth.reports import html, markdown
-    from pytest_runhealth.results import write_json
 
     secret_line, secret = NEW_FORMS[17]  # an Azure SAS sig=
     row = {"round": "r1", "source": "s", "status": "done", "episodes": 2, "scores": "", "counted": False}
@@ -357,7 +357,7 @@ ROUND4_HARMLESS = [  # look-alikes of those forms, shown exactly as written
 
 
 def test_round_four_forms_are_redacted_and_their_look_alikes_are_not():
-    from pytest_runhealth import redact as r
+    from pytest_runhealth.safety import redact as r
 
     def unfiltered(text: str) -> str:
         for _family, pattern, replacement in r._PATTERNS:
@@ -400,7 +400,7 @@ def test_round_four_forms_are_redacted_in_every_output(pytester, run_health):
     ],
 )
 def test_redaction(secret):
-    from pytest_runhealth.redact import redact
+    from pytest_runhealth.safety.redact import redact
 
     out = redact(f"before {secret} after")
     for token in (

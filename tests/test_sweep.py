@@ -467,8 +467,8 @@ def test_rows_of_any_shape_never_crash_a_sweep_check(tmp_path_factory):
 
     from pytest_runhealth.checks import sweep
     from pytest_runhealth.context import CheckContext, Target
-    from pytest_runhealth.registry import SPEC_ATTR
-    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.model.registry import SPEC_ATTR
+    from pytest_runhealth.readers.rundir import RunDir
 
     specs = [getattr(f, SPEC_ATTR) for f in vars(sweep).values() if hasattr(f, SPEC_ATTR)]
     scalar = st.one_of(
@@ -531,8 +531,8 @@ def test_ledger_facts_pick_the_rows_the_row_functions_pick(tmp_path):
     code, a timeout said three ways, a stop said in error beside an
     empty_tfevents disqualification, a scored setup row, a NaN score), each of
     its index lists is exactly the rows its row function accepts."""
-    from pytest_runhealth import sweepfacts as sf
-    from pytest_runhealth.ledger import read_ledger
+    from pytest_runhealth.features import sweepfacts as sf
+    from pytest_runhealth.readers.ledger import read_ledger
 
     rows = [
         {"run_id": "a", "exit_code": 0, "n_steps": 10, "score": 0.5, "role": "candidate"},
@@ -571,8 +571,8 @@ def test_healthy_knobs_differing_is_the_plain_comparison():
     knobs some configs lack, nested values, a seed that differs on every run."""
     import random
 
-    from pytest_runhealth.knobs import HealthyKnobs
-    from pytest_runhealth.ledger import LedgerRow
+    from pytest_runhealth.features.knobs import HealthyKnobs
+    from pytest_runhealth.readers.ledger import LedgerRow
 
     rng = random.Random(38)
     pool = [1, 1.0, True, 0, False, None, "adamw", "AdamW", 1e-4, 2e-4, [1, 2], {"a": 1}, [1.0, 2]]

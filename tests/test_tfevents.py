@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from trainerfiles import cut_file, flip_byte, kohya_log, kohya_scalars, write_events
 
+from pytest_runhealth.readers.tfevents import first_scalar, is_loss_tag, masked_crcs, read_event_file
 from pytest_runhealth.testing import check_on
-from pytest_runhealth.tfevents import first_scalar, is_loss_tag, masked_crcs, read_event_file
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ def test_nan_in_lr_is_kept_but_not_a_loss(tmp_path):
 
 
 def test_run_dir_scalars_dataframe(tmp_path, kohya_events):
-    from pytest_runhealth.rundir import RunDir
+    from pytest_runhealth.readers.rundir import RunDir
 
     df = RunDir(tmp_path).scalars()
     assert set(df["tag"]) >= {"loss/current", "lr/unet", "loss/epoch"}
@@ -153,7 +153,7 @@ def test_rh005_corrupt_file_fails_with_record_evidence(tmp_path):
 
 
 def test_series_memory_is_bounded(tmp_path, monkeypatch):
-    from pytest_runhealth import tfevents
+    from pytest_runhealth.readers import tfevents
 
     monkeypatch.setattr(tfevents, "MAX_SERIES", 50)
     path = write_events(tmp_path, [("loss/current", s, float("nan") if s == 77 else 0.1) for s in range(1, 301)])
@@ -168,7 +168,7 @@ def test_grouped_reading_equals_event_pb2_record_by_record(tmp_path, monkeypatch
     parsing every record with event_pb2 gives: same tags, order, steps,
     values, NaNs; on a file mixing tags of equal length, tensor summaries,
     zero values (an omitted field), negative and varint-boundary steps."""
-    from pytest_runhealth import tfevents
+    from pytest_runhealth.readers import tfevents
 
     rows = kohya_scalars(200, nan_from=150, lr_nan_at=20)
     rows += [("loss/current", s, 0.25) for s in (127, 128, 16383, 16384, 2**35)]
@@ -210,7 +210,7 @@ def test_a_50_mb_record_checks_in_bounded_memory_and_python_steps(tmp_path, monk
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer import record_writer
 
-    from pytest_runhealth import tfevents
+    from pytest_runhealth.readers import tfevents
 
     monkeypatch.setattr(record_writer, "masked_crc32c", lambda data: int(masked_crcs(data, [0], [len(data)])[0]))
     big = summary_pb2.Summary.Value(

@@ -16,10 +16,10 @@ from live_helpers import sleeper  # noqa: F401  (fixture)
 from small_rundirs import wandb_run_copy
 from trainerfiles import RICH_OOM_BOX, generic_log, kohya_log, ltx_step_lines, ltx_workspace
 
-from pytest_runhealth.logscan import StepPoint, read_log_tail
-from pytest_runhealth.rootcause import diagnose as classify
-from pytest_runhealth.rundir import RunDir
-from pytest_runhealth.status import latest_samples, steady_step_time
+from pytest_runhealth.features.status import latest_samples, steady_step_time
+from pytest_runhealth.readers.logscan import StepPoint, read_log_tail
+from pytest_runhealth.readers.rootcause import diagnose as classify
+from pytest_runhealth.readers.rundir import RunDir
 from pytest_runhealth.testing import check_on
 
 STEPS = generic_log(30, 30)  # a finished generic run: step 30/30
@@ -29,8 +29,8 @@ def fatal_of(tmp_path, text: str):
     path = tmp_path / "train.log"
     path.write_text(text, encoding="utf-8")
     tail = read_log_tail(path)
-    from pytest_runhealth.logscan import scan_log
-    from pytest_runhealth.status import training_points
+    from pytest_runhealth.features.status import training_points
+    from pytest_runhealth.readers.logscan import scan_log
 
     pts = training_points(scan_log(path))
     last = max(pts, key=lambda p: p.step) if pts else None
@@ -569,8 +569,8 @@ def test_status_block_takes_the_trackers_recorded_end(tmp_path):
     unknown: no pid file, log last written 30 s ago" in the status block (no
     pid file is kept beside a W&B run). The tracker's record of the end is
     evidence; a run with none recorded stays unknown."""
-    from pytest_runhealth.rundir import RunDir
-    from pytest_runhealth.status import run_status, tracker_state
+    from pytest_runhealth.features.status import run_status, tracker_state
+    from pytest_runhealth.readers.rundir import RunDir
 
     done = wandb_run_copy(tmp_path / "done")
     # a console that prints no "finished" line and no step total (a loop that logs only to W&B)

@@ -229,7 +229,7 @@ def test_every_positional_of_check_is_a_run_dir(tmp_path):
 
 
 def test_check_splits_options_and_run_dirs():
-    from pytest_runhealth.trust_boundary import split_check_args
+    from pytest_runhealth.settings.trust_boundary import split_check_args
 
     dirs, rest = split_check_args(["a", "-q", "b", "-k", "RH2", "--runhealth-report", "r.json", "c", "--", "-d"])
     assert dirs == ["a", "b", "c", "-d"]
@@ -239,8 +239,8 @@ def test_check_splits_options_and_run_dirs():
 def test_one_reader_of_the_run_dir_spellings():
     """``run_dir_option.run_dir_at`` is the one reader of ``--run-dir``'s spellings outside pytest's parser:
     the guard's scan, ``check``'s split and the plugin's activation agree on every form (issue 37)."""
-    from pytest_runhealth.run_dir_option import run_dir_at, run_dir_words
-    from pytest_runhealth.trust_boundary import split_check_args
+    from pytest_runhealth.settings.run_dir_option import run_dir_at, run_dir_words
+    from pytest_runhealth.settings.trust_boundary import split_check_args
 
     assert run_dir_at(["--run-dir", "a"], 0) == ("a", 2)
     assert run_dir_at(["--run-dir=b"], 0) == ("b", 1)
@@ -255,7 +255,7 @@ def test_one_reader_of_the_run_dir_spellings():
 def test_check_makes_file_options_and_file_ini_overrides_absolute(tmp_path):
     """``check`` runs pytest from a folder of its own: a relative report path, given as an option or as
     ``-o runhealth_report=...``, must still land where the user stands, not in that deleted folder."""
-    from pytest_runhealth.trust_boundary import _absolute_paths
+    from pytest_runhealth.settings.trust_boundary import _absolute_paths
 
     given = ["--runhealth-report", "r.json", "-o", "runhealth_html=h.html", "--override-ini=runhealth_markdown=m.md"]
     given += ["-orunhealth_config=c.yaml", "-o", "runhealth_depth=2", "-q"]

@@ -154,7 +154,9 @@ def test_unknown_severity_key_or_level_is_a_usage_error(sessions, pytester):
 
 def test_warn_under_W_error_fails_without_traceback(sessions, run_health):
     dirs = sessions("severity:\n  ACME101: warn\n")
-    res = run_health(dirs[0], args=("-k", "ACME101", "-W", "error::pytest_runhealth.severity.RunHealthWarning"))
+    res = run_health(
+        dirs[0], args=("-k", "ACME101", "-W", "error::pytest_runhealth.settings.severity.RunHealthWarning")
+    )
     assert res.result_of("ACME101")["outcome"] == "failed"
 
 

@@ -530,8 +530,8 @@ def test_many_ticks_over_a_growing_log_stay_flat(tmp_path):
 
 
 def test_log_follower_agrees_with_a_full_scan(tmp_path):
-    from pytest_runhealth.logfollow import LogFollower
-    from pytest_runhealth.logscan import scan_log
+    from pytest_runhealth.readers.logfollow import LogFollower
+    from pytest_runhealth.readers.logscan import scan_log
 
     text = healthy_log(total=300, s_per_it=1.2, save_every=100)
     path = tmp_path / "stdout.log"
@@ -554,7 +554,7 @@ def test_event_file_read_on_from_the_last_record(tmp_path):
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    from pytest_runhealth.tfevents import read_event_file
+    from pytest_runhealth.readers.tfevents import read_event_file
 
     writer = EventFileWriter(str(tmp_path), flush_secs=3600)
 
@@ -580,7 +580,7 @@ def test_event_file_read_on_from_the_last_record(tmp_path):
 
 
 def test_ledger_read_on_from_the_last_row(tmp_path):
-    from pytest_runhealth.ledger import read_ledger
+    from pytest_runhealth.readers.ledger import read_ledger
 
     path = tmp_path / "ledger.jsonl"
     rows = [row(f"r{i}", at=T0, duration_s=10, n_steps=5) for i in range(3)]
@@ -606,8 +606,8 @@ def test_watch_and_status_block_read_a_run_alike_and_growth_under_the_watch_is_l
     """Issue 29: one status reader. The watch's first record of a run with no
     pid file says what the status block says (state unknown, no ETA); a log
     that then grows under the watch is live evidence (running, an ETA)."""
-    from pytest_runhealth.rundir import RunDir
-    from pytest_runhealth.status import run_status
+    from pytest_runhealth.features.status import run_status
+    from pytest_runhealth.readers.rundir import RunDir
     from pytest_runhealth.watch.trainer import TrainerWatch
 
     run = tmp_path / "run"

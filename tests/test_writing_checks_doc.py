@@ -14,8 +14,8 @@ from sweep_builders import healthy_session
 
 from pytest_runhealth import RegistryError, check
 from pytest_runhealth.context import CheckContext, Target
-from pytest_runhealth.registry import CheckSpec
-from pytest_runhealth.rundir import RunDir
+from pytest_runhealth.model.registry import CheckSpec
+from pytest_runhealth.readers.rundir import RunDir
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "writing-checks.md"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sweep_builders import make_sweep
 
-from pytest_runhealth.scale import GROUPS_PER_WORKER, pack_weights
-from pytest_runhealth.xdist_scheduling import unit_of
+from pytest_runhealth.features.scale import GROUPS_PER_WORKER, pack_weights
+from pytest_runhealth.plugins.xdist_scheduling import unit_of
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CHECKS = {"RH001-ledger-readable", "RH101-step-count-collapse", "RH102-trainer-died-instantly", "RH201-trainer-error"}
@@ -52,7 +52,7 @@ def scopes(ids, groups):
     """The scope xdist's loadgroup machinery gives each node id under our scheduler."""
     import pytest as _pytest
 
-    from pytest_runhealth.xdist_scheduling import make_scheduler
+    from pytest_runhealth.plugins.xdist_scheduling import make_scheduler
 
     class Config:  # what LoadScopeScheduling reads of the config
         option = type("O", (), {"tx": ["popen", "popen"], "numprocesses": 2, "dist": "load"})()
@@ -184,8 +184,8 @@ def test_the_controller_knows_the_weight_of_every_label_collected(pytester, run_
     """``scale.label_weights`` (what the controller weighs groups by) names
     exactly the bracket labels the session's items carry: single runs, two run
     dirs, and chunks of runs above ``--runhealth-batch-above``."""
-    from pytest_runhealth.rundir import RunDir
-    from pytest_runhealth.scale import label_weights
+    from pytest_runhealth.features.scale import label_weights
+    from pytest_runhealth.readers.rundir import RunDir
 
     one, two = make_sweep(tmp_path / "one", [10] * 5), make_sweep(tmp_path / "two", [10, 20])
     for dirs, limit in (((one,), 2000), ((one, two), 2000), ((one, two), 2)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..registry import check
+from ..model.registry import check
 
 
 def _triage():

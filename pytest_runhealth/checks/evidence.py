@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 import time
 
-from ..layouts.wandb_run import is_service_log_link
-from ..registry import check
-from ..values import duration_text
+from ..model.registry import check
+from ..readers.layouts.wandb_run import is_service_log_link
+from ..readers.values import duration_text
 
 
 @check(
@@ -186,7 +186,7 @@ def log_has_step_lines(ctx):
     "(they were read); empty-tfevents: read the run's log for why it died before its first logged step.",
 )
 def tfevents_readable(ctx):
-    from ..tfevents import read_event_file
+    from ..readers.tfevents import read_event_file
 
     run = ctx.run
     reads = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from ..live.gpu import JUDGE_PROCESSES
-from ..registry import check
+from ..model.registry import check
 
 NVML_WHERE = "nvml"
 

@@ -12,7 +12,7 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from ..registry import check
+from ..model.registry import check
 
 THINKING_NAME = re.compile(r"thinking|reasoning|\bqwq\b|-r1\b|deepseek-r1|\bo1\b|magistral", re.I)
 SHOWN = 5
@@ -181,7 +181,7 @@ def lmstudio_unloads(ctx, lmstudio):
             fix="point --lmstudio-log at a readable server log file.",
         )
     if log is not None:
-        from ..timespan import run_span, split_by_span
+        from ..readers.timespan import run_span, split_by_span
 
         # A machine-wide log keeps months of lines: only those inside the run's span count (issue 18).
         span = run_span(ctx.run_dir)

@@ -10,13 +10,8 @@ from __future__ import annotations
 import json
 import statistics
 
-from .. import rootcause
-from ..finding import Evidence
-from ..knobs import healthy_by_role
-from ..ledger import LedgerRow
-from ..logscan import LogScan, StepPoint
-from ..registry import check
-from ..sweepfacts import (
+from ..features.knobs import healthy_by_role
+from ..features.sweepfacts import (
     COMPLETED_KEYS,
     TRAINING_ROLES,
     as_int,
@@ -46,7 +41,12 @@ from ..sweepfacts import (
     training_span,
     unjudged_ranks,
 )
-from ..values import finite_number
+from ..model.finding import Evidence
+from ..model.registry import check
+from ..readers import rootcause
+from ..readers.ledger import LedgerRow
+from ..readers.logscan import LogScan, StepPoint
+from ..readers.values import finite_number
 
 RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9, "stall_ratio": 10}
 

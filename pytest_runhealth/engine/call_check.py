@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from ..context import CheckContext
-from ..finding import Finding
-from ..needs import missing_need
-from ..reading import Unreadable
-from ..registry import CheckSpec
-from ..target import Target
+from ..model.finding import Finding
+from ..model.needs import missing_need
+from ..model.registry import CheckSpec
+from ..model.target import Target
+from ..safety.reading import Unreadable
 
 
 def skip_reason(spec: CheckSpec, target: Target) -> str | None:

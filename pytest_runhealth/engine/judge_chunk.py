@@ -20,15 +20,16 @@ from typing import Any
 
 import pytest
 
-from .. import consequences, severity
 from ..context import CheckContext
-from ..finding import Finding
-from ..needs import FOLDERLESS, NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
-from ..registry import CheckSpec
-from ..rundir import Run, RunList
+from ..features import consequences
+from ..model.finding import Finding
+from ..model.needs import FOLDERLESS, NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
+from ..model.registry import CheckSpec
+from ..model.target import Target
+from ..readers.rundir import Run, RunList
+from ..safety.shown import name as shown_name
 from ..session import RunHealthSession
-from ..shown import name as shown_name
-from ..target import Target
+from ..settings import severity
 from .call_check import call_check, normalise
 
 BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are counted

@@ -28,13 +28,14 @@ from typing import Any
 
 import pytest
 
-from .. import consequences, severity
 from ..context import CheckContext
-from ..finding import Finding
-from ..registry import CheckSpec, spec_of
+from ..features import consequences
+from ..features.status import run_status
+from ..model.finding import Finding
+from ..model.registry import CheckSpec, spec_of
+from ..model.target import Target
 from ..session import RunHealthSession
-from ..status import run_status
-from ..target import Target
+from ..settings import severity
 from .call_check import call_check, normalise, skip_reason
 from .judge_chunk import judge_runs
 

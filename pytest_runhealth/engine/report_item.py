@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from .. import consequences, severity
-from ..finding import Finding
-from ..registry import CheckSpec
+from ..features import consequences
+from ..model.finding import Finding
+from ..model.registry import CheckSpec
+from ..model.target import Target
+from ..safety.shown import one_line
 from ..session import SESSION
-from ..shown import one_line
-from ..target import Target
+from ..settings import severity
 from .judge_run import verdict_for
 
 FINDING = pytest.StashKey[Finding]()

@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..reading import MAX_INT_DIGITS
-from ..rundir import RunDir, round_folders
-from ..safeio import outside_link
+from ..readers.rundir import RunDir, round_folders
+from ..safety.reading import MAX_INT_DIGITS
+from ..safety.safeio import outside_link
 from .jsondoc import JsonRead, read_json
 from .model import (
     Episode,

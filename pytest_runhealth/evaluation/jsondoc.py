@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import reading
-from ..safeio import FirstSizes, open_readonly
+from ..safety import reading
+from ..safety.safeio import FirstSizes, open_readonly
 
 MAX_JSON_BYTES = 32 << 20
 

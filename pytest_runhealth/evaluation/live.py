@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..safeio import FirstSizes, describe_error
+from ..safety.safeio import FirstSizes, describe_error
 from .client import EvalClient, FetchError
 from .harvest import member_count
 from .jsondoc import read_json

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..redact import redact
-from ..results import write_text
+from ..model.results import write_text
+from ..safety.redact import redact
 from .gate import RECORD_SCHEMA, SHOW, GateDecision
 from .model import Evaluation
 

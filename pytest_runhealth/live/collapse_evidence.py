@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..finding import Evidence
+from ..model.finding import Evidence
 
 SHOWN = 3
 
@@ -25,7 +25,7 @@ def rh101_live_evidence(ctx, already: Sequence[Evidence] = ()) -> list[Evidence]
     lm = live.lmstudio
     log = lm.server_log(ctx.run_dir)
     if log is not None and not log.error and ctx.run_dir.rel(log.path) not in seen:
-        from ..timespan import run_span, split_by_span
+        from ..readers.timespan import run_span, split_by_span
 
         noops, _ = split_by_span(log.of("unload-noop"), run_span(ctx.run_dir), lambda e: e.entry.ts)  # issue 18
         for ev in noops[-SHOWN:]:

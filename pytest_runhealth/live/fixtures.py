@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..safeio import mtime
+from ..safety.safeio import mtime
 from .http import DEFAULT_TIMEOUT
 
 LIVE = pytest.StashKey["LiveServices"]()
@@ -128,7 +128,7 @@ class LMStudio:
 
     def _local(self, run_dir) -> bool:
         """This machine's ~/.lmstudio logs speak only for a run on this machine (issue 18)."""
-        from ..locality import local_reason
+        from ..features.locality import local_reason
 
         return local_reason(run_dir, self.config, self) is not None
 
@@ -174,7 +174,7 @@ class LiveServices:
     @property
     def processes(self):
         if self._processes is None:
-            from .procs import Processes
+            from ..readers.procs import Processes
 
             self._processes = Processes()
         return self._processes

@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..options import DEFAULT_PROBE_TIMEOUT
+from ..settings.options import DEFAULT_PROBE_TIMEOUT
 from .bounded_decode import ACCEPT_ENCODING, UnsupportedEncoding, decoded_chunks
 
 DEFAULT_TIMEOUT = DEFAULT_PROBE_TIMEOUT  # options.py shows it in --help

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..logscan import hole_ahead
-from ..safeio import FirstSizes, open_readonly
+from ..readers.logscan import hole_ahead
+from ..safety.safeio import FirstSizes, open_readonly
 
 MAX_WINDOW = 64 << 20  # the most of a server log that is parsed (its end)
 CHUNK = 4 << 20

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..consequences import worth_showing
+from ..features.consequences import worth_showing
 from . import svg
 from .view import ReportView, RunDirView, RunView, family_of
 

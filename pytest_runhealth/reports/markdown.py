@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..consequences import worth_showing
-from ..shown import shown
+from ..features.consequences import worth_showing
+from ..safety.shown import shown
 from .svg import NOT_XML
 from .view import ReportView
 

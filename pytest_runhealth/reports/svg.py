@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from ..shown import shown
+from ..safety.shown import shown
 
 MAX_POINTS = 300  # drawn per series: about one per pixel of a run's plot; more only thickens the line
 

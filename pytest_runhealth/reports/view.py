@@ -17,13 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..consequences import RootGroup, root_groups
-from ..logscan import StepPoint
-from ..registry import FAMILIES
-from ..results import Result
-from ..rundir import Run, RunDir
-from ..safeio import describe_error
-from ..shown import name as shown_name
+from ..features.consequences import RootGroup, root_groups
+from ..model.registry import FAMILIES
+from ..model.results import Result
+from ..readers.logscan import StepPoint
+from ..readers.rundir import Run, RunDir
+from ..safety.safeio import describe_error
+from ..safety.shown import name as shown_name
 
 FAILING = ("failed", "error")
 ORDER = {"failed": 0, "error": 1, "warned": 2, "passed": 3, "skipped": 4}

@@ -79,7 +79,7 @@ class HarvestWatch:
         self.completed: str | None = None
 
     def tick(self) -> Tick:
-        from ..rundir import walk
+        from ..readers.rundir import walk
 
         out = Tick()
         files = walk(self.path).files

@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..rundir import RunDir
-from ..shown import one_line
+from ..readers.rundir import RunDir
+from ..safety.shown import one_line
 from .evaluation import HarvestWatch, ServerRequestWatch
 from .notify import Notifier
 from .sweep import SweepWatch

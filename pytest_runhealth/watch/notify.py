@@ -27,8 +27,8 @@ import threading
 import urllib.error
 import urllib.request
 
-from ..redact import redact
-from ..shown import shown
+from ..safety.redact import redact
+from ..safety.shown import shown
 
 TIMEOUT_S = 5.0
 QUEUE_MAX = 100  # messages waiting; beyond it the oldest are dropped (and counted)

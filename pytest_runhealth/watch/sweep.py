@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..rundir import Run, RunDir
-from ..status import pid_alive
+from ..features.status import pid_alive
+from ..readers.rundir import Run, RunDir
 from .tail import LedgerTailer
 from .trainer import Tick, TrainerWatch
 
@@ -25,8 +25,8 @@ def planned_runs(session_url: str | None) -> int | None:
     """The session's planned run count from the orchestrator, when it says one."""
     if not session_url:
         return None
+    from ..features.sweepfacts import NESTS
     from ..live.http import request_json
-    from ..sweepfacts import NESTS
 
     reply = request_json("GET", session_url.rstrip("/") + "/api/session", timeout=5.0)
     data = reply.data if reply.ok else None

@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..ledger import LedgerRow, read_ledger
-from ..logfollow import LogFollower
-from ..safeio import open_readonly
+from ..readers.ledger import LedgerRow, read_ledger
+from ..readers.logfollow import LogFollower
+from ..safety.safeio import open_readonly
 
 READ_CAP = 8 << 20  # most bytes one tick reads from one log; the rest waits for the next tick
 START_WINDOW = 4 << 20  # a log already this large when first seen is followed from its last START_WINDOW bytes
@@ -111,7 +111,7 @@ class EventsTailer:
         self.bytes_read = 0
 
     def poll(self, paths: list[Path]) -> int:
-        from ..tfevents import is_loss_tag, read_event_file
+        from ..readers.tfevents import is_loss_tag, read_event_file
 
         new = 0
         for path in paths:

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import find_checkpoints, latest
-from ..rootcause import RootCause
-from ..rootcause import diagnose as classify
-from ..rundir import Run, RunDir
-from ..status import hf_newest, pid_alive, planned_steps, render, run_state, status_record
+from ..features.status import hf_newest, pid_alive, planned_steps, render, run_state, status_record
+from ..readers.checkpoints import find_checkpoints, latest
+from ..readers.rootcause import RootCause
+from ..readers.rootcause import diagnose as classify
+from ..readers.rundir import Run, RunDir
 from .tail import EventsTailer, LogTailer
 
 TAIL_POINTS = 64
@@ -31,7 +31,7 @@ LIVE_WINDOW_S = 15 * 60  # the log grew under the watch this recently: the run i
 def _library_end(run: Run) -> Path | None:
     """The file a library writes only when training returned (a Hugging Face Trainer's ``train_results.json``,
     ``all_results.json`` or the output dir's own ``trainer_state.json``), for a run that is such a folder."""
-    from ..layouts import HF_TRAINER, hf_trainer, own_kind
+    from ..readers.layouts import HF_TRAINER, hf_trainer, own_kind
 
     return hf_trainer.ended_at_end(run.path) if own_kind(run) == HF_TRAINER else None
 
@@ -79,7 +79,7 @@ class TrainerWatch:
         """A launch folder's library folder, once it appears (``out/`` or ``lightning_logs/version_0/`` created
         after ``python train.py > train.log``): discovery's launch-folder rule, asked each tick until it
         answers, so that the watch reads what a session on this folder would (docs/watching.md)."""
-        from ..discovery import LAUNCH_DEPTH, discover
+        from ..plugins.discovery import LAUNCH_DEPTH, discover
 
         here = self.path.absolute()
         found = [f for f in discover(here, LAUNCH_DEPTH).runs if f.launch is not None and f.launch.folder == here]

@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..redact import redact
+from ..safety.redact import redact
 
 WEDGE_CHECKS = ("RH204", "RH502")  # a stall or budget rule: the run is wedged (exit 3)
 # RH204's record of a sweep's kill with no stall shown (the row's own words): a failed run (exit 1), not a wedge.
@@ -145,7 +145,7 @@ class VerdictRunner:
     def run(self) -> Verdicts:
         import pytest
 
-        from ..trust_boundary import safe_session  # imports pytest: only when a session runs
+        from ..settings.trust_boundary import safe_session  # imports pytest: only when a session runs
 
         with tempfile.TemporaryDirectory(prefix="runhealth-watch-") as tmp:
             report = Path(tmp) / "report.json"

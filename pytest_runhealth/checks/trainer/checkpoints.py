@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ... import layouts
-from ...checkpoints import check_safetensors, find_checkpoints, latest
-from ...layouts import hf_trainer
-from ...registry import check
-from ...values import duration_text
+from ...model.registry import check
+from ...readers import layouts
+from ...readers.checkpoints import check_safetensors, find_checkpoints, latest
+from ...readers.layouts import hf_trainer
+from ...readers.values import duration_text
 
 
 # -- RH205 --------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def resume_pair(ctx):
     "check free disk space, and re-save; re-copy the file if it came from another machine.",
 )
 def checkpoint_intact(ctx):
-    from ...resume import damaged, interrupted_saves, newest_resumable
+    from ...readers.resume import damaged, interrupted_saves, newest_resumable
 
     bad_map = damaged(ctx.run_dir, ctx.run)
     bad = [ctx.run_dir.cached(("safetensors", p), lambda p=p: check_safetensors(p, ctx.run_dir.sizes)) for p in bad_map]
@@ -178,7 +178,7 @@ def checkpoint_intact(ctx):
     elif (newest_ok := newest_resumable(ctx.run_dir, ctx.run)) is not None:
         parts.append(f"newest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}")
     evidence = [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]]
-    from ...safeio import mtime
+    from ...safety.safeio import mtime
 
     evidence += [
         ctx.evidence(p, None, f"temporary file of an interrupted save ({_size(p)} bytes, written {_stamp(mtime(p))})")

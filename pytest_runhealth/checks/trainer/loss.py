@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import layouts
-from ...checkpoints import find_checkpoints
-from ...layouts import hf_trainer
-from ...layouts.series import judge as judge_series
-from ...registry import check
-from ...tfevents import is_loss_tag, read_event_file
+from ...model.registry import check
+from ...readers import layouts
+from ...readers.checkpoints import find_checkpoints
+from ...readers.layouts import hf_trainer
+from ...readers.layouts.series import judge as judge_series
+from ...readers.tfevents import is_loss_tag, read_event_file
 
 
 def _tfevents(ctx, path: Path):
@@ -109,8 +109,8 @@ def loss_finite(ctx):
 def _filtered_nan_in_log(ctx, log, scan):
     """(step, evidence, source) when the console log's first Trainer loss dict already logs loss 0.0 beside a
     non-finite grad_norm: a NaN loss hidden by logging_nan_inf_filter from the first entry on (issue 35)."""
-    from ...layouts.series import FILTERED_NAN_NOTE
-    from ...logscan import first_loss_dict_line
+    from ...readers.layouts.series import FILTERED_NAN_NOTE
+    from ...readers.logscan import first_loss_dict_line
 
     line, text = scan.filtered_nan[0]
     if first_loss_dict_line(log, line, ctx.run_dir.sizes) != line:

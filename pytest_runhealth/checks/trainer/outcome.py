@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 
-from ... import layouts
-from ...checkpoints import find_checkpoints, latest
-from ...layouts import hf_trainer, torchelastic
-from ...registry import check
-from ...rootcause import CAUSES, is_peer_consequence
-from ...values import duration_text
+from ...model.registry import check
+from ...readers import layouts
+from ...readers.checkpoints import find_checkpoints, latest
+from ...readers.layouts import hf_trainer, torchelastic
+from ...readers.rootcause import CAUSES, is_peer_consequence
+from ...readers.values import duration_text
 
 SUMMARY_NAME = "run-summary.md"
 
@@ -81,7 +81,7 @@ def _other_stream(ctx, main_log):
 
 
 def _read_console(ctx, console):
-    from ...rootcause import diagnose
+    from ...readers.rootcause import diagnose
 
     scan = ctx.log_scan(console)
     if scan.error:
@@ -188,7 +188,7 @@ def run_summary(ctx):
     if not path.is_file():
         ev = [ctx.evidence(newest.path, None, f"final checkpoint {newest.path.name}")] if newest else []
         return ctx.fail("config", "run-summary-missing", f"the run finished but {rd.rel(path)} does not exist", ev)
-    from ...safeio import read_head
+    from ...safety.safeio import read_head
 
     text = read_head(path, 1 << 20, rd.sizes).decode("utf-8", "replace")
     missing = [name for name, pat in SUMMARY_PARTS.items() if not pat.search(text)]
@@ -257,7 +257,7 @@ def steps_complete(ctx):
     ended = _end_evidence(ctx, f, row)
     if ended is None:
         ctx.skip(_state_unknown(ctx, f))
-    from ...resume import newest_resumable
+    from ...readers.resume import newest_resumable
 
     ckpt = newest_resumable(ctx.run_dir, ctx.run)  # never one RH206 found damaged
     ahead = _metrics_ahead_of_log(ctx, f.last.step)
@@ -322,7 +322,7 @@ def _silence_limit(ctx, f) -> tuple[float, str]:
 def _silence(f) -> float | None:
     import time
 
-    from ...safeio import mtime
+    from ...safety.safeio import mtime
 
     written = mtime(f.log) if f.log is not None else 0.0
     return max(0.0, time.time() - written) if written else None
@@ -447,7 +447,7 @@ def _may_hold_error_files(ctx) -> bool:
 def _child_error(ctx, records, f):
     """RH201 from torchrun's child error record: the earliest child's traceback
     read as a log (rootcause.diagnose), quoting the error file."""
-    from ...rootcause import CAUSES, diagnose
+    from ...readers.rootcause import CAUSES, diagnose
 
     for rec in records:
         found = diagnose(torchelastic.as_tail(rec))

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...registry import check
-from ...rundir import LTX_CKPT
-from ...workspace import WorkspaceConfig
+from ...model.registry import check
+from ...readers.rundir import LTX_CKPT
+from ...readers.workspace import WorkspaceConfig
 
 # The keys that make a config.yaml an LTX-2 trainer config (Lightricks/LTX-2
 # packages/ltx-trainer/src/ltx_trainer/config.py).

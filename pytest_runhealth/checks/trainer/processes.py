@@ -9,13 +9,13 @@ import re
 import statistics
 import time
 
-from ...finding import Evidence
-from ...ledger import row_end_words
-from ...live.procs import REUSE_SLACK_S
-from ...registry import check
-from ...rundir import KOHYA_CKPT, LTX_CKPT
-from ...safeio import mtime
-from ...values import duration_text
+from ...model.finding import Evidence
+from ...model.registry import check
+from ...readers.ledger import row_end_words
+from ...readers.procs import REUSE_SLACK_S
+from ...readers.rundir import KOHYA_CKPT, LTX_CKPT
+from ...readers.values import duration_text
+from ...safety.safeio import mtime
 
 DONE = re.compile(r"Training Statistics|model saved\.|[Tt]raining (?:complete|completed|finished)")
 
@@ -133,7 +133,7 @@ def process_alive(ctx, processes):
         if last is not None:
             total = f"/{last.total}" if last.total else ""
             where.append(f"last logged step {last.step}{total} ({ctx.run_dir.rel(run.main_log)}:{last.line})")
-    from ...resume import newest_resumable
+    from ...readers.resume import newest_resumable
 
     sig = _signal_exit(run.row)
     if sig:
@@ -312,7 +312,7 @@ def _kill_evidence(ctx, run) -> tuple[str, Evidence | None, float | None] | None
     f = ctx.facts if run is ctx.run else None
     if f is None or f.log is None or f.error:
         return None
-    from ...rootcause import logical_lines
+    from ...readers.rootcause import logical_lines
 
     after = f.last.line if f.last is not None else 0
     # What follows the last step, text glued after its bar included (a launcher's line without a newline).
@@ -365,7 +365,7 @@ def _event_progress(ctx, run) -> tuple[int, float, object] | None:
     where the log shows no step (a trainer whose output went to a pipe nobody read), the event writer
     still recorded how far it got. The file's mtime lags its last event by at most the writer's flush
     interval, which only makes the silence look shorter."""
-    from ...tfevents import read_event_file
+    from ...readers.tfevents import read_event_file
 
     best = None
     for path in run.event_files:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 
-from ... import layouts
-from ...layouts import mlflow_store, wandb_run
-from ...live.procs import recorded_process_gone
-from ...registry import check
-from ...safeio import mtime
-from ...values import duration_text
+from ...model.registry import check
+from ...readers import layouts
+from ...readers.layouts import mlflow_store, wandb_run
+from ...readers.procs import recorded_process_gone
+from ...readers.values import duration_text
+from ...safety.safeio import mtime
 
 
 @check(

@@ -1,0 +1,182 @@
+"""The one collection engine: every check (built-in, conftest, pack, rule)
+becomes test items here, one per (check, target).
+
+How, and why this way:
+
+* The registry is filled by one hook, ``pytest_runhealth_register_checks``:
+  the built-ins register through it (``checks/__init__.py``) exactly as a pack
+  or the declarative rules do; checks decorated in a ``conftest.py`` are
+  found without it (:func:`scan_conftests`).
+* The items come from :class:`RunHealthModule`, a ``pytest.Module`` whose
+  ``obj`` is a fresh module object made with ``types.ModuleType`` once per
+  session, holding one generated test function per check (and one failing
+  test per pack that could not load). pytest's own ``Module`` collection then
+  does the rest with public API only: fixtures by name, parametrisation over
+  the targets (``pytest_generate_tests``), marks, ``-k``/``-m``, ``--lf``,
+  xdist, JUnit XML. No imported module is mutated, so nothing has to be
+  removed at unconfigure and two sessions in one process (pytester) never
+  see each other's checks.
+* The module's path is ``<rootdir>/runhealth`` and its node id ``runhealth``:
+  item ids such as ``runhealth::RH101-step-count-collapse[s1/cur-000-s0]`` are
+  the same for a wheel and an editable install, and ``--lf`` finds the module
+  again from the id. pytest is pointed at it through the empty anchor file
+  ``collect/runhealth.py`` (``core.add_health_module``): the anchor is the
+  only part of the collection that is a file."""
+
+from __future__ import annotations
+
+import inspect
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..features.scale import batch_label, run_label
+from ..model.registry import SPEC_ATTR, CheckSpec, Registry
+from ..model.target import Target
+from ..readers.rundir import RunDir
+from ..session import session_of
+from . import packs
+from .report_item import run_check
+
+HEALTH_DIR = Path(__file__).parent / "collect"
+HEALTH_FILE = HEALTH_DIR / "runhealth.py"  # the anchor pytest is pointed at
+HEALTH_NODEID = "runhealth"
+HEALTH_MODULE = "pytest_runhealth.engine.collect.runhealth"  # the generated tests' __module__
+
+
+# -- the registry ---------------------------------------------------------------------
+def build_registry(config: pytest.Config) -> Registry:
+    """Every check of the session: the hook (built-ins, packs, rules, conftest
+    hookimpls), then the checks decorated in conftest files."""
+    registry = Registry()
+    packs.load(config)  # pytest_runhealth.engine.packs entry points: a broken pack fails alone
+    config.hook.pytest_runhealth_register_checks(registry=registry, config=config)
+    scan_conftests(config, registry)
+    return registry
+
+
+def scan_conftests(config: pytest.Config, registry: Registry) -> None:
+    """Checks decorated in conftest.py files need no hook to be found."""
+    for plugin in config.pluginmanager.get_plugins():
+        if inspect.ismodule(plugin) and (getattr(plugin, "__file__", "") or "").endswith("conftest.py"):
+            for value in list(vars(plugin).values()):
+                spec = getattr(value, SPEC_ATTR, None)
+                known = registry.get(spec.id) if isinstance(spec, CheckSpec) else None
+                if isinstance(spec, CheckSpec) and (known is None or known.func is not value):
+                    registry.add(value, owner=f"conftest {plugin.__file__}")  # a clash with a pack is refused
+
+
+# -- the collector ------------------------------------------------------------------
+class RunHealthModule(pytest.Module):
+    """The run-health checks as one pytest module that exists only in memory."""
+
+    _health_module: types.ModuleType | None = None
+
+    @property
+    def obj(self) -> types.ModuleType:
+        if self._health_module is None:
+            self._health_module = health_module(self.config)
+        return self._health_module
+
+    @obj.setter
+    def obj(self, value: types.ModuleType) -> None:
+        self._health_module = value
+
+
+def health_module(config: pytest.Config) -> types.ModuleType:
+    """A fresh module with one test per check, and one failing test per pack
+    that failed to load. Conftest checks are scanned again here: conftest
+    files below the rootdir are loaded during collection."""
+    state = session_of(config)
+    module = types.ModuleType(HEALTH_MODULE, "The run-health checks of this session (generated).")
+    if state is None:
+        return module
+    scan_conftests(config, state.registry)
+    for spec in state.registry:
+        setattr(module, spec.name, make_test(spec))
+    for err in packs.errors(config):
+        name = f"pack-{err.name}-loads"
+        setattr(module, name, failing_test(name, err.message()))
+    return module
+
+
+def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    if file_path != HEALTH_FILE or session_of(parent.config) is None:
+        return None
+    return RunHealthModule.from_parent(parent, path=parent.config.rootpath / HEALTH_NODEID, nodeid=HEALTH_NODEID)
+
+
+# -- one test per (check, target) -----------------------------------------------------
+def make_test(spec: CheckSpec):
+    def test(runhealth_target: Target, request: pytest.FixtureRequest, **fixtures: Any) -> None:
+        run_check(spec, runhealth_target, request, fixtures)
+
+    params = [
+        inspect.Parameter("runhealth_target", inspect.Parameter.KEYWORD_ONLY),
+        inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY),
+    ]
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in spec.fixtures]
+    test.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    test.__name__ = test.__qualname__ = spec.name
+    test.__module__ = HEALTH_MODULE
+    test.__doc__ = spec.detects
+    test.__test__ = True  # type: ignore[attr-defined]  # collected despite its name
+    setattr(test, SPEC_ATTR, spec)
+    test.pytestmark = [pytest.mark.runhealth] + [getattr(pytest.mark, p) for p in spec.phases]  # type: ignore[attr-defined]
+    return test
+
+
+def failing_test(name: str, message: str):
+    """A test that fails with ``message``: a pack that did not load fails the session and says why."""
+
+    def test() -> None:
+        pytest.fail(message, pytrace=False)
+
+    test.__name__ = test.__qualname__ = name
+    test.__module__ = HEALTH_MODULE
+    test.__test__ = True  # type: ignore[attr-defined]
+    return test
+
+
+def batch_above(config: pytest.Config) -> int:
+    value = config.getoption("runhealth_batch_above") or config.getini("runhealth_batch_above")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"runhealth_batch_above must be a whole number, not {value!r}") from None
+
+
+def targets_for(spec: CheckSpec, run_dirs: list[RunDir], batch_limit: int) -> list[Target]:
+    many = len(run_dirs) > 1
+    out = []
+    for rd in run_dirs:
+        if spec.scope == "session":
+            out.append(Target(rd, None, rd.name))
+        elif not rd.runs:
+            # No run to parametrise over: one item that says so, not pytest's "empty parameter set".
+            out.append(Target(rd, None, rd.name))
+        elif len(rd.runs) > batch_limit:
+            # Chunks of batch_limit runs: few items, still spread over xdist workers and shards.
+            size = max(1, batch_limit)
+            for start in range(0, len(rd.runs), size):
+                stop = min(start + size, len(rd.runs))
+                out.append(Target(rd, None, batch_label(rd, start, stop), batch=(start, stop)))
+        else:
+            out += [Target(rd, run, run_label(rd, run, many)) for run in rd.runs]
+    return out
+
+
+def generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise each check over its targets, and the user's ``run_dir``
+    tests over the run dirs when there are several."""
+    state = session_of(metafunc.config)
+    if state is None:
+        return
+    spec = getattr(metafunc.function, SPEC_ATTR, None)
+    if spec is not None:
+        targets = targets_for(spec, state.run_dirs, batch_above(metafunc.config))
+        metafunc.parametrize("runhealth_target", targets, ids=[t.label for t in targets])
+    elif "run_dir" in metafunc.fixturenames and state.many_run_dirs:
+        metafunc.parametrize("run_dir", state.run_dirs, ids=[rd.name for rd in state.run_dirs], indirect=True)

@@ -1,0 +1,146 @@
+"""The artefacts a check can declare in ``needs``: a target without one is
+skipped with a sentence saying what was looked for and where."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # at run time needs.py imports nothing of ours: registry.py reads NEEDS
+    from .target import Target
+
+
+_LEDGER_KEY = ("needs", "ledger")
+_EXISTS_KEY = ("needs", "exists")
+
+
+def _ledger(t: Target) -> str | None:
+    # Asked once per run-scope target: a 100,000-run sweep must not stat the ledger 100,000 times.
+    rd = t.run_dir
+    there = rd._store.get(_LEDGER_KEY)
+    if there is None:
+        there = rd.cached(_LEDGER_KEY, lambda: rd.ledger_path.exists() or rd.ledger_path.is_symlink())
+    return None if there else f"no ledger.jsonl in {t.run_dir.path}"
+
+
+def _sweep(t: Target) -> str | None:
+    return None if t.run_dir.is_sweep else f"{t.run_dir.path} is not a sweep session (no ledger.jsonl or runs/)"
+
+
+def _logs(t: Target) -> str | None:
+    logs = t.run.logs if t.run is not None else t.run_dir.runs[0].logs if not t.run_dir.is_sweep else []
+    if logs:
+        return None
+    return _no_log(t.run.where if t.run is not None else t.run_dir.path, "")
+
+
+def _no_log(where, path: str) -> str:
+    return f"no log in {where} (looked for logs/*.log and *.log)"
+
+
+def _no_events(where, path) -> str:
+    return f"no events.out.tfevents.* under {path}"
+
+
+def _no_checkpoint(where, path) -> str:
+    return f"no .safetensors checkpoint under {path}"
+
+
+def _tfevents(t: Target) -> str | None:
+    files = (
+        t.run.event_files
+        if t.run is not None
+        else [f for f in t.run_dir.walk.files if f.name.startswith("events.out.tfevents")]
+    )
+    return None if files else _no_events("", t.run.path if t.run else t.run_dir.path)
+
+
+def _checkpoints(t: Target) -> str | None:
+    files = t.run.checkpoints if t.run is not None else [f for f in t.run_dir.walk.files if f.suffix == ".safetensors"]
+    if not files and t.run is not None and t.run.path == t.run_dir.path and "hf-trainer" in t.run_dir.layouts:
+        # A Hugging Face Trainer's checkpoint-N/ folders, whatever their weights are saved as (docs/layouts.md).
+        files = [f for f in t.run.files if f.parent.name.startswith("checkpoint-")]
+    return None if files else _no_checkpoint("", t.run.path if t.run else t.run_dir.path)
+
+
+def _config(t: Target) -> str | None:
+    p = t.run_dir.path / "config.yaml"
+    return None if p.is_file() else f"no config.yaml in {t.run_dir.path}"
+
+
+def _harvest(t: Target) -> str | None:
+    return (
+        None
+        if "harvest" in t.run_dir.layouts
+        else f"{t.run_dir.path} is not an evaluation harvest (no experience_request.json or round.json)"
+    )
+
+
+def _pidfile(t: Target) -> str | None:
+    from ..readers.procs import pid_files
+
+    where = t.run.path if t.run is not None else t.run_dir.path
+    launch = t.run_dir.launch if where == t.run_dir.path else None  # train.pid beside the launch folder's log
+    if pid_files(where) or (launch is not None and pid_files(launch.folder)):
+        return None
+    return f"no pid file in {where} (looked for logs/train.pid and *.pid)"
+
+
+def _exists(t: Target) -> str | None:
+    there = t.run_dir._store.get(_EXISTS_KEY)  # asked for every target: no closure, no key tuple per call
+    if there is None:
+        there = t.run_dir.cached(_EXISTS_KEY, lambda: t.run_dir.exists)
+    return None if there else f"run dir {t.run_dir.path} does not exist or is not a directory"
+
+
+NEEDS: dict[str, Callable[[Target], str | None]] = {
+    "ledger": _ledger,
+    "sweep": _sweep,
+    "logs": _logs,
+    "tfevents": _tfevents,
+    "checkpoints": _checkpoints,
+    "config": _config,
+    "harvest": _harvest,
+    "pidfile": _pidfile,
+}
+
+
+# What the probe of a need inside a run's folder says of a run of a sweep without a folder under runs/, from the
+# run's ``where`` and its path as text: engine/judge_chunk.py asks it of the ~100,000 folderless rows of a big
+# ledger without making a run object for each (tests/test_scale.py compares it with the probes).
+FOLDERLESS: dict[str, Callable[[str, str], str]] = {
+    "logs": _no_log,
+    "tfevents": _no_events,
+    "checkpoints": _no_checkpoint,
+}
+
+
+# Needs answered by the run dir alone, and those asked of each run: a chunk of
+# 2,000 runs asks the first kind once (engine/judge_chunk.py), the second once per run.
+RUN_DIR_NEEDS = frozenset({"ledger", "sweep", "config", "harvest"})
+
+
+def missing_need(spec, target: Target) -> str | None:
+    return missing_run_dir_need(spec, target) or missing_run_need(spec, target)
+
+
+def missing_run_dir_need(spec, target: Target) -> str | None:
+    reason = _exists(target)
+    if reason:
+        return reason
+    for need in spec.needs:
+        if need in RUN_DIR_NEEDS:
+            reason = NEEDS[need](target)
+            if reason:
+                return reason
+    return None
+
+
+def missing_run_need(spec, target: Target) -> str | None:
+    for need in spec.needs:
+        if need not in RUN_DIR_NEEDS:
+            probe = NEEDS.get(need)
+            reason = probe(target) if probe else None
+            if reason:
+                return reason
+    return None
