@@ -90,11 +90,11 @@ def test_pack_id_colliding_with_a_conftest_is_a_clear_error(pytester):
 
 def make_dist(root, name: str, module: str, source: str) -> None:
     """A distribution as importlib.metadata sees an installed one: a
-    .dist-info folder with an entry point in the pytest_runhealth.engine.packs group."""
+    .dist-info folder with an entry point in the pytest_runhealth.packs group."""
     info = root / f"{name}-0.1.dist-info"
     info.mkdir()
     info.joinpath("METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    info.joinpath("entry_points.txt").write_text(f"[pytest_runhealth.engine.packs]\n{name} = {module}\n")
+    info.joinpath("entry_points.txt").write_text(f"[pytest_runhealth.packs]\n{name} = {module}\n")
     root.joinpath(f"{module}.py").write_text(textwrap.dedent(source))
 
 

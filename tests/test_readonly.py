@@ -120,7 +120,7 @@ def test_a_session_hands_its_file_sizes_to_every_run_dir(pytester, run_health, t
     pytester.makepyfile(
         size_checks=textwrap.dedent("""
         import pytest_runhealth as runhealth
-        from pytest_runhealth import safeio
+        from pytest_runhealth.safety import safeio
 
         @runhealth.check("TEAM301", "sizes-handed-down", detects="d", why="w", example="e", fix="f")
         def sizes_handed_down(ctx):

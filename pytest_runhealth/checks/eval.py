@@ -4,7 +4,10 @@ Each check reads the run dir's :class:`~pytest_runhealth.evaluation.model.Evalua
 (a harvest on disk, or the server with ``--eval-server``), so both sources give
 the same verdict. Order of evidence: a round whose JSON could not be parsed,
 or that failed before any player started, is never read as policy evidence;
-the score-level checks say so with ``not-evaluable``."""
+the score-level checks say so with ``not-evaluable``.
+
+Longer than 600 lines: one module per check family keeps a check one hop from its ID (``checks/__init__.py``);
+the RH5xx family is eleven checks."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""RH1xx: sweeps and ledgers (the sweep orchestrator's debugging runbook).
-
-The ledger is read once per session by the foundation; these checks only
-compare its rows. Where a run's log is needed, they use the shared log scan
-(step times) and the shared tail (errors), so a 1 GB log is read once however
-many checks look at it."""
+"""RH1xx: sweeps and ledgers (the sweep orchestrator's debugging runbook). The ledger is read once per session
+by the foundation; these checks compare its rows, and where a run's log is needed they use the shared log scan
+(step times) and the shared tail (errors), so a 1 GB log is read once however many checks look at it.
+Longer than 600 lines: one module per family keeps a check one hop from its ID; its facts are in sweepfacts."""
 
 from __future__ import annotations
 

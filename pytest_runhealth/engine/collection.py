@@ -51,7 +51,7 @@ def build_registry(config: pytest.Config) -> Registry:
     """Every check of the session: the hook (built-ins, packs, rules, conftest
     hookimpls), then the checks decorated in conftest files."""
     registry = Registry()
-    packs.load(config)  # pytest_runhealth.engine.packs entry points: a broken pack fails alone
+    packs.load(config)  # pytest_runhealth.packs entry points: a broken pack fails alone
     config.hook.pytest_runhealth_register_checks(registry=registry, config=config)
     scan_conftests(config, registry)
     return registry

@@ -1,4 +1,4 @@
-"""Check packs installed under the ``pytest_runhealth.engine.packs`` entry-point
+"""Check packs installed under the ``pytest_runhealth.packs`` entry-point
 group, loaded one by one so that a pack that fails to import is a clear
 failure of its own while every other check still runs.
 

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from ..model.version import __version__
 from ..engine.collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
 from ..engine.judge_run import STATUS
 from ..engine.report_item import FINDING, ROOT
 from ..features import prelaunch_summary, scale
 from ..model.registry import PHASES, RegistryError, spec_of
 from ..model.results import write_json
+from ..model.version import __version__
 from ..safety.safeio import FirstSizes
 from ..session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of
 from ..settings import severity

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..model.version import __version__
 from ..evaluation import evaluation_of
 from ..evaluation.model import Evaluation
 from ..evaluation.settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
@@ -30,6 +29,7 @@ from ..evaluation.state import (
     record_path,
 )
 from ..model.results import Result
+from ..model.version import __version__
 from ..readers.rundir import RunDir
 from ..session import RunHealthSession, is_controller, report_path, session_of
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from ..model.version import __version__
 from ..evaluation.state import GATE_RESULT
 from ..model.results import write_text
+from ..model.version import __version__
 from ..session import RunHealthSession, is_controller, report_path
 
 WRITTEN = pytest.StashKey[list[str]]()

@@ -1,5 +1,8 @@
 """The sweep ledger, read once per session with every problem kept: a health
-tool that drops the bad line hides exactly the evidence the user needs."""
+tool that drops the bad line hides exactly the evidence the user needs.
+
+Longer than 600 lines: a ledger's rows kept as objects and spilled as offsets are one reader with one
+validation, so a row decoded again is exactly the row first built."""
 
 from __future__ import annotations
 

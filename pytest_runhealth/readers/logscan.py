@@ -9,7 +9,10 @@ log holds ~100 ``\\r`` redraws per newline, and the last redraw of a line is
 what a terminal showed. Redraws in between are sampled only as finely as the
 series resolution needs (``MAX_POINTS`` for the whole file), except that any
 line mentioning ``nan``/``inf`` is parsed redraw by redraw, so a non-finite
-loss is never sampled away."""
+loss is never sampled away.
+
+Longer than 600 lines: the tail-first read, the redraw folding and the step parser share one pass over each
+chunk; split, each would re-read the bytes."""
 
 from __future__ import annotations
 

@@ -15,7 +15,10 @@ DataFrame.
 
 Scalars written as tensor summaries (Keras/TF2, tensorflow/tensorboard#6785)
 count as scalars. Steps that go backwards (kohya logs ``loss/epoch`` at
-``step = epoch + 1``) are kept as written, not treated as damage."""
+``step = epoch + 1``) are kept as written, not treated as damage.
+
+Longer than 600 lines: one reader of one binary format: framing, both CRCs, the fast scalar path and the plain
+path must agree record for record, and are tested as one."""
 
 from __future__ import annotations
 
