@@ -315,3 +315,44 @@ def test_the_private_import_rule_finds_one(tmp_path):
     mod = tmp_path / "m.py"
     mod.write_text("from .a import _hidden, shown\nfrom re import _parser\nfrom . import __version__\n")
     assert private_imports(mod, tmp_path) == ["m.py:1: _hidden from a"]
+
+
+# -- no private reach-ins (issue 43) ----------------------------------------------------------
+def private_reaches(path: Path, root: Path = ROOT) -> list[str]:
+    """``obj._name`` where ``obj`` is not ``self``/``cls``/``super()`` and the module does not itself define
+    ``_name`` (as ``self._name = …``, a slot or a class attribute): another module's private state, which
+    its public interface should offer instead."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    defined = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+    }
+    defined |= {c.value for c in ast.walk(tree) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    defined |= {d.name for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        value = node.value
+        if isinstance(value, ast.Name) and value.id in ("self", "cls"):
+            continue
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
+            continue
+        if node.attr not in defined:
+            out.append(f"{path.relative_to(root).as_posix()}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_no_module_reaches_into_another_modules_private_state():
+    bad = [hit for path in sorted(ROOT.rglob("*.py")) for hit in private_reaches(path)]
+    assert bad == [], "use (or add) a public accessor instead:\n" + "\n".join(bad)
+
+
+def test_the_private_reach_rule_finds_one(tmp_path):
+    (tmp_path / "m.py").write_text("def f(rd):\n    return rd._store.get(1)\n", encoding="utf-8")
+    (tmp_path / "ok.py").write_text(
+        "class A:\n    def __init__(self):\n        self._x = 1\n\ndef f(a):\n    return a._x\n", encoding="utf-8"
+    )
+    assert private_reaches(tmp_path / "m.py", tmp_path) == ["m.py:2: rd._store"]
+    assert private_reaches(tmp_path / "ok.py", tmp_path) == []

@@ -202,7 +202,7 @@ def _absent(rd: Any, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str
     unexpected: set[int] = set()
     folderless = FOLDERLESS.get(need)
     if folderless is not None and isinstance(runs.runs, RunList):
-        names, prefix, start = runs.runs.names, rd._runs_prefix, runs.start
+        names, prefix, start = runs.runs.names, rd.runs_prefix, runs.start
         for i in bare:
             folder = names[start + i]
             name = shown_name(folder)
@@ -251,9 +251,8 @@ def _release_unvisited(rd: Any, runs: _Chunk, visited: set[int]) -> None:
     """``release_run`` for the runs no check was called on, where something
     of theirs is cached (a need's probe may have listed an empty folder's
     files): what the run-by-run loop would have dropped."""
-    keys = rd._run_keys
     for i, run in runs.made():
-        if i not in visited and (run.folder in keys or "files" in run.__dict__ or "event_files" in run.__dict__):
+        if i not in visited and (rd.holds_reads_of(run.folder) or "files" in run.__dict__ or "event_files" in run.__dict__):
             rd.release_run(run)
 
 
@@ -296,7 +295,7 @@ class _Chunk:
         """The chunk's runs without a folder under runs/ (indices into the chunk)."""
         runs, start = self.runs, self.start
         if isinstance(runs, RunList):
-            folders, names = runs._rd.run_folders, runs.names
+            folders, names = runs.run_dir.run_folders, runs.names
             return [i for i in range(len(self)) if names[start + i] not in folders]
         return [i for i in range(len(self)) if not runs[start + i].has_folder]
 

@@ -17,7 +17,7 @@ _EXISTS_KEY = ("needs", "exists")
 def _ledger(t: Target) -> str | None:
     # Asked once per run-scope target: a 100,000-run sweep must not stat the ledger 100,000 times.
     rd = t.run_dir
-    there = rd._store.get(_LEDGER_KEY)
+    there = rd.known(_LEDGER_KEY)
     if there is None:
         there = rd.cached(_LEDGER_KEY, lambda: rd.ledger_path.exists() or rd.ledger_path.is_symlink())
     return None if there else f"no ledger.jsonl in {t.run_dir.path}"
@@ -87,7 +87,7 @@ def _pidfile(t: Target) -> str | None:
 
 
 def _exists(t: Target) -> str | None:
-    there = t.run_dir._store.get(_EXISTS_KEY)  # asked for every target: no closure, no key tuple per call
+    there = t.run_dir.known(_EXISTS_KEY)  # asked for every target: no closure, no key tuple per call
     if there is None:
         there = t.run_dir.cached(_EXISTS_KEY, lambda: t.run_dir.exists)
     return None if there else f"run dir {t.run_dir.path} does not exist or is not a directory"

@@ -362,6 +362,20 @@ class RunDir:
         except OSError:
             return frozenset()
 
+    @property
+    def runs_prefix(self) -> str:
+        """The text every path inside ``runs/`` starts with (``<root>/runs/``)."""
+        return self._runs_prefix
+
+    def known(self, key: Any) -> Any:
+        """The value cached under ``key``, or None when nothing was read for it yet: a probe asked for every
+        target answers from here without building a closure."""
+        return self._store.get(key)
+
+    def holds_reads_of(self, folder: str) -> bool:
+        """Whether anything read inside ``runs/<folder>/`` is cached (``release_run`` would drop it)."""
+        return folder in self._run_keys
+
     def cached(self, key: Any, build):
         """One value per key per session: the 'one pass per artefact' rule.
 
@@ -451,6 +465,10 @@ class RunList(Sequence[Run]):
     a plain list did."""
 
     __slots__ = ("_rd", "names", "_rows", "_made", "_ledger_rows")
+
+    @property
+    def run_dir(self) -> RunDir:
+        return self._rd
 
     def __init__(self, rd: RunDir) -> None:
         self._rd = rd
