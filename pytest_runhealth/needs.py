@@ -73,7 +73,7 @@ def _harvest(t: Target) -> str | None:
     return (
         None
         if {"harvest", "judgments"} & set(t.run_dir.layouts)
-        else f"{t.run_dir.path} is not an evaluation harvest (no experience_request.json, round.json or judgments.jsonl)"
+        else f"{t.run_dir.path} is not an evaluation harvest (no experience_request.json or round.json)"
     )
 
 
@@ -81,7 +81,7 @@ def _judged(t: Target) -> str | None:
     """Judgments to count: a sweep's ledger (its judge reports) or an LLM judge's ``judgments.jsonl``."""
     if "judgments" in t.run_dir.layouts:
         return None
-    return _ledger(t) and f"no ledger.jsonl or judgments.jsonl in {t.run_dir.path}"
+    return _ledger(t)
 
 
 def _pidfile(t: Target) -> str | None:
