@@ -704,7 +704,7 @@ def promotion_gate(ctx):
             f"{decision.rounds_line()}.\n{decision.test.describe()}."
         )
         if names:
-            summary += f"\nrounds contradicting the claim ({len(names)}): {shown}."
+            summary += f"\n{decision.units} contradicting the claim ({len(names)}): {shown}."
         if outcome == "claim-not-significant":
             summary += f"\n{decision.more_needed()}."
         elif decision.test.outcome != "contradicted":

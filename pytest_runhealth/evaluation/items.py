@@ -158,6 +158,7 @@ def _verdict(it: _Item, candidate: str | None, claim: str, champion: str | None)
         ]
     else:
         mine, bad = list(it.judgments), list(it.bad)
+    v.episodes = len(mine)
     if bad:
         v.category, v.cause, v.blocks = "a judgment line that cannot be read", FORMAT, True
         v.lines = sorted({*v.lines, *(b.line for b in bad)})
@@ -179,7 +180,6 @@ def _verdict(it: _Item, candidate: str | None, claim: str, champion: str | None)
         v.detail = f"{_where(label, [f.line])}: {f.failed}{more}; re-run the judge on this item"
         return v
     if candidate is None:
-        v.episodes = len(mine)
         return v  # no claim: nothing to count it for
     if not mine:
         pairs = sorted({" vs ".join(sorted(j.pair)) for j in it.judgments})
@@ -206,7 +206,6 @@ def _combine(
     diff = (won > lost) - (won < lost)
     v.outcome = {1: "won", -1: "lost", 0: "tied"}[diff]
     v.sign = diff if claim == "wins" else -diff
-    v.episodes = len(mine)
     v.detail = (
         f"{candidate} preferred in {won}, {opponent} in {lost}, tie in {tied} of {len(mine)} judgment(s) "
         f"({_where(label, v.lines)})"
