@@ -300,3 +300,19 @@ def test_a_candidate_no_judgment_names_is_a_usage_error(tmp_path, run_health, py
         res.result.stderr
     )
     assert record_of(pytester)["decision"] == "usage-error"
+
+
+def test_a_copied_folder_counts_each_judgment_once(tmp_path, run_health, pytester):
+    """Four won items, and a retry folder holding the same four lines again plus three new items: seven items,
+    not eleven; the copies are noted, and each item's detail names the file its lines are in."""
+    write(tmp_path / "ab", won(4))
+    write(tmp_path / "ab-retry", won(4) + won(3, start=4))
+    res = run_health(
+        tmp_path / "ab", tmp_path / "ab-retry", args=(*FAST, "--runhealth-gate", f"--runhealth-candidate={CAND}")
+    )
+    assert res.ret == 0 and "won 7, lost 0, tied 0, excluded 0 of 7 items" in res.stdout
+    assert "duplicate-judgment: 8 judgment line(s)" in res.stdout
+    details = {c["item"]: c["detail"] for c in record_of(pytester)["session"]["counted"]}
+    assert details["q-000"].endswith("(ab/judgments.jsonl:1,2)") and details["q-006"].endswith(
+        "(ab-retry/judgments.jsonl:13,14)"
+    )

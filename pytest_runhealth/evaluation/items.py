@@ -20,6 +20,7 @@ success stands (a note says so)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -60,10 +61,21 @@ class _Item:
     conflicts: list[str] = field(default_factory=list)
 
 
-def _where(source: str, lines: Iterable[int]) -> str:
-    shown = sorted(set(lines))
-    more = f" and {len(shown) - SHOW} more" if len(shown) > SHOW else ""
-    return f"{source}:{','.join(str(n) for n in shown[:SHOW])}{more}"
+def _at(line: Judgment | BadLine) -> str:
+    return f"{line.where}:{line.line}"
+
+
+def _where(lines: Iterable[Judgment | BadLine]) -> str:
+    """'judgments.jsonl:1,2' (or, over several files, 'a/judgments.jsonl:1; b/judgments.jsonl:4')."""
+    by_file: dict[str, list[int]] = {}
+    for x in lines:
+        by_file.setdefault(x.where, []).append(x.line)
+    parts = []
+    for where, numbers in by_file.items():
+        shown = sorted(set(numbers))
+        more = f" and {len(shown) - SHOW} more" if len(shown) > SHOW else ""
+        parts.append(f"{where}:{','.join(str(n) for n in shown[:SHOW])}{more}")
+    return "; ".join(parts)
 
 
 def judged_items(
@@ -92,7 +104,7 @@ def judged_items(
                 )
             )
             continue
-        for b in found.bad:
+        for b in (dataclasses.replace(b, where=label) for b in found.bad):
             if b.item is None:  # a line that does not say its item could be any item's loss: it blocks alone
                 out.verdicts.append(
                     ItemVerdict(
@@ -108,7 +120,7 @@ def judged_items(
                 )
             else:
                 _item(items, b.item, origin, found.source).bad.append(b)
-        for j in found.judgments:
+        for j in (dataclasses.replace(j, where=label) for j in found.judgments):
             it = _item(items, j.item, origin, found.source)
             if j.key is None:
                 it.judgments.append(j)
@@ -128,7 +140,7 @@ def judged_items(
                 retried += 1  # a failed retry of a judgment that stands: the earlier success counts
             else:
                 it.conflicts.append(
-                    f"{_where(label, [first[0].line])} and {_where(label, [j.line])} record the same judgment "
+                    f"{_at(first[0])} and {_at(j)} record the same judgment "
                     f"with different verdicts ({first[0].prefers} / {j.prefers})"
                 )
     if duplicates:
@@ -149,7 +161,6 @@ def _item(items: dict[str, _Item], item: str, origin: str, source: str) -> _Item
 
 
 def _verdict(it: _Item, candidate: str | None, claim: str, champion: str | None) -> ItemVerdict:
-    label = f"{it.origin}/{it.source}" if it.origin else it.source
     v = ItemVerdict(it.id, it.source, it.origin, lines=sorted(j.line for j in it.judgments))
     if candidate is not None:
         mine = [j for j in it.judgments if candidate in j.pair and (champion is None or champion in j.pair)]
@@ -162,7 +173,7 @@ def _verdict(it: _Item, candidate: str | None, claim: str, champion: str | None)
     if bad:
         v.category, v.cause, v.blocks = "a judgment line that cannot be read", FORMAT, True
         v.lines = sorted({*v.lines, *(b.line for b in bad)})
-        v.detail = f"{_where(label, [bad[0].line])}: {bad[0].why}" + (
+        v.detail = f"{_at(bad[0])}: {bad[0].why}" + (
             f" (and {len(bad) - 1} more line(s) of this item)" if len(bad) > 1 else ""
         )
         v.detail += "; fix the line (docs/llm-judge.md) or re-run the judge on this item"
@@ -177,7 +188,7 @@ def _verdict(it: _Item, candidate: str | None, claim: str, champion: str | None)
         v.cause, v.blocks = JUDGE_FAILED, True
         f = failed[0]
         more = f" (and {len(failed) - 1} more of its {len(mine)} judgment(s))" if len(failed) > 1 else ""
-        v.detail = f"{_where(label, [f.line])}: {f.failed}{more}; re-run the judge on this item"
+        v.detail = f"{_at(f)}: {f.failed}{more}; re-run the judge on this item"
         return v
     if candidate is None:
         return v  # no claim: nothing to count it for
@@ -193,12 +204,10 @@ def _verdict(it: _Item, candidate: str | None, claim: str, champion: str | None)
         v.blocks = True
         v.detail = "name the one the gate compares with: --runhealth-champion NAME (or gate.champion)"
         return v
-    return _combine(v, mine, candidate, opponents[0], claim, label)
+    return _combine(v, mine, candidate, opponents[0], claim)
 
 
-def _combine(
-    v: ItemVerdict, mine: list[Judgment], candidate: str, opponent: str, claim: str, label: str
-) -> ItemVerdict:
+def _combine(v: ItemVerdict, mine: list[Judgment], candidate: str, opponent: str, claim: str) -> ItemVerdict:
     """Each judgment +1 / -1 / 0 for the candidate; the item is the sign of the sum."""
     won = sum(1 for j in mine if j.prefers == candidate)
     lost = sum(1 for j in mine if j.prefers == opponent)
@@ -208,7 +217,7 @@ def _combine(
     v.sign = diff if claim == "wins" else -diff
     v.detail = (
         f"{candidate} preferred in {won}, {opponent} in {lost}, tie in {tied} of {len(mine)} judgment(s) "
-        f"({_where(label, v.lines)})"
+        f"({_where(mine)})"
     )
     orders = {j.order for j in mine if j.order is not None}
     if diff == 0 and won and len(orders) > 1:

@@ -54,6 +54,7 @@ class Judgment:
     order: str | None = None  # the names in the order shown, as JSON (or the one shown first)
     key: str | None = None  # the judgment's identity, when the line carries one (id, sample or order)
     text: str = ""  # the line, shortened: the evidence
+    where: str = ""  # its file as the gate names it (the run dir's name first when the session has several)
 
     @property
     def pair(self) -> frozenset[str]:
@@ -69,6 +70,7 @@ class BadLine:
     text: str
     item: str | None = None  # when the line still says which item (and pair) it is about
     pair: frozenset[str] | None = None
+    where: str = ""  # as Judgment.where
 
 
 @dataclass
