@@ -136,6 +136,7 @@ def test_orders_that_disagree_are_a_tie_left_out(tmp_path, run_health, pytester)
     assert res.ret == 0 and "won 7, lost 0, tied 1, excluded 0 of 8 items" in res.stdout
     tied = [c for c in record_of(pytester)["session"]["counted"] if c["outcome"] == "tied"]
     assert [c["item"] for c in tied] == ["q-500"] and "position bias" in tied[0]["detail"]
+    assert "position-bias: on 1 item(s) the judge preferred the answer in the same position" in res.stdout
 
 
 # -- combining an item's judgments -------------------------------------------------------------------

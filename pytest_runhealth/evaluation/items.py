@@ -40,6 +40,7 @@ class ItemVerdict(RoundVerdict):
 
     unit: ClassVar[str] = "item"
     lines: list[int] = field(default_factory=list)  # the lines of its judgments, in its file
+    order_decided: bool = False  # a tie because each order preferred the answer in the same position
 
     def to_record(self) -> dict[str, Any]:
         return {**super().to_record(), "unit": "item", "item": self.id, "judgments": self.episodes, "lines": self.lines}
@@ -151,6 +152,13 @@ def judged_items(
     if retried:
         out.notes.append(f"retried-judgment: {retried} failed judgment(s) stand beside a success of the same identity")
     out.verdicts += [_verdict(it, candidate, claim, champion) for it in items.values()]
+    biased = [v.label for v in out.verdicts if v.order_decided]
+    if biased:
+        more = f" and {len(biased) - SHOW} more" if len(biased) > SHOW else ""
+        out.notes.append(
+            f"position-bias: on {len(biased)} item(s) the judge preferred the answer in the same position in each "
+            f"order shown ({', '.join(biased[:SHOW])}{more}): tied, left out"
+        )
     return out
 
 
@@ -221,5 +229,6 @@ def _combine(v: ItemVerdict, mine: list[Judgment], candidate: str, opponent: str
     )
     orders = {j.order for j in mine if j.order is not None}
     if diff == 0 and won and len(orders) > 1:
+        v.order_decided = True
         v.detail += ": the verdict followed the order shown (position bias), not evidence either way"
     return v
