@@ -317,3 +317,25 @@ def test_a_copied_folder_counts_each_judgment_once(tmp_path, run_health, pyteste
     assert details["q-000"].endswith("(ab/judgments.jsonl:1,2)") and details["q-006"].endswith(
         "(ab-retry/judgments.jsonl:13,14)"
     )
+
+
+def test_a_null_score_is_the_judge_failing_not_a_loss(tmp_path):
+    rows = [{"item": "q-1", "candidate": CAND, "baseline": BASE, "scores": {CAND: None, BASE: 7}, "error": None}]
+    _, got = items_of(tmp_path, rows)
+    v = got.verdicts[0]
+    assert (v.outcome, v.cause, v.blocks) == ("excluded", "judge-failed", True) and "no score for model-b" in v.detail
+
+
+def test_a_judgments_file_that_is_a_link_is_not_read_and_blocks(tmp_path, run_health):
+    elsewhere = write(tmp_path / "elsewhere", won(7)) / "judgments.jsonl"
+    (tmp_path / "ab").mkdir()
+    (tmp_path / "ab" / "judgments.jsonl").symlink_to(elsewhere)
+    res = gate(run_health, tmp_path / "ab")
+    assert res.ret == 1 and "PROMOTE" not in res.stdout
+    assert "1 item(s) judgments not read in full (judgments.jsonl)" in res.result_of("RH508")["summary"]
+
+
+def test_an_id_names_one_judgment_of_one_item(tmp_path):
+    rows = [{**j("q-1"), "id": 7}, {**j("q-2"), "id": 7}, {**j("q-1"), "id": 7}]
+    _, got = items_of(tmp_path, rows)
+    assert [(v.id, v.episodes) for v in got.verdicts] == [("q-1", 1), ("q-2", 1)]

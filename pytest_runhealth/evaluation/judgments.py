@@ -214,7 +214,7 @@ def _judgment(row: dict, number: int, shown: str) -> Judgment | BadLine:
     jid = _ident(row.get("id"))
     key = None
     if jid is not None:
-        key = json.dumps(["id", jid])
+        key = json.dumps(["id", jid, item])  # an id reused for another item is not the same judgment
     elif sample is not None or order is not None:
         key = json.dumps([item, sorted((cand, base)), judge, sample, order])
     return Judgment(number, item, cand, base, prefers, failed, judge, sample, order, key, shown)
