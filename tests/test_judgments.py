@@ -339,3 +339,16 @@ def test_an_id_names_one_judgment_of_one_item(tmp_path):
     rows = [{**j("q-1"), "id": 7}, {**j("q-2"), "id": 7}, {**j("q-1"), "id": 7}]
     _, got = items_of(tmp_path, rows)
     assert [(v.id, v.episodes) for v in got.verdicts] == [("q-1", 1), ("q-2", 1)]
+
+
+def test_a_regression_claim_and_a_named_champion_read_the_same_file(tmp_path, run_health, pytester):
+    """model-a named as the candidate with the claim `loses`, against model-b: the same seven items promote;
+    the items judged against a third model are excluded and named, never counted or blocking."""
+    other = [{**row, "baseline": "model-c"} for row in won(2, start=50)]
+    folder = write(tmp_path / "ab", won(7) + other)
+    res = gate(run_health, folder, "--runhealth-claim=loses", f"--runhealth-champion={CAND}", candidate=BASE)
+    assert res.ret == 0, res.stdout
+    assert "model-a loses (against model-b): won 0, lost 7, tied 0, excluded 2 of 9 items" in res.stdout
+    excluded = record_of(pytester)["session"]["excluded"]
+    assert [(e["item"], e["blocks"]) for e in excluded] == [("q-050", False), ("q-051", False)]
+    assert excluded[0]["reason"] == "model-a against model-b not judged on this item"
