@@ -298,6 +298,31 @@ def _harvest_grow(folder: Path, n: int) -> None:
     _write(folder / "round.json", json.dumps({"id": "r", "scores": {f"p{i}": 0.5 for i in range(n)}}))
 
 
+def _judgments(folder: Path) -> Any:
+    from .evaluation.items import judged_items
+    from .evaluation.judgments import read_judgments
+
+    found = read_judgments(folder / "judgments.jsonl", "judgments.jsonl")
+    items = judged_items([("", found)], "model-b", "wins", None)
+    return [(v.id, v.outcome, v.blocks) for v in items.verdicts], [b.why for b in found.bad]
+
+
+def _judgments_embed(value: Any, key: str) -> bytes:
+    pair = {"candidate": "model-b", "baseline": "model-a"}
+    rows = [
+        {"item": value, **pair, "winner": value, "error": None, key: value},
+        {"item": "q-1", **pair, "scores": {"model-b": value, "model-a": 1}, "sample": value, "order": value},
+        {"item": "q-2", "candidate": value, "baseline": "model-a", "winner": "model-a", "error": value},
+        value,
+    ]
+    return b"\n".join(_json(r) for r in rows) + b"\n"
+
+
+def _judgments_grow(folder: Path, n: int) -> None:
+    rows = [{"item": f"q-{i}", "candidate": "model-b", "baseline": "model-a", "winner": "model-b"} for i in range(n)]
+    _write(folder / "judgments.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+
+
 def _record(data: bytes) -> bytes:
     """One TFRecord frame: length, its masked CRC-32C, the data, its masked CRC-32C."""
     import struct
@@ -373,5 +398,6 @@ READERS: tuple[Reader, ...] = (
     Reader("log", "stdout.log", _log, _log_embed, _log_grow),
     Reader("safetensors-header", "model.safetensors", _safetensors, _safetensors_embed, _safetensors_grow),
     Reader("harvest-json", "round.json", _harvest_json, _harvest_embed, _harvest_grow),
+    Reader("judgments-jsonl", "judgments.jsonl", _judgments, _judgments_embed, _judgments_grow),
     Reader("discovery-of-torchelastic", "attempt_0/0/error.json", _discovery, _elastic_embed, _elastic_grow),
 )

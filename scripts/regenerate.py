@@ -14,10 +14,10 @@ The generated files, and the test that compares each with what the code makes no
       docs/evaluation.md, docs/live-probes.md)                               names its ID or ID range)
 
 ``--examples`` rebuilds the example run dirs first (tests/sweep_builders.py, tests/trainerfiles.py,
-examples/make_harvest_examples.py, examples/make_workspace_examples.py). It is not the default: event
-files carry the time, host and pid in their names, so every rebuild renames them (and a test that names
-one, tests/test_badinput.py's ``ARTEFACTS``, must follow). Run it when a builder changed, then review
-``git status examples/``.
+examples/make_harvest_examples.py, examples/make_judgment_examples.py, examples/make_workspace_examples.py).
+It is not the default: event files carry the time, host and pid in their names, so every rebuild renames
+them (and a test that names one, tests/test_badinput.py's ``ARTEFACTS``, must follow). Run it when a builder
+changed, then review ``git status examples/``.
 
 Each output is made in a temporary folder by a real ``pytest`` session of this checkout (in a
 subprocess, as a user runs it), then compared with the file in the tree. The tests import
@@ -51,6 +51,7 @@ BUILDERS = (
     ["tests/sweep_builders.py"],
     ["tests/trainerfiles.py"],
     ["examples/make_harvest_examples.py"],
+    ["examples/make_judgment_examples.py"],
     ["examples/make_workspace_examples.py"],
 )
 

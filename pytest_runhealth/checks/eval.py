@@ -344,6 +344,9 @@ def teardown_race_check(ctx):
     "on a reference bot if in doubt. Do not revert the policy on it.",
 )
 def real_scores(ctx):
+    judged = _judgment_lines(ctx)
+    if judged is not None and not ctx.evaluation.of().rounds:
+        return judged
     ev = _rounds(ctx)
     terminal = ctx.evaluation.terminal
     out, scored = [], 0
@@ -409,6 +412,47 @@ def real_scores(ctx):
                 )
             )
     return out or (f"{scored} completed episode(s) with real per-player scores" if scored else "no completed round yet")
+
+
+SHOWN_LINES = 20  # malformed judgment lines given a finding each; the rest are counted
+
+
+def _judgment_lines(ctx):
+    """An LLM judge's ``judgments.jsonl`` (docs/llm-judge.md): each line that is not a judgment the gate can
+    read, with its file:line (a failed judgment is the judge's failure, RH508 and RH104 say so); None
+    without one."""
+    found = ctx.evaluation.of().judgments
+    if found is None:
+        return None
+    if found.unread:
+        return ctx.fail(
+            "not-evaluable",
+            "format-not-understood",
+            f"{found.unread}.",
+            [ctx.evidence(found.source, None, found.unread)],
+            fix="write the judgments as a regular file under the size cap, one JSON object per line.",
+        )
+    shown, more = found.bad[:SHOWN_LINES], len(found.bad) - SHOWN_LINES
+    out = [
+        ctx.fail(
+            "not-evaluable",
+            "format-not-understood",
+            f"{found.source}:{b.line}: {b.why}. The judgment is unknown, not lost: its item is not evidence "
+            "until the line reads as a judgment."
+            + (
+                f"\n{more} more line(s) of {found.source} cannot be read either." if more > 0 and b is shown[-1] else ""
+            ),
+            [ctx.evidence(found.source, b.line, b.text)],
+            fix="write each line as docs/llm-judge.md shows (item, candidate, baseline, winner or scores, error), "
+            "or re-run the judge on the item.",
+        )
+        for b in shown
+    ]
+    failed = sum(1 for j in found.judgments if j.failed)
+    return out or (
+        f"{len(found.judgments)} judgment line(s) of {found.source} read"
+        + (f" ({failed} record the judge failing: not scores, see RH508)" if failed else "")
+    )
 
 
 def _only_candidate_missing(ep, candidate: str) -> bool:
@@ -663,7 +707,7 @@ def promotion_gate(ctx):
             f"{decision.rounds_line()}.\n{decision.test.describe()}."
         )
         if names:
-            summary += f"\nrounds contradicting the claim ({len(names)}): {shown}."
+            summary += f"\n{decision.units} contradicting the claim ({len(names)}): {shown}."
         if outcome == "claim-not-significant":
             summary += f"\n{decision.more_needed()}."
         elif decision.test.outcome != "contradicted":
@@ -691,10 +735,14 @@ def _missing_fix(decision) -> str | None:
     the running rounds" only when some run."""
     if decision.source_error:
         return None
-    running = sum(1 for r in decision.blocking if r.category.startswith("still"))
-    failed = sum(1 for r in decision.blocking if not r.category.startswith("still") and "failed" in r.category)
-    other = len(decision.blocking) - running - failed
-    steps = []
+    items = sum(1 for r in decision.blocking if r.unit == "item")
+    rounds = [r for r in decision.blocking if r.unit != "item"]
+    running = sum(1 for r in rounds if r.category.startswith("still"))
+    failed = sum(1 for r in rounds if not r.category.startswith("still") and "failed" in r.category)
+    other = len(rounds) - running - failed
+    steps = [f"re-run the judge on the {items} item(s) it failed on, or fix their lines (docs/llm-judge.md)"] * bool(
+        items
+    )
     if running:
         steps.append(f"wait for the {running} running round(s)")
     if failed:

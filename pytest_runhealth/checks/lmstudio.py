@@ -1,7 +1,10 @@
 """RH4xx: the LM Studio judge, live through the ``lmstudio`` fixture and
 from its server log. Live probes are skipped with the reason when LM Studio
 was not named (``--lmstudio-url``, ini, ``$LMSTUDIO_URL``) and is not there;
-once named, a server that is down fails them."""
+once named, a server that is down fails them.
+
+Longer than 600 lines: one module per check family keeps a check one hop from its ID (``checks/__init__.py``);
+the RH4xx family is seven checks and the judge-failure tally they and RH104 share."""
 
 from __future__ import annotations
 
@@ -346,7 +349,37 @@ def _judge_model(ctx, lm) -> tuple[str | None, str]:
                 for key in ("model", "judge_model", "model_id"):
                     if isinstance(rep.get(key), str):
                         return rep[key], f"ledger.jsonl:{row.line} judge_report.{key}"
+    found = ctx.evaluation.of().judgments if "judgments" in ctx.run_dir.layouts else None
+    named = [j for j in found.judgments if j.judge] if found is not None else []
+    if found is not None and named:  # an LLM judge's judgments.jsonl names its judge model (docs/llm-judge.md)
+        return named[-1].judge, f"{found.source}:{named[-1].line} judge"
     return None, ""
+
+
+def judge_failures(ctx, found):
+    """RH104 on an LLM judge's ``judgments.jsonl`` (docs/llm-judge.md): the judge failing as a whole, when at
+    least min_share of its judgments came back without a verdict the pipeline could read (an error saying
+    the answer was not JSON, or a null winner without scores). Each such item blocks a gate (RH508) either way."""
+    from ..evaluation.judgments import no_verdict
+
+    tally = no_verdict(found)
+    if not tally.total:
+        ctx.skip(f"no judgment line in {found.source} could be read (RH505 says why)")
+    share = tally.count / tally.total
+    if not tally.count or share < ctx.thresholds["min_share"]:
+        return (
+            f"{tally.count} of {tally.total} judgments in {found.source} came back without a verdict (under min_share)"
+        )
+    summary = (
+        f"{tally.count} of {tally.total} judgments in {found.source} came back without a verdict: "
+        f"{len(tally.no_json)} failed because the answer was not JSON, {len(tally.null)} have a null winner and no "
+        "scores. The judge is failing: those items are not evidence about either model."
+    )
+    if tally.models:
+        thinking = any(THINKING_NAME.search(m) for m in tally.models)
+        summary += f"\nJudge model: {', '.join(sorted(tally.models))}" + (" (a thinking variant)." if thinking else ".")
+    shown = (tally.no_json + tally.null)[:SHOWN]
+    return ctx.fail("infra", "judge-no-json", summary, [ctx.evidence(found.source, j.line, j.text) for j in shown])
 
 
 @check(

@@ -45,6 +45,7 @@ from ..readers import rootcause
 from ..readers.ledger import LedgerRow
 from ..readers.logscan import LogScan, StepPoint
 from ..readers.values import finite_number
+from .lmstudio import judge_failures
 
 RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9, "stall_ratio": 10}
 
@@ -391,13 +392,13 @@ def _mixed_scoring(ctx, at_scored, at_judged):
 @check(
     "RH104",
     "judge-returned-no-json",
-    needs=["ledger"],
+    needs=["judged"],
     scope="session",
     phases=["postmortem", "gate"],
     verdicts=["infra"],
     thresholds={"min_share": 0.5},
-    detects="At least min_share of the judgements in the ledger failed with `no JSON scores in response text`: "
-    "the judge answered in prose (a thinking model, or JSON only in reasoning_content).",
+    detects="At least min_share of the judgements (a ledger's; a judgments.jsonl's) failed with `no JSON scores in "
+    "response text` or gave no verdict: the judge answered in prose (a thinking model, JSON in reasoning_content).",
     why="Those judgements score nothing, so the sweep is ranked on loss alone or on the few images that parsed, "
     "while every row still looks judged.",
     example="12 of 12 judgements failed with 'no JSON scores in response text' (judge model "
@@ -407,8 +408,9 @@ def _mixed_scoring(ctx, at_scored, at_judged):
     "models. Re-score the existing samples with scripts/rejudge_run.py <run_dir> <prompts.txt> instead of re-training.",
 )
 def judge_returned_no_json(ctx):
-    tally = no_json_tally(ctx)
-    if tally is None:
+    if not ctx.run_dir.is_sweep and ctx.evaluation.of().judgments is not None:  # docs/llm-judge.md
+        return judge_failures(ctx, ctx.evaluation.of().judgments)
+    if (tally := no_json_tally(ctx)) is None:
         return None
     total, bad, failed_rows, shown, models, reasoning = tally
     if not bad or bad / total < ctx.thresholds["min_share"]:
@@ -423,8 +425,6 @@ def judge_returned_no_json(ctx):
 
 
 # -- RH105 ------------------------------------------------------------------------------
-
-
 def _rh105_quiet(row: LedgerRow, th: dict) -> bool:
     """RH105 passes plainly on a row that is no early exit (its first test)."""
     return not early_exit(row, th["early_exit_s"])

@@ -252,7 +252,9 @@ def _release_unvisited(rd: Any, runs: _Chunk, visited: set[int]) -> None:
     of theirs is cached (a need's probe may have listed an empty folder's
     files): what the run-by-run loop would have dropped."""
     for i, run in runs.made():
-        if i not in visited and (rd.holds_reads_of(run.folder) or "files" in run.__dict__ or "event_files" in run.__dict__):
+        if i not in visited and (
+            rd.holds_reads_of(run.folder) or "files" in run.__dict__ or "event_files" in run.__dict__
+        ):
             rd.release_run(run)
 
 

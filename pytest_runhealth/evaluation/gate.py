@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .items import judged_items
 from .model import Evaluation
 from .rounds import CANCELED, RoundVerdict, distinct_rounds, judge_round
 from .sequential import FixedTest, SequentialTest
@@ -135,13 +136,20 @@ class GateDecision:
         """'won 7, lost 1, tied 0, excluded 1 (canceled 1: xr-9) of 9 rounds'."""
         c = self.counts()
         text = (
-            f"won {c['won']}, lost {c['lost']}, tied {c['tied']}, excluded {c['excluded']} of {len(self.rounds)} rounds"
+            f"won {c['won']}, lost {c['lost']}, tied {c['tied']}, excluded {c['excluded']} of {len(self.rounds)} "
+            f"{self.units}"
         )
         if self.canceled:
             names = [r.label for r in self.canceled]
             more = f" and {len(names) - SHOW} more" if len(names) > SHOW else ""
             text += f" (canceled {len(names)}: {', '.join(names[:SHOW])}{more})"
         return text
+
+    @property
+    def units(self) -> str:
+        """What the gate counted: "rounds", "items" (an LLM judge's A/B, evaluation/items.py), or both."""
+        kinds = sorted({r.unit for r in self.rounds}, reverse=True) or ["round"]
+        return " and ".join(f"{k}s" for k in kinds)
 
     def more_needed(self) -> str:
         more = self.test.more_rounds()
@@ -154,16 +162,16 @@ class GateDecision:
     def missing(self) -> str:
         """Which evidence is missing: '2 round(s) still running (xr-2, xr-3); ...'."""
         parts = []
-        groups: dict[str, list[str]] = {}
+        groups: dict[tuple[str, str], list[str]] = {}
         for r in self.blocking:
-            groups.setdefault(r.category, []).append(r.label)
-        for cat, labels in groups.items():
-            parts.append(f"{len(labels)} round(s) {cat} ({', '.join(labels[:SHOW])})")
+            groups.setdefault((r.unit, r.category), []).append(r.label)
+        for (unit, cat), labels in groups.items():
+            parts.append(f"{len(labels)} {unit}(s) {cat} ({', '.join(labels[:SHOW])})")
         if self.no_claim:
             return "; ".join([*parts, NO_CLAIM])
         if self.paired_rounds < self.k:
             parts.append(
-                f"{self.paired_rounds} of the {self.k} rounds needed have a result for the candidate "
+                f"{self.paired_rounds} of the {self.k} {self.units} needed have a result for the candidate "
                 "(K=min_rounds is a floor; then the test decides)"
             )
         return "; ".join(parts) or "nothing missing"
@@ -250,4 +258,8 @@ def decide(
             )
             continue
         decision.rounds.append(judge_round(origin, rnd, terminal, tails.get(origin), cand, claim, champ))
+    # An LLM judge's A/B: its items are the unit, in place of rounds (evaluation/items.py)
+    items = judged_items([(name if several else "", one.judgments) for name, one, _ in sources], cand, claim, champ)
+    decision.rounds.extend(items.verdicts)
+    decision.notes.extend(items.notes)
     return decision

@@ -365,6 +365,7 @@ class Evaluation:
     json_problems: list[JsonProblem] = field(default_factory=list)
     fetch_error: str | None = None  # the source could not be read at all
     read: dict[str, str] = field(default_factory=dict)  # source → sha256
+    judgments: Any = None  # an LLM judge's judgments.jsonl, read (evaluation/judgments.py), when the folder has one
 
 
 @dataclass

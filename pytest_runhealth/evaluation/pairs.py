@@ -11,9 +11,11 @@ from .model import Evaluation
 
 
 def players_known(evaluations: Iterable[Evaluation]) -> set[str]:
-    """Every player any round names: in its scores, or in a roster of ids."""
+    """Every player any round names: in its scores, or in a roster of ids; and every name a judgment compares."""
     found: set[str] = set()
     for ev in evaluations:
+        if ev.judgments is not None:
+            found.update(ev.judgments.players())
         for rnd in ev.rounds:
             for raw in [rnd.raw, *(ep.raw for ep in rnd.episodes)]:
                 ids = raw.get("policy_version_ids") if isinstance(raw, dict) else None

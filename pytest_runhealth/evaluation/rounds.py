@@ -29,7 +29,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from .model import Episode, Round
 from .triage import FailedEpisode, classify, completed_episodes, failed_after_start, roster, round_players
@@ -41,6 +41,7 @@ CANCELED = ("canceled", "cancelled")
 class RoundVerdict:
     """One round's place in the decision."""
 
+    unit: ClassVar[str] = "round"  # the gate's unit of evidence ("item" for a judge's A/B: evaluation/items.py)
     id: str
     source: str  # the file it was read from (the first copy)
     origin: str = ""  # the run dir's name, when the session has several

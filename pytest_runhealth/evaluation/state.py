@@ -34,9 +34,10 @@ def evaluation_of(run_dir) -> Evaluation:
     loader = getattr(run_dir, "load_evaluation", None)
     if loader is None:
         from .harvest import load_harvest
+        from .judgments import with_judgments
 
         def loader():
-            return load_harvest(run_dir)
+            return with_judgments(load_harvest(run_dir), run_dir)
 
     return run_dir.cached(("eval", "evaluation"), loader)
 
@@ -65,9 +66,9 @@ def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
 
 
 def gated_run_dirs(config: pytest.Config | None, fallback=None) -> list:
-    """The session's run dirs whose rounds the gate counts: every harvest."""
+    """The session's run dirs whose rounds (or judged items) the gate counts: every harvest and judgments folder."""
     state = session_of(config)
-    found = [rd for rd in (state.run_dirs if state else []) if "harvest" in rd.layouts]
+    found = [rd for rd in (state.run_dirs if state else []) if {"harvest", "judgments"} & set(rd.layouts)]
     return found or ([fallback] if fallback is not None else [])
 
 

@@ -122,7 +122,7 @@ class GateVerdict:
             against = [r.label for r in stat.contradicting]
             if against:
                 more = f" and {len(against) - SHOW} more" if len(against) > SHOW else ""
-                out.append(f"rounds contradicting the claim ({len(against)}): {', '.join(against[:SHOW])}{more}")
+                out.append(f"{stat.units} contradicting the claim ({len(against)}): {', '.join(against[:SHOW])}{more}")
             if stat.outcome == "claim-not-significant":
                 out.append(stat.more_needed())
             out += stat.notes[:SHOW]

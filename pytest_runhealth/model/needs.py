@@ -69,11 +69,19 @@ def _config(t: Target) -> str | None:
 
 
 def _harvest(t: Target) -> str | None:
+    """Gate evidence: an evaluation harvest, or an LLM judge's ``judgments.jsonl`` (docs/llm-judge.md)."""
     return (
         None
-        if "harvest" in t.run_dir.layouts
+        if {"harvest", "judgments"} & set(t.run_dir.layouts)
         else f"{t.run_dir.path} is not an evaluation harvest (no experience_request.json or round.json)"
     )
+
+
+def _judged(t: Target) -> str | None:
+    """Judgments to count: a sweep's ledger (its judge reports) or an LLM judge's ``judgments.jsonl``."""
+    if "judgments" in t.run_dir.layouts:
+        return None
+    return _ledger(t)
 
 
 def _pidfile(t: Target) -> str | None:
@@ -101,6 +109,7 @@ NEEDS: dict[str, Callable[[Target], str | None]] = {
     "checkpoints": _checkpoints,
     "config": _config,
     "harvest": _harvest,
+    "judged": _judged,
     "pidfile": _pidfile,
 }
 
@@ -117,7 +126,7 @@ FOLDERLESS: dict[str, Callable[[str, str], str]] = {
 
 # Needs answered by the run dir alone, and those asked of each run: a chunk of
 # 2,000 runs asks the first kind once (engine/judge_chunk.py), the second once per run.
-RUN_DIR_NEEDS = frozenset({"ledger", "sweep", "config", "harvest"})
+RUN_DIR_NEEDS = frozenset({"ledger", "sweep", "config", "harvest", "judged"})
 
 
 def missing_need(spec, target: Target) -> str | None:

@@ -26,7 +26,7 @@ import pytest
 from ..readers import layouts
 from ..readers.layouts import jsonl_metrics
 from ..readers.layouts._files import entries, split_entries
-from ..readers.rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
+from ..readers.rundir import JUDGMENTS_FILE, LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
 from ..safety.safeio import FirstSizes, describe_error, mtime
 from ..safety.shown import name as shown_name
 from ..settings.options import DEFAULT_DEPTH
@@ -37,13 +37,14 @@ GENERIC_LOGS = (".log", ".out", ".err")
 CONSOLE_LOGS = (".log", ".out")
 CONSOLE_NAME = re.compile(r"^(?:train.*|.*-train|nohup\.out|slurm-[\w.-]+\.out|stdout.*|output.*|console.*|run\.log)$")
 LAUNCH_DEPTH = 3  # proj/out/, proj/lightning_logs/version_0/, proj/mlruns/<exp>/<run>/, proj/wandb/run-*/
-KINDS = ("trainer", "kohya", *layouts.KINDS, "sweep", "harvest", "generic")
+KINDS = ("trainer", "kohya", *layouts.KINDS, "sweep", "harvest", "judgments", "generic")
 NOUNS = {
     "trainer": ("trainer run", "trainer runs"),
     "kohya": ("kohya run", "kohya runs"),
     **layouts.NOUNS,
     "sweep": ("sweep session", "sweep sessions"),
     "harvest": ("harvest", "harvests"),
+    "judgments": ("judgments folder", "judgments folders"),
     "generic": ("generic run", "generic runs"),
     "unrecognised": ("unrecognised folder", "unrecognised folders"),
 }
@@ -99,6 +100,8 @@ def classify(
         return "round"
     if "rounds" in dirs and round_folders(folder):
         return "harvest"
+    if JUDGMENTS_FILE in files:
+        return "judgments"  # an LLM judge's A/B evaluation (docs/llm-judge.md)
     if "config.yaml" in names and ({"logs", "outputs"} & dirs):
         return "trainer"  # an LTX-2 workspace
     if "checkpoints" in dirs and any(LTX_CKPT.match(n) for n in _names(folder / "checkpoints")[0]):
@@ -187,6 +190,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
 NOTHING_TO_CHECK = "nothing here to check (cause nothing-to-check): no run of any known kind"
 LOOKED_FOR = (
     "ledger.jsonl or runs/<id>/logs/ (a sweep), experience_request.json or round.json (an evaluation round), "
+    "judgments.jsonl (an LLM judge's A/B evaluation), "
     "config.yaml with logs/ or outputs/ (an LTX-2 workspace), trainer_state.json or checkpoint-N/ (a Hugging Face "
     "Trainer output_dir), lightning_logs/version_N/, an MLflow run (meta.yaml with metrics/), a W&B run-*/ folder, "
     "*.safetensors (kohya), *.log/*.out/*.err logs, events.out.tfevents.*, a pid file"

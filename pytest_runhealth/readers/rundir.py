@@ -30,6 +30,7 @@ LTX_CKPT = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safe
 
 
 ROUND_FILES = ("experience_request.json", "round.json")
+JUDGMENTS_FILE = "judgments.jsonl"  # an LLM judge's A/B evaluation (evaluation/judgments.py)
 
 
 def is_round_folder(folder: Path) -> bool:
@@ -323,6 +324,8 @@ class RunDir:
             found.append("kohya")
         if (p / "rounds").is_dir() or round_folders(p):  # one round, rounds/<name>/, or a folder of round folders
             found.append("harvest")
+        if (p / JUDGMENTS_FILE).is_file():  # an LLM judge's A/B evaluation (docs/llm-judge.md)
+            found.append("judgments")
         if kind is not None:
             found.append(kind)
         found.append("generic")
