@@ -459,15 +459,17 @@ def classify_failure(rnd: Round, ep: Episode | None, started: str, tail_of: Call
         hit = _traceback_in(_tail_lines(path, tail_of))
         if hit:
             found.append((e, log_seat(rnd, e, path), record_seat(e), hit))
-    agreeing = [f for f in found if f[1] is not None and f[1] == f[2] and f[1] < len(roster(rnd, f[0]))]
+    agreeing = [f for f in found if f[1] is not None and f[1] == f[2]]
     if found:
         e, seat, named, hit = (agreeing or found)[0]
-        player = roster(rnd, e)[seat] if agreeing and seat is not None else None
+        seats = roster(rnd, e)
+        player = seats[seat] if agreeing and seat is not None and seat < len(seats) else None
         if INFRA_EXCEPTION.search(hit.text):  # out of memory on a shared device, a connection reset
             return FailedEpisode(rnd, ep, "episode-failed-infra", hit, started, player=player)
         others = [f for f in found if f[1] != seat and not INFRA_EXCEPTION.search(f[3].text)]
         if agreeing and not others:
-            return FailedEpisode(rnd, ep, "episode-failed-policy", hit, started, player=player)
+            beyond = "" if player else f"seat {seat} is in no roster of the record"
+            return FailedEpisode(rnd, ep, "episode-failed-policy", hit, started, player=player, unshown=beyond)
         if agreeing:  # several seats' own tracebacks: whose crash ended the game is not shown
             logs = "; ".join(f"{Path(h.source).name} ({_seat_name(rnd, x, s)})" for x, s, _, h in found)
             checked = f"tracebacks in several seats' policy logs: {logs}"
