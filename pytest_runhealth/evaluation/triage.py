@@ -497,11 +497,11 @@ def classify_failure(rnd: Round, ep: Episode | None, started: str, tail_of: Call
                 return FailedEpisode(
                     rnd, ep, "episode-failed-policy", hit, started, unshown="its traceback is in no policy log"
                 )
-    checked = [f"error_type {error_type or 'none'}", f"{len(errors)} error message(s)"]
-    checked.append(f"{len(policy_logs)} policy log(s)" + (" (no traceback)" if policy_logs else ""))
+    read = [f"error_type {error_type or 'none'}", f"{len(errors)} error message(s)"]
+    read.append(f"{len(policy_logs)} policy log(s)" + (" (no traceback)" if policy_logs else ""))
     if player_error:
-        checked.append("a failed player named, but no traceback")
-    return FailedEpisode(rnd, ep, "episode-failed-unknown", None, started, ", ".join(checked))
+        read.append("a failed player named, but no traceback")
+    return FailedEpisode(rnd, ep, "episode-failed-unknown", None, started, ", ".join(read))
 
 
 def failed_after_start(rnd: Round, terminal: tuple[str, ...], tail_of: Callable | None = None) -> list[FailedEpisode]:
