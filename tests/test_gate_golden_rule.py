@@ -89,7 +89,10 @@ def test_a_champion_log_ending_in_the_devices_or_the_links_failure_is_infra_and_
     assert (xr6["outcome"], xr6["cause"], xr6["blocks"]) == ("excluded", "episode-failed-infra", True)
     assert shown in xr6["detail"] and "re-run the round" in xr6["detail"]
     assert "the champion's loss" not in res.stdout and "PROMOTE" not in res.stdout
-    assert "1 round(s) failed after its players started: infra (xr-6)" in res.stdout
+    assert (
+        "1 round(s) failed after its players started, infra (episode-failed-infra): blocks until re-run (xr-6)"
+        in res.stdout
+    )
     assert res.result_of("RH509")["verdict"] == "infra"  # RH509 says the same: the platform failed it
     # near miss: the champion's own policy raised in its own code, seat and log agreeing
     log(h, "xr-6", "policy_1.log", VALUE_ERROR)
@@ -113,7 +116,10 @@ def test_contradictory_records_are_not_evaluable_never_the_champions_crash(tmp_p
     assert "policy_0.log (seat 0 (pv-cand))" in xr6["detail"] and "fetch its logs or re-run it" in xr6["detail"]
     everything = res.stdout + json.dumps(record)
     assert "pv-champ's policy crashed" not in everything and "the champion's loss" not in everything
-    assert "1 round(s) failed when a policy crashed, whose is not shown: unknown (xr-6)" in res.stdout
+    assert (
+        "1 round(s) failed when a policy crashed, whose is not shown, unknown (episode-failed-unknown): blocks (xr-6)"
+        in res.stdout
+    )
     rh509 = res.result_of("RH509")
     assert (rh509["verdict"], rh509["cause"]) == ("not-evaluable", "episode-failed-unknown")
     assert "contradictory records" in rh509["summary"] and "pv-champ's policy" not in rh509["summary"]

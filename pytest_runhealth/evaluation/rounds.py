@@ -210,14 +210,17 @@ def judge_round(
         f = other[0]
         v.cause, v.blocks = f.cause, True
         if f.cause == "episode-failed-infra":
-            v.category = "failed after its players started: infra"
+            v.category = "failed after its players started, infra (episode-failed-infra): blocks until re-run"
             seat = f" (the failure names {f.player}'s seat)" if f.player else ""
             v.detail = f"{f.where}{seat}: {f.hit.text if f.hit else f.checked}; re-run the round"
         elif f.unshown:  # a crash whose seat the record and the logs do not show, or contradictory records
-            v.category, v.cause = "failed when a policy crashed, whose is not shown: unknown", "episode-failed-unknown"
+            v.cause = "episode-failed-unknown"
+            v.category = "failed when a policy crashed, whose is not shown, unknown (episode-failed-unknown): blocks"
             v.detail = f"{f.line}; fetch its logs or re-run it"
         else:
-            v.category = "failed after its players started: neither infra nor policy shown"
+            v.category = (
+                "failed after its players started, neither infra nor policy shown (episode-failed-unknown): blocks"
+            )
             v.detail = f"{f.where}: {f.checked}; fetch its logs or re-run it"
         return v
     if policy:
