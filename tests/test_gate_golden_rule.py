@@ -167,11 +167,16 @@ def test_a_champion_crash_does_not_win_a_round_the_candidate_lost(tmp_path, run_
     assert xr6["outcome"] == "lost" and record["counts"]["lost"] == 1 and record["decision"] == "block"
     assert xr6["detail"].startswith("pv-cand mean 10 against pv-champ's 40 over 2 episodes")
     assert "not a win for pv-cand, which lost the completed games" in xr6["detail"]
+    # the same without a champion: the field's crash does not win it either (its completed games are real scores)
+    res, record = gate(run_health, pytester, h)
+    assert round_of(record, "xr-6")["outcome"] == "lost" and record["decision"] == "block"
     # near miss: the candidate won its completed games: the champion's crash is the champion's loss
     write(h / "rounds" / "xr-6" / "experience_request.json", third_crashed(40, 10))
     res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     xr6 = round_of(record, "xr-6")
     assert res.ret == 0 and xr6["outcome"] == "won" and xr6["detail"].endswith("the champion's loss")
+    res, record = gate(run_health, pytester, h)
+    assert res.ret == 0 and round_of(record, "xr-6")["detail"].endswith("the field's loss")
 
 
 # -- item 4: a candidate's missing score is triaged -----------------------------------------------

@@ -257,22 +257,24 @@ def _opponents_crashed(
         return v
     done = completed_episodes(rnd)
     probe = dataclasses.replace(rnd, status="completed", episodes=done)
-    paired = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion, set(crashed))
     field = [p for p in players if p != candidate and p not in crashed]
     if (champion is not None and champion in crashed) or (champion is None and (claim == "loses" or not field)):
-        # wins: every other player crashed; loses: the field's worst is a crashed player, below the candidate
+        # wins: every other player crashed; loses: the field's worst is a crashed player, below the candidate.
+        # The completed games are judged first, the crashed players' included: they are real scores.
         whose = crashed[champion].line if champion is not None else said
         loser = "the champion's loss" if champion is not None else "the field's loss"
-        if done and paired.outcome == "lost":
-            paired.detail = (
-                f"{paired.detail} in the round's completed games; {whose}: not a win for {candidate}, "
+        real = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion) if done else None
+        if real is not None and real.outcome == "lost":
+            real.detail = (
+                f"{real.detail} in the round's completed games; {whose}: not a win for {candidate}, "
                 "which lost the completed games"
             )
-            return paired
-        if done and paired.outcome == "excluded" and paired.blocks:
-            paired.detail = f"{paired.detail}; {whose}"
-            return paired
+            return real
+        if real is not None and real.outcome == "excluded" and real.blocks:
+            real.detail = f"{real.detail}; {whose}"
+            return real
         return _won(v, claim, f"{whose}: {loser}")
+    paired = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion, set(crashed))
     if paired.outcome != "excluded":
         paired.detail = f"{paired.detail}; not in this pairing: {said}"
         return paired
