@@ -208,7 +208,7 @@ def test_a_null_candidate_score_with_no_cause_is_unknown_and_blocks(tmp_path, ru
     xr7 = round_of(record, "xr-7")
     assert xr7["outcome"] == "lost" and record["counts"]["lost"] == 1 and record["statistic"]["test"]
     assert "pv-cand's policy crashed: ValueError: bad action" in xr7["detail"]
-    assert "policy_0.log:5" in xr7["detail"]
+    assert "(xr-7/episode_00/policy_0.log:5)" in xr7["detail"] and str(tmp_path) not in xr7["detail"]
 
 
 INFRA_NULLS = [
@@ -281,6 +281,7 @@ def test_a_null_score_whose_record_names_another_seat_is_unknown(tmp_path, run_h
     [
         ("policy_1.log", 1),
         ("agent-2.log", 2),
+        ("agent-1/stdout.log", 1),
         ("player_0.err", 0),
         ("policy_pv-champ.log", 1),
         ("game.log", None),

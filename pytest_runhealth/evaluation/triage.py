@@ -349,6 +349,14 @@ def _seat_name(rnd: Round, ep: Episode, seat: int | None) -> str:
     return f"seat {seat} ({seats[seat]})" if 0 <= seat < len(seats) else f"seat {seat}"
 
 
+def shown_at(hit: Hit) -> str:
+    """Where a hit is, for a round's detail: a log as ``<round>/<episode>/<file>:<line>`` (never this
+    machine's absolute path), a record as its path in the harvest."""
+    source = Path(hit.source)
+    where = "/".join(source.parts[-3:]) if source.is_absolute() else hit.source
+    return f"{where}:{hit.line}" if hit.line else where
+
+
 def _tail_lines(path: Any, tail_of: Callable | None) -> list[tuple[Any, int | None, str]]:
     try:
         tail = tail_of(path) if tail_of else None
@@ -411,8 +419,7 @@ def missing_score(rnd: Round, ep: Episode, player: str, tail_of: Callable | None
     shared = [p for p in ep.logs if not is_policy_log(p)]
     infra = platform_failure(rnd, ep, tail_of, mine + shared)
     if infra:
-        at = f"{infra.source}:{infra.line}" if infra.line else infra.source
-        return MissingScore("infra", infra.cause, infra, f"{infra.text} ({at})")
+        return MissingScore("infra", infra.cause, infra, f"{infra.text} ({shown_at(infra)})")
     named = record_seat(ep)
     if seat is None:
         return MissingScore("unknown", "missing-scores", None, f"the record does not say which seat is {player}'s")
@@ -426,7 +433,7 @@ def missing_score(rnd: Round, ep: Episode, player: str, tail_of: Callable | None
     for path in mine:
         hit = _traceback_in(_tail_lines(path, tail_of))
         if hit:
-            return MissingScore("policy", "episode-failed-policy", hit, f"{hit.text} ({hit.source}:{hit.line})")
+            return MissingScore("policy", "episode-failed-policy", hit, f"{hit.text} ({shown_at(hit)})")
     read = ", ".join(p.name for p in mine) or f"no policy log of seat {seat}"
     return MissingScore(
         "unknown", "missing-scores", None, f"no platform error and no traceback in {player}'s own policy log ({read})"
