@@ -344,8 +344,8 @@ def real_scores(ctx):
     ev = _rounds(ctx)
     terminal = ctx.evaluation.terminal
     out, scored = [], 0
-    # Under the gate, the named candidate's own missing score where an opponent scored is its lost round
-    # (RH508), not a recorder failure: it is said so here, not sent for a re-run.
+    # Under the gate, the named candidate's own missing score where an opponent scored is RH508's to triage
+    # (a lost round on its own traceback; infra or unknown, named with its cause, blocking): one diagnosis.
     candidate = ctx.evaluation.decision().candidate if ctx.evaluation.gate_mode else None
     for rnd in ev.rounds:
         if rnd.unreadable:
@@ -382,7 +382,7 @@ def real_scores(ctx):
                 continue
             why = _triage().score_problem(ep, rnd.players)
             if why and candidate is not None and _only_candidate_missing(ep, candidate):
-                scored += 1  # RH508 counts it as the candidate's lost round and says so
+                scored += 1  # RH508 triages it (lost, or blocking with its cause) and says so
                 continue
             if why:
                 shown = ", ".join(f"{s.player}={s.value}" for s in (ep.scores or [])[:8]) or "none"
