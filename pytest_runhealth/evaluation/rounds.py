@@ -205,7 +205,7 @@ def judge_round(
     own = [f for f in policy if f.player == candidate]
     if own:  # its own traceback in its own policy log, on the seat the record names
         return _lost(v, claim, f"{own[0].line}: {candidate}'s loss")
-    other = [f for f in crashes if f not in policy]
+    other = [f for f in crashes if not (f.cause == "episode-failed-policy" and f.player is not None)]
     if other:
         f = other[0]
         v.cause, v.blocks = f.cause, True
