@@ -181,14 +181,19 @@ def test_a_third_players_crash_leaves_the_pairing_to_the_completed_episodes(tmp_
     assert "xr-6" in res.stdout and "pv-3's policy crashed" in res.stdout
 
 
-def test_a_null_candidate_score_where_the_champion_scored_is_a_lost_round(tmp_path, run_health, pytester):
+def test_a_null_candidate_score_with_its_own_traceback_is_a_lost_round(tmp_path, run_health, pytester):
+    """Issue 42 changed this rule on purpose: a null candidate score is a lost round only when its own policy
+    raised in its own code (a traceback in its own policy log, on its seat); with no cause it blocks
+    (tests/test_gate_golden_rule.py has the infra and unknown cases)."""
     rounds = [won(f"xr-{i}") for i in range(7)] + [request("xr-7", episodes=[ep(None, 30)])]
-    res, record = gate(run_health, pytester, harvest(tmp_path / "h", rounds, fetched_at=T0))
+    h = harvest(tmp_path / "h", rounds, fetched_at=T0)
+    crashed(h, "xr-7", 0)
+    res, record = gate(run_health, pytester, h)
     null = next(c for c in record["session"]["counted"] if c["round"] == "xr-7")
     assert null["outcome"] == "lost" and "no score for pv-cand while pv-champ scored 30" in null["detail"]
     assert record["counts"]["lost"] == 1 and record["statistic"]["test"]["rounds_against"] == 1
     # RH505 does not send the candidate's own missing score for a re-run as infra: one diagnosis, a lost round
-    res, record = gate(run_health, pytester, harvest(tmp_path / "h", rounds, fetched_at=T0), k="RH505 or RH508")
+    res, record = gate(run_health, pytester, h, k="RH505 or RH508")
     assert res.outcome("RH505") == "passed" and [b["check"] for b in record["blockers"]] == ["RH508"]
 
 

@@ -350,8 +350,8 @@ def real_scores(ctx):
     ev = _rounds(ctx)
     terminal = ctx.evaluation.terminal
     out, scored = [], 0
-    # Under the gate, the named candidate's own missing score where an opponent scored is its lost round
-    # (RH508), not a recorder failure: it is said so here, not sent for a re-run.
+    # Under the gate, the named candidate's own missing score where an opponent scored is RH508's to triage
+    # (a lost round on its own traceback; infra or unknown, named with its cause, blocking): one diagnosis.
     candidate = ctx.evaluation.decision().candidate if ctx.evaluation.gate_mode else None
     for rnd in ev.rounds:
         if rnd.unreadable:
@@ -388,7 +388,7 @@ def real_scores(ctx):
                 continue
             why = _triage().score_problem(ep, rnd.players)
             if why and candidate is not None and _only_candidate_missing(ep, candidate):
-                scored += 1  # RH508 counts it as the candidate's lost round and says so
+                scored += 1  # RH508 triages it (lost, or blocking with its cause) and says so
                 continue
             if why:
                 shown = ", ".join(f"{s.player}={s.value}" for s in (ep.scores or [])[:8]) or "none"
@@ -573,8 +573,8 @@ def request_shape(ctx):
 
 # -- RH509 ---------------------------------------------------------------------
 FAILED_FIXES = {
-    "episode-failed-infra": "Re-run the round: the platform failed it (eviction, timeout, 5xx, lost worker), not the "
-    "policy; do not revert or replace the policy on it. Raise the episode's timeout or move to the dependable "
+    "episode-failed-infra": "Re-run the round: the platform failed it (eviction, timeout, 5xx, lost worker, a judge "
+    "failure, out of memory on a shared device, a connection reset), not the policy; do not revert or replace the policy on it. Raise the episode's timeout or move to the dependable "
     "backend (k8s) if it recurs.",
     "episode-failed-policy": "Read the traceback: the player crashed on its own. Fix the policy (or upload a clean "
     "replacement) and re-run the round; this round is evidence against that version.",
@@ -593,10 +593,12 @@ FAILED_FIXES = {
     verdicts=["infra", "policy", "not-evaluable"],
     detects="A terminal failed round, or a failed episode inside a round, whose players had started (a score, a "
     "player error, a non-empty policy log): `episode-failed-infra` when the platform failed it (error_type infra / "
-    "timeout / evicted / worker_lost, or an error naming an eviction, a timeout, an HTTP 5xx, a lost worker); "
+    "timeout / evicted / worker_lost, an error naming an eviction, a timeout, an HTTP 5xx, a lost worker or a judge "
+    "failure, or a traceback closing in out-of-memory on the device or a connection reset); "
     "`episode-failed-policy` when the player crashed on its own, quoting its traceback (a policy log, or the error "
-    "of a failed player); otherwise `episode-failed-unknown` (not-evaluable), saying what was read. Rounds where no "
-    "player started are RH503's, lost results in a teardown race RH504's.",
+    "of a failed player) and naming the player only where the record's failed seat and the log agree; otherwise "
+    "(contradictory records included) `episode-failed-unknown` (not-evaluable), saying what was read. Rounds where "
+    "no player started are RH503's, lost results in a teardown race RH504's.",
     why="Only a terminal round with real per-player scores is policy evidence; a round that failed after its "
     "players started is either the platform's doing or the player's own crash, and the two call for opposite "
     "actions (re-run versus fix the policy). Left unclassified it passes every other check silently.",
@@ -626,6 +628,8 @@ def failed_round_classified(ctx):
             elif f.cause == "episode-failed-policy":
                 who = f"{f.player}'s policy" if f.player else "the player"
                 verdict, text = "policy", f"{who} crashed with a traceback ({f.hit.text if f.hit else ''})"
+            elif f.unshown:  # a traceback, but whose crash it is the records do not show (or contradict)
+                verdict, text = "not-evaluable", f"a policy crashed, but whose is not shown ({f.checked})"
             else:
                 verdict, text = "not-evaluable", f"neither a platform error nor a player traceback found ({f.checked})"
             evidence = [_hit_ev(ctx, f.hit)] if f.hit else [_ev(ctx, f.round, f"status: failed; {f.started}")]

@@ -13,15 +13,21 @@ candidate's mean score over the round's episodes against the champion's mean
 the worst for ``loses``). Episodes of one round share seed, map, opponents
 and server: one observation, not many.
 
-Every scheduled round counts. The candidate's own crash (RH509
-``episode-failed-policy``) or a missing/null candidate score where an
-opponent scored is a lost round; symmetrically, the champion's own crash
-in a round the candidate played is a won round (the champion's loss),
-and a third player's crash leaves the candidate-versus-champion pairing to
-the scores of the round's completed episodes (with none, it blocks naming
-the round, the player and the crash). An infrastructure failure (RH503/
-RH504/RH505, RH509 infra or unknown) and a still-running round block until
-re-run; a canceled round is excluded and named."""
+Every scheduled round counts, by the runbook's golden rule: only a terminal,
+completed round with real per-player scores is policy evidence. A crash counts
+only where the record's failed seat and the policy log holding the traceback
+agree (:class:`~.triage.FailedEpisode`): the candidate's own crash is a lost
+round; the champion's own crash is a won round (the champion's loss) unless the
+candidate lost the round's completed games, which then decide it; a third
+player's crash leaves the candidate-versus-champion pairing to the completed
+episodes (with none, it blocks naming the round, the player and the crash). A
+candidate's missing score is triaged (:func:`~.triage.missing_score`): its own
+traceback in its own policy log is a lost round; the platform's failure
+(infra) and no cause at all (unknown) are non-evidence that blocks, named with
+its cause, until the round is re-run or removed. So does a crash whose seat is
+not shown or whose records contradict each other, a failure of the platform
+after the players started (RH503/RH504/RH505, RH509 infra or unknown) and a
+still-running round; a canceled round is excluded and named."""
 
 from __future__ import annotations
 
@@ -32,7 +38,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .model import Episode, Round
-from .triage import FailedEpisode, classify, completed_episodes, failed_after_start, roster, round_players
+from .triage import (
+    FailedEpisode,
+    classify,
+    completed_episodes,
+    failed_after_start,
+    missing_score,
+    roster,
+    round_players,
+)
 
 CANCELED = ("canceled", "cancelled")
 
@@ -188,21 +202,27 @@ def judge_round(
         v.category, v.cause, v.detail = "canceled", None, "excluded: a canceled round is not evidence"
         return v
     crashes = failed_after_start(rnd, terminal, tail_of)
-    policy = [f for f in crashes if f.cause == "episode-failed-policy"]
-    own = [f for f in policy if f.player in (None, candidate)]
-    if own:  # a crash that names no seat is counted against the candidate: never in its favour
+    policy = [f for f in crashes if f.cause == "episode-failed-policy" and f.player is not None]
+    own = [f for f in policy if f.player == candidate]
+    if own:  # its own traceback in its own policy log, on the seat the record names
         return _lost(v, claim, f"{own[0].line}: {candidate}'s loss")
-    other = [f for f in crashes if f.cause != "episode-failed-policy"]
+    other = [f for f in crashes if not (f.cause == "episode-failed-policy" and f.player is not None)]
     if other:
         f = other[0]
-        v.category = (
-            "failed after its players started: infra"
-            if f.cause == "episode-failed-infra"
-            else ("failed after its players started: neither infra nor policy shown")
-        )
         v.cause, v.blocks = f.cause, True
-        seat = f" (the failure names {f.player}'s seat)" if f.player else ""
-        v.detail = f"{f.where}{seat}: {f.hit.text if f.hit else f.checked}; re-run the round"
+        if f.cause == "episode-failed-infra":
+            v.category = "failed after its players started, infra (episode-failed-infra): blocks until re-run"
+            seat = f" (the failure names {f.player}'s seat)" if f.player else ""
+            v.detail = f"{f.where}{seat}: {f.hit.text if f.hit else f.checked}; re-run the round"
+        elif f.unshown:  # a crash whose seat the record and the logs do not show, or contradictory records
+            v.cause = "episode-failed-unknown"
+            v.category = "failed when a policy crashed, whose is not shown, unknown (episode-failed-unknown): blocks"
+            v.detail = f"{f.line}; fetch its logs or re-run it"
+        else:
+            v.category = (
+                "failed after its players started, neither infra nor policy shown (episode-failed-unknown): blocks"
+            )
+            v.detail = f"{f.where}: {f.checked}; fetch its logs or re-run it"
         return v
     if policy:
         return _opponents_crashed(v, rnd, policy, terminal, tail_of, candidate, claim, champion)
@@ -219,11 +239,12 @@ def _opponents_crashed(
     claim: str,
     champion: str | None,
 ) -> RoundVerdict:
-    """Only other players' policies crashed. The champion's crash is the champion's
-    loss, as the candidate's own is the candidate's; so is a crash of the whole
-    field (every other player, or the worst of it for ``loses``). A third player's
-    crash leaves the candidate-versus-opponent pairing to the scores of the round's
-    completed episodes; with none, the round blocks, naming the crash."""
+    """Only other players' policies crashed, each shown by its own traceback on its own seat. The
+    champion's crash is the champion's loss, as the candidate's own is the candidate's; so is a crash of
+    the whole field (every other player, or the worst of it for ``loses``) - unless the candidate lost
+    the round's completed games: those are real per-player scores, and a crash in another game does not
+    turn them into a win. A third player's crash leaves the candidate-versus-opponent pairing to the
+    scores of the round's completed episodes; with none, the round blocks, naming the crash."""
     crashed: dict[str, FailedEpisode] = {}
     for f in crashes:
         crashed.setdefault(str(f.player), f)
@@ -232,20 +253,34 @@ def _opponents_crashed(
     if candidate not in players:
         v.category, v.detail = "the candidate did not play this round", said
         return v
-    if champion is not None and champion in crashed:
-        return _won(v, claim, f"{crashed[champion].line}: the champion's loss")
     if champion is not None and champion not in players:
         v.category, v.detail = "the champion did not play this round", said
         return v
-    field = [p for p in players if p != candidate and p not in crashed]
-    if champion is None and (claim == "loses" or not field):
-        # wins: every other player crashed; loses: the field's worst is a crashed player, below the candidate
-        return _won(v, claim, f"{said}: the field's loss")
     done = completed_episodes(rnd)
     probe = dataclasses.replace(rnd, status="completed", episodes=done)
+    field = [p for p in players if p != candidate and p not in crashed]
+    if (champion is not None and champion in crashed) or (champion is None and (claim == "loses" or not field)):
+        # wins: every other player crashed; loses: the field's worst is a crashed player, below the candidate.
+        # The completed games are judged first, the crashed players' included: they are real scores.
+        whose = crashed[champion].line if champion is not None else said
+        loser = "the champion's loss" if champion is not None else "the field's loss"
+        real = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion) if done else None
+        if real is not None and real.outcome == "lost":
+            real.detail = (
+                f"{real.detail} in the round's completed games; {whose}: not a win for {candidate}, "
+                "which lost the completed games"
+            )
+            return real
+        if real is not None and real.outcome == "excluded" and real.blocks:
+            real.detail = f"{real.detail}; {whose}"
+            return real
+        return _won(v, claim, f"{whose}: {loser}")
     paired = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion, set(crashed))
     if paired.outcome != "excluded":
         paired.detail = f"{paired.detail}; not in this pairing: {said}"
+        return paired
+    if done and paired.blocks:
+        paired.detail = f"{paired.detail}; {said}"
         return paired
     opponent = champion or "the field"
     who = ", ".join(crashed)
@@ -268,15 +303,25 @@ def _paired(
     """The round's result from its completed episodes' scores (no crash in the way)."""
     state = classify(rnd, terminal, tail_of)
     eps = completed_episodes(rnd) if rnd.status == "completed" else []
-    # The candidate's missing score where an opponent scored is its own failure: a lost round.
+    # The candidate's missing score where an opponent scored, triaged by the golden rule: its own
+    # traceback in its own policy log is its loss; the platform's failure or no cause at all is no evidence.
     for ep in eps:
         scores = _scores(ep)
         scored = [p for p, m in scores.items() if p != candidate and m is not None]
         in_roster = candidate in scores or candidate in roster(rnd, ep)
         if in_roster and scores.get(candidate) is None and scored:
-            return _lost(
-                v, claim, f"{ep.name}: no score for {candidate} while {scored[0]} scored {scores[scored[0]]:g}"
-            )
+            gap = f"{ep.name}: no score for {candidate} while {scored[0]} scored {scores[scored[0]]:g}"
+            why = missing_score(rnd, ep, candidate, tail_of)
+            if why.side == "policy":
+                return _lost(v, claim, f"{gap}; {candidate}'s policy crashed: {why.why}: {candidate}'s loss")
+            v.cause, v.blocks = why.cause, True
+            if why.side == "infra":
+                v.category = f"without the candidate's score, infra ({why.cause}): blocks until re-run or removed"
+                v.detail = f"{gap}; the platform failed it: {why.why}; re-run the round or remove it"
+            else:
+                v.category = "without the candidate's score, no cause found (unknown): blocks"
+                v.detail = f"{gap}; {why.why}; fetch its logs or re-run it"
+            return v
     if not state.counted:
         v.category, v.cause, v.detail = state.category, state.cause, state.detail
         v.blocks = True

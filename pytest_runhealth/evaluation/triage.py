@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from .model import Episode, Round
 
@@ -214,6 +216,7 @@ def _counters(rnd: Round) -> str:
 INFRA_ERROR_TYPES = frozenset(
     {"infra", "infrastructure", "platform", "timeout", "evicted", "eviction", "worker_lost", "lost_worker"}
     | {"node_failure", "preempted", "server_error", "system_error"}
+    | {"judge_error", "judge_failed", "judge_failure", "judge_no_json", "oom", "out_of_memory", "connection_reset"}
 )
 INFRA_FAILURE = re.compile(
     r"\bevict(?:ed|ion)\b|\bpreempt(?:ed|ion)\b|\btimed?[ -]?out\b|\bdeadline exceeded\b"
@@ -221,6 +224,22 @@ INFRA_FAILURE = re.compile(
     r"Internal Server Error)\b"
     r"|\b(?:lost|lose) (?:the |its |connection to (?:the )?)?worker\b|\bworker (?:was )?(?:lost|died|disconnected|"
     r"unreachable|gone)\b|\bnode (?:failure|lost|not ready)\b",
+    re.I,
+)
+# Exceptions that close a policy's traceback but are the platform's doing: out of memory on a shared device,
+# a connection the platform reset (the catalogue's golden rule, 2026-12-04). A policy that died of them was
+# failed by its device or its link; its round is infra, never the policy's loss (nor its opponent's).
+INFRA_EXCEPTION = re.compile(
+    r"\b(?:torch\.(?:cuda\.)?)?OutOfMemoryError\b|\bCUDA out of memory\b|\bCUDA error: out of memory\b"
+    r"|\b(?:NPU|XPU|HIP|MPS backend) out of memory\b|\bcudaMalloc failed: out of memory\b"
+    r"|\bConnection(?:Reset|Aborted|Refused)Error\b|\bBrokenPipeError\b|\bconnection reset by peer\b"
+    r"|\bRemoteDisconnected\b|\bConnectionClosed(?:Error|OK)?\b",
+    re.I,
+)
+# A judge (or scoring server) that failed: "judge returned no JSON", a judge error or timeout.
+JUDGE_FAILURE = re.compile(
+    r"\bjudge\b[^\n]{0,80}?\b(?:returned|gave|sent|answered|produced)\s+(?:no|invalid|malformed|unparseable|non-?)"
+    r"[ -]?JSON\b|\bno JSON\b[^\n]{0,60}\bjudge\b|\bjudge\b[^\n]{0,60}\b(?:failed|unavailable|unreachable|timed? ?out)\b",
     re.I,
 )
 TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
@@ -237,21 +256,22 @@ class FailedEpisode:
     hit: Hit | None  # the line that decided it (the exception closing a traceback, the platform's error)
     started: str  # what shows a player ran
     checked: str = ""  # what was read, when nothing decided (unknown)
+    # The player whose own crash this is, only where the record's failed seat and the policy log holding
+    # the traceback agree (the golden rule's standard of evidence); None: whose crash it is is not shown.
+    player: str | None = None
+    unshown: str = ""  # why no player is shown (no seat named, a log of another seat, no policy log)
 
     @property
     def where(self) -> str:
         return f"{self.round.label()} {self.episode.name}" if self.episode else self.round.label()
 
     @property
-    def player(self) -> str | None:
-        """The player whose seat the failure names, or None when it names none."""
-        return crashed_player(self.round, self.episode)
-
-    @property
     def line(self) -> str:
         """The failure in one line: where, whose seat, and the line that decided it."""
-        who = f"{self.player}'s policy" if self.player else "a policy (no seat named)"
-        return f"{who} crashed in {self.where} ({self.hit.text if self.hit else 'a player error'})"
+        said = self.hit.text if self.hit else "a player error"
+        if self.player:
+            return f"{self.player}'s policy crashed in {self.where} ({said})"
+        return f"a policy crashed in {self.where} ({said}), whose is not shown: {self.unshown or 'no seat named'}"
 
 
 def roster(rnd: Round, ep: Episode) -> list[str]:
@@ -268,18 +288,6 @@ def round_players(rnd: Round) -> set[str]:
     return {p for ep in rnd.episodes for p in roster(rnd, ep)} | {
         s.player for ep in rnd.episodes for s in ep.scores or []
     }
-
-
-def crashed_player(rnd: Round, ep: Episode | None) -> str | None:
-    """The player an episode's failure names (failed_policy_index / failed_agent_index), if it names one."""
-    for e in [ep] if ep is not None else rnd.episodes:
-        for key in ("failed_policy_index", "failed_agent_index"):
-            idx = e.raw.get(key)
-            if isinstance(idx, int) and not isinstance(idx, bool):
-                seats = roster(rnd, e)
-                if 0 <= idx < len(seats):
-                    return seats[idx]
-    return None
 
 
 def _traceback_in(lines) -> Hit | None:
@@ -301,6 +309,137 @@ def _error_lines(where: str, text: str | None):
     return [(where, None, ln) for ln in (text or "").splitlines()]
 
 
+def record_seat(ep: Episode) -> int | None:
+    """The seat an episode's record names as failed (failed_policy_index / failed_agent_index), if any."""
+    for key in ("failed_policy_index", "failed_agent_index"):
+        idx = ep.raw.get(key)
+        if isinstance(idx, int) and not isinstance(idx, bool):
+            return idx
+    return None
+
+
+SEAT_IN_NAME = re.compile(r"(?:polic(?:y|ies)|agent|player|seat|slot)[-_ ]?(\d+)(?!\d)", re.I)
+
+
+def is_policy_log(path: Any) -> bool:
+    return bool(POLICY_LOG.search(path.name) or POLICY_LOG.search(path.parent.name))
+
+
+def log_seat(rnd: Round, ep: Episode, path: Any) -> int | None:
+    """The seat a policy log belongs to, from its name or its folder's: ``policy_1.log``, ``agent-1/``, or
+    the one roster player whose id the name holds (``policy_pv-cand.log``); None when the name says none."""
+    for name in (path.stem, path.parent.name):
+        m = SEAT_IN_NAME.search(name)
+        if m:
+            return int(m.group(1))
+    seats = roster(rnd, ep)
+    for name in (path.stem, path.parent.name):
+        hits = {i for i, p in enumerate(seats) if p and p in name}
+        longest = max((len(seats[i]) for i in hits), default=0)
+        hits = {i for i in hits if len(seats[i]) == longest}
+        if len(hits) == 1:
+            return hits.pop()
+    return None
+
+
+def _seat_name(rnd: Round, ep: Episode, seat: int | None) -> str:
+    seats = roster(rnd, ep)
+    if seat is None:
+        return "no seat"
+    return f"seat {seat} ({seats[seat]})" if 0 <= seat < len(seats) else f"seat {seat}"
+
+
+def shown_at(hit: Hit) -> str:
+    """Where a hit is, for a round's detail: a log as ``<round>/<episode>/<file>:<line>`` (never this
+    machine's absolute path), a record as its path in the harvest."""
+    source = Path(hit.source)
+    where = "/".join(source.parts[-3:]) if source.is_absolute() else hit.source
+    return f"{where}:{hit.line}" if hit.line else where
+
+
+def _tail_lines(path: Any, tail_of: Callable | None) -> list[tuple[Any, int | None, str]]:
+    try:
+        tail = tail_of(path) if tail_of else None
+    except OSError:
+        tail = None
+    return [(path, tl.line, tl.text) for tl in tail.lines] if tail is not None else []
+
+
+def platform_failure(rnd: Round, ep: Episode, tail_of: Callable | None, logs: list[Any]) -> Hit | None:
+    """The platform's failure in an episode's record (its error_type, its error, the round's error) or in
+    the given logs, as a Hit naming the most specific known cause: no player started (auth, route,
+    recorder), a teardown race, a judge or server failure, a connection reset, out of memory on a shared
+    device; None when none is shown. A traceback's own exception lines are read too: a policy that died
+    of ``torch.OutOfMemoryError`` or ``ConnectionResetError`` was failed by its device or its link."""
+    lines: list[tuple[Any, int | None, str]] = []
+    if ep.error_type:
+        lines.append((ep.source, None, f"error_type: {ep.error_type}"))
+    for src, text in [(ep.source, ep.error), (rnd.source, rnd.raw.get("error"))]:
+        lines += [(src, None, ln) for ln in str(text or "").splitlines()]
+    for path in logs:
+        lines += _tail_lines(path, tail_of)
+    for where, line, text in lines:
+        for cause, pattern in STARTUP_PATTERNS:
+            if pattern.search(text):
+                return Hit(cause, str(where), line, text.strip())
+        if TEARDOWN.search(text):
+            return Hit("teardown-race", str(where), line, text.strip())
+        m = JUDGE_FAILURE.search(text)
+        if m:
+            return Hit(
+                "judge-no-json" if "json" in m.group(0).lower() else "episode-failed-infra",
+                str(where),
+                line,
+                text.strip(),
+            )
+        if INFRA_EXCEPTION.search(text) or INFRA_FAILURE.search(text):
+            return Hit("episode-failed-infra", str(where), line, text.strip())
+    if ep.error_type and ep.error_type.strip().lower() in INFRA_ERROR_TYPES:
+        return Hit("episode-failed-infra", ep.source, None, f"error_type: {ep.error_type}")
+    return None
+
+
+@dataclass
+class MissingScore:
+    """Why a player's score is missing, in the runbook's terms: ``policy`` (its own policy raised in its own
+    code: a traceback in its own policy log, on the seat the record names), ``infra`` (the platform's
+    failure, named by ``cause``) or ``unknown`` (no cause anywhere)."""
+
+    side: str  # policy, infra, unknown
+    cause: str  # episode-failed-policy, the platform's cause, or missing-scores
+    hit: Hit | None
+    why: str  # the evidence in words, or what was read when nothing was found
+
+
+def missing_score(rnd: Round, ep: Episode, player: str, tail_of: Callable | None) -> MissingScore:
+    """Triage ``player``'s missing score (null or absent) in a completed episode."""
+    seats = roster(rnd, ep)
+    seat = seats.index(player) if player in seats else None
+    mine = [p for p in ep.logs if is_policy_log(p) and seat is not None and log_seat(rnd, ep, p) == seat]
+    shared = [p for p in ep.logs if not is_policy_log(p)]
+    infra = platform_failure(rnd, ep, tail_of, mine + shared)
+    if infra:
+        return MissingScore("infra", infra.cause, infra, f"{infra.text} ({shown_at(infra)})")
+    named = record_seat(ep)
+    if seat is None:
+        return MissingScore("unknown", "missing-scores", None, f"the record does not say which seat is {player}'s")
+    if named is not None and named != seat:
+        return MissingScore(
+            "unknown",
+            "missing-scores",
+            None,
+            f"the record names {_seat_name(rnd, ep, named)} as failed, not {player}'s seat {seat}",
+        )
+    for path in mine:
+        hit = _traceback_in(_tail_lines(path, tail_of))
+        if hit:
+            return MissingScore("policy", "episode-failed-policy", hit, f"{hit.text} ({shown_at(hit)})")
+    read = ", ".join(p.name for p in mine) or f"no policy log of seat {seat}"
+    return MissingScore(
+        "unknown", "missing-scores", None, f"no platform error and no traceback in {player}'s own policy log ({read})"
+    )
+
+
 def classify_failure(rnd: Round, ep: Episode | None, started: str, tail_of: Callable | None) -> FailedEpisode:
     eps = [ep] if ep is not None else rnd.episodes
     error_type = next((e.error_type for e in eps if e.error_type), None) or (
@@ -316,30 +455,60 @@ def classify_failure(rnd: Round, ep: Episode | None, started: str, tail_of: Call
         )
     for src, _, text in errors:
         for ln in text.splitlines():
-            if INFRA_FAILURE.search(ln) and "Traceback (most recent call last)" not in text:
+            platform = INFRA_FAILURE.search(ln) or JUDGE_FAILURE.search(ln)
+            if platform and "Traceback (most recent call last)" not in text:
                 return FailedEpisode(rnd, ep, "episode-failed-infra", Hit("", src, None, ln.strip()), started)
-    # the player's own crash: a traceback in a policy log, or in the error of a failed player
-    policy_logs = [p for e in eps for p in e.logs if POLICY_LOG.search(p.name) or POLICY_LOG.search(p.parent.name)]
-    for path in policy_logs:
-        try:
-            tail = tail_of(path) if tail_of else None
-        except OSError:
-            tail = None
-        if tail is not None:
-            hit = _traceback_in((path, tl.line, tl.text) for tl in tail.lines)
-            if hit:
-                return FailedEpisode(rnd, ep, "episode-failed-policy", hit, started)
+    # the player's own crash: a traceback in a policy log, or in the error of a failed player; the seat is
+    # shown only where the record's failed seat and the log holding the traceback agree
+    found = []  # (episode, the log's seat, the record's seat, the hit)
+    policy_logs = [(e, p) for e in eps for p in e.logs if is_policy_log(p)]
+    for e, path in policy_logs:
+        hit = _traceback_in(_tail_lines(path, tail_of))
+        if hit:
+            found.append((e, log_seat(rnd, e, path), record_seat(e), hit))
+    agreeing = [f for f in found if f[1] is not None and f[1] == f[2]]
+    if found:
+        e, seat, named, hit = (agreeing or found)[0]
+        seats = roster(rnd, e)
+        player = seats[seat] if agreeing and seat is not None and seat < len(seats) else None
+        if INFRA_EXCEPTION.search(hit.text):  # out of memory on a shared device, a connection reset
+            return FailedEpisode(rnd, ep, "episode-failed-infra", hit, started, player=player)
+        others = [f for f in found if f[1] != seat and not INFRA_EXCEPTION.search(f[3].text)]
+        if agreeing and not others:
+            beyond = "" if player else f"seat {seat} is in no roster of the record"
+            return FailedEpisode(rnd, ep, "episode-failed-policy", hit, started, player=player, unshown=beyond)
+        if agreeing:  # several seats' own tracebacks: whose crash ended the game is not shown
+            logs = "; ".join(f"{Path(h.source).name} ({_seat_name(rnd, x, s)})" for x, s, _, h in found)
+            checked = f"tracebacks in several seats' policy logs: {logs}"
+            return FailedEpisode(rnd, ep, "episode-failed-unknown", hit, started, checked, unshown=checked)
+        logs = "; ".join(f"{Path(h.source).name} ({_seat_name(rnd, x, s)})" for x, s, _, h in found)
+        if named is not None and all(s is not None for _, s, _, _ in found):
+            checked = (
+                f"contradictory records: the record names {_seat_name(rnd, e, named)} as failed, but the only "
+                f"traceback is in another seat's policy log: {logs}"
+            )
+            return FailedEpisode(rnd, ep, "episode-failed-unknown", hit, started, checked, unshown=checked)
+        unshown = "the record names no failed seat" if named is None else "the log's name gives no seat"
+        return FailedEpisode(rnd, ep, "episode-failed-policy", hit, started, unshown=f"{unshown} (traceback in {logs})")
+    for path in (p for _, p in policy_logs):  # a log that ends in the device's or the link's failure, no traceback
+        for src, line, text in _tail_lines(path, tail_of):
+            if INFRA_EXCEPTION.search(text):
+                return FailedEpisode(rnd, ep, "episode-failed-infra", Hit("", str(src), line, text.strip()), started)
     player_error = any(e.error_type == "player_error" or e.raw.get("failed_agent_index") is not None for e in eps)
     if player_error:
         for src, _, text in errors:
             hit = _traceback_in(_error_lines(src, text))
             if hit:
-                return FailedEpisode(rnd, ep, "episode-failed-policy", hit, started)
-    checked = [f"error_type {error_type or 'none'}", f"{len(errors)} error message(s)"]
-    checked.append(f"{len(policy_logs)} policy log(s)" + (" (no traceback)" if policy_logs else ""))
+                if INFRA_EXCEPTION.search(hit.text):
+                    return FailedEpisode(rnd, ep, "episode-failed-infra", hit, started)
+                return FailedEpisode(
+                    rnd, ep, "episode-failed-policy", hit, started, unshown="its traceback is in no policy log"
+                )
+    read = [f"error_type {error_type or 'none'}", f"{len(errors)} error message(s)"]
+    read.append(f"{len(policy_logs)} policy log(s)" + (" (no traceback)" if policy_logs else ""))
     if player_error:
-        checked.append("a failed player named, but no traceback")
-    return FailedEpisode(rnd, ep, "episode-failed-unknown", None, started, ", ".join(checked))
+        read.append("a failed player named, but no traceback")
+    return FailedEpisode(rnd, ep, "episode-failed-unknown", None, started, ", ".join(read))
 
 
 def failed_after_start(rnd: Round, terminal: tuple[str, ...], tail_of: Callable | None = None) -> list[FailedEpisode]:
