@@ -45,6 +45,15 @@ def _unread(ctx, rnd, what: str):
             [_ev(ctx, rnd, rnd.unreadable)],
             fix=SOURCE_FIX,
         )
+    if rnd.missing_record:
+        return ctx.fail(
+            "not-evaluable",
+            "insufficient-evidence",
+            f"{rnd.source}: {rnd.unreadable}; {what}: a round is never left out silently.",
+            [_ev(ctx, rnd, rnd.unreadable)],
+            fix="harvest the round's experience_request.json (or round.json) beside its episodes, or remove the "
+            "folder if it is not a round of this evaluation.",
+        )
     return ctx.fail(
         "not-evaluable",
         None,
@@ -671,7 +680,7 @@ def promotion_gate(ctx):
             )
     else:
         evidence = [
-            ctx.evidence(r.source, None, f"{r.label}: {r.category}" + (f" ({r.detail})" if r.detail else ""))
+            ctx.evidence(r.source, r.line, f"{r.label}: {r.category}" + (f" ({r.detail})" if r.detail else ""))
             for r in decision.blocking[:10]
         ]
         summary = f"promotion blocked: {decision.missing()}."

@@ -143,6 +143,16 @@ class GateDecision:
             text += f" (canceled {len(names)}: {', '.join(names[:SHOW])}{more})"
         return text
 
+    def excluded_lines(self) -> list[str]:
+        """The excluded rounds other than the canceled (named in :meth:`rounds_line`), each with why and
+        whether it blocks: nothing is left out silently."""
+        shown = [r for r in self.excluded if r.category != "canceled"]
+        if not shown:
+            return []
+        told = [f"{r.label} ({r.category}; {'blocks' if r.blocks else 'does not block'})" for r in shown[:SHOW]]
+        more = f" and {len(shown) - SHOW} more" if len(shown) > SHOW else ""
+        return [f"excluded rounds ({len(shown)}): {', '.join(told)}{more}"]
+
     def more_needed(self) -> str:
         more = self.test.more_rounds()
         if more is None:

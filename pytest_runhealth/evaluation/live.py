@@ -94,4 +94,5 @@ def _fetch_round(client: EvalClient, ev: Evaluation, kind: str, rid: str) -> Rou
     rnd.episodes = [
         Episode.from_json(f"episode_{i:02d}", source, e) for i, e in enumerate(listed or []) if isinstance(e, dict)
     ]
+    rnd.map_seats()
     return rnd
