@@ -38,20 +38,27 @@ class Overflowed(float):
     finds its line (``json`` alone reads ``1e400`` as ``inf``, indistinguishable from ``Infinity``)."""
 
     literal: str
+    digits: int | None  # an integer literal's length, None for a decimal
 
-    def __new__(cls, value: float, literal: str) -> Overflowed:
+    def __new__(cls, value: float, literal: str, digits: int | None = None) -> Overflowed:
         self = super().__new__(cls, value)
         self.literal = literal
+        self.digits = digits
         return self
+
+    def describe(self) -> str:
+        said = f"an integer of {self.digits} digits" if self.digits else f"the literal {self.literal}"
+        return f"{said}: an overflow, out of float range"
 
 
 def exact_int(text: str) -> int | float:
-    """``json``'s ``parse_int``: an integer kept exact (2**53 + 1 is not 2**53), up to
-    :data:`MAX_EXACT_DIGITS` digits; a longer one is an :class:`Overflowed`."""
-    digits = text.lstrip("+-")
-    if len(digits) > MAX_EXACT_DIGITS:
-        return Overflowed(-math.inf if text.startswith("-") else math.inf, text[:40])
-    return int(text)
+    """``json``'s ``parse_int``: an integer kept exact (2**53 + 1 is not 2**53) within the range of a
+    float; beyond it an :class:`Overflowed` (so no later arithmetic on it meets an ``OverflowError``)."""
+    digits = len(text.lstrip("+-"))
+    value = int(text) if digits <= MAX_EXACT_DIGITS else None
+    if value is None or value.bit_length() > 1024:
+        return Overflowed(-math.inf if text.startswith("-") else math.inf, text[:40], digits)
+    return value
 
 
 def checked_float(text: str) -> float:

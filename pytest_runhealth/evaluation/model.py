@@ -74,7 +74,7 @@ def score_problem_of(value: Any) -> str | None:
     if isinstance(value, str):
         return f"the string {json.dumps(value, ensure_ascii=False)[:60]}, not a JSON number"
     if isinstance(value, Overflowed):
-        return f"the literal {value.literal}{'…' if len(value.literal) >= 40 else ''}: an overflow, out of float range"
+        return value.describe()
     if isinstance(value, int):
         if value.bit_length() > 1024:  # float() would overflow
             return f"an integer of {len(str(abs(value)))} digits: an overflow, out of float range"
