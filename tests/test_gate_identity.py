@@ -357,3 +357,22 @@ def test_canceled_and_excluded_rounds_are_named_with_whether_they_block(tmp_path
     rounds.append(request("xr-r", "running", [episode("running", None)]))
     res, record = gate(run_health, pytester, harvest(tmp_path / "h2", rounds, fetched_at=T0))
     assert res.ret == 1 and "xr-r (still running; blocks)" in res.stdout
+
+
+def test_a_candidate_in_the_roster_without_a_score_never_passes_for_a_round_it_sat_out(tmp_path, run_health, pytester):
+    """A round whose roster (entries by slot) names pv-cand but whose scores name only the others: its score
+    is missing, not a round it did not play; the round blocks, named. Near miss: a roster without pv-cand."""
+    other = {
+        **episode(),
+        "scores": [{"policy_version_id": "pv-x", "score": 5}, {"policy_version_id": "pv-y", "score": 1}],
+    }
+    for name, seated in (("in", ("pv-x", "pv-y", "pv-cand")), ("out", ("pv-x", "pv-y"))):
+        roster = [{"player": {"policy_ref": p}, "slot": i} for i, p in enumerate(seated)]
+        rounds = [won(f"xr-{i}") for i in range(7)] + [request("xr-o", episodes=[other], roster=roster)]
+        res, record = gate(run_health, pytester, harvest(tmp_path / name, rounds, fetched_at=T0))
+        (ex,) = record["session"]["excluded"]
+        if name == "in":  # 2 scores for 3 seated players: the missing score blocks (never "did not play")
+            assert res.ret == 1 and ex["blocks"] and ex["reason"] != "the candidate did not play this round"
+            assert f"xr-o ({ex['reason']}; blocks)" in res.stdout
+        else:
+            assert res.ret == 0 and (ex["reason"], ex["blocks"]) == ("the candidate did not play this round", False)

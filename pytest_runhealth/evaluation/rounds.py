@@ -314,7 +314,11 @@ def _absent(v: RoundVerdict, rnd: Round | None, eps: list[Episode], role: str, w
     listed = [r for r in rosters if r is not None and None not in r]
     counted = bool(eps) and all(ep.players is not None and ep.players == len(ep.scores or []) for ep in eps)
     scored = ", ".join(sorted(means)) or "none"
-    if listed:
+    if any(who in r for r in listed):  # in the roster, without a score: not a round it sat out
+        v.category = f"the {role} is in its roster but has no score"
+        v.cause, v.blocks = "missing-scores", True
+        v.detail = f"players with a score: {scored}; {who}'s score is missing: re-harvest or re-run the round"
+    elif listed:
         v.category = f"the {role} did not play this round"
         v.detail = f"players by its roster: {', '.join(str(p) for p in listed[0])}"
     elif counted:
