@@ -5,6 +5,7 @@ builds (docs/evaluation.md, "A harvest"):
     rounds/<name>/experience_request.json     several, one folder each
     <name>/experience_request.json            (or a folder of round folders)
     <round>/episode_NN/episode.json, results.json, *.log (game and policy logs)
+    <name>/episode_NN/ without a round file   a round whose record was lost: read, and it blocks
     summary.json                              the harvester's, optional (fetched_at)
     leaderboard.json, memberships.json | division.json   (or divisions/<id>/...)
     request_body.json, openapi.json           a body and the deployed schema (RH507)

@@ -1,11 +1,13 @@
 """The gate's unit of evidence: the round.
 
-Rounds are keyed by their id across every run dir of the session: a round
-harvested twice with the same content counts once (``duplicate-round``, a
-note), with different content it is a conflict (``round-conflict``,
-not-evaluable, blocks) naming both folders. Episodes are keyed by their id
-within a round (``episode_id``, else ``id``, else the folder name): a
-duplicate counts once.
+Rounds are keyed across every run dir of the session by the id their record
+gives, or by their content when it gives none (never by a folder's name): a
+round harvested twice with the same evidence counts once (``duplicate-round``,
+a note), with different evidence it is a conflict (``round-conflict``,
+not-evaluable, blocks) naming both files. Episodes are keyed by their id
+(``episode_id``, ``job_id``, ``id``) across the whole session, under any round
+id: a copy counts once, where first seen. Fetch and update times are
+bookkeeping, not evidence (:data:`BOOKKEEPING`).
 
 A round's completed episodes combine into ONE paired result: the
 candidate's mean score over the round's episodes against the champion's mean
