@@ -353,7 +353,10 @@ def test_canceled_and_excluded_rounds_are_named_with_whether_they_block(tmp_path
         ("xr-o", "the candidate did not play this round", False),
     }
     assert "(canceled 1: xr-c)" in res.stdout
-    assert "excluded rounds (1): xr-o (the candidate did not play this round; does not block)" in res.stdout
+    assert (
+        "excluded rounds (2): xr-c (canceled; does not block), "
+        "xr-o (the candidate did not play this round; does not block)" in res.stdout
+    )
     rounds.append(request("xr-r", "running", [episode("running", None)]))
     res, record = gate(run_health, pytester, harvest(tmp_path / "h2", rounds, fetched_at=T0))
     assert res.ret == 1 and "xr-r (still running; blocks)" in res.stdout

@@ -144,9 +144,8 @@ class GateDecision:
         return text
 
     def excluded_lines(self) -> list[str]:
-        """The excluded rounds other than the canceled (named in :meth:`rounds_line`), each with why and
-        whether it blocks: nothing is left out silently."""
-        shown = [r for r in self.excluded if r.category != "canceled"]
+        """Every excluded round, each with why and whether it blocks: nothing is left out silently."""
+        shown = self.excluded
         if not shown:
             return []
         told = [f"{r.label} ({r.category}; {'blocks' if r.blocks else 'does not block'})" for r in shown[:SHOW]]
