@@ -236,6 +236,11 @@ def test_scores_by_seat_that_no_roster_maps_are_refused_with_their_line(tmp_path
         assert evidence["path"].endswith("rounds/xr-7/experience_request.json")
         assert evidence["line"] == refused[0]["line"]
         assert "xr-7 (scores by seat that no roster maps to players" in res.stdout
+    # every evaluation check on: RH505 names the same round, file and line (format-not-understood)
+    res, record = gate(run_health, pytester, h, k="RH50")
+    r = res.result_of("RH505")
+    assert (r["verdict"], r["cause"]) == ("not-evaluable", "format-not-understood") and why in r["summary"]
+    assert r["evidence"][0]["line"] == refused[0]["line"] and record["decision"] == "block"
 
 
 # -- 3. numbers, exactly ---------------------------------------------------------------------------------

@@ -389,6 +389,20 @@ def real_scores(ctx):
                     )
                 )
                 continue
+            if ep.seat_problem and candidate is not None and not str(candidate).isdigit():
+                # under a gate that names players, a seat no roster maps is a score of nobody in particular
+                out.append(
+                    ctx.fail(
+                        "not-evaluable",
+                        "format-not-understood",
+                        f"{rnd.label()} {ep.name}: {ep.seat_problem}. Its scores cannot be given to players, "
+                        "so the round is not evidence for or against the candidate.",
+                        [ctx.evidence(ep.scores_source or rnd.source, ep.scores_line, ep.seat_problem)],
+                        fix="list the players by seat (policy_version_ids) beside the scores, or give the scores "
+                        "by player (docs/layouts.md, results.json).",
+                    )
+                )
+                continue
             why = _triage().score_problem(ep, rnd.players)
             if why and candidate is not None and _only_candidate_missing(ep, candidate):
                 scored += 1  # RH508 counts it as the candidate's lost round and says so
