@@ -73,7 +73,7 @@ def test_a_round_id_with_different_content_is_a_conflict_naming_both_folders(tmp
 
 def test_a_duplicate_episode_counts_once_and_many_episodes_are_one_round(tmp_path, run_health, pytester):
     """Three rounds of five won episodes, each listed twice: three won rounds (the issue's 15 pairs, p = 3e-5)."""
-    rounds = [request(f"xr-{i}", episodes=[ep(9, 3, eid=f"e{j}") for j in range(5)] * 2) for i in range(3)]
+    rounds = [request(f"xr-{i}", episodes=[ep(9, 3, eid=f"e{i}-{j}") for j in range(5)] * 2) for i in range(3)]
     h = harvest(tmp_path / "h", rounds, fetched_at=T0)
     res, record = gate(run_health, pytester, h)
     assert res.ret == 1 and record["counts"] == {"won": 3, "lost": 0, "tied": 0, "excluded": 0, "canceled": 0}
@@ -306,7 +306,7 @@ def test_a_score_that_is_not_a_json_number_is_a_shape_error_with_its_line(tmp_pa
     )
     r = res.result_of("RH505")
     assert (r["verdict"], r["cause"]) == ("not-evaluable", "format-not-understood")
-    assert "not a JSON number" in r["summary"] or "not a number" in r["summary"] or "beyond the range" in r["summary"]
+    assert "not a JSON number" in r["summary"] or "not a number" in r["summary"] or "out of float range" in r["summary"]
     assert r["evidence"][0]["path"].endswith("rounds/xr-0/experience_request.json") and r["evidence"][0]["line"]
 
 

@@ -48,6 +48,15 @@ def _unread(ctx, rnd, what: str):
             [_ev(ctx, rnd, rnd.unreadable)],
             fix=SOURCE_FIX,
         )
+    if rnd.missing_record:
+        return ctx.fail(
+            "not-evaluable",
+            "insufficient-evidence",
+            f"{rnd.source}: {rnd.unreadable}; {what}: a round is never left out silently.",
+            [_ev(ctx, rnd, rnd.unreadable)],
+            fix="harvest the round's experience_request.json (or round.json) beside its episodes, or remove the "
+            "folder if it is not a round of this evaluation.",
+        )
     return ctx.fail(
         "not-evaluable",
         None,
@@ -383,6 +392,20 @@ def real_scores(ctx):
                         [ctx.evidence(ep.format_source, ep.format_line, ep.format_shape)],
                         fix="write the scores in a documented shape (docs/layouts.md, results.json), "
                         "or convert the harvest before checking it.",
+                    )
+                )
+                continue
+            if ep.seat_problem and candidate is not None and not str(candidate).isdigit():
+                # under a gate that names players, a seat no roster maps is a score of nobody in particular
+                out.append(
+                    ctx.fail(
+                        "not-evaluable",
+                        "format-not-understood",
+                        f"{rnd.label()} {ep.name}: {ep.seat_problem}. Its scores cannot be given to players, "
+                        "so the round is not evidence for or against the candidate.",
+                        [ctx.evidence(ep.scores_source or rnd.source, ep.scores_line, ep.seat_problem)],
+                        fix="list the players by seat (policy_version_ids) beside the scores, or give the scores "
+                        "by player (docs/layouts.md, results.json).",
                     )
                 )
                 continue
@@ -722,7 +745,7 @@ def promotion_gate(ctx):
             )
     else:
         evidence = [
-            ctx.evidence(r.source, None, f"{r.label}: {r.category}" + (f" ({r.detail})" if r.detail else ""))
+            ctx.evidence(r.source, r.line, f"{r.label}: {r.category}" + (f" ({r.detail})" if r.detail else ""))
             for r in decision.blocking[:10]
         ]
         summary = f"promotion blocked: {decision.missing()}."

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..live.bounded_decode import ACCEPT_ENCODING
+from .jsondoc import loads
 from .model import parse_time
 from .settings import EvalSettings
 
@@ -133,7 +133,7 @@ class EvalClient:
                 )
             if status == 200:
                 try:
-                    data = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+                    data = loads(raw.decode("utf-8", "replace")) if raw.strip() else None
                 except (ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
                     raise FetchError(full, f"answer is not JSON: {exc}", status, attempt) from None
                 return Answer(full, status, data, hashlib.sha256(raw).hexdigest(), parse_time(headers.get("date")))

@@ -151,6 +151,15 @@ class GateDecision:
         kinds = sorted({r.unit for r in self.rounds}, reverse=True) or ["round"]
         return " and ".join(f"{k}s" for k in kinds)
 
+    def excluded_lines(self) -> list[str]:
+        """Every excluded round, each with why and whether it blocks: nothing is left out silently."""
+        shown = self.excluded
+        if not shown:
+            return []
+        told = [f"{r.label} ({r.category}; {'blocks' if r.blocks else 'does not block'})" for r in shown[:SHOW]]
+        more = f" and {len(shown) - SHOW} more" if len(shown) > SHOW else ""
+        return [f"excluded {self.units} ({len(shown)}): {', '.join(told)}{more}"]
+
     def more_needed(self) -> str:
         more = self.test.more_rounds()
         if more is None:

@@ -5,6 +5,7 @@ builds (docs/evaluation.md, "A harvest"):
     rounds/<name>/experience_request.json     several, one folder each
     <name>/experience_request.json            (or a folder of round folders)
     <round>/episode_NN/episode.json, results.json, *.log (game and policy logs)
+    <name>/episode_NN/ without a round file   a round whose record was lost: read, and it blocks
     summary.json                              the harvester's, optional (fetched_at)
     leaderboard.json, memberships.json | division.json   (or divisions/<id>/...)
     request_body.json, openapi.json           a body and the deployed schema (RH507)
@@ -16,12 +17,13 @@ before its JSON (RH004)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..readers.rundir import RunDir, round_folders
+from ..readers.rundir import RunDir, is_round_folder, round_folders
 from ..safety.reading import MAX_INT_DIGITS
 from ..safety.safeio import outside_link
 from .jsondoc import JsonRead, read_json
@@ -37,6 +39,7 @@ from .model import (
     parse_time,
     score_literal,
     scores_understood,
+    seat_ids,
     shape_of,
 )
 
@@ -80,6 +83,47 @@ def round_dirs(root: Path) -> list[Path]:
     return round_folders(root)
 
 
+def _episode_dirs(folder: Path) -> bool:
+    try:
+        return any(e.is_dir(follow_symlinks=False) and e.name.startswith("episode") for e in os.scandir(folder))
+    except OSError:
+        return False
+
+
+def record_less_round_dirs(root: Path) -> list[Path]:
+    """Folders in a round's place (``rounds/<name>/``, ``<name>/``) holding episode folders but no round
+    file: a round whose request record was lost. Never ignored: a lost round must not disappear."""
+    found = []
+    for base in (root / "rounds", root):
+        try:
+            subs = sorted(Path(e.path) for e in os.scandir(base) if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+        found += [
+            sub
+            for sub in subs
+            if not sub.name.startswith("episode") and not is_round_folder(sub) and _episode_dirs(sub)
+        ]
+    return found
+
+
+def _load_record_less(reader: _Reader, folder: Path) -> Round:
+    """A round folder without its request record: its episodes are read (so a copy of counted episodes
+    is known as one), but its status, roster and schedule are unknown, so it is not evidence and blocks."""
+    rel = reader.rd.rel(folder)
+    names = " or ".join(n for n, _ in ROUND_FILES)
+    rnd = Round.unreadable_at(
+        "round-folder",
+        rel,
+        folder.name,
+        f"a round folder with episode folders but no {names}: its status and roster are unknown",
+    )
+    rnd.missing_record = True
+    rnd.episodes = _load_episodes(reader, folder, {})
+    rnd.map_seats()
+    return rnd
+
+
 def load_harvest(run_dir: RunDir) -> Evaluation:
     ev = Evaluation(origin=str(run_dir.path))
     reader = _Reader(run_dir, ev)
@@ -87,6 +131,8 @@ def load_harvest(run_dir: RunDir) -> Evaluation:
     summary_clock = _clock(summary.data) if summary and summary.ok else None
     for folder in round_dirs(run_dir.path):
         ev.rounds.append(_load_round(reader, folder, summary_clock))
+    for folder in record_less_round_dirs(run_dir.path):
+        ev.rounds.append(_load_record_less(reader, folder))
     _load_leaderboards(reader, ev)
     for name, attr in (("request_body.json", "body"), ("openapi.json", "openapi")):
         path = run_dir.path / name
@@ -125,6 +171,7 @@ def _load_round(reader: _Reader, folder: Path, summary_clock) -> Round:
     rnd = Round.from_json(kind, rel, res.data, fallback)
     rnd.preambled = bool(res.preamble)
     rnd.episodes = _load_episodes(reader, folder, res.data)
+    rnd.map_seats()
     clock = _clock(res.data) or summary_clock
     if clock:
         rnd.server_now, key = clock
@@ -155,7 +202,7 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
         source = (
             rd.rel(ep_json)
             if ep_json.is_file()
-            else rd.rel(folder / next(n for n, _ in ROUND_FILES if (folder / n).is_file()))
+            else rd.rel(folder / next((n for n, _ in ROUND_FILES if (folder / n).is_file()), ep_dir.name))
         )
         if ep_json.is_file():
             res = reader.json(ep_json)
@@ -175,13 +222,17 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
             elif res.ok and ep.scores is None and ep.format_problem is None:
                 if scores_understood(res.data):
                     ep.scores = parse_scores(res.data)
+                    ep.scores_source = rd.rel(results) if ep.scores is not None else ep.scores_source
                 else:  # a shape this reader does not know: unknown scores, not missing ones
                     ep.format_problem, ep.format_source = not_understood(rd.rel(results)), rd.rel(results)
                     ep.format_shape = shape_of(res.data)
             if res.ok and ep.players is None and isinstance(res.data, dict):
                 ep.players = Episode.from_json("", "", res.data).players
+            if res.ok and ep.roster is None:
+                ep.roster = seat_ids(res.data)
         if ep.format_literal:
             ep.format_line = _line_of(reader, rd.path / ep.format_source, ep.format_literal)
+        _find_scores_line(reader, ep, listed, i)
         ep.logs = [p for p in rd.walk.files if ep_dir in p.parents and p.name.endswith(LOG_SUFFIXES)]
         episodes.append(ep)
     for i in range(len(dirs), len(listed)):
@@ -189,8 +240,29 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
             ep = Episode.from_json(f"episode_{i:02d}", rd.rel(folder / "experience_request.json"), listed[i])
             if ep.format_literal:
                 ep.format_line = _line_of(reader, rd.path / ep.format_source, ep.format_literal)
+            _find_scores_line(reader, ep, listed, i)
             episodes.append(ep)
     return episodes
+
+
+def _find_scores_line(reader: _Reader, ep: Episode, listed: list, index: int) -> None:
+    """The line of the episode's ``"scores"`` in the file they were read from (the evidence of a seat
+    problem): in a round file listing its episodes, the key of the episode's own entry."""
+    if not ep.scores_source:
+        return
+    res = reader.cache.get(reader.rd.path / ep.scores_source)
+    text = res.text if res is not None else ""
+    nth = 0
+    if ep.scores_source.endswith(tuple(n for n, _ in ROUND_FILES)):
+        nth = sum(1 for e in listed[:index] if isinstance(e, dict) and "scores" in e)
+    at = -1
+    for _ in range(nth + 1):
+        at = text.find('"scores"', at + 1)
+        if at < 0:
+            break
+    if at < 0 and text.lstrip().startswith("["):  # the document is the list of scores itself
+        at = len(text) - len(text.lstrip())
+    ep.scores_line = text.count("\n", 0, at) + 1 if at >= 0 else None
 
 
 def _line_of(reader: _Reader, path: Path, literal: str) -> int | None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..safety import reading
 from ..safety.safeio import FirstSizes, open_readonly
 
 MAX_JSON_BYTES = 32 << 20
@@ -25,6 +25,51 @@ UV_CHATTER = re.compile(
     r"Built \S+|Building \S+|Downloading \S+|Using (?:CPython|Python|PyPy) \S+ (?:interpreter|environment) at|"
     r"Creating virtual environment at|Reading inline script metadata from|warning: |Bytecode compiled)"
 )
+
+
+# An integer literal this long is beyond a float's range whatever its digits (10**400 > 1.8e308): it is
+# never int()'d (quadratic in its length) but kept as an overflow, spelled as written.
+MAX_EXACT_DIGITS = 400
+
+
+class Overflowed(float):
+    """A number literal beyond the range of a float (``1e400``, a 500-digit integer): infinite as a float,
+    but remembered as the overflow it is, with its spelling, so its finding says "out of float range" and
+    finds its line (``json`` alone reads ``1e400`` as ``inf``, indistinguishable from ``Infinity``)."""
+
+    literal: str
+    digits: int | None  # an integer literal's length, None for a decimal
+
+    def __new__(cls, value: float, literal: str, digits: int | None = None) -> Overflowed:
+        self = super().__new__(cls, value)
+        self.literal = literal
+        self.digits = digits
+        return self
+
+    def describe(self) -> str:
+        said = f"an integer of {self.digits} digits" if self.digits else f"the literal {self.literal}"
+        return f"{said}: an overflow, out of float range"
+
+
+def exact_int(text: str) -> int | float:
+    """``json``'s ``parse_int``: an integer kept exact (2**53 + 1 is not 2**53) within the range of a
+    float; beyond it an :class:`Overflowed` (so no later arithmetic on it meets an ``OverflowError``)."""
+    digits = len(text.lstrip("+-"))
+    value = int(text) if digits <= MAX_EXACT_DIGITS else None
+    if value is None or value.bit_length() > 1024:
+        return Overflowed(-math.inf if text.startswith("-") else math.inf, text[:40], digits)
+    return value
+
+
+def checked_float(text: str) -> float:
+    """``json``'s ``parse_float``: a literal that overflows a float is an :class:`Overflowed`, not ``inf``."""
+    value = float(text)
+    return Overflowed(value, text[:40]) if math.isinf(value) else value
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` with exact integers and overflows named (:func:`exact_int`, :func:`checked_float`)."""
+    return json.loads(text, parse_int=exact_int, parse_float=checked_float)
 
 
 @dataclass
@@ -43,7 +88,7 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
     digest = hashlib.sha256(raw).hexdigest()
     text = raw.decode("utf-8", "replace")
     try:
-        return JsonRead(json.loads(text, parse_int=reading.parse_int), True, sha256=digest, text=text)
+        return JsonRead(loads(text), True, sha256=digest, text=text)
     except RecursionError:  # nested deeper than the interpreter's stack: no real harvest is
         return JsonRead(error="not JSON: nested too deeply to parse", bad_line=1, bad_text=text[:400], sha256=digest)
     except (ValueError, OverflowError) as exc:
@@ -53,7 +98,12 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
     if start:
         chatter = [(i + 1, ln) for i, ln in enumerate(lines[:start]) if ln.strip()]
         if chatter and all(UV_CHATTER.match(ln) for _, ln in chatter):
-            data, err = reading.load_json("\n".join(lines[start:]))
+            try:
+                data, err = loads("\n".join(lines[start:])), None
+            except RecursionError:
+                err = "nested too deeply"
+            except (ValueError, OverflowError) as exc:
+                err = str(exc)
             if err is None:
                 return JsonRead(
                     data,

@@ -77,6 +77,7 @@ def _fetch_round(client: EvalClient, ev: Evaluation, kind: str, rid: str) -> Rou
     if not isinstance(ans.data, dict):
         return Round.unreadable_at(kind, ans.url, rid, f"answer holds {type(ans.data).__name__}, not an object")
     rnd = Round.from_json(kind, ans.url, ans.data, rid)
+    rnd.id_given = True  # the id it was asked for by: the round's identity, whatever its record says
     if ans.date is not None:
         rnd.server_now, rnd.clock_source = ans.date, "the server's Date header"
     listed = ans.data.get("episodes")
@@ -94,4 +95,5 @@ def _fetch_round(client: EvalClient, ev: Evaluation, kind: str, rid: str) -> Rou
     rnd.episodes = [
         Episode.from_json(f"episode_{i:02d}", source, e) for i, e in enumerate(listed or []) if isinstance(e, dict)
     ]
+    rnd.map_seats()
     return rnd

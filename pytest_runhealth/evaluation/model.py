@@ -15,10 +15,15 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from .jsondoc import Overflowed
+
 # coworld src/coworld/upload.py:41; both spellings of cancelled occur.
 DEFAULT_TERMINAL = ("completed", "failed", "canceled", "cancelled")
 MAX_TICKS_KEYS = ("maxTicks", "max_ticks", "maxticks")
 PLAYER_ID_KEYS = ("policy_version_id", "player_id", "policy_ref", "player_name", "policy_name", "name", "id")
+# Where a round or an episode lists its players by seat (coworld's policy_version_ids; a request's roster of
+# {"player": {"policy_ref": ...}, "slot": n}; a harvester's players / agents / policies).
+ROSTER_KEYS = ("policy_version_ids", "roster", "players", "agents", "policies")
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -68,9 +73,11 @@ def score_problem_of(value: Any) -> str | None:
         return f"the boolean {json.dumps(value)}, not a number"
     if isinstance(value, str):
         return f"the string {json.dumps(value, ensure_ascii=False)[:60]}, not a JSON number"
+    if isinstance(value, Overflowed):
+        return value.describe()
     if isinstance(value, int):
         if value.bit_length() > 1024:  # float() would overflow
-            return f"an integer of about {int(value.bit_length() * 0.30103)} digits, beyond the range of a float"
+            return f"an integer of {len(str(abs(value)))} digits: an overflow, out of float range"
         return None
     if isinstance(value, float):
         return None if math.isfinite(value) else f"the non-finite {value!r}, not a number"
@@ -79,6 +86,8 @@ def score_problem_of(value: Any) -> str | None:
 
 def score_literal(value: Any) -> str:
     """The value as it is spelled in the JSON text, to find its line."""
+    if isinstance(value, Overflowed):
+        return value.literal
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if value != value else ("-Infinity" if value < 0 else "Infinity")
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
@@ -87,9 +96,10 @@ def score_literal(value: Any) -> str:
 
 
 def _score(value: Any) -> float | None:
+    """A comparable score: an integer stays an integer (2**53 + 1 beats 2**53), a float a float."""
     if value is None or score_problem_of(value):
         return None
-    return float(value)
+    return value if isinstance(value, int) else float(value)
 
 
 def find_key(obj: Any, keys: tuple[str, ...], depth: int = 4) -> Any:
@@ -112,7 +122,38 @@ def find_key(obj: Any, keys: tuple[str, ...], depth: int = 4) -> Any:
 @dataclass
 class Score:
     player: str  # an id or name when the server gave one, else the seat index
-    value: float | None
+    value: float | None  # an int stays an int: compared exactly
+    seat: bool = False  # ``player`` is a seat index (a plain list, or entries without an id), not a name
+
+
+def seat_ids(raw: Any) -> list[str | None] | None:
+    """The players by seat that ``raw`` (a round, an episode, a results document) lists under a roster key:
+    ids as strings, None for a seat that names no player (``{"player": {"top_n": 3}}``); None when it
+    lists no roster. Entries that give a ``slot`` are placed by it."""
+    if not isinstance(raw, dict):
+        return None
+    entries = next((raw[k] for k in ROSTER_KEYS if isinstance(raw.get(k), list)), None)
+    if entries is None:
+        return None
+    seats: list[tuple[Any, str | None]] = []
+    for i, entry in enumerate(entries):
+        slot: Any = i
+        who: str | None = None
+        if isinstance(entry, (str, int)) and not isinstance(entry, bool):
+            who = str(entry)
+        elif isinstance(entry, dict):
+            slot = entry.get("slot", i)
+            for holder in (entry, entry.get("player"), entry.get("policy")):
+                if isinstance(holder, dict):
+                    found = next((holder[k] for k in PLAYER_ID_KEYS if isinstance(holder.get(k), (str, int))), None)
+                    if found is not None and not isinstance(found, bool):
+                        who = str(found)
+                        break
+        seats.append((slot, who))
+    slots = [s for s, _ in seats]
+    if all(isinstance(s, int) and not isinstance(s, bool) for s in slots) and sorted(slots) == list(range(len(slots))):
+        seats.sort(key=lambda x: x[0])
+    return [who for _, who in seats]
 
 
 def parse_scores(raw: Any) -> list[Score] | None:
@@ -129,10 +170,10 @@ def parse_scores(raw: Any) -> list[Score] | None:
     out = []
     for i, item in enumerate(raw):
         if isinstance(item, dict):
-            who = next((str(item[k]) for k in PLAYER_ID_KEYS if item.get(k) is not None), str(i))
-            out.append(Score(who, _score(item.get("score", item.get("value")))))
+            who = next((str(item[k]) for k in PLAYER_ID_KEYS if item.get(k) is not None), None)
+            out.append(Score(str(i) if who is None else who, _score(item.get("score", item.get("value"))), who is None))
         else:
-            out.append(Score(str(i), _score(item)))
+            out.append(Score(str(i), _score(item), seat=True))
     return out
 
 
@@ -213,11 +254,16 @@ class Episode:
     format_shape: str = ""  # the start of that document, as JSON (the evidence)
     format_literal: str = ""  # a bad score as spelled in the file, to find its line
     format_line: int | None = None
+    roster: list[str | None] | None = None  # its players by seat, when it (or its results.json) lists them
+    # scores by seat (a plain list) that no roster maps to players: why, and where (file:line)
+    seat_problem: str | None = None
+    scores_source: str = ""  # the file its scores were read from
+    scores_line: int | None = None
 
     @classmethod
     def from_json(cls, name: str, source: str, data: dict) -> Episode:
         players = None
-        for key in ("policy_version_ids", "roster", "players", "agents", "policies"):
+        for key in ROSTER_KEYS:
             if isinstance(data.get(key), list):
                 players = len(data[key])
                 break
@@ -247,6 +293,8 @@ class Episode:
             scores=parse_scores(data.get("scores")) if understood else None,
             players=players,
             raw=data,
+            roster=seat_ids(data),
+            scores_source=source if data.get("scores") is not None else "",
             format_problem=None if understood else not_understood(source),
             format_source="" if understood else source,
             format_shape="" if understood else shape_of(data),
@@ -269,6 +317,10 @@ class Round:
     unreadable: str | None = None  # why it could not be used: bad JSON (RH004) or a failed fetch
     server_failed: bool = False  # unreadable because the server did not answer (infra)
     preambled: bool = False
+    # the record names its own id; False: ``id`` is a stand-in (the folder's name), and the round is known
+    # by its content instead (:func:`~.rounds.round_key`), so a copy in another folder is the same round
+    id_given: bool = True
+    missing_record: bool = False  # a round folder with episodes but no experience_request.json / round.json
 
     @classmethod
     def from_json(cls, kind: str, source: str, data: dict, fallback_id: str) -> Round:
@@ -278,11 +330,12 @@ class Round:
             source=source,
             raw=data,
             status=str(data.get("status") or "").strip().lower(),
+            id_given=data.get("id") not in (None, ""),
         )
 
     @classmethod
     def unreadable_at(cls, kind: str, source: str, fallback_id: str, why: str) -> Round:
-        return cls(id=fallback_id, kind=kind, source=source, raw={}, unreadable=why)
+        return cls(id=fallback_id, kind=kind, source=source, raw={}, unreadable=why, id_given=False)
 
     # -- what the server said ------------------------------------------------
     def counter(self, name: str) -> int | None:
@@ -310,10 +363,34 @@ class Round:
 
     @property
     def players(self) -> int | None:
-        for key in ("roster", "policy_version_ids", "players"):
+        for key in ROSTER_KEYS:
             if isinstance(self.raw.get(key), list):
                 return len(self.raw[key])
         return None
+
+    def map_seats(self) -> None:
+        """Scores given by seat (``"scores": [40, 20]``) become the scores of the players the episode's roster,
+        else the round's, lists in those seats. Where no roster maps them one to one (none, a different
+        length, a seat that names no player) they stay seats and the episode says why (``seat_problem``):
+        the gate refuses such a round rather than guess who scored what."""
+        round_roster = seat_ids(self.raw)
+        for ep in self.episodes:
+            if not ep.scores or not any(s.seat for s in ep.scores):
+                continue
+            seats = ep.roster if ep.roster is not None else round_roster
+            where = "its roster" if ep.roster is not None else "the round's roster"
+            n = len(ep.scores)
+            if seats is None:
+                why = f"no roster ({', '.join(ROSTER_KEYS)}) in the episode or the round names the players"
+            elif len(seats) != n:
+                why = f"{where} lists {len(seats)} player(s) for {n} score(s)"
+            elif any(who is None for who in seats) or len(set(seats)) != n:
+                why = f"{where} does not name {n} distinct players ({seats})"
+            else:
+                ep.scores = [Score(str(seats[i]), s.value) if s.seat else s for i, s in enumerate(ep.scores)]
+                continue
+            values = ", ".join("null" if s.value is None else str(s.value) for s in ep.scores[:8])
+            ep.seat_problem = f"scores by seat [{values}], but {why}: which score is whose is ambiguous"
 
     @property
     def division(self) -> str | None:

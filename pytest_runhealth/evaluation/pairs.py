@@ -7,20 +7,22 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from .model import Evaluation
+from .model import Evaluation, seat_ids
 
 
 def players_known(evaluations: Iterable[Evaluation]) -> set[str]:
-    """Every player any round names: in its scores, or in a roster of ids; and every name a judgment compares."""
+    """Every player any round names: in its scores, or in a roster of ids; and every name a judgment compares.
+    Empty (nothing to check a name against) when some round gives scores by seat that no roster maps: a name
+    may hide behind a seat, and RH508 refuses that round itself."""
     found: set[str] = set()
     for ev in evaluations:
         if ev.judgments is not None:
             found.update(ev.judgments.players())
         for rnd in ev.rounds:
-            for raw in [rnd.raw, *(ep.raw for ep in rnd.episodes)]:
-                ids = raw.get("policy_version_ids") if isinstance(raw, dict) else None
-                if isinstance(ids, list):
-                    found.update(str(x) for x in ids if isinstance(x, (str, int)) and not isinstance(x, bool))
+            if any(ep.seat_problem for ep in rnd.episodes):
+                return set()
+            for ids in [seat_ids(rnd.raw), *(ep.roster for ep in rnd.episodes)]:
+                found.update(x for x in ids or [] if x is not None)
             for ep in rnd.episodes:
                 found.update(s.player for s in ep.scores or [])
     return found

@@ -1,11 +1,13 @@
 """The gate's unit of evidence: the round.
 
-Rounds are keyed by their id across every run dir of the session: a round
-harvested twice with the same content counts once (``duplicate-round``, a
-note), with different content it is a conflict (``round-conflict``,
-not-evaluable, blocks) naming both folders. Episodes are keyed by their id
-within a round (``episode_id``, else ``id``, else the folder name): a
-duplicate counts once.
+Rounds are keyed across every run dir of the session by the id their record
+gives, or by their content when it gives none (never by a folder's name): a
+round harvested twice with the same evidence counts once (``duplicate-round``,
+a note), with different evidence it is a conflict (``round-conflict``,
+not-evaluable, blocks) naming both files. Episodes are keyed by their id
+(``episode_id``, ``job_id``, ``id``) across the whole session, under any round
+id: a copy counts once, where first seen. Fetch and update times are
+bookkeeping, not evidence (:data:`BOOKKEEPING`).
 
 A round's completed episodes combine into ONE paired result: the
 candidate's mean score over the round's episodes against the champion's mean
@@ -32,12 +34,14 @@ still-running round; a canceled round is excluded and named."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
-from .model import Episode, Round
+from .model import Episode, Round, seat_ids
 from .triage import (
     FailedEpisode,
     classify,
@@ -66,6 +70,7 @@ class RoundVerdict:
     blocks: bool = False  # an excluded round that holds the gate until it is re-run or finishes
     detail: str = ""  # how the result was reached (means, the crash line, the missing score)
     episodes: int = 0  # distinct completed episodes combined
+    line: int | None = None  # the line of ``source`` the evidence is on, when it is one line
 
     @property
     def label(self) -> str:
@@ -76,6 +81,7 @@ class RoundVerdict:
             "round": self.id,
             "run_dir": self.origin or None,
             "source": self.source,
+            "line": self.line,
             "outcome": self.outcome,
             "shows_claim": self.sign > 0,
             "reason": self.category or None,
@@ -95,50 +101,124 @@ class Identity:
     conflicts: list[RoundVerdict] = field(default_factory=list)
 
 
+# Bookkeeping: when a copy was fetched or last touched, not what happened in the round. Two copies that differ
+# only here are one round (a re-download); everything else (status, scores, errors, roster, ...) is evidence.
+BOOKKEEPING = frozenset(
+    {"fetched_at", "harvested_at", "downloaded_at", "retrieved_at", "updated_at", "modified_at", "last_modified"}
+    | {"last_updated", "synced_at", "server_time", "server_now", "etag"}
+)
+# What the gate reads of an episode: two copies alike in these are one episode, whatever else they carry.
+EPISODE_EVIDENCE = ("status", "error_type", "error", "failed_policy_index", "failed_agent_index")
+EPISODE_ID_KEYS = ("episode_id", "job_id", "id", "episode_request_id")
+
+
+def _evidence(value: Any) -> Any:
+    """``value`` without its bookkeeping fields, at any depth (a signed URL without its query string)."""
+    if isinstance(value, dict):
+        return {
+            k: (v.split("?", 1)[0] if k.endswith("_url") and isinstance(v, str) else _evidence(v))
+            for k, v in value.items()
+            if k not in BOOKKEEPING
+        }
+    if isinstance(value, list):
+        return [_evidence(v) for v in value]
+    return value
+
+
+def _episode_evidence(ep: Episode) -> list[Any]:
+    return [
+        [ep.raw.get(k) for k in EPISODE_EVIDENCE],
+        ep.status,
+        [(s.player, s.value) for s in ep.scores or []],
+        ep.roster,
+        ep.format_problem,
+        ep.seat_problem,
+    ]
+
+
 def _fingerprint(rnd: Round) -> str:
-    eps = [(ep.raw, [(s.player, s.value) for s in ep.scores or []], ep.status) for ep in rnd.episodes]
-    return json.dumps([rnd.raw, rnd.status, rnd.unreadable, eps], sort_keys=True, default=str)
+    """The round's evidence: its record less bookkeeping (its episodes by what the gate reads of them)."""
+    own = _evidence({k: v for k, v in rnd.raw.items() if k not in ("id", "episodes")})
+    eps = [_episode_evidence(ep) for ep in rnd.episodes]
+    return json.dumps([own, rnd.status, rnd.unreadable, eps], sort_keys=True, default=str)
 
 
-def episode_key(ep: Episode) -> str:
-    for key in ("episode_id", "id", "episode_request_id"):
+def _differs(a: Round, b: Round) -> str:
+    """Which of the evidence two copies of a round disagree on, in a few words."""
+    ra = _evidence({k: v for k, v in a.raw.items() if k != "episodes"})
+    rb = _evidence({k: v for k, v in b.raw.items() if k != "episodes"})
+    keys = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
+    if [_episode_evidence(e) for e in a.episodes] != [_episode_evidence(e) for e in b.episodes]:
+        keys.append("its episodes")
+    return ", ".join(keys[:6]) or "its readability"
+
+
+def round_key(rnd: Round, origin: str = "") -> str:
+    """What a round is known by across the session: the id its record gives, else its content (a hash of its
+    evidence, never the folder's name: a copy in another folder is the same round); a round whose record
+    could not be read is known by its place."""
+    if rnd.id_given:
+        return f"id:{rnd.id}"
+    if rnd.unreadable and not rnd.missing_record:
+        return f"place:{origin}/{rnd.source}"
+    return "content:" + hashlib.sha256(_fingerprint(rnd).encode()).hexdigest()[:16]
+
+
+def episode_id(ep: Episode) -> str | None:
+    """The id an episode is known by across the whole harvest (``episode_id``, ``job_id``, ``id``), if any."""
+    for key in EPISODE_ID_KEYS:
         value = ep.raw.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
             return str(value)
-    return ep.name
+    return None
+
+
+def episode_key(ep: Episode) -> str:
+    """An episode's key within its round: its id, else its folder's name."""
+    return episode_id(ep) or ep.name
+
+
+def _place(origin: str, source: str) -> str:
+    return f"{origin}/{source}" if origin else source
 
 
 def distinct_rounds(sources: list[tuple[str, list[Round]]]) -> Identity:
-    """One round per id over every source (origin name, its rounds)."""
+    """One round per identity (:func:`round_key`) over every source (origin name, its rounds), and one
+    episode per id over the whole session: a copy counts once (a note); the same identity with different
+    evidence is a ``round-conflict`` naming both places."""
     out = Identity()
     seen: dict[str, list[tuple[str, Round]]] = {}
     for origin, rounds in sources:
         for rnd in rounds:
-            seen.setdefault(rnd.id, []).append((origin, rnd))
-    for rid, copies in seen.items():
-        where = [f"{o}/{r.source}" if o else r.source for o, r in copies]
+            seen.setdefault(round_key(rnd, origin), []).append((origin, rnd))
+    episodes: dict[str, tuple[str, str, str]] = {}  # episode id -> (round label, place, its evidence)
+    for copies in seen.values():
+        origin, rnd = copies[0]
+        where = [_place(o, r.source) for o, r in copies]
+        named = f"round {rnd.id}" if rnd.id_given else f"round {rnd.id} (no id in its record: known by its content)"
         if len(copies) > 1 and len({_fingerprint(r) for _, r in copies}) > 1:
+            other = next(r for _, r in copies if _fingerprint(r) != _fingerprint(rnd))
             out.conflicts.append(
                 RoundVerdict(
-                    rid,
-                    copies[0][1].source,
+                    rnd.id,
+                    rnd.source,
                     category="round-conflict: the same round id with different content",
                     cause="round-conflict",
                     blocks=True,
-                    detail=f"round {rid} differs between {' and '.join(where)}; re-harvest it once",
+                    detail=f"round {rnd.id} differs between {' and '.join(where)} (in {_differs(rnd, other)}); "
+                    "re-harvest it once",
                 )
             )
             continue
         if len(copies) > 1:
             out.notes.append(
-                f"duplicate-round: round {rid} was harvested {len(copies)} times ({', '.join(where)}); counted once"
+                f"duplicate-round: {named} was harvested {len(copies)} times ({', '.join(where)}); counted once"
             )
-        origin, rnd = copies[0]
-        rnd, conflict = _dedupe_episodes(rnd, out.notes)
+        kept, conflict = _dedupe_episodes(origin, rnd, episodes, out.notes)
         if conflict:
             out.conflicts.append(
                 RoundVerdict(
-                    rid,
+                    rnd.id,
                     rnd.source,
                     origin,
                     category="round-conflict: an episode id with different content",
@@ -148,43 +228,127 @@ def distinct_rounds(sources: list[tuple[str, list[Round]]]) -> Identity:
                 )
             )
             continue
-        out.rounds.append((origin, rnd))
+        if kept is not None:
+            out.rounds.append((origin, kept))
     return out
 
 
-def _dedupe_episodes(rnd: Round, notes: list[str]) -> tuple[Round, str | None]:
-    """The round with one episode per id (a copy: the session's evaluation is
-    shared), or the conflict text when two episodes of one id differ."""
-    kept: dict[str, Episode] = {}
+def _dedupe_episodes(
+    origin: str, rnd: Round, seen: dict[str, tuple[str, str, str]], notes: list[str]
+) -> tuple[Round | None, str | None]:
+    """The round with one episode per id, the ids counted over the whole session (a copy: the session's
+    evaluation is shared); None when every episode it holds was already counted in another round; or the
+    conflict text when two episodes of one id differ in evidence."""
+    kept: dict[str, tuple[Episode, str]] = {}
+    again: dict[str, None] = {}  # ids already counted in another round (ordered, once each)
     dropped = 0
     for ep in rnd.episodes:
-        key = episode_key(ep)
-        first = kept.get(key)
-        if first is None:
-            kept[key] = ep
+        key, gid = episode_key(ep), episode_id(ep)
+        mine = json.dumps(_episode_evidence(ep), sort_keys=True, default=str)
+        if key in kept:
+            first, theirs = kept[key]
+            if mine != theirs:
+                return rnd, (
+                    f"round {rnd.id}: episode {key} is listed twice with different evidence "
+                    f"({_place(origin, first.source)}, {_place(origin, ep.source)})"
+                )
+            dropped += 1
             continue
-        mine = json.dumps([ep.raw, [(s.player, s.value) for s in ep.scores or []]], sort_keys=True, default=str)
-        theirs = json.dumps([first.raw, [(s.player, s.value) for s in first.scores or []]], sort_keys=True, default=str)
-        if mine != theirs:
-            return (
-                rnd,
-                f"round {rnd.id}: episode {key} is listed twice with different content ({first.source}, {ep.source})",
-            )
-        dropped += 1
+        if gid is not None and gid in seen:
+            label, place, theirs = seen[gid]
+            if mine != theirs:
+                return rnd, (
+                    f"episode {gid} is in round {label} ({place}) and in round {rnd.id} "
+                    f"({_place(origin, ep.source)}) with different evidence"
+                )
+            again[f"{gid} (round {label})"] = None
+            continue
+        kept[key] = (ep, mine)
+    for ep, mine in kept.values():
+        gid = episode_id(ep)
+        if gid is not None:
+            seen[gid] = (rnd.id, _place(origin, ep.source), mine)
     if dropped:
         notes.append(f"duplicate-episode: round {rnd.id} lists {dropped} episode(s) more than once; each counted once")
-        return dataclasses.replace(rnd, episodes=list(kept.values())), None
+    if again and not kept:
+        notes.append(
+            f"duplicate-round: round {rnd.id} ({_place(origin, rnd.source)}) holds only episodes already counted: "
+            f"{', '.join(list(again)[:5])}{' and more' if len(again) > 5 else ''}; counted once"
+        )
+        return None, None
+    if again:
+        notes.append(
+            f"duplicate-episode: round {rnd.id} repeats {len(again)} episode(s) already counted in another round "
+            f"({', '.join(list(again)[:5])}); each counted once, where first seen"
+        )
+    if dropped or again:
+        return dataclasses.replace(rnd, episodes=[ep for ep, _ in kept.values()]), None
     return rnd, None
 
 
-def _scores(ep: Episode) -> dict[str, float | None]:
-    """player → the mean of its real scores in the episode (None: listed, no real score)."""
-    values: dict[str, list[float]] = {}
+def _scores(ep: Episode) -> dict[str, Fraction | None]:
+    """player → the mean of its real scores in the episode (None: listed, no real score), exactly:
+    integers compared as integers (2**53 + 1 beats 2**53), floats by their exact value."""
+    values: dict[str, list[Fraction]] = {}
     for s in ep.scores or []:
         values.setdefault(s.player, [])
         if s.value is not None:
-            values[s.player].append(s.value)
-    return {p: (sum(v) / len(v) if v else None) for p, v in values.items()}
+            values[s.player].append(Fraction(s.value))
+    return {p: (sum(v, Fraction(0)) / len(v) if v else None) for p, v in values.items()}
+
+
+def number_text(value: Fraction) -> str:
+    """A mean as the detail prints it: an integer in full, else ``:g``."""
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+def _seats_unmapped(rnd: Round, candidate: str, champion: str | None) -> RoundVerdict | None:
+    """Scores by seat that no roster maps to players refuse the round, unless the gate names its players by
+    seat index too: a seat read as the wrong player would invert the result."""
+    if candidate.isdigit() and (champion is None or champion.isdigit()):
+        return None
+    ep = next((e for e in rnd.episodes if e.seat_problem), None)
+    if ep is None:
+        return None
+    at = f"{ep.scores_source}:{ep.scores_line}" if ep.scores_line else ep.scores_source
+    return RoundVerdict(
+        rnd.id,
+        ep.scores_source or rnd.source,
+        line=ep.scores_line,
+        category="scores by seat that no roster maps to players: format not understood",
+        cause="format-not-understood",
+        blocks=True,
+        detail=f"{at}: {ep.name}: {ep.seat_problem}; list the players by seat (policy_version_ids) beside the "
+        "scores, or give the scores by player",
+    )
+
+
+def _absent(v: RoundVerdict, rnd: Round | None, eps: list[Episode], role: str, who: str, means: dict) -> RoundVerdict:
+    """``who`` has no score in the round: it did not play when a roster (or a player count that every score
+    fills) says so; otherwise whether it played is unknown, and a lost round must not pass for one it sat
+    out: the round blocks."""
+    rosters = [ep.roster if ep.roster is not None else (seat_ids(rnd.raw) if rnd else None) for ep in eps]
+    listed = [r for r in rosters if r is not None and None not in r]
+    counted = bool(eps) and all(ep.players is not None and ep.players == len(ep.scores or []) for ep in eps)
+    scored = ", ".join(sorted(means)) or "none"
+    if any(who in r for r in listed):  # in the roster, without a score: not a round it sat out
+        v.category = f"the {role} is in its roster but has no score"
+        v.cause, v.blocks = "missing-scores", True
+        v.detail = f"players with a score: {scored}; {who}'s score is missing: re-harvest or re-run the round"
+    elif listed:
+        v.category = f"the {role} did not play this round"
+        v.detail = f"players by its roster: {', '.join(str(p) for p in listed[0])}"
+    elif counted:
+        v.category = f"the {role} did not play this round"
+        v.detail = f"every seat scored ({eps[0].players} players: {scored}), none is {who}"
+    else:
+        v.category = f"the {role} is not among its scores and no roster says who played"
+        v.cause, v.blocks = "insufficient-evidence", True
+        v.detail = (
+            f"players with a score: {scored}; whether {who} played (and its score was lost) is unknown: harvest "
+            "the round's roster (policy_version_ids), or remove the round if it was not scheduled"
+        )
+    return v
 
 
 def judge_round(
@@ -201,6 +365,10 @@ def judge_round(
     if rnd.status in CANCELED and not rnd.unreadable:
         v.category, v.cause, v.detail = "canceled", None, "excluded: a canceled round is not evidence"
         return v
+    refused = _seats_unmapped(rnd, candidate, champion)
+    if refused is not None:
+        refused.origin = origin
+        return refused
     crashes = failed_after_start(rnd, terminal, tail_of)
     policy = [f for f in crashes if f.cause == "episode-failed-policy" and f.player is not None]
     own = [f for f in policy if f.player == candidate]
@@ -310,7 +478,8 @@ def _paired(
         scored = [p for p, m in scores.items() if p != candidate and m is not None]
         in_roster = candidate in scores or candidate in roster(rnd, ep)
         if in_roster and scores.get(candidate) is None and scored:
-            gap = f"{ep.name}: no score for {candidate} while {scored[0]} scored {scores[scored[0]]:g}"
+            shown = scores[scored[0]]
+            gap = f"{ep.name}: no score for {candidate} while {scored[0]} scored {number_text(shown) if shown else 0}"
             why = missing_score(rnd, ep, candidate, tail_of)
             if why.side == "policy":
                 return _lost(v, claim, f"{gap}; {candidate}'s policy crashed: {why.why}: {candidate}'s loss")
@@ -326,7 +495,7 @@ def _paired(
         v.category, v.cause, v.detail = state.category, state.cause, state.detail
         v.blocks = True
         return v
-    return _combine(v, eps, candidate, claim, champion, left_out)
+    return _combine(v, eps, candidate, claim, champion, left_out, rnd)
 
 
 def _lost(v: RoundVerdict, claim: str, why: str) -> RoundVerdict:
@@ -346,21 +515,20 @@ def _combine(
     claim: str,
     champion: str | None,
     left_out: Collection[str] = (),
+    rnd: Round | None = None,
 ) -> RoundVerdict:
-    per_player: dict[str, list[float]] = {}
+    per_player: dict[str, list[Fraction]] = {}
     for ep in eps:
         for player, mean in _scores(ep).items():
             if mean is not None:
                 per_player.setdefault(player, []).append(mean)
-    means = {p: sum(x) / len(x) for p, x in per_player.items()}
+    means = {p: sum(x, Fraction(0)) / len(x) for p, x in per_player.items()}
     v.episodes = len(eps)
     if candidate not in means:
-        v.category, v.detail = "the candidate did not play this round", f"players: {', '.join(sorted(means))}"
-        return v
+        return _absent(v, rnd, eps, "candidate", candidate, means)
     if champion is not None:
         if champion not in means:
-            v.category, v.detail = "the champion did not play this round", f"players: {', '.join(sorted(means))}"
-            return v
+            return _absent(v, rnd, eps, "champion", champion, means)
         opponent = champion
     else:
         others = {p: m for p, m in means.items() if p != candidate and p not in left_out}
@@ -373,5 +541,8 @@ def _combine(
     v.outcome = {1: "won", -1: "lost", 0: "tied"}[diff]
     v.sign = diff if claim == "wins" else -diff
     n = len(per_player[candidate])
-    v.detail = f"{candidate} mean {mine:g} against {opponent}'s {theirs:g} over {n} episode{'s' if n != 1 else ''}"
+    v.detail = (
+        f"{candidate} mean {number_text(mine)} against {opponent}'s {number_text(theirs)} "
+        f"over {n} episode{'s' if n != 1 else ''}"
+    )
     return v

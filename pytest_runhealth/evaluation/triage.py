@@ -158,6 +158,10 @@ def classify(rnd: Round, terminal: tuple[str, ...], tail_of: Callable | None = N
             return RoundState(
                 rnd, False, "could not be read from the server: infra", rnd.unreadable, "eval-server-error"
             )
+        if rnd.missing_record:  # episodes without their request: a round that must not disappear
+            return RoundState(
+                rnd, False, "without its request record: not-evaluable", rnd.unreadable, "insufficient-evidence"
+            )
         return RoundState(
             rnd, False, "could not be parsed (RH004)", rnd.unreadable, "uv-preamble-json" if rnd.preambled else None
         )

@@ -123,6 +123,7 @@ class GateVerdict:
             if against:
                 more = f" and {len(against) - SHOW} more" if len(against) > SHOW else ""
                 out.append(f"{stat.units} contradicting the claim ({len(against)}): {', '.join(against[:SHOW])}{more}")
+            out += stat.excluded_lines()
             if stat.outcome == "claim-not-significant":
                 out.append(stat.more_needed())
             out += stat.notes[:SHOW]
