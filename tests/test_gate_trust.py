@@ -15,7 +15,7 @@ from eval_builders import T0, episode, harvest, request, write
 from pytest_runhealth.evaluation.sequential import SequentialTest, wins_needed
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
-GATE = (*FAST, "--runhealth-gate", "-k", "RH508")
+GATE = (*FAST, "--runhealth-gate")
 PLAYERS = ("pv-cand", "pv-champ", "pv-3")
 
 
@@ -35,10 +35,12 @@ def lost(rid: str) -> dict:
     return request(rid, episodes=[ep(3, 9)])
 
 
-def gate(run_health, pytester, h, *extra: str, k: str = "RH508", subprocess: bool = False):
+def gate(run_health, pytester, h, *extra: str, k: str = "", subprocess: bool = False):
     """Run the gate and check the one rule: exit 0 exactly when the verdict file says promote."""
     res = run_health(
-        h, args=(*FAST, "--runhealth-gate", "-k", k, "--runhealth-candidate=pv-cand", *extra), subprocess=subprocess
+        h,
+        args=(*FAST, "--runhealth-gate", *(("-k", k) if k else ()), "--runhealth-candidate=pv-cand", *extra),
+        subprocess=subprocess,
     )
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)

@@ -601,9 +601,12 @@ def failed_round_classified(ctx):
 
 # -- RH508 ---------------------------------------------------------------------
 GATE_FIXES = {
-    "claim-contradicted": "Keep the champion: more of the counted rounds show the opposite of the claim than show it "
-    "(the summary says at which confidence). Rework the candidate (or claim what the rounds show) and judge a new "
-    "version on fresh rounds.",
+    "claim-contradicted": "Keep the champion: the always-valid test of the opposite claim (the candidate is worse "
+    "than its opponent) crossed its own boundary. Rework the candidate (or claim what the rounds show) and judge a "
+    "new version on fresh rounds.",
+    "claim-unlikely": "Stop spending rounds on this candidate: the confidence sequence for p(win) (valid at every "
+    "look) lies below the claim's bar plus 0.1, so any edge it has is too small for this gate to show. Keep the "
+    "champion; this is not a policy verdict (the candidate may be as good as its opponent).",
     "claim-not-significant": "Do not promote yet: run more rounds and re-run the gate as often as you like (the "
     "default test keeps its error rate under any number of looks); rounds that stay this even mean the candidate is "
     "no better than its opponent: keep the champion.",
@@ -634,7 +637,8 @@ GATE_FIXES = {
     example="claim-contradicted: won 3, lost 4, tied 0, excluded 0 of 7 rounds; E = 0.1492, promote at E >= 20",
     fix="insufficient-evidence: wait for the running rounds and re-run the infra failures. round-conflict: "
     "re-harvest the round once. claim-not-significant: run more rounds and re-run the gate (as often as you "
-    "like). claim-contradicted: keep the champion and rework the candidate.",
+    "like). claim-unlikely: stop spending rounds, keep the champion. claim-contradicted: keep the champion and "
+    "rework the candidate.",
 )
 def promotion_gate(ctx):
     if not ctx.evaluation.gate_mode:
@@ -650,7 +654,7 @@ def promotion_gate(ctx):
     if decision.passed:
         return f"promote: {decision.rounds_line()}; {decision.test.describe()} (K={decision.k})"
     versus = f"against {decision.champion}" if decision.champion else "against the field"
-    if outcome in ("claim-contradicted", "claim-not-significant"):
+    if outcome in ("claim-contradicted", "claim-not-significant", "claim-unlikely"):
         against = decision.contradicting
         evidence = [ctx.evidence(r.source, None, f"{r.label}: {r.detail}") for r in against[:10]]
         names = [r.label for r in against]
@@ -661,14 +665,8 @@ def promotion_gate(ctx):
         )
         if names:
             summary += f"\nrounds contradicting the claim ({len(names)}): {shown}."
-        if outcome == "claim-not-significant":
+        if outcome in ("claim-not-significant", "claim-unlikely"):
             summary += f"\n{decision.more_needed()}."
-        elif decision.test.outcome != "contradicted":
-            summary += (
-                f"\nmore rounds contradict the claim ({len(names)}) than show it "
-                f"({len(decision.rounds) and sum(r.sign > 0 for r in decision.rounds)}): the claim is contradicted, "
-                f"though the contrary alone is not significant at {1 - decision.test.alpha:.0%}."
-            )
     else:
         evidence = [
             ctx.evidence(r.source, None, f"{r.label}: {r.category}" + (f" ({r.detail})" if r.detail else ""))

@@ -20,7 +20,7 @@ from ..rundir import RunDir
 from ..session import RunHealthSession, is_controller, report_path, session_of
 from . import evaluation_of
 from .model import Evaluation
-from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
+from .settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, command_line_gate, resolve, validate
 from .state import (
     GATE_MARK,
     GATE_ON,
@@ -90,6 +90,7 @@ def pytest_runhealth_targets(config: pytest.Config, settings) -> list[RunDir]:
     try:
         eval_settings = resolve(config, settings.section("eval"))
         validate(settings.section("gate"), GATE_SCHEMA, "gate")
+        command_line_gate(config)
     except EvalSettingsError as exc:
         raise usage_error(config, str(exc)) from None
     config.stash[SETTINGS] = eval_settings

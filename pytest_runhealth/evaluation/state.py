@@ -15,7 +15,7 @@ import pytest
 
 from ..session import session_of
 from .model import DEFAULT_TERMINAL, Evaluation
-from .settings import GATE_SCHEMA, EvalSettings, validate
+from .settings import GATE_SCHEMA, EvalSettings, command_line_gate, validate
 from .signtest import DEFAULT_ALPHA
 
 if TYPE_CHECKING:
@@ -57,10 +57,8 @@ def gate_mode(config: pytest.Config | None) -> bool:
 def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
     state = session_of(config)
     gate = dict(validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate"))
-    for key in ("candidate", "claim", "champion", "rounds"):  # the command line wins over runhealth.yaml
-        given = config.getoption(f"runhealth_{key}", None) if config is not None else None
-        if given:
-            gate[key] = given
+    if config is not None:
+        gate.update(command_line_gate(config))  # the command line (and ini) win over runhealth.yaml
     return gate
 
 

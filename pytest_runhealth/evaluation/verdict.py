@@ -123,7 +123,7 @@ class GateVerdict:
             if against:
                 more = f" and {len(against) - SHOW} more" if len(against) > SHOW else ""
                 out.append(f"rounds contradicting the claim ({len(against)}): {', '.join(against[:SHOW])}{more}")
-            if stat.outcome == "claim-not-significant":
+            if stat.outcome in ("claim-not-significant", "claim-unlikely"):
                 out.append(stat.more_needed())
             out += stat.notes[:SHOW]
         if self.promote:
