@@ -69,6 +69,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """Options and ini keys are known before the conftests load: a session
     that names one registers the features first, as a plugin loaded from an
     entry point always was. Otherwise the conftests decide, once loaded."""
+    from . import verdict_file  # the standard library and leaves only: safe before the guard
+
+    verdict_file.forget(early_config)  # the very first act: no stale verdict, whatever follows (exit 4 included)
     reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=False)
     if reason or run_dir_option.typed_run_dir(early_config):
         # First the guard, then the features: no file inside a run dir configures this
@@ -85,7 +88,21 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=True)
         if reason:
             activate(early_config, reason)
+    if verdict_file.gate_requested(early_config):
+        unknown = verdict_file.unknown_options(early_config, parser, args)
+        if unknown:  # pytest rejects them next (exit 4, before any other hook): the verdict says so first
+            from .evaluation.verdict import GateVerdict
+
+            verdict = GateVerdict.failed("usage-error", f"unrecognized arguments: {' '.join(unknown)}", _version())
+            verdict.invocation = verdict_file.session_facts(early_config)
+            verdict_file.write_failure(early_config, verdict, verdict_file.verdict_file(early_config))
     return result
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
 
 
 def activate(config: pytest.Config, reason: str) -> None:

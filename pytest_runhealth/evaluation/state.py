@@ -8,12 +8,12 @@ importing a sub-plugin (no import reaches upward)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..session import session_of
+from ..verdict_file import record_path as record_path  # the verdict record beside the JSON report
 from .model import DEFAULT_TERMINAL, Evaluation
 from .settings import GATE_SCHEMA, EvalSettings, command_line_gate, validate
 from .signtest import DEFAULT_ALPHA
@@ -93,13 +93,4 @@ def decision_for(run_dir, config: pytest.Config | None):
         alpha=float(gate.get("alpha", DEFAULT_ALPHA)),
         margin=gate.get("margin"),
         fixed_rounds=gate.get("rounds"),
-    )
-
-
-def record_path(report: Path) -> Path:
-    """The verdict record beside the JSON report: ``gate/report.json`` -> ``gate/report.verdict.json``."""
-    return (
-        report.with_name(report.name + ".verdict.json")
-        if report.suffix != ".json"
-        else report.with_name(report.name[: -len(".json")] + ".verdict.json")
     )
