@@ -143,9 +143,11 @@ class GateDecision:
 
     def more_needed(self) -> str:
         if self.outcome == "claim-unlikely":
+            bar = self.margin + FUTILITY_GAP
+            excluded = f"p(win) <= {1 - bar:.2g}" if self.claim == "loses" else f"p(win) >= {bar:.2g}"
             return (
-                f"{self.test.interval_text()}: the claim {self.test.claim_text()} with an edge of "
-                f"{FUTILITY_GAP:g} or more is excluded; stop spending rounds on this candidate"
+                f"{self.test.interval_text()}: {excluded} is excluded (the claim's bar plus {FUTILITY_GAP:g}), so "
+                "any edge is too small for this gate to show; stop spending rounds on this candidate"
             )
         if isinstance(self.test, FixedTest) and self.test.seen > self.test.rounds:
             return (
