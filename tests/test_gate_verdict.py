@@ -9,6 +9,8 @@ and margin are options. Harvests are built in the documented layout
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from eval_builders import T0, episode, harvest, request
@@ -224,3 +226,16 @@ def test_help_lists_alpha_and_margin(pytester):
     out = pytester.runpytest("--help").stdout.str()
     assert "--runhealth-alpha=ALPHA" in out and "--runhealth-margin=P" in out
     assert "runhealth_gate_alpha" in out and "runhealth_gate_margin" in out
+
+
+# -- the documented operating characteristics are the benchmark's --------------------------------
+def test_the_docs_tables_are_the_benchmarks_output():
+    """docs/evaluation.md's alpha/margin table and futility table are pasted from
+    benchmarks/gate_calibration.py (exact dynamic programmes, about a second): every row must match."""
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import gate_calibration as cal
+
+    text = (root / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    missing = [line for line in cal.choice_table() + cal.futility_table() if line not in text]
+    assert missing == [], "re-run `python benchmarks/gate_calibration.py` and paste its tables:\n" + "\n".join(missing)

@@ -634,7 +634,8 @@ GATE_FIXES = {
     "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting a round twice, "
     "counting episodes as rounds, dropping the candidate's own crashes or asking a fixed-sample test again after "
     "every round promotes candidates that are no better.",
-    example="claim-contradicted: won 3, lost 4, tied 0, excluded 0 of 7 rounds; E = 0.1492, promote at E >= 20",
+    example="claim-not-significant: won 3, lost 4, tied 0, excluded 0 of 7 rounds; E = 0.1492, promote at E >= 20; "
+    "p(win) in [0.08, 0.85], 95%, valid at every look",
     fix="insufficient-evidence: wait for the running rounds and re-run the infra failures. round-conflict: "
     "re-harvest the round once. claim-not-significant: run more rounds and re-run the gate (as often as you "
     "like). claim-unlikely: stop spending rounds, keep the champion. claim-contradicted: keep the champion and "
