@@ -104,6 +104,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 def _names_a_report(config: pytest.Config) -> bool:
     """--runhealth-report or ini runhealth_report: the gate's verdict record has a place (checked before
     anything of the package beyond this module is imported, so an unrelated session stays cheap)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return False  # a pytest-xdist worker: the controller removed it, and writes the new one
     if getattr(config.known_args_namespace, "runhealth_report", None):
         return True
     try:

@@ -286,9 +286,7 @@ def test_gate_p_value_is_not_rounded_to_zero(tmp_path, run_health, pytester):
         return e
 
     h = harvest(tmp_path / "h", [request(f"r-{i}", episodes=[ep(), ep(), ep()]) for i in range(40)], fetched_at=T0)
-    res = run_health(
-        h, args=("--runhealth-gate", "-k", "RH508", "--runhealth-candidate=pv-cand", "--runhealth-claim=wins")
-    )
+    res = run_health(h, args=("--runhealth-gate", "--runhealth-candidate=pv-cand", "--runhealth-claim=wins"))
     assert res.ret == 0 and "PROMOTE" in res.stdout
     assert "p = 1.63e-10, confidence >99.9%, needed 95%" in res.stdout
     test = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())["session"]["test"]

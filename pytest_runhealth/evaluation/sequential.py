@@ -111,11 +111,14 @@ def _log_cs_martingale(shown: int, against: int, p: float, prior: tuple[int, int
 
 def confidence_sequence(shown: int, against: int, alpha: float = DEFAULT_ALPHA) -> tuple[float, float]:
     """[lo, hi]: every p whose mixture martingale is below 1/alpha (module
-    docstring). The martingale is convex in log-odds, so the set is an
-    interval around the observed rate; its ends are found by bisection."""
+    docstring). The martingale's log, const - W log p - L log(1-p), is
+    convex in p, so the set is an interval; its ends are found by bisection
+    from the observed rate, which lies inside it."""
     threshold = math.log(1 / alpha)
     n = shown + against
-    centre = (shown + CS_PRIOR[0]) / (n + CS_PRIOR[0] + CS_PRIOR[1])
+    centre = (
+        shown / n if n else 0.5
+    )  # the observed rate: there the mixture is at most the maximum likelihood (log <= 0)
 
     def end(outside: float) -> float:
         if _log_cs_martingale(shown, against, outside) < threshold:
