@@ -152,7 +152,8 @@ class GateDecision:
         if isinstance(self.test, FixedTest) and self.test.seen > self.test.rounds:
             return (
                 f"{self.test.seen} rounds are in, more than the {self.fixed_rounds} fixed in advance: the sign test "
-                "holds only at exactly N (N must not move); judge the first N rounds, or use the always-valid default"
+                "holds only at exactly N (N must not move); judge only the first N rounds scheduled, or drop "
+                "gate.rounds / --runhealth-rounds for the always-valid default"
             )
         more = self.test.more_rounds()
         if more is None:
