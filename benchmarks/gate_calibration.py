@@ -19,8 +19,16 @@ crosses. Three rules:
 It prints the false-promotion rate of a candidate exactly as strong as its
 opponent (p = 1/2) under a look after every round up to ``--looks``, the
 power (chance of promotion) at p = 0.6/0.7/0.75/0.8/0.9 within 20 and 50
-rounds, and the default rule's boundary at n = 1..30. docs/evaluation.md
-quotes this output.
+rounds, and the default rule's boundary at n = 1..30. Then, for the default
+rule, two tables docs/evaluation.md pastes verbatim (tests/test_gate_verdict.py
+checks they match):
+
+* ``choosing alpha and margin``: per (margin, alpha), the chance of ever
+  promoting a candidate exactly at the margin (200 looks) and the power
+  within 20/50/100 rounds at p = 0.7/0.75/0.8;
+* ``the futility side``: the gate's two stops together (promote; and
+  claim-unlikely or claim-contradicted, which tell CI to stop spending
+  rounds), by p, within 50/100/200/500 rounds: the chance of each.
 """
 
 from __future__ import annotations
@@ -33,10 +41,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_runhealth.evaluation.sequential import log_e_value, upper_tail  # noqa: E402
+from pytest_runhealth.evaluation.sequential import SequentialTest, futile, log_e_value, upper_tail  # noqa: E402
 
 Rule = Callable[[int, int], bool]  # (wins, n decisive rounds) -> promote now
 POWERS = (0.6, 0.7, 0.75, 0.8, 0.9)
+MARGINS = (0.5, 0.55, 0.6, 0.65)
+ALPHAS = (0.01, 0.05, 0.1)
+CHOICE_POWERS = (0.7, 0.75, 0.8)
+HORIZONS = (20, 50, 100)
+FUTILITY_PS = (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.75)
+FUTILITY_HORIZONS = (50, 100, 200, 500)
 
 
 def default_rule(alpha: float, p0: float = 0.5) -> Rule:
@@ -55,8 +69,16 @@ def sprt_rule(alpha: float, beta: float = 0.05, p1: float = 0.75) -> Rule:
 
 
 def boundary(looks: int, rule: Rule) -> list[int | None]:
-    """The fewest wins that promote at n = 1..looks (None: none does)."""
-    return [next((w for w in range(n + 1) if rule(w, n)), None) for n in range(1, looks + 1)]
+    """The fewest wins that promote at n = 1..looks (None: none does). A
+    loss more never lowers the wins a rule needs (each rule here is monotone
+    so), so each n's search starts at the previous n's answer."""
+    out: list[int | None] = []
+    start = 0
+    for n in range(1, looks + 1):
+        need = next((w for w in range(start, n + 1) if rule(w, n)), None)
+        out.append(need)
+        start = need if need is not None else start
+    return out
 
 
 def ever_crosses(bound: list[int | None], p: float) -> float:
@@ -73,6 +95,74 @@ def ever_crosses(bound: list[int | None], p: float) -> float:
             nxt = nxt[:need]
         alive = nxt
     return crossed
+
+
+def stop_boundary(looks: int, alpha: float = 0.05, p0: float = 0.5) -> list[int]:
+    """The most wins among n decisive rounds at which the gate stops without
+    promoting (claim-contradicted or claim-unlikely), n = 1..looks (-1: none)."""
+
+    def stops(w: int, n: int) -> bool:
+        if futile(w, n - w, alpha, p0):
+            return True
+        return SequentialTest(w, n - w, 0, alpha, p0).e_contrary >= 1 / alpha * (1 - 1e-12)
+
+    out = []
+    for n in range(1, looks + 1):
+        w = -1
+        while w + 1 <= n and stops(w + 1, n):
+            w += 1
+        out.append(w)
+    return out
+
+
+def both_stops(promote: list[int | None], stop: list[int], p: float, horizons: tuple[int, ...]) -> dict[int, tuple]:
+    """(P(promoted by n), P(stopped without promoting by n)) at each horizon n, exactly."""
+    alive = [1.0]
+    up = down = 0.0
+    out = {}
+    for n, (need, most) in enumerate(zip(promote, stop), start=1):
+        nxt = [0.0] * (len(alive) + 1)
+        for w, pr in enumerate(alive):
+            nxt[w + 1] += pr * p
+            nxt[w] += pr * (1 - p)
+        if need is not None:
+            up += math.fsum(nxt[need:])
+            nxt[need:] = [0.0] * (len(nxt) - need)
+        if most >= 0:
+            down += math.fsum(nxt[: most + 1])
+            nxt[: most + 1] = [0.0] * (most + 1)
+        alive = nxt
+        if n in horizons:
+            out[n] = (up, down)
+    return out
+
+
+def choice_table() -> list[str]:
+    """Per (margin, alpha): false promotion at p = margin over 200 looks, power within 20/50/100 rounds."""
+    head = "| margin | alpha | P(promote) at p = margin, 200 looks |" + "".join(
+        f" p={p} @{n} |" for p in CHOICE_POWERS for n in HORIZONS
+    )
+    lines = [head, "|" + "---|" * (3 + len(CHOICE_POWERS) * len(HORIZONS))]
+    for margin in MARGINS:
+        for alpha in ALPHAS:
+            bound = boundary(200, default_rule(alpha, margin))
+            row = f"| {margin} | {alpha} | {ever_crosses(bound, margin):.4f} |"
+            row += "".join(f" {ever_crosses(bound[:n], p):.3f} |" for p in CHOICE_POWERS for n in HORIZONS)
+            lines.append(row)
+    return lines
+
+
+def futility_table(alpha: float = 0.05, margin: float = 0.5) -> list[str]:
+    """By p: P(promote) and P(stopped: claim-unlikely or claim-contradicted) within each horizon."""
+    looks = max(FUTILITY_HORIZONS)
+    promote = boundary(looks, default_rule(alpha, margin))
+    stop = stop_boundary(looks, alpha, margin)
+    head = "| p(win) |" + "".join(f" promote @{n} | stop @{n} |" for n in FUTILITY_HORIZONS)
+    lines = [head, "|---|" + "---|---|" * len(FUTILITY_HORIZONS)]
+    for p in FUTILITY_PS:
+        got = both_stops(promote, stop, p, FUTILITY_HORIZONS)
+        lines.append(f"| {p} |" + "".join(f" {got[n][0]:.3f} | {got[n][1]:.3f} |" for n in FUTILITY_HORIZONS))
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     print("| n | " + " | ".join(str(n) for n in range(1, 31)) + " |")
     print("|---|" + "---|" * 30)
     print("| wins | " + " | ".join("-" if b is None else str(b) for b in bound) + " |")
+    print("\nchoosing alpha and margin (the default rule): false promotion at the margin, power within N rounds\n")
+    print("\n".join(choice_table()))
+    print("\nthe futility side (alpha = 0.05, margin 0.5): promote, or stop (claim-unlikely / -contradicted), by n\n")
+    print("\n".join(futility_table()))
     return 0
 
 

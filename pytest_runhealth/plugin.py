@@ -70,6 +70,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """Options and ini keys are known before the conftests load: a session
     that names one registers the features first, as a plugin loaded from an
     entry point always was. Otherwise the conftests decide, once loaded."""
+    reported = _names_a_report(early_config)
+    if reported:  # the very first act: no stale verdict, whatever follows (exit 4 included)
+        from .settings import verdict_file  # the standard library and leaves only: safe before the guard
+
+        verdict_file.forget(early_config)
     reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=False)
     if reason or run_dir_option.typed_run_dir(early_config):
         # First the guard, then the features: no file inside a run dir configures this
@@ -86,7 +91,34 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=True)
         if reason:
             activate(early_config, reason)
+    if reported and verdict_file.gate_requested(early_config):
+        unknown = verdict_file.unknown_options(early_config, parser, args)
+        if unknown:  # pytest rejects them next (exit 4, before any other hook): the verdict says so first
+            from .evaluation.verdict import GateVerdict
+
+            verdict = GateVerdict.failed("usage-error", f"unrecognized arguments: {' '.join(unknown)}", _version())
+            verdict.invocation = verdict_file.session_facts(early_config)
+            verdict_file.write_failure(early_config, verdict, verdict_file.verdict_file(early_config))
     return result
+
+
+def _names_a_report(config: pytest.Config) -> bool:
+    """--runhealth-report or ini runhealth_report: the gate's verdict record has a place (checked before
+    anything of the package beyond this module is imported, so an unrelated session stays cheap)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return False  # a pytest-xdist worker: the controller removed it, and writes the new one
+    if getattr(config.known_args_namespace, "runhealth_report", None):
+        return True
+    try:
+        return bool(config.getini("runhealth_report"))
+    except ValueError:
+        return False
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
 
 
 def activate(config: pytest.Config, reason: str) -> None:

@@ -149,9 +149,7 @@ def test_a_folder_of_round_folders_passes_the_gate_as_one_harvest(tmp_path, run_
     for i in range(7):  # seven won rounds: the fewest the gate's test promotes on
         round_folder(h / f"round-{i}", f"xr-{i}")
     write(h / "summary.json", {"fetched_at": T0})
-    res = run_health(
-        h, args=("-k", "RH004 or RH50", *FAST, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path))
-    )
+    res = run_health(h, args=(*FAST, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path)))
     assert res.ret == 0, res.stdout
     assert res.outcome("RH508") == "passed"
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
@@ -165,9 +163,7 @@ def test_a_folder_of_round_folders_is_refused_like_a_single_harvest(tmp_path, ru
     round_folder(h / "round-1", "xr-1")
     round_folder(h / "round-2", "xr-2", status="running", scores=None)
     write(h / "summary.json", {"fetched_at": T0})
-    res = run_health(
-        h, args=("-k", "RH004 or RH50", *FAST, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path))
-    )
+    res = run_health(h, args=(*FAST, "--runhealth-gate", "--runhealth-config", gate_config(tmp_path)))
     assert res.ret == 1
     r = res.result_of("RH508")
     assert (r["outcome"], r["verdict"]) == ("failed", "not-evaluable")

@@ -49,9 +49,10 @@ def log(h, rid: str, name: str, text: str, episode_dir: str = "episode_00") -> N
     path.write_text(text)
 
 
-def gate(run_health, pytester, h, *extra: str, k: str = "RH508"):
-    """Run the gate and check the one rule: exit 0 exactly when the verdict file says promote."""
-    res = run_health(h, args=(*FAST, "--runhealth-gate", "-k", k, "--runhealth-candidate=pv-cand", *extra))
+def gate(run_health, pytester, h, *extra: str):
+    """Run the gate (every check: a session that deselects one never promotes) and check the one rule: exit 0
+    exactly when the verdict file says promote."""
+    res = run_health(h, args=(*FAST, "--runhealth-gate", "--runhealth-candidate=pv-cand", *extra))
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
     return res, record
@@ -83,7 +84,7 @@ def test_a_champion_log_ending_in_the_devices_or_the_links_failure_is_infra_and_
     connection reset: infra, never the champion's loss. Near miss: the champion's own ValueError promotes."""
     h = six_won_and(tmp_path, request("xr-6", "failed", [crash_ep(1)]))
     log(h, "xr-6", "policy_1.log", text)
-    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     assert res.ret == 1 and record["decision"] == "block" and record["counts"]["won"] == 6
     xr6 = round_of(record, "xr-6")
     assert (xr6["outcome"], xr6["cause"], xr6["blocks"]) == ("excluded", "episode-failed-infra", True)
@@ -96,7 +97,7 @@ def test_a_champion_log_ending_in_the_devices_or_the_links_failure_is_infra_and_
     assert res.result_of("RH509")["verdict"] == "infra"  # RH509 says the same: the platform failed it
     # near miss: the champion's own policy raised in its own code, seat and log agreeing
     log(h, "xr-6", "policy_1.log", VALUE_ERROR)
-    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     assert res.ret == 0 and record["counts"]["won"] == 7
     assert round_of(record, "xr-6")["detail"].endswith("(ValueError: bad action): the champion's loss")
 
@@ -108,7 +109,7 @@ def test_contradictory_records_are_not_evaluable_never_the_champions_crash(tmp_p
     h = six_won_and(tmp_path, request("xr-6", "failed", [crash_ep(1)]))
     log(h, "xr-6", "policy_0.log", VALUE_ERROR)
     log(h, "xr-6", "policy_1.log", "connected\nstep 40\nopponent disconnected\n")
-    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     assert res.ret == 1 and record["decision"] == "block"
     xr6 = round_of(record, "xr-6")
     assert (xr6["outcome"], xr6["cause"], xr6["blocks"]) == ("excluded", "episode-failed-unknown", True)
@@ -126,7 +127,7 @@ def test_contradictory_records_are_not_evaluable_never_the_champions_crash(tmp_p
     # near miss: seat and log agree
     (h / "rounds" / "xr-6" / "episode_00" / "policy_0.log").write_text("connected\nstep 40\n")
     log(h, "xr-6", "policy_1.log", VALUE_ERROR)
-    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     assert res.ret == 0 and record["decision"] == "promote"
     assert round_of(record, "xr-6")["detail"].startswith("pv-champ's policy crashed in experience-request xr-6")
 
@@ -193,7 +194,7 @@ def test_a_null_candidate_score_with_no_cause_is_unknown_and_blocks(tmp_path, ru
     """The old rule made it a lost round. Now: non-evidence, named, blocks, "fetch its logs or re-run it".
     Near miss: the candidate's own traceback in its own policy log (seat 0): a lost round."""
     h = seven_won_and(tmp_path, null_round())
-    res, record = gate(run_health, pytester, h, k="RH505 or RH508")
+    res, record = gate(run_health, pytester, h)
     xr7 = round_of(record, "xr-7")
     assert (xr7["outcome"], xr7["cause"], xr7["blocks"]) == ("excluded", "missing-scores", True)
     assert "no score for pv-cand while pv-champ scored 30" in xr7["detail"]
@@ -204,7 +205,7 @@ def test_a_null_candidate_score_with_no_cause_is_unknown_and_blocks(tmp_path, ru
     # near miss: its own policy raised in its own code
     log(h, "xr-7", "policy_0.log", VALUE_ERROR)
     log(h, "xr-7", "policy_1.log", "connected\nstep 40\n")
-    res, record = gate(run_health, pytester, h, k="RH505 or RH508")
+    res, record = gate(run_health, pytester, h)
     xr7 = round_of(record, "xr-7")
     assert xr7["outcome"] == "lost" and record["counts"]["lost"] == 1 and record["statistic"]["test"]
     assert "pv-cand's policy crashed: ValueError: bad action" in xr7["detail"]
@@ -245,7 +246,7 @@ def test_a_null_candidate_score_the_platform_caused_is_infra_and_blocks(
     # near miss: the candidate scored (and its log holds no failure)
     write(h / "rounds" / "xr-7" / "experience_request.json", request("xr-7", episodes=[ep(40, 30, **extra)]))
     shutil.rmtree(h / "rounds" / "xr-7" / "episode_00", ignore_errors=True)
-    res, record = gate(run_health, pytester, h, k="RH508")
+    res, record = gate(run_health, pytester, h)
     assert round_of(record, "xr-7")["outcome"] == "won" and record["counts"]["won"] == 8
 
 

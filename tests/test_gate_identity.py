@@ -29,9 +29,10 @@ def won(rid: str, **extra) -> dict:
     return request(rid, episodes=[ep(9, 3)], **extra)
 
 
-def gate(run_health, pytester, h, *extra: str, k: str = "RH508"):
-    """Run the gate and check the one rule: exit 0 exactly when the verdict file says promote."""
-    res = run_health(h, args=(*FAST, "--runhealth-gate", "-k", k, "--runhealth-candidate=pv-cand", *extra))
+def gate(run_health, pytester, h, *extra: str):
+    """Run the gate (every check: a session that deselects one never promotes) and check the one rule: exit 0
+    exactly when the verdict file says promote."""
+    res = run_health(h, args=(*FAST, "--runhealth-gate", "--runhealth-candidate=pv-cand", *extra))
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
     return res, record
@@ -237,7 +238,7 @@ def test_scores_by_seat_that_no_roster_maps_are_refused_with_their_line(tmp_path
         assert evidence["line"] == refused[0]["line"]
         assert "xr-7 (scores by seat that no roster maps to players" in res.stdout
     # every evaluation check on: RH505 names the same round, file and line (format-not-understood)
-    res, record = gate(run_health, pytester, h, k="RH50")
+    res, record = gate(run_health, pytester, h)
     r = res.result_of("RH505")
     assert (r["verdict"], r["cause"]) == ("not-evaluable", "format-not-understood") and why in r["summary"]
     assert r["evidence"][0]["line"] == refused[0]["line"] and record["decision"] == "block"
@@ -274,7 +275,7 @@ def test_an_overflowing_literal_is_named_as_such_with_its_line(tmp_path, run_hea
         for i in range(7):
             path = h / "rounds" / f"xr-{i}" / "experience_request.json"
             path.write_text(path.read_text().replace('"BIG"', value))
-        res, record = gate(run_health, pytester, h, k="RH505 or RH508")
+        res, record = gate(run_health, pytester, h)
         if name == "near":
             assert res.ret == 0 and record["counts"]["won"] == 7
             continue
@@ -304,7 +305,7 @@ def test_a_round_folder_without_its_request_record_blocks_and_is_named(tmp_path,
     assert "xr-7 (without its request record: not-evaluable; blocks)" in res.stdout
     assert "1 round(s) without its request record" in res.result_of("RH508")["summary"]
     # RH501 names it too: its status is unknown, and it is never left out silently
-    res, record = gate(run_health, pytester, h, k="RH501 or RH508")
+    res, record = gate(run_health, pytester, h)
     assert "rounds/xr-7: a round folder with episode folders but no" in res.result_of("RH501")["summary"]
     # near miss: the folder holds a copy of xr-6's episode
     write(h / "rounds" / "xr-7" / "episode_00" / "episode.json", ep(9, 3, eid="e-6"))

@@ -15,7 +15,7 @@ from eval_builders import T0, episode, harvest, request, write
 from pytest_runhealth.evaluation.sequential import SequentialTest, wins_needed
 
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
-GATE = (*FAST, "--runhealth-gate", "-k", "RH508")
+GATE = (*FAST, "--runhealth-gate")
 PLAYERS = ("pv-cand", "pv-champ", "pv-3")
 
 
@@ -35,10 +35,12 @@ def lost(rid: str) -> dict:
     return request(rid, episodes=[ep(3, 9)])
 
 
-def gate(run_health, pytester, h, *extra: str, k: str = "RH508", subprocess: bool = False):
+def gate(run_health, pytester, h, *extra: str, k: str = "", subprocess: bool = False):
     """Run the gate and check the one rule: exit 0 exactly when the verdict file says promote."""
     res = run_health(
-        h, args=(*FAST, "--runhealth-gate", "-k", k, "--runhealth-candidate=pv-cand", *extra), subprocess=subprocess
+        h,
+        args=(*FAST, "--runhealth-gate", *(("-k", k) if k else ()), "--runhealth-candidate=pv-cand", *extra),
+        subprocess=subprocess,
     )
     record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
     assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
@@ -104,7 +106,7 @@ def test_the_candidates_own_crash_is_a_lost_round(tmp_path, run_health, pytester
     assert crashed["outcome"] == "lost" and "pv-cand's policy crashed" in crashed["detail"]
     assert "ValueError: bad action" in crashed["detail"]
     # all checks on: RH509 fails (policy), which blocks whatever the statistic says, and is named
-    res, record = gate(run_health, pytester, h, k="RH50")
+    res, record = gate(run_health, pytester, h)
     assert "RH509" in {b["check"] for b in record["blockers"]} and "PROMOTE" not in res.stdout
 
 
@@ -127,7 +129,7 @@ def test_the_champions_own_crash_is_the_champions_loss(tmp_path, run_health, pyt
     rounds = [won(f"xr-{i}") for i in range(6)] + [request("xr-6", "failed", [crash_ep(1)])]
     h = harvest(tmp_path / "h", rounds, fetched_at=T0)
     crashed(h, "xr-6", 1)
-    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     assert res.ret == 0 and record["decision"] == "promote" and record["counts"]["won"] == 7
     xr6 = next(c for c in record["session"]["counted"] if c["round"] == "xr-6")
     assert xr6["outcome"] == "won" and xr6["shows_claim"]
@@ -135,14 +137,14 @@ def test_the_champions_own_crash_is_the_champions_loss(tmp_path, run_health, pyt
     assert "(ValueError: bad action): the champion's loss" in xr6["detail"]
     assert "only players other than the candidate pv-cand crashed" in res.result_of("RH509")["note"]
     # without a champion the crashed opponent is the field: the field's loss
-    res, record = gate(run_health, pytester, h, k="RH50")
+    res, record = gate(run_health, pytester, h)
     assert record["decision"] == "promote" and "the field's loss" in str(record["session"]["counted"])
     # near miss: the crash is in the candidate's seat
     write(h / "rounds" / "xr-6" / "experience_request.json", request("xr-6", "failed", [crash_ep(0)]))
     (h / "rounds" / "xr-6" / "episode_00" / "policy_1.log").rename(
         h / "rounds" / "xr-6" / "episode_00" / "policy_0.log"
     )
-    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     assert res.ret == 1 and record["decision"] == "block" and record["counts"]["lost"] == 1
     assert {b["check"] for b in record["blockers"]} == {"RH508", "RH509"}
     assert "pv-cand's policy crashed" in res.result_of("RH509")["summary"]
@@ -158,7 +160,7 @@ def test_a_third_players_crash_leaves_the_pairing_to_the_completed_episodes(tmp_
     h = harvest(tmp_path / "h", rounds, fetched_at=T0)
     (h / "rounds" / "xr-6" / "episode_00").mkdir(parents=True)  # episode folders pair with the listed episodes in order
     crashed(h, "xr-6", 2, "episode_01")
-    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     assert res.ret == 0 and record["decision"] == "promote"
     xr6 = next(c for c in record["session"]["counted"] if c["round"] == "xr-6")
     assert xr6["detail"].startswith("pv-cand mean 9 against pv-champ's 3 over 1 episode; not in this pairing:")
@@ -167,7 +169,7 @@ def test_a_third_players_crash_leaves_the_pairing_to_the_completed_episodes(tmp_
     write(h / "rounds" / "xr-6" / "experience_request.json", request("xr-6", "failed", [crash_ep(2, three)]))
     (h / "rounds" / "xr-6" / "episode_00").rmdir()
     (h / "rounds" / "xr-6" / "episode_01").rename(h / "rounds" / "xr-6" / "episode_00")
-    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ", k="RH50")
+    res, record = gate(run_health, pytester, h, "--runhealth-champion=pv-champ")
     assert res.ret == 1 and record["decision"] == "block"
     assert [b["check"] for b in record["blockers"]] == ["RH508"]  # one diagnosis: RH509 leaves it to RH508
     reason = record["blockers"][0]["summary"]
@@ -193,7 +195,7 @@ def test_a_null_candidate_score_with_its_own_traceback_is_a_lost_round(tmp_path,
     assert null["outcome"] == "lost" and "no score for pv-cand while pv-champ scored 30" in null["detail"]
     assert record["counts"]["lost"] == 1 and record["statistic"]["test"]["rounds_against"] == 1
     # RH505 does not send the candidate's own missing score for a re-run as infra: one diagnosis, a lost round
-    res, record = gate(run_health, pytester, h, k="RH505 or RH508")
+    res, record = gate(run_health, pytester, h)
     assert res.outcome("RH505") == "passed" and [b["check"] for b in record["blockers"]] == ["RH508"]
 
 
@@ -226,7 +228,7 @@ def test_an_infra_failure_after_start_blocks_until_rerun(tmp_path, run_health, p
 def test_any_failed_check_blocks_and_is_named(tmp_path, run_health, pytester):
     h = harvest(tmp_path / "h", [won(f"xr-{i}") for i in range(8)], fetched_at=T0)
     (h / "notes.json").write_text('{"cut": ')
-    res, record = gate(run_health, pytester, h, k="RH004 or RH508")
+    res, record = gate(run_health, pytester, h)
     assert res.outcome("RH508") == "passed" and record["decision"] == "block"
     assert [b["check"] for b in record["blockers"]] == ["RH004"] and "BLOCK: 1 reason(s)" in res.stdout
     assert "PROMOTE" not in res.stdout
@@ -300,7 +302,7 @@ def test_rounds_fixed_in_advance_use_the_sign_test_only_at_n(tmp_path, run_healt
 )
 def test_a_score_that_is_not_a_json_number_is_a_shape_error_with_its_line(tmp_path, run_health, pytester, bad):
     rounds = [request(f"xr-{i}", episodes=[ep(bad, 3)]) for i in range(7)]
-    res, record = gate(run_health, pytester, harvest(tmp_path / "h", rounds, fetched_at=T0), k="RH505 or RH508")
+    res, record = gate(run_health, pytester, harvest(tmp_path / "h", rounds, fetched_at=T0))
     assert (
         res.ret == 1 and record["decision"] == "block" and "INTERNALERROR" not in res.stdout + res.result.stderr.str()
     )

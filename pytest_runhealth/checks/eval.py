@@ -38,6 +38,14 @@ def _hit_ev(ctx, hit):
     return ctx.evidence(path, hit.line, hit.text)
 
 
+def _copy_of_another_round(rnd, rounds) -> bool:
+    """A round folder without its request record whose episodes are all copies of another round's: that round
+    again (the gate counts it once), never a round of unknown status."""
+    from ..evaluation.rounds import copies_only
+
+    return bool(rnd.missing_record) and copies_only(rnd, rounds)
+
+
 def _unread(ctx, rnd, what: str):
     """The finding for a round that could not be read at all."""
     if rnd.server_failed:
@@ -114,8 +122,10 @@ def round_terminal(ctx):
     waiting = []
     done: dict[str, int] = {}
     for rnd in ev.rounds:
-        if rnd.unreadable:
+        if rnd.unreadable and not _copy_of_another_round(rnd, ev.rounds):
             out.append(_unread(ctx, rnd, "its status is unknown"))
+        elif rnd.unreadable:
+            continue
         elif rnd.status not in terminal:
             counts = _triage().classify(rnd, terminal).detail
             if not gate:  # a round at work is a normal live state; RH502's formulas judge when it is a wedge
@@ -364,7 +374,8 @@ def real_scores(ctx):
     candidate = ctx.evaluation.decision().candidate if ctx.evaluation.gate_mode else None
     for rnd in ev.rounds:
         if rnd.unreadable:
-            out.append(_unread(ctx, rnd, "its scores cannot be judged"))
+            if not _copy_of_another_round(rnd, ev.rounds):
+                out.append(_unread(ctx, rnd, "its scores cannot be judged"))
             continue
         state = _triage().classify(rnd, terminal, ctx.run_dir.log_tail)
         if state.category.startswith("failed before any player started"):
@@ -675,9 +686,12 @@ def failed_round_classified(ctx):
 
 # -- RH508 ---------------------------------------------------------------------
 GATE_FIXES = {
-    "claim-contradicted": "Keep the champion: more of the counted rounds show the opposite of the claim than show it "
-    "(the summary says at which confidence). Rework the candidate (or claim what the rounds show) and judge a new "
-    "version on fresh rounds.",
+    "claim-contradicted": "Keep the champion: the always-valid test of the opposite claim (the candidate is worse "
+    "than its opponent) crossed its own boundary. Rework the candidate (or claim what the rounds show) and judge a "
+    "new version on fresh rounds.",
+    "claim-unlikely": "Stop spending rounds on this candidate: the confidence sequence for p(win) (valid at every "
+    "look) lies below the claim's bar plus 0.1, so any edge it has is too small for this gate to show. Keep the "
+    "champion; this is not a policy verdict (the candidate may be as good as its opponent).",
     "claim-not-significant": "Do not promote yet: run more rounds and re-run the gate as often as you like (the "
     "default test keeps its error rate under any number of looks); rounds that stay this even mean the candidate is "
     "no better than its opponent: keep the champion.",
@@ -705,10 +719,12 @@ GATE_FIXES = {
     "terminal rounds with real scores, reproduced across enough rounds, clear the bar. Counting a round twice, "
     "counting episodes as rounds, dropping the candidate's own crashes or asking a fixed-sample test again after "
     "every round promotes candidates that are no better.",
-    example="claim-contradicted: won 3, lost 4, tied 0, excluded 0 of 7 rounds; E = 0.1492, promote at E >= 20",
+    example="claim-not-significant: won 3, lost 4, tied 0, excluded 0 of 7 rounds; E = 0.1492, promote at E >= 20; "
+    "p(win) in [0.08, 0.85], 95%, valid at every look",
     fix="insufficient-evidence: wait for the running rounds and re-run the infra failures. round-conflict: "
     "re-harvest the round once. claim-not-significant: run more rounds and re-run the gate (as often as you "
-    "like). claim-contradicted: keep the champion and rework the candidate.",
+    "like). claim-unlikely: stop spending rounds, keep the champion. claim-contradicted: keep the champion and "
+    "rework the candidate.",
 )
 def promotion_gate(ctx):
     if not ctx.evaluation.gate_mode:
@@ -724,7 +740,7 @@ def promotion_gate(ctx):
     if decision.passed:
         return f"promote: {decision.rounds_line()}; {decision.test.describe()} (K={decision.k})"
     versus = f"against {decision.champion}" if decision.champion else "against the field"
-    if outcome in ("claim-contradicted", "claim-not-significant"):
+    if outcome in ("claim-contradicted", "claim-not-significant", "claim-unlikely"):
         against = decision.contradicting
         evidence = [ctx.evidence(r.source, None, f"{r.label}: {r.detail}") for r in against[:10]]
         names = [r.label for r in against]
@@ -735,14 +751,8 @@ def promotion_gate(ctx):
         )
         if names:
             summary += f"\n{decision.units} contradicting the claim ({len(names)}): {shown}."
-        if outcome == "claim-not-significant":
+        if outcome in ("claim-not-significant", "claim-unlikely"):
             summary += f"\n{decision.more_needed()}."
-        elif decision.test.outcome != "contradicted":
-            summary += (
-                f"\nmore rounds contradict the claim ({len(names)}) than show it "
-                f"({len(decision.rounds) and sum(r.sign > 0 for r in decision.rounds)}): the claim is contradicted, "
-                f"though the contrary alone is not significant at {1 - decision.test.alpha:.0%}."
-            )
     else:
         evidence = [
             ctx.evidence(r.source, r.line, f"{r.label}: {r.category}" + (f" ({r.detail})" if r.detail else ""))

@@ -13,7 +13,7 @@ from typing import Any
 from .items import judged_items
 from .model import Evaluation
 from .rounds import CANCELED, RoundVerdict, distinct_rounds, judge_round
-from .sequential import FixedTest, SequentialTest
+from .sequential import FUTILITY_GAP, FixedTest, SequentialTest
 from .signtest import DEFAULT_ALPHA
 from .triage import classify
 
@@ -90,13 +90,16 @@ class GateDecision:
         against = sum(r.sign < 0 for r in self.rounds)
         tied = len(self.tied)
         if self.fixed_rounds:
-            return FixedTest(shown, against, tied, self.fixed_rounds, self.alpha, self.margin)
-        return SequentialTest(shown, against, tied, self.alpha, self.margin)
+            return FixedTest(shown, against, tied, self.fixed_rounds, self.alpha, self.margin, self.claim)
+        return SequentialTest(shown, against, tied, self.alpha, self.margin, self.claim)
 
     @property
     def outcome(self) -> str:
-        """``promote``, ``claim-contradicted``, ``claim-not-significant``, or
-        why the test cannot decide: ``no-claim``, ``round-conflict``,
+        """``promote``, ``claim-contradicted`` (the opposite claim's own test
+        crossed its boundary: a policy verdict), ``claim-unlikely`` (the
+        confidence sequence excludes the claim's bar: stop spending rounds; not
+        a policy verdict), ``claim-not-significant``, or why the test cannot
+        decide: ``no-claim``, ``round-conflict``,
         ``insufficient-evidence`` (a round still running or failed by infra, fewer
         than K rounds, a source that could not be read)."""
         if self.no_claim:
@@ -106,14 +109,9 @@ class GateDecision:
         if self.source_error or self.blocking or self.paired_rounds < self.k:
             return "insufficient-evidence"
         test = self.test
-        if test.outcome == "accepted":
-            return "promote"
-        # The catalogue's rule: rounds that contradict the claim more often than they show it contradict it.
-        if test.outcome == "contradicted" or len(self.contradicting) > self.paired_rounds - len(self.tied) - len(
-            self.contradicting
-        ):
-            return "claim-contradicted"
-        return "claim-not-significant"
+        return {"accepted": "promote", "contradicted": "claim-contradicted", "unlikely": "claim-unlikely"}.get(
+            test.outcome, "claim-not-significant"
+        )
 
     @property
     def passed(self) -> bool:
@@ -161,6 +159,19 @@ class GateDecision:
         return [f"excluded {self.units} ({len(shown)}): {', '.join(told)}{more}"]
 
     def more_needed(self) -> str:
+        if self.outcome == "claim-unlikely":
+            bar = self.margin + FUTILITY_GAP
+            excluded = f"p(win) <= {1 - bar:.2g}" if self.claim == "loses" else f"p(win) >= {bar:.2g}"
+            return (
+                f"{self.test.interval_text()}: {excluded} is excluded (the claim's bar plus {FUTILITY_GAP:g}), so "
+                "any edge is too small for this gate to show; stop spending rounds on this candidate"
+            )
+        if isinstance(self.test, FixedTest) and self.test.seen > self.test.rounds:
+            return (
+                f"{self.test.seen} rounds are in, more than the {self.fixed_rounds} fixed in advance: the sign test "
+                "holds only at exactly N (N must not move); judge only the first N rounds scheduled, or drop "
+                "gate.rounds / --runhealth-rounds for the always-valid default"
+            )
         more = self.test.more_rounds()
         if more is None:
             return "no number of further rounds decides at this rate"
@@ -192,7 +203,7 @@ class GateDecision:
             "champion": self.champion,
             **{f"rounds_{k}": v for k, v in self.counts().items()},
             "test": self.test.to_record() if not self.no_claim else None,
-            "more_needed": self.more_needed() if self.outcome == "claim-not-significant" else None,
+            "more_needed": self.more_needed() if self.outcome in ("claim-not-significant", "claim-unlikely") else None,
             "notes": list(self.notes),
         }
 

@@ -178,6 +178,26 @@ def episode_key(ep: Episode) -> str:
     return episode_id(ep) or ep.name
 
 
+def copies_only(rnd: Round, rounds: Collection[Round]) -> bool:
+    """Whether every episode of ``rnd`` (a round folder without its request record, say) is a copy of an
+    episode of another round, with the same id and evidence: that round again, which the gate counts once
+    (``duplicate-round``), not a round of unknown status."""
+    if not rnd.episodes:
+        return False
+    known = {
+        episode_id(ep): json.dumps(_episode_evidence(ep), sort_keys=True, default=str)
+        for other in rounds
+        if other is not rnd and not other.unreadable
+        for ep in other.episodes
+        if episode_id(ep) is not None
+    }
+    return all(
+        episode_id(ep) is not None
+        and known.get(episode_id(ep)) == json.dumps(_episode_evidence(ep), sort_keys=True, default=str)
+        for ep in rnd.episodes
+    )
+
+
 def _place(origin: str, source: str) -> str:
     return f"{origin}/{source}" if origin else source
 

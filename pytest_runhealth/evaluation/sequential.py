@@ -26,6 +26,20 @@ For integer Beta parameters the integral is closed form through the binomial
 distribution, I_x(a, b) = P(Binomial(a+b-1, x) >= a), so no special-function
 library is needed.
 
+Beside the test, the gate states an always-valid **confidence sequence** for
+the rate of rounds that show the claim (:func:`confidence_sequence`): the
+win rates p whose Beta(10, 10)-mixture martingale
+``B(a+W, b+L) / B(a, b) / (p^W (1-p)^L)`` stays below 1/alpha. For the true p
+that martingale has mean 1 at every n, so by Ville's inequality the true p
+leaves the set at some look with probability at most alpha (H. Robbins, 1970;
+S. R. Howard et al., "Time-uniform, nonparametric, nonasymptotic confidence
+sequences", Annals of Statistics 49, 2021). It stops CI spending rounds on a
+candidate that cannot clear the bar: ``unlikely`` when the whole sequence lies
+below the claim's bar plus :data:`FUTILITY_GAP` (an edge, if any, too small for
+this gate to show in a sensible number of rounds). ``contradicted`` is only the
+always-valid test of the opposite claim (the candidate is worse than its
+opponent: p(win) < 1/2, the mirrored prior on [0, 1/2]) reaching 1/alpha.
+
 When the number of rounds was fixed in advance (``gate.rounds`` or
 ``--runhealth-rounds``) the exact one-sided sign test is used instead, and it
 decides only at that number of rounds (:class:`FixedTest`)."""
@@ -39,6 +53,8 @@ from functools import lru_cache
 from .signtest import DEFAULT_ALPHA, percent, significant
 
 PRIOR = (20, 5)  # Beta(a, b) on p(win), restricted to [p0, 1]
+CS_PRIOR = (10, 10)  # the confidence sequence's mixture: centred on 1/2, where the futility stop must be quick
+FUTILITY_GAP = 0.1  # claim-unlikely: the whole confidence sequence lies below the bar (p0) plus this
 
 
 def _log_binom_pmf(i: int, n: int, x: float) -> float:
@@ -86,6 +102,48 @@ def wins_needed(n: int, alpha: float = DEFAULT_ALPHA, p0: float = 0.5) -> int | 
     return next((w for w in range(n + 1) if log_e_value(w, n - w, p0) >= threshold), None)
 
 
+def _log_cs_martingale(shown: int, against: int, p: float, prior: tuple[int, int] = CS_PRIOR) -> float:
+    a, b = prior
+    if p <= 0.0 or p >= 1.0:
+        return math.inf if (shown if p <= 0.0 else against) else 0.0
+    return _log_beta(a + shown, b + against) - _log_beta(a, b) - (shown * math.log(p) + against * math.log1p(-p))
+
+
+def confidence_sequence(shown: int, against: int, alpha: float = DEFAULT_ALPHA) -> tuple[float, float]:
+    """[lo, hi]: every p whose mixture martingale is below 1/alpha (module
+    docstring). The martingale's log, const - W log p - L log(1-p), is
+    convex in p, so the set is an interval; its ends are found by bisection
+    from the observed rate, which lies inside it."""
+    threshold = math.log(1 / alpha)
+    n = shown + against
+    centre = (
+        shown / n if n else 0.5
+    )  # the observed rate: there the mixture is at most the maximum likelihood (log <= 0)
+
+    def end(outside: float) -> float:
+        if _log_cs_martingale(shown, against, outside) < threshold:
+            return outside
+        inside = centre
+        for _ in range(60):
+            mid = (inside + outside) / 2
+            if _log_cs_martingale(shown, against, mid) >= threshold:
+                outside = mid
+            else:
+                inside = mid
+        return inside
+
+    return end(0.0), end(1.0)
+
+
+def futile(shown: int, against: int, alpha: float = DEFAULT_ALPHA, p0: float = 0.5) -> bool:
+    """The confidence sequence lies wholly below p0 + FUTILITY_GAP (never when that bar is 1 or more)."""
+    bar = p0 + FUTILITY_GAP
+    n = shown + against
+    if bar >= 1.0 or not n or shown / n >= bar:
+        return False
+    return _log_cs_martingale(shown, against, bar) >= math.log(1 / alpha)
+
+
 class _Counts:
     """What both tests share: the counts, the claim's wording, the record's common keys."""
 
@@ -94,6 +152,7 @@ class _Counts:
     tied: int
     alpha: float
     p0: float  # the claim: p(win) > p0 (gate.margin, default 1/2)
+    claim: str  # wins, or loses: then "shown" counts the rounds the candidate lost
     name = ""
 
     @property
@@ -101,14 +160,28 @@ class _Counts:
         return self.shown + self.against
 
     def claim_text(self) -> str:
+        """The claim on p(win), in its own direction: a ``loses`` claim is p(win) < 1 - margin."""
+        if self.claim == "loses":
+            return "p(win) < 1/2" if self.p0 == 0.5 else f"p(win) < {1 - self.p0:g}"
         return "p(win) > 1/2" if self.p0 == 0.5 else f"p(win) > {self.p0:g}"
 
+    def p_win_interval(self) -> tuple[float, float]:
+        """The confidence sequence for p(win) (the candidate's rate of won decisive rounds)."""
+        lo, hi = confidence_sequence(self.shown, self.against, self.alpha)
+        return (1 - hi, 1 - lo) if self.claim == "loses" else (lo, hi)
+
+    def interval_text(self) -> str:
+        lo, hi = self.p_win_interval()
+        return f"p(win) in [{lo:.2f}, {hi:.2f}], {1 - self.alpha:.0%}, valid at every look"
+
     def _record(self, **more) -> dict:
+        lo, hi = self.p_win_interval()
         return {
             "name": self.name,
             "claim": self.claim_text(),
             "alpha": self.alpha,
             "margin": self.p0,
+            "p_win_interval": {"low": round(lo, 4), "high": round(hi, 4), "confidence": 1 - self.alpha},
             "rounds_for": self.shown,
             "rounds_against": self.against,
             "rounds_tied": self.tied,
@@ -125,6 +198,7 @@ class SequentialTest(_Counts):
     tied: int
     alpha: float = DEFAULT_ALPHA
     p0: float = 0.5
+    claim: str = "wins"
 
     name = "mixture-e-value"
 
@@ -134,8 +208,9 @@ class SequentialTest(_Counts):
 
     @property
     def e_contrary(self) -> float:
-        """The same test for the contrary, p(win) < p0 (mirrored prior on [0, p0])."""
-        return math.exp(min(log_e_value(self.against, self.shown, 1 - self.p0), 700.0))
+        """The same test for the opposite claim: the candidate is worse than its
+        opponent (p(shown) < 1/2, the mirrored prior on [0, 1/2]), whatever the margin."""
+        return math.exp(min(log_e_value(self.against, self.shown, 0.5), 700.0))
 
     @property
     def p_claim(self) -> float:
@@ -152,6 +227,8 @@ class SequentialTest(_Counts):
             return "accepted"
         if self.e_contrary >= 1 / self.alpha * (1 - 1e-12):
             return "contradicted"
+        if futile(self.shown, self.against, self.alpha, self.p0):
+            return "unlikely"
         return "not-significant"
 
     def more_rounds(self) -> int | None:
@@ -165,13 +242,15 @@ class SequentialTest(_Counts):
         return (
             f"always-valid test (mixture e-value, {self.claim_text()}): {self.shown} for, {self.against} against, "
             f"{self.tied} tied (ties left out); E = {self.e_value:.4g}, promote at E >= {1 / self.alpha:g}; "
-            f"p = {self.p_claim:.4g}, confidence {percent(self.confidence)}, needed {1 - self.alpha:.0%}"
+            f"p = {self.p_claim:.4g}, confidence {percent(self.confidence)}, needed {1 - self.alpha:.0%}; "
+            f"{self.interval_text()}"
         )
 
     def to_record(self) -> dict:
         return self._record(
             e_value=significant(self.e_value),
             e_value_contrary=significant(self.e_contrary),
+            futility_bar=min(1.0, round(self.p0 + FUTILITY_GAP, 6)),
             threshold=1 / self.alpha,
             p_value=significant(self.p_claim),
             confidence=round(self.confidence, 6),
@@ -192,6 +271,7 @@ class FixedTest(_Counts):
     rounds: int
     alpha: float = DEFAULT_ALPHA
     p0: float = 0.5
+    claim: str = "wins"
 
     name = "fixed-sign-test"
 
@@ -205,7 +285,8 @@ class FixedTest(_Counts):
 
     @property
     def p_contrary(self) -> float:
-        return lower_tail(self.shown, self.decisive, self.p0) if self.decisive else 1.0
+        """The opposite claim's exact test: the candidate is worse than its opponent (p(shown) < 1/2)."""
+        return lower_tail(self.shown, self.decisive, 0.5) if self.decisive else 1.0
 
     @property
     def confidence(self) -> float:
@@ -227,11 +308,17 @@ class FixedTest(_Counts):
         return max(0, self.rounds - self.seen) if self.seen < self.rounds else None
 
     def describe(self) -> str:
-        head = f"fixed-sample sign test ({self.claim_text()}, N = {self.rounds} rounds fixed in advance)"
+        head = (
+            f"fixed-sample sign test ({self.claim_text()}, N = {self.rounds} rounds fixed in advance; "
+            f"N must not move between runs)"
+        )
         if self.seen < self.rounds:
             return f"{head}: {self.seen} of {self.rounds} rounds in; it decides only at {self.rounds}"
         if self.seen > self.rounds:
-            return f"{head}: {self.seen} rounds in, more than the {self.rounds} fixed; the design no longer holds"
+            return (
+                f"{head}: {self.seen} rounds in, more than the {self.rounds} fixed; the design no longer holds, "
+                "it does not decide"
+            )
         return (
             f"{head}: {self.shown} for, {self.against} against, {self.tied} tied (ties left out); "
             f"P(>= {self.shown} of {self.decisive}) = {self.p_claim:.4g}, confidence {percent(self.confidence)}, "

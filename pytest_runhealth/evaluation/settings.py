@@ -4,6 +4,7 @@ status set are settings, not constants, because servers drift."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,16 @@ SCHEMA = {
     },
 }
 
+ALPHA_HELP = (
+    "the gate's error rate, in (0, 0.5]: the chance of ever promoting a candidate no better than the claim's bar, "
+    "however often the gate is re-run (default 0.05); the same alpha decides claim-contradicted and the confidence "
+    "sequence (docs/evaluation.md: power within 20/50/100 rounds per alpha and margin)"
+)
+MARGIN_HELP = (
+    "the claim's bar, in [0.5, 0.95): the candidate wins more than this share of its decisive rounds (default 0.5, "
+    "a direction only; 0.6 claims an effect size and costs power: docs/evaluation.md); below 0.5 is refused"
+)
+
 GATE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -68,16 +79,13 @@ GATE_SCHEMA = {
             "type": "number",
             "exclusiveMinimum": 0,
             "maximum": 0.5,
-            "description": "the test's one-sided error rate: the chance of ever promoting a candidate no better "
-            "than the claim's bar, however often the gate is re-run (default 0.05); the same alpha decides "
-            "claim-contradicted",
+            "description": ALPHA_HELP,
         },
         "margin": {
             "type": "number",
-            "exclusiveMinimum": 0,
+            "minimum": 0.5,
             "exclusiveMaximum": 0.95,
-            "description": "the claim's bar: the candidate wins more than this share of its decisive rounds "
-            "(default 0.5, a direction only; 0.6 claims an effect size)",
+            "description": MARGIN_HELP,
         },
         "rounds": {
             "type": "integer",
@@ -152,3 +160,54 @@ def resolve(config, yaml_section: Any) -> EvalSettings:
     if s.server:
         s.server = s.server.rstrip("/")
     return s
+
+
+# (key, lowest, lowest allowed, highest, highest allowed): the ranges GATE_SCHEMA states for gate.alpha, gate.margin
+_GATE_RANGES = (("alpha", 0.0, False, 0.5, True), ("margin", 0.5, True, 0.95, False))
+
+
+def command_line_gate(config) -> dict[str, Any]:
+    """The gate's settings given on the command line (and, for alpha and
+    margin, in the ini file), parsed and checked here rather than by argparse:
+    a bad value is then a usage error that the gate's verdict file records
+    (an argparse error ends the session before any plugin hook runs)."""
+    out: dict[str, Any] = {}
+    for key in ("candidate", "champion"):
+        given = config.getoption(f"runhealth_{key}", None)
+        if given:
+            out[key] = given
+    claim = config.getoption("runhealth_claim", None)
+    if claim:
+        if claim not in ("wins", "loses"):
+            import difflib
+
+            close = difflib.get_close_matches(str(claim), ["wins", "loses"], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise EvalSettingsError(f"--runhealth-claim={claim!r}: the claim is 'wins' or 'loses'{hint}")
+        out["claim"] = claim
+    rounds = config.getoption("runhealth_rounds", None)
+    if rounds not in (None, ""):
+        try:
+            number = int(str(rounds).strip())
+        except ValueError:
+            raise EvalSettingsError(f"--runhealth-rounds={rounds!r} is not a whole number of rounds") from None
+        if number < 1:
+            raise EvalSettingsError(f"--runhealth-rounds={rounds!r}: the number of rounds must be at least 1")
+        out["rounds"] = number
+    for key, low, low_ok, high, high_ok in _GATE_RANGES:
+        given, where = config.getoption(f"runhealth_{key}", None), f"--runhealth-{key}"
+        if given in (None, ""):
+            given, where = config.getini(f"runhealth_gate_{key}"), f"ini runhealth_gate_{key}"
+        if given in (None, ""):
+            continue
+        try:
+            value = float(str(given).strip())
+        except ValueError:
+            value = math.nan
+        inside = (value > low or (low_ok and value == low)) and (value < high or (high_ok and value == high))
+        if not (math.isfinite(value) and inside):
+            span = f"{'[' if low_ok else '('}{low:g}, {high:g}{']' if high_ok else ')'}"
+            why = " (a claim below 1/2 is a regression: use --runhealth-claim=loses)" if key == "margin" else ""
+            raise EvalSettingsError(f"{where}={given!r}: {key} must be a number in {span}{why}")
+        out[key] = value
+    return out

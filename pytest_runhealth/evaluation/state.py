@@ -8,14 +8,14 @@ importing a sub-plugin (no import reaches upward)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..session import session_of
+from ..settings.verdict_file import record_path as record_path  # the verdict record beside the JSON report
 from .model import DEFAULT_TERMINAL, Evaluation
-from .settings import GATE_SCHEMA, EvalSettings, validate
+from .settings import GATE_SCHEMA, EvalSettings, command_line_gate, validate
 from .signtest import DEFAULT_ALPHA
 
 if TYPE_CHECKING:
@@ -58,10 +58,8 @@ def gate_mode(config: pytest.Config | None) -> bool:
 def gate_settings(config: pytest.Config | None) -> dict[str, Any]:
     state = session_of(config)
     gate = dict(validate(state.settings.section("gate") if state else {}, GATE_SCHEMA, "gate"))
-    for key in ("candidate", "claim", "champion", "rounds"):  # the command line wins over runhealth.yaml
-        given = config.getoption(f"runhealth_{key}", None) if config is not None else None
-        if given:
-            gate[key] = given
+    if config is not None:
+        gate.update(command_line_gate(config))  # the command line (and ini) win over runhealth.yaml
     return gate
 
 
@@ -96,13 +94,4 @@ def decision_for(run_dir, config: pytest.Config | None):
         alpha=float(gate.get("alpha", DEFAULT_ALPHA)),
         margin=gate.get("margin"),
         fixed_rounds=gate.get("rounds"),
-    )
-
-
-def record_path(report: Path) -> Path:
-    """The verdict record beside the JSON report: ``gate/report.json`` -> ``gate/report.verdict.json``."""
-    return (
-        report.with_name(report.name + ".verdict.json")
-        if report.suffix != ".json"
-        else report.with_name(report.name[: -len(".json")] + ".verdict.json")
     )

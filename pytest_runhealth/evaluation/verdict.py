@@ -10,6 +10,7 @@ too, so a verdict file is never left over from an earlier session."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ class GateVerdict:
     evaluations: dict[str, Evaluation] = field(default_factory=dict)
     plugin_version: str = ""
     checks: list[dict[str, str]] = field(default_factory=list)
+    invocation: dict[str, Any] = field(default_factory=dict)  # argv, start time: which session wrote the record
 
     @classmethod
     def of(
@@ -68,7 +70,9 @@ class GateVerdict:
     @classmethod
     def failed(cls, decision: str, message: str, plugin_version: str) -> GateVerdict:
         """A session that could not judge at all: ``usage-error`` or ``internal-error``."""
-        return cls(decision, [], None, message.strip().splitlines()[0] if message.strip() else "", {}, plugin_version)
+        if message.lstrip().startswith("usage:") and "error: " in message:  # argparse's usage text, then the error
+            message = message.rsplit("error: ", 1)[1]
+        return cls(decision, [], None, " ".join(message.split())[:1000], {}, plugin_version)
 
     @property
     def promote(self) -> bool:
@@ -82,6 +86,17 @@ class GateVerdict:
             return USAGE_EXIT
         return current if current else 1
 
+    def harvest_sha256(self) -> str | None:
+        """One hash over every evidence file read (path and sha256, sorted): two
+        records with the same value judged the same bytes."""
+        if not self.evaluations:
+            return None
+        digest = hashlib.sha256()
+        for name, ev in sorted(self.evaluations.items()):
+            for path, sha in sorted(ev.read.items()):
+                digest.update(f"{name}\0{path}\0{sha}\n".encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
+
     def to_record(self) -> dict[str, Any]:
         stat = self.statistic
         several = len(self.evaluations) > 1
@@ -90,6 +105,10 @@ class GateVerdict:
             "decision": self.decision,
             "plugin_version": self.plugin_version,
             "message": self.message or None,
+            "argv": self.invocation.get("argv"),
+            "started_at": self.invocation.get("started_at"),
+            "pid": self.invocation.get("pid"),
+            "harvest_sha256": self.harvest_sha256(),
             "counts": stat.counts() if stat is not None else None,
             "statistic": stat.gate_record() if stat is not None else None,
             "checks": self.checks,
@@ -124,7 +143,7 @@ class GateVerdict:
                 more = f" and {len(against) - SHOW} more" if len(against) > SHOW else ""
                 out.append(f"{stat.units} contradicting the claim ({len(against)}): {', '.join(against[:SHOW])}{more}")
             out += stat.excluded_lines()
-            if stat.outcome == "claim-not-significant":
+            if stat.outcome in ("claim-not-significant", "claim-unlikely"):
                 out.append(stat.more_needed())
             out += stat.notes[:SHOW]
         if self.promote:
@@ -134,10 +153,13 @@ class GateVerdict:
             out += [f"- {b['check']} [{b['run']}] {b['verdict']} {b['cause']}: {b['summary']}" for b in self.reasons]
         return out
 
-    def write(self, path: Path) -> None:
+    def to_json(self) -> str:
         import json
 
-        write_text(path, json.dumps(self.to_record(), indent=2, default=str, allow_nan=False) + "\n")
+        return json.dumps(self.to_record(), indent=2, default=str, allow_nan=False) + "\n"
+
+    def write(self, path: Path) -> None:
+        write_text(path, self.to_json())
 
 
 def _redacted(value: Any) -> Any:

@@ -6,7 +6,6 @@ the JSON report)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from ..evaluation import evaluation_of
 from ..evaluation.model import Evaluation
-from ..evaluation.settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, resolve, validate
+from ..evaluation.settings import GATE_SCHEMA, EvalSettings, EvalSettingsError, command_line_gate, resolve, validate
 from ..evaluation.state import (
     GATE_MARK,
     GATE_ON,
@@ -26,33 +25,40 @@ from ..evaluation.state import (
     gate_mode,
     gate_settings,
     gated_run_dirs,
-    record_path,
 )
 from ..model.results import Result
 from ..model.version import __version__
 from ..readers.rundir import RunDir
-from ..session import RunHealthSession, is_controller, report_path, session_of
+from ..session import RunHealthSession, is_controller, session_of
+from ..settings import verdict_file
 
 if TYPE_CHECKING:
     from ..evaluation.verdict import GateVerdict
 
 VERDICT_PATH = pytest.StashKey[str]()
 SESSION_STARTED = pytest.StashKey[bool]()
+DESELECTED = pytest.StashKey[list[str]]()  # checks deselected by a selection of the user's (-k, -m, --lf, ...)
+
+# The options that leave checks out of a session, as pytest names them (dest, as typed).
+NARROWING = (
+    ("keyword", "-k"),
+    ("markexpr", "-m"),
+    ("deselect", "--deselect"),
+    ("lf", "--lf"),
+    ("stepwise", "--sw"),
+    ("runhealth_shard", "--runhealth-shard"),
+)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """The marker; and no stale verdict: the previous session's verdict file
-    goes before anything is decided (a new one is written whatever happens)."""
+    is gone before anything is decided (``plugin.pytest_load_initial_conftests``
+    removed it already, when the plugin came from its entry point; a new one is
+    written whatever happens)."""
     config.addinivalue_line("markers", f"{GATE_MARK}: this test is a promotion gate (turns on --runhealth-gate)")
-    if not is_controller(config):
-        return
-    path = verdict_path(config)
-    if path is not None:
-        try:
-            path.unlink()
-        except OSError:
-            pass
+    if is_controller(config):
+        verdict_file.forget(config)
 
 
 # -- targets -------------------------------------------------------------------
@@ -90,6 +96,7 @@ def pytest_runhealth_targets(config: pytest.Config, settings) -> list[RunDir]:
     try:
         eval_settings = resolve(config, settings.section("eval"))
         validate(settings.section("gate"), GATE_SCHEMA, "gate")
+        command_line_gate(config)
     except EvalSettingsError as exc:
         raise usage_error(config, str(exc)) from None
     config.stash[SETTINGS] = eval_settings
@@ -114,6 +121,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.stash[GATE_ON] = True
         if not already and is_controller(config):
             check_player_names(config)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Remember the checks another selection left out (not this plugin's own:
+    a check whose severity is ``off``, or a pre-launch-only check in a plain
+    session): a gate judged without them does not promote."""
+    from ..features.prelaunch_summary import deselect_prelaunch_only
+    from ..model.registry import spec_of
+    from ..settings.severity import deselect_off
+
+    if not items:
+        return
+    config = items[0].config
+    state = session_of(config)
+    checks = [item for item in items if spec_of(item) is not None]
+    own = {id(item) for item in deselect_prelaunch_only(config, checks)}
+    if state is not None:
+        own |= {id(item) for item in deselect_off(state.policy, checks)}
+    theirs = [item.nodeid for item in checks if id(item) not in own]
+    if theirs:
+        config.stash.setdefault(DESELECTED, []).extend(theirs)
+
+
+def narrowed(config: pytest.Config) -> str | None:
+    """Why this session did not run every check (None when it did): the
+    selecting options given, and how many check items were deselected."""
+    given = []
+    for dest, flag in NARROWING:
+        try:
+            value = config.getoption(dest, None)
+        except ValueError:
+            value = None
+        if value:
+            shown = " ".join(map(str, value)) if isinstance(value, list) else ("" if value is True else str(value))
+            given.append(f"{flag} {shown!r}" if shown else flag)
+    left_out = config.stash.get(DESELECTED, [])
+    if not given and not left_out:
+        return None
+    parts = given + ([f"{len(left_out)} check item(s) deselected, e.g. {left_out[0]}"] if left_out else [])
+    return (
+        f"this gate session did not run every check ({'; '.join(parts)}): a check left out cannot block, so a "
+        "narrowed session never promotes; run the gate without -k, -m, --deselect, --lf, --sw or a shard"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -144,9 +194,20 @@ def check_player_names(config: pytest.Config) -> None:
 
 
 # -- the gate at the end of the session ----------------------------------------
-def _blockers(results: list[Result], exitstatus: int) -> list[dict]:
-    """Every failed check blocks, named; so does a failed test of the user's own."""
+def _blockers(results: list[Result], exitstatus: int, narrowing: str | None = None) -> list[dict]:
+    """Every failed check blocks, named; so does a failed test of the user's
+    own, and a session that left checks out (``narrowing``)."""
     out = []
+    if narrowing:
+        out.append(
+            {
+                "check": "session",
+                "run": None,
+                "verdict": "not-evaluable",
+                "cause": "checks-deselected",
+                "summary": narrowing,
+            }
+        )
     for r in results:
         if r.outcome in ("failed", "error"):
             out.append(
@@ -199,31 +260,23 @@ def _check_versions(results: list[Result], registry) -> list[dict[str, str]]:
 
 
 def verdict_path(config: pytest.Config) -> Path | None:
-    """Where the verdict record goes; None without a report, or where it
-    would land inside a run dir (nothing there is written or removed; the
+    """Where the verdict record goes (``verdict_file.verdict_file``), never
+    inside a run dir of the session (nothing there is written or removed; the
     report's own check says so as a usage error)."""
-    out = report_path(config, "report")
-    if not out:
-        return None
-    path = record_path(out)
     state = session_of(config)
-    try:
-        given = [Path(p) for p in (config.getoption("runhealth_run_dirs") or config.getini("runhealth_run_dirs") or [])]
-    except (ValueError, KeyError):
-        given = []
-    folders = given + [rd.path for rd in (state.run_dirs if state else [])]
-    where = os.path.realpath(path)
-    for folder in folders:
-        root = os.path.realpath(folder)
-        if where == root or where.startswith(root.rstrip(os.sep) + os.sep):
-            return None
-    return path
+    return verdict_file.verdict_file(config, tuple(rd.path for rd in (state.run_dirs if state else [])))
 
 
 def write_verdict(config: pytest.Config, verdict: GateVerdict) -> None:
     """The verdict file, written atomically (temporary file, then os.replace)."""
     config.stash[GATE_RESULT] = verdict
+    verdict.invocation = verdict_file.session_facts(config)
     path = verdict_path(config)
+    if verdict.decision in ("usage-error", "internal-error"):
+        problems = verdict_file.write_failure(config, verdict, path)  # and the JUnit/HTML/Markdown asked for
+        if path is not None:
+            config.stash[VERDICT_PATH] = problems[0] if problems else str(path)
+        return
     if path is None:
         return
     try:
@@ -256,8 +309,10 @@ def decide_session(session: pytest.Session, state: RunHealthSession) -> None:
     config = session.config
     if not is_controller(config) or not gate_mode(config):
         return
-    if config.stash.get(GATE_RESULT, None) is not None:
-        return  # decided already: a usage error raised during collection (the session still finishes)
+    decided = config.stash.get(GATE_RESULT, None)
+    if decided is not None:  # decided already: a usage error raised during collection (the session still finishes)
+        junit_property(config, decided)
+        return
     from ..evaluation.verdict import GateVerdict  # the gate's arithmetic: only in a gate session
 
     if session.exitstatus == pytest.ExitCode.INTERNAL_ERROR:
@@ -265,7 +320,7 @@ def decide_session(session: pytest.Session, state: RunHealthSession) -> None:
         return
     try:
         results = list(state.collector.results.values())
-        blockers = _blockers(results, int(session.exitstatus))
+        blockers = _blockers(results, int(session.exitstatus), narrowed(config))
         gated = gated_run_dirs(config)
         statistic = decision_for(None, config) if gated else None
         evaluations = {rd.name: evaluation_of(rd) for rd in gated}

@@ -209,21 +209,38 @@ def add_eval_options(group: Any, parser: Any) -> None:
     group.addoption(
         "--runhealth-claim",
         dest="runhealth_claim",
-        choices=("wins", "loses"),
+        metavar="{wins,loses}",
         help="what the candidate claims: wins (a promotion, the default) or loses (a regression); overrides gate.claim",
     )
     group.addoption(
         "--runhealth-rounds",
         dest="runhealth_rounds",
-        type=_positive_int,
         metavar="N",
         help="the number of rounds fixed in advance: the exact sign test decides once, at N rounds (default: the "
         "always-valid sequential test, which may decide after any round); overrides gate.rounds",
+    )
+    group.addoption(
+        "--runhealth-alpha",
+        dest="runhealth_alpha",
+        metavar="ALPHA",
+        help="the gate's error rate, in (0, 0.5]: the chance of ever promoting a candidate no better than the "
+        "claim's bar, however often the gate is re-run (default 0.05); overrides ini runhealth_gate_alpha and "
+        "gate.alpha",
+    )
+    group.addoption(
+        "--runhealth-margin",
+        dest="runhealth_margin",
+        metavar="P",
+        help="the claim's bar, in [0.5, 0.95): the candidate wins more than this share of its decisive rounds "
+        "(default 0.5; 0.6 claims an effect size and costs power, see docs/evaluation.md); overrides ini "
+        "runhealth_gate_margin and gate.margin",
     )
     parser.addini("runhealth_eval_server", "evaluation server URL", default="")
     parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
     parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
     parser.addini("runhealth_gate", "run as a promotion gate", type="bool", default=False)
+    parser.addini("runhealth_gate_alpha", "the gate's error rate (as --runhealth-alpha)", default="")
+    parser.addini("runhealth_gate_margin", "the claim's bar (as --runhealth-margin)", default="")
 
 
 def add_report_options(group: Any, parser: Any) -> None:
@@ -333,15 +350,3 @@ def wants_runhealth(config: pytest.Config, defaults: dict[str, Any], look_at_cod
             if attr.startswith(HOOK_PREFIX) and getattr(plugin, "__name__", "") != "pytest_runhealth.model.hookspecs":
                 return f"hook {attr} in {getattr(plugin, '__name__', plugin)!r}"
     return None
-
-
-def _positive_int(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rounds") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: the number of rounds must be at least 1")
-    return value
