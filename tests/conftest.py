@@ -96,8 +96,11 @@ class HealthRun:
 
 
 @pytest.fixture
-def run_health(pytester: pytest.Pytester):
+def run_health(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """``run_health(path, "-k", "RH101")`` runs the plugin in-process on ``path``."""
+    # The inner session is a session of its own, never a pytest-xdist worker, even when this test runs in one
+    # (the plugin reads this variable before the worker's config is built: plugin._names_a_report).
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
 
     def run(*run_dirs: Path, args: tuple[str, ...] = (), subprocess: bool = False) -> HealthRun:
         report = pytester.path / "runhealth-report.json"
