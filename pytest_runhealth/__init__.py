@@ -10,7 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
 
-__all__ = ["check", "CheckSpec", "Evidence", "Finding", "Registry", "RegistryError", "__version__"]
+__all__ = [
+    "check",
+    "CheckResult",
+    "CheckSpec",
+    "Evidence",
+    "Finding",
+    "GateDecision",
+    "Registry",
+    "RegistryError",
+    "Report",
+    "UsageError",
+    "__version__",
+]
 
 _LAZY = {
     "Evidence": "finding",
@@ -18,12 +30,18 @@ _LAZY = {
     "CheckSpec": "registry",
     "Registry": "registry",
     "RegistryError": "registry",
-    "check": "registry",
+    # ``check(path, **options)`` judges run dirs (the Python API); ``check(id, slug, ...)`` declares a check.
+    "check": "api",
+    "CheckResult": "api",
+    "GateDecision": "api",
+    "Report": "api",
+    "UsageError": "api",
 }
 
 if TYPE_CHECKING:
+    from .api import CheckResult, GateDecision, Report, UsageError, check
     from .finding import Evidence, Finding
-    from .registry import CheckSpec, Registry, RegistryError, check
+    from .registry import CheckSpec, Registry, RegistryError
 
 
 def __getattr__(name: str) -> Any:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -374,10 +375,11 @@ def check_main(argv: list[str]) -> int:
         return safe_session(argv, Path(tmp))
 
 
-def safe_session(argv: list[str], tmp: Path) -> int:
+def safe_session(argv: list[str], tmp: Path, plugins: Sequence[object] = ()) -> int:
     """``pytest.main`` for the argv of ``check`` (run dirs and options), run
     as :func:`check_args` builds it from an empty folder under ``tmp``; the
-    watch runs its sessions this way too."""
+    watch and the Python API (``api.py``, which may add ``plugins``: a pack's
+    module, check functions) run their sessions this way too."""
     project_config = NO_PROJECT_CONFIG not in argv
     run_dirs, rest = split_check_args([a for a in argv if a != NO_PROJECT_CONFIG])
     cwd = Path.cwd()
@@ -386,6 +388,6 @@ def safe_session(argv: list[str], tmp: Path) -> int:
     args = check_args(run_dirs, rest, cwd, tmp, project_config)
     os.chdir(session_dir)  # pytest's invocation dir: an empty folder, no test* folder, no conftest.py
     try:
-        return int(pytest.main(args))
+        return int(pytest.main(args, plugins=list(plugins)))
     finally:
         os.chdir(cwd)
