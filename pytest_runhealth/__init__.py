@@ -20,8 +20,10 @@ __all__ = [
     "Registry",
     "RegistryError",
     "Report",
+    "RunKind",
     "UsageError",
     "__version__",
+    "run_kind",
 ]
 
 _LAZY = {
@@ -36,12 +38,15 @@ _LAZY = {
     "GateDecision": "api",
     "Report": "api",
     "UsageError": "api",
+    "RunKind": "runkinds",
+    "run_kind": "runkinds",
 }
 
 if TYPE_CHECKING:
     from .api import CheckResult, GateDecision, Report, UsageError, check
     from .finding import Evidence, Finding
     from .registry import CheckSpec, Registry, RegistryError
+    from .runkinds import RunKind, run_kind
 
 
 def __getattr__(name: str) -> Any:
