@@ -314,7 +314,8 @@ def trainer_died_instantly(ctx):
     phases=["postmortem", "gate"],
     verdicts=["config", "infra"],
     thresholds={"min_scored_rows": 2},
-    detects="Every scored training row has judge_report null (at least min_scored_rows of them): the VLM judge "
+    detects="Every scored training row has judge_report null (at least min_scored_rows of them; a row with no "
+    "judge_report field at all records nothing about the judge and is left out, missing is unknown): the VLM judge "
     "was never called and the scores are loss-only. Also a sweep where some scored rows have a judge report and "
     "others do not (`mixed-scoring`): the loss-only rows are not comparable with the judged ones, named with "
     "where they rank.",
@@ -324,11 +325,18 @@ def trainer_died_instantly(ctx):
     '"judge_report":null}',
     fix="Set judge_method to lmstudio (CLI) or pick a judge model (UI); provide sample_prompts; check that LM "
     "Studio answers on the configured port (curl http://localhost:1234/v1/models); if all of that holds, the "
-    "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
+    "sample image names were not paired with their prompts: see how the scorer matches an image's name to its "
+    "prompt.",
 )
 def judge_not_called(ctx):
     at_scored, at_judged = scoring(ctx)
     if len(at_scored) < ctx.thresholds["min_scored_rows"]:
+        unrecorded = len(ledger_facts(ctx).unrecorded)
+        if unrecorded:  # missing is unknown, never guessed: a ledger that does not record the judge says nothing
+            ctx.skip(
+                f"{unrecorded} scored row(s) have no judge_report field: this ledger does not record whether the "
+                "judge was called"
+            )
         return None
     if at_judged and len(at_judged) < len(at_scored):
         return _mixed_scoring(ctx, at_scored, at_judged)
@@ -575,9 +583,9 @@ def _scan(ctx) -> LogScan:
     "an unread subprocess.PIPE) when the collapse is sudden and steady, or swap when the judge kept VRAM (RH101).",
     example="cur-000-s0 runs at 2960.00 s/it, 1233x the sweep's healthy runs (2.40 s/it). evidence: "
     "runs/cur-000-s0/logs/stdout.log:15 steps:   1%|| 29/1500 [23:50:13<1206:10:16, 2958.42s/it, avr_loss=0.1187]",
-    fix="Pipe deadlock: the trainer must write straight to its log file: RunLauncher in "
-    'bracket/orchestrator/runner.py must open it with subprocess.Popen(stdout=open(log_path, "ab")), never '
-    "stdout=subprocess.PIPE. Swap: free the VRAM the judge holds (RH101's fix).",
+    fix="Pipe deadlock: the trainer must write straight to its log file: whatever launches it must open the log "
+    'itself, subprocess.Popen(stdout=open(log_path, "ab")), never stdout=subprocess.PIPE that nobody reads. '
+    "Swap: free the VRAM the judge holds (RH101's fix).",
 )
 def slow_steps(ctx):
     scan = _scan(ctx)
