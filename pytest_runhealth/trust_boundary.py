@@ -212,13 +212,19 @@ _PATH_OPTIONS = frozenset(
 
 def _our_value_options() -> frozenset[str]:
     """This plugin's options that take a value (recorded from options.add_all)."""
+    return plugin_options(value_only=True)
+
+
+def plugin_options(value_only: bool = False) -> frozenset[str]:
+    """This plugin's options (recorded from options.add_all): those that take a value, or all of them."""
     from . import options
 
     names: set[str] = set()
 
     class _Group:
         def addoption(self, *opt: str, **attrs: object) -> None:
-            if attrs.get("action") in (None, "store", "append") and attrs.get("nargs") != "?":
+            takes_value = attrs.get("action") in (None, "store", "append") and attrs.get("nargs") != "?"
+            if takes_value or not value_only:
                 names.update(opt)
 
         def addini(self, *args: object, **kwargs: object) -> None:
