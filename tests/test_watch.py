@@ -687,3 +687,39 @@ def test_an_unknown_option_is_named(tmp_path, argv, named):
         parse([str(tmp_path), *argv])
     assert named in str(exc.value)
     assert parse([str(tmp_path), "--every", "5"])[0].every == 5  # the near miss
+
+
+# -- notifications: a shell command, one line each, no noise (issue 47) ---------------------------
+def test_notify_command_runs_through_the_shell_with_each_message_a_line(tmp_path):
+    from pytest_runhealth.watch.notify import Notifier
+
+    got, upper = tmp_path / "got.txt", tmp_path / "upper.txt"
+    n = Notifier([], [f"cat >> '{got}'", f"tr a-z A-Z | cat >> {upper}"])
+    n.send("run: state: running -> failed")
+    n.send("first line\nsecond line")
+    n.close(30)
+    assert n.failures == 0
+    assert got.read_text() == "run: state: running -> failed\nfirst line\nsecond line\n"
+    assert upper.read_text() == "RUN: STATE: RUNNING -> FAILED\nFIRST LINE\nSECOND LINE\n"
+
+
+def test_a_failing_notify_command_is_named_by_its_first_word(tmp_path, capsys):
+    from pytest_runhealth.watch.notify import Notifier
+
+    n = Notifier([], ["exit 3"])
+    n.send("x")
+    n.close(30)
+    assert n.failures == 1
+    assert "notification to exit failed (RuntimeError: exited 3)" in capsys.readouterr().err
+
+
+def test_only_changes_into_or_out_of_a_failure_are_said():
+    from pytest_runhealth.watch.verdicts import Result, Verdicts, transitions
+
+    def verdicts(**outcomes: str) -> Verdicts:
+        return Verdicts({k: Result(k, k, "slug", "run", o, None, None, "", None) for k, o in outcomes.items()})
+
+    before = verdicts(a="passed", b="passed", c="failed", d="skipped", e="passed")
+    after = verdicts(a="skipped", b="failed", c="passed", d="passed", e="warned")
+    said = {res.nodeid: prev for res, prev in transitions(before, after)}
+    assert said == {"b": "passed", "c": "failed", "e": "passed"}  # never passed <-> skipped
