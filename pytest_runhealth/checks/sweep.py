@@ -13,7 +13,7 @@ import statistics
 from .. import rootcause
 from ..finding import Evidence
 from ..knobs import healthy_by_role
-from ..ledger import LedgerRow
+from ..ledger import LedgerRow, SpilledRows
 from ..logscan import LogScan, StepPoint
 from ..registry import check
 from ..sweepfacts import (
@@ -144,7 +144,13 @@ def step_count_collapse(ctx):
     place = places[row.line]
     after = len(collapsed) - place - 1
     if place == 0:
-        summary += f", and so did the {_plural(after, 'run')} after it." if after else "."
+        later = _rows_after(ctx, row) if after else 0
+        if not after:
+            summary += "."
+        elif after == later:
+            summary += f", and so did the {_plural(after, 'run')} after it."
+        else:  # healthy runs sat between: "the N runs after it" would say they collapsed too
+            summary += f", and so did {after} of the {_plural(later, 'run')} after it."
     else:
         summary += f": collapse {place + 1} of {len(collapsed)} since {collapsed[0].run_id}."
     slow = slowdown(ctx, ctx.run, row, ref)
@@ -180,6 +186,15 @@ def step_count_collapse(ctx):
         "(RH302), the judge still loaded (`lms ps`), the machine swapping (vmstat 5). Pass --lmstudio-url so "
         "RH101 can read the judge's state.",
     )
+
+
+def _rows_after(ctx, row: LedgerRow) -> int:
+    """How many ledger rows come after ``row`` (rows are in ledger order; asked once, of the first collapse)."""
+    import bisect
+
+    rows = ledger_facts(ctx).rows
+    lines = rows.lines if isinstance(rows, SpilledRows) else [r.line for r in rows]
+    return len(lines) - bisect.bisect_right(lines, row.line)
 
 
 def _knob_finding(ctx, row: LedgerRow, knob, collapsed: list[LedgerRow], summary: str = "", evidence=None):
