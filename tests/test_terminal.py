@@ -82,3 +82,11 @@ def test_the_runs_a_shared_fix_names_are_each_named_once(run_health):
     runs = line.split(": ", 1)[1].rstrip(")").split(", ")
     assert len(runs) == len(set(runs)) == 5, line
     assert "10 failures on 5 runs" in line
+
+
+def test_the_root_causes_come_before_the_counts_as_docs_reports_md_says(run_health):
+    h = run_health(EXAMPLES / "sweep-vram-leak", args=("--tb=no",))
+    roots, counts = h.stdout.index("run-health: root causes"), h.stdout.index("\nchecks: ")
+    assert roots < counts
+    doc = (EXAMPLES.parent / "docs" / "reports.md").read_text(encoding="utf-8")
+    assert "prints this section (before the run status and the counts" in " ".join(doc.split())
