@@ -503,6 +503,15 @@ def scoring(ctx) -> tuple[Sequence[int], Sequence[int]]:
     return [i for i in facts.scored if i not in unknown], facts.judged
 
 
+def rows_after(ctx, row: LedgerRow) -> int:
+    """How many ledger rows come after ``row`` (rows are in ledger order; RH101 asks it of its first collapse)."""
+    import bisect
+
+    rows = ledger_facts(ctx).rows
+    lines = rows.lines if isinstance(rows, SpilledRows) else [r.line for r in rows]
+    return len(lines) - bisect.bisect_right(lines, row.line)
+
+
 def unjudged_ranks(ctx) -> list[tuple[int, int]]:
     """(rank by score, highest first, among the scored rows; ledger index) of each scored row without a judge
     report, in rank order."""

@@ -7,13 +7,11 @@ many checks look at it."""
 
 from __future__ import annotations
 
-import json
 import statistics
 
 from .. import rootcause
-from ..finding import Evidence
 from ..knobs import healthy_by_role
-from ..ledger import LedgerRow, SpilledRows
+from ..ledger import LedgerRow
 from ..logscan import LogScan, StepPoint
 from ..registry import check
 from ..sweepfacts import (
@@ -33,6 +31,7 @@ from ..sweepfacts import (
     judge_settings,
     ledger_facts,
     no_json_tally,
+    rows_after,
     rows_of_roles,
     scoring,
     shared_knob,
@@ -47,36 +46,12 @@ from ..sweepfacts import (
     unjudged_ranks,
 )
 from ..values import finite_number
+from .ledger_rows import plural as _plural
+from .ledger_rows import quote_row as _quote_row
+from .ledger_rows import row_of as _row
+from .ledger_rows import secs as _secs
 
 RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9, "stall_ratio": 10}
-
-
-# -- reading rows -------------------------------------------------------------------
-def _row(ctx) -> LedgerRow:
-    _ = ctx.ledger  # skips when there is no ledger
-    row = ctx.run.row
-    if row is None:
-        ctx.skip(f"{ctx.run.name} has a folder under runs/ but no row in ledger.jsonl")
-    return row
-
-
-def _quote_row(ctx, row: LedgerRow, *names: str) -> Evidence:
-    """A ledger row cut down to the fields a finding rests on, under the
-    names the ledger spells them (a full row is longer than a quote may be)."""
-    keep = {row.fields[n]: row.get(n) for n in ("run_id", "role") + names if n in row.fields}
-    return ctx.evidence(
-        ctx.run_dir.rel(ctx.run_dir.ledger_path),
-        row.line,
-        json.dumps(keep, separators=(",", ":"), default=str, ensure_ascii=False),
-    )
-
-
-def _secs(value: float | None) -> str:
-    return "?" if value is None else f"{value:.0f} s"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 # -- RH101 ------------------------------------------------------------------------------
@@ -143,14 +118,10 @@ def step_count_collapse(ctx):
     )
     place = places[row.line]
     after = len(collapsed) - place - 1
-    if place == 0:
-        later = _rows_after(ctx, row) if after else 0
-        if not after:
-            summary += "."
-        elif after == later:
-            summary += f", and so did the {_plural(after, 'run')} after it."
-        else:  # healthy runs sat between: "the N runs after it" would say they collapsed too
-            summary += f", and so did {after} of the {_plural(later, 'run')} after it."
+    if place == 0:  # "of the M runs after it" where healthy runs sat between the collapses
+        later = rows_after(ctx, row) if after else 0
+        of = f"the {_plural(after, 'run')}" if after == later else f"{after} of the {_plural(later, 'run')}"
+        summary += f", and so did {of} after it." if after else "."
     else:
         summary += f": collapse {place + 1} of {len(collapsed)} since {collapsed[0].run_id}."
     slow = slowdown(ctx, ctx.run, row, ref)
@@ -186,15 +157,6 @@ def step_count_collapse(ctx):
         "(RH302), the judge still loaded (`lms ps`), the machine swapping (vmstat 5). Pass --lmstudio-url so "
         "RH101 can read the judge's state.",
     )
-
-
-def _rows_after(ctx, row: LedgerRow) -> int:
-    """How many ledger rows come after ``row`` (rows are in ledger order; asked once, of the first collapse)."""
-    import bisect
-
-    rows = ledger_facts(ctx).rows
-    lines = rows.lines if isinstance(rows, SpilledRows) else [r.line for r in rows]
-    return len(lines) - bisect.bisect_right(lines, row.line)
 
 
 def _knob_finding(ctx, row: LedgerRow, knob, collapsed: list[LedgerRow], summary: str = "", evidence=None):
