@@ -41,6 +41,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.live.fixtures_hooks",
     "pytest_runhealth.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.prelaunch_summary_hooks",
+    "pytest_runhealth.progress_hooks",  # runs judged of how many, and an ETA, on stderr in long sessions
     "pytest_runhealth.reports.pytest_hooks",
     "pytest_runhealth.reports.terminal",  # each distinct fix once in the failure sections
     "pytest_runhealth.rules",
