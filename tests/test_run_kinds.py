@@ -193,3 +193,17 @@ def test_watch_judges_a_run_of_a_packs_kind(installed_pack, tmp_path):
     done = cli(installed_pack, "watch", str(bad), "--until", "first-failure", "--every", "0.5", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "EVK101 evals-scored" in done.stdout and "unscored" in done.stdout
+
+
+def test_the_python_api_finds_the_kind_of_a_check_it_is_given(tmp_path):
+    bad = evals_run(tmp_path / "bad", scored=False)
+
+    @runhealth.check("EVK103", "evals-scored-api", run_kind=EVALS, detects="d", fix="f")
+    def scored(ctx):
+        text = (ctx.run_dir.path / "evals.jsonl").read_text()
+        return ctx.fail("infra", "unscored", "a row has no score") if "null" in text else None
+
+    report = runhealth.check(bad, checks=[scored])
+    assert [(r.check, r.cause) for r in report.roots] == [("EVK103", "unscored")]
+    with pytest.raises(runhealth.UsageError, match="nothing here to check"):
+        runhealth.check(bad)  # without the check that declares the kind: nothing to check
