@@ -10,7 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 from .model.version import __version__
 
-__all__ = ["check", "CheckSpec", "Evidence", "Finding", "Registry", "RegistryError", "__version__"]
+__all__ = [
+    "check",
+    "CheckResult",
+    "CheckSpec",
+    "Evidence",
+    "Finding",
+    "GateDecision",
+    "Registry",
+    "RegistryError",
+    "Report",
+    "RunKind",
+    "UsageError",
+    "__version__",
+    "run_kind",
+]
 
 _LAZY = {
     "Evidence": "model.finding",
@@ -18,12 +32,21 @@ _LAZY = {
     "CheckSpec": "model.registry",
     "Registry": "model.registry",
     "RegistryError": "model.registry",
-    "check": "model.registry",
+    # ``check(path, **options)`` judges run dirs (the Python API); ``check(id, slug, ...)`` declares a check.
+    "check": "api",
+    "CheckResult": "api",
+    "GateDecision": "api",
+    "Report": "api",
+    "UsageError": "api",
+    "RunKind": "model.runkinds",
+    "run_kind": "model.runkinds",
 }
 
 if TYPE_CHECKING:
+    from .api import CheckResult, GateDecision, Report, UsageError, check
     from .model.finding import Evidence, Finding
-    from .model.registry import CheckSpec, Registry, RegistryError, check
+    from .model.registry import CheckSpec, Registry, RegistryError
+    from .model.runkinds import RunKind, run_kind
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -188,23 +189,45 @@ def watch_command(argv: list[str]) -> int:
     return watch_main(argv)
 
 
+CHECK_HELP = (
+    "check run dirs you did not write: pytest started in an empty folder of its own, with an empty "
+    "ini file, no conftest.py and every positional word a run dir (pytest-runhealth check PATH... "
+    "[pytest options]); --no-project-config: do not read ./runhealth.yaml of the folder you stand in"
+)
+CHECK_USAGE = f"""usage: pytest-runhealth check PATH... [pytest options] [--no-project-config]
+
+{textwrap.fill(CHECK_HELP[0].upper() + CHECK_HELP[1:] + ".", 100)}
+
+Every pytest option works, the plugin's among them (pytest --help lists them under "runhealth"):
+  -k EXPR, -m MARKEXPR, --runhealth-report FILE, --runhealth-html FILE, --runhealth-gate, ...
+Exit codes: 0 nothing failed, 1 a check failed, 4 a usage mistake. See docs/robustness.md.
+"""
+
+
+def _asks_help(argv: list[str]) -> bool:
+    """``check --help`` with no run dir: the command's own help (pytest would print its own, in a session
+    that first demanded a run dir)."""
+    from .settings.trust_boundary import split_check_args
+
+    return any(a in ("-h", "--help") for a in argv) and not split_check_args(argv)[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # check and watch pass pytest options through untouched, so they parse their own arguments.
     if argv[:1] == ["check"]:
         from .settings.trust_boundary import check_main
 
+        if _asks_help(argv[1:]):
+            sys.stdout.write(CHECK_USAGE)
+            return 0
         return check_main(argv[1:])
     if argv[:1] == ["watch"]:
         return watch_command(argv[1:])
-    parser = argparse.ArgumentParser(prog="pytest-runhealth", description=__doc__.splitlines()[0])
+    # The help is plain text: the module docstring's reStructuredText literals (``x``) would show raw.
+    parser = argparse.ArgumentParser(prog="pytest-runhealth", description=__doc__.splitlines()[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser(
-        "check",
-        help="check run dirs you did not write: pytest started in an empty folder of its own, with an empty "
-        "ini file, no conftest.py and every positional word a run dir (pytest-runhealth check PATH... "
-        "[pytest options]); --no-project-config: do not read ./runhealth.yaml of the folder you stand in",
-    )
+    sub.add_parser("check", help=CHECK_HELP + " (pytest-runhealth check --help)")
     sub.add_parser("watch", help="watch runs while they train, print only on change (pytest-runhealth watch --help)")
     merge = sub.add_parser("merge", help="merge shard reports (runhealth-report/1) into one")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")

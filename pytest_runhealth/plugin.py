@@ -42,6 +42,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.plugins.live_fixtures",
     "pytest_runhealth.plugins.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.plugins.prelaunch_summary_hooks",
+    "pytest_runhealth.plugins.progress",  # runs judged of how many, and an ETA, on stderr in long sessions
     "pytest_runhealth.plugins.reports",
     "pytest_runhealth.plugins.terminal",  # each distinct fix once in the failure sections
     "pytest_runhealth.plugins.rules",

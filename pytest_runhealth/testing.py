@@ -21,7 +21,7 @@ None)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from .model.registry import SPEC_ATTR, CheckSpec, Registry
 from .model.target import Target
 
 if TYPE_CHECKING:
+    from .model.runkinds import RunKind
     from .readers.rundir import RunDir
 
 __all__ = ["Findings", "check_on"]
@@ -111,7 +112,7 @@ def check_on(
         raise ValueError(f"check_on: {spec.id} asks for fixture(s) {', '.join(missing)}: pass them in fixtures={{...}}")
     merged = settings.thresholds_for(spec)
     merged.update(thresholds or {})
-    run_dirs = run_dirs_below(path, DEFAULT_DEPTH if depth is None else depth)
+    run_dirs = run_dirs_below(path, DEFAULT_DEPTH if depth is None else depth, registry.run_kinds())
     session = RunHealthSession(registry, settings, Policy(settings), run_dirs)
     findings: list[Finding] = []
     skipped: dict[str, str] = {}
@@ -157,12 +158,13 @@ def _spec_and_registry(
     return found, registry
 
 
-def run_dirs_below(path: Path, depth: int) -> list[RunDir]:
-    """A RunDir per run found below ``path``, labelled as a session labels them."""
+def run_dirs_below(path: Path, depth: int, kinds: Sequence[RunKind] = ()) -> list[RunDir]:
+    """A RunDir per run found below ``path`` (of the built-in kinds and ``kinds``), labelled as a session
+    labels them."""
     from .plugins.discovery import discover
     from .readers.rundir import RunDir
 
-    found = discover(path, depth)
+    found = discover(path, depth, kinds)
     out: list[RunDir] = []
     for f in found.runs:
         label = f.label(found.root) if f.path != found.root else (path.absolute().name or str(path))

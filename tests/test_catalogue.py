@@ -5,6 +5,7 @@ docs/checks.md is what ``--runhealth-list=markdown`` prints."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from conftest import REPO, regenerate
@@ -186,3 +187,29 @@ def test_list_prints_catalogue(pytester):
     res = pytester.runpytest("-p", "no:anyio", "--runhealth-list")
     assert res.ret == 0
     res.stdout.fnmatch_lines(["RH001  ledger-readable*evidence*"])
+
+
+def test_no_fix_points_into_another_projects_source():
+    """A fix says what to do, not where in some other project's source tree to look (issue 47: RH103's fix named
+    ``_pair_samples_with_prompts in bracket/orchestrator/scorer.py``): every fix text in the package (the
+    checks' ``fix=``, the findings' ``fix=``, the causes' fixes) is free of paths two folders deep into a .py
+    file. A command to run (``scripts/train.py``) is one folder deep and stays."""
+    import ast
+    import re
+
+    import pytest_runhealth
+    from pytest_runhealth.readers.causes import CAUSES
+
+    source_path = re.compile(r"(?:[\w.-]+/){2,}[\w.-]+\.py\b")
+    root = Path(pytest_runhealth.__file__).parent
+    texts: list[tuple[str, str]] = [(f"cause {name}", c.fix) for name, c in CAUSES.items()]
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.keyword) and node.arg == "fix":
+                for const in ast.walk(node.value):
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                        texts.append((f"{path.relative_to(root)}:{node.value.lineno}", const.value))
+    assert len(texts) > 50
+    bad = [(where, hit) for where, text in texts for hit in source_path.findall(text)]
+    assert bad == []
+    assert source_path.findall("(_pair_samples_with_prompts in bracket/orchestrator/scorer.py)")  # the rule bites

@@ -418,3 +418,18 @@ def test_a_chunk_of_runs_is_folded_run_by_run(run_health):
     ]
     assert all("as a consequence of a root cause on the same run: RH201 on" in r["summary"] for r in chunks)
     assert not any(r.get("consequence_of") for r in h.results("RH201"))
+
+
+def test_docs_reports_md_lists_every_relation():
+    """The table in docs/reports.md is the one in consequences.RELATIONS, row for row (issue 47: it left out
+    RH204 and most of the others)."""
+    from pytest_runhealth.features.consequences import RELATIONS
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "reports.md").read_text(encoding="utf-8")
+    table = text.split("| root | consequence (cause) | why |", 1)[1].split("\n\n", 1)[0]
+    rows = {
+        (cells[0].split()[0], cells[1].split()[0], cells[2])
+        for line in table.splitlines()[2:]
+        if (cells := [c.strip() for c in line.strip().strip("|").split("|")])
+    }
+    assert rows == {(r.root, r.consequence, r.why) for r in RELATIONS}

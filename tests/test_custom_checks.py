@@ -29,7 +29,7 @@ def test_conftest_check_fails_and_passes_on_its_cases(pytester, run_health):
     res = run_health(CONFTEST_CASES / "disk-full", CONFTEST_CASES / "disk-checked", args=("-k", "TEAM101"))
     assert res.ret == 1
     bad = res.result_of("TEAM101", "disk-full")
-    assert (bad["outcome"], bad["cause"], bad["evidence"][0]["line"]) == ("failed", "disk-full", 5)
+    assert (bad["outcome"], bad["cause"], bad["evidence"][0]["line"]) == ("failed", "disk-nearly-full", 4)
     assert res.result_of("TEAM101", "disk-checked")["outcome"] == "passed"
 
 
@@ -262,3 +262,33 @@ def test_a_crashing_check_is_a_readable_failure(pytester, tmp_path, run_health):
     res = run_health(session, args=("-k", "BUG001"))
     assert res.outcome("BUG001") == "failed"
     assert "the check itself raised KeyError" in res.stdout
+
+
+def test_following_the_docs_reports_each_cause_once(pytester, run_health):
+    """Issue 47: the docs' example check named a built-in's cause (ENOSPC is RH201's disk-full), so following
+    the docs printed `disk-full ×2`, unfolded. Its case now fails the team's check alone."""
+    pytester.makeini("[pytest]\n")
+    shutil.copy(EXAMPLES / "conftest_check" / "conftest.py", pytester.path / "conftest.py")
+    res = run_health(CONFTEST_CASES / "disk-full")
+    assert res.ret == 1
+    failed = [(r["check"], r["cause"]) for r in res.report["results"] if r["outcome"] == "failed"]
+    assert failed == [("TEAM101", "disk-nearly-full")], failed
+    assert "×2" not in res.stdout
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/custom-checks.md", "docs/writing-checks.md"])
+def test_the_docs_example_check_does_what_the_example_does(page):
+    """Each page's TEAM101 code block, run as written on the example's case and its near miss."""
+    import re as re_
+
+    from pytest_runhealth.model.registry import SPEC_ATTR
+    from pytest_runhealth.testing import check_on
+
+    text = (EXAMPLES.parent / page).read_text(encoding="utf-8")
+    block = next(b for b in re_.findall(r"```python\n(.*?)```", text, re_.S) if '"TEAM101"' in b)
+    space: dict = {}
+    exec(compile(block, page, "exec"), space)  # noqa: S102 - the docs' own code, as a reader would paste it
+    func = next(v for v in space.values() if callable(v) and hasattr(v, SPEC_ATTR))
+    f = check_on(CONFTEST_CASES / "disk-full", func).of()
+    assert (f.verdict, f.cause, f.evidence[0].line) == ("infra", "disk-nearly-full", 4)
+    assert check_on(CONFTEST_CASES / "disk-checked", func).of().passed

@@ -587,3 +587,32 @@ def test_markdown_code_span_pipe_is_escaped_only_in_a_table():
         "add swap or stop other jobs; `dmesg | grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
     )
     assert cell(fix) == "add swap or stop other jobs; `dmesg \\| grep -i oom` confirms the OOM killer \\| &lt;b&gt;"
+
+
+# -- what the page shows of a collapse (issue 47) ------------------------------------------------
+def test_a_collapsed_run_has_a_visible_bar_and_its_value():
+    chart = bar_chart([Bar("healthy", 1500.0), Bar("collapsed", 3.0, True)], series="steps-per-run", title="t")
+    flagged = re.search(r'<rect class="bar flagged"[^>]* height="([\d.]+)"', chart)
+    assert flagged and float(flagged[1]) >= svg.MIN_BAR_PX, chart  # not a 0.5 px hairline
+    assert re.search(r'<text class="value"[^>]*>3</text>', chart)
+    tall = _ticks(chart)  # the tall bar's value is on the axis, not written above it
+    assert not re.search(r'<text class="value"[^>]*>1500</text>', chart) and tall
+
+
+def test_the_page_has_a_column_of_the_setting_that_differs_from_the_healthy_runs(tmp_path):
+    import sweep_builders as sb
+
+    import pytest_runhealth as rh
+
+    knob = sb.knob_session(tmp_path / "knob")
+    page = tmp_path / "page.html"
+    rh.check(knob, select="RH105", html=page)
+    html = page.read_text()
+    assert "<th" in html and "setting that differs</th>" in html
+    rows = dict(re.findall(r'<tr class="run[^"]*" data-run="([^"]+)">.*?<td class="differs">(.*?)</td>', html, re.S))
+    assert "fused_backward_pass=true" in rows["cand-001-s0"] and "(healthy: false)" in rows["cand-001-s0"]
+    assert "optimizer_type" in rows["cand-004-s0"] and "learning_rate" not in rows["cand-004-s0"]  # a healthy value
+    assert rows["cand-000-s0"] == ""  # a healthy run differs from nothing
+    healthy = sb.healthy_session(tmp_path / "healthy")  # the near miss: no failed run, no column
+    rh.check(healthy, select="RH105", html=page)
+    assert "setting that differs" not in page.read_text()

@@ -592,3 +592,37 @@ def test_healthy_knobs_differing_is_the_plain_comparison():
             asked = {k: rng.choice(pool) for k in ("lr", "opt", "dim", "x", "new") if rng.random() < 0.7}
             asked["seed"] = rng.randint(0, 40)
             assert knobs.differing(asked) == sb.plain_differing(healthy, asked, len(healthy)), (trial, asked)
+
+
+def test_rh103_a_ledger_that_does_not_record_the_judge_is_unknown_not_a_failure(tmp_path):
+    """Missing is unknown: rows with no judge_report field at all say nothing about the judge (issue 47); a
+    null judge_report (the near miss) still fails."""
+    silent = sb.judge_session(tmp_path / "silent", "none")
+    rewrite(silent, lambda rows: [r.pop("judge_report", None) for r in rows])
+    found = check_on(silent, "RH103")
+    assert list(found) == [], [f.render() for f in found]
+    assert (
+        "no judge_report field" in found.skipped["silent"]
+        and "whether the judge was called" in (found.skipped["silent"])
+    )
+    null = sb.judge_session(tmp_path / "null", "none")
+    assert check_on(null, "RH103").of().cause == "judge-not-called"
+    # rows that record it are judged on their own: two of four with a null report fail, whatever the other two
+    some = sb.judge_session(tmp_path / "some", "none")
+    rewrite(some, lambda rows: [r.pop("judge_report", None) for r in rows[2:]])
+    r = check_on(some, "RH103").of()
+    assert r.cause == "judge-not-called" and "all 2 scored runs have judge_report null" in r.summary
+
+
+def test_rh101_says_how_many_of_the_runs_after_it_collapsed_when_healthy_runs_sat_between(tmp_path):
+    """Issue 47: "so did the 2 runs after it" was said when healthy runs sat between the collapses."""
+    leak = sb.vram_leak_session(tmp_path / "between")
+    rows = [json.loads(x) for x in (leak / "ledger.jsonl").read_text().splitlines()]
+    healthy = {k: rows[0][k] for k in ("duration_s", "n_steps", "score", "exit_code", "killed_by_timeout", "error")}
+    for i in (2, 4):  # cur-000-s0 and cand-000-s0 trained fully: two healthy runs among the four after the first
+        rows[i].update(healthy, disqualified=None)
+    sb.write_session(leak, rows, {r["run_id"]: sb.healthy_log(1500, 1.46) for r in (rows[2], rows[4])})
+    first = check_on(leak, "RH101").of("baseline-000-s1")
+    assert "and so did 2 of the 4 runs after it." in first.summary, first.summary
+    whole = sb.vram_leak_session(tmp_path / "whole")  # the near miss: every later run collapsed
+    assert "and so did the 4 runs after it." in check_on(whole, "RH101").of("baseline-000-s1").summary

@@ -72,3 +72,21 @@ def test_a_session_that_checked_nothing_says_so_and_blocks_the_gate(tmp_path, ru
     (plain / "train.log").write_text(kohya_log(20))
     res = run_health(plain, args=("-k", "RH001 or RH002"))
     assert res.outcome("RH002") == "passed" and "nothing was checked" not in res.stdout
+
+
+def test_the_runs_a_shared_fix_names_are_each_named_once(run_health):
+    """Two checks failing on one run with one fix (RH101 and RH107 on a collapsed run) are two failures of one
+    run: the folded fix names each run once (issue 47: baseline-000-s1 was listed twice)."""
+    h = run_health(EXAMPLES / "sweep-vram-leak", args=("--tb=short",))
+    line = next(ln for ln in h.stdout.splitlines() if "(the same fix for 10 failures" in ln)
+    runs = line.split(": ", 1)[1].rstrip(")").split(", ")
+    assert len(runs) == len(set(runs)) == 5, line
+    assert "10 failures on 5 runs" in line
+
+
+def test_the_root_causes_come_before_the_counts_as_docs_reports_md_says(run_health):
+    h = run_health(EXAMPLES / "sweep-vram-leak", args=("--tb=no",))
+    roots, counts = h.stdout.index("run-health: root causes"), h.stdout.index("\nchecks: ")
+    assert roots < counts
+    doc = (EXAMPLES.parent / "docs" / "reports.md").read_text(encoding="utf-8")
+    assert "prints this section (before the run status and the counts" in " ".join(doc.split())

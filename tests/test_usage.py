@@ -3,6 +3,7 @@ each usage mistake (a missing run dir, a bad key in the config) one line naming 
 
 from __future__ import annotations
 
+import pytest
 from small_rundirs import write_ledger
 
 
@@ -31,3 +32,23 @@ def test_config_bad_key_named_with_path(pytester, tmp_path):
     res = pytester.runpytest("-p", "no:anyio", "--run-dir", str(session), "--runhealth-config", str(cfg))
     assert res.ret == 4
     res.stderr.fnmatch_lines(["*thresholds.RH001: unknown key(s) bogus*"])
+
+
+# -- the pytest-runhealth command's own help (issue 47) ---------------------------------------------
+def test_check_help_exits_0_with_the_commands_help(capsys):
+    from pytest_runhealth.cli import main
+
+    assert main(["check", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: pytest-runhealth check PATH...") and "--no-project-config" in out
+    assert main(["check", "-h"]) == 0
+
+
+def test_the_commands_help_has_no_restructuredtext_literals(capsys):
+    from pytest_runhealth.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "pytest-runhealth: the few jobs" in out and "`" not in out

@@ -626,3 +626,100 @@ def test_watch_and_status_block_read_a_run_alike_and_growth_under_the_watch_is_l
         fh.write("".join("\r" + bar(k, 1000, 1.5 * k, 0.1) for k in range(40, 60)))
     w.tick()
     assert w.status["state"] == "running" and w.status["eta"].startswith("~"), w.status
+
+
+# -- the command line's papercuts (issue 47) -------------------------------------------------
+def test_watch_of_dot_says_the_folders_own_name(tmp_path, monkeypatch):
+    from pytest_runhealth.watch.trainer import TrainerWatch, label_of
+
+    run = tmp_path / "my-lora"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "train.log").write_text("steps: 10%| 1/10 [00:01<00:09, 1.00s/it, avr_loss=0.5]\n")
+    monkeypatch.chdir(run)
+    assert label_of(Path(".")) == "my-lora" and label_of(Path("logs/..")) == "my-lora"
+    first = TrainerWatch(Path(".")).tick().lines[0]
+    assert first.startswith("my-lora: "), first
+
+
+def test_watch_dot_from_inside_the_run_prints_its_name(tmp_path):
+    run = tmp_path / "oom-run"
+    import shutil
+
+    shutil.copytree(HERE.parent / "examples" / "generic-oom-rich", run)
+    res = watch(".", "--every", "0.2", "--until", "first-failure", cwd=run)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "] oom-run: " in res.stdout and "] : " not in res.stdout
+
+
+@pytest.mark.parametrize("kind", ["missing", "a file"])
+def test_watch_of_a_path_that_is_no_folder_is_a_usage_error(tmp_path, kind):
+    from pytest_runhealth.watch.loop import UsageError, parse
+
+    path = tmp_path / "runz"
+    if kind == "a file":
+        path.write_text("")
+    with pytest.raises(UsageError, match="give --timeout SECONDS"):
+        parse([str(path)])
+    args, _ = parse([str(path), "--timeout", "5"])  # a launch pending: waited for
+    assert args.timeout == 5
+
+
+def test_watch_of_a_mistyped_path_exits_4_at_once_with_one_line(tmp_path):
+    res = watch(tmp_path / "runz", cwd=tmp_path, timeout=60)
+    assert res.returncode == 4
+    assert res.stderr.count("\n") == 1 and "runz does not exist" in res.stderr and res.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--evrey", "5"], "unknown option '--evrey' (did you mean --every?)"),
+        (["--evrey=5"], "unknown option '--evrey' (did you mean --every?)"),
+        (["--notfy-command", "x"], "unknown option '--notfy-command' (did you mean --notify-command?)"),
+        (["--lmstudio-ulr", "http://x"], "unknown option '--lmstudio-ulr' (did you mean --lmstudio-url?)"),
+        (["--runhealth-foo", "1"], "unknown option '--runhealth-foo' (pytest options the checks take"),
+    ],
+)
+def test_an_unknown_option_is_named(tmp_path, argv, named):
+    from pytest_runhealth.watch.loop import UsageError, parse
+
+    with pytest.raises(UsageError) as exc:
+        parse([str(tmp_path), *argv])
+    assert named in str(exc.value)
+    assert parse([str(tmp_path), "--every", "5"])[0].every == 5  # the near miss
+
+
+# -- notifications: a shell command, one line each, no noise (issue 47) ---------------------------
+def test_notify_command_runs_through_the_shell_with_each_message_a_line(tmp_path):
+    from pytest_runhealth.watch.notify import Notifier
+
+    got, upper = tmp_path / "got.txt", tmp_path / "upper.txt"
+    n = Notifier([], [f"cat >> '{got}'", f"tr a-z A-Z | cat >> {upper}"])
+    n.send("run: state: running -> failed")
+    n.send("first line\nsecond line")
+    n.close(30)
+    assert n.failures == 0
+    assert got.read_text() == "run: state: running -> failed\nfirst line\nsecond line\n"
+    assert upper.read_text() == "RUN: STATE: RUNNING -> FAILED\nFIRST LINE\nSECOND LINE\n"
+
+
+def test_a_failing_notify_command_is_named_by_its_first_word(tmp_path, capsys):
+    from pytest_runhealth.watch.notify import Notifier
+
+    n = Notifier([], ["exit 3"])
+    n.send("x")
+    n.close(30)
+    assert n.failures == 1
+    assert "notification to exit failed (RuntimeError: exited 3)" in capsys.readouterr().err
+
+
+def test_only_changes_into_or_out_of_a_failure_are_said():
+    from pytest_runhealth.watch.verdicts import Result, Verdicts, transitions
+
+    def verdicts(**outcomes: str) -> Verdicts:
+        return Verdicts({k: Result(k, k, "slug", "run", o, None, None, "", None) for k, o in outcomes.items()})
+
+    before = verdicts(a="passed", b="passed", c="failed", d="skipped", e="passed")
+    after = verdicts(a="skipped", b="failed", c="passed", d="passed", e="warned")
+    said = {res.nodeid: prev for res, prev in transitions(before, after)}
+    assert said == {"b": "passed", "c": "failed", "e": "passed"}  # never passed <-> skipped

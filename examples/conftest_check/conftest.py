@@ -2,6 +2,10 @@
 without any hook. Run it from this folder:
 
     cd examples/conftest_check && pytest --run-dir=cases/disk-full
+
+It reads what only this team's trainer writes (a ``free disk space: N GB``
+line before each save), so it warns one save before the disk fills; the
+write that fails with ENOSPC is already the built-in RH201's ``disk-full``.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from pathlib import Path
 
 import pytest_runhealth as runhealth
 
-ENOSPC = re.compile(r"(?:\[Errno 28\] )?No space left on device")
+FREE = re.compile(r"free disk space: ([0-9.]+) GB")
 
 
 @runhealth.check(
@@ -19,22 +23,25 @@ ENOSPC = re.compile(r"(?:\[Errno 28\] )?No space left on device")
     "disk-not-full",
     needs=["logs"],
     verdicts=["infra"],
-    detects="The log's tail shows a write that failed with ENOSPC (`OSError: [Errno 28] No space left on device`).",
-    why="A full disk stops checkpoint and sample writes; the trainer may die mid-save and leave a truncated "
-    "checkpoint that the next resume loads.",
-    example="logs/train.log:5 OSError: [Errno 28] No space left on device: 'outputs/checkpoints/step_1200.pt'",
-    fix="free space on the output volume (old checkpoints, caches), then resume from the last intact checkpoint.",
+    thresholds={"min_free_gb": 5.0},  # runhealth.yaml can override: thresholds: {TEAM101: {min_free_gb: 20}}
+    detects="Our trainer logs `free disk space: N GB` before each save; the last one is under min_free_gb.",
+    why="The next checkpoint will not fit: the save dies half-written (ENOSPC, which RH201 reports) and the "
+    "resume loads a truncated file. This says so one save earlier.",
+    example="logs/train.log:4 free disk space: 0.8 GB",
+    fix="free space on the output volume (old checkpoints, caches) before the next save, or point the "
+    "output dir at a bigger disk.",
 )
 def disk_not_full(ctx):
     tail = ctx.log_tail()
-    hits = [line for line in tail.lines if ENOSPC.search(line.text)]
-    if not hits:
+    readings = [(line, float(m[1])) for line in tail.lines if (m := FREE.search(line.text))]
+    if not readings or readings[-1][1] >= ctx.thresholds["min_free_gb"]:
         return None
+    line, free_gb = readings[-1]
     return ctx.fail(
         "infra",
-        "disk-full",
-        f"{len(hits)} write(s) failed: the output volume is full.",
-        [ctx.evidence(tail.path, line.line, line.text) for line in hits[-3:]],
+        "disk-nearly-full",
+        f"{free_gb:g} GB free before the next save, under {ctx.thresholds['min_free_gb']:g} GB.",
+        [ctx.evidence(tail.path, line.line, line.text)],
     )
 
 

@@ -12,5 +12,5 @@ CASES = Path(__file__).parent / "cases"
 
 def test_disk_not_full():
     f = check_on(CASES / "disk-full", disk_not_full).of()
-    assert (f.verdict, f.cause) == ("infra", "disk-full")
+    assert (f.verdict, f.cause) == ("infra", "disk-nearly-full")
     assert check_on(CASES / "disk-checked", disk_not_full).of().passed

@@ -5,7 +5,6 @@ Longer than 600 lines: one module per family keeps a check one hop from its ID; 
 
 from __future__ import annotations
 
-import json
 import statistics
 
 from ..features.knobs import healthy_by_role
@@ -26,6 +25,7 @@ from ..features.sweepfacts import (
     judge_settings,
     ledger_facts,
     no_json_tally,
+    rows_after,
     rows_of_roles,
     scoring,
     shared_knob,
@@ -39,43 +39,18 @@ from ..features.sweepfacts import (
     training_span,
     unjudged_ranks,
 )
-from ..model.finding import Evidence
 from ..model.registry import check
 from ..readers import rootcause
 from ..readers.ledger import LedgerRow
 from ..readers.logscan import LogScan, StepPoint
 from ..readers.values import finite_number
+from .ledger_rows import plural as _plural
+from .ledger_rows import quote_row as _quote_row
+from .ledger_rows import row_of as _row
+from .ledger_rows import secs as _secs
 from .lmstudio import judge_failures
 
 RH101_DEFAULTS = {"handful_steps": 10, "wall_fraction": 0.9, "stall_ratio": 10}
-
-
-# -- reading rows -------------------------------------------------------------------
-def _row(ctx) -> LedgerRow:
-    _ = ctx.ledger  # skips when there is no ledger
-    row = ctx.run.row
-    if row is None:
-        ctx.skip(f"{ctx.run.name} has a folder under runs/ but no row in ledger.jsonl")
-    return row
-
-
-def _quote_row(ctx, row: LedgerRow, *names: str) -> Evidence:
-    """A ledger row cut down to the fields a finding rests on, under the
-    names the ledger spells them (a full row is longer than a quote may be)."""
-    keep = {row.fields[n]: row.get(n) for n in ("run_id", "role") + names if n in row.fields}
-    return ctx.evidence(
-        ctx.run_dir.rel(ctx.run_dir.ledger_path),
-        row.line,
-        json.dumps(keep, separators=(",", ":"), default=str, ensure_ascii=False),
-    )
-
-
-def _secs(value: float | None) -> str:
-    return "?" if value is None else f"{value:.0f} s"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 # -- RH101 ------------------------------------------------------------------------------
@@ -142,8 +117,10 @@ def step_count_collapse(ctx):
     )
     place = places[row.line]
     after = len(collapsed) - place - 1
-    if place == 0:
-        summary += f", and so did the {_plural(after, 'run')} after it." if after else "."
+    if place == 0:  # "of the M runs after it" where healthy runs sat between the collapses
+        later = rows_after(ctx, row) if after else 0
+        of = f"the {_plural(after, 'run')}" if after == later else f"{after} of the {_plural(later, 'run')}"
+        summary += f", and so did {of} after it." if after else "."
     else:
         summary += f": collapse {place + 1} of {len(collapsed)} since {collapsed[0].run_id}."
     slow = slowdown(ctx, ctx.run, row, ref)
@@ -313,7 +290,8 @@ def trainer_died_instantly(ctx):
     phases=["postmortem", "gate"],
     verdicts=["config", "infra"],
     thresholds={"min_scored_rows": 2},
-    detects="Every scored training row has judge_report null (at least min_scored_rows of them): the VLM judge "
+    detects="Every scored training row has judge_report null (at least min_scored_rows of them; a row with no "
+    "judge_report field at all records nothing about the judge and is left out, missing is unknown): the VLM judge "
     "was never called and the scores are loss-only. Also a sweep where some scored rows have a judge report and "
     "others do not (`mixed-scoring`): the loss-only rows are not comparable with the judged ones, named with "
     "where they rank.",
@@ -323,11 +301,18 @@ def trainer_died_instantly(ctx):
     '"judge_report":null}',
     fix="Set judge_method to lmstudio (CLI) or pick a judge model (UI); provide sample_prompts; check that LM "
     "Studio answers on the configured port (curl http://localhost:1234/v1/models); if all of that holds, the "
-    "sample image names were not paired with prompts (_pair_samples_with_prompts in bracket/orchestrator/scorer.py).",
+    "sample image names were not paired with their prompts: see how the scorer matches an image's name to its "
+    "prompt.",
 )
 def judge_not_called(ctx):
     at_scored, at_judged = scoring(ctx)
     if len(at_scored) < ctx.thresholds["min_scored_rows"]:
+        unrecorded = len(ledger_facts(ctx).unrecorded)
+        if unrecorded:  # missing is unknown, never guessed: a ledger that does not record the judge says nothing
+            ctx.skip(
+                f"{unrecorded} scored row(s) have no judge_report field: this ledger does not record whether the "
+                "judge was called"
+            )
         return None
     if at_judged and len(at_judged) < len(at_scored):
         return _mixed_scoring(ctx, at_scored, at_judged)
@@ -573,9 +558,9 @@ def _scan(ctx) -> LogScan:
     "an unread subprocess.PIPE) when the collapse is sudden and steady, or swap when the judge kept VRAM (RH101).",
     example="cur-000-s0 runs at 2960.00 s/it, 1233x the sweep's healthy runs (2.40 s/it). evidence: "
     "runs/cur-000-s0/logs/stdout.log:15 steps:   1%|| 29/1500 [23:50:13<1206:10:16, 2958.42s/it, avr_loss=0.1187]",
-    fix="Pipe deadlock: the trainer must write straight to its log file: RunLauncher in "
-    'bracket/orchestrator/runner.py must open it with subprocess.Popen(stdout=open(log_path, "ab")), never '
-    "stdout=subprocess.PIPE. Swap: free the VRAM the judge holds (RH101's fix).",
+    fix="Pipe deadlock: the trainer must write straight to its log file: whatever launches it must open the log "
+    'itself, subprocess.Popen(stdout=open(log_path, "ab")), never stdout=subprocess.PIPE that nobody reads. '
+    "Swap: free the VRAM the judge holds (RH101's fix).",
 )
 def slow_steps(ctx):
     scan = _scan(ctx)

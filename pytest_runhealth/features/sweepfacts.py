@@ -127,6 +127,7 @@ class LedgerFacts:
         "stopped_by_user",
         "scored",
         "judged",
+        "unrecorded",
         "said_no_json",
         "said_dropped",
     )
@@ -135,7 +136,9 @@ class LedgerFacts:
 
     def __init__(self, ledger) -> None:
         self.rows = rows = ledger.rows
-        finished, late, nonzero, empty, stopped, scored, judged, said_dropped = (array("i") for _ in range(8))
+        finished, late, nonzero, empty, stopped, scored, judged, said_dropped, unrecorded = (
+            array("i") for _ in range(9)
+        )
         by_role: dict[str, array] = {}
         said = False
         last = keys = None
@@ -177,6 +180,8 @@ class LedgerFacts:
                     scored.append(i)
                     if dropped or report not in (None, {}, []):
                         judged.append(i)
+                    elif k_report is None:  # no judge_report field at all: whether it was judged is unknown
+                        unrecorded.append(i)
             if not said and (mentions(report, NO_JSON) or mentions(error, NO_JSON)):
                 said = True
         self.finished_ok: array = finished
@@ -187,6 +192,7 @@ class LedgerFacts:
         self.stopped_by_user: array = stopped
         self.scored: array = scored
         self.judged: array = judged
+        self.unrecorded: array = unrecorded  # scored rows with no judge_report field (null is a field)
         self.said_no_json = said
         self.said_dropped: array = said_dropped
 
@@ -490,10 +496,23 @@ def fmt_rate(sec: float) -> str:
 
 # -- RH103: the judge's scoring ----------------------------------------------------------
 def scoring(ctx) -> tuple[Sequence[int], Sequence[int]]:
-    """The ledger indices of the training rows with a finite score, and of those of them that hold a judge report
-    (``LedgerFacts.pick`` gives their rows)."""
+    """The ledger indices of the training rows with a finite score that record whether they were judged (a
+    ``judge_report`` field, null or not), and of those of them that hold a judge report (``LedgerFacts.pick``
+    gives their rows). A row with no such field says nothing about the judge: missing is unknown."""
     facts = ledger_facts(ctx)
-    return facts.scored, facts.judged
+    if not facts.unrecorded:
+        return facts.scored, facts.judged
+    unknown = set(facts.unrecorded)
+    return [i for i in facts.scored if i not in unknown], facts.judged
+
+
+def rows_after(ctx, row: LedgerRow) -> int:
+    """How many ledger rows come after ``row`` (rows are in ledger order; RH101 asks it of its first collapse)."""
+    import bisect
+
+    rows = ledger_facts(ctx).rows
+    lines = rows.lines if isinstance(rows, SpilledRows) else [r.line for r in rows]
+    return len(lines) - bisect.bisect_right(lines, row.line)
 
 
 def unjudged_ranks(ctx) -> list[tuple[int, int]]:

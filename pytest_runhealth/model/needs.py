@@ -101,6 +101,15 @@ def _exists(t: Target) -> str | None:
     return None if there else f"run dir {t.run_dir.path} does not exist or is not a directory"
 
 
+def _of_its_kind(spec, target: Target) -> str | None:
+    """A check that declares its run kind (``run_kind=``, runkinds.py) judges only run dirs of that kind."""
+    kind = getattr(spec, "run_kind", None)
+    if kind is None:
+        return None
+    rd = target.run_dir
+    return rd.cached(("needs", "kind", kind), lambda: kind.missing(rd.path))
+
+
 NEEDS: dict[str, Callable[[Target], str | None]] = {
     "ledger": _ledger,
     "sweep": _sweep,
@@ -134,7 +143,7 @@ def missing_need(spec, target: Target) -> str | None:
 
 
 def missing_run_dir_need(spec, target: Target) -> str | None:
-    reason = _exists(target)
+    reason = _exists(target) or _of_its_kind(spec, target)
     if reason:
         return reason
     for need in spec.needs:

@@ -8,9 +8,12 @@ import inspect
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .needs import NEEDS
+
+if TYPE_CHECKING:  # annotations only: a conftest that declares a check does not import the kinds' module
+    from .runkinds import RunKind
 
 BUILTIN_PREFIX = "RH"
 BUILTIN_OWNER = "pytest-runhealth"
@@ -81,6 +84,9 @@ class CheckSpec:
     # tests/test_examples.py and tests/test_catalogue.py read them here.
     fails_on: dict[str, str | None] = field(default_factory=dict)
     passes_on: tuple[str, ...] = ()
+    # The kind of run the check is about (runkinds.py): discovery finds folders holding its files as runs, and
+    # the check is skipped, with the reason, on a run dir of another kind.
+    run_kind: RunKind | None = None
 
     @property
     def name(self) -> str:
@@ -123,6 +129,7 @@ def check(
     loud_rows: Callable[[Any], Sequence[int]] | None = None,
     fails_on: str | Iterable[str] | dict[str, str | None] = (),
     passes_on: str | Iterable[str] = (),
+    run_kind: RunKind | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a health check.
 
@@ -141,6 +148,9 @@ def check(
     ``fails_on`` and ``passes_on`` name the example run dirs (``examples/<name>``) it must fail on (a
     mapping gives the cause it must name there) and pass on: a built-in check's failing example and near
     miss, tested by tests/test_examples.py from here.
+
+    ``run_kind`` (``runhealth.run_kind("evals", files=["evals.jsonl"])``): the kind of run the check is
+    about; a folder holding those files is a run to ``--run-dir``, and the check is skipped on other run dirs.
     """
 
     needs = tuple(needs)
@@ -156,6 +166,8 @@ def check(
         unknown = [n for n in needs if n not in NEEDS]
         if unknown:  # a typo would otherwise never skip, silently
             raise RegistryError(f"{id}: unknown need(s) {unknown}; needs are {tuple(NEEDS)}")
+        if run_kind is not None and type(run_kind).__name__ != "RunKind":
+            raise RegistryError(f"{id}: run_kind= takes runhealth.run_kind(name, files=[...]), not {run_kind!r}")
         spec = CheckSpec(
             id=id,
             slug=slug,
@@ -177,6 +189,7 @@ def check(
             loud_rows=loud_rows,
             fails_on=_examples(fails_on),
             passes_on=tuple(_examples(passes_on)),
+            run_kind=run_kind,
         )
         setattr(func, SPEC_ATTR, spec)
         return func
@@ -198,6 +211,25 @@ class Registry:
     def __init__(self) -> None:
         self._checks: dict[str, CheckSpec] = {}
         self._prefixes: dict[str, str] = {BUILTIN_PREFIX: BUILTIN_OWNER}
+        self._kinds: dict[str, tuple[RunKind, str]] = {}  # run kinds packs declare: name -> (kind, owner)
+
+    def add_run_kind(self, kind: RunKind, owner: str = "") -> RunKind:
+        """A kind of run (``runhealth.run_kind(name, files=[...])``) that discovery finds below ``--run-dir``;
+        the same kind declared twice is one, a name declared with other files is refused naming both owners."""
+        if type(kind).__name__ != "RunKind":
+            raise RegistryError(f"{kind!r} is not a run kind: make one with runhealth.run_kind(name, files=[...])")
+        held = self._kinds.get(kind.name)
+        if held is not None and held[0] != kind:
+            raise RegistryError(
+                f"run kind {kind.name!r} is declared twice with different files: {held[0].files} by {held[1]}, "
+                f"{kind.files} by {owner or 'unknown'}"
+            )
+        self._kinds.setdefault(kind.name, (kind, owner or "unknown"))
+        return kind
+
+    def run_kinds(self) -> tuple[RunKind, ...]:
+        """The kinds declared this session, in the order they were declared."""
+        return tuple(kind for kind, _ in self._kinds.values())
 
     def register_prefix(self, prefix: str, owner: str) -> None:
         if not PREFIX.match(prefix):
@@ -214,6 +246,8 @@ class Registry:
         owner = owner or spec.owner or "unknown"
         spec.owner = owner
         self._validate(spec, owner)
+        if spec.run_kind is not None:
+            self.add_run_kind(spec.run_kind, owner)
         self._checks[spec.id] = spec
         return spec
 

@@ -61,7 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     cli_dirs = cli_run_dirs(config)
     sizes = FirstSizes() if run_dir_paths(config) else None  # a session that checks run dirs reads each file once
-    run_dirs = discovery.run_dirs_for(config, usable_paths(given_run_dirs(config)), sizes)  # every run below each path
+    # every run below each path, of the built-in kinds and those the session's checks declare (runkinds.py)
+    run_dirs = discovery.run_dirs_for(config, usable_paths(given_run_dirs(config)), sizes, registry.run_kinds())
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     for rd in extra:

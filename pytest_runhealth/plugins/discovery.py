@@ -18,8 +18,10 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -31,6 +33,9 @@ from ..safety.safeio import FirstSizes, describe_error, mtime
 from ..safety.shown import name as shown_name
 from ..settings.options import DEFAULT_DEPTH
 from ..settings.run_dir_option import given_run_dirs
+
+if TYPE_CHECKING:
+    from ..model.runkinds import RunKind
 
 KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
@@ -86,11 +91,17 @@ def _names(folder: Path) -> tuple[set[str], set[str], set[str]]:
 
 
 def classify(
-    folder: Path, files: set[str], dirs: set[str], names: set[str] | None = None, nested: bool = True
+    folder: Path,
+    files: set[str],
+    dirs: set[str],
+    names: set[str] | None = None,
+    nested: bool = True,
+    kinds: Sequence[RunKind] = (),
 ) -> str | None:
     """The strong kind of a folder from its own entries (and a peek into a
     named child or two), or "generic" for a folder with logs or event files,
-    or None."""
+    or None. ``kinds``: the run kinds the session's checks declare
+    (runkinds.py), asked after the built-in strong kinds."""
     names = files | dirs if names is None else names
     if "ledger.jsonl" in names or (
         "runs" in dirs and any((folder / "runs" / d / "logs").is_dir() for d in sorted(_names(folder / "runs")[1])[:8])
@@ -109,6 +120,9 @@ def classify(
     strong = layouts.strong_kind(folder, files, dirs)  # HF Trainer, Lightning, MLflow, W&B (docs/layouts.md)
     if strong is not None:
         return strong
+    declared = next((k.name for k in kinds if k.matches(files)), None)
+    if declared is not None:
+        return declared
     weights = [n for n in names if n.endswith(".safetensors") and not LTX_CKPT.match(n)]
     if any(KOHYA_STEPPED.match(n) for n in weights) or (
         weights
@@ -136,8 +150,8 @@ def classify(
     return None
 
 
-def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
-    """Every run below ``root`` (``root`` itself when it is one), each once."""
+def discover(root: Path, depth: int = DEFAULT_DEPTH, kinds: Sequence[RunKind] = ()) -> Discovery:
+    """Every run below ``root`` (``root`` itself when it is one), each once; ``kinds`` the declared run kinds."""
     root = Path(root).absolute()
     if not root.is_dir():
         return Discovery(root, [Found(root, "unrecognised")])
@@ -151,7 +165,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
 
     def visit(folder: Path, entries: list[os.DirEntry]) -> bool:
         try:
-            kind = classify(folder, *split_entries(entries))
+            kind = classify(folder, *split_entries(entries), kinds=kinds)
         except Exception as exc:  # one poisoned file never stops discovery: the folder is checked as a run,
             # and the reader that crashed says which file, on that run only (cause unreadable)
             unreadable.append((folder, describe_error(exc)))
@@ -321,11 +335,12 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
     for f in d.runs:
         inner[f.kind] += counts.get(f.path, 1)
     parts = []
-    for kind in (*KINDS, "unrecognised"):
+    declared = sorted(set(by_kind) - set(KINDS) - {"unrecognised"})  # run kinds of packs (runkinds.py)
+    for kind in (*KINDS, *declared, "unrecognised"):
         n = by_kind.get(kind, 0)
         if not n:
             continue
-        text = f"{n} {NOUNS[kind][n != 1]}"
+        text = f"{n} {NOUNS.get(kind, (f'{kind} run', f'{kind} runs'))[n != 1]}"
         if kind == "sweep":
             text += f" ({inner[kind]} run{'s' if inner[kind] != 1 else ''})"
         elif kind == "harvest":
@@ -358,19 +373,23 @@ def depth_of(config: pytest.Config) -> int:
     return depth
 
 
-def run_dirs_for(config: pytest.Config, paths: list[Path], sizes: FirstSizes | None = None) -> list[RunDir]:
+def run_dirs_for(
+    config: pytest.Config, paths: list[Path], sizes: FirstSizes | None = None, kinds: Sequence[RunKind] = ()
+) -> list[RunDir]:
     """A RunDir per run found below each path; labels are paths relative to
     their root (the root's name when the root is the run), made unique. Each
-    reads with the session's ``sizes``."""
+    reads with the session's ``sizes``; ``kinds``: the run kinds the
+    session's checks declare."""
     depth = depth_of(config)
     seen: dict[str, int] = {}
     out: list[RunDir] = []
     report = []
     for path in paths:
-        d = discover(path, depth)
+        d = discover(path, depth, kinds)
         if nothing_to_check(d) and not folder_not_the_point(config):
+            looked = LOOKED_FOR + "".join(f", {k.describe()}" for k in kinds)
             raise pytest.UsageError(
-                f"--run-dir {shown_name(os.fspath(path))}: {NOTHING_TO_CHECK} (looked for: {LOOKED_FOR}; depth {depth})"
+                f"--run-dir {shown_name(os.fspath(path))}: {NOTHING_TO_CHECK} (looked for: {looked}; depth {depth})"
             )
         counts = {}
         for f in d.runs:
@@ -404,8 +423,15 @@ def pytest_cmdline_main(config: pytest.Config):
     if not paths:
         raise pytest.UsageError("--runhealth-list-runs needs --run-dir PATH (or ini runhealth_run_dirs)")
     depth = depth_of(config)
+    from ..engine.collection import build_registry  # the run kinds the session's checks declare
+    from ..model.registry import RegistryError
+
+    try:
+        kinds = build_registry(config).run_kinds()
+    except RegistryError as exc:  # a pack's registry error: said as the session would say it
+        raise pytest.UsageError(str(exc)) from None
     for path in paths:
-        d = discover(path, depth)
+        d = discover(path, depth, kinds)
         counts = {f.path: run_count(f, RunDir(f.path)) for f in d.runs}
         sys.stdout.write(headline(d, counts) + "\n")
         for f in d.runs:

@@ -90,11 +90,12 @@ def fold_repeated_fixes(reports: list[Any]) -> int:
         folded += 1
     for first in firsts.values():
         if len(first.runs) > 1:
-            runs = first.runs
-            named = ", ".join(r for r in runs[:SHOWN_RUNS] if r) + (
+            runs = list(dict.fromkeys(r for r in first.runs if r))  # each run once: two checks may fail on one run
+            on = f" on {len(runs)} runs" if len(runs) != len(first.runs) else ""
+            named = ", ".join(runs[:SHOWN_RUNS]) + (
                 f", … (+{len(runs) - SHOWN_RUNS})" if len(runs) > SHOWN_RUNS else ""
             )
-            first.lines.insert(first.at + 1, f"  (the same fix for {len(runs)} failures: {named})")
+            first.lines.insert(first.at + 1, f"  (the same fix for {len(first.runs)} failures{on}: {named})")
     return folded
 
 

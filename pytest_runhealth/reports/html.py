@@ -43,7 +43,7 @@ svg.plot{background:#fcfcfd;border:1px solid #e3e3e8;border-radius:3px}
 svg .axis{fill:none;stroke:#999;stroke-width:1}
 svg .line{fill:none;stroke:#3657c8;stroke-width:1.5}
 svg circle.line{fill:#3657c8}
-svg .bar{fill:#6c86d9}svg .bar.flagged{fill:#c8453b}svg .bar.missing{fill:#bbb}
+svg .bar{fill:#6c86d9}svg .bar.flagged{fill:#c8453b}svg .bar.missing{fill:#bbb}svg text.value{font-size:9px;fill:#333}
 svg .marker path{stroke:#d9822b;stroke-width:1.5;stroke-dasharray:3 2}
 svg .marker.error path{stroke:#b3261e}
 svg .nonfinite path{stroke:#b3261e;stroke-width:2}
@@ -198,6 +198,20 @@ def _plot_cell(rv: RunView, which: str, group: RunDirView | None = None) -> str:
     return f'<td class="plot-cell">{chart}</td>'
 
 
+SHOWN_SETTINGS = 3  # settings named in a run's cell; the rest counted
+
+
+def _differs_cell(rv: RunView) -> str:
+    """The settings of a failed run that no healthy run used, each with the healthy runs' values."""
+    lines = [
+        f'<code>{_e(k)}={_e(v)}</code> <span class="note">(healthy: {_e(", ".join(healthy))})</span>'
+        for k, v, healthy in rv.differs[:SHOWN_SETTINGS]
+    ]
+    if len(rv.differs) > SHOWN_SETTINGS:
+        lines.append(f'<span class="note">+{len(rv.differs) - SHOWN_SETTINGS} more</span>')
+    return f'<td class="differs">{"<br>".join(lines)}</td>'
+
+
 def render_run_row(
     rv: RunView,
     families: list[str],
@@ -215,6 +229,9 @@ def render_run_row(
     out.append("</td>")
     for fam in families:
         out.append(_family_cell([r for r in rv.results if family_of(r["check"], registry) == fam]))
+    differs = group is not None and group.differs_column
+    if differs:
+        out.append(_differs_cell(rv))
     trains = group is None or group.trains  # a harvest's rows: no empty trainer columns
     if trains:
         steps = "" if rv.last_step is None else f"{rv.last_step}" + (f"/{rv.total_steps}" if rv.total_steps else "")
@@ -226,7 +243,7 @@ def render_run_row(
     skipped = [r for r in rv.results if r["outcome"] == "skipped"]
     plot_note = rv.plot_note if trains else ""
     if rv.diagnosed or plot_note or skipped:
-        width = len(families) + (4 if trains else 1)
+        width = len(families) + (4 if trains else 1) + (1 if differs else 0)
         diag_cls = "diag has-failure" if rv.failures else "diag"
         out.append(f'<tr class="{diag_cls}" data-run="{_e(rv.name)}"><td colspan="{width}">')
         if rv.diagnosed:
@@ -346,6 +363,8 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
         out.append(render_rounds(view.rounds))
     head = "".join(f"<th>{_e(f)}</th>" for f in view.families)
     trainer_head = "<th>steps</th><th>step time</th><th>loss</th>" if view.trains else ""
+    if view.differs_column:
+        head += '<th title="settings of the ledger config that no run without a failed check used">setting that differs</th>'
     out.append(f'<table class="runs"><thead><tr><th>run</th>{head}{trainer_head}</tr></thead><tbody>')
     out.extend(render_run_row(rv, view.families, registry, shared, view) for rv in view.runs)
     out.append("</tbody></table></section>")

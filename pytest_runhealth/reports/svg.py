@@ -246,6 +246,10 @@ def tick_labels(lo: float, hi: float) -> tuple[str, str]:
     return a, b
 
 
+MIN_BAR_PX = 4.0  # a positive value is never drawn thinner: 3 steps of 1500 must be seen, not a hairline
+VALUE_LABEL_BELOW_PX = 14.0  # a bar shorter than this gets its value written above it
+
+
 def bar_chart(
     bars: Sequence[Bar],
     *,
@@ -286,10 +290,16 @@ def bar_chart(
             )
             continue
         h = max(0.0, bar.value) / top * (yb - yt)
+        h = max(h, MIN_BAR_PX) if bar.value > 0 else max(h, 1.0)
         out.append(
-            f'<rect class="{cls}" x="{bx:.1f}" y="{yb - h:.1f}" width="{bw:.1f}" height="{max(h, 0.5):.1f}">'
+            f'<rect class="{cls}" x="{bx:.1f}" y="{yb - h:.1f}" width="{bw:.1f}" height="{h:.1f}">'
             f"<title>{text(bar.label)}: {fmt(bar.value)}{text(unit)}</title></rect>"
         )
+        if h < VALUE_LABEL_BELOW_PX and len(bars) <= 24:  # a short bar says its value: "3" beside "1500"
+            out.append(
+                f'<text class="value" x="{bx + bw / 2:.1f}" y="{yb - h - 2:.1f}" text-anchor="middle">'
+                f"{fmt(bar.value)}</text>"
+            )
     if len(bars) <= 12:
         every, room = label_spacing([b.label for b in bars], slot)
         shown = short_labels([b.label for b in bars], room)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..features.consequences import RootGroup, root_groups
+from ..features.sweepfacts import knob_key, show
 from ..model.registry import FAMILIES
 from ..model.results import Result
 from ..readers.logscan import StepPoint
@@ -54,6 +55,9 @@ class RunView:
     total_steps: int | None = None
     plot_note: str = ""  # why a plot is missing
     status: dict[str, Any] | None = None
+    # A failed sweep run's config settings that no run without a failed check used: (setting, its value, the
+    # healthy runs' values), the column "setting that differs" (:func:`_differing_settings`).
+    differs: list[tuple[str, str, list[str]]] = field(default_factory=list)
 
     @property
     def failures(self) -> list[dict[str, Any]]:
@@ -83,6 +87,7 @@ class RunDirView:
     loss_range: tuple[float, float] | None = None
     step_time_reference: float | None = None
     step_time_reference_of: str = ""  # which runs the reference is the median of
+    differs_column: bool = False  # some failed run's config differs from the healthy runs' (RunView.differs)
 
     @property
     def trains(self) -> bool:
@@ -229,8 +234,52 @@ def _run_dir_view(
         rv.status = show_status(rv, statuses.get((rd.name, rv.name)))
     _shared_scales(view)
     _add_sweep_series(rd, view)
+    _differing_settings(view)
     view.rounds = round_rows(rd)
     return view
+
+
+UNSET = ("unset",)  # the stand-in of a setting a config does not have
+SHOWN_VALUES = 3  # healthy values named per setting
+
+
+def _config_of(rv: RunView) -> dict[str, Any] | None:
+    row = rv.run.row if rv.run is not None else None
+    config = row.get("config") if row is not None else None
+    return config if isinstance(config, dict) else None
+
+
+def _differing_settings(view: RunDirView) -> None:
+    """For each failed run of a sweep, the settings of its ledger config that no run without a failed check
+    used (of the same role where that role has such runs, else of the sweep): what differed between the
+    collapsed runs and the healthy ones, shown in a column of its own. Nothing where no run is healthy."""
+    configs = {rv.name: c for rv in view.runs if (c := _config_of(rv)) is not None}
+    healthy = [rv for rv in view.runs if not rv.failures and rv.name in configs]
+    failed = [rv for rv in view.runs if rv.failures and rv.name in configs]
+    if not healthy or not failed:
+        return
+    keys = sorted({k for c in configs.values() for k in c})
+
+    def role(rv: RunView) -> str:
+        row = rv.run.row if rv.run is not None else None
+        return str(row.get("role") if row is not None else "")
+
+    seen: dict[str, dict[str, dict[Any, str]]] = {}  # role ("" for all) -> setting -> {stand-in: value shown}
+    for rv in healthy:
+        config = configs[rv.name]
+        for group in (role(rv), ""):
+            by_key = seen.setdefault(group, {})
+            for k in keys:
+                value = (knob_key(config[k]), show(config[k])) if k in config else (UNSET, "unset")
+                by_key.setdefault(k, {}).setdefault(value[0], value[1])
+    for rv in failed:
+        config = configs[rv.name]
+        ref = seen.get(role(rv)) or seen[""]
+        for k in keys:
+            stand_in, shown = (knob_key(config[k]), show(config[k])) if k in config else (UNSET, "unset")
+            if stand_in not in ref[k]:
+                rv.differs.append((k, shown, list(ref[k].values())[:SHOWN_VALUES]))
+    view.differs_column = any(rv.differs for rv in view.runs)
 
 
 def _finite_range(series: list[Series]) -> tuple[float, float] | None:

@@ -255,6 +255,11 @@ def add_report_options(group: Any, parser: Any) -> None:
         help="write a Markdown summary (one table, failures first) here, e.g. for $GITHUB_STEP_SUMMARY",
     )
     parser.addini("runhealth_html", "path of the HTML run-health page", default="")
+    parser.addini(
+        "runhealth_progress_every",
+        "seconds between progress lines on stderr (runs judged, ETA) when it is a terminal; 0: none",
+        default="10",
+    )
     parser.addini("runhealth_markdown", "path of the Markdown run-health summary", default="")
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -211,13 +212,19 @@ _PATH_OPTIONS = frozenset(
 
 def _our_value_options() -> frozenset[str]:
     """This plugin's options that take a value (recorded from options.add_all)."""
+    return plugin_options(value_only=True)
+
+
+def plugin_options(value_only: bool = False) -> frozenset[str]:
+    """This plugin's options (recorded from options.add_all): those that take a value, or all of them."""
     from . import options
 
     names: set[str] = set()
 
     class _Group:
         def addoption(self, *opt: str, **attrs: object) -> None:
-            if attrs.get("action") in (None, "store", "append") and attrs.get("nargs") != "?":
+            takes_value = attrs.get("action") in (None, "store", "append") and attrs.get("nargs") != "?"
+            if takes_value or not value_only:
                 names.update(opt)
 
         def addini(self, *args: object, **kwargs: object) -> None:
@@ -374,10 +381,11 @@ def check_main(argv: list[str]) -> int:
         return safe_session(argv, Path(tmp))
 
 
-def safe_session(argv: list[str], tmp: Path) -> int:
+def safe_session(argv: list[str], tmp: Path, plugins: Sequence[object] = ()) -> int:
     """``pytest.main`` for the argv of ``check`` (run dirs and options), run
     as :func:`check_args` builds it from an empty folder under ``tmp``; the
-    watch runs its sessions this way too."""
+    watch and the Python API (``api.py``, which may add ``plugins``: a pack's
+    module, check functions) run their sessions this way too."""
     project_config = NO_PROJECT_CONFIG not in argv
     run_dirs, rest = split_check_args([a for a in argv if a != NO_PROJECT_CONFIG])
     cwd = Path.cwd()
@@ -386,6 +394,6 @@ def safe_session(argv: list[str], tmp: Path) -> int:
     args = check_args(run_dirs, rest, cwd, tmp, project_config)
     os.chdir(session_dir)  # pytest's invocation dir: an empty folder, no test* folder, no conftest.py
     try:
-        return int(pytest.main(args))
+        return int(pytest.main(args, plugins=list(plugins)))
     finally:
         os.chdir(cwd)

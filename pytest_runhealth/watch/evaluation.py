@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .trainer import Tick
+from .trainer import Tick, label_of
 
 
 class ServerRequestWatch:
@@ -72,7 +72,7 @@ class HarvestWatch:
 
     def __init__(self, path: Path, label: str | None = None) -> None:
         self.path = Path(path)
-        self.label = label or self.path.name
+        self.label = label or label_of(self.path)
         self.signature: tuple | None = None
         self.bytes_read = 0
         self.ended = False

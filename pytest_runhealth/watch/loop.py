@@ -35,6 +35,7 @@ from .verdicts import VerdictRunner, Verdicts, describe, transitions
 DEFAULT_EVERY_S = 60.0  # trainer runs and sweeps (the trainer runbook's status interval)
 DEFAULT_EVERY_EVAL_S = 10.0  # evaluation requests (the triage runbook's poll cadence)
 QUIET_VERDICT_TICKS = 10  # quiet for this many ticks: run the checks anyway (stall and budget rules need time)
+DEFAULT_WAIT_S = 3600.0  # without --timeout: how long a run dir that vanished after the start is waited for
 EXIT_OK, EXIT_FAILED, EXIT_WEDGED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 3, 4, 130
 
 # pytest options the watch forwards to the verdict sessions, with a value each.
@@ -55,8 +56,20 @@ class UsageError(Exception):
     pass
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that remembers the long options it was given (to name a mistyped one)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.long_options: list[str] = []  # before argparse adds --help
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        self.long_options += [a for a in args if isinstance(a, str) and a.startswith("--")]
+        return super().add_argument(*args, **kwargs)
+
+
+def build_parser() -> _Parser:
+    p = _Parser(
         prog="pytest-runhealth watch",
         description="watch runs while they train; print only on change",
         epilog="Other pytest options go to the checks: --lmstudio-url URL, --orchestrator-url URL, "
@@ -80,9 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout",
         type=float,
-        default=3600.0,
+        default=None,
         metavar="S",
-        help="how long to wait for a run dir that does not exist yet (default 3600)",
+        help="wait up to S seconds for a run dir that does not exist yet (a launch pending); without it, a "
+        "RUN_DIR that does not exist is a usage error",
     )
     p.add_argument(
         "--verdict-every",
@@ -126,10 +140,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         argv, tail = argv[:cut], argv[cut + 1 :]
     else:
         tail = []
-    args, unknown = build_parser().parse_known_args(argv)
-    bad = [u for u in unknown if not u.startswith("-")]
-    if bad:
-        raise UsageError(f"unexpected argument {bad[0]!r} (pytest options with a value: write --opt=value)")
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    own = [o for o in parser.long_options if o not in PASS_VALUE]
+    _refuse_unknown(unknown, own)
     passthrough = list(unknown)
     for opt in PASS_VALUE:
         for value in getattr(args, "pass_" + opt.lstrip("-").replace("-", "_")):
@@ -144,7 +158,43 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("nothing to watch: give RUN_DIR or --eval-server URL --eval-request ID")
     if args.every is not None and args.every <= 0:
         raise UsageError("--every must be a positive number of seconds")
+    if args.timeout is None:  # no launch pending: a path that is not there is a typo, not a run to wait for
+        for given in args.run_dirs:
+            path = Path(given)
+            if not path.is_dir():
+                what = "is not a folder" if path.exists() else "does not exist"
+                raise UsageError(
+                    f"{given} {what} (to wait for a run about to be launched there, give --timeout SECONDS)"
+                )
+        args.timeout = DEFAULT_WAIT_S
     return args, passthrough + tail
+
+
+def _refuse_unknown(unknown: list[str], own: list[str]) -> None:
+    """Options the watch does not know go to the checks' pytest sessions; a mistyped option of the watch's own
+    (``--evrey 5``, ``--evrey=5``) is named as such, not as an "unexpected argument '5'", and so is a mistyped
+    plugin option followed by a value. A plugin option the watch passes on is never refused."""
+    import difflib
+
+    from ..settings.trust_boundary import plugin_options
+
+    known = plugin_options()
+    for i, word in enumerate(unknown):
+        name = word.split("=", 1)[0]
+        if word.startswith("--") and name not in known:
+            close = difflib.get_close_matches(name, own, n=1, cutoff=0.8)
+            if close:
+                raise UsageError(f"unknown option {name!r} (did you mean {close[0]}?)")
+        elif not word.startswith("-"):
+            before = unknown[i - 1] if i else ""
+            if before.startswith("-") and "=" not in before:
+                close = [] if before in known else difflib.get_close_matches(before, [*own, *known], n=1, cutoff=0.8)
+                if close:
+                    raise UsageError(f"unknown option {before!r} (did you mean {close[0]}?)")
+                raise UsageError(
+                    f"unknown option {before!r} (pytest options the checks take with a value: write {before}=VALUE)"
+                )
+            raise UsageError(f"unexpected argument {word!r} (pytest options with a value: write --opt=value)")
 
 
 class Watch:

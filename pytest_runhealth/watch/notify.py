@@ -1,8 +1,11 @@
 """Notifications: each change the watch prints, also sent elsewhere.
 
 ``--notify URL`` posts ``{"text": message}`` (Slack and Discord incoming
-webhooks accept that body); ``--notify-command CMD`` runs CMD with the
-message on stdin (``notify-send``, ntfy, mail). Every message is redacted
+webhooks accept that body); ``--notify-command CMD`` runs CMD through the
+shell (``/bin/sh -c CMD``: pipes, redirections and quotes work as typed,
+``cat >> notes.txt``) with the message on stdin, ending in a newline
+(``notify-send``, ntfy, mail). The command is the user's own, from the
+command line, never from a run dir. Every message is redacted
 first, like all evidence. Sending happens on one background thread with a
 short timeout and a bounded queue: a hung, slow or failing endpoint costs
 the watch nothing, never blocks a tick and never ends the watch; failures
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import json
 import queue
-import shlex
 import subprocess
 import sys
 import threading
@@ -148,8 +150,9 @@ class Notifier:
 
     def _run(self, cmd: str, msg: str) -> None:
         proc = subprocess.run(
-            shlex.split(cmd),
-            input=msg.encode(),
+            cmd,
+            shell=True,  # the user's own command line, as typed (docs/watching.md)
+            input=(msg + "\n").encode(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             timeout=self.timeout_s * 2,
@@ -174,4 +177,4 @@ def _where(target: str) -> str:
     parts = urlsplit(target)
     if parts.scheme in ("http", "https"):
         return f"{parts.scheme}://{parts.hostname}{':' + str(parts.port) if parts.port else ''}/..."
-    return redact(shlex.split(target)[0] if target.strip() else target)
+    return redact(target.split()[0] if target.strip() else target)  # a command by its first word

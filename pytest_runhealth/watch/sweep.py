@@ -14,7 +14,7 @@ from pathlib import Path
 from ..features.status import pid_alive
 from ..readers.rundir import Run, RunDir
 from .tail import LedgerTailer
-from .trainer import Tick, TrainerWatch
+from .trainer import Tick, TrainerWatch, label_of
 
 # Where an orchestrator's GET /api/session may say how many runs the session
 # plans (the dashboard's "5/9"); the completed count is RH109's reader.
@@ -47,7 +47,7 @@ def _number(value) -> float | None:
 class SweepWatch:
     def __init__(self, path: Path, label: str | None = None, orchestrator_url: str | None = None) -> None:
         self.path = Path(path)
-        self.label = label or self.path.name
+        self.label = label or label_of(self.path)
         self.orchestrator_url = orchestrator_url
         self.planned: int | None = None
         self.ledger = LedgerTailer(self.path / "ledger.jsonl")

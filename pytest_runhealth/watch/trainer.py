@@ -10,6 +10,7 @@ first block is drawn by ``status.render``, the runbook's format."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,13 @@ from ..readers.rootcause import RootCause
 from ..readers.rootcause import diagnose as classify
 from ..readers.rundir import Run, RunDir
 from .tail import EventsTailer, LogTailer
+
+
+def label_of(path: Path) -> str:
+    """A watched folder's name as every line says it: the folder's own name, also for ``.`` or ``..``
+    (``cd RUN && pytest-runhealth watch .`` says ``RUN: running``, not ``: running``)."""
+    return os.path.basename(os.path.abspath(path)) or str(path)
+
 
 TAIL_POINTS = 64
 MILESTONES = 10  # a line each time the step crosses another tenth of the plan
@@ -51,7 +59,7 @@ class Tick:
 class TrainerWatch:
     def __init__(self, path: Path, label: str | None = None, run: Run | None = None) -> None:
         self.path = Path(path)
-        self.label = label or self.path.name
+        self.label = label or label_of(self.path)
         self._run = run  # a sweep's run (its ledger row); None: the run dir is the run
         self.log: LogTailer | None = None
         self.events = EventsTailer()

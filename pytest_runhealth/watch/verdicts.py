@@ -166,10 +166,15 @@ class VerdictRunner:
         return out
 
 
+NEWS = ("failed", "error", "warned")  # an outcome worth a line when a result enters or leaves it
+
+
 def transitions(before: Verdicts | None, after: Verdicts) -> list[tuple[Result, str | None]]:
-    """(result, its previous outcome) for every result whose outcome changed;
-    on the first verdict, only the failures (the status block says the rest).
-    After-run checks are left to the end of the watch."""
+    """(result, its previous outcome) for every result whose outcome changed
+    into or out of a failure (``passed -> skipped``, a check that stopped
+    applying as the run went on, is no news); on the first verdict, only the
+    failures (the status block says the rest). After-run checks are left to
+    the end of the watch."""
     out: list[tuple[Result, str | None]] = []
     for nodeid, res in after.results.items():
         if res.check in AFTER_RUN_CHECKS:
@@ -178,7 +183,7 @@ def transitions(before: Verdicts | None, after: Verdicts) -> list[tuple[Result, 
         if prev is None:
             if res.bad:
                 out.append((res, None))
-        elif prev.outcome != res.outcome:
+        elif prev.outcome != res.outcome and (prev.outcome in NEWS or res.outcome in NEWS):
             out.append((res, prev.outcome))
     return out
 
