@@ -262,8 +262,10 @@ class RunDir:
     ) -> None:
         self.path = Path(path).absolute()
         # The session's sizes (safeio.FirstSizes): every reader of this run dir is handed them, so a file is read
-        # up to the size it had when the session first opened it. None outside a session (the watch).
-        self.sizes = sizes
+        # up to the size it had when the session first opened it (outside a session, the watch: as it is), and
+        # only inside this run dir and its launch folder: a link out is refused at open, by any name (issue 48).
+        roots = (self.path,) if launch is None else (self.path, launch.folder)
+        self.sizes = (sizes if sizes is not None else FirstSizes.uncapped()).within(*roots)
         self.launch = launch  # the launch folder's console log, when discovery found one above this run
         self.name = shown_name(label or self.path.name or str(self.path))  # on one line, as every output shows it
         self._store: dict[Any, Any] = {}
