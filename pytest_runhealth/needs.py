@@ -3,6 +3,7 @@ skipped with a sentence saying what was looked for and where."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ def _ledger(t: Target) -> str | None:
     rd = t.run_dir
     there = rd._store.get(_LEDGER_KEY)
     if there is None:
-        there = rd.cached(_LEDGER_KEY, lambda: rd.ledger_path.exists() or rd.ledger_path.is_symlink())
+        there = rd.cached(_LEDGER_KEY, lambda: os.path.exists(rd.ledger_path) or os.path.islink(rd.ledger_path))
     return None if there else f"no ledger.jsonl in {t.run_dir.path}"
 
 
@@ -65,7 +66,7 @@ def _checkpoints(t: Target) -> str | None:
 
 def _config(t: Target) -> str | None:
     p = t.run_dir.path / "config.yaml"
-    return None if p.is_file() else f"no config.yaml in {t.run_dir.path}"
+    return None if os.path.isfile(p) else f"no config.yaml in {t.run_dir.path}"
 
 
 def _harvest(t: Target) -> str | None:

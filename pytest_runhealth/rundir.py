@@ -34,7 +34,7 @@ ROUND_FILES = ("experience_request.json", "round.json")
 
 def is_round_folder(folder: Path) -> bool:
     """An evaluation round: a folder holding the request or round it was harvested from."""
-    return any((folder / name).is_file() for name in ROUND_FILES)
+    return any(os.path.isfile(folder / name) for name in ROUND_FILES)
 
 
 def round_folders(root: Path) -> list[Path]:
@@ -105,9 +105,9 @@ def walk(
                     target = outside_link(root, path)
                     if target is not None:
                         out.outside_links.append((path, target))
-                    elif not path.exists():
+                    elif not os.path.exists(path):
                         out.broken_links.append(path)
-                    elif path.is_file():
+                    elif os.path.isfile(path):
                         out.files.append(path)
                     continue
                 if entry.is_dir(follow_symlinks=False):
@@ -168,7 +168,7 @@ class Run:
     def files(self) -> list[Path]:
         if self.path == self.run_dir.path:
             return self.run_dir.walk.files
-        return walk(self.path).files if self.has_folder and self.path.is_dir() else []
+        return walk(self.path).files if self.has_folder and os.path.isdir(self.path) else []
 
     @cached_property
     def _logs(self) -> list[Path]:
@@ -220,7 +220,7 @@ class Run:
         reported by the walk, not read)."""
         try:
             if entry.is_symlink():
-                return outside_link(self.run_dir.path, Path(entry.path)) is None and Path(entry.path).is_file()
+                return outside_link(self.run_dir.path, Path(entry.path)) is None and os.path.isfile(entry.path)
             return entry.is_file(follow_symlinks=False)
         except OSError:
             return False
@@ -291,7 +291,7 @@ class RunDir:
 
     @property
     def exists(self) -> bool:
-        return self.path.is_dir()
+        return os.path.isdir(self.path)
 
     @cached_property
     def walk(self) -> Walk:
@@ -313,9 +313,9 @@ class RunDir:
         except Exception:  # a reader that crashed while classifying: the checks name the file (unreadable)
             kind = None
         # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
-        if self.ledger_path.exists() or ((p / "runs").is_dir() and kind != layouts.HF_TRAINER):
+        if os.path.exists(self.ledger_path) or (os.path.isdir(p / "runs") and kind != layouts.HF_TRAINER):
             found.append("sweep")
-        if (p / "config.yaml").is_file() and ((p / "logs").is_dir() or (p / "outputs").is_dir()):
+        if os.path.isfile(p / "config.yaml") and (os.path.isdir(p / "logs") or os.path.isdir(p / "outputs")):
             found.append("trainer")
         # A Trainer output dir's final model.safetensors / adapter_model.safetensors is not a kohya LoRA.
         if kind != layouts.HF_TRAINER and any(
@@ -323,7 +323,7 @@ class RunDir:
             for f in self._top_files()
         ):
             found.append("kohya")
-        if (p / "rounds").is_dir() or round_folders(p):  # one round, rounds/<name>/, or a folder of round folders
+        if os.path.isdir(p / "rounds") or round_folders(p):  # one round, rounds/<name>/, or a folder of round folders
             found.append("harvest")
         if kind is not None:
             found.append(kind)
@@ -342,7 +342,7 @@ class RunDir:
 
     @cached_property
     def ledger(self) -> Ledger | None:
-        if not self.ledger_path.exists() and not self.ledger_path.is_symlink():
+        if not os.path.exists(self.ledger_path) and not os.path.islink(self.ledger_path):
             return None
         return read_ledger(self.ledger_path, sizes=self.sizes)
 
@@ -426,7 +426,7 @@ class RunDir:
         from .workspace import read_workspace_config
 
         path = self.path / "config.yaml"
-        if not path.exists():
+        if not os.path.exists(path):
             return None
         return self.cached(("config.yaml", path), lambda: read_workspace_config(path, self.sizes))
 

@@ -4,6 +4,7 @@ save folders."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def resume_pair(ctx):
     if isinstance(target, str) and target.strip() and "://" not in target:
         path = cfg.resolve_path(target)
         line = cfg.line_of("model.load_checkpoint") if hasattr(cfg, "line_of") else None
-        if not path.exists():
+        if not os.path.exists(path):
             problems.append(
                 (
                     "load-checkpoint-missing",
@@ -48,7 +49,7 @@ def resume_pair(ctx):
                     ctx.evidence(cfg.path, line, f"load_checkpoint: {target}"),
                 )
             )
-        elif path.is_file() and not cfg.get("checkpoints.no_resume"):
+        elif os.path.isfile(path) and not cfg.get("checkpoints.no_resume"):
             m = re.search(r"step_(\d+)\.safetensors$", path.name)
             if m and not (path.parent / f"training_state_step_{int(m.group(1)):05d}.pt").exists():
                 problems.append(
@@ -67,11 +68,11 @@ def resume_pair(ctx):
         state = newest.state_path()
         if state_mode in ("off", False):
             note = f"checkpoints.save_training_state is {state_mode!r}: no resume state is expected"
-        elif not state.exists():
+        elif not os.path.exists(state):
             tmp = state.with_name(state.name + ".tmp")
-            older = [c for c in ltx if c is not newest and c.state_path().exists()]
+            older = [c for c in ltx if c is not newest and os.path.exists(c.state_path())]
             detail = f"the newest checkpoint {ctx.run_dir.rel(newest.path)} has no {state.name} beside it"
-            if tmp.exists():
+            if os.path.exists(tmp):
                 detail += f" ({tmp.name} exists: the state was being written when the run stopped)"
             if older:
                 detail += f"; the newest resumable pair is step {max(c.step for c in older)}"
@@ -83,9 +84,9 @@ def resume_pair(ctx):
                 )
             )
     kohya = [c for c in ckpts if c.trainer == "kohya"]
-    if kohya and any(c.state_path().is_dir() for c in kohya):
+    if kohya and any(os.path.isdir(c.state_path()) for c in kohya):
         newest = latest(kohya)
-        if not newest.state_path().is_dir():
+        if not os.path.isdir(newest.state_path()):
             problems.append(
                 (
                     "resume-state-missing",
