@@ -7,6 +7,7 @@ import gc
 import json
 import math
 import os
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from .runids import NAME_MAX, PATHLIKE, RunIds, unusable_run_id
-from .safeio import FirstSizes, open_readonly
+from .safeio import Changed, FirstSizes, open_readonly, transcoded
 
 try:  # optional speed-up, same results (see _read_ledger)
     from orjson import dumps as _fast_dumps
@@ -120,26 +121,58 @@ _GONE = object()
 
 class _RowSource:
     """Where rows that dropped containers are decoded again: the ledger file, read at a row's offset. The
-    last few rows decoded are kept (quoting one row reads several of its fields)."""
+    last few rows decoded are kept (quoting one row reads several of its fields).
 
-    __slots__ = ("path", "sizes", "recent")
+    A row is decoded again only from the file the first pass read, holding the same bytes there: the file's
+    device and inode and its size at the first pass (``first``, set by the reader) and each row's CRC-32 are
+    checked on every re-read. A ledger replaced, cut or rewritten during the session raises
+    :class:`safeio.Changed` naming the file and the line (the check that met it fails with cause
+    ``unreadable``), never a row other than the one the first pass validated (issue 48: a truncated ledger
+    turned 150 failed runs into 0). Appending is no change: rows are read up to the first pass's size."""
+
+    __slots__ = ("path", "sizes", "recent", "first")
 
     def __init__(self, path: Path, sizes: FirstSizes | None) -> None:
         self.path, self.sizes = path, sizes
         self.recent: dict[int, dict[str, Any]] = {}
+        self.first: tuple[int, int, int] | None = None  # (st_dev, st_ino, st_size) when the first pass opened it
 
-    def decode(self, offset: int, size: int, slim: dict[str, Any]) -> dict[str, Any]:
-        """The row at ``offset`` as first decoded; ``slim`` (what the checks judged) when the file no longer
-        holds that row there (rewritten since, or unreadable)."""
+    def open(self):
+        """The ledger file opened again, or :class:`safeio.Changed` when it is no longer the file the first pass
+        read (another inode: replaced; shorter: cut)."""
+        fh = open_readonly(self.path, sizes=self.sizes)
+        if self.first is not None:
+            st = os.fstat(fh.fileno())
+            dev, ino, size = self.first
+            why = None
+            if (st.st_dev, st.st_ino) != (dev, ino):
+                why = "replaced by another file"
+            elif st.st_size < size:
+                why = f"cut from {size:,} to {st.st_size:,} bytes"
+            if why is not None:
+                fh.close()
+                raise Changed(self.path, f"{why} since the session first read it: its rows are not read again")
+        return fh
+
+    def same_line(self, data: bytes, crc: int, line: int) -> None:
+        """:class:`safeio.Changed` unless ``data`` is the line the first pass read (its CRC-32)."""
+        if zlib.crc32(data) != crc:
+            raise Changed(
+                self.path, f"line {line} was rewritten since the session first read it: its row is not read again"
+            )
+
+    def decode(self, offset: int, size: int, slim: dict[str, Any], crc: int, line: int) -> dict[str, Any]:
+        """The row at ``offset`` as first decoded (:class:`safeio.Changed` when the file no longer holds it)."""
         got = self.recent.get(offset)
         if got is not None:
             return got
+        with self.open() as fh:
+            fh.seek(offset)
+            data = fh.read(size)
+        self.same_line(data, crc, line)
         try:
-            with open_readonly(self.path, sizes=self.sizes) as fh:
-                fh.seek(offset)
-                line = fh.read(size)
-            raw = _decode(line) if len(line) == size else None
-        except (OSError, ValueError, RecursionError):
+            raw = _decode(data)
+        except (ValueError, RecursionError):
             raw = None
         if raw.__class__ is not dict or not slim.keys() <= raw.keys():  # type: ignore[union-attr]
             return slim
@@ -168,7 +201,7 @@ def may_mention(rows: list[LedgerRow] | SpilledRows, needle: str) -> bool:
         left = last._offset + last._size - begin  # the rows' lines only, not the file's rest
     want, tail = needle.encode(), b""
     try:
-        with open_readonly(src.path, sizes=src.sizes) as fh:
+        with src.open() as fh:
             fh.seek(begin)
             while left > 0 and (chunk := fh.read(min(left, 8 << 20))):
                 left -= len(chunk)
@@ -205,7 +238,7 @@ class LedgerRow:
     (a judge report is most of a row's memory, ~4 kB of its ~5 kB); ``raw``
     is the whole row, decoded again from the file where ``slim`` lacks some."""
 
-    __slots__ = ("line", "slim", "fields", "run_id", "_src", "_offset", "_size")
+    __slots__ = ("line", "slim", "fields", "run_id", "_src", "_offset", "_size", "_crc")
 
     def __init__(self, line: int, raw: dict[str, Any], fields: dict[str, str]) -> None:
         self.line = line
@@ -222,7 +255,7 @@ class LedgerRow:
     @property
     def raw(self) -> dict[str, Any]:
         src = self._src
-        return self.slim if src is None else src.decode(self._offset, self._size, self.slim)
+        return self.slim if src is None else src.decode(self._offset, self._size, self.slim, self._crc, self.line)
 
     def get(self, name: str, default: Any = None) -> Any:
         # An absent field maps to None, never a JSON key: the lookup needs no branch (it is made ~20 times per row).
@@ -232,13 +265,13 @@ class LedgerRow:
             return default if key is None or self._src is None else self.raw.get(key, default)
         return value
 
-    def _slim_down(self, heavy: tuple[str, ...], src: _RowSource, offset: int, size: int) -> None:
+    def _slim_down(self, heavy: tuple[str, ...], src: _RowSource, offset: int, size: int, crc: int) -> None:
         raw = self.slim
         for key in heavy:
             value = raw[key]
             if (value.__class__ is dict or value.__class__ is list) and value:
                 del raw[key]
-                self._src, self._offset, self._size = src, offset, size
+                self._src, self._offset, self._size, self._crc = src, offset, size, crc
 
     @property
     def text(self) -> str:
@@ -251,7 +284,7 @@ class SpilledRows(Sequence[LedgerRow]):
     kept (the last few asked for are). Iterating reads the rows' lines in order, 8 MiB at a time. A row whose line
     no longer decodes to an object (the file was rewritten since) keeps only its run id."""
 
-    __slots__ = ("source", "lines", "offsets", "sizes", "ids", "_shapes", "_recent")
+    __slots__ = ("source", "lines", "offsets", "sizes", "crcs", "ids", "_shapes", "_recent")
 
     BLOCK = 8 << 20
 
@@ -260,14 +293,16 @@ class SpilledRows(Sequence[LedgerRow]):
         self.lines = array("q")
         self.offsets = array("q")
         self.sizes = array("i")
+        self.crcs = array("I")  # each row's CRC-32: a row decoded again is the row the first pass validated
         self.ids = RunIds()
         self._shapes = shapes
         self._recent: dict[int, LedgerRow] = {}
 
-    def add(self, line: int, offset: int, size: int, rid: str) -> None:
+    def add(self, line: int, offset: int, size: int, rid: str, crc: int) -> None:
         self.lines.append(line)
         self.offsets.append(offset)
         self.sizes.append(size)
+        self.crcs.append(crc)
         self.ids.append(rid)
 
     def __len__(self) -> int:
@@ -307,10 +342,7 @@ class SpilledRows(Sequence[LedgerRow]):
         in the file cost one read (the bytes between them too), and a row on its own costs its line."""
         offsets, sizes, block = self.offsets, self.sizes, self.BLOCK
         want = indices if isinstance(indices, Sequence) else list(indices)
-        try:
-            fh = open_readonly(self.source.path, sizes=self.source.sizes)
-        except OSError:
-            fh = None
+        fh = self.source.open()  # the file the first pass read, or safeio.Changed: never other rows
         try:
             pos, n = 0, len(want)
             while pos < n:
@@ -322,27 +354,22 @@ class SpilledRows(Sequence[LedgerRow]):
                     if j <= want[stop - 1] or offsets[j] + sizes[j] - start > block:
                         break
                     end, stop = offsets[j] + sizes[j], stop + 1
-                data = b""
-                if fh is not None:
-                    try:
-                        fh.seek(start)
-                        data = fh.read(end - start)
-                    except OSError:
-                        data = b""
+                fh.seek(start)
+                data = fh.read(end - start)
                 for k in range(pos, stop):
                     i = want[k]
                     at = offsets[i] - start
                     yield self._make(i, data[at : at + sizes[i]])
                 pos = stop
         finally:
-            if fh is not None:
-                fh.close()
+            fh.close()
 
     def pick(self, indices: Sequence[int]) -> RowsAt:
         return RowsAt(self, indices)
 
     def _make(self, i: int, text: bytes) -> LedgerRow:
-        line, offset, size = self.lines[i], self.offsets[i], self.sizes[i]
+        line, offset, size, crc = self.lines[i], self.offsets[i], self.sizes[i], self.crcs[i]
+        self.source.same_line(text, crc, line)  # the bytes the first pass validated, or safeio.Changed
         try:
             raw = _decode(text) if len(text) == size else None
         except (ValueError, RecursionError):
@@ -355,7 +382,7 @@ class SpilledRows(Sequence[LedgerRow]):
             shape = self._shapes[frozen] = _Shape(frozen)
         row = LedgerRow(line, raw, shape.fields)  # type: ignore[arg-type]
         if shape.heavy:
-            row._slim_down(shape.heavy, self.source, offset, size)
+            row._slim_down(shape.heavy, self.source, offset, size, crc)
         return row
 
 
@@ -560,7 +587,7 @@ def _read_ledger(
     rows: list[LedgerRow] = []
     ledger.rows = rows
     spill: SpilledRows | None = None  # past KEEP_ROWS rows: every row as its place in the file
-    kept_at, kept_size = array("q"), array("i")  # each kept row's offset and size, for the switch to SpilledRows
+    kept_at, kept_size, kept_crc = array("q"), array("i"), array("I")  # each kept row's place, for SpilledRows
     count = 0  # rows so far
     spilled_from = 0  # the index of the last row kept as an object (its repeated run ids are reported already)
     problems = ledger.problems
@@ -572,6 +599,10 @@ def _read_ledger(
     last_keys: tuple = ()
     shape: _Shape | None = None
     source = _RowSource(path, sizes)
+    if not transcoded(fh):  # a UTF-16 ledger is read as a copy made at each open: its rows' CRCs still hold
+        first = os.fstat(fh.fileno())
+        source.first = (first.st_dev, first.st_ino, first.st_size)
+    crc32 = zlib.crc32
     fast_loads = _fast_loads
     pathlike = PATHLIKE.search
     resume_at, resume_line = start, first_line
@@ -675,22 +706,24 @@ def _read_ledger(
                         )
                         continue
                 count += 1
+                crc = crc32(line)
                 if spill is not None:  # repeated run ids are found once the whole ledger is read
-                    spill.add(lineno, offset, len(line), rid)
+                    spill.add(lineno, offset, len(line), rid, crc)
                     continue
                 first = seen.setdefault(rid, lineno)
                 if first != lineno:
                     problems.append(_repeated(row, first))
                 if shape.heavy:
-                    row._slim_down(shape.heavy, source, offset, len(line))
+                    row._slim_down(shape.heavy, source, offset, len(line), crc)
                 rows.append(row)
                 kept_at.append(offset)
                 kept_size.append(len(line))
+                kept_crc.append(crc)
                 if count > KEEP_ROWS or (count == SIZE_UP_AT and _longer_than_kept(fh, start, resume_at, count)):
                     spill, spilled_from = SpilledRows(source, shapes), count - 1
-                    for kept, at, size in zip(rows, kept_at, kept_size):
-                        spill.add(kept.line, at, size, kept.run_id)
-                    rows, seen, kept_at, kept_size = [], {}, array("q"), array("i")
+                    for kept, at, size, kept_sum in zip(rows, kept_at, kept_size, kept_crc):
+                        spill.add(kept.line, at, size, kept.run_id, kept_sum)
+                    rows, seen, kept_at, kept_size, kept_crc = [], {}, array("q"), array("i"), array("I")
                     ledger.rows = spill
             else:
                 continue

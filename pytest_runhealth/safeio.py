@@ -79,6 +79,14 @@ class LinkOut(OSError):
         self.target = target
 
 
+class Changed(OSError):
+    """A file that is no longer what the session first read (replaced, cut, rewritten) where a reader reads it
+    again: a finding naming the file (cause ``unreadable``), never a silent change of what was judged."""
+
+    def __init__(self, path: str | os.PathLike, why: str) -> None:
+        super().__init__(errno.ESTALE, why, str(path))
+
+
 def inside_roots(real: str, roots: tuple[str, ...]) -> bool:
     """Whether the real path ``real`` is one of ``roots`` (each ending in a separator) or below one."""
     with_sep = os.path.join(real, "")
@@ -280,7 +288,13 @@ def _transcoded(fd: int, kind: str, limit: int) -> BinaryIO:
         out.write(text.encode("utf-8"))
     out.write(decoder.decode(b"", final=True).encode("utf-8"))
     out.seek(0)
+    out.transcoded = True  # type: ignore[attr-defined]  # a copy: its device and inode are not the file's
     return out  # type: ignore[return-value]
+
+
+def transcoded(fh: BinaryIO) -> bool:
+    """Whether ``fh`` is the UTF-8 copy of a UTF-16 file (:func:`open_readonly`), not the file itself."""
+    return getattr(fh, "transcoded", False) is True
 
 
 def read_tail(path: str | os.PathLike, nbytes: int, sizes: FirstSizes | None = None) -> tuple[bytes, int]:

@@ -31,11 +31,12 @@ import pytest
 from .. import consequences, severity
 from ..context import CheckContext
 from ..finding import Finding
+from ..reading import Unreadable
 from ..registry import CheckSpec, spec_of
 from ..session import RunHealthSession
 from ..status import run_status
 from ..target import Target
-from .call_check import call_check, normalise, skip_reason
+from .call_check import call_check, normalise, skip_reason, unreadable
 from .judge_chunk import judge_runs
 
 # A check's own pytest.fail/xfail ends its own item, not its run's other checks.
@@ -190,7 +191,18 @@ def judge_pass(
     thresholds = {spec.id: state.settings.thresholds_for(spec) for spec in specs}
     out: dict[str, Verdict] = {}
     if target.batch is not None:
-        tallies = judge_runs(specs, target, thresholds, config, fixtures, state, on_run_dir)
+        try:
+            tallies = judge_runs(specs, target, thresholds, config, fixtures, state, on_run_dir)
+        except OSError as exc:
+            if exc.filename is None:
+                raise
+            # What the chunk's runs are read from could not be read again (a ledger changed under the session:
+            # safeio.Changed): every check of the chunk says so, naming the file, never a verdict on other rows.
+            why = Unreadable(exc.filename, exc.strerror or str(exc))
+            for spec in specs:
+                ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
+                out[spec.id] = Verdict(finding=unreadable(ctx, why))
+            return out
         for spec in specs:
             ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
             out[spec.id] = _outcome(partial(tallies[spec.id].finding, ctx))
