@@ -15,8 +15,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, overload
 
+from .ledger_source import RowSource, decode_row
 from .runids import NAME_MAX, PATHLIKE, RunIds, unusable_run_id
-from .safeio import Changed, FirstSizes, open_readonly, transcoded
+from .safeio import FirstSizes, open_readonly, transcoded
 
 try:  # optional speed-up, same results (see _read_ledger)
     from orjson import dumps as _fast_dumps
@@ -119,69 +120,6 @@ KEPT = frozenset(ALIASES) - {"judge_report", "score_components"}
 _GONE = object()
 
 
-class _RowSource:
-    """Where rows that dropped containers are decoded again: the ledger file, read at a row's offset. The
-    last few rows decoded are kept (quoting one row reads several of its fields).
-
-    A row is decoded again only from the file the first pass read, holding the same bytes there: the file's
-    device and inode and its size at the first pass (``first``, set by the reader) and each row's CRC-32 are
-    checked on every re-read. A ledger replaced, cut or rewritten during the session raises
-    :class:`safeio.Changed` naming the file and the line (the check that met it fails with cause
-    ``unreadable``), never a row other than the one the first pass validated (issue 48: a truncated ledger
-    turned 150 failed runs into 0). Appending is no change: rows are read up to the first pass's size."""
-
-    __slots__ = ("path", "sizes", "recent", "first")
-
-    def __init__(self, path: Path, sizes: FirstSizes | None) -> None:
-        self.path, self.sizes = path, sizes
-        self.recent: dict[int, dict[str, Any]] = {}
-        self.first: tuple[int, int, int] | None = None  # (st_dev, st_ino, st_size) when the first pass opened it
-
-    def open(self):
-        """The ledger file opened again, or :class:`safeio.Changed` when it is no longer the file the first pass
-        read (another inode: replaced; shorter: cut)."""
-        fh = open_readonly(self.path, sizes=self.sizes)
-        if self.first is not None:
-            st = os.fstat(fh.fileno())
-            dev, ino, size = self.first
-            why = None
-            if (st.st_dev, st.st_ino) != (dev, ino):
-                why = "replaced by another file"
-            elif st.st_size < size:
-                why = f"cut from {size:,} to {st.st_size:,} bytes"
-            if why is not None:
-                fh.close()
-                raise Changed(self.path, f"{why} since the session first read it: its rows are not read again")
-        return fh
-
-    def same_line(self, data: bytes, crc: int, line: int) -> None:
-        """:class:`safeio.Changed` unless ``data`` is the line the first pass read (its CRC-32)."""
-        if zlib.crc32(data) != crc:
-            raise Changed(
-                self.path, f"line {line} was rewritten since the session first read it: its row is not read again"
-            )
-
-    def decode(self, offset: int, size: int, slim: dict[str, Any], crc: int, line: int) -> dict[str, Any]:
-        """The row at ``offset`` as first decoded (:class:`safeio.Changed` when the file no longer holds it)."""
-        got = self.recent.get(offset)
-        if got is not None:
-            return got
-        with self.open() as fh:
-            fh.seek(offset)
-            data = fh.read(size)
-        self.same_line(data, crc, line)
-        try:
-            raw = _decode(data)
-        except (ValueError, RecursionError):
-            raw = None
-        if raw.__class__ is not dict or not slim.keys() <= raw.keys():  # type: ignore[union-attr]
-            return slim
-        if len(self.recent) >= 64:
-            self.recent.clear()
-        self.recent[offset] = raw  # type: ignore[assignment]
-        return raw  # type: ignore[return-value]
-
-
 def may_mention(rows: list[LedgerRow] | SpilledRows, needle: str) -> bool:
     """Whether a container dropped from ``rows`` may hold ``needle`` (ASCII, lower case) in a string, as
     ``sweepfacts.mentions`` finds it: False only when no line of the ledger file holds it in any case, and the
@@ -218,16 +156,6 @@ def may_mention(rows: list[LedgerRow] | SpilledRows, needle: str) -> bool:
     return False
 
 
-def _decode(line: bytes) -> Any:
-    """One line as the reader decodes it: orjson, else the standard library (NaN, lone surrogates)."""
-    if _fast_loads is not None:
-        try:
-            return _fast_loads(line)
-        except ValueError:
-            pass
-    return json.loads(line)
-
-
 class LedgerRow:
     """One ledger row: its line number, its decoded fields and the spellings
     they use. Slots and a ``fields`` map shared by every row with the
@@ -244,7 +172,7 @@ class LedgerRow:
         self.line = line
         self.slim = raw
         self.fields = fields  # canonical name -> the key this row used (shared, do not mutate)
-        self._src: _RowSource | None = None
+        self._src: RowSource | None = None
         key = fields.get("run_id")
         value = raw.get(key) if key is not None else None
         self.run_id = str(value if value is not None else f"line-{line}")
@@ -265,7 +193,7 @@ class LedgerRow:
             return default if key is None or self._src is None else self.raw.get(key, default)
         return value
 
-    def _slim_down(self, heavy: tuple[str, ...], src: _RowSource, offset: int, size: int, crc: int) -> None:
+    def _slim_down(self, heavy: tuple[str, ...], src: RowSource, offset: int, size: int, crc: int) -> None:
         raw = self.slim
         for key in heavy:
             value = raw[key]
@@ -288,7 +216,7 @@ class SpilledRows(Sequence[LedgerRow]):
 
     BLOCK = 8 << 20
 
-    def __init__(self, source: _RowSource, shapes: dict[frozenset, _Shape]) -> None:
+    def __init__(self, source: RowSource, shapes: dict[frozenset, _Shape]) -> None:
         self.source = source
         self.lines = array("q")
         self.offsets = array("q")
@@ -371,7 +299,7 @@ class SpilledRows(Sequence[LedgerRow]):
         line, offset, size, crc = self.lines[i], self.offsets[i], self.sizes[i], self.crcs[i]
         self.source.same_line(text, crc, line)  # the bytes the first pass validated, or safeio.Changed
         try:
-            raw = _decode(text) if len(text) == size else None
+            raw = decode_row(text) if len(text) == size else None
         except (ValueError, RecursionError):
             raw = None
         if raw.__class__ is not dict:
@@ -598,7 +526,7 @@ def _read_ledger(
         return ledger
     last_keys: tuple = ()
     shape: _Shape | None = None
-    source = _RowSource(path, sizes)
+    source = RowSource(path, sizes)
     if not transcoded(fh):  # a UTF-16 ledger is read as a copy made at each open: its rows' CRCs still hold
         first = os.fstat(fh.fileno())
         source.first = (first.st_dev, first.st_ino, first.st_size)
