@@ -528,8 +528,8 @@ def _read_ledger(
     shape: _Shape | None = None
     source = RowSource(path, sizes)
     if not transcoded(fh):  # a UTF-16 ledger is read as a copy made at each open: its rows' CRCs still hold
-        first = os.fstat(fh.fileno())
-        source.first = (first.st_dev, first.st_ino, first.st_size)
+        opened = os.fstat(fh.fileno())
+        source.first = (opened.st_dev, opened.st_ino, opened.st_size)
     crc32 = zlib.crc32
     fast_loads = _fast_loads
     pathlike = PATHLIKE.search
