@@ -29,10 +29,20 @@ def _sweep(t: Target) -> str | None:
 
 
 def _logs(t: Target) -> str | None:
-    logs = t.run.logs if t.run is not None else t.run_dir.runs[0].logs if not t.run_dir.is_sweep else []
-    if logs:
+    run = t.run if t.run is not None else t.run_dir.runs[0] if not t.run_dir.is_sweep else None
+    if run is not None and run.logs:
         return None
-    return _no_log(t.run.where if t.run is not None else t.run_dir.path, "")
+    return no_log(run) if run is not None else _no_log(t.run_dir.path, "")
+
+
+def no_log(run) -> str:
+    """Why ``run`` has no log, as a skip says it: none found, or a folder it may be in cannot be listed (a mode
+    of 000: then "no log" would be a claim without its evidence; RH006 fails ``unreadable`` on the folder)."""
+    unlisted = getattr(run, "unlisted", None)
+    if unlisted:
+        folder, why = unlisted[0]
+        return f"no log could be looked for in {run.rel(folder)}: it cannot be listed ({why})"
+    return _no_log(run.where, "")
 
 
 def _no_log(where, path: str) -> str:

@@ -179,7 +179,10 @@ class Run:
                 continue  # a linked folder that leads out of the run dir is never entered
             try:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except OSError:
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:  # a mode of 000: the skip reasons say so, not "no log" (RH006 fails unreadable)
+                self.__dict__.setdefault("unlisted", []).append((folder, exc.strerror or str(exc)))
                 continue
             for e in entries:
                 if e.name.endswith(LOG_SUFFIXES) and self._readable_inside(e):

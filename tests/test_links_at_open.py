@@ -10,7 +10,8 @@ the same content inside the run is read."""
 from __future__ import annotations
 
 import json
-import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,17 +109,22 @@ def test_a_linked_workspace_config_drives_nothing(tmp_path):
 
 
 def test_a_linked_pid_file_never_makes_a_run_running(tmp_path):
-    """The watch and RH203 ask ``pid_alive``: a pid file linked to another file that holds a live pid (this
-    test's own) is not read, so the run is not called running on an unrelated process."""
+    """The watch and RH203 ask ``pid_alive``: a pid file linked to another file that holds a live pid is not
+    read, so the run is not called running on a process the link chose. The process is started after the run's
+    files, so that by RH203's provenance rule it could be the run's (the near miss says it is)."""
     ws = workspace(tmp_path / "ws")
-    outside = outside_file(tmp_path, f"{os.getpid()}\n", "train.pid")
-    link(ws / "logs" / "train.pid", outside)
-    run = RunDir(ws).runs[0]
-    assert pid_alive(run) is None
-    # near miss: the same pid file inside the run names a live process
-    (ws / "logs" / "train.pid").unlink()
-    (ws / "logs" / "train.pid").write_text(f"{os.getpid()}\n")
-    assert pid_alive(RunDir(ws).runs[0]) is True
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        outside = outside_file(tmp_path, f"{child.pid}\n", "train.pid")
+        link(ws / "logs" / "train.pid", outside)
+        assert pid_alive(RunDir(ws).runs[0]) is None
+        # near miss: the same pid file inside the run names a live process that is the run's
+        (ws / "logs" / "train.pid").unlink()
+        (ws / "logs" / "train.pid").write_text(f"{child.pid}\n")
+        assert pid_alive(RunDir(ws).runs[0]) is True
+    finally:
+        child.kill()
+        child.wait()
 
 
 # -- checked when listed, opened as listed (item 5) --------------------------------------------

@@ -120,6 +120,8 @@ def test_a_folder_nobody_may_enter_in_every_layout_is_that_run_s_finding(tmp_pat
         assert got["outcome"] == "failed" and got["cause"] == "unreadable" and got["verdict"] == "infra", got
         assert "zz-locked" in json.dumps(got), got
     assert sweep_run.name in json.dumps(rh006["sweep-healthy"])
+    (log_check,) = [r for r in report["results"] if r["check"] == "RH201" and r["run"] == sweep_run.name]
+    assert "cannot be listed (Permission denied)" in json.dumps(log_check), log_check  # not "no log"
     assert "secret.log" not in json.dumps(report)  # what is inside a locked folder is never named
     # the folder beside the runs belongs to no run: the session's header says it could not be listed
     assert re.search(r"could not be listed.*a-locked-folder-beside-the-runs", out), out[:3000]

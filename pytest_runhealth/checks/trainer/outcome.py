@@ -12,6 +12,7 @@ import re
 from ... import layouts
 from ...checkpoints import find_checkpoints, latest
 from ...layouts import hf_trainer, torchelastic
+from ...needs import no_log
 from ...registry import check
 from ...rootcause import CAUSES, is_peer_consequence
 from ...values import duration_text
@@ -40,7 +41,7 @@ def trainer_error(ctx):
     elastic = torchelastic.records(ctx.run.files, ctx.run_dir.sizes) if _may_hold_error_files(ctx) else []
     if not ctx.run.logs:
         if not elastic:
-            ctx.skip(f"no log in {ctx.run.where} (looked for logs/*.log and *.log)")
+            ctx.skip(no_log(ctx.run))
         return _child_error(ctx, elastic, None)
     f = ctx.readable_facts()
     if elastic and (f.fatal is None or f.fatal.cause == "unknown"):
@@ -228,7 +229,7 @@ def steps_complete(ctx):
     if hf is not None:
         return hf
     if not ctx.run.logs:
-        ctx.skip(f"no log in {ctx.run.where} (looked for logs/*.log and *.log)")
+        ctx.skip(no_log(ctx.run))
     f = ctx.readable_facts()
     if f.last is None:
         ctx.skip(f"no training step in {ctx.run_dir.rel(f.log)}: nothing to compare with a plan")
