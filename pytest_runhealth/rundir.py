@@ -181,8 +181,8 @@ class Run:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name)
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            except OSError as exc:  # a mode of 000: the skip reasons say so, not "no log" (RH006 fails unreadable)
-                self.__dict__.setdefault("unlisted", []).append((folder, exc.strerror or str(exc)))
+            except OSError as exc:
+                self._unlisted(folder, exc)
                 continue
             for e in entries:
                 if e.name.endswith(LOG_SUFFIXES) and self._readable_inside(e):
@@ -195,18 +195,29 @@ class Run:
         if layout_dirs:  # W&B's captured console, torchrun's per-rank logs (docs/layouts.md): the run's own output
             from .layouts import extra_logs
 
-            extra = [p for p in extra_logs(self.path) if p not in found]
+            try:
+                extra = [p for p in extra_logs(self.path) if p not in found]
+            except OSError as exc:  # W&B's files/ or a rank's folder this user may not enter
+                self._unlisted(Path(exc.filename or self.path).parent, exc)
         console = None
         if wandb_dir:  # a sweep run's W&B console (runs/<id>/wandb/run-*/files/output.log): after its own logs
             from .layouts import sweep_run_console
 
-            console = sweep_run_console(self.path)
+            try:
+                console = sweep_run_console(self.path)
+            except OSError as exc:
+                self._unlisted(Path(exc.filename or self.path).parent, exc)
         rank = {"stdout.log": 0, "train.log": 1, "output.log": 1}
         logs = sorted(found + extra, key=lambda p: (rank.get(p.name, 2), p.name))
         launch = self.run_dir.launch if self.path == self.run_dir.path else None
         if launch is not None:  # the console the user redirected: the whole run's output, so it leads
             logs = [launch.log, *logs]
         return logs + [console] if console is not None and console not in logs else logs
+
+    def _unlisted(self, folder: Path, exc: OSError) -> None:
+        """A folder the run's logs may be in that cannot be looked into (a mode of 000): the skip reasons say so
+        (``needs.no_log``), not "no log"; RH006 fails ``unreadable`` on it."""
+        self.__dict__.setdefault("unlisted", []).append((folder, exc.strerror or str(exc)))
 
     @property
     def logs(self) -> list[Path]:

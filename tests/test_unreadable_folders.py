@@ -127,6 +127,30 @@ def test_a_folder_nobody_may_enter_in_every_layout_is_that_run_s_finding(tmp_pat
     assert re.search(r"could not be listed.*a-locked-folder-beside-the-runs", out), out[:3000]
 
 
+@pytest.mark.slow
+def test_every_innermost_folder_locked_in_every_layout_ends_as_findings(tmp_path):
+    """The folders the readers go into (W&B's ``files/``, MLflow's ``metrics/``, a checkpoint, an episode)
+    locked, in every layout at once: no traceback; each run says which folders could not be listed."""
+    root = tmp_path / "all"
+    for name in LAYOUTS:
+        shutil.copytree(EXAMPLES / name, root / name, symlinks=True)
+    runs = {f.label(root): f.path for f in discover(root).runs}
+    leaves = [Path(d) for d, subdirs, _ in os.walk(root) if not subdirs and Path(d) not in runs.values()]
+    for leaf in leaves:
+        leaf.chmod(0)
+    try:
+        proc, report = session(root, tmp_path, tmp_path / "probe")
+    finally:
+        for leaf in leaves:
+            leaf.chmod(0o755)
+    no_traceback(proc)
+    assert report is not None and proc.returncode in (0, 1)
+    rh006 = {r["run_dir"]: r for r in report["results"] if r["check"] == "RH006"}
+    for label, path in runs.items():
+        if any(path in leaf.parents for leaf in leaves):
+            assert rh006[label]["cause"] == "unreadable", rh006[label]
+
+
 def test_near_miss_the_same_tree_open_passes_rh006(tmp_path):
     root = tmp_path / "all"
     for name in ("generic-oom-rich", "sweep-healthy"):

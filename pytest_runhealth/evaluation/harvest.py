@@ -16,7 +16,6 @@ before its JSON (RH004)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import datetime
 from pathlib import Path
@@ -84,14 +83,14 @@ def round_dirs(root: Path) -> list[Path]:
 def load_harvest(run_dir: RunDir) -> Evaluation:
     ev = Evaluation(origin=str(run_dir.path))
     reader = _Reader(run_dir, ev)
-    summary = reader.json(run_dir.path / "summary.json") if os.path.isfile(run_dir.path / "summary.json") else None
+    summary = reader.json(run_dir.path / "summary.json") if (run_dir.path / "summary.json").is_file() else None
     summary_clock = _clock(summary.data) if summary and summary.ok else None
     for folder in round_dirs(run_dir.path):
         ev.rounds.append(_load_round(reader, folder, summary_clock))
     _load_leaderboards(reader, ev)
     for name, attr in (("request_body.json", "body"), ("openapi.json", "openapi")):
         path = run_dir.path / name
-        if os.path.isfile(path):
+        if path.is_file():
             res = reader.json(path)
             if res.ok:
                 setattr(ev, attr, res.data)
@@ -116,7 +115,7 @@ def _clock(data) -> tuple[datetime, str] | None:
 
 def _load_round(reader: _Reader, folder: Path, summary_clock) -> Round:
     rd = reader.rd
-    name, kind = next((n, k) for n, k in ROUND_FILES if os.path.isfile(folder / n))
+    name, kind = next((n, k) for n, k in ROUND_FILES if (folder / n).is_file())
     rel = rd.rel(folder / name)
     fallback = folder.name if folder != rd.path else rd.name
     res = reader.json(folder / name)
@@ -146,9 +145,7 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
     rd = reader.rd
     listed: list[Any] = data["episodes"] if isinstance(data.get("episodes"), list) else []
     try:
-        dirs = sorted(
-            p for p in folder.iterdir() if os.path.isdir(p) and not os.path.islink(p) and p.name.startswith("episode")
-        )
+        dirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and p.name.startswith("episode"))
     except OSError:
         dirs = []
     episodes = []
@@ -157,16 +154,16 @@ def _load_episodes(reader: _Reader, folder: Path, data: dict) -> list[Episode]:
         entry = listed[i] if i < len(listed) and isinstance(listed[i], dict) else {}
         source = (
             rd.rel(ep_json)
-            if os.path.isfile(ep_json)
-            else rd.rel(folder / next(n for n, _ in ROUND_FILES if os.path.isfile(folder / n)))
+            if ep_json.is_file()
+            else rd.rel(folder / next(n for n, _ in ROUND_FILES if (folder / n).is_file()))
         )
-        if os.path.isfile(ep_json):
+        if ep_json.is_file():
             res = reader.json(ep_json)
             if res.ok and isinstance(res.data, dict):
                 entry = res.data
         ep = Episode.from_json(ep_dir.name, source, entry)
         results = ep_dir / "results.json"
-        ep.has_results = os.path.isfile(results)
+        ep.has_results = results.is_file()
         if ep.has_results:
             res = reader.json(results)
             bad = bad_score(res.data) if res.ok and scores_understood(res.data) else None
@@ -212,7 +209,7 @@ def _line_of(reader: _Reader, path: Path, literal: str) -> int | None:
 def _members(reader: _Reader, folder: Path) -> tuple[int | None, str]:
     for name in ("memberships.json", "division.json"):
         path = folder / name
-        if not os.path.isfile(path):
+        if not path.is_file():
             continue
         res = reader.json(path)
         if res.ok:
@@ -240,14 +237,12 @@ def _load_leaderboards(reader: _Reader, ev: Evaluation) -> None:
     rd = reader.rd
     folders: list[tuple[Path, str | None]] = [(rd.path, None)]
     try:
-        folders += sorted(
-            (p, p.name) for p in (rd.path / "divisions").iterdir() if os.path.isdir(p) and not os.path.islink(p)
-        )
+        folders += sorted((p, p.name) for p in (rd.path / "divisions").iterdir() if p.is_dir() and not p.is_symlink())
     except OSError:
         pass
     for folder, div in folders:
         path = folder / "leaderboard.json"
-        if not os.path.isfile(path):
+        if not path.is_file():
             continue
         res = reader.json(path)
         if not res.ok:

@@ -28,7 +28,6 @@ while the Trainer is saving it, so it is not judged yet."""
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,7 +221,7 @@ def state_file(run_path: Path, cks: list[HfCheckpoint] | None = None, sizes: Fir
     """The newest trainer state: the output dir's own (written at the end),
     else the newest checkpoint's that has one."""
     top = run_path / STATE
-    if os.path.isfile(top) and not os.path.islink(top):
+    if top.is_file() and not top.is_symlink():
         return top
     for c in reversed(cks if cks is not None else checkpoints(run_path, sizes)):
         if STATE in c.files:
@@ -288,7 +287,7 @@ def ended_at_end(run_path: Path) -> Path | None:
     names = RESULTS if CHECKPOINT_DIR.match(run_path.name) else (*RESULTS, STATE)
     for name in names:
         p = run_path / name
-        if os.path.isfile(p) and not os.path.islink(p):
+        if p.is_file() and not p.is_symlink():
             return p
     return None
 

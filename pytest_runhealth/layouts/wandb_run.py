@@ -42,7 +42,7 @@ def is_run_folder(folder: Path, files: set[str], dirs: set[str]) -> bool:
 
 def _holds_a_file(folder: Path) -> bool:
     """Whether ``folder`` (never entered when it is a link) holds a file or a link at its top."""
-    if os.path.islink(folder):
+    if folder.is_symlink():
         return False
     try:
         with os.scandir(folder) as it:
@@ -78,10 +78,10 @@ def record_files(run_path: Path) -> list[Path]:
 def console_log(run_path: Path) -> Path | None:
     """``files/output.log``, a regular file in a real ``files/`` folder (a link is never followed)."""
     folder = run_path / "files"
-    if os.path.islink(folder):
+    if folder.is_symlink():
         return None
     p = folder / "output.log"
-    return p if os.path.isfile(p) and not os.path.islink(p) else None
+    return p if p.is_file() and not p.is_symlink() else None
 
 
 def newest_run(wandb_dir: Path) -> Path | None:
@@ -89,7 +89,7 @@ def newest_run(wandb_dir: Path) -> Path | None:
     ``latest-run`` are not entries). Names begin with the run's start time
     (``run-20261201_153653-<id>``; ``offline-run-`` in offline mode), so the
     newest is the last by that time, whichever the mode."""
-    if os.path.islink(wandb_dir):
+    if wandb_dir.is_symlink():
         return None
     _, dirs = entries(wandb_dir)
     runs = [d for d in dirs if RUN_DIR.match(d)]

@@ -4,7 +4,6 @@ save folders."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -41,7 +40,7 @@ def resume_pair(ctx):
     if isinstance(target, str) and target.strip() and "://" not in target:
         path = cfg.resolve_path(target)
         line = cfg.line_of("model.load_checkpoint") if hasattr(cfg, "line_of") else None
-        if not os.path.exists(path):
+        if not path.exists():
             problems.append(
                 (
                     "load-checkpoint-missing",
@@ -49,7 +48,7 @@ def resume_pair(ctx):
                     ctx.evidence(cfg.path, line, f"load_checkpoint: {target}"),
                 )
             )
-        elif os.path.isfile(path) and not cfg.get("checkpoints.no_resume"):
+        elif path.is_file() and not cfg.get("checkpoints.no_resume"):
             m = re.search(r"step_(\d+)\.safetensors$", path.name)
             if m and not (path.parent / f"training_state_step_{int(m.group(1)):05d}.pt").exists():
                 problems.append(
@@ -68,11 +67,11 @@ def resume_pair(ctx):
         state = newest.state_path()
         if state_mode in ("off", False):
             note = f"checkpoints.save_training_state is {state_mode!r}: no resume state is expected"
-        elif not os.path.exists(state):
+        elif not state.exists():
             tmp = state.with_name(state.name + ".tmp")
-            older = [c for c in ltx if c is not newest and os.path.exists(c.state_path())]
+            older = [c for c in ltx if c is not newest and c.state_path().exists()]
             detail = f"the newest checkpoint {ctx.run_dir.rel(newest.path)} has no {state.name} beside it"
-            if os.path.exists(tmp):
+            if tmp.exists():
                 detail += f" ({tmp.name} exists: the state was being written when the run stopped)"
             if older:
                 detail += f"; the newest resumable pair is step {max(c.step for c in older)}"
@@ -84,9 +83,9 @@ def resume_pair(ctx):
                 )
             )
     kohya = [c for c in ckpts if c.trainer == "kohya"]
-    if kohya and any(os.path.isdir(c.state_path()) for c in kohya):
+    if kohya and any(c.state_path().is_dir() for c in kohya):
         newest = latest(kohya)
-        if not os.path.isdir(newest.state_path()):
+        if not newest.state_path().is_dir():
             problems.append(
                 (
                     "resume-state-missing",

@@ -6,7 +6,6 @@ one tail per log (logscan), the trainer's step records, and the run's facts (sta
 
 from __future__ import annotations
 
-import os
 import re
 
 from ... import layouts
@@ -187,7 +186,7 @@ def run_summary(ctx):
         where = f"step {f.last.step}/{f.total}" if f.last is not None and f.total else "no final step logged"
         ctx.skip(f"the run has not finished ({where}); run-summary.md is written after training completes")
     path = rd.path / "outputs" / SUMMARY_NAME
-    if not os.path.isfile(path):
+    if not path.is_file():
         ev = [ctx.evidence(newest.path, None, f"final checkpoint {newest.path.name}")] if newest else []
         return ctx.fail("config", "run-summary-missing", f"the run finished but {rd.rel(path)} does not exist", ev)
     from ...safeio import read_head
@@ -342,7 +341,7 @@ def _end_evidence(ctx, f, row) -> str | None:
             else f"its ledger row records the end (ledger.jsonl:{row.line})"
         )
     summary = ctx.run.path / "outputs" / SUMMARY_NAME
-    if os.path.isfile(summary):
+    if summary.is_file():
         return f"{ctx.run_dir.rel(summary)} was written"
     silent = _silence(f)
     limit, how = _silence_limit(ctx, f)

@@ -151,7 +151,7 @@ def config_paths(cfg: WorkspaceConfig) -> Iterator[ConfigPath]:
     yield ConfigPath("data.preprocessed_data_root", "preprocessed dataset", root_value, required=True)
     if isinstance(root_value, str) and root_value and not _URL.match(root_value):
         root = cfg.resolve_path(root_value)
-        if os.path.isdir(root):
+        if root.is_dir():
             yield from dataset_folders(cfg, root)
     yield from validation_media(cfg)
 
@@ -178,7 +178,7 @@ def path_problem(cfg: WorkspaceConfig, item: ConfigPath) -> tuple[str, bool] | N
     relative = not path.is_absolute()
     resolved = (item.base / path) if item.base is not None else cfg.resolve_path(text)
     try:
-        found = os.path.exists(resolved)
+        found = resolved.exists()
     except OSError as exc:  # a name too long, a folder we may not list: the trainer could not open it either
         return f"{item.key} ({item.what}) {text[:200]} cannot be looked up: {exc.strerror or exc}", False
     if found:
@@ -414,9 +414,7 @@ def output_dir_fresh(ctx):
     shown = ctx.run_dir.rel(out)
     if not saved:
         return (
-            f"{shown} holds no checkpoints: a fresh run"
-            if os.path.isdir(out)
-            else f"{shown} does not exist yet: a fresh run"
+            f"{shown} holds no checkpoints: a fresh run" if out.is_dir() else f"{shown} does not exist yet: a fresh run"
         )
     latest_step, latest = saved[-1]
     load = cfg.get("model.load_checkpoint")
