@@ -198,10 +198,14 @@ def judge_pass(
                 raise
             # What the chunk's runs are read from could not be read again (a ledger changed under the session:
             # safeio.Changed): every check of the chunk says so, naming the file, never a verdict on other rows.
+            # One cause, one diagnosis: the first check's finding is the root, the others its consequences.
             why = Unreadable(exc.filename, exc.strerror or str(exc))
+            root: Finding | None = None
             for spec in specs:
                 ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
-                out[spec.id] = Verdict(finding=unreadable(ctx, why))
+                finding = unreadable(ctx, why)
+                out[spec.id] = Verdict(finding=finding, root=root)
+                root = root or finding
             return out
         for spec in specs:
             ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
