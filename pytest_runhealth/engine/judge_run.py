@@ -200,12 +200,12 @@ def judge_pass(
             # safeio.Changed): every check of the chunk says so, naming the file, never a verdict on other rows.
             # One cause, one diagnosis: the first check's finding is the root, the others its consequences.
             why = Unreadable(exc.filename, exc.strerror or str(exc))
-            root: Finding | None = None
+            cause: Finding | None = None
             for spec in specs:
                 ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
-                finding = unreadable(ctx, why)
-                out[spec.id] = Verdict(finding=finding, root=root)
-                root = root or finding
+                said = unreadable(ctx, why)
+                out[spec.id] = Verdict(finding=said, root=cause)
+                cause = cause or said
             return out
         for spec in specs:
             ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
