@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import sweep_builders as sb
 
 from pytest_runhealth.readers.ledger import ALIASES, may_mention, read_ledger
+from pytest_runhealth.safety import safeio
 from pytest_runhealth.testing import check_on
 
 ROWS = [
@@ -52,13 +54,17 @@ def test_rows_read_from_an_offset_read_back_too(tmp_path):
         assert json.dumps(row.raw) == json.dumps(json.loads(line))
 
 
-def test_a_ledger_rewritten_since_gives_what_was_judged_and_never_a_wrong_row(tmp_path):
+def test_a_ledger_rewritten_since_is_a_change_never_a_wrong_row(tmp_path):
+    """Issue 48: a dropped container is decoded again only from the bytes the first pass read; a ledger cut
+    or rewritten since says so (safeio.Changed, the check's finding: cause unreadable), never a silent row."""
     path = tmp_path / "ledger.jsonl"
     write(path, ROWS)
     ledger = read_ledger(path)
     path.write_text("{}\n")
     row = ledger.rows[0]
-    assert row.raw is row.slim and row.get("judge_report") is None and row.get("n_steps") == 1500
+    assert row.get("n_steps") == 1500  # judged at the first pass: kept
+    with pytest.raises(safeio.Changed, match="cut from"):
+        row.get("judge_report")
 
 
 def test_a_no_json_failure_spelled_with_escapes_in_a_dropped_report_is_still_found(tmp_path):

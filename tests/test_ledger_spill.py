@@ -12,6 +12,7 @@ import sweep_builders as sb
 from pytest_runhealth.readers import ledger as ledger_mod
 from pytest_runhealth.readers.ledger import SpilledRows, read_ledger
 from pytest_runhealth.readers.runids import RunIds
+from pytest_runhealth.safety import safeio
 
 
 def _rows() -> list[str]:
@@ -90,13 +91,16 @@ def test_a_spilled_ledger_reads_back_the_rows_and_problems_of_a_kept_one(sweep, 
         rows[len(rows)]
 
 
-def test_a_spilled_row_of_a_rewritten_ledger_keeps_only_its_run_id(sweep, monkeypatch):
+def test_a_spilled_row_of_a_rewritten_ledger_is_a_change_never_another_row(sweep, monkeypatch):
+    """Issue 48: a row decoded again comes from the file the first pass read, with the same bytes, or the
+    reader says the file changed (tests/test_ledger_changes.py has the sessions)."""
     _spill(monkeypatch)
     path = sweep / "ledger.jsonl"
     ledger = read_ledger(path)
+    assert ledger.rows[40].run_id == "run-038"  # near miss: unchanged, it reads back
     path.write_text("{}\n")
-    row = ledger.rows[40]
-    assert row.run_id == "run-038" and row.get("exit_code") is None
+    with pytest.raises(safeio.Changed, match="cut from"):
+        ledger.rows[41]
 
 
 def test_run_ids_find_repeats_and_members():

@@ -125,7 +125,7 @@ def test_a_session_hands_its_file_sizes_to_every_run_dir(pytester, run_health, t
         @runhealth.check("TEAM301", "sizes-handed-down", detects="d", why="w", example="e", fix="f")
         def sizes_handed_down(ctx):
             sizes = ctx.run_dir.sizes
-            assert sizes is not None and sizes is ctx.session.sizes
+            assert sizes is not None and sizes.shares(ctx.session.sizes)  # a view: this run dir's roots
             log = ctx.run.main_log
             before = safeio.read_head(log, 1 << 20, sizes)
             with open(log, "ab") as w:  # a writer that goes on after the session first looked (a test stand-in)

@@ -341,11 +341,12 @@ ARTEFACT = re.compile(
     "links-stay-inside",
     scope="session",
     phases=["prelaunch", "live", "postmortem", "gate"],
-    verdicts=["not-evaluable", "healthy"],
+    verdicts=["not-evaluable", "infra", "healthy"],
     detects="symbolic links under the run dir that lead outside it, or nowhere; they are not followed, so what they "
     "point to is not checked. Fails when such a link stands where an artefact the checks read should be (a ledger, "
     "a log, config.yaml, an event file, a checkpoint, a pid file), or a FIFO, device or socket stands there "
-    "(cause artefact-not-a-file); other links pass with a note.",
+    "(cause artefact-not-a-file), or a folder of the run cannot be listed (cause unreadable: a mode of 000, "
+    "another user's folder); other links pass with a note.",
     why="A health tool that silently follows a link can read (and quote) someone else's files, and a check that "
     "silently skips it can miss the log that mattered. Either way the user must be told.",
     example="note: 2 links lead out of the run dir and were not read: logs/stdout.log -> /scratch/job-17/stdout.log",
@@ -384,6 +385,16 @@ def links_stay_inside(ctx):
             f"{len(odd)} artefact(s) are FIFOs, devices or sockets where a file belongs; they were not read, so the "
             "checks that need them skipped or judged without them.\n" + "; ".join(parts),
             [ctx.evidence(p, None, "not a regular file (FIFO, device or socket)") for p in odd[:MAX_LISTED]],
+        )
+    if walk.unreadable and not hidden:
+        return ctx.fail(
+            "infra",
+            "unreadable",
+            f"{len(walk.unreadable)} folder(s) of the run dir could not be listed, so nothing in them was checked "
+            "(a file the checks need may be there).\n" + "; ".join(parts),
+            [ctx.evidence(p, None, f"cannot be listed: {why}") for p, why in walk.unreadable[:MAX_LISTED]],
+            fix="give this user read and search permission on the folder (chmod u+rx), or check the run as the "
+            "user who wrote it; the rest of the run was checked.",
         )
     if hidden:
         return ctx.fail(

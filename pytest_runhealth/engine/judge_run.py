@@ -34,9 +34,10 @@ from ..features.status import run_status
 from ..model.finding import Finding
 from ..model.registry import CheckSpec, spec_of
 from ..model.target import Target
+from ..safety.reading import Unreadable
 from ..session import RunHealthSession
 from ..settings import severity
-from .call_check import call_check, normalise, skip_reason
+from .call_check import call_check, normalise, skip_reason, unreadable
 from .judge_chunk import judge_runs
 
 # A check's own pytest.fail/xfail ends its own item, not its run's other checks.
@@ -191,7 +192,22 @@ def judge_pass(
     thresholds = {spec.id: state.settings.thresholds_for(spec) for spec in specs}
     out: dict[str, Verdict] = {}
     if target.batch is not None:
-        tallies = judge_runs(specs, target, thresholds, config, fixtures, state, on_run_dir)
+        try:
+            tallies = judge_runs(specs, target, thresholds, config, fixtures, state, on_run_dir)
+        except OSError as exc:
+            if exc.filename is None:
+                raise
+            # What the chunk's runs are read from could not be read again (a ledger changed under the session:
+            # safeio.Changed): every check of the chunk says so, naming the file, never a verdict on other rows.
+            # One cause, one diagnosis: the first check's finding is the root, the others its consequences.
+            why = Unreadable(exc.filename, exc.strerror or str(exc))
+            cause: Finding | None = None
+            for spec in specs:
+                ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
+                said = unreadable(ctx, why)
+                out[spec.id] = Verdict(finding=said, root=cause)
+                cause = cause or said
+            return out
         for spec in specs:
             ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
             out[spec.id] = _outcome(partial(tallies[spec.id].finding, ctx))

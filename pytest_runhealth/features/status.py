@@ -92,7 +92,7 @@ def pid_alive(run) -> bool | None:
     for folder in run_folders(run):
         for name in PID_NAMES:
             path = folder / name
-            if not path.is_file():
+            if not os.path.isfile(path):
                 continue
             try:
                 text = read_head(path, 64, sizes).decode("ascii", "replace").strip()

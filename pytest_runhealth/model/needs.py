@@ -3,6 +3,7 @@ skipped with a sentence saying what was looked for and where."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ def _ledger(t: Target) -> str | None:
     rd = t.run_dir
     there = rd.known(_LEDGER_KEY)
     if there is None:
-        there = rd.cached(_LEDGER_KEY, lambda: rd.ledger_path.exists() or rd.ledger_path.is_symlink())
+        there = rd.cached(_LEDGER_KEY, lambda: os.path.exists(rd.ledger_path) or os.path.islink(rd.ledger_path))
     return None if there else f"no ledger.jsonl in {t.run_dir.path}"
 
 
@@ -28,10 +29,20 @@ def _sweep(t: Target) -> str | None:
 
 
 def _logs(t: Target) -> str | None:
-    logs = t.run.logs if t.run is not None else t.run_dir.runs[0].logs if not t.run_dir.is_sweep else []
-    if logs:
+    run = t.run if t.run is not None else t.run_dir.runs[0] if not t.run_dir.is_sweep else None
+    if run is not None and run.logs:
         return None
-    return _no_log(t.run.where if t.run is not None else t.run_dir.path, "")
+    return no_log(run) if run is not None else _no_log(t.run_dir.path, "")
+
+
+def no_log(run) -> str:
+    """Why ``run`` has no log, as a skip says it: none found, or a folder it may be in cannot be listed (a mode
+    of 000: then "no log" would be a claim without its evidence; RH006 fails ``unreadable`` on the folder)."""
+    unlisted = getattr(run, "unlisted", None)
+    if unlisted:
+        folder, why = unlisted[0]
+        return f"no log could be looked for in {run.rel(folder)}: it cannot be listed ({why})"
+    return _no_log(run.where, "")
 
 
 def _no_log(where, path: str) -> str:
@@ -65,7 +76,7 @@ def _checkpoints(t: Target) -> str | None:
 
 def _config(t: Target) -> str | None:
     p = t.run_dir.path / "config.yaml"
-    return None if p.is_file() else f"no config.yaml in {t.run_dir.path}"
+    return None if os.path.isfile(p) else f"no config.yaml in {t.run_dir.path}"
 
 
 def _harvest(t: Target) -> str | None:

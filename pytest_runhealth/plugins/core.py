@@ -66,7 +66,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     for rd in extra:
-        rd.sizes = rd.sizes or sizes
+        if sizes is not None and not rd.sizes.capped:  # the session's sizes, still read only inside its folder
+            rd.sizes = sizes.within(*rd.sizes.roots)
     run_dirs += extra
     state = RunHealthSession(registry, settings, severity.Policy(settings), run_dirs, sizes=sizes)
     config.stash[SESSION] = state

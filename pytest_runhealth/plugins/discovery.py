@@ -41,6 +41,7 @@ KOHYA_STEPPED = re.compile(r"^.+?-(?:step\d{8}|\d{6})\.safetensors$")
 GENERIC_LOGS = (".log", ".out", ".err")
 CONSOLE_LOGS = (".log", ".out")
 CONSOLE_NAME = re.compile(r"^(?:train.*|.*-train|nohup\.out|slurm-[\w.-]+\.out|stdout.*|output.*|console.*|run\.log)$")
+MAX_UNLISTED = 5  # folders the header names that could not be listed
 LAUNCH_DEPTH = 3  # proj/out/, proj/lightning_logs/version_0/, proj/mlruns/<exp>/<run>/, proj/wandb/run-*/
 KINDS = ("trainer", "kohya", *layouts.KINDS, "sweep", "harvest", "judgments", "generic")
 NOUNS = {
@@ -80,6 +81,9 @@ class Discovery:
     links_out: int = 0
     truncated: bool = False
     unreadable: list[tuple[Path, str]] = field(default_factory=list)  # folders a classifier raised on
+    # folders the walk could not list (a mode of 000) outside every run found: a run may hide there, so the header
+    # names them (one inside a run is that run's RH006 finding, cause unreadable)
+    unlisted: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def _names(folder: Path) -> tuple[set[str], set[str], set[str]]:
@@ -104,7 +108,8 @@ def classify(
     (runkinds.py), asked after the built-in strong kinds."""
     names = files | dirs if names is None else names
     if "ledger.jsonl" in names or (
-        "runs" in dirs and any((folder / "runs" / d / "logs").is_dir() for d in sorted(_names(folder / "runs")[1])[:8])
+        "runs" in dirs
+        and any(os.path.isdir(folder / "runs" / d / "logs") for d in sorted(_names(folder / "runs")[1])[:8])
     ):
         return "sweep"
     if any(name in names for name in ROUND_FILES):
@@ -153,7 +158,7 @@ def classify(
 def discover(root: Path, depth: int = DEFAULT_DEPTH, kinds: Sequence[RunKind] = ()) -> Discovery:
     """Every run below ``root`` (``root`` itself when it is one), each once; ``kinds`` the declared run kinds."""
     root = Path(root).absolute()
-    if not root.is_dir():
+    if not os.path.isdir(root):
         return Discovery(root, [Found(root, "unrecognised")])
     strong: list[Found] = []
     rounds: list[Path] = []
@@ -198,7 +203,9 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH, kinds: Sequence[RunKind] = 
     if not found:
         found = [Found(root, "unrecognised")]
     found.sort(key=lambda f: f.path.parts)
-    return Discovery(root, found, len(seen.outside_links), seen.truncated, unreadable)
+    runs = {f.path for f in found if f.kind != "unrecognised"}
+    unlisted = [(p, why) for p, why in seen.unreadable if not _inside(p, runs)]
+    return Discovery(root, found, len(seen.outside_links), seen.truncated, unreadable, unlisted)
 
 
 NOTHING_TO_CHECK = "nothing here to check (cause nothing-to-check): no run of any known kind"
@@ -218,8 +225,10 @@ BEFORE_A_RUN = ("config.yaml", "config.yml", "train.pid", "trainer.pid", "run.pi
 def nothing_to_check(d: Discovery) -> bool:
     """A folder given holds no run of any kind and nothing a pre-launch or live check reads: a session on it
     would be all skips and one vacuous pass, which must never read as green (docs/trust.md)."""
-    if len(d.runs) != 1 or d.runs[0].kind != "unrecognised" or not d.root.is_dir() or d.links_out:
+    if len(d.runs) != 1 or d.runs[0].kind != "unrecognised" or not os.path.isdir(d.root) or d.links_out:
         return False  # a link that leads out is RH006's finding: something to report
+    if d.unlisted:
+        return False  # a folder that could not be listed may hold the run: RH006 says so (cause unreadable)
     files, _ = entries(d.root)
     return not any(name in files for name in BEFORE_A_RUN) and not any(METRICS_JSONL.match(n) for n in files)
 
@@ -353,6 +362,12 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
         extra.append("walk stopped at its file limit")
     if d.unreadable:
         extra.append(f"{len(d.unreadable)} folder(s) could not be classified, checked as generic runs")
+    if d.unlisted:
+        shown = ", ".join(
+            f"{shown_name(os.path.relpath(p, d.root))} ({shown_name(why)})" for p, why in d.unlisted[:MAX_UNLISTED]
+        )
+        more = f" and {len(d.unlisted) - MAX_UNLISTED} more" if len(d.unlisted) > MAX_UNLISTED else ""
+        extra.append(f"{len(d.unlisted)} folder(s) could not be listed, no run in them checked: {shown}{more}")
     return f"{d.root}: " + ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
 
 
@@ -410,7 +425,7 @@ def run_dirs_for(
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     report = config.stash.get(DISCOVERED, None)
-    if not report or all(len(d.runs) == 1 and d.runs[0].path == d.root for d, _ in report):
+    if not report or all(len(d.runs) == 1 and d.runs[0].path == d.root and not d.unlisted for d, _ in report):
         return None  # one run per --run-dir, as given: nothing to announce
     return [headline(d, counts) for d, counts in report]
 

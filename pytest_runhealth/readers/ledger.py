@@ -10,6 +10,7 @@ import gc
 import json
 import math
 import os
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, overload
 
-from ..safety.safeio import FirstSizes, open_readonly
+from ..safety.safeio import FirstSizes, open_readonly, transcoded
+from .ledger_source import RowSource, decode_row
 from .runids import NAME_MAX, PATHLIKE, RunIds, unusable_run_id
 
 try:  # optional speed-up, same results (see _read_ledger)
@@ -121,37 +123,6 @@ KEPT = frozenset(ALIASES) - {"judge_report", "score_components"}
 _GONE = object()
 
 
-class _RowSource:
-    """Where rows that dropped containers are decoded again: the ledger file, read at a row's offset. The
-    last few rows decoded are kept (quoting one row reads several of its fields)."""
-
-    __slots__ = ("path", "sizes", "recent")
-
-    def __init__(self, path: Path, sizes: FirstSizes | None) -> None:
-        self.path, self.sizes = path, sizes
-        self.recent: dict[int, dict[str, Any]] = {}
-
-    def decode(self, offset: int, size: int, slim: dict[str, Any]) -> dict[str, Any]:
-        """The row at ``offset`` as first decoded; ``slim`` (what the checks judged) when the file no longer
-        holds that row there (rewritten since, or unreadable)."""
-        got = self.recent.get(offset)
-        if got is not None:
-            return got
-        try:
-            with open_readonly(self.path, sizes=self.sizes) as fh:
-                fh.seek(offset)
-                line = fh.read(size)
-            raw = _decode(line) if len(line) == size else None
-        except (OSError, ValueError, RecursionError):
-            raw = None
-        if raw.__class__ is not dict or not slim.keys() <= raw.keys():  # type: ignore[union-attr]
-            return slim
-        if len(self.recent) >= 64:
-            self.recent.clear()
-        self.recent[offset] = raw  # type: ignore[assignment]
-        return raw  # type: ignore[return-value]
-
-
 def may_mention(rows: list[LedgerRow] | SpilledRows, needle: str) -> bool:
     """Whether a container dropped from ``rows`` may hold ``needle`` (ASCII, lower case) in a string, as
     ``sweepfacts.mentions`` finds it: False only when no line of the ledger file holds it in any case, and the
@@ -171,7 +142,7 @@ def may_mention(rows: list[LedgerRow] | SpilledRows, needle: str) -> bool:
         left = last._offset + last._size - begin  # the rows' lines only, not the file's rest
     want, tail = needle.encode(), b""
     try:
-        with open_readonly(src.path, sizes=src.sizes) as fh:
+        with src.open() as fh:
             fh.seek(begin)
             while left > 0 and (chunk := fh.read(min(left, 8 << 20))):
                 left -= len(chunk)
@@ -188,16 +159,6 @@ def may_mention(rows: list[LedgerRow] | SpilledRows, needle: str) -> bool:
     return False
 
 
-def _decode(line: bytes) -> Any:
-    """One line as the reader decodes it: orjson, else the standard library (NaN, lone surrogates)."""
-    if _fast_loads is not None:
-        try:
-            return _fast_loads(line)
-        except ValueError:
-            pass
-    return json.loads(line)
-
-
 class LedgerRow:
     """One ledger row: its line number, its decoded fields and the spellings
     they use. Slots and a ``fields`` map shared by every row with the
@@ -208,13 +169,13 @@ class LedgerRow:
     (a judge report is most of a row's memory, ~4 kB of its ~5 kB); ``raw``
     is the whole row, decoded again from the file where ``slim`` lacks some."""
 
-    __slots__ = ("line", "slim", "fields", "run_id", "_src", "_offset", "_size")
+    __slots__ = ("line", "slim", "fields", "run_id", "_src", "_offset", "_size", "_crc")
 
     def __init__(self, line: int, raw: dict[str, Any], fields: dict[str, str]) -> None:
         self.line = line
         self.slim = raw
         self.fields = fields  # canonical name -> the key this row used (shared, do not mutate)
-        self._src: _RowSource | None = None
+        self._src: RowSource | None = None
         key = fields.get("run_id")
         value = raw.get(key) if key is not None else None
         self.run_id = str(value if value is not None else f"line-{line}")
@@ -225,7 +186,7 @@ class LedgerRow:
     @property
     def raw(self) -> dict[str, Any]:
         src = self._src
-        return self.slim if src is None else src.decode(self._offset, self._size, self.slim)
+        return self.slim if src is None else src.decode(self._offset, self._size, self.slim, self._crc, self.line)
 
     def get(self, name: str, default: Any = None) -> Any:
         # An absent field maps to None, never a JSON key: the lookup needs no branch (it is made ~20 times per row).
@@ -235,13 +196,13 @@ class LedgerRow:
             return default if key is None or self._src is None else self.raw.get(key, default)
         return value
 
-    def _slim_down(self, heavy: tuple[str, ...], src: _RowSource, offset: int, size: int) -> None:
+    def _slim_down(self, heavy: tuple[str, ...], src: RowSource, offset: int, size: int, crc: int) -> None:
         raw = self.slim
         for key in heavy:
             value = raw[key]
             if (value.__class__ is dict or value.__class__ is list) and value:
                 del raw[key]
-                self._src, self._offset, self._size = src, offset, size
+                self._src, self._offset, self._size, self._crc = src, offset, size, crc
 
     @property
     def text(self) -> str:
@@ -254,23 +215,25 @@ class SpilledRows(Sequence[LedgerRow]):
     kept (the last few asked for are). Iterating reads the rows' lines in order, 8 MiB at a time. A row whose line
     no longer decodes to an object (the file was rewritten since) keeps only its run id."""
 
-    __slots__ = ("source", "lines", "offsets", "sizes", "ids", "_shapes", "_recent")
+    __slots__ = ("source", "lines", "offsets", "sizes", "crcs", "ids", "_shapes", "_recent")
 
     BLOCK = 8 << 20
 
-    def __init__(self, source: _RowSource, shapes: dict[frozenset, _Shape]) -> None:
+    def __init__(self, source: RowSource, shapes: dict[frozenset, _Shape]) -> None:
         self.source = source
         self.lines = array("q")
         self.offsets = array("q")
         self.sizes = array("i")
+        self.crcs = array("I")  # each row's CRC-32: a row decoded again is the row the first pass validated
         self.ids = RunIds()
         self._shapes = shapes
         self._recent: dict[int, LedgerRow] = {}
 
-    def add(self, line: int, offset: int, size: int, rid: str) -> None:
+    def add(self, line: int, offset: int, size: int, rid: str, crc: int) -> None:
         self.lines.append(line)
         self.offsets.append(offset)
         self.sizes.append(size)
+        self.crcs.append(crc)
         self.ids.append(rid)
 
     def __len__(self) -> int:
@@ -310,10 +273,7 @@ class SpilledRows(Sequence[LedgerRow]):
         in the file cost one read (the bytes between them too), and a row on its own costs its line."""
         offsets, sizes, block = self.offsets, self.sizes, self.BLOCK
         want = indices if isinstance(indices, Sequence) else list(indices)
-        try:
-            fh = open_readonly(self.source.path, sizes=self.source.sizes)
-        except OSError:
-            fh = None
+        fh = self.source.open()  # the file the first pass read, or safeio.Changed: never other rows
         try:
             pos, n = 0, len(want)
             while pos < n:
@@ -325,29 +285,24 @@ class SpilledRows(Sequence[LedgerRow]):
                     if j <= want[stop - 1] or offsets[j] + sizes[j] - start > block:
                         break
                     end, stop = offsets[j] + sizes[j], stop + 1
-                data = b""
-                if fh is not None:
-                    try:
-                        fh.seek(start)
-                        data = fh.read(end - start)
-                    except OSError:
-                        data = b""
+                fh.seek(start)
+                data = fh.read(end - start)
                 for k in range(pos, stop):
                     i = want[k]
                     at = offsets[i] - start
                     yield self._make(i, data[at : at + sizes[i]])
                 pos = stop
         finally:
-            if fh is not None:
-                fh.close()
+            fh.close()
 
     def pick(self, indices: Sequence[int]) -> RowsAt:
         return RowsAt(self, indices)
 
     def _make(self, i: int, text: bytes) -> LedgerRow:
-        line, offset, size = self.lines[i], self.offsets[i], self.sizes[i]
+        line, offset, size, crc = self.lines[i], self.offsets[i], self.sizes[i], self.crcs[i]
+        self.source.same_line(text, crc, line)  # the bytes the first pass validated, or safeio.Changed
         try:
-            raw = _decode(text) if len(text) == size else None
+            raw = decode_row(text) if len(text) == size else None
         except (ValueError, RecursionError):
             raw = None
         if raw.__class__ is not dict:
@@ -358,7 +313,7 @@ class SpilledRows(Sequence[LedgerRow]):
             shape = self._shapes[frozen] = _Shape(frozen)
         row = LedgerRow(line, raw, shape.fields)  # type: ignore[arg-type]
         if shape.heavy:
-            row._slim_down(shape.heavy, self.source, offset, size)
+            row._slim_down(shape.heavy, self.source, offset, size, crc)
         return row
 
 
@@ -563,7 +518,7 @@ def _read_ledger(
     rows: list[LedgerRow] = []
     ledger.rows = rows
     spill: SpilledRows | None = None  # past KEEP_ROWS rows: every row as its place in the file
-    kept_at, kept_size = array("q"), array("i")  # each kept row's offset and size, for the switch to SpilledRows
+    kept_at, kept_size, kept_crc = array("q"), array("i"), array("I")  # each kept row's place, for SpilledRows
     count = 0  # rows so far
     spilled_from = 0  # the index of the last row kept as an object (its repeated run ids are reported already)
     problems = ledger.problems
@@ -574,7 +529,11 @@ def _read_ledger(
         return ledger
     last_keys: tuple = ()
     shape: _Shape | None = None
-    source = _RowSource(path, sizes)
+    source = RowSource(path, sizes)
+    if not transcoded(fh):  # a UTF-16 ledger is read as a copy made at each open: its rows' CRCs still hold
+        opened = os.fstat(fh.fileno())
+        source.first = (opened.st_dev, opened.st_ino, opened.st_size)
+    crc32 = zlib.crc32
     fast_loads = _fast_loads
     pathlike = PATHLIKE.search
     resume_at, resume_line = start, first_line
@@ -678,22 +637,24 @@ def _read_ledger(
                         )
                         continue
                 count += 1
+                crc = crc32(line)
                 if spill is not None:  # repeated run ids are found once the whole ledger is read
-                    spill.add(lineno, offset, len(line), rid)
+                    spill.add(lineno, offset, len(line), rid, crc)
                     continue
                 first = seen.setdefault(rid, lineno)
                 if first != lineno:
                     problems.append(_repeated(row, first))
                 if shape.heavy:
-                    row._slim_down(shape.heavy, source, offset, len(line))
+                    row._slim_down(shape.heavy, source, offset, len(line), crc)
                 rows.append(row)
                 kept_at.append(offset)
                 kept_size.append(len(line))
+                kept_crc.append(crc)
                 if count > KEEP_ROWS or (count == SIZE_UP_AT and _longer_than_kept(fh, start, resume_at, count)):
                     spill, spilled_from = SpilledRows(source, shapes), count - 1
-                    for kept, at, size in zip(rows, kept_at, kept_size):
-                        spill.add(kept.line, at, size, kept.run_id)
-                    rows, seen, kept_at, kept_size = [], {}, array("q"), array("i")
+                    for kept, at, size, kept_sum in zip(rows, kept_at, kept_size, kept_crc):
+                        spill.add(kept.line, at, size, kept.run_id, kept_sum)
+                    rows, seen, kept_at, kept_size, kept_crc = [], {}, array("q"), array("i"), array("I")
                     ledger.rows = spill
             else:
                 continue

@@ -35,7 +35,7 @@ JUDGMENTS_FILE = "judgments.jsonl"  # an LLM judge's A/B evaluation (evaluation/
 
 def is_round_folder(folder: Path) -> bool:
     """An evaluation round: a folder holding the request or round it was harvested from."""
-    return any((folder / name).is_file() for name in ROUND_FILES)
+    return any(os.path.isfile(folder / name) for name in ROUND_FILES)
 
 
 def round_folders(root: Path) -> list[Path]:
@@ -106,9 +106,9 @@ def walk(
                     target = outside_link(root, path)
                     if target is not None:
                         out.outside_links.append((path, target))
-                    elif not path.exists():
+                    elif not os.path.exists(path):
                         out.broken_links.append(path)
-                    elif path.is_file():
+                    elif os.path.isfile(path):
                         out.files.append(path)
                     continue
                 if entry.is_dir(follow_symlinks=False):
@@ -169,7 +169,7 @@ class Run:
     def files(self) -> list[Path]:
         if self.path == self.run_dir.path:
             return self.run_dir.walk.files
-        return walk(self.path).files if self.has_folder and self.path.is_dir() else []
+        return walk(self.path).files if self.has_folder and os.path.isdir(self.path) else []
 
     @cached_property
     def _logs(self) -> list[Path]:
@@ -180,7 +180,10 @@ class Run:
                 continue  # a linked folder that leads out of the run dir is never entered
             try:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except OSError:
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                self._unlisted(folder, exc)
                 continue
             for e in entries:
                 if e.name.endswith(LOG_SUFFIXES) and self._readable_inside(e):
@@ -193,18 +196,29 @@ class Run:
         if layout_dirs:  # W&B's captured console, torchrun's per-rank logs (docs/layouts.md): the run's own output
             from .layouts import extra_logs
 
-            extra = [p for p in extra_logs(self.path) if p not in found]
+            try:
+                extra = [p for p in extra_logs(self.path) if p not in found]
+            except OSError as exc:  # W&B's files/ or a rank's folder this user may not enter
+                self._unlisted(Path(exc.filename or self.path).parent, exc)
         console = None
         if wandb_dir:  # a sweep run's W&B console (runs/<id>/wandb/run-*/files/output.log): after its own logs
             from .layouts import sweep_run_console
 
-            console = sweep_run_console(self.path)
+            try:
+                console = sweep_run_console(self.path)
+            except OSError as exc:
+                self._unlisted(Path(exc.filename or self.path).parent, exc)
         rank = {"stdout.log": 0, "train.log": 1, "output.log": 1}
         logs = sorted(found + extra, key=lambda p: (rank.get(p.name, 2), p.name))
         launch = self.run_dir.launch if self.path == self.run_dir.path else None
         if launch is not None:  # the console the user redirected: the whole run's output, so it leads
             logs = [launch.log, *logs]
         return logs + [console] if console is not None and console not in logs else logs
+
+    def _unlisted(self, folder: Path, exc: OSError) -> None:
+        """A folder the run's logs may be in that cannot be looked into (a mode of 000): the skip reasons say so
+        (``needs.no_log``), not "no log"; RH006 fails ``unreadable`` on it."""
+        self.__dict__.setdefault("unlisted", []).append((folder, exc.strerror or str(exc)))
 
     @property
     def logs(self) -> list[Path]:
@@ -221,7 +235,7 @@ class Run:
         reported by the walk, not read)."""
         try:
             if entry.is_symlink():
-                return outside_link(self.run_dir.path, Path(entry.path)) is None and Path(entry.path).is_file()
+                return outside_link(self.run_dir.path, Path(entry.path)) is None and os.path.isfile(entry.path)
             return entry.is_file(follow_symlinks=False)
         except OSError:
             return False
@@ -263,8 +277,10 @@ class RunDir:
     ) -> None:
         self.path = Path(path).absolute()
         # The session's sizes (safeio.FirstSizes): every reader of this run dir is handed them, so a file is read
-        # up to the size it had when the session first opened it. None outside a session (the watch).
-        self.sizes = sizes
+        # up to the size it had when the session first opened it (outside a session, the watch: as it is), and
+        # only inside this run dir and its launch folder: a link out is refused at open, by any name (issue 48).
+        roots = (self.path,) if launch is None else (self.path, launch.folder)
+        self.sizes = (sizes if sizes is not None else FirstSizes.uncapped()).within(*roots)
         self.launch = launch  # the launch folder's console log, when discovery found one above this run
         self.name = shown_name(label or self.path.name or str(self.path))  # on one line, as every output shows it
         self._store: dict[Any, Any] = {}
@@ -290,7 +306,7 @@ class RunDir:
 
     @property
     def exists(self) -> bool:
-        return self.path.is_dir()
+        return os.path.isdir(self.path)
 
     @cached_property
     def walk(self) -> Walk:
@@ -312,9 +328,9 @@ class RunDir:
         except Exception:  # a reader that crashed while classifying: the checks name the file (unreadable)
             kind = None
         # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
-        if self.ledger_path.exists() or ((p / "runs").is_dir() and kind != layouts.HF_TRAINER):
+        if os.path.exists(self.ledger_path) or (os.path.isdir(p / "runs") and kind != layouts.HF_TRAINER):
             found.append("sweep")
-        if (p / "config.yaml").is_file() and ((p / "logs").is_dir() or (p / "outputs").is_dir()):
+        if os.path.isfile(p / "config.yaml") and (os.path.isdir(p / "logs") or os.path.isdir(p / "outputs")):
             found.append("trainer")
         # A Trainer output dir's final model.safetensors / adapter_model.safetensors is not a kohya LoRA.
         if kind != layouts.HF_TRAINER and any(
@@ -322,7 +338,7 @@ class RunDir:
             for f in self._top_files()
         ):
             found.append("kohya")
-        if (p / "rounds").is_dir() or round_folders(p):  # one round, rounds/<name>/, or a folder of round folders
+        if os.path.isdir(p / "rounds") or round_folders(p):  # one round, rounds/<name>/, or a folder of round folders
             found.append("harvest")
         if (p / JUDGMENTS_FILE).is_file():  # an LLM judge's A/B evaluation (docs/llm-judge.md)
             found.append("judgments")
@@ -343,7 +359,7 @@ class RunDir:
 
     @cached_property
     def ledger(self) -> Ledger | None:
-        if not self.ledger_path.exists() and not self.ledger_path.is_symlink():
+        if not os.path.exists(self.ledger_path) and not os.path.islink(self.ledger_path):
             return None
         return read_ledger(self.ledger_path, sizes=self.sizes)
 
@@ -441,7 +457,7 @@ class RunDir:
         from .workspace import read_workspace_config
 
         path = self.path / "config.yaml"
-        if not path.exists():
+        if not os.path.exists(path):
             return None
         return self.cached(("config.yaml", path), lambda: read_workspace_config(path, self.sizes))
 

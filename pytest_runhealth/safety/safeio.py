@@ -11,6 +11,7 @@ watch follows growing logs outside any session, with ``follow=True``."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -18,22 +19,117 @@ from pathlib import Path
 from typing import BinaryIO
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)  # what O_NOFOLLOW on a link gives (Linux, macOS: ELOOP; FreeBSD: EMLINK)
 
 
 class FirstSizes:
     """The size each file had when a session first opened it, by ``(st_dev, st_ino)``: in a session a file is
     read up to there, whatever is appended later (issue 27). One per session (``RunHealthSession.sizes``),
     handed down through its run dirs (``RunDir.sizes``) to every reader, which passes it to
-    :func:`open_readonly`; a reader given none (the watch, the ``merge`` command) reads files as they are."""
+    :func:`open_readonly`; a reader given none (the watch, the ``merge`` command) reads files as they are.
 
-    __slots__ = ("_first",)
+    It also says where a reader may read: ``roots``, the run dir's folder (and its launch folder), set by
+    :meth:`within` for each run dir (a view that shares the sizes). :func:`open_readonly` refuses a file
+    whose real location is outside them (:class:`LinkOut`), whatever name it was opened by: a fixed name
+    (``ledger.jsonl``, ``config.yaml``, a pid file) as a listed one, and a file swapped for a link after
+    it was listed (issue 48). :meth:`uncapped` is the same confinement without the sizes (the watch)."""
+
+    __slots__ = ("_first", "roots")
 
     def __init__(self) -> None:
-        self._first: dict[tuple[int, int], int] = {}
+        self._first: dict[tuple[int, int], int] | None = {}
+        self.roots: tuple[str, ...] = ()
+
+    @classmethod
+    def uncapped(cls) -> FirstSizes:
+        """Files read as they are (no first size kept): for readers outside a session, confined by :meth:`within`."""
+        out = cls()
+        out._first = None
+        return out
+
+    @property
+    def capped(self) -> bool:
+        return self._first is not None
+
+    def within(self, *roots: str | os.PathLike) -> FirstSizes:
+        """A view of these sizes that reads only inside ``roots`` (their real paths)."""
+        view = FirstSizes.__new__(FirstSizes)
+        view._first = self._first
+        view.roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots)
+        return view
+
+    def shares(self, other: FirstSizes) -> bool:
+        """Whether ``other`` keeps the same first sizes (a view of one session's, for another run dir)."""
+        return self._first is other._first and self._first is not None
 
     def limit(self, st: os.stat_result) -> int:
         """The size to read ``st``'s file up to: the one it had when first opened in this session."""
+        if self._first is None:
+            return st.st_size
         return self._first.setdefault((st.st_dev, st.st_ino), st.st_size)
+
+
+class LinkOut(OSError):
+    """A file refused at open: its real location is outside the run dir (a link, or a folder on its way that
+    is one). Readers see an OSError with a reason, as for any file they cannot read; RH006 names the link."""
+
+    def __init__(self, path: str | os.PathLike, target: str) -> None:
+        super().__init__(errno.ELOOP, f"a link that leads out of the run dir (to {target}): not followed", str(path))
+        self.target = target
+
+
+class Changed(OSError):
+    """A file that is no longer what the session first read (replaced, cut, rewritten) where a reader reads it
+    again: a finding naming the file (cause ``unreadable``), never a silent change of what was judged."""
+
+    def __init__(self, path: str | os.PathLike, why: str) -> None:
+        super().__init__(errno.ESTALE, why, str(path))
+
+
+def inside_roots(real: str, roots: tuple[str, ...]) -> bool:
+    """Whether the real path ``real`` is one of ``roots`` (each ending in a separator) or below one."""
+    with_sep = os.path.join(real, "")
+    return any(with_sep.startswith(root) for root in roots)
+
+
+def _opened_where(fd: int, path: str | os.PathLike) -> str:
+    """The real path of the file open on ``fd``: the kernel's own name for it where ``/proc`` says it (a
+    name swapped after the open cannot change it), else the real path of ``path`` when it still names the
+    same file (device and inode), else an OSError: the file changed while it was opened."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    real = os.path.realpath(path)
+    opened, there = os.fstat(fd), os.stat(real)
+    if (opened.st_dev, opened.st_ino) != (there.st_dev, there.st_ino):
+        raise OSError(errno.ESTALE, "replaced while it was being opened: not read", str(path))
+    return real
+
+
+def _open_confined(path: str | os.PathLike, roots: tuple[str, ...]) -> int:
+    """``path`` opened read-only inside ``roots``: its last part is never followed as a link (``O_NOFOLLOW``;
+    a link that stays inside is opened where it leads, by its real path, again without following), and the
+    opened file's own real path must be inside (a linked folder on the way, a name swapped between the
+    listing and the open). Else :class:`LinkOut`, with nothing read."""
+    try:
+        fd = os.open(path, _FLAGS | _NOFOLLOW)
+    except OSError as exc:
+        if exc.errno not in _LINK_ERRNOS or not os.path.islink(path):
+            raise
+        target = os.path.realpath(path)
+        if not inside_roots(target, roots):
+            raise LinkOut(path, target) from None
+        fd = os.open(target, _FLAGS | _NOFOLLOW)
+    try:
+        real = _opened_where(fd, path)
+        if not inside_roots(real, roots):
+            raise LinkOut(path, real)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class CappedFile(io.FileIO):
@@ -72,14 +168,16 @@ class CappedFile(io.FileIO):
 def open_readonly(path: str | os.PathLike, follow: bool = False, sizes: FirstSizes | None = None) -> BinaryIO:
     """Open a regular file for binary reading, or raise OSError with a reason.
     Given the session's ``sizes``, reads end at the size the file had when the
-    session first opened it (unless ``follow``)."""
-    fd = os.open(path, _FLAGS)
+    session first opened it (unless ``follow``), and a file whose real location
+    is outside their ``roots`` (the run dir) is refused (:class:`LinkOut`)."""
+    roots = sizes.roots if sizes is not None else ()
+    fd = _open_confined(path, roots) if roots else os.open(path, _FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
             raise OSError(21 if stat.S_ISDIR(st.st_mode) else 22, f"{kind}", str(path))
-        if follow:
+        if follow or (sizes is not None and not sizes.capped):
             sizes = None
         limit = sizes.limit(st) if sizes is not None else st.st_size
         encoding = None if follow else utf16_kind(fd, os.fspath(path))
@@ -190,7 +288,13 @@ def _transcoded(fd: int, kind: str, limit: int) -> BinaryIO:
         out.write(text.encode("utf-8"))
     out.write(decoder.decode(b"", final=True).encode("utf-8"))
     out.seek(0)
+    out.transcoded = True  # type: ignore[attr-defined]  # a copy: its device and inode are not the file's
     return out  # type: ignore[return-value]
+
+
+def transcoded(fh: BinaryIO) -> bool:
+    """Whether ``fh`` is the UTF-8 copy of a UTF-16 file (:func:`open_readonly`), not the file itself."""
+    return getattr(fh, "transcoded", False) is True
 
 
 def read_tail(path: str | os.PathLike, nbytes: int, sizes: FirstSizes | None = None) -> tuple[bytes, int]:

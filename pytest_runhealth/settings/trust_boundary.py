@@ -29,13 +29,15 @@ run dirs you did not write (docs/robustness.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from ..safety.shown import name as shown_name
 from .run_dir_option import containing_run_dir, inside, real_path, run_dir_at, run_dir_paths
 
 CHECK_HINT = "check it with `pytest-runhealth check PATH` (or write --run-dir=PATH from outside the run dir)"
@@ -375,10 +377,61 @@ def check_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return int(pytest.ExitCode.USAGE_ERROR)
+    cwd = Path.cwd()
+    root = temp_root([real_path(cwd / p) for p in run_dirs])
+    if isinstance(root, str):
+        print(f"pytest-runhealth check: {root}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="runhealth-check-") as tmp:
+    with temp_files_in(root), tempfile.TemporaryDirectory(prefix="runhealth-check-") as tmp:
         return safe_session(argv, Path(tmp))
+
+
+# Where a session's own files go when the system's temporary folder lies inside a run dir being checked.
+OTHER_TEMP_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/usr/tmp")
+
+
+def temp_root(run_dirs: list[Path]) -> Path | str:
+    """A temporary folder outside every run dir (resolved): the system's (``$TMPDIR``), else the first usable
+    of :data:`OTHER_TEMP_ROOTS`; else why there is none, as a one-line usage error says it. ``check`` writes
+    an ini file, a session folder and, for a UTF-16 log, a transcoded copy there: never into the tree it checks
+    (issue 48: ``TMPDIR`` inside the run dir, ``check /``)."""
+    import tempfile
+
+    system = tempfile.gettempdir()
+    for candidate in (system, *OTHER_TEMP_ROOTS):
+        folder = real_path(candidate)
+        if any(inside(folder, rd) for rd in run_dirs):
+            continue
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    holder = next((rd for rd in run_dirs if inside(real_path(system), rd)), None)
+    where = f"lies inside the run dir {shown_name(str(holder))}" if holder is not None else "cannot be written to"
+    return (
+        f"the temporary folder {shown_name(system)} {where}, and every other ({', '.join(OTHER_TEMP_ROOTS)}) lies "
+        "inside a run dir or cannot be written to: nothing may be written into a tree being checked; set TMPDIR to a "
+        "folder outside the run dirs (TMPDIR=/elsewhere pytest-runhealth check ...)"
+    )
+
+
+@contextlib.contextmanager
+def temp_files_in(root: Path) -> Iterator[None]:
+    """Every temporary file of the session in ``root`` (Python's ``tempfile`` and ``$TMPDIR`` for what the
+    session starts), put back afterwards."""
+    import tempfile
+
+    saved_dir, saved_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = str(root)
+    os.environ["TMPDIR"] = str(root)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved_dir
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
 
 
 def safe_session(argv: list[str], tmp: Path, plugins: Sequence[object] = ()) -> int:

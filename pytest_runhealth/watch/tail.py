@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..readers.ledger import LedgerRow, read_ledger
 from ..readers.logfollow import LogFollower
-from ..safety.safeio import open_readonly
+from ..safety.safeio import FirstSizes, open_readonly
 
 READ_CAP = 8 << 20  # most bytes one tick reads from one log; the rest waits for the next tick
 START_WINDOW = 4 << 20  # a log already this large when first seen is followed from its last START_WINDOW bytes
@@ -50,8 +50,11 @@ class LogTailer:
     """One log, scanned incrementally. ``bytes_read`` counts every byte this
     follower ever read (the per-tick cost a test and the benchmark measure)."""
 
-    def __init__(self, path: Path, start_window: int = START_WINDOW, read_cap: int = READ_CAP) -> None:
+    def __init__(
+        self, path: Path, start_window: int = START_WINDOW, read_cap: int = READ_CAP, sizes: FirstSizes | None = None
+    ) -> None:
         self.path = Path(path)
+        self.sizes = sizes  # the run dir's (``RunDir.sizes``): only its roots matter here, a link out is not followed
         self.start_window = start_window
         self.read_cap = read_cap
         self.cursor = Cursor()
@@ -62,7 +65,7 @@ class LogTailer:
     def poll(self) -> tuple[int, str | None]:
         """Read what is new: (bytes read, ``truncated``/``rotated``/None)."""
         try:
-            fh = open_readonly(self.path, follow=True)  # the watch follows what is appended
+            fh = open_readonly(self.path, follow=True, sizes=self.sizes)  # follows what is appended, inside the run
         except OSError:
             return 0, None
         with fh:

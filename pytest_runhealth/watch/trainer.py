@@ -104,7 +104,7 @@ class TrainerWatch:
             out.evidence = True
         log_path = run.main_log
         if log_path is not None and (self.log is None or self.log.path != log_path):
-            self.log = LogTailer(log_path)
+            self.log = LogTailer(log_path, sizes=run.run_dir.sizes)
         new_bytes, reset = self.log.poll() if self.log else (0, None)
         if reset and self.log is not None:
             out.lines.append(f"{run.rel(self.log.path)} was {reset}: the trainer restarted; reading it from the start")

@@ -145,9 +145,17 @@ class VerdictRunner:
     def run(self) -> Verdicts:
         import pytest
 
-        from ..settings.trust_boundary import safe_session  # imports pytest: only when a session runs
+        from ..settings.run_dir_option import real_path
+        from ..settings.trust_boundary import (  # import pytest: only when a session runs
+            safe_session,  # imports pytest: only when a session runs
+            temp_files_in,
+            temp_root,
+        )
 
-        with tempfile.TemporaryDirectory(prefix="runhealth-watch-") as tmp:
+        root = temp_root([real_path(p) for p in self.run_dirs])  # never a temporary file inside a watched run dir
+        if isinstance(root, str):
+            return Verdicts(exit_code=int(pytest.ExitCode.USAGE_ERROR), error=root)
+        with temp_files_in(root), tempfile.TemporaryDirectory(prefix="runhealth-watch-") as tmp:
             report = Path(tmp) / "report.json"
             sink = io.StringIO()
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):

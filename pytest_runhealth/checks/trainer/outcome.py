@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ...model.needs import no_log
 from ...model.registry import check
 from ...readers import layouts
 from ...readers.checkpoints import find_checkpoints, latest
@@ -39,7 +40,7 @@ def trainer_error(ctx):
     elastic = torchelastic.records(ctx.run.files, ctx.run_dir.sizes) if _may_hold_error_files(ctx) else []
     if not ctx.run.logs:
         if not elastic:
-            ctx.skip(f"no log in {ctx.run.where} (looked for logs/*.log and *.log)")
+            ctx.skip(no_log(ctx.run))
         return _child_error(ctx, elastic, None)
     f = ctx.readable_facts()
     if elastic and (f.fatal is None or f.fatal.cause == "unknown"):
@@ -227,7 +228,7 @@ def steps_complete(ctx):
     if hf is not None:
         return hf
     if not ctx.run.logs:
-        ctx.skip(f"no log in {ctx.run.where} (looked for logs/*.log and *.log)")
+        ctx.skip(no_log(ctx.run))
     f = ctx.readable_facts()
     if f.last is None:
         ctx.skip(f"no training step in {ctx.run_dir.rel(f.log)}: nothing to compare with a plan")

@@ -10,6 +10,7 @@ import statistics
 import time
 
 from ...model.finding import Evidence
+from ...model.needs import no_log
 from ...model.registry import check
 from ...readers.ledger import row_end_words
 from ...readers.procs import REUSE_SLACK_S
@@ -219,7 +220,7 @@ def steady_step_time(scan) -> float | None:
 def run_not_stalled(ctx, processes):
     run = ctx.run
     if not run.logs and (run.row is None or _kill_evidence(ctx, run) is None):
-        ctx.skip(f"no log in {run.where} (looked for logs/*.log and *.log)")  # a row that says it was killed is judged
+        ctx.skip(no_log(run))  # a row that says it was killed is judged
     statuses = processes.for_run(run)
     alive = [st for st in statuses if st.alive]
     if not alive:
