@@ -528,7 +528,7 @@ def test_bad_lmstudio_log_named_by_the_user(tmp_path, big_files, run_health):
 
 
 # -- property tests for the parsers without one yet ---------------------------------------------
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -722,6 +722,7 @@ def test_harvest_loader_takes_any_json(
 
 @PROPERTY
 @given(data=st.binary(max_size=300) | st.from_regex(r"\A\s*-?\d{0,12}(\.\d+)?(e\d+)?\s*[a-z ]{0,10}\n?\Z"))
+@example(data="01")  # found by hypothesis once in a full run: a leading zero is pid 1, as read_pid reads it
 def test_pid_reader_property(tmp_path_factory, data):
     from pytest_runhealth.live.procs import read_pid
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ... import reading
 from ...registry import check
 from ...rundir import LTX_CKPT
 from ...workspace import WorkspaceConfig
@@ -421,9 +422,10 @@ def output_dir_fresh(ctx):
     if load:
         note = f"resumes from {load} ({len(saved)} checkpoint(s) in {shown}, latest step {latest_step})"
         target = LTX_CKPT.match(Path(str(load)).name)
-        if target and int(target["step"]) < latest_step:
+        target_step = reading.integer(target["step"]) if target else None  # a YAML string's digits: any number
+        if target_step is not None and target_step < latest_step:
             note += (
-                f"; load_checkpoint is step {int(target['step'])}, older than the latest: later checkpoints "
+                f"; load_checkpoint is step {target_step}, older than the latest: later checkpoints "
                 "will be overwritten as the run passes their steps"
             )
         return note
