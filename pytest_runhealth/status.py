@@ -55,6 +55,7 @@ from .ledger import row_end_words
 from .logscan import LogScan, StepPoint
 from .rootcause import diagnose
 from .safeio import mtime, read_head
+from .shown import name as shown_name
 from .values import duration_text
 
 MIN_STEADY = 3
@@ -353,7 +354,7 @@ def run_status(run) -> dict[str, Any] | None:
     return status_record(
         run,
         label=run.name,
-        run_dir=str(run.run_dir.path),
+        run_dir=shown_name(str(run.run_dir.path)),  # on one line, as every output names it
         state=tracker_state(run) or f.state if f.state == "unknown" else f.state,
         fatal=f.fatal,
         log=f.log,

@@ -33,6 +33,7 @@ from ..context import CheckContext
 from ..finding import Finding
 from ..registry import CheckSpec, spec_of
 from ..session import RunHealthSession
+from ..shown import name as shown_name
 from ..status import run_status
 from ..target import Target
 from .call_check import call_check, normalise, skip_reason
@@ -151,7 +152,7 @@ def status_of_pass(
     except Exception as exc:  # a status block must never break the session
         block = {
             "run": run.name,
-            "run_dir": str(run.run_dir.path),
+            "run_dir": shown_name(str(run.run_dir.path)),
             "state": "unknown",
             "error": f"status unavailable: {type(exc).__name__}: {exc}",
         }
