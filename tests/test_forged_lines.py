@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 import shutil
 from pathlib import Path
 
@@ -132,6 +133,12 @@ def _hostile_sources(root: Path) -> dict[str, tuple[Path, str]]:
     shutil.copytree(EXAMPLES / "wandb-healthy", wb)
     (files,) = wb.glob("wandb/offline-run-*/files")
     (files / "wandb-summary.json").write_text(json.dumps({"loss" + HOSTILE: float("nan"), "_step": 50}))
+    lt = root / "lightning-column"
+    shutil.copytree(EXAMPLES / "lightning-nan-loss", lt)
+    (metrics,) = lt.glob("lightning_logs/version_0/metrics.csv")
+    header, rest = metrics.read_text().split("\n", 1)
+    columns = [f'"{c}{HOSTILE}"' if "loss" in c else c for c in header.split(",")]  # quoted: CSV holds the newline
+    metrics.write_text(",".join(columns) + "\n" + rest)
     fix = root / ("run-path-in-a-fix" + HOSTILE)  # RH203's fix quotes the checkpoint's absolute path
     shutil.copytree(EXAMPLES / "ltx-dead-pid", fix)
     return {
@@ -139,6 +146,7 @@ def _hostile_sources(root: Path) -> dict[str, tuple[Path, str]]:
         "MLflow metric key": (ml, "RH202"),
         "trainer_state key": (hf, "RH202"),
         "W&B summary key": (wb, "RH202"),
+        "Lightning metrics.csv column": (lt, "RH202"),
         "run path in a fix": (fix, "RH203"),
     }
 
@@ -147,16 +155,18 @@ def _raw_in(text: str) -> list[str]:
     return [repr(c) for c in "\x1b\x07" + INVISIBLE if c in text]
 
 
-def test_no_source_of_names_forges_a_line_or_hides_a_character_in_any_output(pytester, tmp_path, run_health):
+@pytest.mark.parametrize("workers", [(), ("-p", "xdist", "-n", "2")], ids=["in-process", "xdist"])
+def test_no_source_of_names_forges_a_line_or_hides_a_character_in_any_output(pytester, tmp_path, run_health, workers):
     sources = _hostile_sources(tmp_path)
     xml, html, md = pytester.path / "j.xml", pytester.path / "r.html", pytester.path / "r.md"
     res = run_health(
         *(run for run, _ in sources.values()),
-        args=("--junitxml", str(xml), "--runhealth-html", str(html), "--runhealth-markdown", str(md), "-rA"),
+        args=("--junitxml", str(xml), "--runhealth-html", str(html), "--runhealth-markdown", str(md), "-rA", *workers),
+        subprocess=bool(workers),
     )
-    failed = {r["check"] + ":" + r["run"] for r in res.report["results"] if r["outcome"] == "failed"}
-    for source, (_run, check) in sources.items():
-        assert any(f.startswith(check + ":") for f in failed), (source, sorted(failed))
+    failed = Counter(r["check"] for r in res.report["results"] if r["outcome"] == "failed")
+    wanted = Counter(check for _run, check in sources.values())
+    assert all(failed[check] >= n for check, n in wanted.items()), (failed, wanted)  # each source quoted
     outputs = {
         "terminal": res.stdout,
         "junit": xml.read_text(encoding="utf-8"),
@@ -167,11 +177,18 @@ def test_no_source_of_names_forges_a_line_or_hides_a_character_in_any_output(pyt
     for where, text in outputs.items():
         assert not _forged_lines(text), (where, _forged_lines(text)[:3])
         assert not _raw_in(text), (where, _raw_in(text))
-    terminal = outputs["terminal"]
+    terminal = outputs["terminal"] + res.result.stderr.str()
     # Each source was quoted, visibly: the line break and the invisible characters escaped on the name's own line.
     assert terminal.count("\\nFORGED-LINE") >= len(sources), terminal[-4000:]
     assert "\\u202e" in terminal and "\\u200b" in terminal and "\\ufeff" in terminal
-    for source in ("tfevents", "metrics/train_loss", "trainer_state.json", "wandb-summary.json", "run-path-in-a-fix"):
+    for source in (
+        "tfevents",
+        "metrics/train_loss",
+        "trainer_state.json",
+        "wandb-summary.json",
+        "metrics.csv",
+        "a-fix",
+    ):
         assert source in terminal, source
 
 
