@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -139,6 +139,14 @@ def _hostile_sources(root: Path) -> dict[str, tuple[Path, str]]:
     header, rest = metrics.read_text().split("\n", 1)
     columns = [f'"{c}{HOSTILE}"' if "loss" in c else c for c in header.split(",")]  # quoted: CSV holds the newline
     metrics.write_text(",".join(columns) + "\n" + rest)
+    sweep = root / "ledger-config-key"
+    shutil.copytree(EXAMPLES / "sweep-early-exit-knob", sweep)
+    ledger = sweep / "ledger.jsonl"
+    rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+    for row in rows:
+        if isinstance(row.get("config"), dict):
+            row["config"] = {key + HOSTILE: value for key, value in row["config"].items()}
+    ledger.write_text("".join(json.dumps(row) + "\n" for row in rows))
     fix = root / ("run-path-in-a-fix" + HOSTILE)  # RH203's fix quotes the checkpoint's absolute path
     shutil.copytree(EXAMPLES / "ltx-dead-pid", fix)
     return {
@@ -147,6 +155,7 @@ def _hostile_sources(root: Path) -> dict[str, tuple[Path, str]]:
         "trainer_state key": (hf, "RH202"),
         "W&B summary key": (wb, "RH202"),
         "Lightning metrics.csv column": (lt, "RH202"),
+        "ledger config key": (sweep, "RH105"),
         "run path in a fix": (fix, "RH203"),
     }
 
