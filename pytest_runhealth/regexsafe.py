@@ -186,6 +186,9 @@ class _Shape:
     shortest: float = 0
     longest: float = 0
     ambiguous: bool = False
+    # A part that matches exactly one character from each of these sets, in order (a word, "[ab]c"), or None:
+    # two such alternatives share a text only if every position can hold the same character.
+    chars: tuple[_Chars, ...] | None = ()
 
 
 def _pairs(pairs: list[tuple[_Chars, _Chars]]) -> list[tuple[_Chars, _Chars]]:
@@ -198,7 +201,7 @@ def _pairs(pairs: list[tuple[_Chars, _Chars]]) -> list[tuple[_Chars, _Chars]]:
 
 
 def _one(chars: _Chars) -> _Shape:
-    return _Shape(nullable=False, first=chars, last=chars, shortest=1, longest=1)
+    return _Shape(nullable=False, first=chars, last=chars, shortest=1, longest=1, chars=(chars,))
 
 
 def _then(a: _Shape, b: _Shape) -> _Shape:
@@ -217,31 +220,41 @@ def _then(a: _Shape, b: _Shape) -> _Shape:
         shortest=a.shortest + b.shortest,
         longest=a.longest + b.longest,
         ambiguous=a.ambiguous or b.ambiguous or moves,
+        chars=a.chars + b.chars if a.chars is not None and b.chars is not None and len(a.chars) < _MAX_PAIRS else None,
     )
 
 
 def _may_share_a_text(a: _Shape, b: _Shape) -> bool:
     if a.nullable and b.nullable:
         return True
+    if a.chars is not None and b.chars is not None:  # fixed strings: position by position ("w10x" and "w11x" differ)
+        return len(a.chars) == len(b.chars) and all(x.meets(y) for x, y in zip(a.chars, b.chars))
     low, high = max(a.shortest, b.shortest, 1), min(a.longest, b.longest)
     return low <= high and a.first.meets(b.first) and a.last.meets(b.last)
 
 
+_MAX_COMPARED = 200  # alternatives compared pairwise; past this many they are taken to overlap (conservative)
+
+
 def _either(shapes: list[_Shape]) -> _Shape:
-    out = _Shape(nullable=False, shortest=_INF)
-    clash = any(_may_share_a_text(a, b) for i, a in enumerate(shapes) for b in shapes[i + 1 :])
+    """Alternatives: ambiguous when one is, or when two may match the same text."""
+    if len(shapes) > _MAX_COMPARED:
+        clash = True
+    else:
+        clash = any(_may_share_a_text(a, b) for i, a in enumerate(shapes) for b in shapes[i + 1 :])
+    first, last, pairs = _NONE, _NONE, []
     for s in shapes:
-        out = _Shape(
-            nullable=out.nullable or s.nullable,
-            first=out.first | s.first,
-            last=out.last | s.last,
-            pairs=_pairs(out.pairs + s.pairs),
-            shortest=min(out.shortest, s.shortest),
-            longest=max(out.longest, s.longest),
-            ambiguous=out.ambiguous or s.ambiguous,
-        )
-    out.ambiguous = out.ambiguous or clash
-    return out
+        first, last, pairs = first | s.first, last | s.last, _pairs(pairs + s.pairs)
+    return _Shape(
+        nullable=any(s.nullable for s in shapes),
+        first=first,
+        last=last,
+        pairs=pairs,
+        shortest=min((s.shortest for s in shapes), default=0),
+        longest=max((s.longest for s in shapes), default=0),
+        ambiguous=clash or any(s.ambiguous for s in shapes),
+        chars=None,
+    )
 
 
 def _repeat(lo: int, hi: int, body: _Shape, possessive: bool) -> _Shape:
@@ -258,6 +271,7 @@ def _repeat(lo: int, hi: int, body: _Shape, possessive: bool) -> _Shape:
         if body.shortest < body.longest and any(x.meets(body.last) and y.meets(body.first) for x, y in body.pairs):
             raise _Refused(SPLITS)  # (repetitions of one length divide a text one way only)
     seen = body if not possessive else _Shape(body.nullable, body.first, body.last, [], body.shortest, body.longest)
+    fixed = body.chars if lo == hi and body.chars is not None and lo * len(body.chars) <= _MAX_PAIRS else None
     return _Shape(
         nullable=lo == 0 or body.nullable,
         first=seen.first,
@@ -266,6 +280,7 @@ def _repeat(lo: int, hi: int, body: _Shape, possessive: bool) -> _Shape:
         shortest=lo * body.shortest,
         longest=_INF if hi == C.MAXREPEAT and body.longest else hi * body.longest,
         ambiguous=seen.ambiguous,
+        chars=None if fixed is None else fixed * lo,
     )
 
 
@@ -296,7 +311,7 @@ def _item(op: Any, av: Any) -> _Shape:
         return _repeat(lo, hi, _shape(list(body)), possessive=op is _POSSESSIVE)
     if _ATOMIC is not None and op is _ATOMIC:
         inner = _shape(list(av))  # judged inside; from outside it matches one way
-        return _Shape(inner.nullable, inner.first, inner.last, [], inner.shortest, inner.longest)
+        return _Shape(inner.nullable, inner.first, inner.last, [], inner.shortest, inner.longest, chars=inner.chars)
     if op in (C.ASSERT, C.ASSERT_NOT):
         _shape(list(av[1]))  # what is inside a look-around is judged too; it consumes nothing
         return _Shape()
@@ -305,9 +320,18 @@ def _item(op: Any, av: Any) -> _Shape:
     return _one(_EVERY)  # anything the parser adds later: any one character, the conservative guess
 
 
+MAX_PATTERN = (
+    4096  # characters: a rule's regex is a line of a log's worth, not a file (judging costs ~30 us a character)
+)
+
+
 def backtracking_risk(pattern: str) -> str | None:
     """Why ``pattern`` may take exponential time in ``re``, or None. (A
     pattern ``re`` cannot compile is the caller's to report.)"""
+    if len(pattern) > MAX_PATTERN:
+        return (
+            f"it is {len(pattern):,} characters long, over the {MAX_PATTERN:,} a rule's pattern may have to be judged"
+        )
     try:
         parsed = P.parse(pattern)
     except (re.error, RecursionError, OverflowError):

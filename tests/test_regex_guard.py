@@ -118,7 +118,25 @@ ORDINARY = [
     "loss[=:]\\s*(nan|inf)",
     "^\\[rank(\\d+)\\]:",
     "step (\\d+)/(\\d+)",
+    "(?:w0x|w1x|w10x|w11x)+",  # fixed words compared position by position: no two alike
+    "(?:" + "|".join(f"job{i};" for i in range(150)) + ")+",
 ]
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(?:ab|ab)+", "(?:w10x|w1[0-9]x)+", "(?:" + "|".join(f"k{i}" for i in range(201)) + ")+"]
+)
+def test_alternatives_that_may_match_the_same_word_under_a_repeat_are_refused(pattern):
+    assert backtracking_risk(pattern) is not None
+
+
+def test_a_pattern_too_long_to_judge_is_refused_and_judging_is_cheap():
+    """A planted 1 MiB regex would take half a minute to judge: over 4,096 characters it is refused unread;
+    at the limit, judging takes a fraction of a second (counted in characters, not timed)."""
+    from pytest_runhealth.regexsafe import MAX_PATTERN
+
+    assert "over the 4,096" in backtracking_risk("a" * (MAX_PATTERN + 1))
+    assert backtracking_risk("a" * MAX_PATTERN) is None
 
 
 def test_the_docs_and_examples_have_rule_patterns_to_check():
