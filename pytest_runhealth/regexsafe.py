@@ -242,7 +242,8 @@ def _either(shapes: list[_Shape]) -> _Shape:
         clash = True
     else:
         clash = any(_may_share_a_text(a, b) for i, a in enumerate(shapes) for b in shapes[i + 1 :])
-    first, last, pairs = _NONE, _NONE, []
+    first, last = _NONE, _NONE
+    pairs: list[tuple[_Chars, _Chars]] = []
     for s in shapes:
         first, last, pairs = first | s.first, last | s.last, _pairs(pairs + s.pairs)
     return _Shape(
