@@ -25,6 +25,7 @@ from typing import Any
 from .finding import Evidence
 from .ledger import LedgerRow, SpilledRows, dumps_lower, may_mention
 from .logscan import LogScan, StepPoint
+from .shown import name as shown_name
 from .values import finite_number, timestamp
 
 SCALARS = frozenset({str, int, float, bool, type(None)})  # a knob value's classes that are their own stand-ins
@@ -311,8 +312,8 @@ def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] |
             seen[key][own] = config.get(key)
     if not healthy:
         return None
-    found = [
-        (key, value, list(seen[key].values()))
+    found = [  # the key as messages show it: a ledger's key is a name (a newline in it starts no line)
+        (shown_name(key), value, list(seen[key].values()))
         for key, value, _ in shared
         if key not in used and not (healthy > 1 and len(seen[key]) == healthy)
     ]

@@ -16,7 +16,6 @@ from ..knobs import healthy_by_role
 from ..ledger import LedgerRow
 from ..logscan import LogScan, StepPoint
 from ..registry import check
-from ..shown import name as shown_name
 from ..sweepfacts import (
     COMPLETED_KEYS,
     TRAINING_ROLES,
@@ -185,7 +184,6 @@ def step_count_collapse(ctx):
 
 def _knob_finding(ctx, row: LedgerRow, knob, collapsed: list[LedgerRow], summary: str = "", evidence=None):
     key, value, healthy = knob
-    key = shown_name(str(key))  # a ledger's config key: a newline in it starts no line of the message
     shown = ", ".join(show(v) for v in healthy[:4]) or "(unset)"
     if not summary:
         summary = f"{row.run_id} stopped at {row.get('n_steps')} steps after {_secs(finite_number(row.get('duration_s')))} (the wall clock)."
@@ -482,10 +480,9 @@ def early_exit_config(ctx):
         )
     label = f"{role} runs" if role else "runs"
     summary = f"{row.run_id} exited with code {code} after {took:.0f} s while {_plural(len(peers), 'other ' + (role or 'run'))} trained."
-    # Config keys are names from the ledger: shown on one line, as every output shows a name.
-    parts = [f"{shown_name(k)}={show(v)} (healthy: {', '.join(show(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
-    summary += f"\nIts {shown_name(field)} differs from the healthy {label}' in: " + "; ".join(parts) + "."
-    knobs = ", ".join(shown_name(k) for k, _, _ in diffs[:8])
+    parts = [f"{k}={show(v)} (healthy: {', '.join(show(h) for h in hv[:3])})" for k, v, hv in diffs[:8]]
+    summary += f"\nIts {field} differs from the healthy {label}' in: " + "; ".join(parts) + "."
+    knobs = ", ".join(k for k, _, _ in diffs[:8])
     fix = (
         f"The trainer rejected this run's {knobs}: cross-reference {'it' if len(diffs) == 1 else 'them'} with "
         "the trainer's documented arguments (the canonical case is --fused_backward_pass with an optimizer other "
