@@ -16,6 +16,7 @@ from typing import Any
 
 from .features.consequences import apply as group_consequences
 from .model.results import SCHEMA, Result, report_document, write_json
+from .safety.shown import one_line
 
 
 class MergeError(Exception):
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = merge_reports([_load(p) for p in args.reports])
     except MergeError as exc:
-        print(f"pytest-runhealth merge: {exc}", file=sys.stderr)
+        print(f"pytest-runhealth merge: {one_line(str(exc))}", file=sys.stderr)  # node ids, paths: one line
         return 2
     write_json(Path(args.output), doc)
     s = doc["summary"]

@@ -164,7 +164,7 @@ class CheckContext:
             cause=cause,
             summary=self._names_shown(summary),
             evidence=list(evidence),
-            fix=self.spec.fix if fix is None else fix,
+            fix=self.spec.fix if fix is None else self._names_shown(fix),
         )
 
     def ok(self, note: str = "") -> Finding:
@@ -177,9 +177,9 @@ class CheckContext:
         )
 
     def _names_shown(self, text: str) -> str:
-        """A summary has lines of its own: the run's folder name and the run dir's path, quoted in it as
-        they are on disk, are shown as every output shows a name (rundir.py), so a newline or ESC in a
-        folder's name starts no line and no escape sequence."""
+        """A summary (or a fix) has lines of its own: the run's folder name and the run dir's path, quoted
+        in it as they are on disk, are shown as every output shows a name (rundir.py), so a newline or ESC
+        in a folder's name starts no line and no escape sequence."""
         raw = [str(self.run_dir.path), self.run_dir.path.name]
         if self.target.run is not None:
             raw.append(self.target.run.folder)

@@ -528,7 +528,7 @@ def test_bad_lmstudio_log_named_by_the_user(tmp_path, big_files, run_health):
 
 
 # -- property tests for the parsers without one yet ---------------------------------------------
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -722,6 +722,7 @@ def test_harvest_loader_takes_any_json(
 
 @PROPERTY
 @given(data=st.binary(max_size=300) | st.from_regex(r"\A\s*-?\d{0,12}(\.\d+)?(e\d+)?\s*[a-z ]{0,10}\n?\Z"))
+@example(data="01")  # found by hypothesis once in a full run: a leading zero is pid 1, as read_pid reads it
 def test_pid_reader_property(tmp_path_factory, data):
     from pytest_runhealth.readers.procs import read_pid
 
@@ -1066,6 +1067,10 @@ def _adversarial_cases() -> dict[str, tuple[str, object, str]]:
         "redact quoted field": ("redact", None, '\\"token\\": \\"'),
         "redact sshpass": ("redact", None, "sshpass -"),
         "redact netrc": ("redact", None, "machine a login b "),
+        "redact docker login": ("redact", None, "docker login -"),
+        "redact redis-cli": ("redact", None, "redis-cli -a"),
+        "redact samba user": ("redact", None, "-U a."),
+        "redact htpasswd": ("redact", None, "htpasswd -b "),
         "redact colour codes": ("redact", None, "\x1b[1;\\u001b[0"),
         "redact bearer tab escape": ("redact", None, "bearer\\t"),
         "rootcause BAR_END": ("str", rootcause.BAR_END, "| 1/2 ["),

@@ -71,6 +71,21 @@ def header_file(path: Path, header: dict, data: bytes) -> Path:
             "follow the last tensor",
         ),
         (lambda p: header_file(p, {"w": {"shape": [1]}}, b""), "no valid dtype"),
+        # issue 48: a shape of two 4,000-digit strings once made an 8,000-digit product that str() refused
+        (
+            lambda p: header_file(p, {"w": {"dtype": "F32", "shape": ["9" * 4000] * 2, "data_offsets": [0, 4]}}, b""),
+            "no valid dtype",
+        ),
+        (
+            lambda p: header_file(
+                p, {"w": {"dtype": "F32", "shape": [10**39] * 1000, "data_offsets": [0, 4]}}, b"\x00" * 4
+            ),
+            "needs more bytes than any file holds, offsets give 4",
+        ),
+        (
+            lambda p: header_file(p, {"w" * 100_000: {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, b""),
+            "www... (F32 [2]) needs 8 bytes",
+        ),
     ],
     ids=[
         "zero-byte",
@@ -81,6 +96,9 @@ def header_file(path: Path, header: dict, data: bytes) -> Path:
         "shape-mismatch",
         "trailing",
         "no-offsets",
+        "digit-strings-as-shape",
+        "thousand-40-digit-dimensions",
+        "a-key-of-100k-characters",
     ],
 )
 def test_damaged_headers(tmp_path, make, words):

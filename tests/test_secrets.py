@@ -414,3 +414,67 @@ def test_redaction(secret):
     ):
         assert token not in out
     assert out.startswith("before") and out.endswith("after")
+
+
+# -- issue 48 item 12: passwords given to a client's own flag -------------------------------------------------
+ROUND5_FORMS = [  # (line, the part that must never be shown)
+    ("docker login -u bob -p plnt4801pw registry.example.com", "plnt4801pw"),
+    ("docker login -pplnt4802pw r.example.com", "plnt4802pw"),
+    ('podman login -u bob -p "plnt4803pw" quay.io', "plnt4803pw"),
+    ("skopeo login -u bob -p plnt4804pw quay.io", "plnt4804pw"),
+    ("az login -u alice@example.com -p plnt4805pw", "plnt4805pw"),
+    ("mongo -u admin -p plnt4806pw --authenticationDatabase admin", "plnt4806pw"),
+    ('mongosh "mongodb://db:27017" -u app -p plnt4807pw', "plnt4807pw"),
+    ("mongodump --host db -u backup -p=plnt4808pw --out /data", "plnt4808pw"),
+    ("redis-cli -h cache -a plnt4809pw ping", "plnt4809pw"),
+    ("redis-cli --no-auth-warning -a 'plnt4810pw' INFO", "plnt4810pw"),
+    ("smbclient //srv/share -U alice%plnt4811pw -c ls", "plnt4811pw"),
+    ('smbclient -U "CORP\\alice%plnt4812pw" //srv/share', "plnt4812pw"),
+    ("rpcclient --user=alice%plnt4813pw srv", "plnt4813pw"),
+    ("htpasswd -b .htpasswd alice plnt4814pw", "plnt4814pw"),
+    ("htpasswd -bc /etc/nginx/.htpasswd alice plnt4815pw", "plnt4815pw"),
+    ("htpasswd -nb alice plnt4816pw > users", "plnt4816pw"),
+    ("htpasswd -B -C 10 -b users alice plnt4817pw", "plnt4817pw"),
+]
+ROUND5_HARMLESS = [  # look-alikes of those forms, shown exactly as written
+    "docker run -p 8080:80 nginx",
+    "docker login -u bob --password-stdin registry.example.com",
+    "docker login registry.example.com && docker run -p 8080:80 nginx",
+    "az vm create -n vm1 -p 22",
+    "mongo -u admin -p --authenticationDatabase admin",
+    "mongo-express -p 8081",
+    "redis-cli -h cache -p 6379 ping",
+    "smbclient -U alice //srv/share",
+    "date -U +%Y%m%d",
+    "htpasswd -c .htpasswd alice",
+    "htpasswd -nB alice",
+]
+
+
+def test_round_five_forms_are_redacted_and_their_look_alikes_are_not():
+    from pytest_runhealth.safety import redact as r
+
+    def unfiltered(text: str) -> str:
+        for _family, pattern, replacement in r._PATTERNS:
+            text = pattern.sub(replacement, text)
+        return text
+
+    leaks = [(line, r.redact(line)) for line, secret in ROUND5_FORMS if secret in r.redact(line)]
+    assert leaks == []
+    changed = [(line, r.redact(line)) for line in ROUND5_HARMLESS if r.redact(line) != line]
+    assert changed == []
+    for line in [line for line, _ in ROUND5_FORMS] + ROUND5_HARMLESS:
+        once = r.redact(line)
+        assert once == unfiltered(line), line
+        assert r.redact(once) == once, line
+
+
+def test_round_five_forms_are_redacted_in_every_output(pytester, run_health):
+    """End to end: quoted from a log and from a bad ledger row (``docker login -p`` reached all five
+    outputs), shown by the terminal, JUnit, the JSON report, HTML and Markdown."""
+    ledger_rows = '{"run_id": 7, "error": "docker login -u bob -p plnt4899pw r.example.com"}\n'
+    outputs = _every_output(pytester, run_health, [line for line, _ in ROUND5_FORMS], ledger_rows)
+    secrets = [secret for _, secret in ROUND5_FORMS] + ["plnt4899pw"]
+    leaks = [(where, secret) for where, text in outputs.items() for secret in secrets if secret in text]
+    assert leaks == []
+    assert all("docker login" in text for text in outputs.values()), "the quoted line is shown, masked"

@@ -35,6 +35,7 @@ from ..model.finding import Finding
 from ..model.registry import CheckSpec, spec_of
 from ..model.target import Target
 from ..safety.reading import Unreadable
+from ..safety.shown import name as shown_name
 from ..session import RunHealthSession
 from ..settings import severity
 from .call_check import call_check, normalise, skip_reason, unreadable
@@ -153,7 +154,7 @@ def status_of_pass(
     except Exception as exc:  # a status block must never break the session
         block = {
             "run": run.name,
-            "run_dir": str(run.run_dir.path),
+            "run_dir": shown_name(str(run.run_dir.path)),
             "state": "unknown",
             "error": f"status unavailable: {type(exc).__name__}: {exc}",
         }

@@ -58,8 +58,9 @@ def _int(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isdigit() and text.isascii() and len(text) <= 40:  # int() of 5,000 digits raises: no count is that long
+        return int(text)
     return None
 
 

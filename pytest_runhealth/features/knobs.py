@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..readers.ledger import FREEZE_FROM, LedgerRow, RowsAt
+from ..safety.shown import name as shown_name
 from .sweepfacts import ABSENT, SCALARS, knob_key, ledger_facts
 
 
@@ -130,7 +131,7 @@ class HealthyKnobs:
         return scan
 
     def differing(self, config: dict) -> list[tuple[str, Any, list[Any]]]:
-        """Knobs whose value no healthy run used. A knob that is different on
+        """Knobs whose value no healthy run used, each key as messages show it. A knob that is different on
         every healthy run (a seed, an output name) says nothing and is left out."""
         others = len(self.rows)
         out = []
@@ -141,7 +142,7 @@ class HealthyKnobs:
             self._scanned.pop(key, None)
             if others > 1 and len(seen) >= others:
                 continue
-            out.append((key, value, list(seen.values())))
+            out.append((shown_name(key), value, list(seen.values())))  # as messages show a name: on one line
         return out
 
 

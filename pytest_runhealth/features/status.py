@@ -56,6 +56,7 @@ from ..readers.logscan import LogScan, StepPoint
 from ..readers.rootcause import diagnose
 from ..readers.values import duration_text
 from ..safety.safeio import mtime, read_head
+from ..safety.shown import name as shown_name
 
 MIN_STEADY = 3
 RECENT = 20  # step-time measurements the ETA averages over
@@ -353,7 +354,7 @@ def run_status(run) -> dict[str, Any] | None:
     return status_record(
         run,
         label=run.name,
-        run_dir=str(run.run_dir.path),
+        run_dir=shown_name(str(run.run_dir.path)),  # on one line, as every output names it
         state=tracker_state(run) or f.state if f.state == "unknown" else f.state,
         fatal=f.fatal,
         log=f.log,

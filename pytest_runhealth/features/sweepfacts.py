@@ -29,6 +29,7 @@ from ..model.finding import Evidence
 from ..readers.ledger import LedgerRow, SpilledRows, dumps_lower, may_mention
 from ..readers.logscan import LogScan, StepPoint
 from ..readers.values import finite_number, timestamp
+from ..safety.shown import name as shown_name
 
 SCALARS = frozenset({str, int, float, bool, type(None)})  # a knob value's classes that are their own stand-ins
 ABSENT = object()  # a knob a config does not have
@@ -320,8 +321,8 @@ def shared_knob(ctx, collapsed: list[LedgerRow]) -> tuple[str, Any, list[Any]] |
             seen[key][own] = config.get(key)
     if not healthy:
         return None
-    found = [
-        (key, value, list(seen[key].values()))
+    found = [  # the key as messages show it: a ledger's key is a name (a newline in it starts no line)
+        (shown_name(key), value, list(seen[key].values()))
         for key, value, _ in shared
         if key not in used and not (healthy > 1 and len(seen[key]) == healthy)
     ]

@@ -29,7 +29,8 @@ class Evidence:
     def __post_init__(self) -> None:
         # However it was built, a quote is redacted and bounded before anyone sees it.
         text = self.text.decode("utf-8", "replace") if isinstance(self.text, bytes) else str(self.text)
-        text = printable(redact(text.replace("\r", " ").strip()))
+        # One line: a newline inside a quoted key ('"loss\\nall checks passed": NaN') starts no line of its own.
+        text = printable(redact(text.replace("\r", " ").strip())).replace("\n", "\\n")
         if len(text) > MAX_QUOTE:
             text = text[: MAX_QUOTE - 1] + "…"
         object.__setattr__(self, "text", text)

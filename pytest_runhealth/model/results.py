@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..safety.redact import redact
+from ..safety.shown import name as shown_name
+from ..safety.shown import shown
 
 SCHEMA = "runhealth-report/1"
 OUTCOMES = ("passed", "failed", "skipped", "error", "warned")  # warned: failed, severity warn (observe mode)
@@ -164,7 +166,7 @@ def report_document(
         "schema": SCHEMA,
         "plugin_version": version,
         "started_at": started_at,
-        "run_dirs": [redact(d) for d in run_dirs],  # a path or address may carry credentials
+        "run_dirs": [shown_name(redact(d)) for d in run_dirs],  # may carry credentials; on one line
         "results": [r.to_json() for r in ordered],
         "summary": count_outcomes(ordered),
     }
@@ -176,17 +178,19 @@ def report_document(
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
-    shown = {key: value if key == "results" else _redacted(value) for key, value in doc.items()}
-    write_text(path, json.dumps(shown, indent=2, default=str, allow_nan=False) + "\n")
+    sanitised = {key: value if key == "results" else _redacted(value) for key, value in doc.items()}
+    write_text(path, json.dumps(sanitised, indent=2, default=str, allow_nan=False) + "\n")
 
 
 def _redacted(value: Any) -> Any:
-    """Every string of a report section redacted. The results are redacted when
-    their findings are made (finding.py), so they are not walked again here."""
+    """Every string (and key) of a report section through the one sanitiser: redacted, control, bidirectional
+    and zero-width characters written visibly (``\\x1b``, ``\\u202e``), so a consumer that prints a JSON
+    string raw prints no escape sequence and no reordered line. The results are sanitised when their findings
+    are made (finding.py), so they are not walked again here."""
     if isinstance(value, str):
-        return redact(value)
+        return shown(value)
     if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
+        return {shown(k) if isinstance(k, str) else k: _redacted(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_redacted(v) for v in value]
     return value

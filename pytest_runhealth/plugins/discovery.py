@@ -368,7 +368,7 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
         )
         more = f" and {len(d.unlisted) - MAX_UNLISTED} more" if len(d.unlisted) > MAX_UNLISTED else ""
         extra.append(f"{len(d.unlisted)} folder(s) could not be listed, no run in them checked: {shown}{more}")
-    return f"{d.root}: " + ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
+    return f"{shown_name(str(d.root))}: " + ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
 
 
 # -- pytest ----------------------------------------------------------------------
@@ -452,6 +452,8 @@ def pytest_cmdline_main(config: pytest.Config):
         for f in d.runs:
             n = counts[f.path]
             what = {"sweep": f"  ({n} run{'s' if n != 1 else ''})", "harvest": f"  ({n} round{'s' if n != 1 else ''})"}
-            log = f"  (console log: {os.path.relpath(f.launch.log, d.root)})" if f.launch is not None else ""
-            sys.stdout.write(f"  {f.kind:<12} {f.label(d.root)}{what.get(f.kind, '')}{log}\n")
+            log = (
+                f"  (console log: {shown_name(os.path.relpath(f.launch.log, d.root))})" if f.launch is not None else ""
+            )
+            sys.stdout.write(f"  {f.kind:<12} {shown_name(f.label(d.root))}{what.get(f.kind, '')}{log}\n")
     return 0

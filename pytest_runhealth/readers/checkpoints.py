@@ -12,7 +12,6 @@ newest checkpoint is held to having its pair."""
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -111,6 +110,28 @@ def latest(checkpoints: list[Checkpoint]) -> Checkpoint | None:
 
 
 # -- safetensors header ------------------------------------------------------------
+_BEYOND = 1 << 64  # elements past this are more bytes than any file holds: the count stops growing there
+
+
+def _whole(value: object) -> bool:
+    """A JSON integer that can be an offset or a dimension (not a bool, a float or a string; not negative)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _elements(shape: object) -> int | None:
+    """The element count of a tensor shape (a list of whole numbers), at most :data:`_BEYOND`: a shape of
+    a thousand 40-digit dimensions is a finding, not a 40,000-digit product (nor a message that cannot be
+    formatted: ``str()`` of more than 4,300 digits raises)."""
+    if not isinstance(shape, list) or not all(_whole(d) for d in shape):
+        return None
+    if 0 in shape:
+        return 0
+    count = 1
+    for d in shape:
+        count = min(count * d, _BEYOND)
+    return count
+
+
 @dataclass
 class HeaderCheck:
     path: Path
@@ -168,22 +189,32 @@ def check_safetensors(path: Path, sizes: FirstSizes | None = None) -> HeaderChec
         if key == "__metadata__":
             continue
         tensors += 1
+        name = reading.brief(key)
         try:
             begin, end = entry["data_offsets"]
             dtype, shape = entry["dtype"], entry["shape"]
-            begin, end = int(begin), int(end)
-            count = math.prod(int(d) for d in shape)
-        except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: 1e400 / Infinity offsets
-            return HeaderCheck(path, size, False, f"tensor {key!r} has no valid dtype/shape/data_offsets", tensors)
-        if not 0 <= begin <= end:
-            return HeaderCheck(path, size, False, f"tensor {key!r} has offsets {begin}..{end}", tensors)
-        width = DTYPE_BYTES.get(str(dtype))
-        if width is not None and (end - begin) != count * width:
+        except (KeyError, TypeError, ValueError):
+            return HeaderCheck(path, size, False, f"tensor {name} has no valid dtype/shape/data_offsets", tensors)
+        count = _elements(shape)
+        if count is None or not _whole(begin) or not _whole(end):
+            return HeaderCheck(path, size, False, f"tensor {name} has no valid dtype/shape/data_offsets", tensors)
+        if not begin <= end:
             return HeaderCheck(
                 path,
                 size,
                 False,
-                f"tensor {key!r} ({dtype} {shape}) needs {count * width} bytes, offsets give {end - begin}",
+                f"tensor {name} has offsets {reading.int_text(begin)}..{reading.int_text(end)}",
+                tensors,
+            )
+        width = DTYPE_BYTES.get(dtype) if isinstance(dtype, str) else None
+        if width is not None and (end - begin) != count * width:
+            needs = "more bytes than any file holds" if count >= _BEYOND else f"{reading.int_text(count * width)} bytes"
+            return HeaderCheck(
+                path,
+                size,
+                False,
+                f"tensor {name} ({dtype[:20]} {reading.brief(shape)}) needs {needs}, "
+                f"offsets give {reading.int_text(end - begin)}",
                 tensors,
             )
         end_max = max(end_max, end)
@@ -192,8 +223,8 @@ def check_safetensors(path: Path, sizes: FirstSizes | None = None) -> HeaderChec
             path,
             size,
             False,
-            f"the header says {end_max} bytes of tensor data follow, the file holds {data_len}: "
-            f"the write was cut short ({end_max - data_len} bytes missing)",
+            f"the header says {reading.int_text(end_max)} bytes of tensor data follow, the file holds {data_len}: "
+            f"the write was cut short ({reading.int_text(end_max - data_len)} bytes missing)",
             tensors,
             end_max,
         )

@@ -278,7 +278,10 @@ def _differing_settings(view: RunDirView) -> None:
         for k in keys:
             stand_in, shown = (knob_key(config[k]), show(config[k])) if k in config else (UNSET, "unset")
             if stand_in not in ref[k]:
-                rv.differs.append((k, shown, list(ref[k].values())[:SHOWN_VALUES]))
+                # names and values from a run's config: one line each in every output (safety/shown.py)
+                rv.differs.append(
+                    (shown_name(k), shown_name(shown), [shown_name(v) for v in list(ref[k].values())[:SHOWN_VALUES]])
+                )
     view.differs_column = any(rv.differs for rv in view.runs)
 
 

@@ -125,6 +125,31 @@ def decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def int_text(value: int) -> str:
+    """An integer as a message shows it: its digits up to about 40 of them (2^133), else "an integer of
+    about N digits". A product or a sum of numbers read from a file (a tensor shape's element count) can be
+    any size, and ``str()`` of more than 4,300 digits raises: any huge integer is data, in every message."""
+    if value.bit_length() <= 133:
+        return str(value)
+    sign = "-" if value < 0 else ""
+    return f"{sign}an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+
+
+def brief(value: object, limit: int = 80) -> str:
+    """``repr`` of a value read from a file, cut to ``limit`` characters, never raising (a list holding a
+    huge integer, a key of a megabyte)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        text = int_text(value)
+    elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value[:64]):
+        text = "[" + ", ".join(int_text(v) for v in value[:64]) + (", ...]" if len(value) > 64 else "]")
+    else:
+        try:
+            text = repr(value if not isinstance(value, str) else value[: limit + 2])
+        except (ValueError, RecursionError):  # a huge integer inside, or nesting past the stack
+            text = f"<{type(value).__name__} holding an integer too long to show>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 # -- JSON ---------------------------------------------------------------------------------
 def parse_int(text: str) -> int | float:
     """``json``'s ``parse_int`` for every loader here: a huge integer is a float, never ``int()`` of 4000 digits."""

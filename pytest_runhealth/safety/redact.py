@@ -116,6 +116,28 @@ class _UrlUserinfo:
         return "".join(out)
 
 
+def _htpasswd(m: re.Match[str]) -> str:
+    """``htpasswd`` with ``-b`` takes the password as its last word: the third after the options
+    (``FILE USER PW``), the second with ``-n`` (``USER PW``, no file)."""
+    flags = "".join(word[1:] for word in m.group(1).split() if word.startswith("-") and not word[1:].isdigit())
+    if "b" not in flags:
+        return m.group(0)
+    words = list(re.finditer(r"\S+", m.group(2)))
+    at = 1 if "n" in flags else 2
+    if len(words) <= at:
+        return m.group(0)
+    start, end = words[at].span()
+    return m.string[m.start() : m.start(2)] + m.group(2)[:start] + MASK + m.group(2)[end:]
+
+
+# (family, the client and subcommand, the flag its password follows)
+_PASSWORD_FLAGS = [
+    ("registry-login-p", r"(?:docker|podman|nerdctl|skopeo|buildah)[ \t]+login", "-p"),
+    ("az-login-p", r"az[ \t]+login", "-p"),
+    ("mongo-p", r"mongo(?:sh|dump|restore|import|export|stat|top|files)?", "-p"),
+    ("redis-cli-a", r"redis-cli", "-a"),
+]
+
 Replacement = str | Callable[[re.Match[str]], str]
 
 # Vendor tokens recognisable by their prefix alone (gitleaks' and detect-secrets'
@@ -248,6 +270,33 @@ _PATTERNS: list[tuple[str, re.Pattern[str] | _UrlUserinfo, Replacement]] = [
     ("mysql-p", re.compile(r"(\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p)([^\s\"']+)"), r"\1" + MASK),
     # sshpass -p PASSWORD (or -pPASSWORD); -f FILE and -e (the password elsewhere) show nothing.
     ("sshpass-p", re.compile(r"(\bsshpass\b[^\n]{0,200}?\s-p\s*)([^\s\"']+)"), r"\1" + MASK),
+    # A password given to a client's own flag (issue 48): docker/podman/nerdctl/skopeo/buildah and az "login -p PW",
+    # the MongoDB shell and tools "-p PW", redis-cli "-a PW" (glued or quoted too). A flag with no value
+    # ("-p --authenticationDatabase admin") or one after a shell separator ("docker login r && docker run -p 80:80")
+    # shows nothing; "--password PW" is cli-option's.
+    *(
+        (
+            family,
+            re.compile(
+                r"((?<![\w-])(?:" + tool + r")(?![\w-])[^\n;|&]{0,200}?\s" + flag + r"(?:[ \t]+|=)?[\"']?)(?![-\s\"'])"
+                r"([^\s\"']+)"
+            ),
+            r"\1" + MASK,
+        )
+        for family, tool, flag in _PASSWORD_FLAGS
+    ),
+    # Samba: "-U user%PW", "--user=DOMAIN\\user%PW" (smbclient, rpcclient, smbcacls, net ...).
+    (
+        "samba-user",
+        re.compile(r"((?<![\w-])(?:-U|--user(?:name)?)(?:=|[ \t]*)[\"']?[\w.@\\$-]{1,100}%)([^\s\"']+)"),
+        r"\1" + MASK,
+    ),
+    # htpasswd -b (the password on the command line): "htpasswd -b[c] FILE USER PW", "htpasswd -nb USER PW".
+    (
+        "htpasswd",
+        re.compile(r"\bhtpasswd((?:[ \t]+(?:-C[ \t]+\d+|-[A-Za-z]+))*)((?:[ \t]+[^\s|;&<>\"']+){1,3})"),
+        _htpasswd,
+    ),
     # .netrc: "machine HOST login USER password PW" (one line or several), "default login U password PW";
     # a host or user ending in ':' or ',' is prose ("machine learning login page: password reset").
     (
@@ -329,6 +378,12 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     "user-option": ("-u",),
     "mysql-p": ("mysql",),
     "sshpass-p": ("sshpass",),
+    "registry-login-p": ("login",),
+    "az-login-p": ("login",),
+    "mongo-p": ("mongo",),
+    "redis-cli-a": ("redis-cli",),
+    "samba-user": ("%",),
+    "htpasswd": ("htpasswd",),
     "netrc": ("login",),
     "cli-option": ("--",),
     "quoted-field": _SECRET_WORDS,

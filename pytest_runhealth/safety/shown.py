@@ -1,5 +1,6 @@
 """What any output may show of a text from a run dir or a server: redacted
-(redact.py) and with its control characters written as visible ``\\xNN``.
+(redact.py) and with its control characters written as visible ``\\xNN`` (and
+the bidirectional and zero-width characters as ``\\u202e``, ``\\u200b``).
 
 The one sanitiser every output ends in: the terminal and JUnit (printable.py's
 report hook and its summary proxy), the HTML page and Markdown summary (their
@@ -15,9 +16,14 @@ from .redact import redact
 
 # C0 controls but tab and newline (a summary has lines), DEL, C1 controls (0x9b is a CSI on some terminals),
 # and the Unicode line and paragraph separators (str.splitlines and some viewers break lines there).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# And the invisible characters that change what a line seems to say (issue 48): the bidirectional
+# controls (U+202A..U+202E embeddings and overrides, U+2066..U+2069 isolates, U+200E/U+200F marks,
+# U+061C the Arabic letter mark: "Trojan Source", CVE-2021-42574) and the zero-width characters
+# (U+200B..U+200D, U+2060 word joiner, U+FEFF) that make two different names look alike.
+_INVISIBLE = "\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029" + _INVISIBLE + "]")
 # What a name must not hold raw: any of those, and newline and tab as well.
-_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029" + _INVISIBLE + "]")
 
 
 def _visible(m: re.Match[str]) -> str:

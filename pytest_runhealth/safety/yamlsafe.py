@@ -56,6 +56,26 @@ class _BoundedLoader(yaml.SafeLoader):
             raise YAMLBomb(f"its aliases expand past {MAX_EXPANDED_NODES:,} nodes (a YAML bomb?)")
 
 
+MAX_INT_DIGITS = 40  # as reading.MAX_INT_DIGITS: a longer integer is read as a float, never int()'d
+
+
+def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A YAML integer; one of more than 40 digits is a float (infinite when huge), as the reader contract
+    reads JSON (``int()`` of more than 4,300 digits raises: a number in a file is data, never an exception)."""
+    digits = str(node.value).replace("_", "")
+    if len(digits.lstrip("+-")) > MAX_INT_DIGITS and digits.lstrip("+-").isdigit():
+        return float(digits)
+    try:
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError:  # a sexagesimal or other form with a part too long for int()
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer too long to read ({len(digits):,} characters)", node.start_mark
+        ) from None
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _int)
+
+
 def load(text: str) -> Any:
     """``yaml.safe_load`` with aliases bounded; raises ``YAMLBomb`` (a
     ``yaml.YAMLError``) for a self-reference or an expansion past the bound."""

@@ -11,6 +11,7 @@ from ...readers.checkpoints import find_checkpoints
 from ...readers.layouts import hf_trainer
 from ...readers.layouts.series import judge as judge_series
 from ...readers.tfevents import is_loss_tag, read_event_file
+from ...safety.shown import one_line
 
 
 def _tfevents(ctx, path: Path):
@@ -66,7 +67,7 @@ def loss_finite(ctx):
             evidence.append(
                 ctx.evidence(path, None, f"record {nf.index}: tag {nf.tag!r} step {nf.step} value {nf.value}")
             )
-            sources.append(f"{nf.tag} = {nf.value} at step {nf.step} in {ctx.run_dir.rel(path)}")
+            sources.append(f"{one_line(nf.tag)} = {nf.value} at step {nf.step} in {ctx.run_dir.rel(path)}")
     # What the trainer or tracker recorded in its own files (docs/layouts.md): HF trainer_state.json,
     # MLflow metrics/, W&B wandb-summary.json, Lightning metrics.csv, the trainer's own metrics.jsonl.
     recorded = layouts.loss_points(run)
@@ -78,12 +79,15 @@ def loss_finite(ctx):
         if p.step is not None:
             first_step = p.step if first_step is None else min(first_step, p.step)
         evidence.append(ctx.evidence(p.file, p.line, p.text))
-        sources.append(f"{judged.detail} in {p.file}")
+        sources.append(f"{judged.detail} in {one_line(p.file)}")
     if not evidence:
         if judged is not None:  # a loss that grew by orders of magnitude, or gradients NaN to the end
             p = judged.first
             return ctx.fail(
-                "config", judged.cause, f"{judged.detail} ({p.file}).{capped}", [ctx.evidence(p.file, p.line, p.text)]
+                "config",
+                judged.cause,
+                f"{judged.detail} ({one_line(p.file)}).{capped}",
+                [ctx.evidence(p.file, p.line, p.text)],
             )
         if log is None and not tf_checked and not recorded:
             ctx.skip(f"no log and no event file under {run.path}: no loss to check")

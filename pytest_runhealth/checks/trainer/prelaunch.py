@@ -16,6 +16,8 @@ from typing import Any
 from ...model.registry import check
 from ...readers.rundir import LTX_CKPT
 from ...readers.workspace import WorkspaceConfig
+from ...safety import reading
+from ...safety.shown import one_line
 
 # The keys that make a config.yaml an LTX-2 trainer config (Lightricks/LTX-2
 # packages/ltx-trainer/src/ltx_trainer/config.py).
@@ -169,9 +171,10 @@ def path_problem(cfg: WorkspaceConfig, item: ConfigPath) -> tuple[str, bool] | N
     if not isinstance(value, (str, os.PathLike)):
         return f"{item.key} ({item.what}) is {type(value).__name__} {value!r}, not a path", False
     text = os.fspath(value)
+    shown = one_line(text)  # a YAML string may hold a newline: it starts no line of the message
     if _URL.match(text):
         return (
-            f'{item.key} ({item.what}) is a URL ({text}); the trainer needs a local path ("Model path cannot be a URL")',
+            f'{item.key} ({item.what}) is a URL ({shown}); the trainer needs a local path ("Model path cannot be a URL")',
             False,
         )
     path = Path(text).expanduser()
@@ -180,11 +183,11 @@ def path_problem(cfg: WorkspaceConfig, item: ConfigPath) -> tuple[str, bool] | N
     try:
         found = resolved.exists()
     except OSError as exc:  # a name too long, a folder we may not list: the trainer could not open it either
-        return f"{item.key} ({item.what}) {text[:200]} cannot be looked up: {exc.strerror or exc}", False
+        return f"{item.key} ({item.what}) {shown[:200]} cannot be looked up: {exc.strerror or exc}", False
     if found:
         return None if not relative or item.base is not None else ("", True)
-    where = f" (looked in {resolved})" if relative else ""
-    return f"{item.key} ({item.what}) {text} does not exist{where}", False
+    where = f" (looked in {one_line(str(resolved))})" if relative else ""
+    return f"{item.key} ({item.what}) {shown} does not exist{where}", False
 
 
 def frames_problems(cfg: WorkspaceConfig, temporal: int, spatial: int) -> Iterator[tuple[str, str]]:
@@ -421,9 +424,10 @@ def output_dir_fresh(ctx):
     if load:
         note = f"resumes from {load} ({len(saved)} checkpoint(s) in {shown}, latest step {latest_step})"
         target = LTX_CKPT.match(Path(str(load)).name)
-        if target and int(target["step"]) < latest_step:
+        target_step = reading.integer(target["step"]) if target else None  # a YAML string's digits: any number
+        if target_step is not None and target_step < latest_step:
             note += (
-                f"; load_checkpoint is step {int(target['step'])}, older than the latest: later checkpoints "
+                f"; load_checkpoint is step {target_step}, older than the latest: later checkpoints "
                 "will be overwritten as the run passes their steps"
             )
         return note

@@ -124,7 +124,8 @@ def read_end(run_path: Path, sizes: FirstSizes | None = None) -> RunEnd | None:
 TIME = re.compile(r'"time":"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})')
 
 
-STATS_PID = re.compile(r"Configure stats pid to (\d+)|MainThread:(\d+) ")
+# A pid has at most 10 digits: a longer run of digits is no pid (and int() of 5000 of them raises).
+STATS_PID = re.compile(r"Configure stats pid to (\d{1,10})(?!\d)|MainThread:(\d{1,10}) ")
 LOGS_TO = re.compile(r"Logging user logs to (\S+)")
 
 
