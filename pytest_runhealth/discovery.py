@@ -28,7 +28,7 @@ from .layouts import jsonl_metrics
 from .layouts._files import entries, split_entries
 from .options import DEFAULT_DEPTH
 from .run_dir_option import given_run_dirs
-from .rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
+from .rundir import LTX_CKPT, ROUND_FILES, Launch, RunDir, holds_sweep, round_folders, walk
 from .safeio import FirstSizes, describe_error, mtime
 from .shown import name as shown_name
 
@@ -91,9 +91,7 @@ def classify(
     named child or two), or "generic" for a folder with logs or event files,
     or None."""
     names = files | dirs if names is None else names
-    if "ledger.jsonl" in names or (
-        "runs" in dirs and any((folder / "runs" / d / "logs").is_dir() for d in sorted(_names(folder / "runs")[1])[:8])
-    ):
+    if holds_sweep(folder, names if "runs" in dirs else names - {"runs"}):
         return "sweep"
     if any(name in names for name in ROUND_FILES):
         return "round"

@@ -78,6 +78,9 @@ BARE_PAIR_NONFINITE = re.compile(rb"^\s*" + _PAIR_PREFIX + rb"(\d+)\s+(nan|-?inf
 HF_FILTERED_NAN = re.compile(rb"""\{['"]loss['"]:\s*'?0(?:\.0+)?'?,\s*['"]grad_norm['"]:\s*'?(nan|-?inf)\b""")
 # Any training-loss dict of the Trainer's (not "eval_loss", not the final "train_loss" summary).
 HF_LOSS_DICT = re.compile(rb"""\{['"]loss['"]:\s""")
+# A Trainer loss dict whatever its loss, beside a non-finite gradient norm: the first entry of a run whose first
+# update wrote NaN into the weights ("{'loss': 3.238, 'grad_norm': nan, ...}", then loss 0.0 from there on).
+HF_DICT_NONFINITE_NORM = re.compile(rb"""\{['"]loss['"]:\s*'?[^,']{1,40}'?,\s*['"]grad_norm['"]:\s*'?(nan|-?inf)\b""")
 # Loss-scaler chatter that mentions "step" and "loss" but is not a loss value.
 SCALER_NOISE = re.compile(rb"(?i)overflow|skipping step|loss scale")
 # The trainer reached its training loop: kohya's accelerator.print("running training / 学習開始")
@@ -635,28 +638,34 @@ def _read_into(fh, buf: bytearray, at: int) -> int:
         return readinto(part) or 0
 
 
-FIRST_DICT_READ = 16 << 20  # how far first_loss_dict_line reads before it gives up (a rare path: see RH202)
+FIRST_DICT_READ = 16 << 20  # how far nan_since_first_dict reads before it gives up (a rare path: see RH202)
 
 
-def first_loss_dict_line(path: Path, before: int, sizes: FirstSizes | None = None) -> int | None:
-    """The line of the log's first Hugging Face Trainer loss dict, looked for in the lines before ``before``
-    (1-based); ``before`` itself when none is there; None when the log could not be read that far. Only RH202
-    asks, and only when the scan found a dict whose loss 0.0 hides a NaN: was it the first entry?"""
+def nan_since_first_dict(path: Path, before: int, sizes: FirstSizes | None = None) -> tuple[int, str] | None:
+    """(line, text) of the log's first Hugging Face Trainer loss dict when every loss dict before line ``before``
+    (1-based) logs a non-finite grad_norm: the NaN began at the first logged step (the dict at ``before`` itself when
+    none is before it). None when a finite gradient norm came first, or the log could not be read that far. Only
+    RH202 asks, and only when the scan found a dict whose loss 0.0 hides a NaN: did the NaN start at the first
+    entry? The Trainer's first entry may still show a finite loss (the first step's loss, computed before its
+    update wrote NaN into the weights) beside a NaN grad_norm (issue 46)."""
     try:
         fh = open_readonly(path, sizes=sizes)
     except OSError:
         return None
+    first: tuple[int, str] | None = None
     with fh:
         read = 0
         for lineno, raw in enumerate(fh, 1):
             if lineno >= before:
-                return before
+                return first or (before, "")
             read += len(raw)
             if read > FIRST_DICT_READ:
                 return None
-            if b"'loss'" in raw or b'"loss"' in raw:
-                if HF_LOSS_DICT.search(raw):
-                    return lineno
+            if (b"'loss'" in raw or b'"loss"' in raw) and HF_LOSS_DICT.search(raw):
+                m = HF_DICT_NONFINITE_NORM.search(raw)
+                if m is None:
+                    return None  # a finite (or no) gradient norm first: not a NaN from the first step
+                first = first or (lineno, line_text(raw[m.start() :]))
     return None
 
 

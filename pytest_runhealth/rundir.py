@@ -30,6 +30,32 @@ LTX_CKPT = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safe
 
 
 ROUND_FILES = ("experience_request.json", "round.json")
+SWEEP_PEEK = 8  # how many of runs/'s folders are looked into for a run's logs/ (sorted by name)
+
+
+def holds_sweep(folder: Path, names: set[str] | None = None) -> bool:
+    """A sweep session, by what it holds (docs/layouts.md): its ledger, or run folders with their logs
+    (``runs/<id>/logs/``). A ``runs/`` folder alone says nothing: TensorBoard's ``SummaryWriter()`` writes
+    ``runs/<date>_<host>/events.out.tfevents.*`` beside the trainer's log, and that ``runs/`` is the run's log
+    folder, not a sweep's run folders (issue 46). ``names``: the folder's entries when the caller has them."""
+    if names is not None:
+        if "ledger.jsonl" in names:
+            return True
+        if "runs" not in names:
+            return False
+    elif os.path.lexists(folder / "ledger.jsonl"):
+        return True
+    runs = folder / "runs"
+    if runs.is_symlink():
+        return False  # a link is not entered (its target is outside what was given)
+    try:
+        with os.scandir(runs) as it:
+            subs = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return False
+    return any(
+        (runs / name / "logs").is_dir() and not (runs / name / "logs").is_symlink() for name in subs[:SWEEP_PEEK]
+    )
 
 
 def is_round_folder(folder: Path) -> bool:
@@ -310,8 +336,9 @@ class RunDir:
             kind = layouts.kind_of(p, self.sizes)
         except Exception:  # a reader that crashed while classifying: the checks name the file (unreadable)
             kind = None
-        # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
-        if self.ledger_path.exists() or ((p / "runs").is_dir() and kind != layouts.HF_TRAINER):
+        # A ledger, or runs/<id>/logs/: TensorBoard's runs/<date>_<host>/ (a Trainer output dir's, or
+        # SummaryWriter()'s beside train.log) holds event files, not a sweep's run folders.
+        if holds_sweep(p):
             found.append("sweep")
         if (p / "config.yaml").is_file() and ((p / "logs").is_dir() or (p / "outputs").is_dir()):
             found.append("trainer")
