@@ -148,6 +148,14 @@ CAUSES: dict[str, Cause] = {
         "signal: 2` / `Received 2 death signal`, `died with <Signals.SIGINT: 2>`, Lightning's `Detected "
         "KeyboardInterrupt, attempting graceful shutdown`",
     ),
+    "truncated-checkpoint": Cause(
+        "infra",
+        "the run died loading a checkpoint that was cut short (a save killed or a disk that filled while it was "
+        "written; RH206 names the file): resume from the newest intact checkpoint instead (RH203 and RH208 name it), "
+        "keep the damaged one aside, and check free disk space before the next save.",
+        "the run died loading a checkpoint cut short (safetensors' `Error while deserializing header: incomplete "
+        "metadata`, `MetadataIncompleteBuffer`, torch.load's `failed finding central directory`)",
+    ),
     "unknown": Cause(
         "infra",
         "read the quoted traceback; it matches no known pattern.",

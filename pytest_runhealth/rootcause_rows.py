@@ -276,6 +276,19 @@ ROWS: tuple[Row, ...] = (
         "XLA",
         anywhere=True,
     ),
+    # A checkpoint cut short, found where a resume loads it (issue 46): safetensors' "SafetensorError: Error while
+    # deserializing header: incomplete metadata, file not fully covered" (older releases: "MetadataIncompleteBuffer",
+    # "HeaderTooLarge"), torch.load's "PytorchStreamReader failed reading zip archive: failed finding central
+    # directory". The load failure is the consequence; the truncated checkpoint (RH206) the root.
+    Row(
+        "checkpoint-load-truncated",
+        _r(
+            r"Error while deserializing header: (?:incomplete metadata|MetadataIncompleteBuffer|HeaderTooLarge|"
+            r"HeaderTooSmall|InvalidHeader|invalid header length)|PytorchStreamReader failed reading zip archive: failed finding central"
+        ),
+        "truncated-checkpoint",
+        ROOT,
+    ),
     # basic_ios::clear is any C++ stream's failure (a read as much as a write): only the form a Python binding
     # raises on a failed save ("RuntimeError: basic_ios::clear: iostream error", nmslib/nmslib#502 on a full
     # disk) is read as one; a C++ program's own "terminate called ... what():  basic_ios::clear" is not
@@ -477,6 +490,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "basic_ios",
         "unexpected pos",
     ),
+    "checkpoint-load-truncated": ("deserializing header", "central directory"),
     "host-memoryerror": (
         "memoryerror",
         "memory allocation",

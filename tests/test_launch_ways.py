@@ -60,7 +60,7 @@ def _wait_for(path: Path, text: str) -> None:
     """Until ``text`` is in ``path`` (the process said it is there): an event, not a time."""
     import time
 
-    while text not in path.read_text():
+    while not path.exists() or text not in path.read_text():
         time.sleep(0.02)
 
 
@@ -194,3 +194,189 @@ def test_rh202_trainer_state_nan_from_the_first_step(tmp_path, run_health, first
         assert "from the first logged entry" in r["summary"] and "logging_nan_inf_filter" in r["summary"]
     else:
         assert r["cause"] != "nan-loss", r
+
+
+# -- 3. The order of deaths, one resume point per run --------------------------------------------------------------
+def _torchrun_log_with_shutdown_crash(crash_first: bool) -> str:
+    """tests/torchrun/gloo-rank1-hangs-recv-timeout's real log, rank 0 then aborting as it shuts down (what torch
+    2.13 printed in issue 46's run: "Fatal Python error: Aborted", "Segmentation fault (core dumped)", torchrun's
+    exitcode -6); with ``crash_first`` the crash is printed before the timeout (a rank's own death)."""
+    here = Path(__file__).parent / "torchrun" / "gloo-rank1-hangs-recv-timeout" / "train.log"
+    lines = here.read_text().splitlines(keepends=True)
+    at = next(k for k, line in enumerate(lines) if "Timed out waiting" in line)
+    crash = "Fatal Python error: Aborted\n\nSegmentation fault (core dumped)\n"
+    if crash_first:
+        out = lines[: at - 8] + [crash] + lines[at - 8 :]
+    else:
+        out = lines[: at + 1] + [crash] + lines[at + 1 :]
+    return "".join(out).replace("failed (exitcode: 1) local_rank: 0", "failed (exitcode: -6) local_rank: 0")
+
+
+@pytest.mark.parametrize("crash_first", [False, True], ids=["timeout-then-shutdown-crash", "crash-then-timeout"])
+def test_a_collective_timeout_precedes_the_crash_of_shutdown(tmp_path, crash_first):
+    from pytest_runhealth.testing import check_on
+
+    run = tmp_path / "ddp"
+    run.mkdir()
+    (run / "train.log").write_text(_torchrun_log_with_shutdown_crash(crash_first))
+    r = check_on(run, "RH201").of()
+    if crash_first:  # the near miss: a segfault printed first is a rank's own death
+        assert r.cause == "segfault", r.summary
+        return
+    assert r.cause == "collective-timeout" and "Timed out waiting" in r.summary, r.summary
+    assert "consequence (the crash of its shutdown, after the timeout): Segmentation fault" in r.summary
+    assert "another rank's error" not in r.summary
+
+
+def _hf_out(proj: Path, truncate: str | None = None, max_steps: int = 2000) -> Path:
+    """hf-trainer-healthy's output dir as a run stopped at step 1000 of ``max_steps`` leaves it (no final
+    model, no train_results.json), ``truncate``'s model.safetensors cut short (its header whole, half its data) as a killed save leaves it."""
+    import json
+    import shutil
+
+    from conftest import EXAMPLES
+
+    out = proj / "out"
+    shutil.copytree(EXAMPLES / "hf-trainer-healthy", out, symlinks=True)
+    for name in ("train_results.json", "all_results.json", "model.safetensors"):
+        (out / name).unlink()
+    for state in [out / "trainer_state.json", *out.glob("checkpoint-*/trainer_state.json")]:
+        doc = json.loads(state.read_text())
+        doc["max_steps"] = max_steps
+        state.write_text(json.dumps(doc, indent=2))
+    if truncate is not None:
+        weights = out / truncate / "model.safetensors"
+        data = weights.read_bytes()
+        header_end = 8 + int.from_bytes(data[:8], "little")
+        weights.write_bytes(data[: header_end + (len(data) - header_end) // 2])  # the header whole, half the data
+    return out
+
+
+LOAD = textwrap.dedent(
+    """
+    import sys
+    print("Loading model from checkpoint out/checkpoint-1000", flush=True)
+    from safetensors.numpy import load_file
+    load_file("out/checkpoint-1000/model.safetensors")
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_resume_that_died_loading_a_truncated_checkpoint(tmp_path, run_health):
+    """The resume's load failure (safetensors' own words, from a real load of the cut file) is the consequence;
+    the truncated checkpoint (RH206) the root, and every fix names the same resume point, checkpoint-500."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    _hf_out(proj, truncate="checkpoint-1000")
+    (proj / "resume.py").write_text(LOAD)
+    with open(proj / "train.log", "wb") as log:
+        rc = subprocess.run([sys.executable, "resume.py"], cwd=proj, stdout=log, stderr=subprocess.STDOUT).returncode
+    assert rc == 1 and "incomplete metadata" in (proj / "train.log").read_text()
+    r = run_health(proj, args=("-k", "RH201 or RH206"))
+    rh201, rh206 = r.result_of("RH201", "out"), r.result_of("RH206", "out")
+    assert (rh206["outcome"], rh206["cause"], rh206.get("consequence_of")) == ("failed", "truncated-checkpoint", None)
+    assert (rh201["cause"], rh201["consequence_of"]) == ("truncated-checkpoint", "RH206"), rh201
+    assert "checkpoint-500" in rh206["summary"] and 'resume_from_checkpoint="checkpoint-500"' in rh206["fix"]
+    assert "model.load_checkpoint" not in rh206["fix"]
+
+
+def test_a_save_cut_short_by_the_fatal_error_is_still_its_consequence(tmp_path, run_health):
+    """The near miss: the disk filled while the run saved checkpoint-1000; RH201 (disk-full) is the root, the
+    truncated checkpoint its consequence, as before."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    _hf_out(proj, truncate="checkpoint-1000")
+    (proj / "train.log").write_text(
+        "{'loss': 1.2, 'grad_norm': 0.9, 'learning_rate': 1e-4, 'epoch': 1.0}\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 40, in <module>\n'
+        "    trainer.train()\n"
+        "safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, "
+        'message: "No space left on device" })\n'
+    )
+    r = run_health(proj, args=("-k", "RH201 or RH206"))
+    rh201, rh206 = r.result_of("RH201", "out"), r.result_of("RH206", "out")
+    assert (rh201["cause"], rh201.get("consequence_of")) == ("disk-full", None), rh201
+    assert rh206["consequence_of"] == "RH201", rh206
+
+
+def _wait_gone(pid: int) -> None:
+    """Until ``pid`` is no process (or a zombie): the kernel's word, not a time."""
+    import time
+
+    import psutil
+
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_one_resume_point_when_the_pid_file_names_tee(tmp_path, run_health):
+    """``nohup python train.py | tee train.log & echo $! > train.pid`` on a Hugging Face run killed at step
+    1000 of 2000: the pid file names tee (gone with the trainer). RH203 and RH208 name the same checkpoint, in the
+    Trainer's terms, never model.load_checkpoint."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    out = _hf_out(proj)
+    script = (
+        "import sys, time\n"
+        "for s in range(1, 1001, 10):\n"
+        "    print({'loss': 1.0, 'grad_norm': 0.5, 'learning_rate': 1e-4, 'epoch': s / 250}, flush=True)\n"
+        "print(f'{1000}/2000 [10:00<10:00,  1.67it/s]', flush=True)\n"
+        "print('ready', file=sys.stderr, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    (proj / "train.py").write_text(script)
+    shell = subprocess.Popen(
+        [
+            "bash",
+            "-c",
+            f"{sys.executable} train.py 2>ready.txt | tee train.log > /dev/null & echo $! > train.pid; wait",
+        ],
+        cwd=proj,
+        start_new_session=True,
+    )
+    _wait_for(proj / "ready.txt", "ready")
+    (proj / "ready.txt").unlink()
+    tee_pid = int((proj / "train.pid").read_text())
+    import psutil
+
+    assert psutil.Process(tee_pid).name() == "tee"
+    os.killpg(shell.pid, signal.SIGKILL)  # the session's end: the trainer, tee and the shell
+    shell.wait(timeout=60)
+    _wait_gone(tee_pid)
+    old = out.stat().st_mtime - 3600  # the run's files were last written an hour ago
+    for p in [out, *out.rglob("*")]:
+        os.utime(p, (old, old))
+    r = run_health(proj, args=("-k", "RH203 or RH208"))
+    rh203, rh208 = r.result_of("RH203", "out"), r.result_of("RH208", "out")
+    assert (rh203["outcome"], rh208["outcome"]) == ("failed", "failed"), r.stdout
+    for res in (rh203, rh208):
+        assert "checkpoint-1000" in res["summary"] and 'resume_from_checkpoint="checkpoint-1000"' in res["fix"], res
+        assert "model.load_checkpoint" not in res["fix"] and "step 0" not in res["summary"], res
+
+
+def test_a_live_tee_is_named_as_the_pipes_not_the_trainer(tmp_path):
+    from pytest_runhealth.live.procs import pid_status
+
+    tee = subprocess.Popen(["tee"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=tmp_path)
+    try:
+        (tmp_path / "train.pid").write_text(f"{tee.pid}\n")
+        st = pid_status(tmp_path / "train.pid")
+        assert st.alive and "the pipe's tee, not the trainer" in st.detail, st.detail
+    finally:
+        tee.stdin.close()
+        tee.wait(timeout=60)
+    cat = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, cwd=tmp_path)
+    try:  # the near miss: a trainer's own pid
+        (tmp_path / "train.pid").write_text(f"{cat.pid}\n")
+        assert "not the trainer" not in pid_status(tmp_path / "train.pid").detail
+    finally:
+        cat.stdin.close()
+        cat.wait(timeout=60)

@@ -97,8 +97,10 @@ def _finished(ctx, run) -> str | None:
     why="A run that died without a traceback (OOM killer, a closed session, a reboot) looks like a slow run "
     "until someone checks; `kill -0` alone is fooled by a reused pid.",
     example="logs/train.pid:1 4191234 → no process 4191234",
-    fix="Resume from the latest checkpoint: set model.load_checkpoint in config.yaml to it (the trainer does "
-    "not auto-resume from output_dir) and relaunch with the same command; ask before patching the config.",
+    fix="Resume from the latest intact checkpoint, the one the finding names, in its trainer's terms (LTX-2: set "
+    "model.load_checkpoint in config.yaml to it, the trainer does not auto-resume from output_dir; Hugging Face: "
+    "trainer.train(resume_from_checkpoint=...); kohya: --resume <state folder>) and relaunch with the same "
+    "command; ask before patching the config.",
 )
 def process_alive(ctx, processes):
     run = ctx.run
@@ -133,22 +135,17 @@ def process_alive(ctx, processes):
         if last is not None:
             total = f"/{last.total}" if last.total else ""
             where.append(f"last logged step {last.step}{total} ({ctx.run_dir.rel(run.main_log)}:{last.line})")
-    from ...resume import newest_resumable
+    from ...resume import resume_point
 
     sig = _signal_exit(run.row)
     if sig:
         where.append(sig)
-    resumable = newest_resumable(ctx.run_dir, run)  # never a checkpoint RH206 found damaged
-    ckpt = (resumable.path, resumable.step) if resumable is not None and resumable.step is not None else None
+    point = resume_point(ctx.run_dir, run)  # one per run (RH208 names the same); never one RH206 found damaged
     fix = None
-    if ckpt is not None:
-        where.append(f"latest checkpoint {ctx.run_dir.rel(ckpt[0])} (step {ckpt[1]})")
-        fix = (
-            f"resume: set model.load_checkpoint: {ckpt[0]} in config.yaml (a training_state_step_{ckpt[1]:05d}.pt "
-            "beside it restores the optimizer and step; RH205 checks the pair) and relaunch the same command. "
-            "Ask before patching the config."
-        )
-    elif latest_checkpoint(run) is not None:
+    if point is not None:
+        where.append(f"latest checkpoint {ctx.run_dir.rel(point.path)} (step {point.step})")
+        fix = point.how(str(point.path) if point.trainer == "ltx" else ctx.run_dir.rel(point.path))
+    elif latest_checkpoint(run) is not None or _hf_checkpoints(ctx, run):
         where.append(
             "no intact step checkpoint to resume from (RH206 names the damaged ones): a relaunch starts at step 0"
         )
@@ -161,6 +158,13 @@ def process_alive(ctx, processes):
         [_pid_evidence(ctx, st) for st in readable],
         fix=fix,
     )
+
+
+def _hf_checkpoints(ctx, run) -> bool:
+    """Whether the run is a Hugging Face output dir with ``checkpoint-N/`` folders (none complete, when asked)."""
+    from ...layouts import hf_trainer
+
+    return run.path == ctx.run_dir.path and bool(hf_trainer.checkpoints(run.path, ctx.run_dir.sizes))
 
 
 def _still_writing(ctx, processes, run, pidfiles) -> str | None:
