@@ -69,6 +69,7 @@ __all__ = [
     "diagnose",
     "is_peer_consequence",
     "is_shutdown_crash",
+    "signal_named",
     "logical_lines",
     "same_cause",
     "strip_prefix",
@@ -461,6 +462,26 @@ def _weigh(window: _Window, hits: list[tuple[int, Row]]) -> _Weighed:
 # What a rank's own shutdown may die of after its collective timed out: the process group torn down with a peer
 # still hung (torch's "Fatal Python error: Aborted", "Segmentation fault (core dumped)", the launcher's -11).
 SHUTDOWN_CRASH = frozenset({"segfault"})
+
+
+# The signal a launcher's or wrapper's line names: "exit code -9", "exitcode: -15", "return code = -9", "137".
+SIGNAL_NUMBER = re.compile(r"(?<![\w.])-(\d{1,2})\b|\b(1[23]\d)\b")
+
+
+def signal_named(text: str) -> str | None:
+    """``signal 9 (SIGKILL)`` for a line that reports a death by signal as a number (a negative exit code, or
+    128 + N), when the line does not name it already; None otherwise."""
+    import signal
+
+    if re.search(r"\bSIG[A-Z]{2,}", text):
+        return None
+    for m in SIGNAL_NUMBER.finditer(text):
+        number = int(m.group(1)) if m.group(1) else int(m.group(2)) - 128
+        try:
+            return f"signal {number} ({signal.Signals(number).name})"
+        except ValueError:
+            continue
+    return None
 
 
 def is_shutdown_crash(text: str) -> bool:

@@ -380,3 +380,153 @@ def test_a_live_tee_is_named_as_the_pipes_not_the_trainer(tmp_path):
     finally:
         cat.stdin.close()
         cat.wait(timeout=60)
+
+
+# -- 4. What it says: Lightning's rich bar, "still advancing", a record still being written --------------------------
+def _killed_row_session(root: Path, silence_s: float) -> Path:
+    """A sweep whose candidate stepped at 0.15 s/step for 400 steps (its bar's elapsed time: 60 s), then the wall
+    clock killed it ``silence_s`` later (the row's duration)."""
+    from sweep_builders import at, row, startup, training, write_session
+
+    rows = [
+        row(
+            "cand-000-s0",
+            at=at(0),
+            duration_s=60.0 + silence_s,
+            n_steps=400,
+            score=None,
+            judge=None,
+            disqualified="timeout",
+            exit_code=-9,
+            killed_by_timeout=True,
+            error="timeout",
+            wall_secs=int(60 + silence_s),
+        )
+    ]
+    return write_session(root, rows, {"cand-000-s0": startup(1500) + training(1500, 400, 0.15, every=5, finish=False)})
+
+
+@pytest.mark.parametrize("silence_s,advancing", [(21.0, False), (1.0, True)], ids=["21s-silent", "1s-silent"])
+def test_a_row_killed_after_silence_at_its_pace_is_not_still_advancing(tmp_path, run_health, silence_s, advancing):
+    r = run_health(_killed_row_session(tmp_path / "s", silence_s), args=("-k", "RH204"))
+    res = r.result_of("RH204", "cand-000-s0")
+    assert (res["outcome"], res["cause"]) == ("failed", "run-disqualified"), res
+    if advancing:
+        assert "while it was still advancing, not hung" in res["summary"], res["summary"]
+    else:
+        assert "while it was still advancing" not in res["summary"], res["summary"]
+        assert "whether it hung or was only slow cannot be told" in res["summary"]
+        assert "140 step times of 0.15 s" in res["summary"], res["summary"]
+
+
+# Lightning 2.6's RichProgressBar as a log file receives it: description, bar, BatchesProcessedColumn,
+# CustomTimeColumn, ProcessingSpeedColumn, MetricsTextColumn (lightning/pytorch/callbacks/progress/rich_progress.py).
+RICH_LOG = (
+    "GPU available: False, used: False\n"
+    "┏━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━━┓\n"
+    "Epoch 0/-2 ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 30/60 0:00:03 • 0:00:03 9.52it/s v_num: 0 train_loss: 0.512\n"
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 31, in <module>\n'
+    "    trainer.fit(model, loader)\n"
+    "RuntimeError: boom: injected fault at step 30\n"
+)
+
+
+@pytest.mark.parametrize(
+    "log,step",
+    [
+        (RICH_LOG, 30),
+        (RICH_LOG.replace("Epoch 0/-2 ", "Epoch 1/4  ").replace("30/60", "18/60"), 78),
+        # near miss: the validation bar is no training step
+        (RICH_LOG.replace("Epoch 0/-2", "Validation"), None),
+    ],
+    ids=["epoch-0-unlimited", "epoch-1-of-5", "validation-bar"],
+)
+def test_lightnings_rich_bar_is_read_as_steps(tmp_path, log, step):
+    from pytest_runhealth.logscan import scan_log
+    from pytest_runhealth.testing import check_on
+
+    run = tmp_path / "lit"
+    run.mkdir()
+    (run / "train.log").write_text(log)
+    last = scan_log(run / "train.log").last_step
+    if step is None:
+        assert last is None
+        return
+    assert last is not None and (last.step, last.loss, last.source) == (step, 0.512, "rich"), last
+    r = check_on(run, "RH201").of()
+    assert f"after step {step}" in r.summary and "before the first training step" not in r.summary, r.summary
+
+
+WRITE_PART = (
+    "import sys, time\n"
+    "data = open(sys.argv[1], 'rb').read()\n"
+    "out = open(sys.argv[2], 'wb')\n"
+    "out.write(data[:-7])  # every record but the last, and the last one's start: a write not yet finished\n"
+    "out.flush()\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def test_rh005_a_record_still_being_written_is_not_corrupt(tmp_path, run_health):
+    """A live writer (a real process, named by the run's pid file) with its last record half written: the record
+    is being written, not damage. Near miss: the same file once the writer is gone is cut short (corrupt)."""
+    from trainerfiles import write_events
+
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "train.log").write_text("step 1/100 loss=0.5\nstep 2/100 loss=0.4\n")
+    src = write_events(tmp_path / "src", [("loss", s, 1.0 / s) for s in range(1, 20)])
+    target = run / "logs" / src.name
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITE_PART, str(src), str(target)], stdout=subprocess.PIPE, cwd=run, text=True
+    )
+    try:
+        assert writer.stdout.readline().strip() == "ready"
+        (run / "logs" / "train.pid").write_text(f"{writer.pid}\n")
+        (r,) = run_health(run, args=("-k", "RH005")).results("RH005")
+        assert r["outcome"] == "passed" and "still being written" in (r["note"] or ""), r
+    finally:
+        writer.kill()
+        writer.wait(timeout=60)
+    (r,) = run_health(run, args=("-k", "RH005")).results("RH005")
+    assert (r["outcome"], r["cause"]) == ("failed", "corrupt-tfevents"), r
+
+
+# -- 6. Wordings as causes (the real excerpts are tests/field/i46-*) ------------------------------------------------
+@pytest.mark.parametrize(
+    "line,cause,named",
+    [
+        ("INFO     Training failed with exit code -9", "killed-by-signal", "signal 9 (SIGKILL)"),
+        ("[runner] child exited with -15", "killed-by-signal", "signal 15 (SIGTERM)"),
+        ("ERROR: error code -9", "killed-by-signal", "signal 9 (SIGKILL)"),
+        ("process exited with -11", "segfault", None),
+        # near misses: a plain failure's exit code, a Windows status (0xC0000409) that is no signal
+        ("INFO     Training failed with exit code 1", "unknown", None),
+        ("Process finished with exit code -1073740791 (0xC0000409)", None, None),
+        # ggml's device allocator; its near miss, the host's (a CPU buffer is RAM)
+        (
+            "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4507.00 MiB on device 0: cudaMalloc failed: "
+            "out of memory",
+            "gpu-oom",
+            None,
+        ),
+        ("llama_model_load: error loading model: unable to allocate CUDA0 buffer", "gpu-oom", None),
+        ("alloc_tensor_range: failed to allocate CPU buffer of size 437944320", "host-oom", None),
+        ("load_tensors:        CUDA0 model buffer size = 48928.09 MiB", None, None),
+    ],
+)
+def test_wrapper_exit_codes_and_ggml_allocations(tmp_path, line, cause, named):
+    from pytest_runhealth.testing import check_on
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text(f"step 5/10 loss=0.5\n{line}\n")
+    r = check_on(run, "RH201").of()
+    if cause is None:
+        assert r.passed, r.summary
+        return
+    assert r.cause == cause, r.summary
+    if named:
+        assert f"ended by {named}" in r.summary, r.summary

@@ -111,8 +111,8 @@ def _filtered_nan_in_log(ctx, log, scan):
     grad_norm and every entry before (if any) already had a non-finite grad_norm: a NaN from the first logged step
     on, hidden by logging_nan_inf_filter (issues 35, 46: the first entry may show the first step's finite loss,
     3.238, beside grad_norm NaN; loss 0.0 from the next on)."""
+    from ...layouts.hf_trainer import nan_since_first_dict
     from ...layouts.series import FILTERED_NAN_NOTE
-    from ...logscan import nan_since_first_dict
 
     line, text = scan.filtered_nan[0]
     first = nan_since_first_dict(log, line, ctx.run_dir.sizes)

@@ -12,7 +12,7 @@ from ... import layouts
 from ...checkpoints import find_checkpoints, latest
 from ...layouts import hf_trainer, torchelastic
 from ...registry import check
-from ...rootcause import CAUSES, is_peer_consequence, is_shutdown_crash
+from ...rootcause import CAUSES, is_peer_consequence, is_shutdown_crash, signal_named
 from ...values import duration_text
 
 SUMMARY_NAME = "run-summary.md"
@@ -109,6 +109,9 @@ def _died(ctx, log, err, last):
         )
     else:
         summary = f"the run died of {err.describe()} ({where}): {root}"
+        named = signal_named(root) if err.cause == "killed-by-signal" else None
+        if named:
+            summary += f"\n(the exit code says the process was ended by {named})"
     fix = err.fix
     if err.cause == "disk-full" and re.search(r"Errno 27|code: 27|FileTooLarge|File too large", root):
         # errno 27 (EFBIG) is a size limit, not a full disk: CPython ignores SIGXFSZ, so the write fails.

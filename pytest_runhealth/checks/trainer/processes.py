@@ -206,12 +206,16 @@ def steady_step_time(scan) -> float | None:
         "stall_s_without_step_time": 1800,
         "pipe_silent_s": 60,
         "pipe_silent_steps": 10,
+        "advancing_steps": 10,
+        "advancing_floor_s": 10,
     },
     detects="Live, the run's process is alive but nothing it writes changed for stall_factor × its steady step "
     "time (`stalled`), or it sleeps in a write to a pipe nobody reads (`pipe-deadlock`). Post-mortem, a "
     "run that ended by a kill had stopped advancing long before the kill (`stalled`); a sweep row that says its "
     "run was killed (wall clock, signal) and shows no stall fails `run-disqualified` with the row's own words, "
-    "whether the run was still advancing up to the kill or nothing dates its last step against it.",
+    "whether the run was still advancing up to the kill (its last step within advancing_steps × its step time, "
+    "at least advancing_floor_s, of the end), silent for longer than that but under the stall limit (neither "
+    "claim is made), or nothing dates its last step against it.",
     why="A hung trainer (a dead NCCL peer, a stuck dataloader worker, a deadlocked pipe) keeps its GPU and "
     "its slot while doing nothing; a liveness check alone says all is well, and after the wall clock kills it "
     "the run looks like one that was merely slow.",
@@ -456,6 +460,25 @@ def _stalled_before_kill(ctx, run, statuses):
         # When the last step was written, by the estimate the silence rests on (never the kill line's time).
         last_at = datetime.fromtimestamp(end - silent, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         when = f", written at {last_at} UTC"
+    # "Still advancing" is a claim of its own (issue 46): the last step came within a few of the run's own step
+    # times of the end (advancing_steps, at least advancing_floor_s for the launcher's teardown). A silence longer
+    # than that but under the stall limit is neither: 21 s at 0.15 s/step is 140 steps that never came.
+    # Its pace: the steady step time, else the rate its last step was logged at (a run of three slow steps).
+    pace = sec or f.last.sec_per_step
+    window = float(ctx.thresholds["advancing_floor_s"])
+    if pace:
+        window = max(window, float(ctx.thresholds["advancing_steps"]) * pace)
+    if window < silent <= limit:
+        paces = f" ({silent / pace:.0f} step times of {pace:.3g} s)" if pace else ""
+        neither = (
+            f"the last step ({last_text}) came {duration_text(silent)} before the end{paces} ({basis}): longer than "
+            f"a run still advancing leaves ({duration_text(window)}: {ctx.thresholds['advancing_steps']} steps, at "
+            f"least {float(ctx.thresholds['advancing_floor_s']):.0f} s), shorter than the stall limit "
+            f"{duration_text(limit)} ({limit_basis})"
+        )
+        if row is not None:
+            return _killed_by_the_sweep(ctx, run, kill, neither)
+        return f"killed ({how}); not advancing at the end, and not silent long enough to call a hang: {neither}"
     if silent <= limit:
         advancing = (
             f"the last step ({last_text}) came {duration_text(silent)} before the end ({basis}), within "
