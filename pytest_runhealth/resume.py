@@ -52,8 +52,10 @@ class ResumePoint:
     step: int | None
     trainer: str  # hf, ltx, kohya
 
-    def how(self, shown: str) -> str:
-        """The fix's words for resuming from this checkpoint, ``shown`` being its path as messages show it."""
+    def how(self) -> str:
+        """The fix's words for resuming from this checkpoint, by its full path (the command is run from wherever the
+        user launches, not from the run dir)."""
+        shown = str(self.path)
         if self.trainer == "hf":
             return (
                 f'resume with trainer.train(resume_from_checkpoint="{shown}") (the example scripts: '

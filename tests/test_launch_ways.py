@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,6 @@ def _launch_with_summarywriter(proj: Path, then: str) -> subprocess.Popen:
 
 def _wait_for(path: Path, text: str) -> None:
     """Until ``text`` is in ``path`` (the process said it is there): an event, not a time."""
-    import time
-
     while not path.exists() or text not in path.read_text():
         time.sleep(0.02)
 
@@ -277,7 +276,8 @@ def test_a_resume_that_died_loading_a_truncated_checkpoint(tmp_path, run_health)
     rh201, rh206 = r.result_of("RH201", "out"), r.result_of("RH206", "out")
     assert (rh206["outcome"], rh206["cause"], rh206.get("consequence_of")) == ("failed", "truncated-checkpoint", None)
     assert (rh201["cause"], rh201["consequence_of"]) == ("truncated-checkpoint", "RH206"), rh201
-    assert "checkpoint-500" in rh206["summary"] and 'resume_from_checkpoint="checkpoint-500"' in rh206["fix"]
+    assert "checkpoint-500" in rh206["summary"]
+    assert f'resume_from_checkpoint="{proj / "out" / "checkpoint-500"}"' in rh206["fix"], rh206["fix"]
     assert "model.load_checkpoint" not in rh206["fix"]
 
 
@@ -303,8 +303,6 @@ def test_a_save_cut_short_by_the_fatal_error_is_still_its_consequence(tmp_path, 
 
 def _wait_gone(pid: int) -> None:
     """Until ``pid`` is no process (or a zombie): the kernel's word, not a time."""
-    import time
-
     import psutil
 
     while True:
@@ -358,7 +356,8 @@ def test_one_resume_point_when_the_pid_file_names_tee(tmp_path, run_health):
     rh203, rh208 = r.result_of("RH203", "out"), r.result_of("RH208", "out")
     assert (rh203["outcome"], rh208["outcome"]) == ("failed", "failed"), r.stdout
     for res in (rh203, rh208):
-        assert "checkpoint-1000" in res["summary"] and 'resume_from_checkpoint="checkpoint-1000"' in res["fix"], res
+        assert "checkpoint-1000" in res["summary"], res
+        assert f'resume_from_checkpoint="{out / "checkpoint-1000"}"' in res["fix"], res
         assert "model.load_checkpoint" not in res["fix"] and "step 0" not in res["summary"], res
 
 
@@ -530,3 +529,115 @@ def test_wrapper_exit_codes_and_ggml_allocations(tmp_path, line, cause, named):
     assert r.cause == cause, r.summary
     if named:
         assert f"ended by {named}" in r.summary, r.summary
+
+
+# -- 5. watch: a stall at the run's own pace, a requeue into the same log -----------------------------------------
+def _watch(run: Path, *args: str, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest_runhealth.cli", "watch", str(run), *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _read_until(w: subprocess.Popen, pattern: str) -> list[str]:
+    """The watch's lines up to the first that matches ``pattern`` (an event, not a time); fails if it ends first."""
+    import re
+
+    lines = [w.stdout.readline()]
+    while lines[-1] and not re.search(pattern, lines[-1]):
+        lines.append(w.stdout.readline())
+    assert re.search(pattern, lines[-1]), "".join(lines) + (w.stderr.read() if w.poll() is not None else "")
+    return lines
+
+
+def _stop(*procs: subprocess.Popen) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_watch_alerts_at_the_runs_own_pace(tmp_path):
+    """A trainer that hangs (alive, silent) after its bar said 1.47 s/step is said to step no more after 20 of its
+    step times (bounded below by 10 s), without --every: the watch ticks at its pace, not the default 60 s cadence
+    with its 10 quiet ticks before a check."""
+    trainer_py = Path(__file__).parent / "watch_trainer.py"
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, str(trainer_py), str(run), "hang", "--steps", "30", "--dt", "0.05"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    w = None
+    try:
+        log = run / "logs" / "stdout.log"
+        while not log.exists() or "15/30" not in log.read_text():  # hang mode stops at half its steps, alive
+            time.sleep(0.02)
+        w = _watch(run, cwd=tmp_path)
+        lines = _read_until(w, r"no new step for")
+        assert "since step 15" in lines[-1] and "it may be hung" in lines[-1], "".join(lines)
+        assert "the watch alerts after 20 step times, at least 10 s" in lines[-1]
+    finally:
+        _stop(proc, *([w] if w else []))
+
+
+ATTEMPT = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    first, last, go = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    log = open("train.log", "a", buffering=1)
+
+    def term(signum, frame):
+        log.write("Received SIGTERM, exiting\\n")
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, term)
+    open("train.pid", "w").write(f"{os.getpid()}\\n")
+    log.write("Loading model from /models/base.safetensors\\n")
+    log.write("Starting training: 40 steps, batch size 4\\n")
+    while not os.path.exists(go):
+        time.sleep(0.01)
+    for step in range(first, last + 1):
+        log.write(f"step {step}/40 loss={1.0 / step:.4f} step_time=0.05\\n")
+        time.sleep(0.05)
+    if last == 40:
+        log.write("Training finished\\n")
+    else:
+        open("attempt-waiting", "w").close()
+        time.sleep(600)
+    """
+)
+
+
+@pytest.mark.slow
+def test_watch_follows_a_requeue_into_the_same_log(tmp_path):
+    """Slurm-style: the first attempt is SIGTERMed at step 10, a second attempt appends to the same log (its
+    start-up lines again) and trains to the end. The watch says the relaunch and ends with the run, exit 0."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "attempt.py").write_text(ATTEMPT)
+    first = subprocess.Popen([sys.executable, "attempt.py", "1", "10", "go1"], cwd=run)
+    (run / "go1").touch()
+    w = None
+    second = None
+    try:
+        while not (run / "attempt-waiting").exists():  # the first attempt at step 10, waiting
+            time.sleep(0.02)
+        w = _watch(run, "--every", "0.3", cwd=tmp_path)
+        _read_until(w, r"Step 10 / 40")
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 143
+        # The requeue: the same command again, appending (its start-up lines land at once; it trains when cued).
+        second = subprocess.Popen([sys.executable, "attempt.py", "11", "40", "go2"], cwd=run)
+        lines = _read_until(w, r"repeats its start-up")
+        assert "it was relaunched into the same log (a requeue)" in lines[-1], "".join(lines)
+        (run / "go2").touch()
+        out, err = w.communicate(timeout=600)
+    finally:
+        _stop(first, *([second] if second else []), *([w] if w else []))
+    assert w.returncode == 0, "".join(lines) + out + err
+    assert "completed healthy" in out

@@ -191,9 +191,8 @@ def checkpoint_intact(ctx):
     cause = "truncated-checkpoint" if bad else "interrupted-save" if leftovers else "checkpoint-incomplete"
     fix = None
     if point is not None:
-        shown = str(point.path) if point.trainer == "ltx" else ctx.run_dir.rel(point.path)
         fix = (
-            f"Delete nothing yet: {point.how(shown)}; check free disk space, and re-save; re-copy the file if it "
+            f"Delete nothing yet: {point.how()}; check free disk space, and re-save; re-copy the file if it "
             "came from another machine."
         )
     return ctx.fail("infra", cause, "\n".join(parts), evidence, fix=fix)

@@ -306,7 +306,7 @@ def _resume_fix(ctx, point) -> str:
     )
     if point is None:
         return find + "relaunch: no intact checkpoint was found, so the run starts again at step 0."
-    return find + point.how(str(point.path) if point.trainer == "ltx" else ctx.run_dir.rel(point.path)) + "."
+    return find + point.how() + "."
 
 
 def _metrics_ahead_of_log(ctx, logged: int):

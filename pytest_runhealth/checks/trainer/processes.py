@@ -144,7 +144,7 @@ def process_alive(ctx, processes):
     fix = None
     if point is not None:
         where.append(f"latest checkpoint {ctx.run_dir.rel(point.path)} (step {point.step})")
-        fix = point.how(str(point.path) if point.trainer == "ltx" else ctx.run_dir.rel(point.path))
+        fix = point.how()
     elif latest_checkpoint(run) is not None or _hf_checkpoints(ctx, run):
         where.append(
             "no intact step checkpoint to resume from (RH206 names the damaged ones): a relaunch starts at step 0"
