@@ -641,3 +641,23 @@ def test_watch_follows_a_requeue_into_the_same_log(tmp_path):
         _stop(first, *([second] if second else []), *([w] if w else []))
     assert w.returncode == 0, "".join(lines) + out + err
     assert "completed healthy" in out
+
+
+@pytest.mark.parametrize(
+    "pace,silent,alerts",
+    [(0.15, 12.0, True), (0.15, 8.0, False), (1.5, 31.0, True), (1.5, 29.0, False), (600.0, 700.0, False)],
+    ids=["fast-past-floor", "fast-under-floor", "past-20-steps", "under-20-steps", "slow-under-3-steps"],
+)
+def test_the_watch_stall_limit_is_the_runs_pace_bounded(tmp_path, pace, silent, alerts):
+    """20 step times, at least 10 s, at most 10 min, never under 3 step times (a 10-minute step is no stall after
+    10 minutes): the alert rule alone, its silence set on the watch's clock rather than waited for."""
+    from pytest_runhealth.watch.trainer import Tick, TrainerWatch
+
+    w = TrainerWatch(tmp_path)
+    st = {"step": 30, "step_time_s": pace, "state": "running"}
+    w._pace_alert(st, Tick())  # the first sight of step 30
+    w.step_at = time.monotonic() - silent
+    out = Tick()
+    w._pace_alert(st, out)
+    assert any("no new step for" in line for line in out.lines) is alerts, out.lines
+    assert out.evidence is alerts

@@ -30,7 +30,10 @@ LIVE_WINDOW_S = 15 * 60  # the log grew under the watch this recently: the run i
 # The watch's own stall alert, at the run's pace (issue 46): no new step for STALL_STEPS of its step times, at
 # least STALL_FLOOR_S (a checkpoint save, an evaluation pass) and at most STALL_CAP_S (RH204's own floor, past which
 # the check judges the stall). The watch ticks at a third of that limit (at least MIN_TICK_S) unless --every is given.
+# A run slower than STALL_CAP_S / STALL_STEPS per step still gets MIN_STALL_STEPS of its step times (a 10-minute step
+# is no stall after 10 minutes).
 STALL_STEPS = 20
+MIN_STALL_STEPS = 3
 STALL_FLOOR_S = 10.0
 STALL_CAP_S = 600.0
 MIN_TICK_S = 2.0
@@ -156,7 +159,7 @@ class TrainerWatch:
         if pace is None or step is None or st["state"] != "running":
             self.pace_tick_s = None
             return
-        limit = min(STALL_CAP_S, max(STALL_FLOOR_S, STALL_STEPS * pace))
+        limit = max(STALL_FLOOR_S, min(STALL_CAP_S, STALL_STEPS * pace), MIN_STALL_STEPS * pace)
         self.pace_tick_s = max(MIN_TICK_S, limit / 3)
         silent = now - self.step_at
         if silent > limit and not self.alerted:
@@ -164,7 +167,8 @@ class TrainerWatch:
             out.lines.append(
                 f"no new step for {duration_text(silent)} since step {step} ({silent / pace:.0f} of its {pace:.3g} s "
                 f"steps; the watch alerts after {STALL_STEPS} step times, at least {STALL_FLOOR_S:.0f} s, at most "
-                f"{duration_text(STALL_CAP_S)}): it may be hung; RH204 judges the stall"
+                f"{duration_text(STALL_CAP_S)} unless that is under {MIN_STALL_STEPS} step times): it may be hung; "
+                "RH204 judges the stall"
             )
             out.evidence = True
 
