@@ -93,6 +93,21 @@ def _no_row_due(ctx) -> str | None:
     )
 
 
+def _being_written(ctx, read) -> bool:
+    """Whether an event file's only problem is its last record cut short while a live writer is still writing it
+    (issue 46): the run has not ended, and its process is alive or the file was written within
+    ``being_written_s``. A record cut short in a run that ended is damage (the writer died mid-record)."""
+    if read.error or [p.kind for p in read.problems] != ["truncated"]:
+        return False
+    from ..safety.safeio import mtime
+
+    f = ctx.facts
+    if f.ended:
+        return False
+    written = mtime(read.path)
+    return f.alive is True or bool(written and time.time() - written <= float(ctx.thresholds["being_written_s"]))
+
+
 RUN_ID_FIX = (
     "A run_id names a folder under runs/, never a path: fix the orchestrator (or the row) so every "
     "run_id is a plain name (no '/', '\\', '..', NUL, at most 255 bytes). The row's run folder was not read."
@@ -175,9 +190,11 @@ def log_has_step_lines(ctx):
     needs=["tfevents"],
     phases=["live", "postmortem", "gate"],
     verdicts=["not-evaluable"],
+    thresholds={"being_written_s": 120},
     detects="Event files cut mid-record, failing a CRC, holding a record that is not an Event, or holding no "
-    "scalar at all once the run has ended (`empty-tfevents`). Every record is CRC-checked and a damaged "
-    "one is named by number and byte offset.",
+    "scalar at all once the run has ended (`empty-tfevents`); a last record cut short while the run has not ended "
+    "(its process alive, or the file written within being_written_s) is one still being written, not damage. "
+    "Every record is CRC-checked and a damaged one is named by number and byte offset.",
     why="A sweep scores runs from their event files: a truncated or corrupt file silently loses the end "
     "of the loss curve, and an empty one means the trainer died before logging (see RH201/RH102).",
     example="logs/20260222091811/network_train/events.out.tfevents.1771751898.host.10786.0: record 6691 at "
@@ -193,7 +210,8 @@ def tfevents_readable(ctx):
         ctx.run_dir.cached(("tfevents", p), lambda p=p: read_event_file(p, sizes=ctx.run_dir.sizes))
         for p in run.event_files
     ]
-    damaged = [r for r in reads if r.damaged or r.error]
+    writing = [r for r in reads if _being_written(ctx, r)]
+    damaged = [r for r in reads if (r.damaged or r.error) and r not in writing]
     if damaged:
         evidence, lines = [], []
         for r in damaged[:6]:
@@ -213,8 +231,14 @@ def tfevents_readable(ctx):
             evidence,
         )
     scalars = sum(r.scalar_count for r in reads)
+    being = (
+        f"; the last record of {', '.join(ctx.run_dir.rel(r.path) for r in writing[:3])} is still being written "
+        "(the run has not ended), read up to it"
+        if writing
+        else ""
+    )
     if scalars:
-        return f"{len(reads)} event file(s), {scalars} scalars, every record CRC-checked"
+        return f"{len(reads)} event file(s), {scalars} scalars, every record CRC-checked{being}"
     f = ctx.facts
     if not f.ended:
         where = f"step {f.last.step}" + (f"/{f.total}" if f.total else "") if f.last else "before its first step"

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..model.results import Result
+from ..readers.causes import CAUSES
 
 DIAGNOSED = ("failed", "error", "warned")  # a waived failure (skipped, xfail) is not grouped
 _BATCH = re.compile(r":runs-\d+-\d+$")  # a batch item stands for many runs: never grouped by run
@@ -49,6 +50,8 @@ class Relation:
 
 
 EMPTY = frozenset({"empty-tfevents"})
+# RH201's causes that can cut a checkpoint being saved short: any but the load of one already cut short.
+ROOT_DEATHS = frozenset(CAUSES) - {"truncated-checkpoint"}
 STALLED = frozenset({"stalled"})
 DISQUALIFIED = frozenset({"run-disqualified"})
 RELATIONS: tuple[Relation, ...] = (
@@ -88,11 +91,21 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("RH101", "RH204", DISQUALIFIED, "the collapse slowed the run down until the wall clock killed it"),
     Relation("RH107", "RH204", DISQUALIFIED, "its steps were so slow that the wall clock killed it first"),
     Relation("RH102", "RH204", DISQUALIFIED, "the trainer died at its start; the row's kill words are that death"),
+    # issue 46: a resume that died loading a checkpoint cut short. The checkpoint is the root, the load failure its
+    # consequence (listed first: the earlier relation wins), never the other way round.
+    Relation(
+        "RH206",
+        "RH201",
+        frozenset({"truncated-checkpoint"}),
+        "the run died loading the checkpoint that was cut short",
+        frozenset({"truncated-checkpoint"}),
+    ),
     Relation(
         "RH201",
         "RH206",
         frozenset({"truncated-checkpoint", "interrupted-save"}),
         "the fatal error cut the checkpoint being saved short",
+        ROOT_DEATHS,
     ),
     Relation("RH203", "RH206", frozenset({"interrupted-save"}), "the process was killed while it saved a checkpoint"),
     Relation(

@@ -25,7 +25,9 @@ def _ledger(t: Target) -> str | None:
 
 
 def _sweep(t: Target) -> str | None:
-    return None if t.run_dir.is_sweep else f"{t.run_dir.path} is not a sweep session (no ledger.jsonl or runs/)"
+    return (
+        None if t.run_dir.is_sweep else f"{t.run_dir.path} is not a sweep session (no ledger.jsonl or runs/<id>/logs/)"
+    )
 
 
 def _logs(t: Target) -> str | None:

@@ -28,7 +28,7 @@ import pytest
 from ..readers import layouts
 from ..readers.layouts import jsonl_metrics
 from ..readers.layouts._files import entries, split_entries
-from ..readers.rundir import JUDGMENTS_FILE, LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
+from ..readers.rundir import JUDGMENTS_FILE, LTX_CKPT, ROUND_FILES, Launch, RunDir, holds_sweep, round_folders, walk
 from ..safety.safeio import FirstSizes, describe_error, mtime
 from ..safety.shown import name as shown_name
 from ..settings.options import DEFAULT_DEPTH
@@ -107,10 +107,7 @@ def classify(
     or None. ``kinds``: the run kinds the session's checks declare
     (runkinds.py), asked after the built-in strong kinds."""
     names = files | dirs if names is None else names
-    if "ledger.jsonl" in names or (
-        "runs" in dirs
-        and any(os.path.isdir(folder / "runs" / d / "logs") for d in sorted(_names(folder / "runs")[1])[:8])
-    ):
+    if holds_sweep(folder, names if "runs" in dirs else names - {"runs"}):
         return "sweep"
     if any(name in names for name in ROUND_FILES):
         return "round"

@@ -33,12 +33,15 @@ CAUSES: dict[str, Cause] = {
     ),
     "gpu-oom": Cause(
         "config",
-        "lower the batch size or resolution, enable gradient checkpointing, or pick a device with more memory; free "
+        "lower the batch size or resolution, enable gradient checkpointing, or pick a device with more memory (a "
+        "ggml runner: fewer GPU layers, `-ngl`/`num_gpu`, a smaller context or quantisation); free "
         "memory held by other processes on the device first (`npu-smi info` on Ascend, `xpu-smi` on Intel, Activity "
         "Monitor on a Mac); on MPS, PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts the allocator's cap (at the risk of "
         "swapping the whole machine).",
         "an Ascend NPU, Intel XPU or Apple MPS device ran out of its memory (`NPU out of memory`, `XPU out of "
-        "memory`, `MPS backend out of memory`); the summary names the device",
+        "memory`, `MPS backend out of memory`), or a ggml runner (llama.cpp, Ollama: a judge server or a ggml-based "
+        "trainer) could not allocate a device buffer (`cudaMalloc failed: out of memory`, `unable to allocate CUDA0 "
+        "buffer`, then `unable to load model`); the summary names the device",
     ),
     "host-oom": Cause(
         "infra",
@@ -126,7 +129,8 @@ CAUSES: dict[str, Cause] = {
         "`journalctl -k`), then in the scheduler's accounting for a time or memory limit (`sacct -j JOBID "
         "--format=State,ExitCode,MaxRSS,Elapsed,Timelimit`), then for a user or watchdog that stopped it.",
         "a signal ended the process and only an exit code or a launcher reports it (`exitcode: -9`, "
-        "`return code = -9`, `137`, `Signal 9 (SIGKILL) received`), or the trainer's own signal handler "
+        "`return code = -9`, `137`, `Signal 9 (SIGKILL) received`, a wrapper's `Training failed with exit code -9` or "
+        "`exited with -9`; the finding names the signal), or the trainer's own signal handler "
         "(`Received SIGTERM, exiting`)",
     ),
     "nan-loss": Cause(
@@ -147,6 +151,14 @@ CAUSES: dict[str, Cause] = {
         "the run ended on an interrupt: a `KeyboardInterrupt` traceback, torchrun's `SignalException: Process N got "
         "signal: 2` / `Received 2 death signal`, `died with <Signals.SIGINT: 2>`, Lightning's `Detected "
         "KeyboardInterrupt, attempting graceful shutdown`",
+    ),
+    "truncated-checkpoint": Cause(
+        "infra",
+        "the run died loading a checkpoint that was cut short (a save killed or a disk that filled while it was "
+        "written; RH206 names the file): resume from the newest intact checkpoint instead (RH203 and RH208 name it), "
+        "keep the damaged one aside, and check free disk space before the next save.",
+        "the run died loading a checkpoint cut short (safetensors' `Error while deserializing header: incomplete "
+        "metadata`, `MetadataIncompleteBuffer`, torch.load's `failed finding central directory`)",
     ),
     "unknown": Cause(
         "infra",

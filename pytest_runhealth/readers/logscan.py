@@ -51,6 +51,16 @@ _DESC = re.compile(rb"[A-Za-z][A-Za-z _\-]{0,40}\Z")
 POSTFIX_LOSS = re.compile(rb"(?:avr_loss|loss)\s*=\s*(" + _NUM + rb")")
 # A loss in the bar's description instead (torchtune: "1|3|Loss: nan:   0%|     | 3/3073 [...]").
 DESC_LOSS = re.compile(rb"(?i)(?<![a-z])(?<!val_)(?<!eval_)(?<!test_)loss\s*[:=]\s*(" + _NUM + rb")(?![\w.])")
+# Lightning's RichProgressBar (lightning/pytorch/callbacks/progress/rich_progress.py): its description
+# ("Epoch 0/-2": the epoch and max_epochs - 1, -2 when epochs are unlimited), the bar, BatchesProcessedColumn
+# ("30/60", "--" for an unknown total), CustomTimeColumn ("0:00:03 • 0:00:03"), ProcessingSpeedColumn
+# ("9.52it/s") and the metrics ("v_num: 0 train_loss: 0.512"). Groups: n, total, elapsed, rate, metrics.
+RICH_BAR = re.compile(
+    rb"(?<!\d)(\d+)/(\d+|--) (-:--:--|\d+:\d\d:\d\d) \xe2\x80\xa2 (?:-:--:--|\d+:\d\d:\d\d) +([\d.]+)it/s([^\r\n]{0,400})"
+)
+RICH_EPOCH = re.compile(rb"Epoch (\d+)(?:/(-?\d+))?\s*[\xe2 ]")
+# Lightning's other rich bars (validation, sanity check, test, predict): no training step.
+RICH_OTHER = re.compile(rb"(?i)validat|sanity|test|predict")
 # LTX-2 with --disable-progress-bars: "Step N/M - Loss: x, LR: y, Time/Step: zs, Total Time: ..."
 LTX = re.compile(rb"Step (\d+)/(\d+) - Loss: (" + _NUM + rb"),[^\r\n]*?Time/Step: ([\d.]+)s")
 # LTX-2's Rich info column, when it does reach a file: "Loss: x | LR: y | z s/step" next to "N/M".
@@ -130,7 +140,7 @@ class StepPoint:
     sec_per_step: float | None
     loss: float | None
     line: int
-    source: str  # tqdm, ltx, generic
+    source: str  # tqdm, rich (Lightning's rich bar), ltx, generic
     elapsed: float | None = None  # seconds since the bar started (tqdm only)
 
     @property
@@ -427,6 +437,8 @@ class Scanner:
                     break  # no second bar glued on: skip searching the rest
         if found:
             return True
+        if b"it/s" in seg and b"\xe2\x80\xa2" in seg and self.rich_bar(seg, lineno):
+            return True
         if b"Loss" in seg or b"loss" in seg:
             m = LTX.search(seg) or LTX_RICH.search(seg)
             if m and _whole(m.group(1)) is not None and _whole(m.group(2)) is not None:
@@ -466,6 +478,41 @@ class Scanner:
             if m:
                 self.nonfinite_text(seg, lineno, m.group(2), _whole(m.group(1)))
         return False
+
+    def rich_bar(self, seg: Bytes, lineno: int) -> bool:
+        """Lightning's rich training bar (RICH_BAR) as a step: the batch within the epoch made a global step with
+        the epoch's number (``Epoch 1/9 ... 30/60`` is step 90 of 600); the plan is known only when the epochs
+        are (``Epoch 0/-2``: max_epochs unlimited, no total). Its validation and sanity-check bars are no step."""
+        m = RICH_BAR.search(seg)
+        if m is None:
+            return False
+        before = seg[max(0, m.start() - 240) : m.start()]
+        epoch = RICH_EPOCH.search(before)
+        if epoch is None or RICH_OTHER.search(before):
+            return False
+        n, per = _whole(m.group(1)), _whole(m.group(2)) if m.group(2) != b"--" else None
+        current = _whole(epoch.group(1))
+        last = _whole(epoch.group(2).lstrip(b"-")) if epoch.group(2) and not epoch.group(2).startswith(b"-") else None
+        if n is None or current is None:
+            return False
+        step = current * per + n if per else n
+        total = (last + 1) * per if per and last is not None else None
+        rate = _num(m.group(4))
+        loss_m = DESC_LOSS.search(m.group(5))
+        self.add(
+            ("rich", None),
+            StepPoint(
+                step,
+                total,
+                1.0 / rate if rate else None,
+                _num(loss_m.group(1)) if loss_m else None,
+                lineno,
+                "rich",
+                _interval(m.group(3)),
+            ),
+            seg,
+        )
+        return True
 
     def nonfinite_text(self, seg: Bytes, lineno: int, raw: Bytes, step: int | None = None) -> None:
         """A non-finite loss in a line that is no step record: counted and kept
@@ -636,31 +683,6 @@ def _read_into(fh, buf: bytearray, at: int) -> int:
         return len(data)
     with memoryview(buf) as whole, whole[at:] as part:
         return readinto(part) or 0
-
-
-FIRST_DICT_READ = 16 << 20  # how far first_loss_dict_line reads before it gives up (a rare path: see RH202)
-
-
-def first_loss_dict_line(path: Path, before: int, sizes: FirstSizes | None = None) -> int | None:
-    """The line of the log's first Hugging Face Trainer loss dict, looked for in the lines before ``before``
-    (1-based); ``before`` itself when none is there; None when the log could not be read that far. Only RH202
-    asks, and only when the scan found a dict whose loss 0.0 hides a NaN: was it the first entry?"""
-    try:
-        fh = open_readonly(path, sizes=sizes)
-    except OSError:
-        return None
-    with fh:
-        read = 0
-        for lineno, raw in enumerate(fh, 1):
-            if lineno >= before:
-                return before
-            read += len(raw)
-            if read > FIRST_DICT_READ:
-                return None
-            if b"'loss'" in raw or b'"loss"' in raw:
-                if HF_LOSS_DICT.search(raw):
-                    return lineno
-    return None
 
 
 def scan_log(path: Path, sizes: FirstSizes | None = None) -> LogScan:

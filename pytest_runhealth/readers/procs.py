@@ -36,6 +36,10 @@ BEFORE_FILES_SLACK_S = 30.0
 EARLIEST_SCAN_ENTRIES = 4096
 
 
+# The last command of a pipe, whose pid `... | tee log & echo $!` writes instead of the trainer's (issue 46).
+PIPE_TOOLS = frozenset({"tee", "cat", "ts", "grep", "sed", "awk"})
+
+
 @dataclass
 class PidStatus:
     """``state`` is ``alive``, ``gone``, ``zombie``, ``reused``, ``foreign`` (a
@@ -127,6 +131,17 @@ def pid_status(path: Path, sizes: FirstSizes | None = None) -> PidStatus:
     fits, why = provenance(proc, started, written, path)
     if not fits:
         return PidStatus(path, pid, "foreign", f"the pid belongs to another process: {why}", name, text)
+    if name in PIPE_TOOLS:
+        # `nohup python train.py | tee train.log & echo $! > train.pid`: $! is the pipe's last command.
+        return PidStatus(
+            path,
+            pid,
+            "alive",
+            f"process {pid} ({name}) is running: the pipe's {name}, not the trainer (`... | {name} log & echo $!` "
+            f"writes {name}'s pid); it runs until the trainer's output ends",
+            name,
+            text,
+        )
     return PidStatus(path, pid, "alive", f"process {pid} ({name}) is running", name, text)
 
 

@@ -71,6 +71,8 @@ __all__ = [
     "Row",
     "diagnose",
     "is_peer_consequence",
+    "is_shutdown_crash",
+    "signal_named",
     "logical_lines",
     "same_cause",
     "strip_prefix",
@@ -449,6 +451,7 @@ def _weigh(window: _Window, hits: list[tuple[int, Row]]) -> _Weighed:
         roots = []
         hits = [(i, WRAPPER_SIGNAL if row.id == "wrapper-signal" else row) for i, row in hits]
         wrappers = [lines[i].tail for i, row in hits if row.role == WRAPPER]
+    roots, wrappers = _timeout_before_shutdown_crash(roots, strong, lines, wrappers)
     explained = [h for h in strong if h[1].cause == "host-oom" and h[1].anywhere and roots and h[0] > roots[0][0]]
     if roots and roots[0][1].cause == "dataloader-worker-killed" and explained:
         # A DataLoader worker died, then the kernel's or the cgroup's OOM killer reported its kill (slurmstepd's
@@ -457,6 +460,54 @@ def _weigh(window: _Window, hits: list[tuple[int, Row]]) -> _Weighed:
         wrappers = [lines[roots[0][0]].tail, *wrappers]
         roots = explained
     return _Weighed(roots, hits, wrappers, peers, strong)
+
+
+# What a rank's own shutdown may die of after its collective timed out: the process group torn down with a peer
+# still hung (torch's "Fatal Python error: Aborted", "Segmentation fault (core dumped)", the launcher's -11).
+SHUTDOWN_CRASH = frozenset({"segfault"})
+
+
+# The signal a launcher's or wrapper's line names: "exit code -9", "exitcode: -15", "return code = -9", "137".
+SIGNAL_NUMBER = re.compile(r"(?<![\w.])-(\d{1,2})\b|\b(1[23]\d)\b")
+
+
+def signal_named(text: str) -> str | None:
+    """``signal 9 (SIGKILL)`` for a line that reports a death by signal as a number (a negative exit code, or
+    128 + N), when the line does not name it already; None otherwise."""
+    import signal
+
+    if re.search(r"\bSIG[A-Z]{2,}", text):
+        return None
+    for m in SIGNAL_NUMBER.finditer(text):
+        number = int(m.group(1)) if m.group(1) else int(m.group(2)) - 128
+        try:
+            return f"signal {number} ({signal.Signals(number).name})"
+        except ValueError:
+            continue
+    return None
+
+
+def is_shutdown_crash(text: str) -> bool:
+    """Whether a logged line is a crash of the kind a rank's shutdown ends in (see SHUTDOWN_CRASH)."""
+    row = _match(strip_prefix(text)[0])
+    return row is not None and row.cause in SHUTDOWN_CRASH
+
+
+def _timeout_before_shutdown_crash(
+    roots: list[tuple[int, Row]], strong: list[tuple[int, Row]], lines: list[Line], wrappers: list[TailLine]
+) -> tuple[list[tuple[int, Row]], list[TailLine]]:
+    """The order of deaths (issue 46): a collective that timed out (gloo's "Timed out waiting ...", NCCL's
+    watchdog) printed before a crash of the kind a shutdown ends in is the root; the crash, the rank aborting or
+    segfaulting as it tore down its process group, is its consequence. A crash printed first is a rank's own
+    death, which the peers' timeouts follow from (the rule in ``_known_root``)."""
+    if not roots or roots[0][1].cause not in SHUTDOWN_CRASH:
+        return roots, wrappers
+    timeout = next((h for h in strong if h[1].cause == "collective-timeout" and h[0] < roots[0][0]), None)
+    if timeout is None:
+        return roots, wrappers
+    crashes = [h for h in roots if h[1].cause in SHUTDOWN_CRASH and h[0] > timeout[0]]
+    rest = [h for h in roots if h not in crashes and h != timeout]
+    return [timeout, *rest], [lines[i].tail for i, _ in crashes] + wrappers
 
 
 def _known_root(window: _Window, weighed: _Weighed) -> RootCause:

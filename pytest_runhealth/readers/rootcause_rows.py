@@ -51,7 +51,10 @@ ROWS: tuple[Row, ...] = (
     # -- a launcher's report that names the signal: a segfault (-11, SIGSEGV, Windows' 0xC0000005)
     Row(
         "wrapper-sigsegv",
-        _r(r"exits with return code\s*=\s*-11\b|exit status 3221225477\b|exitcode\s*:\s*-11\b|Signals\.SIGSEGV"),
+        _r(
+            r"exits with return code\s*=\s*-11\b|exit status 3221225477\b|exitcode\s*:\s*-11\b|Signals\.SIGSEGV|"
+            r"(?i:\b(?:exit(?:ed)?|error) (?:with )?(?:exit )?(?:code |status )?-11\b)"
+        ),
         "segfault",
         CASCADE,
         anywhere=True,
@@ -65,7 +68,10 @@ ROWS: tuple[Row, ...] = (
             r"exits with return code\s*=\s*-(?:9|15|6)\b|exitcode\s*:\s*-(?:9|15|6)\b|"
             r"died with <Signals\.SIG(?:KILL|TERM|ABRT)|Signal (?:9|15|6) \(SIG(?:KILL|TERM|ABRT)\) received by PID|"
             r"(?:process \d+ )?terminated with signal SIG(?:KILL|TERM|ABRT)\b|"
-            r"(?:exit(?:ed)? (?:with )?(?:code|status)|return(?:ed)? code|returncode)\s*[:=]?\s*(?:137|143)\b"
+            r"(?:exit(?:ed)? (?:with )?(?:code|status)|return(?:ed)? code|returncode)\s*[:=]?\s*(?:137|143)\b|"
+            # a wrapper's own words (issue 46): "Training failed with exit code -9", "exited with -9", DIGITS'
+            # "ERROR: error code -9" (NVIDIA/DIGITS#1362): Python's subprocess gives -N for a death by signal N
+            r"(?i:\b(?:exit(?:ed)?|error) (?:with )?(?:exit )?(?:code |status )?-(?:9|15|6)\b)"
         ),
         "killed-by-signal",
         CASCADE,
@@ -163,6 +169,36 @@ ROWS: tuple[Row, ...] = (
         "XPU",
     ),
     Row("npu-oom", _r(r"NPU out of memory"), "gpu-oom", ROOT, "Ascend NPU"),
+    # ggml's runners (llama.cpp, Ollama, llamafile; issue 46): a device buffer that could not be allocated while a
+    # model loads or its context is made: "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4507.00 MiB on
+    # device 0: cudaMalloc failed: out of memory", "failed to allocate CUDA0 buffer of size N", "llama_model_load:
+    # error loading model: unable to allocate CUDA0 buffer" (then Ollama's "panic: unable to load model: ..."). The
+    # loader's own "error loading model" line is the death wherever it stands; the allocator's lines are messages.
+    Row(
+        "ggml-device-oom-load",
+        _r(r"error loading model: unable to allocate (?:CUDA|ROCm|Metal|Vulkan|SYCL|CANN)\d* buffer"),
+        "gpu-oom",
+        ROOT,
+        "ggml",
+        anywhere=True,
+    ),
+    Row(
+        "ggml-device-oom",
+        _r(
+            r"cudaMalloc failed: out of memory|"
+            r"(?:unable|failed) to allocate (?:CUDA|ROCm|Metal|Vulkan|SYCL|CANN)\d* buffer(?: of size \d+)?"
+        ),
+        "gpu-oom",
+        ROOT,
+        "ggml",
+    ),
+    # The same on the host: a CPU buffer (model weights loaded with mmap off) is the machine's RAM, not a device's.
+    Row(
+        "ggml-host-oom",
+        _r(r"(?:unable|failed) to allocate CPU buffer\b|ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate"),
+        "host-oom",
+        ROOT,
+    ),
     Row(
         "cuda-oom",
         _r(
@@ -275,6 +311,19 @@ ROWS: tuple[Row, ...] = (
         CASCADE,
         "XLA",
         anywhere=True,
+    ),
+    # A checkpoint cut short, found where a resume loads it (issue 46): safetensors' "SafetensorError: Error while
+    # deserializing header: incomplete metadata, file not fully covered" (older releases: "MetadataIncompleteBuffer",
+    # "HeaderTooLarge"), torch.load's "PytorchStreamReader failed reading zip archive: failed finding central
+    # directory". The load failure is the consequence; the truncated checkpoint (RH206) the root.
+    Row(
+        "checkpoint-load-truncated",
+        _r(
+            r"Error while deserializing header: (?:incomplete metadata|MetadataIncompleteBuffer|HeaderTooLarge|"
+            r"HeaderTooSmall|InvalidHeader|invalid header length)|PytorchStreamReader failed reading zip archive: failed finding central"
+        ),
+        "truncated-checkpoint",
+        ROOT,
     ),
     # basic_ios::clear is any C++ stream's failure (a read as much as a write): only the form a Python binding
     # raises on a failed save ("RuntimeError: basic_ios::clear: iostream error", nmslib/nmslib#502 on a full
@@ -477,6 +526,18 @@ HINTS: dict[str, tuple[str, ...]] = {
         "basic_ios",
         "unexpected pos",
     ),
+    "checkpoint-load-truncated": ("deserializing header", "central directory"),
+    "ggml-device-oom-load": ("error loading model",),
+    "ggml-device-oom": (
+        "cudamalloc failed",
+        "to allocate cuda",
+        "to allocate rocm",
+        "to allocate metal",
+        "to allocate vulkan",
+        "to allocate sycl",
+        "to allocate cann",
+    ),
+    "ggml-host-oom": ("allocate cpu buffer", "cpu_buffer_type_alloc_buffer"),
     "host-memoryerror": (
         "memoryerror",
         "memory allocation",

@@ -1,7 +1,10 @@
 """What a run dir holds (docs/layouts.md), found by looking, never by writing.
 
 Everything here is lazy and cached on the object: collection only needs the
-list of runs, and each artefact is read once however many checks use it."""
+list of runs, and each artefact is read once however many checks use it.
+
+Longer than 600 lines: the run dir, its runs and its lazy run list share one cache and one set of opens
+(``FirstSizes``), which is what keeps each artefact read once; the layouts' readers are in ``layouts/``."""
 
 from __future__ import annotations
 
@@ -31,6 +34,34 @@ LTX_CKPT = re.compile(r"^(?P<prefix>lora|model)_weights_step_(?P<step>\d+)\.safe
 
 ROUND_FILES = ("experience_request.json", "round.json")
 JUDGMENTS_FILE = "judgments.jsonl"  # an LLM judge's A/B evaluation (evaluation/judgments.py)
+
+SWEEP_PEEK = 8  # how many of runs/'s folders are looked into for a run's logs/ (sorted by name)
+
+
+def holds_sweep(folder: Path, names: set[str] | None = None) -> bool:
+    """A sweep session, by what it holds (docs/layouts.md): its ledger, or run folders with their logs
+    (``runs/<id>/logs/``). A ``runs/`` folder alone says nothing: TensorBoard's ``SummaryWriter()`` writes
+    ``runs/<date>_<host>/events.out.tfevents.*`` beside the trainer's log, and that ``runs/`` is the run's log
+    folder, not a sweep's run folders (issue 46). ``names``: the folder's entries when the caller has them."""
+    if names is not None:
+        if "ledger.jsonl" in names:
+            return True
+        if "runs" not in names:
+            return False
+    elif os.path.lexists(folder / "ledger.jsonl"):
+        return True
+    runs = folder / "runs"
+    if os.path.islink(runs):
+        return False  # a link is not entered (its target is outside what was given)
+    try:
+        with os.scandir(runs) as it:
+            subs = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return False
+    # os.path's tests never raise: a folder the user cannot enter is no sweep, not a traceback (issue 48)
+    return any(
+        os.path.isdir(runs / name / "logs") and not os.path.islink(runs / name / "logs") for name in subs[:SWEEP_PEEK]
+    )
 
 
 def is_round_folder(folder: Path) -> bool:
@@ -327,8 +358,9 @@ class RunDir:
             kind = layouts.kind_of(p, self.sizes)
         except Exception:  # a reader that crashed while classifying: the checks name the file (unreadable)
             kind = None
-        # A Trainer output dir's runs/ holds TensorBoard events, not a sweep's run folders.
-        if os.path.exists(self.ledger_path) or (os.path.isdir(p / "runs") and kind != layouts.HF_TRAINER):
+        # A ledger, or runs/<id>/logs/: TensorBoard's runs/<date>_<host>/ (a Trainer output dir's, or
+        # SummaryWriter()'s beside train.log) holds event files, not a sweep's run folders.
+        if holds_sweep(p):
             found.append("sweep")
         if os.path.isfile(p / "config.yaml") and (os.path.isdir(p / "logs") or os.path.isdir(p / "outputs")):
             found.append("trainer")

@@ -214,11 +214,20 @@ class Watch:
         self.verdicts: Verdicts | None = None
         self.failing: set[str] = set()  # nodeids failing in the last session
         self.quiet_ticks = 0
+        self.awaiting = False  # a restarted run that has not stepped yet: its old error is not confirmed
         self.confirm = False
         self.ended_ticks = 0
         self.waiting_since: float | None = None
         self.said_waiting: set[Path] = set()
         self.unsent: list[str] = []
+
+    def interval(self) -> float:
+        """Seconds between ticks: --every when given; else the cadence, shortened to a trainer run's own pace
+        (TrainerWatch.pace_tick_s) so that its stall alert comes within a few of its step times."""
+        paces = [u.pace_tick_s for u in self.units.values() if getattr(u, "pace_tick_s", None)]
+        if self.args.every is not None or not paces:
+            return self.every
+        return min(self.every, *paces)
 
     # -- output ---------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -294,6 +303,10 @@ class Watch:
                 self.say(prefix + line)
         evidence = any(t.evidence for t in ticks.values())
         grew = any(t.grew for t in ticks.values())
+        if any(t.restarted for t in ticks.values()):
+            # a requeue into the same log (issue 46): the failure seen before belongs to the first attempt
+            self.failing, self.confirm, self.ended_ticks = set(), False, 0
+        self.awaiting = any(t.awaiting for t in ticks.values())
         self.quiet_ticks = 0 if grew else self.quiet_ticks + 1
         all_ended = ready and bool(ticks) and all(t.ended for t in ticks.values())
         self.ended_ticks = self.ended_ticks + 1 if all_ended else 0
@@ -329,7 +342,7 @@ class Watch:
         # "Not evidence yet" (a round still running, RH501; a server that did not
         # answer this time) is the normal state of a live run; it counts at the end.
         failing = {r.nodeid for r in v.failed_now()}
-        stayed = failing & self.failing
+        stayed = failing & self.failing if not self.awaiting else set()
         self.verdicts, self.failing = v, failing
         wedged = v.wedged()
         if wedged:
@@ -424,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise KeyboardInterrupt
             if code is not None:
                 return code
-            time.sleep(max(0.0, watch.every - (time.monotonic() - started)))
+            time.sleep(max(0.0, watch.interval() - (time.monotonic() - started)))
     except KeyboardInterrupt:
         sys.stdout.write("\npytest-runhealth watch: interrupted (Ctrl-C); nothing was written\n")
         sys.stdout.flush()

@@ -21,6 +21,7 @@ from ..readers.checkpoints import find_checkpoints, latest
 from ..readers.rootcause import RootCause
 from ..readers.rootcause import diagnose as classify
 from ..readers.rundir import Run, RunDir
+from ..readers.values import duration_text
 from .tail import EventsTailer, LogTailer
 
 
@@ -34,6 +35,16 @@ TAIL_POINTS = 64
 MILESTONES = 10  # a line each time the step crosses another tenth of the plan
 STEP_MILESTONE_WITHOUT_PLAN = 1000
 LIVE_WINDOW_S = 15 * 60  # the log grew under the watch this recently: the run is live
+# The watch's own stall alert, at the run's pace (issue 46): no new step for STALL_STEPS of its step times, at
+# least STALL_FLOOR_S (a checkpoint save, an evaluation pass) and at most STALL_CAP_S (RH204's own floor, past which
+# the check judges the stall). The watch ticks at a third of that limit (at least MIN_TICK_S) unless --every is given.
+# A run slower than STALL_CAP_S / STALL_STEPS per step still gets MIN_STALL_STEPS of its step times (a 10-minute step
+# is no stall after 10 minutes).
+STALL_STEPS = 20
+MIN_STALL_STEPS = 3
+STALL_FLOOR_S = 10.0
+STALL_CAP_S = 600.0
+MIN_TICK_S = 2.0
 
 
 def _library_end(run: Run) -> Path | None:
@@ -54,6 +65,8 @@ class Tick:
     ended: bool = False
     completed: str | None = None  # the evidence that the run completed, when it did
     grew: bool = False  # any byte or file changed at all
+    restarted: bool = False  # this tick saw the run start again in the same log after it ended (a requeue)
+    awaiting: bool = False  # a restarted run that has not stepped, died anew or finished yet: no end to confirm
 
 
 class TrainerWatch:
@@ -70,6 +83,12 @@ class TrainerWatch:
         self.file_count = -1
         self.seen_growing: float | None = None  # monotonic time the watch last saw the log grow
         self.followed: Path | None = None  # the library folder below a launch folder, once it appeared
+        self.startup: set[str] = set()  # the log's lines before its first step: a relaunch prints them again
+        self.restarted_after: int | None = None  # the old error's line, while a restarted run has not stepped yet
+        self.step_seen: int | None = None  # the last step, and the monotonic time the watch first saw it
+        self.step_at = time.monotonic()
+        self.alerted = False  # the stall alert was said for this step
+        self.pace_tick_s: float | None = None  # how often to tick to alert at the run's pace (None: no pace yet)
 
     @property
     def bytes_read(self) -> int:
@@ -129,7 +148,74 @@ class TrainerWatch:
             out.ended = True
             if st["state"] == "finished":
                 out.completed = st["_completion"]
+        self._requeue(run, st, out)
+        self._pace_alert(st, out)
         return out
+
+    # -- a stall at the run's own pace ----------------------------------------------------
+    def _pace_alert(self, st: dict[str, Any], out: Tick) -> None:
+        """Say once when a running run has shown no new step for STALL_STEPS of its own step times (bounded by
+        STALL_FLOOR_S and STALL_CAP_S), and run the checks then (evidence): a 0.15 s/step run that stops is
+        noticed in seconds, not after ten quiet ticks. Steps that come again are said too."""
+        now, step = time.monotonic(), st["step"]
+        if step != self.step_seen:
+            if self.alerted and step is not None:
+                out.lines.append(f"stepping again: step {step}, {duration_text(now - self.step_at)} after the last")
+            self.step_seen, self.step_at, self.alerted = step, now, False
+            return
+        pace = st["step_time_s"] or self._recent_pace()
+        if pace is None or step is None or st["state"] != "running":
+            self.pace_tick_s = None
+            return
+        limit = max(STALL_FLOOR_S, min(STALL_CAP_S, STALL_STEPS * pace), MIN_STALL_STEPS * pace)
+        self.pace_tick_s = max(MIN_TICK_S, limit / 3)
+        silent = now - self.step_at
+        if silent > limit and not self.alerted:
+            self.alerted = True
+            out.lines.append(
+                f"no new step for {duration_text(silent)} since step {step} ({silent / pace:.0f} of its {pace:.3g} s "
+                f"steps; the watch alerts after {STALL_STEPS} step times, at least {STALL_FLOOR_S:.0f} s, at most "
+                f"{duration_text(STALL_CAP_S)} unless that is under {MIN_STALL_STEPS} step times): it may be hung; "
+                "RH204 judges the stall"
+            )
+            out.evidence = True
+
+    def _recent_pace(self) -> float | None:
+        """The median seconds per step of the last steps the log reported a rate for (before a steady ETA)."""
+        scan = self.log.follower.scan if self.log and self.log.follower else None
+        times = sorted(p.sec_per_step for p in (scan.steps[-20:] if scan else []) if p.sec_per_step)
+        return times[len(times) // 2] if times else None
+
+    # -- a requeue into the same log ----------------------------------------------------
+    def _requeue(self, run: Run, st: dict[str, Any], out: Tick) -> None:
+        """A Slurm-style requeue (or any relaunch that appends to the same log, issue 46): after the error the run
+        ended on, the log repeats a line its start-up printed the first time. Then the end is not the run's: the
+        watch says so once and waits for the new attempt to step, die anew or finish, never confirming the old
+        error meanwhile. A launcher's trailing lines (a wrapper's summary) repeat no start-up line: no restart."""
+        follower = self.log.follower if self.log else None
+        if follower is None:
+            return
+        if not self.startup and follower.scan.steps:
+            self.startup = _startup_lines(self.log.path if self.log else None, follower.scan.steps[0].line)
+        if self.restarted_after is not None:
+            if st["state"] == "finished" or self.fatal is None or self.fatal.line.line > self.restarted_after:
+                self.restarted_after = None  # the new attempt stepped, finished, or died of something new
+            else:
+                out.ended, out.awaiting = False, True
+            return
+        if st["state"] not in ("failed", "stopped") or self.fatal is None or not self.startup:
+            return
+        after = self.fatal.line.line
+        again = next((tl for tl in follower.tail().lines if tl.line > after and tl.text.strip() in self.startup), None)
+        if again is None:
+            return
+        self.restarted_after = after
+        out.ended, out.awaiting, out.restarted, out.evidence = False, True, True, True
+        out.lines.append(
+            f"{run.rel(self.log.path) if self.log else 'the log'}:{again.line} repeats its start-up ("
+            f"{again.text.strip()[:80]!r}) after the run ended ({self.fatal.cause}, line {after}): it was "
+            "relaunched into the same log (a requeue); watching the new attempt"
+        )
 
     # -- status -------------------------------------------------------------------
     def _status(self, run: Run, grew: bool) -> dict[str, Any]:
@@ -220,3 +306,22 @@ class TrainerWatch:
         if st["eta_s"] is not None:
             text += f" | ETA {st['eta']}"
         return text
+
+
+STARTUP_READ = 64 << 10  # the head of the log read once for its start-up lines
+
+
+def _startup_lines(path: Path | None, first_step_line: int) -> set[str]:
+    """The distinct non-empty lines before the log's first step (its start-up block, at most STARTUP_READ bytes):
+    what a relaunch into the same log prints again. Lines under 12 characters say too little to count."""
+    from ..safety.safeio import open_readonly
+
+    if path is None:
+        return set()
+    try:
+        with open_readonly(path) as fh:
+            head = fh.read(STARTUP_READ)
+    except OSError:
+        return set()
+    lines = head.decode("utf-8", "replace").splitlines()[: max(0, first_step_line - 1)]
+    return {ln.strip() for ln in lines if len(ln.strip()) >= 12 and "\r" not in ln}

@@ -125,11 +125,12 @@ def resume_pair(ctx):
     "from the cause; the newest checkpoint is the one most likely cut short when a run dies.",
     example="outputs/checkpoints/lora_weights_step_02000.safetensors: the header says 4194304 bytes of "
     "tensor data follow, the file holds 1048576",
-    fix="Delete nothing yet: resume from the newest intact checkpoint (set model.load_checkpoint to it), "
-    "check free disk space, and re-save; re-copy the file if it came from another machine.",
+    fix="Delete nothing yet: resume from the newest intact checkpoint, in its trainer's terms (LTX-2: set "
+    "model.load_checkpoint to it; Hugging Face: trainer.train(resume_from_checkpoint=...); kohya: --resume "
+    "<state folder>), check free disk space, and re-save; re-copy the file if it came from another machine.",
 )
 def checkpoint_intact(ctx):
-    from ...readers.resume import damaged, interrupted_saves, newest_resumable
+    from ...readers.resume import damaged, interrupted_saves, resume_point
 
     bad_map = damaged(ctx.run_dir, ctx.run)
     bad = [ctx.run_dir.cached(("safetensors", p), lambda p=p: check_safetensors(p, ctx.run_dir.sizes)) for p in bad_map]
@@ -165,18 +166,17 @@ def checkpoint_intact(ctx):
             f"{len(incomplete)} of {len(hf)} checkpoint folder(s) are incomplete:\n"
             + "\n".join(f"{ctx.run_dir.rel(c.path)}/ lacks {', '.join(c.missing)}" for c in incomplete[:10])
         )
+    point = resume_point(ctx.run_dir, ctx.run)  # one per run: RH203 and RH208 name the same
     if hf:
-        damaged = {parent for p in bad_map for parent in p.parents}  # once, not per checkpoint (was quadratic)
-        usable = [c for c in hf if c.complete and c.path not in damaged]
         parts.append(
-            f"newest complete checkpoint to resume from: {ctx.run_dir.rel(usable[-1].path)}"
-            if usable
+            f"newest complete checkpoint to resume from: {ctx.run_dir.rel(point.path)}"
+            if point is not None
             else "no checkpoint folder is complete: none can be resumed from"
         )
     if saving is not None:
         parts.append(_saving_note(ctx, saving))
-    elif (newest_ok := newest_resumable(ctx.run_dir, ctx.run)) is not None:
-        parts.append(f"newest intact checkpoint: {ctx.run_dir.rel(newest_ok.path)}")
+    elif point is not None and not hf:
+        parts.append(f"newest intact checkpoint: {ctx.run_dir.rel(point.path)}")
     evidence = [ctx.evidence(r.path, None, f"{r.size} bytes: {r.problem}") for r in bad[:10]]
     from ...safety.safeio import mtime
 
@@ -189,7 +189,13 @@ def checkpoint_intact(ctx):
         for c in incomplete[:10]
     ]
     cause = "truncated-checkpoint" if bad else "interrupted-save" if leftovers else "checkpoint-incomplete"
-    return ctx.fail("infra", cause, "\n".join(parts), evidence)
+    fix = None
+    if point is not None:
+        fix = (
+            f"Delete nothing yet: {point.how()}; check free disk space, and re-save; re-copy the file if it "
+            "came from another machine."
+        )
+    return ctx.fail("infra", cause, "\n".join(parts), evidence, fix=fix)
 
 
 def _hf_save_in_progress(ctx, hf: list[hf_trainer.HfCheckpoint]) -> hf_trainer.HfCheckpoint | None:

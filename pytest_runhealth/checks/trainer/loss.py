@@ -54,7 +54,7 @@ def loss_finite(ctx):
             hidden = _filtered_nan_in_log(ctx, log, scan)
             if hidden is not None:
                 first_step = hidden[0]
-                evidence.append(hidden[1])
+                evidence.extend(hidden[1])
                 sources.append(hidden[2])
     tf_checked = 0
     for path in run.event_files:
@@ -111,16 +111,30 @@ def loss_finite(ctx):
 
 
 def _filtered_nan_in_log(ctx, log, scan):
-    """(step, evidence, source) when the console log's first Trainer loss dict already logs loss 0.0 beside a
-    non-finite grad_norm: a NaN loss hidden by logging_nan_inf_filter from the first entry on (issue 35)."""
+    """(step, evidence, source) when the console log's Trainer loss dicts log loss 0.0 beside a non-finite
+    grad_norm and every entry before (if any) already had a non-finite grad_norm: a NaN from the first logged step
+    on, hidden by logging_nan_inf_filter (issues 35, 46: the first entry may show the first step's finite loss,
+    3.238, beside grad_norm NaN; loss 0.0 from the next on)."""
+    from ...readers.layouts.hf_trainer import nan_since_first_dict
     from ...readers.layouts.series import FILTERED_NAN_NOTE
-    from ...readers.logscan import first_loss_dict_line
 
     line, text = scan.filtered_nan[0]
-    if first_loss_dict_line(log, line, ctx.run_dir.sizes) != line:
-        return None  # finite entries came first: not this rule's claim
+    first = nan_since_first_dict(log, line, ctx.run_dir.sizes)
+    if first is None:
+        return None  # a finite gradient norm came first: not this rule's claim
+    first_line, first_text = first
+    if first_line == line:
+        where = f"the first at line {line} (the first logged entry)"
+    else:
+        where = (
+            f"the first at line {line}, after the first logged entry (line {first_line}) already logged a "
+            f"non-finite grad_norm beside a finite loss (the first step's loss, computed before its update wrote NaN "
+            "into the weights)"
+        )
     source = (
         f"{scan.filtered_nan_count} Trainer log dict(s) in {ctx.run_dir.rel(log)} with loss 0.0 and a non-finite "
-        f"grad_norm, the first at line {line} (the first logged entry): {FILTERED_NAN_NOTE}"
+        f"grad_norm, {where}: {FILTERED_NAN_NOTE}"
     )
-    return 0, ctx.evidence(log, line, text), source  # NaN from the first entry: every checkpoint is suspect
+    # NaN from the first entry: every checkpoint is suspect
+    shown = [ctx.evidence(log, first_line, first_text)] if first_line != line else []
+    return 0, [*shown, ctx.evidence(log, line, text)], source

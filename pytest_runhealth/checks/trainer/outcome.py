@@ -13,7 +13,7 @@ from ...model.registry import check
 from ...readers import layouts
 from ...readers.checkpoints import find_checkpoints, latest
 from ...readers.layouts import hf_trainer, torchelastic
-from ...readers.rootcause import CAUSES, is_peer_consequence
+from ...readers.rootcause import CAUSES, is_peer_consequence, is_shutdown_crash, signal_named
 from ...readers.values import duration_text
 
 SUMMARY_NAME = "run-summary.md"
@@ -110,6 +110,9 @@ def _died(ctx, log, err, last):
         )
     else:
         summary = f"the run died of {err.describe()} ({where}): {root}"
+        named = signal_named(root) if err.cause == "killed-by-signal" else None
+        if named:
+            summary += f"\n(the exit code says the process was ended by {named})"
     fix = err.fix
     if err.cause == "disk-full" and re.search(r"Errno 27|code: 27|FileTooLarge|File too large", root):
         # errno 27 (EFBIG) is a size limit, not a full disk: CPython ignores SIGXFSZ, so the write fails.
@@ -123,7 +126,12 @@ def _died(ctx, log, err, last):
     if peers:
         # issue 35: the other ranks' lost connections and timed-out collectives, printed first or not
         summary += "\nconsequence (another rank's error that followed from it): " + peers[0].text.strip()[:160]
-    if err.consequences and err.consequences[-1] not in peers:
+    crashes = [tl for tl in err.consequences if err.cause == "collective-timeout" and is_shutdown_crash(tl.text)]
+    if crashes:
+        # issue 46: the rank that timed out aborted or segfaulted as it tore its process group down
+        summary += "\nconsequence (the crash of its shutdown, after the timeout): " + crashes[0].text.strip()[:160]
+        evidence.append(ctx.evidence(log, crashes[0].line, crashes[0].text))
+    if err.consequences and err.consequences[-1] not in peers + crashes:
         summary += (
             "\nconsequence (the launcher's report of it, not the cause): " + err.consequences[-1].text.strip()[:160]
         )
@@ -221,7 +229,9 @@ def run_summary(ctx):
     example="logs/train.log:1302 Step 1240/2000 - Loss: 0.0712, LR: 1.00e-04, Time/Step: 4.12s "
     "(logs/train.pid names a process that is gone)",
     fix="Find what killed the process (dmesg for the OOM killer, the scheduler's wall-clock limit, the "
-    "session that launched it) and resume from the newest checkpoint pair (model.load_checkpoint).",
+    "session that launched it) and resume from the newest intact checkpoint, the one the finding names, in its "
+    "trainer's terms (Hugging Face: trainer.train(resume_from_checkpoint=...); LTX-2: model.load_checkpoint; "
+    "kohya: --resume <state folder>).",
 )
 def steps_complete(ctx):
     hf = _hf_steps(ctx) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else None
@@ -258,9 +268,9 @@ def steps_complete(ctx):
     ended = _end_evidence(ctx, f, row)
     if ended is None:
         ctx.skip(_state_unknown(ctx, f))
-    from ...readers.resume import newest_resumable
+    from ...readers.resume import resume_point
 
-    ckpt = newest_resumable(ctx.run_dir, ctx.run)  # never one RH206 found damaged
+    ckpt = resume_point(ctx.run_dir, ctx.run)  # one per run (RH203 names the same); never one RH206 found damaged
     ahead = _metrics_ahead_of_log(ctx, f.last.step)
     if ahead is not None and ahead.step is not None and ahead.step >= f.total:
         return (
@@ -285,7 +295,19 @@ def steps_complete(ctx):
     tail = ctx.run_dir.log_tail(f.log)
     if tail.lines and tail.lines[-1].line != f.last.line:
         ev.append(ctx.evidence(f.log, tail.lines[-1].line, tail.lines[-1].text))
-    return ctx.fail("infra", "steps-incomplete", summary, ev)
+    return ctx.fail("infra", "steps-incomplete", summary, ev, fix=_resume_fix(ctx, ckpt))
+
+
+def _resume_fix(ctx, point) -> str:
+    """RH208's fix: what ended the run is to be found; the resume point is the run's one (resume.resume_point),
+    in its trainer's terms."""
+    find = (
+        "Find what ended the process (dmesg for the OOM killer, the scheduler's wall-clock limit, the session "
+        "that launched it); then "
+    )
+    if point is None:
+        return find + "relaunch: no intact checkpoint was found, so the run starts again at step 0."
+    return find + point.how() + "."
 
 
 def _metrics_ahead_of_log(ctx, logged: int):
@@ -427,11 +449,13 @@ def _hf_steps(ctx):
                 f"still running: step {gs}/{ms} in {rel}, last written {duration_text(silent)} ago (silence would count "
                 f"after {duration_text(limit)})"
             )
+    from ...readers.resume import resume_point
+
     summary = f"the run ended at step {gs} of max_steps {ms} with no error ({how})"
-    newest = hf_trainer.newest_complete(cks)
+    newest = resume_point(ctx.run_dir, ctx.run)  # one per run (RH203 names the same)
     if newest is not None:
         summary += f". Newest complete checkpoint to resume from: {ctx.run_dir.rel(newest.path)}"
-    return ctx.fail("infra", "steps-incomplete", summary, ev)
+    return ctx.fail("infra", "steps-incomplete", summary, ev, fix=_resume_fix(ctx, newest))
 
 
 def _text_line(text: str, needle: str) -> tuple[int | None, int]:

@@ -98,8 +98,10 @@ def _finished(ctx, run) -> str | None:
     why="A run that died without a traceback (OOM killer, a closed session, a reboot) looks like a slow run "
     "until someone checks; `kill -0` alone is fooled by a reused pid.",
     example="logs/train.pid:1 4191234 → no process 4191234",
-    fix="Resume from the latest checkpoint: set model.load_checkpoint in config.yaml to it (the trainer does "
-    "not auto-resume from output_dir) and relaunch with the same command; ask before patching the config.",
+    fix="Resume from the latest intact checkpoint, the one the finding names, in its trainer's terms (LTX-2: set "
+    "model.load_checkpoint in config.yaml to it, the trainer does not auto-resume from output_dir; Hugging Face: "
+    "trainer.train(resume_from_checkpoint=...); kohya: --resume <state folder>) and relaunch with the same "
+    "command; ask before patching the config.",
 )
 def process_alive(ctx, processes):
     run = ctx.run
@@ -134,22 +136,17 @@ def process_alive(ctx, processes):
         if last is not None:
             total = f"/{last.total}" if last.total else ""
             where.append(f"last logged step {last.step}{total} ({ctx.run_dir.rel(run.main_log)}:{last.line})")
-    from ...readers.resume import newest_resumable
+    from ...readers.resume import resume_point
 
     sig = _signal_exit(run.row)
     if sig:
         where.append(sig)
-    resumable = newest_resumable(ctx.run_dir, run)  # never a checkpoint RH206 found damaged
-    ckpt = (resumable.path, resumable.step) if resumable is not None and resumable.step is not None else None
+    point = resume_point(ctx.run_dir, run)  # one per run (RH208 names the same); never one RH206 found damaged
     fix = None
-    if ckpt is not None:
-        where.append(f"latest checkpoint {ctx.run_dir.rel(ckpt[0])} (step {ckpt[1]})")
-        fix = (
-            f"resume: set model.load_checkpoint: {ckpt[0]} in config.yaml (a training_state_step_{ckpt[1]:05d}.pt "
-            "beside it restores the optimizer and step; RH205 checks the pair) and relaunch the same command. "
-            "Ask before patching the config."
-        )
-    elif latest_checkpoint(run) is not None:
+    if point is not None:
+        where.append(f"latest checkpoint {ctx.run_dir.rel(point.path)} (step {point.step})")
+        fix = point.how()
+    elif latest_checkpoint(run) is not None or _hf_checkpoints(ctx, run):
         where.append(
             "no intact step checkpoint to resume from (RH206 names the damaged ones): a relaunch starts at step 0"
         )
@@ -162,6 +159,13 @@ def process_alive(ctx, processes):
         [_pid_evidence(ctx, st) for st in readable],
         fix=fix,
     )
+
+
+def _hf_checkpoints(ctx, run) -> bool:
+    """Whether the run is a Hugging Face output dir with ``checkpoint-N/`` folders (none complete, when asked)."""
+    from ...readers.layouts import hf_trainer
+
+    return run.path == ctx.run_dir.path and bool(hf_trainer.checkpoints(run.path, ctx.run_dir.sizes))
 
 
 def _still_writing(ctx, processes, run, pidfiles) -> str | None:
@@ -203,12 +207,16 @@ def steady_step_time(scan) -> float | None:
         "stall_s_without_step_time": 1800,
         "pipe_silent_s": 60,
         "pipe_silent_steps": 10,
+        "advancing_steps": 10,
+        "advancing_floor_s": 10,
     },
     detects="Live, the run's process is alive but nothing it writes changed for stall_factor × its steady step "
     "time (`stalled`), or it sleeps in a write to a pipe nobody reads (`pipe-deadlock`). Post-mortem, a "
     "run that ended by a kill had stopped advancing long before the kill (`stalled`); a sweep row that says its "
     "run was killed (wall clock, signal) and shows no stall fails `run-disqualified` with the row's own words, "
-    "whether the run was still advancing up to the kill or nothing dates its last step against it.",
+    "whether the run was still advancing up to the kill (its last step within advancing_steps × its step time, "
+    "at least advancing_floor_s, of the end), silent for longer than that but under the stall limit (neither "
+    "claim is made), or nothing dates its last step against it.",
     why="A hung trainer (a dead NCCL peer, a stuck dataloader worker, a deadlocked pipe) keeps its GPU and "
     "its slot while doing nothing; a liveness check alone says all is well, and after the wall clock kills it "
     "the run looks like one that was merely slow.",
@@ -453,6 +461,25 @@ def _stalled_before_kill(ctx, run, statuses):
         # When the last step was written, by the estimate the silence rests on (never the kill line's time).
         last_at = datetime.fromtimestamp(end - silent, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         when = f", written at {last_at} UTC"
+    # "Still advancing" is a claim of its own (issue 46): the last step came within a few of the run's own step
+    # times of the end (advancing_steps, at least advancing_floor_s for the launcher's teardown). A silence longer
+    # than that but under the stall limit is neither: 21 s at 0.15 s/step is 140 steps that never came.
+    # Its pace: the steady step time, else the rate its last step was logged at (a run of three slow steps).
+    pace = sec or f.last.sec_per_step
+    window = float(ctx.thresholds["advancing_floor_s"])
+    if pace:
+        window = max(window, float(ctx.thresholds["advancing_steps"]) * pace)
+    if window < silent <= limit:
+        paces = f" ({silent / pace:.0f} step times of {pace:.3g} s)" if pace else ""
+        neither = (
+            f"the last step ({last_text}) came {duration_text(silent)} before the end{paces} ({basis}): longer than "
+            f"a run still advancing leaves ({duration_text(window)}: {ctx.thresholds['advancing_steps']} steps, at "
+            f"least {float(ctx.thresholds['advancing_floor_s']):.0f} s), shorter than the stall limit "
+            f"{duration_text(limit)} ({limit_basis})"
+        )
+        if row is not None:
+            return _killed_by_the_sweep(ctx, run, kill, neither)
+        return f"killed ({how}); not advancing at the end, and not silent long enough to call a hang: {neither}"
     if silent <= limit:
         advancing = (
             f"the last step ({last_text}) came {duration_text(silent)} before the end ({basis}), within "

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ...safety import reading
-from ...safety.safeio import FirstSizes, mtime
+from ...safety.safeio import FirstSizes, mtime, open_readonly
+from ..logscan import HF_LOSS_DICT, line_text
 from ._files import MAX_JSON, LineIndex, as_float, entries, read_json
 from .series import Point, is_rl_key
 
@@ -306,3 +307,38 @@ def save_gap(cks: list[HfCheckpoint]) -> float | None:
     times = sorted(mtime(c.path / STATE) for c in cks if STATE in c.files)
     gaps = sorted(b - a for a, b in zip(times, times[1:]) if b > a)
     return gaps[len(gaps) // 2] if gaps else None
+
+
+# -- the console's loss dicts (RH202) ---------------------------------------------------------------------
+# A Trainer loss dict whatever its loss, beside a non-finite gradient norm: the first entry of a run whose first
+# update wrote NaN into the weights ("{'loss': 3.238, 'grad_norm': nan, ...}", then loss 0.0 from there on).
+HF_DICT_NONFINITE_NORM = re.compile(rb"""\{['"]loss['"]:\s*'?[^,']{1,40}'?,\s*['"]grad_norm['"]:\s*'?(nan|-?inf)\b""")
+FIRST_DICT_READ = 16 << 20  # how far nan_since_first_dict reads before it gives up (a rare path: see RH202)
+
+
+def nan_since_first_dict(path: Path, before: int, sizes: FirstSizes | None = None) -> tuple[int, str] | None:
+    """(line, text) of the log's first Hugging Face Trainer loss dict when every loss dict before line ``before``
+    (1-based) logs a non-finite grad_norm: the NaN began at the first logged step (the dict at ``before`` itself when
+    none is before it). None when a finite gradient norm came first, or the log could not be read that far. Only
+    RH202 asks, and only when the scan found a dict whose loss 0.0 hides a NaN: did the NaN start at the first
+    entry? The Trainer's first entry may still show a finite loss (the first step's loss, computed before its
+    update wrote NaN into the weights) beside a NaN grad_norm (issue 46)."""
+    try:
+        fh = open_readonly(path, sizes=sizes)
+    except OSError:
+        return None
+    first: tuple[int, str] | None = None
+    with fh:
+        read = 0
+        for lineno, raw in enumerate(fh, 1):
+            if lineno >= before:
+                return first or (before, "")
+            read += len(raw)
+            if read > FIRST_DICT_READ:
+                return None
+            if (b"'loss'" in raw or b'"loss"' in raw) and HF_LOSS_DICT.search(raw):
+                m = HF_DICT_NONFINITE_NORM.search(raw)
+                if m is None:
+                    return None  # a finite (or no) gradient norm first: not a NaN from the first step
+                first = first or (lineno, line_text(raw[m.start() :]))
+    return None

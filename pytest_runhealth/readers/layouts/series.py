@@ -85,9 +85,11 @@ FILTERED_NAN_NOTE = (
 
 
 def filtered_nan(points: list[Point]) -> Judgement | None:
-    """A NaN loss the Hugging Face Trainer's ``logging_nan_inf_filter`` hid (issue 35): from the first logged
-    training entry on, the loss is exactly 0.0 while the gradient norm of the same entry is NaN/inf. After finite
-    entries the same pair is left to the other rules (a diverging run, gradient norms NaN to the end)."""
+    """A NaN loss the Hugging Face Trainer's ``logging_nan_inf_filter`` hid (issues 35, 46): the gradient norm is
+    non-finite from the first logged training entry on, and the loss is exactly 0.0 from the first entry or the
+    next (the first may still show the first step's finite loss, computed before its update wrote NaN into the
+    weights: loss 3.238 beside grad_norm NaN, then 0.0). After an entry with a finite gradient norm the same pair
+    is left to the other rules (a diverging run, gradient norms NaN to the end)."""
     losses: dict[int, Point] = {}
     norms: dict[int, Point] = {}
     for p in points:
@@ -97,19 +99,33 @@ def filtered_nan(points: list[Point]) -> Judgement | None:
             norms[p.step] = p
     steps = sorted(losses)
     hidden = 0
+    lead = 0  # entries before the first 0.0 whose norm was already non-finite (the first step's finite loss)
     for step in steps:
         norm = norms.get(step)
-        if losses[step].value != 0.0 or norm is None or math.isfinite(norm.value):
+        if norm is None or math.isfinite(norm.value):
             break
-        hidden += 1
+        if losses[step].value == 0.0:
+            hidden += 1
+        elif hidden or lead:
+            break  # a finite loss after the filter's 0.0 (or a second one before it): not the filter's signature
+        else:
+            lead += 1
     if not hidden:
         return None
     first, norm = losses[steps[0]], norms[steps[0]]
-    detail = (
-        f"{hidden} logged entr{'y' if hidden == 1 else 'ies'} from the first (step {first.step}) with {one_line(first.key)} = 0.0 "
-        f"and {one_line(norm.key)} = {norm.value}: {FILTERED_NAN_NOTE}"
-    )
-    return Judgement("nan-loss", first, hidden, detail)
+    if lead:
+        detail = (
+            f"{one_line(norm.key)} = {norm.value} from the first logged entry (step {first.step}, "
+            f"{one_line(first.key)} = {first.value:.4g}: the first step's loss, computed before its update wrote NaN "
+            f"into the weights), then {hidden} entr{'y' if hidden == 1 else 'ies'} with {one_line(first.key)} = 0.0 "
+            f"beside a non-finite {one_line(norm.key)}: {FILTERED_NAN_NOTE}"
+        )
+    else:
+        detail = (
+            f"{hidden} logged entr{'y' if hidden == 1 else 'ies'} from the first (step {first.step}) with "
+            f"{one_line(first.key)} = 0.0 and {one_line(norm.key)} = {norm.value}: {FILTERED_NAN_NOTE}"
+        )
+    return Judgement("nan-loss", first, hidden + lead, detail)
 
 
 def judge(points: list[Point]) -> Judgement | None:
