@@ -4,6 +4,7 @@
     python scripts/regenerate.py --check     # write nothing; exit 1 naming what is out of date
     python scripts/regenerate.py --examples  # first rebuild the example run dirs from their builders
     python scripts/regenerate.py --examples NAME ...  # first rebuild only examples/NAME (nothing else churns)
+    python scripts/regenerate.py --next-id   # print each family's next free check ID and its module
 
 The generated files, and the test that compares each with what the code makes now:
 
@@ -196,6 +197,25 @@ def family_pages() -> dict[Path, str]:
 GENERATORS: tuple[Callable[[], dict[Path, str]], ...] = (catalogue, family_pages, example_reports, golden_report)
 
 
+def next_ids() -> list[str]:
+    """One line per built-in family: its ID range, its next ID (one past the highest: a gap may be an ID
+    that a check once had, and IDs are never reused), its name and the modules its checks are in."""
+    sys.path.insert(0, str(REPO))
+    from pytest_runhealth.checks import builtin_registry
+    from pytest_runhealth.model.registry import FAMILIES
+
+    specs = list(builtin_registry())
+    out = []
+    for digit, family in FAMILIES.items():
+        numbers = {int(spec.id[2:]) for spec in specs if spec.id[2:3] == digit and spec.id[2:].isdigit()}
+        first = int(digit) * 100 + 1
+        free = max(numbers) + 1 if numbers else first
+        modules = sorted({spec.owner for spec in specs if spec.id[2:3] == digit})
+        where = ", ".join(m.replace(".", "/") + ".py" for m in modules)
+        out.append(f"RH{digit}xx  next free: RH{free:03d}  {family:<9} {where}")
+    return out
+
+
 def _run_builders(root: Path) -> None:
     for script in BUILDERS:
         subprocess.run([sys.executable, *script], cwd=root, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
@@ -242,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help="first rebuild the example run dirs: every one, or only those named (examples/NAME)",
     )
+    parser.add_argument("--next-id", action="store_true", help="print the next free check ID of each family")
     args = parser.parse_args(argv)
+    if args.next_id:
+        print("\n".join(next_ids()))
+        return 0
     if args.examples is not None and not args.check:
         rebuild_examples(args.examples)
     stale = []
