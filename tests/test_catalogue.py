@@ -179,3 +179,17 @@ def test_list_prints_catalogue(pytester):
     res = pytester.runpytest("-p", "no:anyio", "--runhealth-list")
     assert res.ret == 0
     res.stdout.fnmatch_lines(["RH001  ledger-readable*evidence*"])
+
+
+def test_next_id_is_one_past_each_familys_highest():
+    """``scripts/regenerate.py --next-id``, the step "choose the ID" of docs/writing-checks.md: a free ID,
+    never a gap (a gap may be a retired ID), with the module the family's checks are in."""
+    ids = {s.id for s in BUILTINS}
+    lines = regenerate.next_ids()
+    assert len(lines) == 6
+    for line in lines:
+        found = re.search(r"next free: (RH\d{3})\s+\w+\s+(\S+)", line)
+        assert found, line
+        next_id, module = found.groups()
+        assert next_id not in ids and f"RH{int(next_id[2:]) - 1:03d}" in ids, line
+        assert (REPO / module.rstrip(",")).is_file(), line
