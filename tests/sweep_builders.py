@@ -474,7 +474,9 @@ def stop_session(root: Path, spread: bool = False) -> Path:
     return write_session(root, rows, logs)
 
 
-def timed_out(run_id: str, role: str, *, at: datetime, duration_s: float, n_steps: int, **more: Any) -> dict:
+def timed_out(
+    run_id: str, role: str = "candidate", *, at: datetime, duration_s: float, n_steps: int, **more: Any
+) -> dict:
     """A row of a run the wall clock killed: no score, no judge, ``disqualified``/``error`` "timeout",
     exit code -9, ``killed_by_timeout``."""
     return row(
