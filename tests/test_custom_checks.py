@@ -299,3 +299,19 @@ def test_selftest_judges_the_examples_a_check_declares(pytester, needle):
     else:
         assert res.ret == 1
         res.stdout.fnmatch_lines(["*FAIL  TEAM101 no longer fires on its bad example bad (passed)"])
+
+
+def test_selftest_finds_the_builtins_examples_in_a_source_checkout(pytester):
+    """The built-ins' declared examples are the repository's examples/ (the folder beside the package): the
+    selftest runs RH006's failing example and near misses, not "0 examples"."""
+    pytester.makeini("[pytest]\n")
+    res = pytester.runpytest("--runhealth-selftest=RH006")
+    assert res.ret == 0, res.stdout.str()
+    res.stdout.fnmatch_lines(
+        [
+            "runhealth selftest: * checks, 3 examples",
+            "*ok    RH006 fires on generic-log-link-outside (cause link-outside-run-dir)",
+            "selftest: all expectations met",
+        ],
+        consecutive=False,
+    )

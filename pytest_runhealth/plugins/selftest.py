@@ -38,7 +38,7 @@ from ..readers.rootcause import same_cause
 from ..session import config_path
 from .rules import RULES
 
-REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"  # a source checkout: <repo>/examples
 TIMEOUT_S = 300
 
 
