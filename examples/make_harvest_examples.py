@@ -1,7 +1,8 @@
 """Writes the examples/harvest-* evaluation harvests (docs/evaluation.md; field names of Metta-AI/coworld's api_client.py).
 
 Re-run after changing a shape: ``python examples/make_harvest_examples.py``.
-Each harvest has a sibling ``.expect.yaml`` saying what must fail and pass."""
+Which checks must fail and pass on each harvest is declared on the checks (``fails_on``/``passes_on``);
+a sibling ``.expect.yaml`` holds its description and the session's ``args``."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 (docs/llm-judge.md), one ``judgments.jsonl`` line per judgment.
 
 Re-run after changing the layout: ``python examples/make_judgment_examples.py``.
-Each folder has a sibling ``.expect.yaml`` saying what must fail and pass."""
+Which checks must fail and pass on each folder is declared on the checks (``fails_on``/``passes_on``);
+a sibling ``.expect.yaml`` holds its description and the session's ``args``."""
 
 from __future__ import annotations
 

@@ -147,11 +147,9 @@ def _spec_and_registry(
     if not isinstance(check_id, str):
         raise ValueError(f"check_on: {check_id!r} is neither a check ID nor a function decorated with @check")
     if registry is None:
-        from .checks import builtin_modules
+        from .checks import builtin_registry
 
-        registry = Registry()
-        for module in builtin_modules():
-            registry.add_module(module)
+        registry = builtin_registry()
     found = registry.get(check_id) or next((s for s in registry if check_id in (s.name, s.slug)), None)
     if found is None:
         raise ValueError(f"check_on: no check {check_id!r} (pass the decorated function, or registry=)")

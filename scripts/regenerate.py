@@ -3,6 +3,8 @@
     python scripts/regenerate.py             # write what is out of date, say what changed
     python scripts/regenerate.py --check     # write nothing; exit 1 naming what is out of date
     python scripts/regenerate.py --examples  # first rebuild the example run dirs from their builders
+    python scripts/regenerate.py --examples NAME ...  # first rebuild only examples/NAME (nothing else churns)
+    python scripts/regenerate.py --next-id   # print each family's next free check ID and its module
 
 The generated files, and the test that compares each with what the code makes now:
 
@@ -17,7 +19,8 @@ The generated files, and the test that compares each with what the code makes no
 examples/make_harvest_examples.py, examples/make_judgment_examples.py, examples/make_workspace_examples.py).
 It is not the default: event files carry the time, host and pid in their names, so every rebuild renames
 them (and a test that names one, tests/test_badinput.py's ``ARTEFACTS``, must follow). Run it when a builder
-changed, then review ``git status examples/``.
+changed, then review ``git status examples/``; ``--examples NAME`` (a new example, or the one whose case
+changed) builds in a scratch copy and writes only examples/NAME.
 
 Each output is made in a temporary folder by a real ``pytest`` session of this checkout (in a
 subprocess, as a user runs it), then compared with the file in the tree. The tests import
@@ -148,20 +151,9 @@ def page_of(check_id: str, titles: dict[Path, str]) -> Path | None:
 
 
 def declared_examples(specs) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """check ID -> the example dirs it must fail on / pass on: declared on the check (``fails_on``,
-    ``passes_on``) and in examples/*.expect.yaml."""
-    import yaml
-
-    fails = {spec.id: list(spec.fails_on) for spec in specs}
-    passes = {spec.id: list(spec.passes_on) for spec in specs}
-    for expect in sorted(EXAMPLES.glob("*.expect.yaml")):
-        name = expect.name.removesuffix(".expect.yaml")
-        doc = yaml.safe_load(expect.read_text(encoding="utf-8")) or {}
-        for check_id in doc.get("fails") or {}:
-            fails.setdefault(check_id, []).append(name)
-        for check_id in doc.get("passes") or []:
-            passes.setdefault(check_id, []).append(name)
-    return fails, passes
+    """check ID -> the example dirs it must fail on / pass on, as each check declares them (``fails_on``,
+    ``passes_on``: the one place they are written; examples/*.expect.yaml hold only descriptions and args)."""
+    return {spec.id: list(spec.fails_on) for spec in specs}, {spec.id: list(spec.passes_on) for spec in specs}
 
 
 def _first_sentence(text: str) -> str:
@@ -173,12 +165,9 @@ def _first_sentence(text: str) -> str:
 def family_pages() -> dict[Path, str]:
     """Each family page with its check list (ID, slug, what it detects, its examples) rewritten at its end."""
     sys.path.insert(0, str(REPO))
-    from pytest_runhealth import Registry, checks
+    from pytest_runhealth.checks import builtin_registry
 
-    registry = Registry()
-    for module in checks.builtin_modules():
-        registry.add_module(module)
-    specs = sorted(registry, key=lambda spec: spec.id)
+    specs = sorted(builtin_registry(), key=lambda spec: spec.id)
     fails, passes = declared_examples(specs)
     texts = {page: page.read_text(encoding="utf-8") for page in FAMILY_PAGES}
     titles = {page: text.split("\n", 1)[0] for page, text in texts.items()}
@@ -208,19 +197,78 @@ def family_pages() -> dict[Path, str]:
 GENERATORS: tuple[Callable[[], dict[Path, str]], ...] = (catalogue, family_pages, example_reports, golden_report)
 
 
-def rebuild_examples() -> None:
+def next_ids() -> list[str]:
+    """One line per built-in family: its ID range, its next ID (one past the highest: a gap may be an ID
+    that a check once had, and IDs are never reused), its name and the modules its checks are in."""
+    sys.path.insert(0, str(REPO))
+    from pytest_runhealth.checks import builtin_registry
+    from pytest_runhealth.model.registry import FAMILIES
+
+    specs = list(builtin_registry())
+    out = []
+    for digit, family in FAMILIES.items():
+        numbers = {int(spec.id[2:]) for spec in specs if spec.id[2:3] == digit and spec.id[2:].isdigit()}
+        first = int(digit) * 100 + 1
+        free = max(numbers) + 1 if numbers else first
+        modules = sorted({spec.owner for spec in specs if spec.id[2:3] == digit})
+        where = ", ".join(m.replace(".", "/") + ".py" for m in modules)
+        out.append(f"RH{digit}xx  next free: RH{free:03d}  {family:<9} {where}")
+    return out
+
+
+def _run_builders(root: Path) -> None:
     for script in BUILDERS:
-        subprocess.run([sys.executable, *script], cwd=REPO, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
-        print("rebuilt examples with", " ".join(script))
+        subprocess.run([sys.executable, *script], cwd=root, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        print("ran", " ".join(script), "" if root == REPO else "(in a scratch copy)")
+
+
+def rebuild_examples(names: list[str] | None = None) -> list[Path]:
+    """Rebuild the example run dirs from their builders: every one, or only ``names``. Named ones are built
+    in a scratch copy of the builders (each builder writes all of its examples) and only those folders are
+    copied into examples/, so no other example is touched (event files carry the time, host and pid in
+    their names: a full rebuild renames every one). Returns the folders written."""
+    if not names:
+        _run_builders(REPO)
+        return []
+    with tempfile.TemporaryDirectory(prefix="regen-examples-") as tmp:
+        scratch = Path(tmp)
+        shutil.copytree(REPO / "tests", scratch / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        (scratch / "examples").mkdir()
+        for builder in EXAMPLES.glob("make_*.py"):
+            shutil.copy2(builder, scratch / "examples" / builder.name)
+        _run_builders(scratch)
+        unknown = [name for name in names if not (scratch / "examples" / name).is_dir()]
+        if unknown:
+            raise SystemExit(f"no builder writes examples/{', examples/'.join(unknown)} (builders: {BUILDERS})")
+        written = []
+        for name in names:
+            target = EXAMPLES / name
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            elif target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(scratch / "examples" / name, target, symlinks=True)
+            written.append(target)
+            print("rebuilt    ", target.relative_to(REPO))
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is out of date")
-    parser.add_argument("--examples", action="store_true", help="first rebuild the example run dirs")
+    parser.add_argument(
+        "--examples",
+        nargs="*",
+        metavar="NAME",
+        help="first rebuild the example run dirs: every one, or only those named (examples/NAME)",
+    )
+    parser.add_argument("--next-id", action="store_true", help="print the next free check ID of each family")
     args = parser.parse_args(argv)
-    if args.examples and not args.check:
-        rebuild_examples()
+    if args.next_id:
+        print("\n".join(next_ids()))
+        return 0
+    if args.examples is not None and not args.check:
+        rebuild_examples(args.examples)
     stale = []
     for generate in GENERATORS:
         for path, text in generate().items():

@@ -77,6 +77,17 @@ def _load_regenerate():
 regenerate = _load_regenerate()
 
 
+def declared_examples():
+    """Every example run dir that a built-in check names in its ``fails_on``/``passes_on``, one
+    ``Expectation`` each (which checks fail there, with what cause, which pass; the example's ``args``): the
+    checks' declarations grouped by example, read as ``--runhealth-selftest`` and the docs generator read them.
+    The example, read-only and trust-boundary tests iterate over these."""
+    from pytest_runhealth.checks import builtin_registry
+    from pytest_runhealth.plugins.selftest import declared_expectations
+
+    return declared_expectations(builtin_registry(), EXAMPLES)
+
+
 class HealthRun:
     """A finished inner pytest session with its parsed runhealth report."""
 

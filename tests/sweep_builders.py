@@ -343,22 +343,7 @@ def vram_leak_session(root: Path, with_lmstudio_log: bool = True) -> Path:
     ]
     t = 40.0
     for rid, role, cfg in later:
-        rows.append(
-            row(
-                rid,
-                role,
-                at=at(t),
-                duration_s=1800.4,
-                n_steps=3,
-                score=None,
-                judge=None,
-                disqualified="timeout",
-                exit_code=-9,
-                killed_by_timeout=True,
-                error="timeout",
-                config=cfg,
-            )
-        )
+        rows.append(timed_out(rid, role, at=at(t), duration_s=1800.4, n_steps=3, config=cfg))
         logs[rid] = collapsed_log()
         t += 31
     extra = {"lmstudio/server-logs/2026-03/2026-03-14.1.log": LMSTUDIO_LOG} if with_lmstudio_log else None
@@ -370,20 +355,7 @@ def died_session(root: Path, cause: str) -> Path:
     baseline_dies = cause in ("missing-model-file", "missing-trainer-module")
     rows, logs = [], {}
     if baseline_dies:
-        rows.append(
-            row(
-                "baseline-000-s0",
-                "baseline",
-                at=at(0),
-                duration_s=9.8,
-                n_steps=0,
-                score=None,
-                judge=None,
-                disqualified="empty_tfevents",
-                exit_code=1,
-                error="trainer exited with code 1",
-            )
-        )
+        rows.append(died_at_once("baseline-000-s0", "baseline", at=at(0), duration_s=9.8))
         logs["baseline-000-s0"] = died_log(cause)
     else:
         rows.append(row("baseline-000-s0", "baseline", at=at(0), duration_s=2230.0, n_steps=1500, score=0.72))
@@ -395,17 +367,11 @@ def died_session(root: Path, cause: str) -> Path:
     for i in range(4):
         rid = f"cand-{i:03d}-s0"
         rows.append(
-            row(
+            died_at_once(
                 rid,
                 "candidate",
                 at=at(40 + i),
                 duration_s=round(24.0 + i * 1.7, 1),
-                n_steps=0,
-                score=None,
-                judge=None,
-                disqualified="empty_tfevents",
-                exit_code=1,
-                error="trainer exited with code 1",
                 config=knobs(learning_rate=[1e-4, 2e-4, 5e-5, 3e-4][i], **over),
             )
         )
@@ -464,19 +430,7 @@ def knob_session(root: Path) -> Path:
             t += 40
         else:
             rows.append(
-                row(
-                    rid,
-                    "candidate",
-                    at=at(t),
-                    duration_s=31.2,
-                    n_steps=0,
-                    score=None,
-                    judge=None,
-                    disqualified="nonzero_exit",
-                    exit_code=1,
-                    error="trainer exited with code 1",
-                    config=cfg,
-                )
+                died_at_once(rid, "candidate", at=at(t), duration_s=31.2, disqualified="nonzero_exit", config=cfg)
             )
             logs[rid] = startup(1500).split("running training")[0] + (
                 "Traceback (most recent call last):\n"
@@ -520,27 +474,58 @@ def stop_session(root: Path, spread: bool = False) -> Path:
     return write_session(root, rows, logs)
 
 
+def timed_out(
+    run_id: str, role: str = "candidate", *, at: datetime, duration_s: float, n_steps: int, **more: Any
+) -> dict:
+    """A row of a run the wall clock killed: no score, no judge, ``disqualified``/``error`` "timeout",
+    exit code -9, ``killed_by_timeout``."""
+    return row(
+        run_id,
+        role,
+        at=at,
+        duration_s=duration_s,
+        n_steps=n_steps,
+        score=None,
+        judge=None,
+        disqualified="timeout",
+        exit_code=-9,
+        killed_by_timeout=True,
+        error="timeout",
+        **more,
+    )
+
+
+def died_at_once(run_id: str, role: str = "candidate", *, at: datetime, duration_s: float, **more: Any) -> dict:
+    """A row of a run that died before its first step: no steps, no score, no judge, exit code 1,
+    disqualified ``empty_tfevents`` unless ``disqualified=`` says otherwise."""
+    more.setdefault("disqualified", "empty_tfevents")
+    return row(
+        run_id,
+        role,
+        at=at,
+        duration_s=duration_s,
+        n_steps=0,
+        score=None,
+        judge=None,
+        exit_code=1,
+        error="trainer exited with code 1",
+        **more,
+    )
+
+
+def _baseline_at_2_4_s() -> tuple[list[dict], dict[str, str]]:
+    """The slow-steps and stalled sessions' baseline: 1,500 steps at 2.4 s/it, a day's wall clock."""
+    baseline = row(
+        "baseline-000-s0", "baseline", at=at(0), duration_s=3625.0, n_steps=1500, score=0.72, wall_secs=86400
+    )
+    return [baseline], {"baseline-000-s0": healthy_log(1500, 2.4)}
+
+
 def slow_steps_session(root: Path) -> Path:
     """The baseline trains at 2.4 s/it; the next run writes through a pipe no
     one reads and crawls at ~2,950 s/it from its first step (a day's wall clock)."""
-    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=3625.0, n_steps=1500, score=0.72, wall_secs=86400)]
-    logs = {"baseline-000-s0": healthy_log(1500, 2.4)}
-    rows.append(
-        row(
-            "cur-000-s0",
-            "curated",
-            at=at(70),
-            duration_s=86400.2,
-            n_steps=29,
-            score=None,
-            judge=None,
-            disqualified="timeout",
-            exit_code=-9,
-            killed_by_timeout=True,
-            error="timeout",
-            wall_secs=86400,
-        )
-    )
+    rows, logs = _baseline_at_2_4_s()
+    rows.append(timed_out("cur-000-s0", "curated", at=at(70), duration_s=86400.2, n_steps=29, wall_secs=86400))
     logs["cur-000-s0"] = startup(1500) + training(
         1500, 29, lambda s: 2950.0 + 40 * ((s * 13) % 5), every=1, finish=False
     )
@@ -551,24 +536,8 @@ def stalled_killed_session(root: Path) -> Path:
     """Issue 25: the candidate trains at the baseline's 2.4 s/it for 30 steps, then hangs (a dead
     dataloader worker, a wedged collective) and the wall clock kills it 1,800 s in. Its bar's elapsed
     time says the last step came at 72 s: it was silent for ~29 minutes before the kill."""
-    rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=3625.0, n_steps=1500, score=0.72, wall_secs=86400)]
-    logs = {"baseline-000-s0": healthy_log(1500, 2.4)}
-    rows.append(
-        row(
-            "cur-000-s0",
-            "curated",
-            at=at(70),
-            duration_s=1800.4,
-            n_steps=30,
-            score=None,
-            judge=None,
-            disqualified="timeout",
-            exit_code=-9,
-            killed_by_timeout=True,
-            error="timeout",
-            wall_secs=1800,
-        )
-    )
+    rows, logs = _baseline_at_2_4_s()
+    rows.append(timed_out("cur-000-s0", "curated", at=at(70), duration_s=1800.4, n_steps=30, wall_secs=1800))
     logs["cur-000-s0"] = startup(1500) + training(1500, 30, 2.4, every=5, finish=False)
     return write_session(root, rows, logs)
 
@@ -583,22 +552,7 @@ def deadlock_session(root: Path, s_per_it: float = 2900.0, steps: int = 2, wall:
     for i, (rid, role) in enumerate(
         (("baseline-000-s0", "baseline"), ("cur-000-s0", "curated"), ("cand-000-s0", "candidate"))
     ):
-        rows.append(
-            row(
-                rid,
-                role,
-                at=at(i * 125),
-                duration_s=wall + 0.3,
-                n_steps=steps,
-                score=None,
-                judge=None,
-                disqualified="timeout",
-                exit_code=-9,
-                killed_by_timeout=True,
-                error="timeout",
-                wall_secs=wall,
-            )
-        )
+        rows.append(timed_out(rid, role, at=at(i * 125), duration_s=wall + 0.3, n_steps=steps, wall_secs=wall))
         bars = [bar(0, 1500, 0, None)] + [bar(s, 1500, s * (s_per_it + 7 * i), 0.12) for s in range(1, steps + 1)]
         logs[rid] = startup(1500) + "".join(b + "\n" for b in bars)
     return write_session(root, rows, logs)
@@ -676,17 +630,7 @@ def benchmark_row(i: int, digits: int = 6) -> dict[str, Any]:
     rest trained 1,500 steps with a learning rate and seed that vary, so every RH1xx check has work."""
     rid = f"cand-{i:0{digits}d}-s0"
     if i % 50 == 49:
-        return row(
-            rid,
-            at=at(i),
-            duration_s=24.0,
-            n_steps=0,
-            score=None,
-            judge=None,
-            disqualified="empty_tfevents",
-            exit_code=1,
-            error="trainer exited with code 1",
-        )
+        return died_at_once(rid, at=at(i), duration_s=24.0)
     return row(
         rid,
         at=at(i),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, regenerate
 
-from pytest_runhealth import Registry, checks
+from pytest_runhealth.checks import builtin_registry
 from pytest_runhealth.plugins.catalogue import render_catalogue
 
 DOCS = REPO / "docs" / "checks.md"
@@ -31,19 +31,12 @@ KNOWN_GAPS: dict[str, str] = {
 }
 
 
-def builtin_registry() -> Registry:
-    registry = Registry()
-    for module in checks.builtin_modules():
-        registry.add_module(module)
-    return registry
-
-
 BUILTINS = list(builtin_registry())
 
 
 def expectations() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """check ID -> example names it must fail on / pass on: declared on the check (``fails_on``,
-    ``passes_on``) or in examples/*.expect.yaml (regenerate.declared_examples, which the family pages list)."""
+    """check ID -> example names it must fail on / pass on, as the check declares them (``fails_on``,
+    ``passes_on``; regenerate.declared_examples, which the family pages list)."""
     fails, passes = regenerate.declared_examples(BUILTINS)
     return {k: v for k, v in fails.items() if v}, {k: v for k, v in passes.items() if v}
 
@@ -51,9 +44,9 @@ def expectations() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
 def gaps_of(spec, fails, passes) -> list[str]:
     missing = [f"section '{title}'" for title, text in spec.doc_sections().items() if not text.strip()]
     if spec.id not in fails:
-        missing.append("a failing example (examples/<name>.expect.yaml `fails:`)")
+        missing.append('a failing example (`@check(..., fails_on={"<example>": "<cause>"})`)')
     if spec.id not in passes:
-        missing.append("a passing example (examples/<name>.expect.yaml `passes:`)")
+        missing.append('a near miss it passes on (`@check(..., passes_on=["<example>"])`)')
     return missing
 
 
@@ -105,7 +98,7 @@ def test_examples_name_only_known_checks():
     fails, passes = expectations()
     known = {s.id for s in BUILTINS}
     strays = sorted((set(fails) | set(passes)) - known)
-    assert not strays, f"examples/*.expect.yaml name unknown checks: {strays}"
+    assert not strays, f"declarations name unknown checks: {strays}"
 
 
 def test_the_family_pages_list_their_checks_from_the_registry():
@@ -213,3 +206,17 @@ def test_no_fix_points_into_another_projects_source():
     bad = [(where, hit) for where, text in texts for hit in source_path.findall(text)]
     assert bad == []
     assert source_path.findall("(_pair_samples_with_prompts in bracket/orchestrator/scorer.py)")  # the rule bites
+
+
+def test_next_id_is_one_past_each_familys_highest():
+    """``scripts/regenerate.py --next-id``, the step "choose the ID" of docs/writing-checks.md: a free ID,
+    never a gap (a gap may be a retired ID), with the module the family's checks are in."""
+    ids = {s.id for s in BUILTINS}
+    lines = regenerate.next_ids()
+    assert len(lines) == 6
+    for line in lines:
+        found = re.search(r"next free: (RH\d{3})\s+\w+\s+(\S+)", line)
+        assert found, line
+        next_id, module = found.groups()
+        assert next_id not in ids and f"RH{int(next_id[2:]) - 1:03d}" in ids, line
+        assert (REPO / module.rstrip(",")).is_file(), line

@@ -41,18 +41,8 @@ def dead_run_sweep(root: Path) -> Path:
             score=0.7,
             config=sb.knobs(learning_rate=2e-4),
         ),
-        sb.row(
-            DEAD,
-            "candidate",
-            at=sb.at(80),
-            duration_s=27.4,
-            n_steps=0,
-            score=None,
-            judge=None,
-            disqualified="empty_tfevents",
-            exit_code=1,
-            error="trainer exited with code 1",
-            config=sb.knobs(train_batch_size=8, network_dim=128),
+        sb.died_at_once(
+            DEAD, "candidate", at=sb.at(80), duration_s=27.4, config=sb.knobs(train_batch_size=8, network_dim=128)
         ),
     ]
     logs = {

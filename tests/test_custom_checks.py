@@ -292,3 +292,56 @@ def test_the_docs_example_check_does_what_the_example_does(page):
     f = check_on(CONFTEST_CASES / "disk-full", func).of()
     assert (f.verdict, f.cause, f.evidence[0].line) == ("infra", "disk-nearly-full", 4)
     assert check_on(CONFTEST_CASES / "disk-checked", func).of().passed
+
+
+SELFTEST_CONFTEST = """
+from pathlib import Path
+
+import pytest_runhealth as rh
+
+EXAMPLES = Path(__file__).parent / "examples"
+
+
+@rh.check("TEAM101", "disk-not-full", needs=["logs"], fails_on={"bad": "disk-full"}, passes_on=["good"])
+def disk_not_full(ctx):
+    hits = [t for t in ctx.log_tail().lines if "{needle}" in t.text]
+    return ctx.fail("infra", "disk-full", "the disk is full") if hits else None
+
+
+def pytest_runhealth_examples(config):
+    return [EXAMPLES]
+"""
+
+
+@pytest.mark.parametrize("needle", ["No space left", "never in a log"])
+def test_selftest_judges_the_examples_a_check_declares(pytester, needle):
+    """A check's own ``fails_on``/``passes_on`` (no ``.expect.yaml``): the selftest runs both, and names the
+    check that no longer fires on its declared failing example."""
+    pytester.makeini("[pytest]\n")
+    for name, text in (("bad", "step 3\nOSError: [Errno 28] No space left on device\n"), ("good", "step 3\n")):
+        (pytester.path / "examples" / name / "logs").mkdir(parents=True)
+        (pytester.path / "examples" / name / "logs" / "train.log").write_text(text)
+    pytester.makeconftest(SELFTEST_CONFTEST.replace("{needle}", needle))
+    res = pytester.runpytest("--runhealth-selftest=TEAM")
+    if needle == "No space left":
+        assert res.ret == 0, res.stdout.str()
+        res.stdout.fnmatch_lines(["*ok    TEAM101 fires on bad (cause disk-full)", "*ok    TEAM101 passes on good"])
+    else:
+        assert res.ret == 1
+        res.stdout.fnmatch_lines(["*FAIL  TEAM101 no longer fires on its bad example bad (passed)"])
+
+
+def test_selftest_finds_the_builtins_examples_in_a_source_checkout(pytester):
+    """The built-ins' declared examples are the repository's examples/ (the folder beside the package): the
+    selftest runs RH006's failing example and near misses, not "0 examples"."""
+    pytester.makeini("[pytest]\n")
+    res = pytester.runpytest("--runhealth-selftest=RH006")
+    assert res.ret == 0, res.stdout.str()
+    res.stdout.fnmatch_lines(
+        [
+            "runhealth selftest: * checks, 3 examples",
+            "*ok    RH006 fires on generic-log-link-outside (cause link-outside-run-dir)",
+            "selftest: all expectations met",
+        ],
+        consecutive=False,
+    )

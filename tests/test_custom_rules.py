@@ -225,3 +225,19 @@ def test_match_across_chunk_boundaries_is_counted_once(tmp_path, monkeypatch):
 )
 def test_glob_stays_within_folders(rel, pattern, matched):
     assert glob_match(rel, pattern) is matched
+
+
+def test_a_threshold_rule_says_its_bounds_in_words():
+    """Its catalogue entry names the bounds it has, joined by "or" (one shared helper words both texts)."""
+    from pytest_runhealth.model.registry import SPEC_ATTR
+    from pytest_runhealth.plugins.rules import _limits, as_check, parse_rules
+
+    both, one = parse_rules(
+        [
+            {"id": "ACME201", "slug": "a", "regex": r"loss=(\S+)", "above": 5, "below": 0.5, "verdict": "infra"},
+            {"id": "ACME202", "slug": "b", "regex": r"loss=(\S+)", "below": 0.25, "verdict": "infra"},
+        ]
+    )
+    assert "captures a value above 5 or a value below 0.5 in" in getattr(as_check(both), SPEC_ATTR).detects
+    assert "captures a value below 0.25 in" in getattr(as_check(one), SPEC_ATTR).detects
+    assert _limits(5, 0.5, "and") == "above 5 and below 0.5"

@@ -1,12 +1,11 @@
-"""Every shipped example says what it must show: ``examples/<name>.expect.yaml``
-names the checks that fail on it (with their cause) and those that must pass.
+"""Every shipped example says what it must show, and says it in one place: on the checks. A check names the
+example run dirs it must fail on (with the cause) and its near misses where it is defined::
 
-    # examples/sweep-vram-leak.expect.yaml
-    fails:            # check ID -> cause slug (null: any cause)
-      RH101: vram-leak-step-collapse
-    passes: [RH001, RH102]
-    args: []          # extra pytest arguments, e.g. ["--lmstudio-log", "{example}/lmstudio.log"]
-"""
+    @check("RH101", ..., fails_on={"sweep-vram-leak": "vram-leak-step-collapse"}, passes_on=["sweep-healthy"])
+
+Each example is run in one session here (with its ``args``: ``examples/<name>.expect.yaml``, beside it, holds
+its description and the session's extra arguments, nothing else), and each declaration is also judged alone
+with ``check_on``."""
 
 from __future__ import annotations
 
@@ -14,30 +13,27 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EXAMPLES
+from conftest import EXAMPLES, declared_examples
 
-EXPECTS = sorted(EXAMPLES.glob("*.expect.yaml"))
+from pytest_runhealth.checks import builtin_registry
 
-
-def load(expect: Path) -> tuple[Path, dict]:
-    spec = yaml.safe_load(expect.read_text()) or {}
-    return EXAMPLES / expect.name.removesuffix(".expect.yaml"), spec
+DECLARED = declared_examples()
+BY_NAME = {exp.example.name: exp for exp in DECLARED}
 
 
-@pytest.mark.parametrize("expect", EXPECTS, ids=[p.name.removesuffix(".expect.yaml") for p in EXPECTS])
-def test_example(expect: Path, run_health):
-    example, spec = load(expect)
-    assert example.is_dir(), f"{expect.name} names no example dir"
-    args = [a.replace("{example}", str(example)) for a in spec.get("args", [])]
-    res = run_health(example, args=tuple(args))
-    for check_id, cause in (spec.get("fails") or {}).items():
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_example(name: str, run_health):
+    exp = BY_NAME[name]
+    example = exp.example
+    res = run_health(example, args=tuple(a.replace("{example}", str(example)) for a in exp.args))
+    for check_id, cause in exp.fails.items():
         failed = [r for r in res.results(check_id) if r["outcome"] == "failed"]
         assert failed, f"{check_id} should fail on {example.name}\n{res.stdout}"
         if cause:
             assert cause in {r["cause"] for r in failed}, (
                 f"{check_id} on {example.name}: causes {[r['cause'] for r in failed]}"
             )
-    for check_id in spec.get("passes") or []:
+    for check_id in exp.passes:
         results = res.results(check_id)
         outcomes = {r["outcome"] for r in results}
         assert "passed" in outcomes and "failed" not in outcomes and "error" not in outcomes, (
@@ -45,31 +41,29 @@ def test_example(expect: Path, run_health):
         )
 
 
-# -- examples declared on the check itself (@check(..., fails_on=..., passes_on=...)) --------------
-def _declared() -> list[tuple[str, str, str | None, bool]]:
-    from pytest_runhealth import Registry, checks
-
-    registry = Registry()
-    for module in checks.builtin_modules():
-        registry.add_module(module)
-    out = []
-    for spec in registry:
-        out += [(spec.id, name, cause, True) for name, cause in spec.fails_on.items()]
-        out += [(spec.id, name, None, False) for name in spec.passes_on]
-    return out
-
-
-DECLARED = _declared()
+# -- each declaration alone, with check_on (no pytest session) ----------------------------------------
+SPECS = {spec.id: spec for spec in builtin_registry()}
+PAIRS = [(c, name, cause, True) for c, spec in SPECS.items() for name, cause in spec.fails_on.items()] + [
+    (c, name, None, False) for c, spec in SPECS.items() for name in spec.passes_on
+]
+# Judged by test_example only: an example that needs session arguments (a gate session, -m prelaunch), and a
+# check that asks for a live fixture check_on has no stand-in for (lmstudio: it is built from the session's
+# options); check_on takes no command line.
+ALONE = [
+    (c, name, cause, fails)
+    for c, name, cause, fails in PAIRS
+    if not (name in BY_NAME and BY_NAME[name].args) and set(SPECS[c].fixtures) <= {"processes"}
+]
 
 
 @pytest.mark.parametrize(
     ("check_id", "example", "cause", "fails"),
-    DECLARED or [pytest.param("", "", None, False, marks=pytest.mark.skip(reason="no check declares its examples"))],
-    ids=[f"{c}-{'fails' if f else 'passes'}-on-{e}" for c, e, _, f in DECLARED] or None,
+    ALONE,
+    ids=[f"{c}-{'fails' if f else 'passes'}-on-{e}" for c, e, _, f in ALONE],
 )
 def test_a_check_fails_and_passes_where_it_declares(check_id: str, example: str, cause: str | None, fails: bool):
-    """A check's own ``fails_on``/``passes_on``: judged with ``check_on`` (no pytest session), so a new
-    check needs no ``.expect.yaml`` and no test module of its own for its failing example and near miss."""
+    """A check's own ``fails_on``/``passes_on``: judged with ``check_on``, so a new check needs no
+    ``.expect.yaml`` and no test module of its own for its failing example and near miss."""
     from pytest_runhealth.testing import check_on
 
     path = EXAMPLES / example
@@ -82,3 +76,24 @@ def test_a_check_fails_and_passes_where_it_declares(check_id: str, example: str,
             assert cause in {f.cause for f in failed}, f"{check_id} on {example}: causes {[f.cause for f in failed]}"
     else:
         assert findings and not failed, f"{check_id} should pass on examples/{example}: {failed or findings.skipped}"
+
+
+def test_every_declared_example_exists_and_every_example_is_declared():
+    """A name in ``fails_on``/``passes_on`` is a run dir under examples/, and every run dir there (but the
+    rule examples, read by runhealth.yaml's rules) is some check's failing example or near miss, so the
+    example, read-only and trust-boundary tests see it."""
+    named = {name for _, name, _, _ in PAIRS}
+    missing = sorted(name for name in named if not (EXAMPLES / name).is_dir())
+    assert not missing, f"declared examples with no run dir under examples/: {missing}"
+    shipped = {p.name for p in EXAMPLES.iterdir() if p.is_dir() and not p.name.startswith("_")}
+    not_run_dirs = {"check_pack", "conftest_check", "reports", "rules"}
+    assert sorted(shipped - not_run_dirs - named) == [], "example run dirs no check names"
+
+
+def test_an_expect_yaml_holds_only_what_no_check_declares():
+    """One place to edit: which checks fail or pass on an example is declared on the checks, so a built-in
+    example's ``.expect.yaml`` holds its description and ``args`` only (a pack's may still list both)."""
+    for expect in sorted(EXAMPLES.glob("*.expect.yaml")):
+        doc = yaml.safe_load(expect.read_text(encoding="utf-8")) or {}
+        assert set(doc) <= {"args"}, f"{expect.name}: {sorted(set(doc) - {'args'})} belong on the checks"
+        assert Path(EXAMPLES / expect.name.removesuffix(".expect.yaml")).is_dir(), f"{expect.name}: no example dir"

@@ -222,7 +222,7 @@ def test_a_row_killed_while_still_advancing_fails_with_the_rows_own_words(tmp_pa
 def _one_collapsed(root: Path, n_collapsed: int) -> Path:
     """A full baseline, two healthy runs, then ``n_collapsed`` runs cut by the wall clock at 3 steps,
     all with learning_rate 3e-4 (a value no healthy run has); no LM Studio log, no VRAM reading."""
-    from sweep_builders import at, collapsed_log, healthy_log, knobs, row, write_session
+    from sweep_builders import at, collapsed_log, healthy_log, knobs, row, timed_out, write_session
 
     rows = [row("baseline-000-s0", "baseline", at=at(0), duration_s=2210.0, n_steps=1500, score=0.72, config=knobs())]
     logs = {"baseline-000-s0": healthy_log(1500, 1.457)}
@@ -233,18 +233,8 @@ def _one_collapsed(root: Path, n_collapsed: int) -> Path:
     for i in range(n_collapsed):
         rid = f"cand-01{i}-s0"
         rows.append(
-            row(
-                rid,
-                at=at(200 + 31 * i),
-                duration_s=1800.4,
-                n_steps=3,
-                score=None,
-                judge=None,
-                disqualified="timeout",
-                exit_code=-9,
-                killed_by_timeout=True,
-                error="timeout",
-                config=knobs(learning_rate=3e-4, seed=42 + i),
+            timed_out(
+                rid, at=at(200 + 31 * i), duration_s=1800.4, n_steps=3, config=knobs(learning_rate=3e-4, seed=42 + i)
             )
         )
         logs[rid] = collapsed_log()

@@ -9,8 +9,7 @@ import re
 
 import pytest
 
-from pytest_runhealth.checks import builtin_modules
-from pytest_runhealth.model.registry import Registry
+from pytest_runhealth.checks import builtin_registry
 
 PHASES = ("prelaunch", "live", "postmortem", "gate")
 _COLLECTED = re.compile(r"::(?P<id>[A-Z]+\d{3,4})-[a-z0-9-]+\[")
@@ -20,10 +19,7 @@ def declared_phases() -> dict[str, set[str]]:
     """check ID -> the phases its decorator declares (docs/checks.md's phase
     table is generated from the same registry and kept in sync by
     tests/test_catalogue.py)."""
-    registry = Registry()
-    for module in builtin_modules():
-        registry.add_module(module)
-    return {spec.id: set(spec.phases) for spec in registry}
+    return {spec.id: set(spec.phases) for spec in builtin_registry()}
 
 
 DOCUMENTED = declared_phases()

@@ -265,13 +265,10 @@ SESSION_LAYOUTS = (
 def _checks_work(reader: Reader, n: int) -> int:
     """Python lines executed by every post-mortem check that needs no fixture, on the reader's grown
     input (each check_on reads afresh: nothing is cached across sizes)."""
-    from pytest_runhealth.checks import builtin_modules
-    from pytest_runhealth.model.registry import Registry
+    from pytest_runhealth.checks import builtin_registry
     from pytest_runhealth.testing import check_on
 
-    registry = Registry()
-    for module in builtin_modules():
-        registry.add_module(module)
+    registry = builtin_registry()
     specs = [s for s in registry if "postmortem" in s.phases and not s.fixtures]
     base = Path(tempfile.mkdtemp(prefix="rh-growth-"))
     try:
@@ -301,13 +298,10 @@ def test_hostile_content_through_every_check(reader: Reader):
     """The named hostile values in each reader's file, whole and cut, judged by every check that needs no
     fixture: a finding or a skip, never an exception and never "the check itself raised" (a 4000-digit
     loss once raised OverflowError inside RH202, a 5000-digit exit code inside RH212)."""
-    from pytest_runhealth.checks import builtin_modules
-    from pytest_runhealth.model.registry import Registry
+    from pytest_runhealth.checks import builtin_registry
     from pytest_runhealth.testing import check_on
 
-    registry = Registry()
-    for module in builtin_modules():
-        registry.add_module(module)
+    registry = builtin_registry()
     specs = [s for s in registry if not s.fixtures]
     values = [math.inf, math.nan, 10**4000 - 1, "1e400", "9" * 400, "__DEEP__", {"a": [None]}, True, -1e308]
     for value in values:

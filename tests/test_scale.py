@@ -181,6 +181,7 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
     import dataclasses
 
     from pytest_runhealth.checks import sweep as sweep_checks
+    from pytest_runhealth.checks import sweep_steps
     from pytest_runhealth.context import Target
     from pytest_runhealth.engine import judge_chunk as batch
     from pytest_runhealth.model.registry import SPEC_ATTR
@@ -188,7 +189,7 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
 
     _mixed_sweep(tmp_path / "s")
     funcs = ("step_count_collapse", "trainer_died_instantly", "early_exit_config", "slow_steps", "step_time_degrades")
-    specs = [getattr(getattr(sweep_checks, f), SPEC_ATTR) for f in funcs]
+    specs = [getattr(getattr(sweep_checks, f, None) or getattr(sweep_steps, f), SPEC_ATTR) for f in funcs]
     assert [s.quiet_row is not None for s in specs] == [True, True, True, False, False]
 
     def tallies(specs, folder_needs):

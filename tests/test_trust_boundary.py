@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CHILD_ADDOPTS, EXAMPLES
+from conftest import CHILD_ADDOPTS, declared_examples
 
 import pytest_runhealth
 
@@ -117,11 +117,21 @@ def tree(root: Path) -> dict[str, str]:
     return out
 
 
+EXAMPLE_DIRS = [exp.example for exp in declared_examples()]  # every check's failing examples and near misses
+
+
 @pytest.mark.parametrize("form", [["--run-dir", "."], ["--run-dir=."]])
 def test_a_session_started_inside_a_run_dir_leaves_it_byte_for_byte_unchanged(tmp_path, form):
-    example = next(
-        p for p in sorted(EXAMPLES.iterdir()) if p.is_dir() and (EXAMPLES / f"{p.name}.expect.yaml").exists()
-    )
+    _inside_leaves_unchanged(tmp_path, EXAMPLE_DIRS[0], form)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", EXAMPLE_DIRS[1:], ids=[p.name for p in EXAMPLE_DIRS[1:]])
+def test_a_session_started_inside_any_declared_example_leaves_it_unchanged(tmp_path, example):
+    _inside_leaves_unchanged(tmp_path, example, ["--run-dir=."])
+
+
+def _inside_leaves_unchanged(tmp_path: Path, example: Path, form: list[str]) -> None:
     session = tmp_path / "session"
     shutil.copytree(example, session, symlinks=True)
     before = tree(session)

@@ -316,6 +316,14 @@ def quick_eval_config(tmp_path: Path) -> Path:
     return cfg
 
 
+def watch_request(srv, tmp_path: Path) -> subprocess.CompletedProcess:
+    """``watch --eval-server URL --eval-request xr-1``, polling every 0.2 s, quick retries."""
+    cfg = quick_eval_config(tmp_path)
+    return watch(
+        "--eval-server", srv.url, "--eval-request", "xr-1", "--every", "0.2", f"--runhealth-config={cfg}", cwd=tmp_path
+    )
+
+
 @pytest.mark.slow
 def test_eval_request_pending_running_completed(tmp_path):
     with EvalServer(lifetime_s=600) as srv:
@@ -330,16 +338,7 @@ def test_eval_request_pending_running_completed(tmp_path):
             request("xr-1", "completed", started_at=srv.iso()),
         )
         srv.statuses[XR.format("xr-1")] = [503]  # a transient status first: retried, not a verdict
-        res = watch(
-            "--eval-server",
-            srv.url,
-            "--eval-request",
-            "xr-1",
-            "--every",
-            "0.2",
-            f"--runhealth-config={quick_eval_config(tmp_path)}",
-            cwd=tmp_path,
-        )
+        res = watch_request(srv, tmp_path)
     out = res.stdout
     assert res.returncode == 0, out + res.stderr
     assert out.index("pending") < out.index("-> running") < out.index("-> completed")
@@ -352,16 +351,7 @@ def test_eval_request_that_wedges_exits_3(tmp_path):
         srv.objects[XR.format("xr-1")] = request(
             "xr-1", "running", [episode("running", None)] * 3, started_at=srv.iso(-5000)
         )
-        res = watch(
-            "--eval-server",
-            srv.url,
-            "--eval-request",
-            "xr-1",
-            "--every",
-            "0.2",
-            f"--runhealth-config={quick_eval_config(tmp_path)}",
-            cwd=tmp_path,
-        )
+        res = watch_request(srv, tmp_path)
     assert res.returncode == 3, res.stdout + res.stderr
     assert "RH502 within-budget" in res.stdout and "wedged" in res.stdout
 

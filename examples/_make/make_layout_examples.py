@@ -55,7 +55,10 @@ def fresh(name: str) -> Path:
 
 
 def expect(name: str, text: str) -> None:
-    (EXAMPLES / f"{name}.expect.yaml").write_text(text.lstrip())
+    """The example's description (and ``args``) beside it; the ``fails``/``passes`` lines below are a reading
+    aid only: which checks fail and pass on an example is declared on each check (``fails_on``/``passes_on``)."""
+    kept = [line for line in text.lstrip().splitlines() if line.startswith(("#", "args:"))]
+    (EXAMPLES / f"{name}.expect.yaml").write_text("\n".join(kept) + "\n")
 
 
 # -- Hugging Face Trainer ---------------------------------------------------------------------------------------

@@ -3,9 +3,9 @@
 They join the session's registry through ``pytest_runhealth_register_checks``,
 the hook every check pack uses (this module is a sub-plugin).
 
-A check's module is its family: ``evidence`` (RH0xx), ``sweep`` (RH1xx),
+A check's module is its family: ``evidence`` (RH0xx), ``sweep`` (RH1xx; step times in ``sweep_steps``),
 ``trainer/`` (RH2xx, a package of one module per thing judged; its docstring
-names which), ``gpu`` (RH3xx), ``lmstudio`` (RH4xx), ``eval`` (RH5xx).
+names which), ``gpu`` (RH3xx), ``lmstudio`` (RH4xx), ``eval`` (RH5xx; RH507, the request's shape, in ``request_shape``).
 ``--runhealth-list`` shows each check's family whatever its module."""
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ import importlib
 
 import pytest
 
+from ..model.registry import Registry
+
 MODULES = (
     "evidence",
     "sweep",
+    "sweep_steps",
     "trainer.outcome",
     "trainer.loss",
     "trainer.checkpoints",
@@ -26,11 +29,21 @@ MODULES = (
     "gpu",
     "lmstudio",
     "eval",
+    "request_shape",
 )
 
 
 def builtin_modules():
     return [importlib.import_module(f"{__name__}.{name}") for name in MODULES]
+
+
+def builtin_registry() -> Registry:
+    """A registry of the built-in checks alone, outside a session (``check_on``, the docs generator, the
+    tests that read every check's declarations)."""
+    registry = Registry()
+    for module in builtin_modules():
+        registry.add_module(module)
+    return registry
 
 
 @pytest.hookimpl(tryfirst=True)  # the built-ins first: a pack's clash with them names the pack

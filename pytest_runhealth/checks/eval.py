@@ -7,7 +7,7 @@ or that failed before any player started, is never read as policy evidence;
 the score-level checks say so with ``not-evaluable``.
 
 Longer than 600 lines: one module per check family keeps a check one hop from its ID (``checks/__init__.py``);
-the RH5xx family is eleven checks."""
+the RH5xx family is eleven checks (RH507, the request's shape, is in request_shape)."""
 
 from __future__ import annotations
 
@@ -111,6 +111,20 @@ def _nothing_returned(ctx, ev):
     example="experience_request.json status: running (2 running, 1 completed)",
     fix="Wait for a terminal status (poll the server, not a buffered log); see RH502 for when waiting has gone "
     "on too long.",
+    fails_on={"harvest-rounds-running": "round-not-terminal"},
+    passes_on=[
+        "harvest-auth-before-startup",
+        "harvest-dead-division",
+        "harvest-empty-leaderboard",
+        "harvest-episode-evicted",
+        "harvest-gate-split",
+        "harvest-healthy",
+        "harvest-missing-scores",
+        "harvest-player-crash",
+        "harvest-shape-drift",
+        "harvest-teardown-race",
+        "harvest-uv-preamble",
+    ],
 )
 def round_terminal(ctx):
     ev = _rounds(ctx)
@@ -209,6 +223,8 @@ def _budget_used(ctx, rnd) -> str:
     example="xr-7 running 2h10m (server time) with 0 of 4 episodes completed; wedge grace 1850 s",
     fix='Fail loud and re-run the same roster on execution_backend="k8s" (antfarm is slow to dispatch and '
     "unreliable); not a policy failure.",
+    fails_on={"harvest-wedged": "wedged-participant"},
+    passes_on=["harvest-healthy", "harvest-rounds-running"],
 )
 def within_budget(ctx):
     ev = _rounds(ctx)
@@ -279,6 +295,16 @@ def within_budget(ctx):
     example="episode_00/episode.json KeyError: 'authorization'",
     fix="Fix the runtime (in-cluster auth, the game image's client route, round recording) and re-run; do not "
     "revert the policy.",
+    fails_on={"harvest-auth-before-startup": "auth-before-startup"},
+    passes_on=[
+        "harvest-episode-evicted",
+        "harvest-healthy",
+        "harvest-missing-scores",
+        "harvest-player-crash",
+        "harvest-rounds-running",
+        "harvest-teardown-race",
+        "harvest-wedged",
+    ],
 )
 def players_started(ctx):
     ev = _rounds(ctx)
@@ -320,6 +346,14 @@ def players_started(ctx):
     example="episode_01/policy_0.log:88 websocket close blocked in teardown; force-killing player after 10s",
     fix="Wrap the player's run command in GNU `timeout --kill-after=…` with a duration comfortably longer than an "
     "episode, and map the timeout exit code to success; lengthen the runner's image-gate timeout likewise.",
+    fails_on={"harvest-teardown-race": "teardown-race"},
+    passes_on=[
+        "harvest-auth-before-startup",
+        "harvest-episode-evicted",
+        "harvest-healthy",
+        "harvest-missing-scores",
+        "harvest-player-crash",
+    ],
 )
 def teardown_race_check(ctx):
     ev = _rounds(ctx)
@@ -361,6 +395,20 @@ def teardown_race_check(ctx):
     example="episode_00/results.json 2 scores for 4 players",
     fix="Treat the round as infra (recorder / runtime state); check the round recording and re-run it, reproducing "
     "on a reference bot if in doubt. Do not revert the policy on it.",
+    fails_on={"harvest-auth-before-startup": "auth-before-startup", "harvest-missing-scores": "missing-scores"},
+    passes_on=[
+        "harvest-dead-division",
+        "harvest-empty-leaderboard",
+        "harvest-episode-evicted",
+        "harvest-gate-split",
+        "harvest-healthy",
+        "harvest-rounds-running",
+        "harvest-shape-drift",
+        "harvest-uv-preamble",
+        "harvest-wedged",
+        "judgments-judge-failed",
+        "judgments-promote",
+    ],
 )
 def real_scores(ctx):
     judged = _judgment_lines(ctx)
@@ -511,6 +559,8 @@ def _only_candidate_missing(ep, candidate: str) -> bool:
     example="leaderboard.json null; memberships.json 10 members",
     fix="Don't infer 'no opponents' from the leaderboard: read memberships (`coworld memberships --mine`); a "
     "division with no members needs entrants before any round can fill its seats.",
+    fails_on={"harvest-dead-division": "empty-leaderboard"},
+    passes_on=["harvest-empty-leaderboard", "harvest-healthy"],
 )
 def leaderboard_not_dead(ctx):
     ev = ctx.evaluation.of()
@@ -541,68 +591,6 @@ def leaderboard_not_dead(ctx):
                 )
             )
     return out or "; ".join(notes)
-
-
-# -- RH507 ---------------------------------------------------------------------
-@check(
-    "RH507",
-    "request-shape",
-    needs=["harvest"],
-    scope="session",
-    phases=["prelaunch", "postmortem"],
-    verdicts=["infra", "not-evaluable"],
-    detects="A request body (request_body.json, or --eval-body FILE) does not validate against the deployed "
-    "server's OpenAPI schema (openapi.json, or the server's /openapi.json; $ref resolved, checked with "
-    "jsonschema), naming the offending fields, e.g. the pre-rework requester/opponents shape or a top-level "
-    "requester_slot. Also a 422 answer in the eval client's log.",
-    why="The request shape drifts (the 2026-06-12 rework to a roster body); a 422 is API drift, not a policy failure.",
-    example="request_body.json: unexpected field(s) requester, opponents, requester_slot; missing roster",
-    fix="Conform to the deployed OpenAPI: one `roster` entry per seat, `{player: {policy_ref: …}, slot: N}`; "
-    "re-fetch live members and validate every policy version right before launch.",
-)
-def request_shape(ctx):
-    from ..evaluation.shape import client_422s, validate_body
-
-    ev = ctx.evaluation.of()
-    hits = client_422s(ev.client_logs, ctx.run_dir.log_tail)
-    if ev.body is None and not ev.client_logs:
-        ctx.skip("no request body (request_body.json or --eval-body) and no client log to check")
-    out = []
-    if ev.body is not None:
-        if not ev.openapi:
-            out.append(
-                ctx.fail(
-                    "not-evaluable",
-                    None,
-                    f"no deployed OpenAPI schema to validate {ev.body_source} against "
-                    f"({ev.openapi_source or 'openapi.json not harvested'}).",
-                    fix="harvest the server's /openapi.json beside the body, or pass --eval-server.",
-                )
-            )
-        else:
-            problem = validate_body(ev.openapi, ev.body)
-            if problem:
-                out.append(
-                    ctx.fail(
-                        "infra",
-                        "api-shape-drift",
-                        f"{ev.body_source} does not validate against {ev.openapi_source} "
-                        f"({problem.schema_name}): {problem.summary}",
-                        [ctx.evidence(ev.body_source, None, m) for m in problem.messages[:6]],
-                    )
-                )
-    if hits:
-        out.append(
-            ctx.fail(
-                "infra",
-                "api-shape-drift",
-                f"the client log shows {len(hits)} 422 answer(s): the server rejected the request shape.",
-                [ctx.evidence(p, ln, t) for p, ln, t in hits[:5]],
-            )
-        )
-    if out:
-        return out
-    return "request body valid against the deployed schema" if ev.body is not None else "no 422 in the client log"
 
 
 # -- RH509 ---------------------------------------------------------------------
@@ -640,6 +628,8 @@ FAILED_FIXES = {
     fix="episode-failed-infra: re-run the round, do not revert the policy on it. episode-failed-policy: read the "
     "traceback and fix the policy. episode-failed-unknown: harvest the episode's policy logs and the server's error, "
     "then re-run the checks.",
+    fails_on={"harvest-episode-evicted": "episode-failed-infra", "harvest-player-crash": "episode-failed-policy"},
+    passes_on=["harvest-auth-before-startup", "harvest-gate-split", "harvest-healthy", "harvest-teardown-race"],
 )
 def failed_round_classified(ctx):
     from ..evaluation.triage import failed_after_start
@@ -725,6 +715,12 @@ GATE_FIXES = {
     "re-harvest the round once. claim-not-significant: run more rounds and re-run the gate (as often as you "
     "like). claim-unlikely: stop spending rounds, keep the champion. claim-contradicted: keep the champion and "
     "rework the candidate.",
+    fails_on={
+        "harvest-gate-split": "claim-not-significant",
+        "harvest-rounds-running": "insufficient-evidence",
+        "judgments-judge-failed": "insufficient-evidence",
+    },
+    passes_on=["harvest-healthy", "judgments-promote"],
 )
 def promotion_gate(ctx):
     if not ctx.evaluation.gate_mode:

@@ -30,6 +30,24 @@ from ..readers.values import duration_text
     example='ledger.jsonl:7 {"run_id": "cur-002-s0", "n_steps": 3, "durat',
     fix="If the sweep is still running, wait and re-check; otherwise repair or remove the named lines "
     "(keep a copy) and re-run the orchestrator's ledger writer.",
+    fails_on={"sweep-truncated-ledger": None},
+    passes_on=[
+        "sweep-died-cuda-oom",
+        "sweep-died-fused-optimizer",
+        "sweep-died-missing-model",
+        "sweep-died-missing-module",
+        "sweep-early-exit-knob",
+        "sweep-healthy",
+        "sweep-judge-no-json",
+        "sweep-judge-not-called",
+        "sweep-mixed-scoring",
+        "sweep-slow-steps",
+        "sweep-step-time-degrades",
+        "sweep-stop-event",
+        "sweep-stop-spread",
+        "sweep-vram-leak",
+        "sweep-wall-clock",
+    ],
 )
 def ledger_readable(ctx):
     rd = ctx.run_dir
@@ -133,6 +151,17 @@ RUN_ID_FIX = (
     fix="LTX-2: pass --disable-progress-bars to scripts/train.py whenever stdout goes to a file (step/loss "
     "lines every 20 steps). Other trainers: log step and loss with the logging module, or send stderr (the "
     "bar) to its own file (2> bar.log) so stdout stays line-based.",
+    fails_on={"ltx-progress-bars-only": "progress-bar-only-log"},
+    passes_on=[
+        "generic-oom-rich",
+        "kohya-corrupt-tfevents",
+        "kohya-healthy",
+        "kohya-nan-loss",
+        "ltx-healthy",
+        "ltx-interrupted",
+        "ltx-no-run-summary",
+        "ltx-truncated-checkpoint",
+    ],
 )
 def log_has_step_lines(ctx):
     log = ctx.run.main_log
@@ -201,6 +230,8 @@ def log_has_step_lines(ctx):
     "byte 341148: data CRC mismatch",
     fix="corrupt-tfevents: re-copy the file if it was transferred, or keep the records before the damage "
     "(they were read); empty-tfevents: read the run's log for why it died before its first logged step.",
+    fails_on={"kohya-corrupt-tfevents": "corrupt-tfevents"},
+    passes_on=["kohya-healthy", "kohya-nan-loss"],
 )
 def tfevents_readable(ctx):
     from ..readers.tfevents import read_event_file
@@ -275,6 +306,8 @@ def tfevents_readable(ctx):
     example="logs/train.pid:1 81234 → process 81234 (python) is running; logs/train.log is empty",
     fix="Do not resubmit: the run is working. Next time start it with PYTHONUNBUFFERED=1 or `python -u` (or "
     "sys.stdout.reconfigure(line_buffering=True)) so the log streams.",
+    fails_on={},
+    passes_on=["ltx-dead-pid", "ltx-healthy"],
 )
 def log_not_buffered_empty(ctx, processes):
     run = ctx.run
@@ -321,6 +354,21 @@ def log_not_buffered_empty(ctx, processes):
     example="experience_request.json:1 Resolved 12 packages in 7ms",
     fix="Check the server for the request before any re-submit; invoke the venv's python directly "
     "(.venv/bin/python script.py) or `uv run -qq`, or keep stderr out of the JSON (no 2>&1).",
+    fails_on={"harvest-uv-preamble": "uv-preamble-json"},
+    passes_on=[
+        "harvest-auth-before-startup",
+        "harvest-dead-division",
+        "harvest-empty-leaderboard",
+        "harvest-episode-evicted",
+        "harvest-gate-split",
+        "harvest-healthy",
+        "harvest-missing-scores",
+        "harvest-player-crash",
+        "harvest-rounds-running",
+        "harvest-shape-drift",
+        "harvest-teardown-race",
+        "harvest-wedged",
+    ],
 )
 def json_not_preambled(ctx):
     ev = ctx.evaluation.of()

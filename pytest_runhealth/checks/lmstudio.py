@@ -170,6 +170,8 @@ def _scoring_in_progress(log, grace_s: float) -> str | None:
     fix='Unload with `lms unload <id>` / `lms unload --all` or POST /api/v1/models/unload {"instance_id": …} '
     "(LM Studio 0.4+). For Bracket: make the lms CLI resolvable (BRACKET_LMS_BIN, RH403), restart its server; "
     "the log should then say `LMStudio: ejected model <id> via lms CLI` after each scoring pass.",
+    fails_on={"lmstudio-unload-noop": "lmstudio-unload-noop"},
+    passes_on=["lmstudio-doubled-url", "lmstudio-healthy"],
 )
 def lmstudio_unloads(ctx, lmstudio):
     lm = lmstudio
@@ -441,6 +443,8 @@ def judge_model_not_thinking(ctx, lmstudio):
     "Returning 200 anyway.",
     fix="Fix the client's base URL (no trailing `/`, no `/v1` twice), send `Content-Type: application/json` "
     "with a valid body, and set LM_API_TOKEN when the server requires a token.",
+    fails_on={"lmstudio-doubled-url": "lmstudio-unexpected-endpoint"},
+    passes_on=["lmstudio-healthy", "lmstudio-server-errors", "lmstudio-unload-noop"],
 )
 def lmstudio_requests_valid(ctx, lmstudio):
     log, unreadable = _readable_server_log(ctx, lmstudio)
@@ -534,6 +538,8 @@ SERVER_ERROR_CAUSES = {
     "the overflows. However, the model is loaded with context length of only 4096 tokens",
     fix="Depends on the cause; the finding names it and its fix:\n"
     + "\n".join(f"- `{cause}`: {fix}" for cause, fix in SERVER_ERROR_CAUSES.values()),
+    fails_on={"lmstudio-server-errors": "lmstudio-context-overflow"},
+    passes_on=["lmstudio-healthy"],
 )
 def lmstudio_server_errors(ctx, lmstudio):
     log, unreadable = _readable_server_log(ctx, lmstudio)

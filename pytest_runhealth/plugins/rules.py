@@ -467,19 +467,19 @@ def evaluate(rule: Rule, ctx) -> Any:
     some = "at least " if any(s.stopped_early for s in scans) else ""
     if rule.threshold:
         limited = _with(rule, thresholds)
-        bound = " and ".join(
-            x
-            for x in (
-                f"above {limited.above:g}" if limited.above is not None else "",
-                f"below {limited.below:g}" if limited.below is not None else "",
-            )
-            if x
-        )
+        bound = _limits(limited.above, limited.below, "and")
         default = f"{some}{hits} value(s) captured by {rule.described} in {named} are {bound}."
     else:
         default = f"{some}{hits} line(s) in {named} match {rule.described}."
     summary = rule.summary or default
     return ctx.fail(rule.verdict, rule.cause, summary, evidence)
+
+
+def _limits(above: float | None, below: float | None, joiner: str, lead: str = "") -> str:
+    """``"above 5 and below 9"``: a threshold rule's bounds, those it has, in words."""
+    return f" {joiner} ".join(
+        f"{lead}{word} {v:g}" for word, v in (("above", above), ("below", below)) if v is not None
+    )
 
 
 def as_check(rule: Rule):
@@ -491,14 +491,7 @@ def as_check(rule: Rule):
     where = "the whole of" if rule.search == "file" else "the tail of"
     files = rule.files or "the run's logs"
     if rule.threshold:
-        when = " or ".join(
-            x
-            for x in (
-                f"a value above {rule.above:g}" if rule.above is not None else "",
-                f"a value below {rule.below:g}" if rule.below is not None else "",
-            )
-            if x
-        )
+        when = _limits(rule.above, rule.below, "or", "a value ")
         detects = f"{rule.described} captures {when} in {where} {files}"
     elif rule.fail_when == "absent":
         detects = f"{rule.described} appears fewer than {rule.count} time(s) in {where} {files}"

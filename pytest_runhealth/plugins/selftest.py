@@ -2,8 +2,11 @@
 good and bad examples, so a pack or rule author sees a check that no longer
 fires on its bad example, or fires on a healthy one.
 
-An example is a run dir with a sibling ``<name>.expect.yaml`` (the format
-tests/test_examples.py reads)::
+A check names its examples where it is defined: ``@check(..., fails_on={"<example>":
+"<cause>"}, passes_on=["<near miss>"])``, each a run dir in an examples folder.
+Beside an example, ``<name>.expect.yaml`` holds what is not a check's own (the
+session's extra arguments), and may list expectations of checks that declare none
+(a pack's older format, the format tests/test_examples.py reads for built-ins too)::
 
     fails:            # check ID -> cause (null: any cause)
       ACME101: nccl-timeout
@@ -13,7 +16,8 @@ tests/test_examples.py reads)::
 Built-ins use the repository's examples/ (a source checkout); a pack or a
 conftest names its folders with the hook ``pytest_runhealth_examples``; a rule
 lists its own under ``examples: {fails: [...], passes: [...]}``. Each example
-runs in a fresh pytest process, exactly as a user would run it."""
+runs in a fresh pytest process, exactly as a user would run it; what every source
+expects of one example is checked in that one process."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +33,12 @@ from typing import Any
 import pytest
 
 from ..engine.collection import build_registry
-from ..model.registry import RegistryError
+from ..model.registry import CheckSpec, RegistryError
 from ..readers.rootcause import same_cause
 from ..session import config_path
 from .rules import RULES
 
-REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"  # a source checkout: <repo>/examples
 TIMEOUT_S = 300
 
 
@@ -50,18 +55,29 @@ class Expectation:
         return list(self.fails) + [c for c in self.passes if c not in self.fails]
 
 
-def read_expectations(folder: Path) -> list[Expectation]:
-    """Every ``*.expect.yaml`` in a folder whose example dir exists beside it."""
+def _read_expect(expect: Path) -> dict[str, Any]:
     import yaml
 
+    try:
+        spec = yaml.safe_load(expect.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise pytest.UsageError(f"--runhealth-selftest: cannot read {expect}: {exc}") from None
+    return spec if isinstance(spec, dict) else {}
+
+
+def example_args(example: Path) -> list[str]:
+    """The extra pytest arguments of an example: its ``<name>.expect.yaml``'s ``args``, else none."""
+    expect = example.with_name(f"{example.name}.expect.yaml")
+    return [str(a) for a in _read_expect(expect).get("args") or []] if expect.is_file() else []
+
+
+def read_expectations(folder: Path) -> list[Expectation]:
+    """Every ``*.expect.yaml`` in a folder whose example dir exists beside it."""
     out = []
     for expect in sorted(Path(folder).glob("*.expect.yaml")):
         example = expect.with_name(expect.name.removesuffix(".expect.yaml"))
-        try:
-            spec = yaml.safe_load(expect.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise pytest.UsageError(f"--runhealth-selftest: cannot read {expect}: {exc}") from None
-        if example.is_dir() and isinstance(spec, dict):
+        spec = _read_expect(expect)
+        if example.is_dir():
             out.append(
                 Expectation(
                     example,
@@ -72,6 +88,26 @@ def read_expectations(folder: Path) -> list[Expectation]:
                 )
             )
     return out
+
+
+def declared_expectations(specs: Iterable[CheckSpec], folder: Path) -> list[Expectation]:
+    """One expectation per example dir of ``folder`` that a check names in its ``fails_on`` or
+    ``passes_on``, with the example's ``args``: the checks' own declarations, grouped by example (the one
+    place a built-in's failing example and near miss are written; docs, selftest and tests read them here)."""
+    by_name: dict[str, Expectation] = {}
+    for spec in specs:
+        named = [(name, cause, True) for name, cause in spec.fails_on.items()]
+        for name, cause, fails in named + [(name, None, False) for name in spec.passes_on]:
+            example = Path(folder) / name
+            if not example.is_dir():
+                continue
+            if name not in by_name:
+                by_name[name] = Expectation(example, args=example_args(example), source=f"{spec.id} in {spec.owner}")
+            if fails:
+                by_name[name].fails[spec.id] = cause
+            elif spec.id not in by_name[name].passes:
+                by_name[name].passes.append(spec.id)
+    return [by_name[name] for name in sorted(by_name)]
 
 
 def rule_expectations(config: pytest.Config) -> list[Expectation]:
@@ -92,13 +128,14 @@ def rule_expectations(config: pytest.Config) -> list[Expectation]:
     return out
 
 
-def collect(config: pytest.Config) -> list[Expectation]:
-    """Every expectation, one per example: what several sources expect of the
-    same run dir is checked in one pytest process."""
+def collect(config: pytest.Config, specs: Iterable[CheckSpec] = ()) -> list[Expectation]:
+    """Every expectation, one per example: what several sources (the checks' declarations,
+    ``*.expect.yaml``, rules) expect of the same run dir is checked in one pytest process."""
+    specs = list(specs)
     found = []
     for folders in config.hook.pytest_runhealth_examples(config=config):
         for folder in folders or []:
-            found += read_expectations(Path(folder))
+            found += read_expectations(Path(folder)) + declared_expectations(specs, Path(folder))
     merged: dict[tuple[Path, tuple[str, ...]], Expectation] = {}
     for exp in found + rule_expectations(config):
         key = (exp.example, tuple(exp.args))
@@ -202,7 +239,7 @@ def only(exp: Expectation, prefix: str) -> Expectation | None:
 def selftest(config: pytest.Config, prefix: str = "") -> int:
 
     registry = build_registry(config)
-    expectations = [e for e in (only(x, prefix) for x in collect(config)) if e is not None]
+    expectations = [e for e in (only(x, prefix) for x in collect(config, registry)) if e is not None]
     write = sys.stdout.write
     write(f"runhealth selftest: {len(registry)} checks, {len(expectations)} examples\n")
     failures = 0

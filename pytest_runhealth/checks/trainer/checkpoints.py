@@ -30,6 +30,16 @@ from ...readers.values import duration_text
     fix="Point model.load_checkpoint at a checkpoint whose training_state_step_N.pt exists, or keep the "
     "weights-only start deliberately with checkpoints.no_resume: true; set checkpoints.save_training_state "
     "to minimal or full so future checkpoints can be resumed.",
+    fails_on={"ltx-interrupted": "resume-state-missing"},
+    passes_on=[
+        "kohya-corrupt-tfevents",
+        "kohya-healthy",
+        "kohya-interrupted-save",
+        "ltx-healthy",
+        "ltx-no-run-summary",
+        "ltx-progress-bars-only",
+        "ltx-truncated-checkpoint",
+    ],
 )
 def resume_pair(ctx):
     run = ctx.run
@@ -128,6 +138,24 @@ def resume_pair(ctx):
     fix="Delete nothing yet: resume from the newest intact checkpoint, in its trainer's terms (LTX-2: set "
     "model.load_checkpoint to it; Hugging Face: trainer.train(resume_from_checkpoint=...); kohya: --resume "
     "<state folder>), check free disk space, and re-save; re-copy the file if it came from another machine.",
+    fails_on={
+        "hf-trainer-slurm-timeout": "checkpoint-incomplete",
+        "kohya-interrupted-save": "interrupted-save",
+        "ltx-truncated-checkpoint": "truncated-checkpoint",
+    },
+    passes_on=[
+        "hf-trainer-data-ran-out",
+        "hf-trainer-early-stopped",
+        "hf-trainer-healthy",
+        "hf-trainer-nan-loss",
+        "kohya-corrupt-tfevents",
+        "kohya-healthy",
+        "kohya-nan-loss",
+        "ltx-healthy",
+        "ltx-interrupted",
+        "ltx-no-run-summary",
+        "ltx-progress-bars-only",
+    ],
 )
 def checkpoint_intact(ctx):
     from ...readers.resume import damaged, interrupted_saves, resume_point

@@ -33,6 +33,33 @@ def _tfevents(ctx, path: Path):
     fix="Resume from the last checkpoint before the NaN with a lower learning rate, bf16 instead of fp16 "
     "(or a loss scaler), gradient clipping, and check the data for broken samples; discard checkpoints "
     "saved after the first NaN.",
+    fails_on={
+        "hf-trainer-nan-loss": "nan-loss",
+        "kohya-nan-loss": "nan-loss",
+        "lightning-nan-loss": "nan-loss",
+        "mlflow-failed": "nan-loss",
+    },
+    passes_on=[
+        "generic-oom-rich",
+        "hf-trainer-data-ran-out",
+        "hf-trainer-early-stopped",
+        "hf-trainer-healthy",
+        "hf-trainer-slurm-timeout",
+        "kohya-corrupt-tfevents",
+        "kohya-healthy",
+        "kohya-interrupted-save",
+        "lightning-healthy",
+        "ltx-healthy",
+        "ltx-interrupted",
+        "ltx-no-run-summary",
+        "ltx-truncated-checkpoint",
+        "mlflow-healthy",
+        "slurm-healthy",
+        "slurm-time-limit",
+        "torchrun-healthy",
+        "wandb-cuda-oom",
+        "wandb-healthy",
+    ],
 )
 def loss_finite(ctx):
     run = ctx.run

@@ -35,6 +35,28 @@ SUMMARY_NAME = "run-summary.md"
     "GPU 0 has a total capacity of 39.56 GiB ...",
     fix="Depends on the cause; the finding names it and its fix:\n"
     + "\n".join(f"- `{name}` ({cause.doc}): {cause.fix}" for name, cause in CAUSES.items()),
+    fails_on={
+        "generic-oom-rich": "cuda-oom",
+        "hf-trainer-slurm-timeout": "scheduler-time-limit",
+        "slurm-time-limit": "scheduler-time-limit",
+        "torchrun-child-oom": "cuda-oom",
+        "wandb-cuda-oom": "cuda-oom",
+    },
+    passes_on=[
+        "kohya-corrupt-tfevents",
+        "kohya-healthy",
+        "kohya-interrupted-save",
+        "kohya-nan-loss",
+        "ltx-healthy",
+        "ltx-interrupted",
+        "ltx-no-run-summary",
+        "ltx-progress-bars-only",
+        "ltx-truncated-checkpoint",
+        "slurm-healthy",
+        "torchrun-healthy",
+        "wandb-exit-code",
+        "wandb-healthy",
+    ],
 )
 def trainer_error(ctx):
     elastic = torchelastic.records(ctx.run.files, ctx.run_dir.sizes) if _may_hold_error_files(ctx) else []
@@ -181,6 +203,8 @@ SUMMARY_PARTS = {
     example="outputs/run-summary.md: no 'How this was launched' section",
     fix="Write outputs/run-summary.md from the runbook's template (plan.md, config.yaml, the training log), "
     "naming the final checkpoint file.",
+    fails_on={"ltx-no-run-summary": "run-summary-missing"},
+    passes_on=["ltx-healthy", "ltx-truncated-checkpoint"],
 )
 def run_summary(ctx):
     rd = ctx.run_dir
@@ -232,6 +256,24 @@ def run_summary(ctx):
     "session that launched it) and resume from the newest intact checkpoint, the one the finding names, in its "
     "trainer's terms (Hugging Face: trainer.train(resume_from_checkpoint=...); LTX-2: model.load_checkpoint; "
     "kohya: --resume <state folder>).",
+    fails_on={"hf-trainer-data-ran-out": "steps-incomplete", "ltx-interrupted": "steps-incomplete"},
+    passes_on=[
+        "generic-oom-rich",
+        "hf-trainer-early-stopped",
+        "hf-trainer-healthy",
+        "hf-trainer-slurm-timeout",
+        "kohya-corrupt-tfevents",
+        "kohya-healthy",
+        "kohya-interrupted-save",
+        "kohya-nan-loss",
+        "ltx-healthy",
+        "ltx-no-run-summary",
+        "ltx-truncated-checkpoint",
+        "slurm-healthy",
+        "slurm-time-limit",
+        "sweep-stalled-killed",
+        "sweep-wall-clock",
+    ],
 )
 def steps_complete(ctx):
     hf = _hf_steps(ctx) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else None

@@ -246,6 +246,8 @@ def frames_problems(cfg: WorkspaceConfig, temporal: int, spatial: int) -> Iterat
     fix="Point each named key at a path that exists (absolute paths are safest: the trainer resolves relative "
     "ones against its own working directory), run process_dataset.py for a missing latents/mask folder, and use "
     "a frame count of 1 + 8k (e.g. 89 or 97).",
+    fails_on={"workspace-missing-encoder": "config-path-missing"},
+    passes_on=["workspace-ready", "workspace-resume", "workspace-reused-output"],
 )
 def config_self_check(ctx):
     cfg = workspace_config(ctx)
@@ -404,6 +406,8 @@ def saved_checkpoints(folder: Path) -> list[tuple[int, Path]]:
     fix="To continue: set model.load_checkpoint to the latest checkpoint (its training_state_step_N.pt beside "
     "it restores the step). To start over: point output_dir at a new folder, or set checkpoints.no_resume: true "
     "after copying the old checkpoints away. Ask the user before either.",
+    fails_on={"workspace-reused-output": "output-dir-reused"},
+    passes_on=["workspace-missing-encoder", "workspace-ready", "workspace-resume"],
 )
 def output_dir_fresh(ctx):
     cfg = workspace_config(ctx)

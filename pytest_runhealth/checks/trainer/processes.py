@@ -102,6 +102,8 @@ def _finished(ctx, run) -> str | None:
     "model.load_checkpoint in config.yaml to it, the trainer does not auto-resume from output_dir; Hugging Face: "
     "trainer.train(resume_from_checkpoint=...); kohya: --resume <state folder>) and relaunch with the same "
     "command; ask before patching the config.",
+    fails_on={"ltx-dead-pid": "process-gone"},
+    passes_on=["ltx-healthy"],
 )
 def process_alive(ctx, processes):
     run = ctx.run
@@ -224,6 +226,8 @@ def steady_step_time(scan) -> float | None:
     fix="Look where it waits (`py-spy dump --pid N`, GPU utilisation in nvidia-smi); if it is hung, stop it and "
     "resume from the latest intact checkpoint (RH203's fix). For pipe-deadlock: have the launcher read the "
     "trainer's output (or send it to a file: `stdout=open(log, 'wb')`, never an unread `subprocess.PIPE`).",
+    fails_on={"sweep-stalled-killed": "stalled", "sweep-wall-clock": "run-disqualified"},
+    passes_on=[],
 )
 def run_not_stalled(ctx, processes):
     run = ctx.run

@@ -36,6 +36,8 @@ from ...safety.safeio import mtime
     fix="Read the run's log for the cause (RH201); resume from the newest complete checkpoint, or mark "
     "the run as failed in the tracker (`mlflow runs` / the W&B UI) so no comparison uses it. A stale "
     "RUNNING run whose process is gone: set its status (MlflowClient().set_terminated(run_id, 'KILLED')).",
+    fails_on={"mlflow-failed": "tracker-run-failed", "wandb-exit-code": "tracker-run-failed"},
+    passes_on=["mlflow-healthy", "wandb-cuda-oom", "wandb-healthy"],
 )
 def tracker_run_status(ctx, processes):
     kind = layouts.own_kind(ctx.run)
