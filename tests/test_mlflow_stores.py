@@ -1,0 +1,153 @@
+"""MLflow's SQLite store as a run source (readers/layouts/mlflow_db.py, readers/mlflow_runs.py,
+plugins/mlflow_stores.py): the committed store tests/stores/mlflow-default/ was written by the real mlflow
+library (tests/reallibs/make_mlflow_stores.py); reading it needs only sqlite3."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pytest_runhealth.readers.layouts import mlflow_db
+from pytest_runhealth.readers.mlflow_runs import sqlite_run_dirs
+
+STORE = Path(__file__).parent / "stores" / "mlflow-default"
+
+
+def store_copy(where: Path) -> Path:
+    """The committed store, unpacked: ``where/mlflow.db`` and its ``mlruns/`` artifacts."""
+    shutil.copytree(STORE, where)
+    with gzip.open(where / "mlflow.db.gz", "rb") as src, open(where / "mlflow.db", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    (where / "mlflow.db.gz").unlink()
+    return where
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return store_copy(tmp_path / "proj")
+
+
+def by_run(res, check: str) -> dict[str, dict]:
+    return {r["run"].rsplit("/", 1)[-1]: r for r in res.results(check)}
+
+
+def test_reader_reads_the_real_schema(store):
+    read = mlflow_db.read_store(store / "mlflow.db")
+    assert read.problem is None and read.revision in mlflow_db.KNOWN_REVISIONS
+    status = {r.name: r.status for r in read.runs}
+    assert status["healthy"] == "FINISHED" and status["failed"] == "FAILED" and status["killed"] == "KILLED"
+    assert status["sigkilled"] == "RUNNING"
+    parent = next(r for r in read.runs if r.name == "sweep")
+    assert {r.name for r in read.runs if r.parent_run_id == parent.run_id} == {
+        "lr-0.001",
+        "lr-0.003",
+        "lr-0.01",
+        "lr-0.03",
+    }
+    nan = next(r for r in read.runs if r.name == "nan-loss")
+    data = mlflow_db.read_run(store / "mlflow.db", nan.run_id, "mlflow.db")
+    loss = [p for p in data.points if p.key == "train_loss"]
+    assert [p.step for p in loss] == list(range(20)) and str(loss[12].value) == "nan" and loss[11].value == 2 / 12
+    assert data.params["max_steps"] == "20" and data.tags["mlflow.runName"] == "nan-loss"
+
+
+def test_a_store_folder_is_found_and_its_runs_judged(store, run_health):
+    res = run_health(store, args=("-k", "RH201 or RH202 or RH212"))
+    rh212, rh202, rh201 = by_run(res, "RH212"), by_run(res, "RH202"), by_run(res, "RH201")
+    assert rh212["healthy"]["outcome"] == "passed" and rh202["healthy"]["outcome"] == "passed"
+    assert rh202["nan-loss"]["cause"] == "nan-loss"
+    assert rh202["nan-loss"]["evidence"][0]["path"] == "mlflow.db"
+    assert rh212["killed"]["cause"] == "tracker-run-killed"
+    assert rh212["failed"]["cause"] == "tracker-run-failed"
+    # the cause of death from the console log the run logged as an artifact
+    assert rh201["failed"]["cause"] == "cuda-oom"
+    assert rh201["failed"]["evidence"][0]["path"].startswith("mlruns/3/")
+    assert rh201["failed"]["evidence"][0]["path"].endswith("/artifacts/train.log")
+    # near misses: the other runs pass RH212 (the sigkilled RUNNING run is not stale at 6 h: it was just logged,
+    # or it is stale when the committed store is older than that; both are claims with their time evidence)
+    assert all(rh212[n]["outcome"] == "passed" for n in ("healthy", "nan-loss", "short", "lr-0.001"))
+
+
+def test_a_running_run_with_no_new_metric_is_stale(store, run_health, pytester):
+    pytester.path.joinpath("runhealth.yaml").write_text("thresholds:\n  RH212:\n    stale_after_s: 1\n")
+    res = run_health(store, args=("-k", "RH212", "--mlflow-experiment", "sigkilled"))
+    (r,) = res.results("RH212")
+    assert r["cause"] == "tracker-run-stale" and "its last metric was recorded" in r["summary"]
+    pytester.path.joinpath("runhealth.yaml").write_text("thresholds:\n  RH212:\n    stale_after_s: 315360000\n")
+    (r,) = run_health(store, args=("-k", "RH212", "--mlflow-experiment", "sigkilled")).results("RH212")
+    assert r["outcome"] == "passed" and "not stale" in (r.get("note") or "")
+
+
+def test_runs_named_as_mlflow_names_them(store, tmp_path):
+    rds = sqlite_run_dirs(store / "mlflow.db", "mlflow.db")
+    assert sorted(rd.name for rd in rds) == sorted(
+        [
+            "healthy",
+            "nan-loss",
+            "failed",
+            "killed",
+            "short",
+            "sweep",
+            "lr-0.001",
+            "lr-0.003",
+            "lr-0.01",
+            "lr-0.03",
+            "sigkilled",
+        ]
+    )
+    # names that repeat carry the run's id
+    with sqlite3.connect(store / "mlflow.db") as conn:  # the test's own copy, to make a repeat
+        conn.execute("UPDATE runs SET name = 'healthy' WHERE name = 'short'")
+    names = [rd.name for rd in sqlite_run_dirs(store / "mlflow.db", "mlflow.db")]
+    assert "healthy" not in names and sum(n.startswith("healthy-") for n in names) == 2
+
+
+def test_tracking_uri_and_selection(store, run_health):
+    uri = f"sqlite:///{store / 'mlflow.db'}"
+    res = run_health(args=("-k", "RH212", "--mlflow-tracking-uri", uri, "--mlflow-experiment", "killed"))
+    assert [r["cause"] for r in res.results("RH212")] == ["tracker-run-killed"]
+    killed = next(r for r in mlflow_db.read_store(store / "mlflow.db").runs if r.name == "failed")
+    res = run_health(args=("-k", "RH212", "--mlflow-tracking-uri", uri, "--mlflow-run", killed.run_id))
+    assert [r["cause"] for r in res.results("RH212")] == ["tracker-run-failed"]
+
+
+def test_the_store_is_never_written(store, run_health):
+    db = store / "mlflow.db"
+    before = hashlib.sha256(db.read_bytes()).hexdigest(), db.stat().st_mtime_ns
+    listing = sorted(p.name for p in store.iterdir())
+    run_health(store)
+    run_health(args=("--mlflow-tracking-uri", f"sqlite:///{db}", "--mlflow-experiment", "healthy"))
+    assert (hashlib.sha256(db.read_bytes()).hexdigest(), db.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in store.iterdir()) == listing  # no mlflow.db-journal, -wal, -shm
+
+
+def test_an_unknown_schema_is_not_evaluable(store, run_health):
+    with sqlite3.connect(store / "mlflow.db") as conn:
+        conn.execute("UPDATE alembic_version SET version_num = 'ffffffffffff'")
+    res = run_health(store, args=("-k", "RH212 or RH202"))
+    (r,) = res.results("RH212")
+    assert r["verdict"] == "not-evaluable" and r["cause"] == "format-not-understood"
+    assert "'ffffffffffff'" in r["summary"]
+
+
+def test_an_unreadable_store_is_a_usage_error(tmp_path, run_health):
+    bad = tmp_path / "broken.db"
+    bad.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    res = run_health(args=("--mlflow-tracking-uri", f"sqlite:///{bad}"))
+    assert res.ret == 4 and "the MLflow store cannot be read" in res.stdout + res.result.stderr.str()
+    res = run_health(args=("--mlflow-tracking-uri", f"sqlite:///{tmp_path / 'absent.db'}"))
+    assert res.ret == 4
+    res = run_health(args=("--mlflow-tracking-uri", "postgresql://alice:hunter2@db.example/mlflow"))
+    err = res.stdout + res.result.stderr.str()
+    assert res.ret == 4 and "postgresql://db.example/mlflow" in err and "hunter2" not in err and "alice" not in err
+
+
+def test_filters_without_a_store_are_a_usage_error(run_health, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    res = run_health(args=("--mlflow-experiment", "x"))
+    assert res.ret == 4 and "need a store" in res.stdout + res.result.stderr.str()
