@@ -151,3 +151,15 @@ def test_filters_without_a_store_are_a_usage_error(run_health, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     res = run_health(args=("--mlflow-experiment", "x"))
     assert res.ret == 4 and "need a store" in res.stdout + res.result.stderr.str()
+
+
+def test_steps_short_of_the_plan(store, run_health):
+    rh208 = by_run(run_health(store, args=("-k", "RH208")), "RH208")
+    assert rh208["short"]["cause"] == "steps-incomplete"
+    assert "step 29 of max_steps 60" in rh208["short"]["summary"]
+    # the nested sweep's later children stopped at step 11 of 40, the first two ran every step
+    assert rh208["lr-0.01"]["cause"] == "steps-incomplete" and rh208["lr-0.03"]["cause"] == "steps-incomplete"
+    # near misses: every step ran; a run MLflow records KILLED is RH212's (one root cause, one diagnosis)
+    assert rh208["healthy"]["outcome"] == "passed" and rh208["lr-0.001"]["outcome"] == "passed"
+    assert rh208["killed"]["outcome"] == "passed" and "RH212" in rh208["killed"]["note"]
+    assert rh208["sweep"]["outcome"] == "skipped"  # the parent logs no steps of its own
