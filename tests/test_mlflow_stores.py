@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import shutil
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -163,3 +164,12 @@ def test_steps_short_of_the_plan(store, run_health):
     assert rh208["healthy"]["outcome"] == "passed" and rh208["lr-0.001"]["outcome"] == "passed"
     assert rh208["killed"]["outcome"] == "passed" and "RH212" in rh208["killed"]["note"]
     assert rh208["sweep"]["outcome"] == "skipped"  # the parent logs no steps of its own
+
+
+def test_an_unreachable_server_is_a_usage_error(run_health):
+    with socket.socket() as s:  # a port nothing listens on: refused, for real
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = run_health(args=("--mlflow-tracking-uri", f"http://u:pw-9f3@127.0.0.1:{port}", "--mlflow-experiment", "x"))
+    err = res.stdout + res.result.stderr.str()
+    assert res.ret == 4 and f"http://127.0.0.1:{port}" in err and "pw-9f3" not in err

@@ -66,11 +66,18 @@ def pytest_runhealth_targets(config: pytest.Config, settings) -> list[RunDir]:
                 "or --run-dir of a folder holding mlflow.db"
             )
     shown = shown_uri(uri)
+    if urlsplit(uri).scheme.lower() in ("http", "https"):
+        from ..live.mlflow_server import ServerUnreachable, server_run_dirs
+
+        try:
+            return server_run_dirs(uri, shown, experiments, run_ids)
+        except ServerUnreachable as exc:
+            raise pytest.UsageError(f"--mlflow-tracking-uri {shown}: the MLflow server cannot be read: {exc}") from None
     db = sqlite_path(uri)
     if db is None:
         raise pytest.UsageError(
-            f"--mlflow-tracking-uri {shown}: not read (only sqlite:/// stores and a folder holding mlflow.db are; "
-            "docs/mlflow.md)"
+            f"--mlflow-tracking-uri {shown}: not read (only sqlite:/// stores, a folder holding mlflow.db and "
+            "http(s) tracking servers are; docs/mlflow.md)"
         )
     from ..readers.mlflow_runs import sqlite_run_dirs
 

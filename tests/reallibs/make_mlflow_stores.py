@@ -16,7 +16,8 @@ some 70 tables, almost all empty):
 - ``short``: ``max_steps`` 60, the loop ended at step 30, FINISHED;
 - ``sweep``: a parent run and nested child runs (lr 1e-3..1e-1), the later children stop early.
 
-Nothing here is read by the fast tier's code: tests/test_mlflow_stores.py reads the result with sqlite3."""
+``--log-only`` logs the same runs to the store ``MLFLOW_TRACKING_URI`` names (the slow tier's real server,
+tests/reallibs/test_mlflow_server.py) and writes nothing here. Nothing here is read by the fast tier's code: tests/test_mlflow_stores.py reads the result with sqlite3."""
 
 from __future__ import annotations
 
@@ -96,6 +97,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--log-only"]:  # the slow tier: the same runs, to the store MLFLOW_TRACKING_URI names
+        main()
+        sys.exit(0)
     work = Path(tempfile.mkdtemp(prefix="runhealth-mlflow-"))
     env_uri = os.environ.pop("MLFLOW_TRACKING_URI", None)
     os.chdir(work)
