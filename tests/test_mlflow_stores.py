@@ -173,3 +173,41 @@ def test_an_unreachable_server_is_a_usage_error(run_health):
     res = run_health(args=("--mlflow-tracking-uri", f"http://u:pw-9f3@127.0.0.1:{port}", "--mlflow-experiment", "x"))
     err = res.stdout + res.result.stderr.str()
     assert res.ret == 4 and f"http://127.0.0.1:{port}" in err and "pw-9f3" not in err
+
+
+def test_a_store_being_written_reads_as_a_snapshot(store):
+    """A live run's writer holds its transaction open: the read is not blocked and sees the last commit only."""
+    db = store / "mlflow.db"
+    healthy = next(r for r in mlflow_db.read_store(db).runs if r.name == "healthy")
+    writer = sqlite3.connect(db, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute(
+            "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES ('train_loss', 0, 1, ?, 99, 1)",
+            (healthy.run_id,),
+        )
+        before = mlflow_db.read_run(db, healthy.run_id, "mlflow.db")
+        assert all(p.step != 99 for p in before.points)
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    after = mlflow_db.read_run(db, healthy.run_id, "mlflow.db")
+    assert any(p.step == 99 and str(p.value) == "nan" for p in after.points)
+
+
+def test_hostile_values_in_a_store(store, run_health):
+    """Values MLflow would never write (text where numbers go, a newline and ESC in a name): findings, never a
+    crash, and names on one line."""
+    with sqlite3.connect(store / "mlflow.db") as conn:
+        conn.execute("UPDATE runs SET name = 'evil\nname\x1b[31m', status = NULL WHERE name = 'healthy'")
+        conn.execute("UPDATE metrics SET value = 'lots', step = 'x' WHERE rowid IN (SELECT rowid FROM metrics LIMIT 5)")
+        conn.execute("UPDATE runs SET start_time = 'yesterday' WHERE name = 'short'")
+    res = run_health(store, args=("-k", "RH202 or RH212 or RH208"))
+    assert "\x1b[31m" not in res.stdout
+    assert by_run(res, "RH212")["killed"]["cause"] == "tracker-run-killed"
+
+
+def test_check_on_a_store_folder(store):
+    from pytest_runhealth.testing import check_on
+
+    assert check_on(store, "RH212", run="killed").of("killed").cause == "tracker-run-killed"

@@ -183,12 +183,16 @@ def _stale_or_live(ctx, tracker, state, recorded_s, written_s, what, ev):
         return f"{tracker} calls the run {state}; no time it recorded to judge staleness by"
     since_recorded, since_written = now - recorded_s, now - written_s
     if since_recorded > limit and since_written > limit:
+        files = (
+            ""
+            if written_s == recorded_s  # a store's run: its own record is the only write that is its
+            else f" and its files were last written {duration_text(since_written)} ago"
+        )
         return ctx.fail(
             "infra",
             "tracker-run-stale",
-            f"{tracker} still calls the run {state}, but {what} was recorded {duration_text(since_recorded)} ago and "
-            f"its files were last written {duration_text(since_written)} ago (over {duration_text(limit)}): the run stopped "
-            f"without telling the tracker",
+            f"{tracker} still calls the run {state}, but {what} was recorded {duration_text(since_recorded)} ago"
+            f"{files} (over {duration_text(limit)}): the run stopped without telling the tracker",
             ev,
         )
     return (
