@@ -211,3 +211,15 @@ def test_check_on_a_store_folder(store):
     from pytest_runhealth.testing import check_on
 
     assert check_on(store, "RH212", run="killed").of("killed").cause == "tracker-run-killed"
+
+
+def test_the_check_command_reads_a_relative_store_uri(store, monkeypatch, capsys):
+    """``pytest-runhealth check`` runs pytest in an empty folder of its own: a relative ``sqlite:///mlflow.db``
+    is the one in the folder the user stands in."""
+    from pytest_runhealth.cli import main
+
+    monkeypatch.chdir(store)
+    rc = main(["check", "--mlflow-tracking-uri", "sqlite:///mlflow.db", "--mlflow-experiment", "killed",
+               "-k", "RH212", "-p", "no:randomly"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 1 and "tracker-run-killed" in out, out
