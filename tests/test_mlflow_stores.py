@@ -223,3 +223,8 @@ def test_the_check_command_reads_a_relative_store_uri(store, monkeypatch, capsys
                "-k", "RH212", "-p", "no:randomly"])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 1 and "tracker-run-killed" in out, out
+
+
+def test_list_runs_counts_a_stores_runs(store, run_health):
+    res = run_health(store, args=("--runhealth-list-runs",))
+    assert "1 MLflow store (11 runs)" in res.stdout and "mlflow-store" in res.stdout

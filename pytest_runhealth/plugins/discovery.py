@@ -335,7 +335,7 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
         if not n:
             continue
         text = f"{n} {NOUNS[kind][n != 1]}"
-        if kind == "sweep":
+        if kind in ("sweep", MLFLOW_STORE):
             text += f" ({inner[kind]} run{'s' if inner[kind] != 1 else ''})"
         elif kind == "harvest":
             text += f" ({inner[kind]} round{'s' if inner[kind] != 1 else ''})"
@@ -456,7 +456,8 @@ def pytest_cmdline_main(config: pytest.Config):
         sys.stdout.write(headline(d, counts) + "\n")
         for f in d.runs:
             n = counts[f.path]
-            what = {"sweep": f"  ({n} run{'s' if n != 1 else ''})", "harvest": f"  ({n} round{'s' if n != 1 else ''})"}
+            runs = f"  ({n} run{'s' if n != 1 else ''})"
+            what = {"sweep": runs, MLFLOW_STORE: runs, "harvest": f"  ({n} round{'s' if n != 1 else ''})"}
             log = f"  (console log: {os.path.relpath(f.launch.log, d.root)})" if f.launch is not None else ""
             sys.stdout.write(f"  {f.kind:<12} {f.label(d.root)}{what.get(f.kind, '')}{log}\n")
     return 0
