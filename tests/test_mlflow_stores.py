@@ -228,3 +228,39 @@ def test_the_check_command_reads_a_relative_store_uri(store, monkeypatch, capsys
 def test_list_runs_counts_a_stores_runs(store, run_health):
     res = run_health(store, args=("--runhealth-list-runs",))
     assert "1 MLflow store (11 runs)" in res.stdout and "mlflow-store" in res.stdout
+
+
+def test_divergence_and_grad_norm_read_from_the_histories(store, run_health):
+    """The same series judgement as every recorded series (readers/layouts/series.py): a loss that grows by
+    orders of magnitude, a grad norm non-finite at the end. The real store's healthy run, edited here."""
+    db = store / "mlflow.db"
+    healthy = next(r for r in mlflow_db.read_store(db).runs if r.name == "healthy").run_id
+    short = next(r for r in mlflow_db.read_store(db).runs if r.name == "nan-loss").run_id
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE metrics SET value = value * 1e6 WHERE run_uuid = ? AND key = 'train_loss' AND step >= 15",
+            (healthy,),
+        )
+        conn.execute("UPDATE runs SET name = 'grad' WHERE run_uuid = ?", (short,))
+        conn.execute("UPDATE metrics SET is_nan = 0, value = 0.1 WHERE run_uuid = ? AND key = 'train_loss'", (short,))
+        conn.execute(
+            "UPDATE metrics SET is_nan = 1, value = 0 WHERE run_uuid = ? AND key = 'grad_norm' AND step >= 17", (short,)
+        )
+    rh202 = by_run(run_health(store, args=("-k", "RH202")), "RH202")
+    assert rh202["healthy"]["cause"] == "loss-diverged"
+    assert rh202["grad"]["cause"] == "grad-norm-nonfinite"
+    assert rh202["short"]["outcome"] == "passed"  # near miss: a loss that falls, finite grad norms
+
+
+def test_a_store_that_turns_unreadable_is_that_runs_finding(store, run_health):
+    """The store listed, then replaced by garbage before its runs are read: each run's checks say the store is
+    unreadable (naming it), never a traceback."""
+    from pytest_runhealth.safety.reading import Unreadable
+
+    (rd, *_) = sqlite_run_dirs(store / "mlflow.db", "mlflow.db")
+    (store / "mlflow.db").write_bytes(b"not a database any more")
+    with pytest.raises(Unreadable) as err:
+        rd.data()
+    assert "mlflow.db" in str(err.value)
+    with pytest.raises(Unreadable):  # the same answer every time it is asked
+        rd.data()

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from ..safety.reading import Unreadable
 from ..safety.safeio import FirstSizes
 from .layouts import MLFLOW
-from .layouts.mlflow_db import DB_NAME, RunData, RunInfo, read_run, read_store
+from .layouts.mlflow_db import DB_NAME, RunData, RunInfo, StoreUnreadable, read_run, read_store
 from .rundir import Launch, RunDir, Walk, walk
 
 ARTIFACT_ROOTS = ("mlartifacts", "mlruns")  # the server's default artifact root; the client's default
@@ -69,8 +70,19 @@ class MlflowRunDir(RunDir):
         return super().rel(path)
 
     def data(self) -> RunData:
-        """The run's series, params and tags, read once per session."""
-        return self.cached(("mlflow-run", self.mlflow_run.shown, self.name), self.mlflow_run.read)
+        """The run's series, params and tags, read once per session. A store that cannot be read by now
+        (replaced, locked past the busy timeout) is this run's ``unreadable`` finding naming the store
+        (safety.reading.guarded, through ``cached``), never a crash."""
+        ref = self.mlflow_run
+        where = ref.store_folder / ref.evidence_path
+
+        def read() -> RunData:
+            try:
+                return ref.read()
+            except StoreUnreadable as exc:  # guarded lets this package's own exceptions through: named here
+                raise Unreadable(where, f"the MLflow store cannot be read: {exc}") from None
+
+        return self.cached(("mlflow-run", where, self.name), read)
 
 
 def _artifacts_folder(ref: StoreRun) -> Path:
