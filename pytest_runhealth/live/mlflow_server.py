@@ -8,7 +8,9 @@ None of them is ever shown: messages name the server as ``shown`` (the URI witho
 detail passes through redaction.
 
 Endpoints (https://mlflow.org/docs/latest/api_reference/rest-api.html): ``experiments/get-by-name``,
-``runs/search`` (paged), ``runs/get``, ``metrics/get-history`` (paged)."""
+``runs/search`` (paged), ``runs/get``, ``metrics/get-history`` (paged), ``artifacts/list`` and the server's
+``/get-artifact`` for a console log the run logged (copied, capped, into a scratch folder of our own that the
+session removes at its end)."""
 
 from __future__ import annotations
 
@@ -139,6 +141,61 @@ class MlflowServer:
         return out
 
 
+CONSOLE_SUFFIXES = (".log", ".out", ".txt")
+MAX_ARTIFACT_BYTES = 16 << 20  # a console log fetched from the server: the rest is left there
+
+
+def fetch_console(server: MlflowServer, info: RunInfo, scratch: Path) -> Path | None:
+    """A console log the run logged as a top-level artifact (``train.log``, ``*.out``), copied from the server
+    (``artifacts/list``, then ``/get-artifact``) into ``scratch`` at the run's artifact path, at most
+    :data:`MAX_ARTIFACT_BYTES`, so RH201 reads it as the run's log. None when there is none or it cannot be had."""
+    try:
+        listing = server.call("GET", "artifacts/list", {"run_id": info.run_id}) or {}
+    except ServerUnreachable:
+        return None
+    files = [
+        f
+        for f in listing.get("files") or []
+        if isinstance(f, dict) and not f.get("is_dir") and str(f.get("path", "")).endswith(CONSOLE_SUFFIXES)
+    ]
+    names = sorted(str(f["path"]) for f in files if "/" not in str(f["path"]) and not str(f["path"]).startswith("."))
+    if not names:
+        return None
+    name = next((n for n in names if n.startswith(("train", "stdout", "console", "output"))), names[0])
+    data = _bounded_get(f"{server.base}/get-artifact?path={quote(name)}&run_uuid={quote(info.run_id)}", server.headers)
+    if data is None:
+        return None
+    folder = scratch.joinpath("mlartifacts", info.experiment_id, info.run_id, "artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_bytes(data)
+    return folder / name
+
+
+def _bounded_get(url: str, headers: dict[str, str]) -> bytes | None:
+    """The body of one GET, cut at MAX_ARTIFACT_BYTES, within TIMEOUT_S whatever the server does."""
+    import httpx
+
+    from .http import Watchdog
+
+    dog = Watchdog(TIMEOUT_S)
+    out = bytearray()
+    try:
+        with (
+            dog,
+            httpx.Client(follow_redirects=False, trust_env=False, timeout=TIMEOUT_S) as client,
+            client.stream("GET", url, headers=headers, extensions={"trace": dog.trace}) as resp,
+        ):
+            if resp.status_code != 200:
+                return None
+            for chunk in resp.iter_bytes():
+                out += chunk[: MAX_ARTIFACT_BYTES - len(out)]
+                if len(out) >= MAX_ARTIFACT_BYTES:
+                    break
+    except (httpx.HTTPError, OSError):
+        return None
+    return bytes(out)
+
+
 def run_info(run: dict, experiments: dict[str, str]) -> RunInfo:
     info = run.get("info") or {}
     tags = {t.get("key"): t.get("value") for t in (run.get("data") or {}).get("tags") or [] if isinstance(t, dict)}
@@ -211,7 +268,7 @@ def server_run_dirs(uri: str, shown: str, experiments: Iterable[str] = (), run_i
             exp_ids[exp] = str((answer.get("experiment") or {}).get("name") or exp)
     infos = select([run_info(r, exp_ids) for r in found], experiments, run_ids)
     names = labels(infos)
-    nowhere = Path(tempfile.gettempdir()) / f"runhealth-mlflow-server-{os.getpid()}-no-folder"  # never made
+    scratch = Path(tempfile.mkdtemp(prefix="runhealth-mlflow-"))  # our own folder: the fetched console logs
     out: list[RunDir] = []
     for info in infos:
         where = f"{shown}/api/2.0/mlflow/runs/get?run_id={info.run_id}"
@@ -219,6 +276,7 @@ def server_run_dirs(uri: str, shown: str, experiments: Iterable[str] = (), run_i
         def read(info: RunInfo = info, where: str = where) -> RunData:
             return run_data(server, info.run_id, where)
 
-        ref = StoreRun(nowhere, shown, info, read, evidence_path=where)
+        fetch_console(server, info, scratch)
+        ref = StoreRun(scratch, shown, info, read, evidence_path=where, scratch=True)
         out.append(MlflowRunDir(ref, names[info.run_id]))
     return out

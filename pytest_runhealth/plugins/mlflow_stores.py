@@ -85,3 +85,16 @@ def pytest_runhealth_targets(config: pytest.Config, settings) -> list[RunDir]:
         return sqlite_run_dirs(db, shown, None, experiments, run_ids)
     except mlflow_db.StoreUnreadable as exc:
         raise pytest.UsageError(f"--mlflow-tracking-uri {shown}: the MLflow store cannot be read: {exc}") from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The scratch folders of a server's fetched console logs (live/mlflow_server.py) go with the session."""
+    import shutil
+
+    from ..readers.mlflow_runs import MlflowRunDir
+    from ..session import session_of
+
+    state = session_of(config)
+    for rd in state.run_dirs if state else []:
+        if isinstance(rd, MlflowRunDir) and rd.mlflow_run.scratch:  # never a user's folder
+            shutil.rmtree(rd.mlflow_run.store_folder, ignore_errors=True)

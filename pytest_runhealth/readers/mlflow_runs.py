@@ -37,6 +37,7 @@ class StoreRun:
     read: Callable[[], RunData]
     problem: str | None = None
     evidence_path: str = DB_NAME  # where the record lives, as evidence names it
+    scratch: bool = False  # store_folder is our own temporary folder (a server's fetched logs), removed at the end
 
 
 class MlflowRunDir(RunDir):

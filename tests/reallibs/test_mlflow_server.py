@@ -76,6 +76,7 @@ def server(tmp_path_factory):
 EXPECTED = {
     ("RH212", "killed"): "tracker-run-killed",
     ("RH212", "failed"): "tracker-run-failed",
+    ("RH201", "failed"): "cuda-oom",  # the console log the run logged as an artifact
     ("RH202", "nan-loss"): "nan-loss",
     ("RH208", "short"): "steps-incomplete",
     ("RH208", "lr-0.03"): "steps-incomplete",
@@ -93,6 +94,7 @@ def check_findings(res) -> None:
         assert got[key]["cause"] == cause, (key, got[key])
     for key in HEALTHY:
         assert got[key]["outcome"] == "passed", (key, got[key])
+    assert got[("RH201", "healthy")]["outcome"] == "skipped"  # it logged no console log: nothing to read
 
 
 def test_runs_through_the_server(server, run_health, monkeypatch):
@@ -102,7 +104,7 @@ def test_runs_through_the_server(server, run_health, monkeypatch):
     exps = [
         a for e in ("healthy", "nan-loss", "failed", "killed", "short", "sweep") for a in ("--mlflow-experiment", e)
     ]
-    res = run_health(args=("-k", "RH202 or RH208 or RH212", "--mlflow-tracking-uri", url, *exps))
+    res = run_health(args=("-k", "RH201 or RH202 or RH208 or RH212", "--mlflow-tracking-uri", url, *exps))
     check_findings(res)
     assert "s3cr3t-passw0rd" not in res.stdout
     # credentials in the URI: never shown
@@ -116,6 +118,6 @@ def test_runs_through_the_database_file(server, run_health):
     _, folder = server
     db = folder / "mlflow.db"
     before = hashlib.sha256(db.read_bytes()).hexdigest()
-    res = run_health(args=("-k", "RH202 or RH208 or RH212", "--mlflow-tracking-uri", f"sqlite:///{db}"))
+    res = run_health(args=("-k", "RH201 or RH202 or RH208 or RH212", "--mlflow-tracking-uri", f"sqlite:///{db}"))
     check_findings(res)
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before  # the server is idle: only we could write
