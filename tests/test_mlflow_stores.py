@@ -264,3 +264,111 @@ def test_a_store_that_turns_unreadable_is_that_runs_finding(store, run_health):
     assert "mlflow.db" in str(err.value)
     with pytest.raises(Unreadable):  # the same answer every time it is asked
         rd.data()
+
+
+# -- a tracking server's REST API, from a scripted server on 127.0.0.1 (the real one: reallibs/test_mlflow_server.py)
+class ScriptedServer:
+    """A real HTTP server that answers MLflow's REST paths from a script: pages, transient 503s, auth."""
+
+    def __init__(self) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.seen: list[tuple[str, str | None]] = []
+        self.fail_first = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _answer(self, code: int, doc) -> None:
+                body = json.dumps(doc).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _route(self, body) -> None:
+                owner.seen.append((self.path, self.headers.get("Authorization")))
+                if owner.fail_first > 0:
+                    owner.fail_first -= 1
+                    return self._answer(503, {"error_code": "TEMPORARILY_UNAVAILABLE"})
+                path = self.path.split("?", 1)[0]
+                if path.endswith("experiments/get-by-name"):
+                    return self._answer(200, {"experiment": {"experiment_id": "7", "name": "exp"}})
+                if path.endswith("runs/search"):
+                    token = (body or {}).get("page_token")
+                    run = owner.run("b" * 32 if token else "a" * 32, "KILLED" if token else "FINISHED")
+                    return self._answer(200, {"runs": [run], **({} if token else {"next_page_token": "p2"})})
+                if path.endswith("runs/get"):
+                    rid = self.path.split("run_id=", 1)[1][:32]
+                    return self._answer(200, {"run": owner.run(rid, "KILLED" if rid.startswith("b") else "FINISHED")})
+                if path.endswith("metrics/get-history"):
+                    values = [1.0, 0.5, "NaN"]
+                    return self._answer(
+                        200,
+                        {
+                            "metrics": [
+                                {"key": "loss", "value": v, "step": i, "timestamp": 1} for i, v in enumerate(values)
+                            ]
+                        },
+                    )
+                if path.endswith("artifacts/list"):
+                    return self._answer(200, {"files": []})
+                return self._answer(404, {"error_code": "ENDPOINT_NOT_FOUND"})
+
+            def do_GET(self) -> None:
+                self._route(None)
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                self._route(json.loads(self.rfile.read(size) or b"{}"))
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def run(rid: str, status: str) -> dict:
+        return {
+            "info": {"run_id": rid, "run_name": f"r-{rid[0]}", "experiment_id": "7", "status": status,
+                     "start_time": "1", "end_time": "2", "lifecycle_stage": "active",
+                     "artifact_uri": f"mlflow-artifacts:/7/{rid}/artifacts"},
+            "data": {"metrics": [{"key": "loss", "value": 0.5, "step": 2, "timestamp": 1}],
+                     "params": [{"key": "max_steps", "value": "3"}], "tags": []},
+        }  # fmt: skip
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def scripted():
+    server = ScriptedServer()
+    yield server
+    server.close()
+
+
+def test_server_pages_retries_and_auth(scripted, run_health, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok-5ecret-77")
+    scripted.fail_first = 2  # two 503s, then answers: retried with backoff
+    res = run_health(args=("-k", "RH212 or RH202", "--mlflow-tracking-uri", scripted.url, "--mlflow-experiment", "exp"))
+    rh212, rh202 = by_run(res, "RH212"), by_run(res, "RH202")
+    assert rh212["r-b"]["cause"] == "tracker-run-killed"  # on the second page of runs/search
+    assert rh212["r-a"]["outcome"] == "passed"
+    assert rh202["r-a"]["cause"] == "nan-loss"  # "NaN" as the server's JSON writes it
+    assert rh202["r-a"]["evidence"][0]["path"].startswith(f"{scripted.url}/api/2.0/mlflow/runs/get?run_id=")
+    assert all(auth == "Bearer tok-5ecret-77" for _, auth in scripted.seen)
+    assert "tok-5ecret-77" not in res.stdout and "tok-5ecret-77" not in str(res.report)
+
+
+def test_a_server_that_keeps_failing_is_a_usage_error(scripted, run_health):
+    scripted.fail_first = 100
+    res = run_health(args=("--mlflow-tracking-uri", scripted.url, "--mlflow-experiment", "exp"))
+    err = res.stdout + res.result.stderr.str()
+    assert res.ret == 4 and "HTTP 503" in err
+    assert len(scripted.seen) == 3  # three tries, no more
