@@ -372,3 +372,18 @@ def test_a_server_that_keeps_failing_is_a_usage_error(scripted, run_health):
     err = res.stdout + res.result.stderr.str()
     assert res.ret == 4 and "HTTP 503" in err
     assert len(scripted.seen) == 3  # three tries, no more
+
+
+def test_a_running_run_whose_process_is_gone_is_killed(store, run_health):
+    """The launch folder's pid file (``python train.py & echo $! > train.pid``) goes with its newest run: a run
+    MLflow still calls RUNNING whose process is provably gone is tracker-run-killed, without the stale wait."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (store / "train.log").write_text("step 9 loss 0.2\n")
+    (store / "train.pid").write_text(done.stdout)
+    rh212 = by_run(run_health(store, args=("-k", "RH212")), "RH212")
+    assert rh212["sigkilled"]["cause"] == "tracker-run-killed"
+    assert [e["path"] for e in rh212["sigkilled"]["evidence"]] == ["mlflow.db", "train.pid"]
+    assert rh212["healthy"]["outcome"] == "passed"  # near miss: FINISHED runs are not asked about a process
