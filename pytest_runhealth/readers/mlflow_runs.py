@@ -1,7 +1,7 @@
 """The runs of an MLflow tracking store as run dirs: one :class:`MlflowRunDir`
 per run, so every check sees an MLflow run as it sees any other run, its
 record read from the store (``readers/layouts/mlflow_db.py``; the tracking
-server's REST API where one is given, ``readers/layouts/mlflow_rest.py``).
+server's REST API where one is given, ``live/mlflow_server.py``).
 
 The run's folder is its artifact folder when that is a local folder inside the
 store's own folder (``mlartifacts/<experiment>/<run>/artifacts`` or
