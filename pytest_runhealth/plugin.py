@@ -40,6 +40,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.plugins.evaluation",
     "pytest_runhealth.plugins.given",
     "pytest_runhealth.plugins.live_fixtures",
+    "pytest_runhealth.plugins.mlflow_stores",  # --mlflow-tracking-uri: an MLflow store's runs as run dirs
     "pytest_runhealth.plugins.printable",  # names from run dirs never reach the terminal raw
     "pytest_runhealth.plugins.prelaunch_summary_hooks",
     "pytest_runhealth.plugins.progress",  # runs judged of how many, and an ETA, on stderr in long sessions

@@ -166,6 +166,11 @@ def run_dirs_below(path: Path, depth: int, kinds: Sequence[RunKind] = ()) -> lis
     out: list[RunDir] = []
     for f in found.runs:
         label = f.label(found.root) if f.path != found.root else (path.absolute().name or str(path))
+        if f.kind == "mlflow-store":  # each run of an MLflow store is a run dir (readers/mlflow_runs.py)
+            from .readers.mlflow_runs import sqlite_run_dirs
+
+            out += sqlite_run_dirs(f.path / "mlflow.db", str(f.path / "mlflow.db"))
+            continue
         out.append(RunDir(f.path if f.path != found.root else path, label, launch=f.launch))
     return out
 

@@ -437,9 +437,13 @@ def tracker_state(run) -> str | None:
             return None
         return "finished" if end.exit_code == 0 else "failed"
     if kind == MLFLOW:
-        return {"FINISHED": "finished", "FAILED": "failed", "KILLED": "stopped"}.get(
-            mlflow_store.read_meta(run.path, run.run_dir.sizes).status or ""
+        store = getattr(run.run_dir, "mlflow_run", None)  # a run of an MLflow store: its runs row
+        status = (
+            (store.info.status if store.info else None)
+            if store is not None
+            else mlflow_store.read_meta(run.path, run.run_dir.sizes).status
         )
+        return {"FINISHED": "finished", "FAILED": "failed", "KILLED": "stopped"}.get(status or "")
     return None
 
 

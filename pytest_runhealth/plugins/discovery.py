@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..readers import layouts
-from ..readers.layouts import jsonl_metrics
+from ..readers.layouts import jsonl_metrics, mlflow_db
 from ..readers.layouts._files import entries, split_entries
 from ..readers.rundir import JUDGMENTS_FILE, LTX_CKPT, ROUND_FILES, Launch, RunDir, holds_sweep, round_folders, walk
 from ..safety.safeio import FirstSizes, describe_error, mtime
@@ -43,11 +43,13 @@ CONSOLE_LOGS = (".log", ".out")
 CONSOLE_NAME = re.compile(r"^(?:train.*|.*-train|nohup\.out|slurm-[\w.-]+\.out|stdout.*|output.*|console.*|run\.log)$")
 MAX_UNLISTED = 5  # folders the header names that could not be listed
 LAUNCH_DEPTH = 3  # proj/out/, proj/lightning_logs/version_0/, proj/mlruns/<exp>/<run>/, proj/wandb/run-*/
-KINDS = ("trainer", "kohya", *layouts.KINDS, "sweep", "harvest", "judgments", "generic")
+MLFLOW_STORE = "mlflow-store"  # a folder holding MLflow's SQLite store (mlflow.db): each of its runs is a run dir
+KINDS = ("trainer", "kohya", *layouts.KINDS, MLFLOW_STORE, "sweep", "harvest", "judgments", "generic")
 NOUNS = {
     "trainer": ("trainer run", "trainer runs"),
     "kohya": ("kohya run", "kohya runs"),
     **layouts.NOUNS,
+    MLFLOW_STORE: ("MLflow store", "MLflow stores"),
     "sweep": ("sweep session", "sweep sessions"),
     "harvest": ("harvest", "harvests"),
     "judgments": ("judgments folder", "judgments folders"),
@@ -115,6 +117,8 @@ def classify(
         return "harvest"
     if JUDGMENTS_FILE in files:
         return "judgments"  # an LLM judge's A/B evaluation (docs/llm-judge.md)
+    if mlflow_db.DB_NAME in files and mlflow_db.is_store_file(folder / mlflow_db.DB_NAME):
+        return MLFLOW_STORE  # MLflow 3's default store, in the folder the run was launched from (docs/mlflow.md)
     if "config.yaml" in names and ({"logs", "outputs"} & dirs):
         return "trainer"  # an LTX-2 workspace
     if "checkpoints" in dirs and any(LTX_CKPT.match(n) for n in _names(folder / "checkpoints")[0]):
@@ -208,7 +212,7 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH, kinds: Sequence[RunKind] = 
 NOTHING_TO_CHECK = "nothing here to check (cause nothing-to-check): no run of any known kind"
 LOOKED_FOR = (
     "ledger.jsonl or runs/<id>/logs/ (a sweep), experience_request.json or round.json (an evaluation round), "
-    "judgments.jsonl (an LLM judge's A/B evaluation), "
+    "judgments.jsonl (an LLM judge's A/B evaluation), mlflow.db (an MLflow store), "
     "config.yaml with logs/ or outputs/ (an LTX-2 workspace), trainer_state.json or checkpoint-N/ (a Hugging Face "
     "Trainer output_dir), lightning_logs/version_N/, an MLflow run (meta.yaml with metrics/), a W&B run-*/ folder, "
     "*.safetensors (kohya), *.log/*.out/*.err logs, events.out.tfevents.*, a pid file"
@@ -331,6 +335,11 @@ def run_count(found: Found, run_dir: RunDir) -> int:
         return len(run_dir.runs)
     if found.kind == "harvest":
         return len(found.rounds)
+    if found.kind == MLFLOW_STORE:
+        try:
+            return len(mlflow_db.read_store(found.path / mlflow_db.DB_NAME).runs)
+        except mlflow_db.StoreUnreadable:
+            return 0
     return 1
 
 
@@ -347,7 +356,7 @@ def headline(d: Discovery, counts: dict[Path, int]) -> str:
         if not n:
             continue
         text = f"{n} {NOUNS.get(kind, (f'{kind} run', f'{kind} runs'))[n != 1]}"
-        if kind == "sweep":
+        if kind in ("sweep", MLFLOW_STORE):
             text += f" ({inner[kind]} run{'s' if inner[kind] != 1 else ''})"
         elif kind == "harvest":
             text += f" ({inner[kind]} round{'s' if inner[kind] != 1 else ''})"
@@ -406,6 +415,15 @@ def run_dirs_for(
         counts = {}
         for f in d.runs:
             label = f.label(d.root) if f.path != d.root else (Path(path).absolute().name or str(path))
+            if f.kind == MLFLOW_STORE:  # each run of the store is a run dir, named as MLflow's UI names it
+                runs = store_run_dirs(config, f.path, "" if f.path == d.root else label + "/", sizes)
+                for rd in runs:
+                    seen[rd.name] = seen.get(rd.name, 0) + 1
+                    if seen[rd.name] > 1:
+                        rd.name = f"{rd.name}~{seen[rd.name]}"
+                counts[f.path] = len(runs)
+                out += runs
+                continue
             seen[label] = seen.get(label, 0) + 1
             rd = RunDir(
                 f.path if f.path != d.root else path,
@@ -418,6 +436,34 @@ def run_dirs_for(
         report.append((d, counts))
     config.stash[DISCOVERED] = report
     return out
+
+
+def store_run_dirs(config: pytest.Config, folder: Path, prefix: str, sizes: FirstSizes | None) -> list[RunDir]:
+    """The runs of the MLflow store in ``folder`` (its ``mlflow.db``), those ``--mlflow-experiment`` and
+    ``--mlflow-run`` name when given; the folder's console log goes to its newest run. An unreadable
+    store is a usage error naming it."""
+    from ..readers.mlflow_runs import sqlite_run_dirs
+
+    files, _ = entries(folder)
+    logs = sorted(console_logs(files), key=lambda n: (_console_rank(n), -mtime(folder / n), n))
+    launch = Launch(folder, folder / logs[0], [folder / n for n in logs[1:]]) if logs else None
+    db = folder / mlflow_db.DB_NAME
+    try:
+        runs = sqlite_run_dirs(
+            db,
+            shown_name(os.fspath(db)),
+            sizes,
+            config.getoption("runhealth_mlflow_experiments", None) or (),
+            config.getoption("runhealth_mlflow_runs", None) or (),
+            launch,
+        )
+    except mlflow_db.StoreUnreadable as exc:
+        raise pytest.UsageError(
+            f"--run-dir {shown_name(os.fspath(db))}: the MLflow store cannot be read: {exc}"
+        ) from None
+    for rd in runs:
+        rd.name = shown_name(prefix + rd.name)
+    return runs
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -448,7 +494,8 @@ def pytest_cmdline_main(config: pytest.Config):
         sys.stdout.write(headline(d, counts) + "\n")
         for f in d.runs:
             n = counts[f.path]
-            what = {"sweep": f"  ({n} run{'s' if n != 1 else ''})", "harvest": f"  ({n} round{'s' if n != 1 else ''})"}
+            runs = f"  ({n} run{'s' if n != 1 else ''})"
+            what = {"sweep": runs, MLFLOW_STORE: runs, "harvest": f"  ({n} round{'s' if n != 1 else ''})"}
             log = (
                 f"  (console log: {shown_name(os.path.relpath(f.launch.log, d.root))})" if f.launch is not None else ""
             )

@@ -65,6 +65,7 @@ def add_all(parser: pytest.Parser) -> dict[str, Any]:
         add_eval_options,
         add_report_options,
         add_live_options,
+        add_mlflow_options,
     ):
         add(group, inis)
     return defaults
@@ -261,6 +262,33 @@ def add_report_options(group: Any, parser: Any) -> None:
         default="10",
     )
     parser.addini("runhealth_markdown", "path of the Markdown run-health summary", default="")
+
+
+def add_mlflow_options(group: Any, parser: Any) -> None:
+    """MLflow's tracking stores as run sources (docs/mlflow.md; plugins/mlflow_stores.py)."""
+    group.addoption(
+        "--mlflow-tracking-uri",
+        dest="runhealth_mlflow_tracking_uri",
+        metavar="URI",
+        help="an MLflow tracking store to read runs from: sqlite:///mlflow.db, a path to an mlflow.db, or a "
+        "tracking server http(s)://host:port (default: MLFLOW_TRACKING_URI, with --mlflow-experiment or --mlflow-run)",
+    )
+    group.addoption(
+        "--mlflow-experiment",
+        dest="runhealth_mlflow_experiments",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="check every run of this MLflow experiment (repeatable)",
+    )
+    group.addoption(
+        "--mlflow-run",
+        dest="runhealth_mlflow_runs",
+        action="append",
+        default=[],
+        metavar="RUN_ID",
+        help="check this MLflow run (repeatable)",
+    )
 
 
 def add_live_options(group: Any, parser: Any) -> None:

@@ -293,6 +293,19 @@ def _absolute_override(value: str, cwd: Path) -> str:
     return value
 
 
+MLFLOW_URI_OPTION = "--mlflow-tracking-uri"
+
+
+def _absolute_store_uri(uri: str, cwd: Path) -> str:
+    """An MLflow store's URI with a relative file made absolute (``sqlite:///mlflow.db``, a plain path);
+    a server's URI, an absolute ``sqlite:////…`` and other schemes as given."""
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return "sqlite:///" + str(cwd / uri[len("sqlite:///") :])
+    if "://" not in uri and not uri.startswith("file:"):
+        return str(cwd / os.path.expanduser(uri))
+    return uri
+
+
 def _absolute_paths(rest: list[str], cwd: Path) -> list[str]:
     """Path-valued options made absolute against ``cwd`` (the session runs elsewhere)."""
     out: list[str] = []
@@ -310,6 +323,12 @@ def _absolute_paths(rest: list[str], cwd: Path) -> list[str]:
             out.append("-o" + _absolute_override(arg[2:], cwd))
         elif eq and name in _PATH_OPTIONS and name.startswith("--"):
             out.append(f"{name}={cwd / os.path.expanduser(value)}")
+        elif eq and name == MLFLOW_URI_OPTION:
+            out.append(f"{name}={_absolute_store_uri(value, cwd)}")
+        elif arg == MLFLOW_URI_OPTION and i + 1 < len(rest):
+            out += [arg, _absolute_store_uri(rest[i + 1], cwd)]
+            i += 2
+            continue
         elif arg in _PATH_OPTIONS and i + 1 < len(rest):
             out += [arg, str(cwd / os.path.expanduser(rest[i + 1]))]
             i += 2
@@ -371,9 +390,10 @@ def check_args(
 
 def check_main(argv: list[str]) -> int:
     run_dirs, rest = split_check_args([a for a in argv if a != NO_PROJECT_CONFIG])
-    if not run_dirs:
+    if not run_dirs and not any(a.split("=", 1)[0] == MLFLOW_URI_OPTION for a in rest):
         print(
-            "pytest-runhealth check: give at least one run dir: pytest-runhealth check PATH... [pytest options]",
+            "pytest-runhealth check: give at least one run dir (or --mlflow-tracking-uri URI): "
+            "pytest-runhealth check PATH... [pytest options]",
             file=sys.stderr,
         )
         return int(pytest.ExitCode.USAGE_ERROR)

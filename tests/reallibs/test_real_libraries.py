@@ -4,7 +4,7 @@ folder: the console log beside the library's own folder). Each fault is injected
 library's process (an exception, SIGKILL, SIGTERM, RLIMIT_AS) beside its healthy twin.
 
 The slow tier (``-m slow``); each library is skipped with the reason when it is not installed (``pip install
--e '.[reallibs]'``: torch CPU, transformers, lightning, mlflow-skinny, wandb). No network: HF_HUB_OFFLINE=1,
+-e '.[reallibs]'``: torch CPU, transformers, lightning, mlflow, wandb). No network: HF_HUB_OFFLINE=1,
 WANDB_MODE=offline, the model is built from a config."""
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from ...model.registry import check
 from ...readers import layouts
 from ...readers.checkpoints import find_checkpoints, latest
 from ...readers.layouts import hf_trainer, torchelastic
+from ...readers.layouts.series import is_train_loss_key
 from ...readers.rootcause import CAUSES, is_peer_consequence, is_shutdown_crash, signal_named
 from ...readers.values import duration_text
 
@@ -279,6 +280,8 @@ def steps_complete(ctx):
     hf = _hf_steps(ctx) if layouts.own_kind(ctx.run) == layouts.HF_TRAINER else None
     if hf is not None:
         return hf
+    if getattr(ctx.run_dir, "mlflow_run", None) is not None:
+        return _mlflow_steps(ctx, ctx.run_dir.mlflow_run)
     if not ctx.run.logs:
         ctx.skip(no_log(ctx.run))
     f = ctx.readable_facts()
@@ -350,6 +353,51 @@ def _resume_fix(ctx, point) -> str:
     if point is None:
         return find + "relaunch: no intact checkpoint was found, so the run starts again at step 0."
     return find + point.how() + "."
+
+
+PLANNED_PARAMS = ("max_steps", "num_train_steps", "total_steps", "num_steps", "train_steps", "steps")
+
+
+def _mlflow_steps(ctx, store):
+    """A run of an MLflow store: its planned count from its params (``max_steps`` and kin), its last step
+    from its logged loss history, its end from the status MLflow stored. FINISHED short of the plan is the
+    finding; FAILED and KILLED are RH212's (one root cause), RUNNING is not an end."""
+    info = store.info
+    if info is None:
+        ctx.skip(f"{store.shown}: {store.problem}")
+    params = ctx.run_dir.data().params
+    planned = next(((k, reading_int(params[k])) for k in PLANNED_PARAMS if reading_int(params.get(k))), None)
+    if planned is None:
+        ctx.skip(f"no planned step count in the run's params (looked for {', '.join(PLANNED_PARAMS)})")
+    steps = [p.step for p in layouts.loss_points(ctx.run) if p.step is not None and is_train_loss_key(p.key)]
+    if not steps:
+        ctx.skip("no training loss with steps in the run's metrics: nothing to compare with the plan")
+    key, total = planned
+    last = max(steps)
+    if last + 1 >= total:  # MLflow's steps are the trainer's own: 0-based (last = total - 1) or 1-based
+        return f"reached step {last} of {key} {total}"
+    if info.status in ("FAILED", "KILLED"):
+        return f"stopped at step {last} of {key} {total}; MLflow records it {info.status} (RH212)"
+    if info.status != "FINISHED":
+        return f"step {last} of {key} {total}; MLflow calls the run {info.status} (RH212 judges whether it is stale)"
+    return ctx.fail(
+        "infra",
+        "steps-incomplete",
+        f"MLflow records the run{' ' + repr(info.name) if info.name else ''} FINISHED, but its loss history ends at "
+        f"step {last} of {key} {total}, with no error recorded: the training loop ended early",
+        [
+            ctx.evidence(store.evidence_path, None, f"param {key} = {params[key]} (run {info.run_id})"),
+            ctx.evidence(store.evidence_path, None, f"last logged step {last}, status FINISHED (run {info.run_id})"),
+        ],
+    )
+
+
+def reading_int(text: str | None) -> int | None:
+    try:
+        value = int(str(text).strip()) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and 0 < value < 10**12 else None
 
 
 def _metrics_ahead_of_log(ctx, logged: int):

@@ -80,6 +80,9 @@ def _process_gone(ctx, processes, tracker: str, state: str, ev):
 
 
 def _mlflow(ctx, processes):
+    store = getattr(ctx.run_dir, "mlflow_run", None)
+    if store is not None:
+        return _mlflow_store(ctx, processes, store)
     meta = mlflow_store.read_meta(ctx.run.path, ctx.run_dir.sizes)
     if meta.error or meta.status is None:
         ctx.skip(f"{ctx.run_dir.rel(meta.path)}: {meta.error or 'no status field'}: the tracker's record is unknown")
@@ -108,6 +111,40 @@ def _mlflow(ctx, processes):
             return killed
         return _stale_or_live(ctx, "MLflow", meta.status, recorded / 1000 if recorded else None, written, what, ev)
     return f"MLflow records the run as {meta.status}"
+
+
+def _mlflow_store(ctx, processes, store):
+    """A run of an MLflow tracking store (SQLite file or server): its ``runs`` row's status. The store is
+    written by every run of it, so staleness is judged on this run's own times only: its newest metric's
+    timestamp (or its start), never the file's modification time."""
+    if store.problem is not None or store.info is None:
+        return ctx.fail(
+            "not-evaluable",
+            "format-not-understood",
+            f"{store.shown}: {store.problem}",
+            [ctx.evidence(store.evidence_path, None, store.problem or "")],
+        )
+    info = store.info
+    name = f" {info.name!r}" if info.name else ""
+    where = f"run {info.run_id}" + (f" of experiment {info.experiment!r}" if info.experiment else "")
+    shown = f"status {info.status} ({where})"
+    ev = [ctx.evidence(store.evidence_path, None, shown)]
+    if info.status == "FAILED":
+        return ctx.fail("infra", "tracker-run-failed", f"MLflow records the run{name} as FAILED ({where})", ev)
+    if info.status == "KILLED":
+        return ctx.fail(
+            "infra", "tracker-run-killed", f"MLflow records the run{name} as KILLED ({where}): it was stopped", ev
+        )
+    if info.status in ("RUNNING", "SCHEDULED") and info.end_ms is None:
+        data = ctx.run_dir.data()
+        recorded = data.last_ms if data.last_ms is not None else info.start_ms
+        what = "its last metric" if data.last_ms is not None else "its start"
+        killed = _process_gone(ctx, processes, "MLflow", info.status, ev)
+        if killed is not None:
+            return killed
+        at = recorded / 1000 if recorded else None
+        return _stale_or_live(ctx, "MLflow", info.status, at, at, what, ev)
+    return f"MLflow records the run{name} as {info.status}"
 
 
 def _wandb(ctx, processes):
@@ -148,12 +185,16 @@ def _stale_or_live(ctx, tracker, state, recorded_s, written_s, what, ev):
         return f"{tracker} calls the run {state}; no time it recorded to judge staleness by"
     since_recorded, since_written = now - recorded_s, now - written_s
     if since_recorded > limit and since_written > limit:
+        files = (
+            ""
+            if written_s == recorded_s  # a store's run: its own record is the only write that is its
+            else f" and its files were last written {duration_text(since_written)} ago"
+        )
         return ctx.fail(
             "infra",
             "tracker-run-stale",
-            f"{tracker} still calls the run {state}, but {what} was recorded {duration_text(since_recorded)} ago and "
-            f"its files were last written {duration_text(since_written)} ago (over {duration_text(limit)}): the run stopped "
-            f"without telling the tracker",
+            f"{tracker} still calls the run {state}, but {what} was recorded {duration_text(since_recorded)} ago"
+            f"{files} (over {duration_text(limit)}): the run stopped without telling the tracker",
             ev,
         )
     return (

@@ -1,7 +1,8 @@
 """The layouts of the trainers and trackers most runs come from, each read
 from its own files (docs/layouts.md): the Hugging Face Trainer's output dir,
 PyTorch Lightning's ``version_N/``, Slurm job logs, torchrun's error files,
-MLflow's file store and W&B's local run folders.
+MLflow's file store and W&B's local run folders (an MLflow tracking store's
+runs are run dirs of kind ``mlflow`` too: ``readers/mlflow_runs.py``).
 
 :func:`kind_of` classifies a folder from its own entries; discovery asks it
 after the older kinds (sweep, harvest, LTX-2 trainer, kohya) did not match, so
@@ -174,6 +175,10 @@ def _layout_points(run) -> list:
         read = run.run_dir.cached(("hf-state", state), lambda: hf_trainer.read_state(state, sizes))
         return hf_trainer.points(read, run.run_dir.rel(state))
     if kind == MLFLOW:
+        if getattr(run.run_dir, "mlflow_run", None) is not None:  # a run of an MLflow store (readers/mlflow_runs.py)
+            data = run.run_dir.data()
+            read_caps(run).extend(data.capped)
+            return data.points
         metrics = mlflow_store.read_metrics(path, prefix, run.run_dir.sizes)
         read_caps(run).extend(metrics.capped)
         return metrics.points
