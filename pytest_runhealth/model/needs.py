@@ -19,7 +19,7 @@ def _ledger(t: Target) -> str | None:
     rd = t.run_dir
     there = rd.known(_LEDGER_KEY)
     if there is None:
-        there = rd.cached(_LEDGER_KEY, lambda: rd.ledger_path.exists() or rd.ledger_path.is_symlink())
+        there = rd.cached(_LEDGER_KEY, lambda: rd.has_ledger)
     return None if there else f"no ledger.jsonl in {t.run_dir.path}"
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from ..readers import layouts
-from ..readers.layouts import jsonl_metrics
+from ..readers.layouts import jsonl_metrics, ray_tune
 from ..readers.layouts._files import entries, split_entries
 from ..readers.rundir import JUDGMENTS_FILE, LTX_CKPT, ROUND_FILES, Launch, RunDir, round_folders, walk
 from ..safety.safeio import FirstSizes, describe_error, mtime
@@ -92,8 +92,13 @@ def classify(
     named child or two), or "generic" for a folder with logs or event files,
     or None."""
     names = files | dirs if names is None else names
-    if "ledger.jsonl" in names or (
-        "runs" in dirs and any((folder / "runs" / d / "logs").is_dir() for d in sorted(_names(folder / "runs")[1])[:8])
+    if (
+        "ledger.jsonl" in names
+        or ray_tune.is_experiment(folder, files, dirs)
+        or (
+            "runs" in dirs
+            and any((folder / "runs" / d / "logs").is_dir() for d in sorted(_names(folder / "runs")[1])[:8])
+        )
     ):
         return "sweep"
     if any(name in names for name in ROUND_FILES):
@@ -189,7 +194,8 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH) -> Discovery:
 
 NOTHING_TO_CHECK = "nothing here to check (cause nothing-to-check): no run of any known kind"
 LOOKED_FOR = (
-    "ledger.jsonl or runs/<id>/logs/ (a sweep), experience_request.json or round.json (an evaluation round), "
+    "ledger.jsonl or runs/<id>/logs/ (a sweep), experiment_state-*.json beside trial folders (a Ray Tune "
+    "experiment), experience_request.json or round.json (an evaluation round), "
     "judgments.jsonl (an LLM judge's A/B evaluation), "
     "config.yaml with logs/ or outputs/ (an LTX-2 workspace), trainer_state.json or checkpoint-N/ (a Hugging Face "
     "Trainer output_dir), lightning_logs/version_N/, an MLflow run (meta.yaml with metrics/), a W&B run-*/ folder, "
