@@ -5,6 +5,7 @@ CPUs), committed without their pickles; the slow tier runs the searches again (t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -219,3 +220,43 @@ def test_ray_folder_without_state_is_not_an_experiment(tmp_path):
         state.unlink()
     assert not ray_tune.is_experiment(exp)
     assert ray_tune.is_experiment(RAY)  # near miss
+
+
+# -- big studies: bytes, not seconds ------------------------------------------------------------------------------
+def _python_bytes(read) -> tuple[int, int, object]:
+    """(bytes the result keeps, peak bytes while reading, the result) of ``read()``, as tracemalloc counts Python
+    allocations (SQLite's own page cache is outside them, and bounded by SQLite)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        got = read()
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return kept - base, peak - base, got
+
+
+def test_big_study_costs_what_its_ledger_costs(tmp_path):
+    """A study's rows cost no more than a ledger's rows of the same content, and grow linearly: each table is
+    merged in trial order, never held whole (issue 45; benchmarks/search_stores.py times 100,000 trials)."""
+    from sweep_builders import build_optuna_study
+
+    from pytest_runhealth.readers.ledger import read_ledger
+
+    per_trial = {}
+    for n in (1_000, 4_000):
+        db = build_optuna_study(tmp_path / f"study-{n}.db", n)
+        kept, peak, ledger = _python_bytes(lambda db=db: OptunaStudy(open_storage(f"sqlite:///{db}"), "big").read())
+        assert len(ledger.rows) == n and ledger.rows[49].get("error").startswith("RuntimeError: CUDA out of memory")
+        assert peak - kept < kept / 2, (n, kept, peak)  # streamed: what reading holds on top of the rows is small
+        per_trial[n] = kept / n
+        text = tmp_path / f"ledger-{n}.jsonl"
+        text.write_text("".join(json.dumps(row.raw, separators=(",", ":")) + "\n" for row in ledger.rows))
+    assert per_trial[4_000] <= 1.15 * per_trial[1_000], per_trial  # linear in the trials
+    ledger_kept, _, same = _python_bytes(lambda: read_ledger(text))
+    assert len(same.rows) == 4_000
+    assert per_trial[4_000] <= 1.5 * ledger_kept / 4_000, (per_trial, ledger_kept / 4_000)
