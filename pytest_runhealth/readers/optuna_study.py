@@ -72,7 +72,7 @@ def _parse_time(text: Any) -> datetime | None:
         return None
     try:
         return datetime.fromisoformat(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -110,7 +110,7 @@ class _Merge:
 def _json(text: Any) -> Any:
     try:
         return json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -132,10 +132,14 @@ class _Params:
 
     @staticmethod
     def _decoder(distribution: str):
-        spec = _json(distribution) or {}
-        name, attrs = spec.get("name"), spec.get("attributes") or {}
+        spec = _json(distribution)
+        spec = spec if isinstance(spec, dict) else {}
+        name, attrs = spec.get("name"), spec.get("attributes")
+        attrs = attrs if isinstance(attrs, dict) else {}
         if name == "CategoricalDistribution":
-            choices = attrs.get("choices") or []
+            choices = attrs.get("choices")
+            if not isinstance(choices, list):
+                return lambda raw: raw
             return lambda raw: choices[int(raw)]
         if name in ("IntDistribution", "IntUniformDistribution", "IntLogUniformDistribution"):
             return lambda raw: int(raw)

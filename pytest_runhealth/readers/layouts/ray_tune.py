@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ...safety import reading
 from ...safety.safeio import FirstSizes, read_tail
 from ..ledger import Ledger
 from ..sweep_store import OWN_FIELDS, ledger_of, trial_row
@@ -74,7 +75,7 @@ def _last_result(path: Path, sizes: FirstSizes | None) -> tuple[dict[str, Any] |
             continue
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a line still being written
         if isinstance(value, dict):
             return value, (i + 1 if before == 0 else 0)
@@ -97,7 +98,7 @@ def _states(folder: Path, files: set[str], sizes: FirstSizes | None) -> tuple[di
         try:
             trial = json.loads(entry[0])
             runtime = json.loads(entry[1]) if len(entry) > 1 and isinstance(entry[1], str) else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(trial, dict):
             continue
@@ -109,7 +110,8 @@ def _states(folder: Path, files: set[str], sizes: FirstSizes | None) -> tuple[di
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A JSON number as a float (a huge integer is infinite, never an exception); None for anything else."""
+    return reading.number(value) if isinstance(value, (int, float)) else None
 
 
 class RayExperiment:
@@ -122,7 +124,8 @@ class RayExperiment:
         self.folder, self.sizes = folder, sizes
         files, _ = entries(folder)
         names = state_files(files)
-        self.where = folder / (names[-1] if names else "experiment_state.json")
+        # What a row's evidence names: ``experiment_state-<time>.json#trial:3``, the experiment's third trial.
+        self.where = folder / f"{names[-1] if names else 'experiment_state.json'}#trial"
         self.runs_root = folder
 
     def trial_folders(self) -> frozenset[str]:
