@@ -74,6 +74,37 @@ def test_optuna_failed_trial_keeps_its_reason_and_pruned_is_no_failure():
     assert all(not r.get("killed_by_timeout") and not r.get("disqualified") for r in cut)
 
 
+def test_optuna_running_and_waiting_trials_claim_nothing(tmp_path, run_health):
+    """A trial that has not ended is no failure and no collapse: no exit code, no error, nothing concluded."""
+    db = _copy_db(tmp_path)
+    con = sqlite3.connect(db)
+    start = con.execute("SELECT MAX(trial_id) FROM trials").fetchone()[0]
+    con.execute(
+        "INSERT INTO trials (trial_id, number, study_id, state, datetime_start) "
+        "SELECT ?, 5, study_id, 'RUNNING', '2026-12-05 01:00:00' FROM studies WHERE study_name = 'healthy'",
+        (start + 1,),
+    )
+    con.execute(
+        "INSERT INTO trials (trial_id, number, study_id, state) "
+        "SELECT ?, 6, study_id, 'WAITING' FROM studies WHERE study_name = 'healthy'",
+        (start + 2,),
+    )
+    con.execute(
+        "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, intermediate_value_type) "
+        "VALUES (?, 2, 0.5, 'FINITE')",
+        (start + 1,),
+    )
+    con.commit()
+    con.close()
+    rows = _rows("healthy", db)
+    for name, state in (("trial-5", "RUNNING"), ("trial-6", "WAITING")):
+        row = rows[name]
+        assert row.slim["state"] == state and row.get("exit_code") is None and row.get("error") is None
+    assert rows["trial-5"].get("n_steps") == 2
+    health = run_health(args=(*_storage(db), "--optuna-study", "healthy"))
+    assert health.ret == 0, health.stdout  # near miss of the FAIL trials above: nothing claimed
+
+
 def test_optuna_storage_is_opened_read_only(tmp_path):
     db = _copy_db(tmp_path)
     os.chmod(db, 0o444)
@@ -170,8 +201,14 @@ def test_ray_experiment_recognised_and_read():
     assert run.has_folder and run.main_log is not None and run.main_log.name == "error.txt"
 
 
+def _tree(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*"))}
+
+
 def test_ray_experiment_judged_like_a_ledger(run_health):
+    before = _tree(RAY)
     health = run_health(RAY)
+    assert _tree(RAY) == before  # nothing written, not even a cache
     assert health.ret == 1, health.stdout
     slow = [r for r in health.results("RH101") if "case=slow" in r["run"]]
     assert len(slow) == 2 and all(r["cause"] == "config-knob" for r in slow), slow
