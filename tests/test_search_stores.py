@@ -165,7 +165,9 @@ def test_optuna_study_option_picks_studies(run_health):
 )
 def test_unreadable_storage_is_a_usage_error(tmp_path, run_health, url, says):
     (tmp_path / "not-a-db.db").write_bytes(b"this is not sqlite\n" * 100)
-    health = run_health(args=("--optuna-storage", url.format(tmp=tmp_path)))
+    # the optuna path imports SQLAlchemy: in a process of its own, so that pytester's unloading of what an inner
+    # session imported leaves this one's SQLAlchemy whole
+    health = run_health(args=("--optuna-storage", url.format(tmp=tmp_path)), subprocess=url.startswith("postgresql"))
     assert health.ret == 4, health.stdout
     err = health.result.stderr.str()
     assert says in err and "s3cret" not in err + health.stdout, err
@@ -297,3 +299,25 @@ def test_big_study_costs_what_its_ledger_costs(tmp_path):
     ledger_kept, _, same = _python_bytes(lambda: read_ledger(text))
     assert len(same.rows) == 4_000
     assert per_trial[4_000] <= 1.5 * ledger_kept / 4_000, (per_trial, ledger_kept / 4_000)
+
+
+def test_optuna_api_path_never_writes(tmp_path):
+    """The optuna package's RDBStorage inserts a missing version row when it opens a database: the API path
+    (PostgreSQL, MySQL) reads the version with plain SQL first and refuses such a database, so nothing is written.
+    Exercised on SQLite copies (the same code path, with optuna installed)."""
+    pytest.importorskip("optuna", reason="the API path needs the optuna package (pip install optuna)")
+    from pytest_runhealth.readers.optuna_study import ApiStudies
+
+    good = _copy_db(tmp_path)
+    assert len(OptunaStudy(ApiStudies(f"sqlite:///{good}"), "fails").read().rows) == 5  # near miss: read
+    assert good.read_bytes() == OPTUNA_DB.read_bytes()
+    bare = tmp_path / "bare.db"
+    shutil.copyfile(OPTUNA_DB, bare)
+    con = sqlite3.connect(bare)
+    con.execute("DELETE FROM version_info")
+    con.commit()
+    con.close()
+    before = bare.read_bytes()
+    with pytest.raises(StorageError, match="holds no Optuna schema version"):
+        ApiStudies(f"sqlite:///{bare}")
+    assert bare.read_bytes() == before

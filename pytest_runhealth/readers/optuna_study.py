@@ -47,6 +47,18 @@ def shown_url(url: str) -> str:
     return PASSWORD.sub(r"\1:***@", url)
 
 
+def _scrub(exc: BaseException, url: str) -> str:
+    """An exception's first line, without the URL's password wherever the driver repeated it."""
+    from urllib.parse import urlsplit
+
+    text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    return shown_url(text.replace(password, "***") if password else text)
+
+
 def sqlite_path(url: str) -> Path | None:
     """The file of a ``sqlite:///file`` URL (``sqlite:////abs/file``: an absolute path), None for another scheme.
     An in-memory SQLite URL holds no study to read: a StorageError."""
@@ -353,10 +365,20 @@ class ApiStudies:
                 "(pip install optuna, and the database's driver); SQLite storages need nothing"
             ) from None
         optuna.logging.set_verbosity(optuna.logging.ERROR)
+        kwargs = read_only_engine(url)
         try:
-            self.storage = optuna.storages.RDBStorage(url, skip_table_creation=True, skip_compatibility_check=False)
+            _check_versions(url, kwargs)  # RDBStorage would write a missing version row: never let it
+            self.storage = optuna.storages.RDBStorage(
+                url, engine_kwargs=kwargs, skip_table_creation=True, skip_compatibility_check=False
+            )
+        except StorageError:
+            raise
+        except ImportError as exc:  # SQLAlchemy's dialect without its driver (psycopg2, PyMySQL, ...)
+            raise StorageError(
+                f"{shown_url(url)}: the database's driver is not installed ({_scrub(exc, url)})"
+            ) from None
         except Exception as exc:  # the driver's own error for a host that does not answer, a refused login
-            raise StorageError(f"{shown_url(url)}: does not answer ({type(exc).__name__})") from None
+            raise StorageError(f"{shown_url(url)}: does not answer ({_scrub(exc, url)})") from None
 
     def study_names(self) -> list[str]:
         try:
@@ -392,6 +414,45 @@ class ApiStudies:
                 )
                 for t in trials
             ),
+        )
+
+
+def read_only_engine(url: str) -> dict[str, Any]:
+    """SQLAlchemy engine arguments that make the database itself refuse writes on this connection, where the
+    dialect has a way: PostgreSQL's ``default_transaction_read_only``, MySQL's ``SET SESSION TRANSACTION READ
+    ONLY``."""
+    scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        return {"connect_args": {"options": "-c default_transaction_read_only=on"}}
+    if scheme in ("mysql", "mariadb"):
+        return {"connect_args": {"init_command": "SET SESSION TRANSACTION READ ONLY"}}
+    return {}
+
+
+def _check_versions(url: str, kwargs: dict[str, Any]) -> None:
+    """The storage's schema version, read with plain SQL before optuna sees it: optuna's RDBStorage inserts a
+    ``version_info`` or ``alembic_version`` row where one is missing, so a database without them (or with a
+    version this reader does not know) is not handed to it."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(url, **kwargs)
+    try:
+        with engine.connect() as con:
+            versions = {r[0] for r in con.execute(sqlalchemy.text("SELECT schema_version FROM version_info"))}
+            revs = {
+                str(r[0]).rstrip("_") for r in con.execute(sqlalchemy.text("SELECT version_num FROM alembic_version"))
+            }
+    except ImportError:
+        raise
+    except Exception as exc:
+        raise StorageError(f"{shown_url(url)}: not a readable Optuna storage ({_scrub(exc, url)})") from None
+    finally:
+        engine.dispose()
+    if not versions or not revs:
+        raise StorageError(f"{shown_url(url)}: holds no Optuna schema version (version_info, alembic_version)")
+    if not versions <= KNOWN_SCHEMA or not revs <= KNOWN_REVISIONS:
+        raise StorageError(
+            f"{shown_url(url)}: Optuna schema {sorted(versions)} {sorted(revs)} is not one this reader knows"
         )
 
 
