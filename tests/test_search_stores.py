@@ -215,6 +215,9 @@ def test_ray_experiment_judged_like_a_ledger(run_health):
     slow = [r for r in health.results("RH101") if "case=slow" in r["run"]]
     assert len(slow) == 2 and all(r["cause"] == "config-knob" for r in slow), slow
     assert all("offload_optimizer" in r["summary"] for r in slow)
+    # the trainable's own TimeoutError in error.txt is the collapse's wall clock, not a second root cause
+    ended = [r for r in health.results("RH201") if "case=slow" in r["run"]]
+    assert len(ended) == 2 and all(r.get("consequence_of") == "RH101" for r in ended), ended
     raised = next(r for r in health.results("RH201") if "case=raise" in r["run"])
     assert raised["cause"] == "missing-trainer-module", raised
     assert any(e["path"].endswith("error.txt") and e["line"] for e in raised["evidence"])
