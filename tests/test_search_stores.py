@@ -74,6 +74,27 @@ def test_optuna_failed_trial_keeps_its_reason_and_pruned_is_no_failure():
     assert all(not r.get("killed_by_timeout") and not r.get("disqualified") for r in cut)
 
 
+def test_optuna_2_fail_reason_system_attribute(tmp_path):
+    """Optuna 2.x kept a failed trial's exception in the ``fail_reason`` system attribute: read the same."""
+    db = _copy_db(tmp_path)
+    con = sqlite3.connect(db)
+    con.execute(
+        "INSERT INTO trial_system_attributes (trial_id, key, value_json) "
+        "SELECT trial_id, key, value_json FROM trial_user_attributes WHERE key = 'fail_reason'"
+    )
+    con.execute("DELETE FROM trial_user_attributes WHERE key = 'fail_reason'")
+    con.commit()
+    con.close()
+    dead = [r for r in _rows("fails", db).values() if r.get("exit_code") == 1]
+    assert len(dead) == 3 and all("CUDA out of memory" in r.get("error") for r in dead)
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM trial_system_attributes WHERE key = 'fail_reason'")
+    con.commit()
+    con.close()
+    bare = [r for r in _rows("fails", db).values() if r.get("exit_code") == 1]  # no reason kept: said, not guessed
+    assert len(bare) == 3 and all(r.get("error") == "failed (the store keeps no reason)" for r in bare)
+
+
 def test_optuna_running_and_waiting_trials_claim_nothing(tmp_path, run_health):
     """A trial that has not ended is no failure and no collapse: no exit code, no error, nothing concluded."""
     db = _copy_db(tmp_path)

@@ -182,7 +182,7 @@ class RayExperiment:
             failure=failure,
             keep_failure=False,  # the text stays in error.txt: the trial's own log, read with its line numbers
             own=own,
-            extra={"trial_id": state.get("trial_id") or last.get("trial_id")},
+            extra={"trial_id": state.get("trial_id") or last.get("trial_id"), "last_result_at": _iso(stamp)},
         )
 
 
