@@ -47,6 +47,7 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.plugins.reports",
     "pytest_runhealth.plugins.terminal",  # each distinct fix once in the failure sections
     "pytest_runhealth.plugins.rules",
+    "pytest_runhealth.plugins.search_stores",  # --optuna-storage: a study as a sweep
     "pytest_runhealth.plugins.selftest",
     "pytest_runhealth.plugins.status_hooks",
     "pytest_runhealth.plugins.trust_boundary_hooks",  # a run dir never configures the session

@@ -367,6 +367,135 @@ def _discovery(folder: Path) -> Any:
     return discover(folder.parent, 4).runs
 
 
+# -- hyperparameter searches (issue 45) -------------------------------------------------------------------------
+RAY_TRIAL = "train_fn_00000_0_lr=0.1_2026-12-05_01-00-00"
+
+
+def _ray(folder: Path) -> Any:
+    from .readers.layouts.ray_tune import RayExperiment
+
+    rows = RayExperiment(folder).read().rows
+    return [(r.run_id, r.get("n_steps"), r.get("duration_s"), r.get("error")) for r in rows]
+
+
+def _ray_result_embed(value: Any, key: str) -> bytes:
+    rows = [{"training_iteration": value, "time_total_s": value, "done": value, key: value}, value]
+    rows.append({"training_iteration": 2, "time_total_s": value, "timestamp": value, "wall_secs": value, key: value})
+    return b"\n".join(_json(r) for r in rows) + b"\n"
+
+
+def _ray_result_grow(folder: Path, n: int) -> None:
+    _write(folder / "experiment_state-2026-12-05_01-00-00.json", _json({"trial_data": []}))
+    lines = (json.dumps({"training_iteration": i + 1, "time_total_s": i * 0.5, "loss": _loss(i, n)}) for i in range(n))
+    _write(folder / RAY_TRIAL / "result.json", "".join(line + "\n" for line in lines))
+
+
+def _ray_state_embed(value: Any, key: str) -> bytes:
+    trial = {"trial_id": value, "status": value, "relative_logdir": value, "config": value, key: value}
+    runtime = {"start_time": value, "last_result": value, "error_filename": value, key: value}
+    return _json({"trial_data": [[_json(trial).decode(), _json(runtime).decode()], value], "runner_data": value})
+
+
+def _ray_state_grow(folder: Path, n: int) -> None:
+    trials = [
+        [json.dumps({"trial_id": f"t{i}", "status": "TERMINATED", "relative_logdir": f"t_{i:05d}_{i}_x"}), "{}"]
+        for i in range(n)
+    ]
+    _write(folder / "experiment_state-2026-12-05_01-00-00.json", json.dumps({"trial_data": trials}))
+
+
+def _optuna(folder: Path) -> Any:
+    from .readers.optuna_study import OptunaStudy, StorageError, open_storage
+
+    try:
+        storage = open_storage(f"sqlite:///{folder / 'study.db'}")
+        return [
+            [(r.run_id, r.get("n_steps"), r.get("error")) for r in OptunaStudy(storage, n).read().rows]
+            for n in storage.study_names()
+        ]
+    except StorageError:
+        return None  # an unreadable storage: the option's usage error
+
+
+def _optuna_db(trials: list[tuple[Any, Any]], key: str = "fail_reason") -> bytes:
+    """A SQLite storage with Optuna's tables (the columns this reader reads), one study, ``trials`` as (state, value)
+    pairs whose value goes into every column that holds data."""
+    import sqlite3
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "study.db"
+        con = sqlite3.connect(path)
+        con.executescript(
+            "CREATE TABLE version_info (version_info_id INTEGER, schema_version INTEGER, library_version TEXT);"
+            "CREATE TABLE alembic_version (version_num TEXT);"
+            "CREATE TABLE studies (study_id INTEGER PRIMARY KEY, study_name TEXT);"
+            "CREATE TABLE trials (trial_id INTEGER PRIMARY KEY, number INTEGER, study_id INTEGER, state TEXT,"
+            " datetime_start TEXT, datetime_complete TEXT);"
+            "CREATE TABLE trial_params (param_id INTEGER PRIMARY KEY, trial_id INTEGER, param_name TEXT,"
+            " param_value FLOAT, distribution_json TEXT);"
+            "CREATE TABLE trial_values (trial_value_id INTEGER PRIMARY KEY, trial_id INTEGER, objective INTEGER,"
+            " value FLOAT, value_type TEXT);"
+            "CREATE TABLE trial_intermediate_values (trial_intermediate_value_id INTEGER PRIMARY KEY,"
+            " trial_id INTEGER, step INTEGER, intermediate_value FLOAT, intermediate_value_type TEXT);"
+            "CREATE TABLE trial_user_attributes (trial_user_attribute_id INTEGER PRIMARY KEY, trial_id INTEGER,"
+            " key TEXT, value_json TEXT);"
+            "CREATE TABLE trial_system_attributes (trial_system_attribute_id INTEGER PRIMARY KEY, trial_id INTEGER,"
+            " key TEXT, value_json TEXT);"
+            "INSERT INTO version_info VALUES (1, 12, '5.1.0'); INSERT INTO alembic_version VALUES ('v3.2.0.a');"
+            "INSERT INTO studies VALUES (1, 'study');"
+        )
+        for i, (state, value) in enumerate(trials, 1):
+            text = _json(value).decode("utf-8", "replace")
+            number = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else i
+            con.execute(
+                "INSERT INTO trials VALUES (?, ?, 1, ?, ?, ?)",
+                (
+                    i,
+                    number if not isinstance(number, int) or abs(number) < 1 << 62 else i,
+                    state,
+                    text,
+                    "2026-12-05 01:00:00",
+                ),
+            )
+            con.execute(
+                "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) VALUES (?, ?, ?, ?)",
+                (
+                    i,
+                    key,
+                    0.0,
+                    _json({"name": "CategoricalDistribution", "attributes": {"choices": value}}).decode(
+                        "utf-8", "replace"
+                    ),
+                ),
+            )
+            con.execute(
+                "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, 0, ?, ?)", (i, 1.0, text)
+            )
+            con.execute(
+                "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, intermediate_value_type) VALUES (?, ?, 1.0, 'FINITE')",
+                (i, i),
+            )
+            con.execute(
+                "INSERT INTO trial_user_attributes (trial_id, key, value_json) VALUES (?, ?, ?)", (i, key, text)
+            )
+            con.execute(
+                "INSERT INTO trial_system_attributes (trial_id, key, value_json) VALUES (?, 'fail_reason', ?)",
+                (i, text),
+            )
+        con.commit()
+        con.close()
+        return path.read_bytes()
+
+
+def _optuna_embed(value: Any, key: str) -> bytes:
+    return _optuna_db([("FAIL", value), ("COMPLETE", value), (_text(value)[:40], value)], key)
+
+
+def _optuna_grow(folder: Path, n: int) -> None:
+    _write(folder / "study.db", _optuna_db([("COMPLETE", 1.0)] * n))
+
+
 TFEVENTS = "events.out.tfevents.1771751898.host.1.0"
 WANDB_RUN = "run-20261201_120000-abc123"  # a W&B run folder is recognised by its name
 
@@ -398,6 +527,9 @@ READERS: tuple[Reader, ...] = (
     Reader("log", "stdout.log", _log, _log_embed, _log_grow),
     Reader("safetensors-header", "model.safetensors", _safetensors, _safetensors_embed, _safetensors_grow),
     Reader("harvest-json", "round.json", _harvest_json, _harvest_embed, _harvest_grow),
+    Reader("ray-tune-result", f"{RAY_TRIAL}/result.json", _ray, _ray_result_embed, _ray_result_grow),
+    Reader("ray-tune-state", "experiment_state-2026-12-05_01-00-00.json", _ray, _ray_state_embed, _ray_state_grow),
+    Reader("optuna-sqlite", "study.db", _optuna, _optuna_embed, _optuna_grow),
     Reader("judgments-jsonl", "judgments.jsonl", _judgments, _judgments_embed, _judgments_grow),
     Reader("discovery-of-torchelastic", "attempt_0/0/error.json", _discovery, _elastic_embed, _elastic_grow),
 )

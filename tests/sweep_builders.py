@@ -656,3 +656,67 @@ def plain_differing(healthy: list[dict], asked: dict, others: int) -> list[tuple
             continue
         expected.append((key, value, list(seen.values())))
     return expected
+
+
+# -- big Optuna studies (issue 45): the real schema, many synthetic trials ---------------------------------------
+OPTUNA_STORE = Path(__file__).parent / "reallibs" / "stores" / "optuna.db"
+
+
+def build_optuna_study(path: Path, trials: int, steps: int = 10, study: str = "big") -> Path:
+    """A SQLite storage at ``path`` with Optuna's own schema (copied from the store real Optuna wrote,
+    tests/reallibs/stores/optuna.db) holding one study of ``trials`` trials: three params each, ``steps``
+    intermediate values, a value; every 50th trial failed at once with a kept reason (as ``ledger_row`` has
+    every 50th run die). Built with plain SQL, so it needs no optuna package."""
+    import sqlite3
+
+    src = sqlite3.connect(f"file:{OPTUNA_STORE}?mode=ro", uri=True)
+    ddl = [sql for (sql,) in src.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")]
+    version = src.execute("SELECT schema_version, library_version FROM version_info").fetchone()
+    revision = src.execute("SELECT version_num FROM alembic_version").fetchone()
+    src.close()
+    con = sqlite3.connect(path)
+    for sql in ddl:
+        con.execute(sql)
+    con.execute("INSERT INTO version_info VALUES (1, ?, ?)", version)
+    con.execute("INSERT INTO alembic_version VALUES (?)", revision)
+    con.execute("INSERT INTO studies (study_id, study_name) VALUES (1, ?)", (study,))
+    con.execute("INSERT INTO study_directions (study_id, direction, objective) VALUES (1, 'MINIMIZE', 0)")
+    lr = '{"name": "FloatDistribution", "attributes": {"step": null, "low": 1e-05, "high": 0.01, "log": true}}'
+    rank = '{"name": "IntDistribution", "attributes": {"log": false, "step": 1, "low": 4, "high": 64}}'
+    opt = '{"name": "CategoricalDistribution", "attributes": {"choices": ["adamw", "adafactor", "lion"]}}'
+    reason = json.dumps(
+        'Traceback (most recent call last):\n  File "train.py", line 9, in objective\n'
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    )
+    for lo in range(0, trials, 10_000):
+        ids = range(lo + 1, min(trials, lo + 10_000) + 1)
+        failed = {i for i in ids if i % 50 == 0}
+        con.executemany(
+            "INSERT INTO trials (trial_id, number, study_id, state, datetime_start, datetime_complete) "
+            "VALUES (?, ?, 1, ?, '2026-12-05 01:00:00.000000', '2026-12-05 01:10:00.500000')",
+            ((i, i - 1, "FAIL" if i in failed else "COMPLETE") for i in ids),
+        )
+        con.executemany(
+            "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) VALUES (?, ?, ?, ?)",
+            (
+                row
+                for i in ids
+                for row in ((i, "lr", 1e-4, lr), (i, "rank", 4 + i % 60, rank), (i, "optimizer", i % 3, opt))
+            ),
+        )
+        con.executemany(
+            "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, 0, ?, 'FINITE')",
+            ((i, 1.0 / i) for i in ids if i not in failed),
+        )
+        con.executemany(
+            "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, intermediate_value_type) "
+            "VALUES (?, ?, ?, 'FINITE')",
+            ((i, s, 1.0 / s) for i in ids if i not in failed for s in range(1, steps + 1)),
+        )
+        con.executemany(
+            "INSERT INTO trial_user_attributes (trial_id, key, value_json) VALUES (?, 'fail_reason', ?)",
+            ((i, reason) for i in sorted(failed)),
+        )
+    con.commit()
+    con.close()
+    return path

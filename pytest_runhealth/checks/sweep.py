@@ -20,6 +20,7 @@ from ..features.sweepfacts import (
     is_collapse,
     judge_evidence,
     judge_settings,
+    kept_failure,
     ledger_facts,
     no_json_tally,
     rows_after,
@@ -268,7 +269,8 @@ def trainer_died_instantly(ctx):
     share = f" ({alike} of {len(ctx.ledger)} runs of the sweep were disqualified so)" if alike > 1 else ""
     head = f"{row.run_id} was disqualified empty_tfevents: the trainer died before writing a scalar{share}."
     log = ctx.run.main_log
-    if log is None:
+    kept = kept_failure(row, ctx.run_dir.rel(ctx.run_dir.ledger_path)) if log is None else None  # a store's row
+    if log is None and kept is None:
         return ctx.fail(
             "not-evaluable",
             "unknown",
@@ -278,7 +280,7 @@ def trainer_died_instantly(ctx):
             "absent log means the launcher failed before starting the trainer (check the server log).",
         )
     try:
-        tail = ctx.log_tail(log)
+        tail = kept if kept is not None else ctx.log_tail(log)
     except OSError as exc:
         return ctx.fail(
             "not-evaluable",
@@ -288,25 +290,26 @@ def trainer_died_instantly(ctx):
             fix="make the log readable by this user and re-run the check.",
         )
     fatal = rootcause.diagnose(tail)
+    source, where = ("Its log", log) if kept is None else ("The failure its store kept", tail.path)
     if fatal is None:
         last = [tl for tl in tail.lines if tl.text.strip()][-3:]
         return ctx.fail(
             "infra",
             "unknown",
-            head + "\nIts log ends without a traceback or a known error.",
-            [_quote_row(ctx, row, *DIED)] + [ctx.evidence(log, tl.line, tl.text) for tl in last],
+            head + f"\n{source} ends without a traceback or a known error.",
+            [_quote_row(ctx, row, *DIED)] + [ctx.evidence(where, tl.line, tl.text) for tl in last],
             fix="read the end of the quoted log; if it is cut off, the trainer was killed from outside "
             "(the OOM killer, a watchdog).",
         )
     what = fatal.describe() if fatal.cause != "unknown" else "an error matching no known pattern"
-    evidence = [_quote_row(ctx, row, *DIED), ctx.evidence(log, fatal.line.line, fatal.line.text)]
-    evidence += [ctx.evidence(log, tl.line, tl.text) for tl in fatal.consequences[-1:]]
+    evidence = [_quote_row(ctx, row, *DIED), ctx.evidence(where, fatal.line.line, fatal.line.text)]
+    evidence += [ctx.evidence(where, tl.line, tl.text) for tl in fatal.consequences[-1:]]
     fix = RUNBOOK_FIXES.get(fatal.cause, "")
     fix = f"{fix} ({fatal.fix})" if fix else fatal.fix
     return ctx.fail(
         fatal.verdict,
         fatal.cause,
-        head + f"\nIts log ends in {what}: {fatal.line.text.strip()[:160]}",
+        head + f"\n{source} ends in {what}: {fatal.line.text.strip()[:160]}",
         evidence,
         fix=fix,
     )
@@ -351,6 +354,8 @@ def trainer_died_instantly(ctx):
     ],
 )
 def judge_not_called(ctx):
+    if ctx.run_dir.store is not None:  # an Optuna study's or a Ray experiment's score is its objective
+        ctx.skip(f"a {ctx.run_dir.store.kind} search scores trials by its own objective: no judge to call")
     at_scored, at_judged = scoring(ctx)
     if len(at_scored) < ctx.thresholds["min_scored_rows"]:
         unrecorded = len(ledger_facts(ctx).unrecorded)
@@ -390,8 +395,7 @@ def judge_not_called(ctx):
 
 
 def _mixed_scoring(ctx, at_scored, at_judged):
-    """Some rows scored with the judge, some without: their scores are on
-    different scales, and one ranking of them means nothing."""
+    """Some rows scored with the judge, some without: different scales, and one ranking of them means nothing."""
     facts, ranks, of = ledger_facts(ctx), unjudged_ranks(ctx), len(at_scored)
     plain = facts.pick([i for _, i in ranks[:6]])
     names = [f"{r.get('run_id')} (rank {k} of {of}, score {r.get('score')})" for (k, _), r in zip(ranks, plain)]

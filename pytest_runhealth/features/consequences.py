@@ -89,6 +89,9 @@ RELATIONS: tuple[Relation, ...] = (
     ),
     Relation("RH204", "RH102", None, "the run hung before its log showed a step; the wall clock ended it", STALLED),
     Relation("RH101", "RH204", DISQUALIFIED, "the collapse slowed the run down until the wall clock killed it"),
+    # issue 45: a search trial that ends itself on its wall clock (a Ray trainable's TimeoutError in error.txt)
+    # logs that end as an error no pattern names; the collapse is the root, the error its wall clock.
+    Relation("RH101", "RH201", frozenset({"unknown"}), "the wall clock that ended the collapsed run raised in it"),
     Relation("RH107", "RH204", DISQUALIFIED, "its steps were so slow that the wall clock killed it first"),
     Relation("RH102", "RH204", DISQUALIFIED, "the trainer died at its start; the row's kill words are that death"),
     # issue 46: a resume that died loading a checkpoint cut short. The checkpoint is the root, the load failure its

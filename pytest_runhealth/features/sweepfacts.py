@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import statistics
 from array import array
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from ..model.finding import Evidence
 from ..readers.ledger import LedgerRow, SpilledRows, dumps_lower, may_mention
-from ..readers.logscan import LogScan, StepPoint
+from ..readers.logscan import LogScan, LogTail, StepPoint, TailLine
 from ..readers.values import finite_number, timestamp
 from ..safety.shown import name as shown_name
 
@@ -97,6 +97,17 @@ def early_exit(row: LedgerRow, limit_s: float) -> bool:
         return False
     took = finite_number(raw.get(fields.get("duration_s")))  # type: ignore[arg-type]
     return took is not None and took <= limit_s
+
+
+def kept_failure(row: LedgerRow, where: str) -> LogTail | None:
+    """The failure text a search store kept in ``row`` (an Optuna trial's ``fail_reason``: no log holds it) as a
+    log tail for the root-cause reader, its lines numbered within that text and its path naming the row
+    (``optuna.db#study:7 traceback``); None for a row that kept none."""
+    text = row.slim.get("traceback")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    lines = [TailLine(i, line) for i, line in enumerate(text.splitlines(), 1)]
+    return LogTail(Path(f"{where}:{row.line} traceback"), lines, len(text), True)
 
 
 def trained_fully(row: LedgerRow, th: dict) -> bool:
@@ -461,10 +472,8 @@ def healthy_step_times(run_dir) -> dict[str, float]:
 
     def build() -> dict[str, float]:
         out: dict[str, float] = {}
-        try:  # one listing of runs/, rather than two failed listings per ledger row without a folder
-            folders = {e.name for e in os.scandir(run_dir.path / "runs")} if run_dir.is_sweep else None
-        except OSError:
-            folders = set()
+        # one listing of runs/ (a store's trial folders), rather than two failed listings per row without a folder
+        folders = set(run_dir.run_folders) if run_dir.is_sweep else None
         runs = run_dir.runs
         names = getattr(runs, "names", None)  # a sweep's RunList: only the runs with a folder are made
         candidates = (

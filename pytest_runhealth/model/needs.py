@@ -20,7 +20,7 @@ def _ledger(t: Target) -> str | None:
     rd = t.run_dir
     there = rd.known(_LEDGER_KEY)
     if there is None:
-        there = rd.cached(_LEDGER_KEY, lambda: os.path.exists(rd.ledger_path) or os.path.islink(rd.ledger_path))
+        there = rd.cached(_LEDGER_KEY, lambda: rd.has_ledger)
     return None if there else f"no ledger.jsonl in {t.run_dir.path}"
 
 

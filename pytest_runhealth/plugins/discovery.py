@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..readers import layouts
-from ..readers.layouts import jsonl_metrics, mlflow_db
+from ..readers.layouts import jsonl_metrics, mlflow_db, ray_tune
 from ..readers.layouts._files import entries, split_entries
 from ..readers.rundir import JUDGMENTS_FILE, LTX_CKPT, ROUND_FILES, Launch, RunDir, holds_sweep, round_folders, walk
 from ..safety.safeio import FirstSizes, describe_error, mtime
@@ -109,7 +109,9 @@ def classify(
     or None. ``kinds``: the run kinds the session's checks declare
     (runkinds.py), asked after the built-in strong kinds."""
     names = files | dirs if names is None else names
-    if holds_sweep(folder, names if "runs" in dirs else names - {"runs"}):
+    if holds_sweep(folder, names if "runs" in dirs else names - {"runs"}) or ray_tune.is_experiment(
+        folder, files, dirs
+    ):
         return "sweep"
     if any(name in names for name in ROUND_FILES):
         return "round"
@@ -211,7 +213,8 @@ def discover(root: Path, depth: int = DEFAULT_DEPTH, kinds: Sequence[RunKind] = 
 
 NOTHING_TO_CHECK = "nothing here to check (cause nothing-to-check): no run of any known kind"
 LOOKED_FOR = (
-    "ledger.jsonl or runs/<id>/logs/ (a sweep), experience_request.json or round.json (an evaluation round), "
+    "ledger.jsonl or runs/<id>/logs/ (a sweep), experiment_state-*.json beside trial folders (a Ray Tune "
+    "experiment), experience_request.json or round.json (an evaluation round), "
     "judgments.jsonl (an LLM judge's A/B evaluation), mlflow.db (an MLflow store), "
     "config.yaml with logs/ or outputs/ (an LTX-2 workspace), trainer_state.json or checkpoint-N/ (a Hugging Face "
     "Trainer output_dir), lightning_logs/version_N/, an MLflow run (meta.yaml with metrics/), a W&B run-*/ folder, "

@@ -38,6 +38,7 @@ KEEP_ROWS = 100_000
 MAX_ROWS = 2_000_000
 SIZE_UP_AT = 1_000  # rows: here the file's size says whether the ledger will pass KEEP_ROWS (then it spills now)
 MAX_PROBLEMS = 10_000
+SHAPE_LIMIT = 4096  # key sets kept per ledger (a row of a new key set past it builds its own map)
 FREEZE_FROM = 1_000  # rows; at 10,000 (~200,000 containers) full collections still cost ~0.5 s
 
 # Canonical field -> accepted spellings, most common first. Real ledgers from
@@ -219,7 +220,7 @@ class SpilledRows(Sequence[LedgerRow]):
 
     BLOCK = 8 << 20
 
-    def __init__(self, source: RowSource, shapes: dict[frozenset, _Shape]) -> None:
+    def __init__(self, source: RowSource, shapes: dict[frozenset, Shape]) -> None:
         self.source = source
         self.lines = array("q")
         self.offsets = array("q")
@@ -310,7 +311,7 @@ class SpilledRows(Sequence[LedgerRow]):
         frozen = frozenset(raw)  # type: ignore[arg-type]
         shape = self._shapes.get(frozen)
         if shape is None:
-            shape = self._shapes[frozen] = _Shape(frozen)
+            shape = self._shapes[frozen] = Shape(frozen)
         row = LedgerRow(line, raw, shape.fields)  # type: ignore[arg-type]
         if shape.heavy:
             row._slim_down(shape.heavy, self.source, offset, size, crc)
@@ -403,7 +404,7 @@ class Ledger:
         return {row.run_id: row for row in self.rows}
 
 
-class _Shape:
+class Shape:
     """What rows with one set of keys need: the canonical -> key map, and the
     (key, accepted types, canonical) triples to type-check. Built once per key
     set, so a row costs a dict lookup here, not a search through ALIASES.
@@ -438,7 +439,7 @@ class _Shape:
         self.heavy = tuple(key for key in keys if key not in kept)  # keys whose containers a row may drop
 
 
-def _type_problem(raw: dict[str, Any], shape: _Shape) -> str | None:
+def _type_problem(raw: dict[str, Any], shape: Shape) -> str | None:
     for key, fine, types, name in shape.typed:
         value = raw[key]
         if value.__class__ in fine:  # exact classes only: a bool is never taken for an int here
@@ -513,7 +514,7 @@ def _read_ledger(
     path: Path, max_line_bytes: int, start: int, first_line: int, follow: bool, sizes: FirstSizes | None
 ) -> Ledger:
     ledger = Ledger(path, resume_at=start, resume_line=first_line)
-    shapes: dict[frozenset, _Shape] = {}
+    shapes: dict[frozenset, Shape] = {}
     seen: dict[str, int] = {}
     rows: list[LedgerRow] = []
     ledger.rows = rows
@@ -528,7 +529,7 @@ def _read_ledger(
         ledger.read_error = f"cannot read {path.name}: {exc.strerror or exc}"
         return ledger
     last_keys: tuple = ()
-    shape: _Shape | None = None
+    shape: Shape | None = None
     source = RowSource(path, sizes)
     if not transcoded(fh):  # a UTF-16 ledger is read as a copy made at each open: its rows' CRCs still hold
         opened = os.fstat(fh.fileno())
@@ -605,8 +606,8 @@ def _read_ledger(
                     frozen = frozenset(keys)
                     shape = shapes.get(frozen)
                     if shape is None:
-                        shape = _Shape(frozen)
-                        if len(shapes) < 4096:
+                        shape = Shape(frozen)
+                        if len(shapes) < SHAPE_LIMIT:
                             shapes[frozen] = shape
                     last_keys = keys
                 row = LedgerRow(lineno, raw, shape.fields)

@@ -1,4 +1,5 @@
 """What a run dir holds (docs/layouts.md), found by looking, never by writing.
+Longer than 600 lines: a run dir and its runs (the RunList of a big sweep) are one model that every check reads.
 
 Everything here is lazy and cached on the object: collection only needs the
 list of runs, and each artefact is read once however many checks use it.
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ..safety.reading import Unreadable, guarded
 from ..safety.safeio import FirstSizes, enterable, outside_link
@@ -25,6 +26,9 @@ from ..safety.shown import name as shown_name
 from ..safety.shown import one_line
 from .ledger import FREEZE_FROM, Ledger, LedgerRow, SpilledRows, read_ledger
 from .logscan import LogScan, LogTail, read_log_tail, scan_log
+
+if TYPE_CHECKING:
+    from .sweep_store import SweepStore
 
 MAX_WALK = 200_000
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
@@ -110,6 +114,12 @@ class Walk:
     truncated: bool = False
 
 
+def _ray_experiment(path: Path, sizes: FirstSizes | None) -> SweepStore | None:
+    from .layouts import ray_tune  # the layouts load when a run dir is first classified, not with this module
+
+    return ray_tune.experiment_at(path, sizes)
+
+
 def walk(
     root: Path, max_depth: int | None = None, visit: Callable[[Path, list[os.DirEntry]], bool] | None = None
 ) -> Walk:
@@ -174,7 +184,7 @@ class Run:
     @property
     def path(self) -> Path:
         if self._path is None:
-            self._path = self.run_dir.path / "runs" / self.folder
+            self._path = self.run_dir.runs_root / self.folder
         return self._path
 
     @path.setter
@@ -304,9 +314,17 @@ class RunDir:
     dir, an evaluation harvest, or any folder with logs (docs/layouts.md)."""
 
     def __init__(
-        self, path: Path, label: str | None = None, launch: Launch | None = None, sizes: FirstSizes | None = None
+        self,
+        path: Path,
+        label: str | None = None,
+        launch: Launch | None = None,
+        sizes: FirstSizes | None = None,
+        store: SweepStore | None = None,
     ) -> None:
         self.path = Path(path).absolute()
+        # A search's own record read as the sweep (an Optuna study, a Ray Tune experiment: readers/sweep_store.py);
+        # a Ray Tune experiment folder is recognised by its files.
+        self.store = store if store is not None else _ray_experiment(self.path, sizes)
         # The session's sizes (safeio.FirstSizes): every reader of this run dir is handed them, so a file is read
         # up to the size it had when the session first opened it (outside a session, the watch: as it is), and
         # only inside this run dir and its launch folder: a link out is refused at open, by any name (issue 48).
@@ -317,7 +335,8 @@ class RunDir:
         self._store: dict[Any, Any] = {}
         self._run_keys: dict[str, list[Any]] = {}  # run name -> the _store keys that read inside its folder
         self._root_prefix = os.path.join(str(self.path), "")
-        self._runs_prefix = os.path.join(self._root_prefix, "runs", "")
+        self.runs_root = self.store.runs_root if self.store is not None else self.path / "runs"
+        self._runs_prefix = os.path.join(str(self.runs_root), "")
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -341,16 +360,26 @@ class RunDir:
 
     @cached_property
     def walk(self) -> Walk:
+        if self.store is not None and not self.store.walks:
+            return Walk()  # a study's database lies in a folder that is not the run's: nothing there is its
         return walk(self.path) if self.exists else Walk()
 
     @property
     def ledger_path(self) -> Path:
-        return self.path / "ledger.jsonl"
+        """The ledger file, or what a store's rows point at (``study.db#study``, Ray's experiment_state file)."""
+        return self.store.where if self.store is not None else self.path / "ledger.jsonl"
+
+    @property
+    def has_ledger(self) -> bool:
+        """Whether there are rows to read: a ledger file (or a link in its place, RH001's to judge), or a store."""
+        return self.store is not None or os.path.exists(self.ledger_path) or os.path.islink(self.ledger_path)
 
     @cached_property
     def layouts(self) -> tuple[str, ...]:
         from . import layouts
 
+        if self.store is not None:
+            return ("sweep", self.store.kind, "generic") if self.store.walks else ("sweep", self.store.kind)
         found = []
         p = self.path
         try:
@@ -391,6 +420,8 @@ class RunDir:
 
     @cached_property
     def ledger(self) -> Ledger | None:
+        if self.store is not None:
+            return self.store.read()
         if not os.path.exists(self.ledger_path) and not os.path.islink(self.ledger_path):
             return None
         return read_ledger(self.ledger_path, sizes=self.sizes)
@@ -406,7 +437,9 @@ class RunDir:
 
     @cached_property
     def run_folders(self) -> frozenset[str]:
-        """Names of the folders under ``runs/`` (links are not followed)."""
+        """Names of the folders under ``runs/`` (links are not followed); a store's trial folders."""
+        if self.store is not None:
+            return self.store.trial_folders()
         try:
             with os.scandir(self.path / "runs") as entries:
                 return frozenset(e.name for e in entries if e.is_dir(follow_symlinks=False))

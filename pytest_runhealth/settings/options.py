@@ -60,6 +60,7 @@ def add_all(parser: pytest.Parser) -> dict[str, Any]:
         add_session_options,
         add_catalogue_options,
         add_discovery_options,
+        add_search_store_options,
         add_selftest_options,
         add_status_options,
         add_eval_options,
@@ -142,6 +143,28 @@ def add_discovery_options(group: Any, parser: Any) -> None:
         help="print the runs found below each --run-dir, with their kind, and exit",
     )
     parser.addini("runhealth_depth", "folder levels below a --run-dir searched for runs", default=str(DEFAULT_DEPTH))
+
+
+def add_search_store_options(group: Any, parser: Any) -> None:
+    """A hyperparameter search's own store as a sweep (docs/optuna.md; Ray Tune folders are found under --run-dir)."""
+    group.addoption(
+        "--optuna-storage",
+        dest="runhealth_optuna_storage",
+        metavar="URL",
+        default=None,
+        help="an Optuna storage to check as sweeps, as Optuna takes it (sqlite:///study.db, read read-only with the "
+        "standard library; postgresql://… or mysql://… through the optuna package); ini runhealth_optuna_storage",
+    )
+    group.addoption(
+        "--optuna-study",
+        action="append",
+        dest="runhealth_optuna_studies",
+        default=[],
+        metavar="NAME",
+        help="a study of --optuna-storage to check (repeatable; default: every study in the storage)",
+    )
+    parser.addini("runhealth_optuna_storage", "an Optuna storage URL to check as sweeps", default="")
+    parser.addini("runhealth_optuna_studies", "studies of the Optuna storage to check", type="args", default=[])
 
 
 def add_selftest_options(group: Any, parser: Any) -> None:
