@@ -48,7 +48,7 @@ def fetch_evaluation(
             pass
         ev.leaderboards.append(Leaderboard(div, ans.url, rows, members, msrc))
     if body_path:
-        res = read_json(Path(body_path), sizes)
+        res = read_json(Path(body_path), sizes.anywhere() if sizes is not None else None)  # the user named it
         ev.body, ev.body_source = (res.data if res.ok else None), body_path
         if not res.ok:
             ev.fetch_error = f"request body {body_path}: {res.error}"

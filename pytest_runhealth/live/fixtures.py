@@ -47,6 +47,9 @@ def probe_timeout(config: pytest.Config) -> float:
     return t
 
 
+FOUND_IN_RUN_DIR = "found in the run dir"  # the one server log read confined to the run dir: the run dir chose it
+
+
 class LMStudio:
     """The ``lmstudio`` fixture: the client, where its settings came from, and
     the server log.
@@ -119,7 +122,7 @@ class LMStudio:
             if f.suffix in (".log", ".txt") and any(n in run_dir.rel(f).lower() for n in LMSTUDIO_LOG_NAMES)
         ]
         if kept:
-            return max(kept, key=mtime), "found in the run dir"
+            return max(kept, key=mtime), FOUND_IN_RUN_DIR
         if (run_dir.is_sweep or self.requested) and self._local(run_dir):
             newest = newest_log()
             if newest is not None:
@@ -135,14 +138,17 @@ class LMStudio:
     def server_log(self, run_dir):
         from .lmstudio_log import ServerLog, read_server_log
 
-        path, _ = self.log_for(run_dir)
+        path, why = self.log_for(run_dir)
         if path is None:
             return None
         if path not in self._logs:
+            sizes = getattr(run_dir, "sizes", None)
+            if sizes is not None and why != FOUND_IN_RUN_DIR:  # named by the user or the plugin's own choice
+                sizes = sizes.anywhere()
             if not path.exists():
                 self._logs[path] = ServerLog(path, [], [], error=f"{path} does not exist")
             else:
-                self._logs[path] = read_server_log(path, getattr(run_dir, "sizes", None))
+                self._logs[path] = read_server_log(path, sizes)
         return self._logs[path]
 
 

@@ -59,6 +59,12 @@ class FirstSizes:
         view.roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots)
         return view
 
+    def anywhere(self) -> FirstSizes:
+        """A view of these sizes not confined to the run dir: for a file the user named on the command line
+        (``--eval-body``, ``--lmstudio-log``) or one the plugin chose itself (``~/.lmstudio/server-logs``),
+        never for a path found inside a run dir."""
+        return self.within()
+
     def shares(self, other: FirstSizes) -> bool:
         """Whether ``other`` keeps the same first sizes (a view of one session's, for another run dir)."""
         return self._first is other._first and self._first is not None
