@@ -34,7 +34,8 @@ def store(tmp_path: Path) -> Path:
 
 
 def by_run(res, check: str) -> dict[str, dict]:
-    return {r["run"].rsplit("/", 1)[-1]: r for r in res.results(check)}
+    """Each run's result, by its name; the nested sweep's rows (run dir ``mlflow.db#sweep``) left out."""
+    return {r["run"].rsplit("/", 1)[-1]: r for r in res.results(check) if "#" not in r["run_dir"]}
 
 
 def test_reader_reads_the_real_schema(store):
@@ -99,6 +100,7 @@ def test_runs_named_as_mlflow_names_them(store, tmp_path):
             "lr-0.01",
             "lr-0.03",
             "sigkilled",
+            "mlflow.db#sweep",  # the parent's nested children as a sweep (tests/test_mlflow_sweep.py)
         ]
     )
     # names that repeat carry the run's id

@@ -168,6 +168,26 @@ def sqlite_run_dirs(
 
         ref = StoreRun(folder, shown, info, read, evidence_path=rel)
         out.append(MlflowRunDir(ref, names[info.run_id], sizes, launch if i == 0 else None))
+    return out + _sweeps(db, store.runs, chosen, names, sizes)
+
+
+def _sweeps(
+    db: Path, runs: list[RunInfo], chosen: list[RunInfo], names: dict[str, str], sizes: FirstSizes | None
+) -> list[RunDir]:
+    """A sweep run dir per chosen parent run with nested children (readers/mlflow_sweep.py): ``mlflow.db#<parent>``,
+    its rows the children, whether or not the selection named each child."""
+    from .mlflow_sweep import MlflowSweep, parents
+
+    picked = {r.run_id for r in chosen}
+    families = parents(runs)
+    out: list[RunDir] = []
+    for parent in chosen:
+        children = families.get(parent.run_id)
+        if not children:
+            continue
+        kid_names = {**labels(children), **{c.run_id: names[c.run_id] for c in children if c.run_id in picked}}
+        store = MlflowSweep(db, parent, names[parent.run_id], children, kid_names)
+        out.append(RunDir(store.where.parent, store.where.name, sizes=sizes, store=store))
     return out
 
 

@@ -27,11 +27,10 @@ from ...safety.safeio import mtime
     layouts=["mlflow", "wandb", "optuna", "ray-tune"],
     thresholds={"stale_after_s": 21600},
     detects="The tracker's own record of the run says it did not end well: MLflow's status FAILED or KILLED, or "
-    "W&B's non-zero exit code (`tracker-run-failed`, `tracker-run-killed`). A run still marked running is "
-    "`tracker-run-killed` when its process is provably gone, `tracker-run-stale` when its records and files "
-    "are all older than stale_after_s. An Optuna or Ray Tune trial still RUNNING is `tracker-run-stale` when its "
-    "heartbeat (Optuna) is older than stale_after_s, `tracker-run-killed` when the worker its last result names "
-    "(Ray: pid and host) is provably gone; a worker on another machine, or no time recorded, is unknown.",
+    "W&B's non-zero exit code (`tracker-run-failed`, `tracker-run-killed`). A run (or an Optuna or Ray Tune "
+    "trial) still marked running is `tracker-run-killed` when its process (a Ray trial's worker) is provably gone, "
+    "`tracker-run-stale` when its records and files (an Optuna trial's heartbeat) are all older than stale_after_s, "
+    "and unknown when its worker is on another machine or nothing dates it.",
     why="A tracker's dashboard shows a failed or stale run as a line that just stops; a sweep or a "
     "promotion that reads its metrics takes a crashed run's last values as if they were final.",
     example="mlruns/1/3f2a.../meta.yaml:13 status: 4 (FAILED)",

@@ -1,0 +1,158 @@
+"""A parent MLflow run's nested children as a sweep (issue 44, docs/mlflow.md "Nested runs as a sweep"): a search
+or a sweep logged with ``mlflow.start_run(nested=True)`` (each child tagged ``mlflow.parentRunId``) becomes a run
+dir whose rows are the children, in the model a ``ledger.jsonl`` fills (``sweep_store.trial_row``), so the RH1xx
+checks and the sweep report judge it as they judge a ledger, an Optuna study or a Ray Tune experiment.
+
+Read from the SQLite store with the same read-only connection as each run's record (``mlflow_db.connect``), in one
+transaction: the children's ``runs`` rows, their params (the config), and per loss key the first and last logged
+step (the steps a child trained: its last step, plus one where the history counts from 0, as MLflow's default
+step does). Each child stays a run of its own too (RH202, RH208, RH212 read its record); here only what the sweep
+checks ask of a row."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .layouts.mlflow_db import MAX_PARAMS, PLANNED_PARAMS, RunInfo, StoreUnreadable, connect, is_series_key
+from .ledger import Ledger
+from .sweep_store import OWN_FIELDS, ledger_of, trial_row
+
+MAX_CHILDREN = 5_000  # children of one parent read as rows
+ENDED = {"FINISHED": False, "FAILED": True, "KILLED": True}  # status -> failed
+TRUE = ("true", "1", "yes")
+
+
+def parents(runs: list[RunInfo], min_children: int = 2) -> dict[str, list[RunInfo]]:
+    """Each parent run among ``runs`` with at least ``min_children`` children (oldest first), by its run id."""
+    ids = {r.run_id for r in runs}
+    found: dict[str, list[RunInfo]] = {}
+    for r in runs:
+        if r.parent_run_id is not None and r.parent_run_id in ids and r.lifecycle != "deleted":
+            found.setdefault(r.parent_run_id, []).append(r)
+    return {
+        p: sorted(kids, key=lambda r: (r.start_ms or 0, r.run_id))[:MAX_CHILDREN]
+        for p, kids in found.items()
+        if len(kids) >= min_children
+    }
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def child_row(
+    info: RunInfo, label: str, params: dict[str, str], marks: dict[str, str], steps: tuple[int, int] | None
+) -> dict[str, Any]:
+    """One child run as a ledger row: its status as the row's end, its loss history's last step as its steps,
+    its params as its config; a tag or param named as a ledger field (``marks``: ``wall_secs``,
+    ``planned_steps``, ``killed_by_timeout``) is that field, and ``max_steps`` and kin are its planned count."""
+    status = (info.status or "").upper()
+    failed = ENDED.get(status, False)
+    own: dict[str, Any] = {}
+    for name in OWN_FIELDS:
+        if name in marks:
+            text = marks[name]
+            own[name] = text.strip().lower() in TRUE if name == "killed_by_timeout" else _number(text)
+    if own.get("planned_steps") is None:
+        planned = next((_number(params[k]) for k in PLANNED_PARAMS if _number(params.get(k))), None)
+        if planned is not None:
+            own["planned_steps"] = int(planned)
+    n_steps = None
+    if steps is not None:
+        first, last = steps
+        n_steps = last + 1 if first == 0 else last  # a 0-based counter: step 39 is the 40th step
+    duration = (info.end_ms - info.start_ms) / 1000 if info.end_ms is not None and info.start_ms is not None else None
+    failure = None
+    if status == "KILLED":
+        failure = "killed (MLflow status KILLED: stopped by its launcher or by hand)"
+    elif status == "FAILED":
+        failure = None  # MLflow keeps no reason: the row says so (sweep_store.trial_row)
+    return trial_row(
+        label,
+        status or "UNKNOWN",
+        ended=status in ENDED,
+        failed=failed,
+        steps=n_steps,
+        started=_iso(info.start_ms),
+        finished=_iso(info.end_ms) if status in ENDED else None,
+        duration=duration,
+        score=None,
+        config={k: v for k, v in params.items() if k not in OWN_FIELDS},  # the knobs, not the row's own fields
+        failure=failure,
+        own={k: v for k, v in own.items() if v is not None},
+        extra={"mlflow_run_id": info.run_id},
+    )
+
+
+def _iso(ms: int | None) -> str | None:
+    from datetime import datetime, timezone
+
+    if ms is None:
+        return None
+    try:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+class MlflowSweep:
+    """A parent run's children in a SQLite store as a sweep store (sweep_store.SweepStore)."""
+
+    kind = "mlflow-sweep"
+    walks = False
+
+    def __init__(self, db: Path, parent: RunInfo, parent_label: str, children: list[RunInfo], labels: dict) -> None:
+        self.db, self.parent, self.children, self.labels = db, parent, children, labels
+        # What a row's evidence names: ``mlflow.db#sweep:2``, the parent's second child (by start time).
+        self.where = db.parent / f"{db.name}#{parent_label}"
+        self.runs_root = self.where  # a child's folder is its artifact folder: its own run dir reads it
+
+    def trial_folders(self) -> frozenset[str]:
+        return frozenset()
+
+    def read(self) -> Ledger:
+        try:
+            return ledger_of(self.where, list(self._rows()))
+        except StoreUnreadable as exc:
+            return ledger_of(self.where, [], read_error=f"{self.db.name} cannot be read: {exc}")
+
+    def _rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        ids = [c.run_id for c in self.children]
+        params: dict[str, dict[str, str]] = {i: {} for i in ids}
+        tags: dict[str, dict[str, str]] = {i: {} for i in ids}
+        steps: dict[str, tuple[int, int]] = {}
+        with connect(self.db) as conn:
+            for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for run, key, value in conn.execute(
+                    f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({marks}) LIMIT ?",
+                    (*chunk, MAX_PARAMS * len(chunk)),
+                ):
+                    params[str(run)][str(key)] = str(value)
+                for run, key, value in conn.execute(
+                    f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({marks}) "
+                    f"AND key IN ({','.join('?' * len(OWN_FIELDS))})",
+                    (*chunk, *OWN_FIELDS),
+                ):
+                    tags[str(run)][str(key)] = str(value)
+                for run, key, first, last in conn.execute(
+                    f"SELECT run_uuid, key, MIN(step), MAX(step) FROM metrics WHERE run_uuid IN ({marks}) "
+                    "GROUP BY run_uuid, key",
+                    chunk,
+                ):
+                    if not (is_series_key(str(key)) and "loss" in str(key).lower()) or not isinstance(last, int):
+                        continue
+                    have = steps.get(str(run))
+                    if have is None or last > have[1]:  # the longest loss history is the training's
+                        steps[str(run)] = (first if isinstance(first, int) else 0, last)
+        for line, info in enumerate(self.children, 1):
+            own = {**params[info.run_id], **tags[info.run_id]}  # a tag the trainer set wins over a param
+            yield line, child_row(info, self.labels[info.run_id], params[info.run_id], own, steps.get(info.run_id))
