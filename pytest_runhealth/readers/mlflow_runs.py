@@ -191,6 +191,16 @@ def _sweeps(
     return out
 
 
+def newest_metric(run_dir: RunDir) -> tuple[float, Path] | None:
+    """(seconds since the epoch, the store's file) of the newest metric an MLflow store's run logged (its
+    ``latest_metrics``): where a trainer that logs only to MLflow advances (RH204). None for any other run."""
+    ref = getattr(run_dir, "mlflow_run", None)
+    if not isinstance(run_dir, MlflowRunDir) or ref is None or ref.info is None:
+        return None
+    last_ms = run_dir.data().last_ms
+    return (last_ms / 1000, ref.store_folder / ref.evidence_path) if last_ms is not None else None
+
+
 def store_of(run) -> StoreRun | None:
     """The store record of a run that is an MLflow store's run, else None."""
     return getattr(run.run_dir, "mlflow_run", None)
