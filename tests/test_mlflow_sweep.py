@@ -127,3 +127,34 @@ def test_a_store_without_nested_runs_has_no_sweep(store):
     con.commit()
     con.close()
     assert not [rd for rd in sqlite_run_dirs(store / "mlflow.db", "mlflow.db") if rd.store is not None]
+
+
+def _unnest(folder: Path) -> None:
+    """The same runs logged without nesting: the four lr runs are top-level runs of the experiment ``sweep``."""
+    con = sqlite3.connect(folder / "mlflow.db")
+    parent = con.execute("SELECT DISTINCT value FROM tags WHERE key = 'mlflow.parentRunId'").fetchone()[0]
+    con.execute("DELETE FROM tags WHERE key = 'mlflow.parentRunId'")
+    con.execute("UPDATE runs SET lifecycle_stage = 'deleted' WHERE run_uuid = ?", (parent,))  # no container left
+    con.commit()
+    con.close()
+
+
+def test_a_named_experiment_is_a_sweep_of_its_runs(store, run_health):
+    _collapse(store)
+    _unnest(store)
+    health = run_health(store, args=("--mlflow-experiment", "sweep", "-k", "RH101"))
+    rh101 = {r["run"]: r for r in health.results("RH101") if r["run_dir"].endswith("mlflow.db#experiment:sweep")}
+    assert sorted(rh101) == ["lr-0.001", "lr-0.003", "lr-0.01", "lr-0.03"], health.stdout
+    assert rh101["lr-0.03"]["outcome"] == "failed" and rh101["lr-0.03"]["cause"] == "config-knob", rh101
+    assert rh101["lr-0.001"]["outcome"] == "passed"
+
+
+def test_an_experiment_not_named_is_no_sweep(store):
+    """Near miss: an experiment may hold unrelated runs; only one the user names is judged as a sweep."""
+    _unnest(store)
+    names = [rd.name for rd in sqlite_run_dirs(store / "mlflow.db", "mlflow.db")]
+    assert not [n for n in names if "#" in n], names
+    named = [rd.name for rd in sqlite_run_dirs(store / "mlflow.db", "mlflow.db", experiments=["sweep"])]
+    assert [n for n in named if "#" in n] == ["mlflow.db#experiment:sweep"]
+    single = [rd.name for rd in sqlite_run_dirs(store / "mlflow.db", "mlflow.db", experiments=["healthy"])]
+    assert not [n for n in single if "#" in n]  # one run is no sweep

@@ -168,25 +168,32 @@ def sqlite_run_dirs(
 
         ref = StoreRun(folder, shown, info, read, evidence_path=rel)
         out.append(MlflowRunDir(ref, names[info.run_id], sizes, launch if i == 0 else None))
-    return out + _sweeps(db, store.runs, chosen, names, sizes)
+    return out + _sweeps(db, store.runs, chosen, names, sizes, experiments)
 
 
 def _sweeps(
-    db: Path, runs: list[RunInfo], chosen: list[RunInfo], names: dict[str, str], sizes: FirstSizes | None
+    db: Path,
+    runs: list[RunInfo],
+    chosen: list[RunInfo],
+    names: dict[str, str],
+    sizes: FirstSizes | None,
+    experiments: Iterable[str] = (),
 ) -> list[RunDir]:
     """A sweep run dir per chosen parent run with nested children (readers/mlflow_sweep.py): ``mlflow.db#<parent>``,
-    its rows the children, whether or not the selection named each child."""
-    from .mlflow_sweep import MlflowSweep, parents
+    its rows the children, whether or not the selection named each child; and one per experiment named by
+    ``--mlflow-experiment`` with at least two top-level runs: ``mlflow.db#experiment:<name>``."""
+    from .mlflow_sweep import MlflowSweep, experiment_runs, parents
 
     picked = {r.run_id for r in chosen}
     families = parents(runs)
+    groups = [(names[p.run_id], families[p.run_id]) for p in chosen if p.run_id in families]
+    groups += [(f"experiment:{name}", experiment_runs(runs, name)) for name in dict.fromkeys(experiments)]
     out: list[RunDir] = []
-    for parent in chosen:
-        children = families.get(parent.run_id)
-        if not children:
+    for label, members in groups:
+        if not members:
             continue
-        kid_names = {**labels(children), **{c.run_id: names[c.run_id] for c in children if c.run_id in picked}}
-        store = MlflowSweep(db, parent, names[parent.run_id], children, kid_names)
+        member_names = {**labels(members), **{m.run_id: names[m.run_id] for m in members if m.run_id in picked}}
+        store = MlflowSweep(db, label, members, member_names)
         out.append(RunDir(store.where.parent, store.where.name, sizes=sizes, store=store))
     return out
 

@@ -6,7 +6,8 @@ checks and the sweep report judge it as they judge a ledger, an Optuna study or 
 Read from the SQLite store with the same read-only connection as each run's record (``mlflow_db.connect``), in one
 transaction: the children's ``runs`` rows, their params (the config), and per loss key the first and last logged
 step (the steps a child trained: its last step, plus one where the history counts from 0, as MLflow's default
-step does). Each child stays a run of its own too (RH202, RH208, RH212 read its record); here only what the sweep
+step does). An experiment named by ``--mlflow-experiment`` is a sweep of its top-level runs the same way (named,
+never guessed: an experiment may hold unrelated runs). Each child stays a run of its own too (RH202, RH208, RH212 read its record); here only what the sweep
 checks ask of a row."""
 
 from __future__ import annotations
@@ -37,6 +38,21 @@ def parents(runs: list[RunInfo], min_children: int = 2) -> dict[str, list[RunInf
         for p, kids in found.items()
         if len(kids) >= min_children
     }
+
+
+def experiment_runs(runs: list[RunInfo], experiment: str, min_runs: int = 2) -> list[RunInfo]:
+    """The top-level runs of ``experiment`` (no parent, none a parent itself: a parent is a container), oldest
+    first, when there are at least ``min_runs``; else none."""
+    containers = {r.parent_run_id for r in runs if r.parent_run_id is not None}
+    top = [
+        r
+        for r in runs
+        if r.experiment == experiment
+        and r.parent_run_id is None
+        and r.run_id not in containers
+        and r.lifecycle != "deleted"
+    ]
+    return sorted(top, key=lambda r: (r.start_ms or 0, r.run_id))[:MAX_CHILDREN] if len(top) >= min_runs else []
 
 
 def _number(text: str | None) -> float | None:
@@ -103,15 +119,17 @@ def _iso(ms: int | None) -> str | None:
 
 
 class MlflowSweep:
-    """A parent run's children in a SQLite store as a sweep store (sweep_store.SweepStore)."""
+    """A parent run's children (or a named experiment's top-level runs) in a SQLite store as a sweep store
+    (sweep_store.SweepStore)."""
 
     kind = "mlflow-sweep"
     walks = False
 
-    def __init__(self, db: Path, parent: RunInfo, parent_label: str, children: list[RunInfo], labels: dict) -> None:
-        self.db, self.parent, self.children, self.labels = db, parent, children, labels
-        # What a row's evidence names: ``mlflow.db#sweep:2``, the parent's second child (by start time).
-        self.where = db.parent / f"{db.name}#{parent_label}"
+    def __init__(self, db: Path, label: str, children: list[RunInfo], labels: dict) -> None:
+        self.db, self.children, self.labels = db, children, labels
+        # What a row's evidence names: ``mlflow.db#sweep:2``, the parent's second child (by start time);
+        # ``mlflow.db#experiment:NAME:2`` for an experiment's runs.
+        self.where = db.parent / f"{db.name}#{label}"
         self.runs_root = self.where  # a child's folder is its artifact folder: its own run dir reads it
 
     def trial_folders(self) -> frozenset[str]:
