@@ -158,3 +158,19 @@ def test_an_experiment_not_named_is_no_sweep(store):
     assert [n for n in named if "#" in n] == ["mlflow.db#experiment:sweep"]
     single = [rd.name for rd in sqlite_run_dirs(store / "mlflow.db", "mlflow.db", experiments=["healthy"])]
     assert not [n for n in single if "#" in n]  # one run is no sweep
+
+
+def test_a_named_experiment_on_a_server_is_a_sweep(run_health):
+    """Through a tracking server (a scripted one on 127.0.0.1, tests/test_mlflow_stores.py): the experiment's runs
+    become rows from the runs' own reads, each run's history fetched once for its checks and the sweep alike."""
+    from test_mlflow_stores import ScriptedServer
+
+    server = ScriptedServer()
+    try:
+        health = run_health(args=("--mlflow-tracking-uri", server.url, "--mlflow-experiment", "exp"))
+    finally:
+        server.close()
+    swept = [r for r in health.results() if r["run_dir"].endswith("#experiment:exp")]
+    assert {r["run"] for r in swept if r["check"] == "RH101"} == {"r-a", "r-b"}, health.stdout
+    histories = [p for p, _ in server.seen if "metrics/get-history" in p]
+    assert len(histories) == 2, histories  # one per run, not one more for the sweep

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from ..safety.reading import Unreadable
 from ..safety.safeio import FirstSizes
@@ -182,7 +183,26 @@ def _sweeps(
     """A sweep run dir per chosen parent run with nested children (readers/mlflow_sweep.py): ``mlflow.db#<parent>``,
     its rows the children, whether or not the selection named each child; and one per experiment named by
     ``--mlflow-experiment`` with at least two top-level runs: ``mlflow.db#experiment:<name>``."""
-    from .mlflow_sweep import MlflowSweep, experiment_runs, parents
+    from .mlflow_sweep import MlflowSweep, sqlite_members
+
+    def build(label: str, members: list[RunInfo], member_names: dict[str, str]) -> MlflowSweep:
+        ids = [m.run_id for m in members]
+        return MlflowSweep(db.parent / f"{db.name}#{label}", members, member_names, lambda: sqlite_members(db, ids))
+
+    return sweep_run_dirs(runs, chosen, names, experiments, build, sizes)
+
+
+def sweep_run_dirs(
+    runs: list[RunInfo],
+    chosen: list[RunInfo],
+    names: dict[str, str],
+    experiments: Iterable[str],
+    build: Callable[[str, list[RunInfo], dict[str, str]], Any],
+    sizes: FirstSizes | None = None,
+) -> list[RunDir]:
+    """The sweeps among ``runs`` (each chosen parent's children; each named experiment's top-level runs), each
+    made by ``build(label, members, their names)`` (a store's own way of reading its rows)."""
+    from .mlflow_sweep import experiment_runs, parents
 
     picked = {r.run_id for r in chosen}
     families = parents(runs)
@@ -193,7 +213,7 @@ def _sweeps(
         if not members:
             continue
         member_names = {**labels(members), **{m.run_id: names[m.run_id] for m in members if m.run_id in picked}}
-        store = MlflowSweep(db, label, members, member_names)
+        store = build(label, members, member_names)
         out.append(RunDir(store.where.parent, store.where.name, sizes=sizes, store=store))
     return out
 

@@ -13,11 +13,20 @@ checks ask of a row."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .layouts.mlflow_db import MAX_PARAMS, PLANNED_PARAMS, RunInfo, StoreUnreadable, connect, is_series_key
+from ..safety.reading import Unreadable
+from .layouts.mlflow_db import (
+    MAX_PARAMS,
+    PLANNED_PARAMS,
+    RunData,
+    RunInfo,
+    StoreUnreadable,
+    connect,
+    is_series_key,
+)
 from .ledger import Ledger
 from .sweep_store import OWN_FIELDS, ledger_of, trial_row
 
@@ -118,18 +127,25 @@ def _iso(ms: int | None) -> str | None:
         return None
 
 
+# What a sweep asks of each member run: its params, the tags and params that name ledger fields, and the first and
+# last step of its longest loss history (None: none logged).
+Member = tuple[dict[str, str], dict[str, str], "tuple[int, int] | None"]
+
+
 class MlflowSweep:
-    """A parent run's children (or a named experiment's top-level runs) in a SQLite store as a sweep store
-    (sweep_store.SweepStore)."""
+    """A parent run's children (or a named experiment's top-level runs) as a sweep store (sweep_store.SweepStore),
+    from a SQLite store (``sqlite_members``) or a tracking server (``data_members``, over the runs' own reads)."""
 
     kind = "mlflow-sweep"
     walks = False
 
-    def __init__(self, db: Path, label: str, children: list[RunInfo], labels: dict) -> None:
-        self.db, self.children, self.labels = db, children, labels
+    def __init__(
+        self, where: Path, children: list[RunInfo], labels: dict, members: Callable[[], dict[str, Member]]
+    ) -> None:
+        self.children, self.labels, self.members = children, labels, members
         # What a row's evidence names: ``mlflow.db#sweep:2``, the parent's second child (by start time);
         # ``mlflow.db#experiment:NAME:2`` for an experiment's runs.
-        self.where = db.parent / f"{db.name}#{label}"
+        self.where = where
         self.runs_root = self.where  # a child's folder is its artifact folder: its own run dir reads it
 
     def trial_folders(self) -> frozenset[str]:
@@ -137,40 +153,69 @@ class MlflowSweep:
 
     def read(self) -> Ledger:
         try:
-            return ledger_of(self.where, list(self._rows()))
-        except StoreUnreadable as exc:
-            return ledger_of(self.where, [], read_error=f"{self.db.name} cannot be read: {exc}")
+            got = self.members()
+        except (StoreUnreadable, Unreadable) as exc:
+            return ledger_of(self.where, [], read_error=f"{self.where.name.split('#')[0]} cannot be read: {exc}")
+        return ledger_of(self.where, list(self._rows(got)))
 
-    def _rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        ids = [c.run_id for c in self.children]
-        params: dict[str, dict[str, str]] = {i: {} for i in ids}
-        tags: dict[str, dict[str, str]] = {i: {} for i in ids}
-        steps: dict[str, tuple[int, int]] = {}
-        with connect(self.db) as conn:
-            for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for run, key, value in conn.execute(
-                    f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({marks}) LIMIT ?",
-                    (*chunk, MAX_PARAMS * len(chunk)),
-                ):
-                    params[str(run)][str(key)] = str(value)
-                for run, key, value in conn.execute(
-                    f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({marks}) "
-                    f"AND key IN ({','.join('?' * len(OWN_FIELDS))})",
-                    (*chunk, *OWN_FIELDS),
-                ):
-                    tags[str(run)][str(key)] = str(value)
-                for run, key, first, last in conn.execute(
-                    f"SELECT run_uuid, key, MIN(step), MAX(step) FROM metrics WHERE run_uuid IN ({marks}) "
-                    "GROUP BY run_uuid, key",
-                    chunk,
-                ):
-                    if not (is_series_key(str(key)) and "loss" in str(key).lower()) or not isinstance(last, int):
-                        continue
-                    have = steps.get(str(run))
-                    if have is None or last > have[1]:  # the longest loss history is the training's
-                        steps[str(run)] = (first if isinstance(first, int) else 0, last)
+    def _rows(self, got: dict[str, Member]) -> Iterator[tuple[int, dict[str, Any]]]:
         for line, info in enumerate(self.children, 1):
-            own = {**params[info.run_id], **tags[info.run_id]}  # a tag the trainer set wins over a param
-            yield line, child_row(info, self.labels[info.run_id], params[info.run_id], own, steps.get(info.run_id))
+            params, own, steps = got.get(info.run_id) or ({}, {}, None)
+            yield line, child_row(info, self.labels[info.run_id], params, own, steps)
+
+
+def sqlite_members(db: Path, ids: list[str]) -> dict[str, Member]:
+    """The members' params, marks and loss steps from a SQLite store, in one read-only transaction."""
+    params: dict[str, dict[str, str]] = {i: {} for i in ids}
+    tags: dict[str, dict[str, str]] = {i: {} for i in ids}
+    steps: dict[str, tuple[int, int]] = {}
+    with connect(db) as conn:
+        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for run, key, value in conn.execute(
+                f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({marks}) LIMIT ?",
+                (*chunk, MAX_PARAMS * len(chunk)),
+            ):
+                params[str(run)][str(key)] = str(value)
+            for run, key, value in conn.execute(
+                f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({marks}) "
+                f"AND key IN ({','.join('?' * len(OWN_FIELDS))})",
+                (*chunk, *OWN_FIELDS),
+            ):
+                tags[str(run)][str(key)] = str(value)
+            for run, key, first, last in conn.execute(
+                f"SELECT run_uuid, key, MIN(step), MAX(step) FROM metrics WHERE run_uuid IN ({marks}) "
+                "GROUP BY run_uuid, key",
+                chunk,
+            ):
+                if is_loss_key(str(key)) and isinstance(last, int):
+                    steps[str(run)] = _longer(steps.get(str(run)), (first if isinstance(first, int) else 0, last))
+    # a tag the trainer set wins over a param
+    return {i: (params[i], {**params[i], **tags[i]}, steps.get(i)) for i in ids}
+
+
+def data_members(datas: dict[str, Callable[[], RunData]]) -> dict[str, Member]:
+    """The members' params, marks and loss steps from each run's own read (``MlflowRunDir.data``: a server's
+    ``runs/get`` and ``metrics/get-history``, read once for the run's checks and this sweep alike)."""
+    out: dict[str, Member] = {}
+    for run_id, read in datas.items():
+        data = read()
+        steps: tuple[int, int] | None = None
+        by_key: dict[str, list[int]] = {}
+        for p in data.points:
+            if p.step is not None and is_loss_key(p.key):
+                by_key.setdefault(p.key, []).append(p.step)
+        for got in by_key.values():
+            steps = _longer(steps, (min(got), max(got)))
+        out[run_id] = (data.params, {**data.params, **{k: v for k, v in data.tags.items() if k in OWN_FIELDS}}, steps)
+    return out
+
+
+def is_loss_key(key: str) -> bool:
+    return is_series_key(key) and "loss" in key.lower()
+
+
+def _longer(have: tuple[int, int] | None, got: tuple[int, int]) -> tuple[int, int]:
+    """The longest loss history is the training's."""
+    return got if have is None or got[1] > have[1] else have
