@@ -34,7 +34,8 @@ def store(tmp_path: Path) -> Path:
 
 
 def by_run(res, check: str) -> dict[str, dict]:
-    return {r["run"].rsplit("/", 1)[-1]: r for r in res.results(check)}
+    """Each run's result, by its name; the nested sweep's rows (run dir ``mlflow.db#sweep``) left out."""
+    return {r["run"].rsplit("/", 1)[-1]: r for r in res.results(check) if "#" not in r["run_dir"]}
 
 
 def test_reader_reads_the_real_schema(store):
@@ -99,6 +100,7 @@ def test_runs_named_as_mlflow_names_them(store, tmp_path):
             "lr-0.01",
             "lr-0.03",
             "sigkilled",
+            "mlflow.db#sweep",  # the parent's nested children as a sweep (tests/test_mlflow_sweep.py)
         ]
     )
     # names that repeat carry the run's id
@@ -387,3 +389,42 @@ def test_a_running_run_whose_process_is_gone_is_killed(store, run_health):
     assert rh212["sigkilled"]["cause"] == "tracker-run-killed"
     assert [e["path"] for e in rh212["sigkilled"]["evidence"]] == ["mlflow.db", "train.pid"]
     assert rh212["healthy"]["outcome"] == "passed"  # near miss: FINISHED runs are not asked about a process
+
+
+def _live_run(store: Path, metric_age_s: float):
+    """The store's newest run (``sigkilled``, RUNNING) given a live process (the launch folder's train.pid) and a
+    console log last written 3 h ago; its metrics' times moved to ``metric_age_s`` ago, in the test's copy."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    (store / "train.log").write_text("starting\n")
+    old = time.time() - 3 * 3600
+    os.utime(store / "train.log", (old, old))
+    (store / "train.pid").write_text(f"{proc.pid}\n")
+    stamp = int((time.time() - metric_age_s) * 1000)
+    with sqlite3.connect(store / "mlflow.db") as conn:
+        run = conn.execute("SELECT run_uuid FROM runs WHERE name = 'sigkilled'").fetchone()[0]
+        conn.execute("UPDATE metrics SET timestamp = ? WHERE run_uuid = ?", (stamp, run))
+        conn.execute("UPDATE latest_metrics SET timestamp = ? WHERE run_uuid = ?", (stamp, run))
+    return proc
+
+
+@pytest.mark.parametrize("metric_age_s", [2 * 3600, 60])
+def test_stall_read_from_the_runs_metric_times(store, run_health, metric_age_s):
+    """RH204 on a store's run: a trainer that logs only to MLflow advances in the store, not in its console log.
+    Metrics 2 h old with the process alive: stalled, the store named; metrics a minute old (near miss): the
+    quiet console log is no stall."""
+    proc = _live_run(store, metric_age_s)
+    try:
+        rh204 = by_run(run_health(store, args=("-k", "RH204")), "RH204")["sigkilled"]
+    finally:
+        proc.kill()
+        proc.wait()
+    if metric_age_s > 1800:
+        assert rh204["outcome"] == "failed" and rh204["cause"] == "stalled", rh204
+        assert rh204["evidence"][-1]["path"] == "mlflow.db" and "newest metric" in rh204["evidence"][-1]["text"]
+    else:
+        assert rh204["outcome"] == "passed" and "mlflow.db" in rh204["note"], rh204

@@ -26,7 +26,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..readers.layouts.mlflow_db import RunData, RunInfo, is_series_key
 from ..readers.layouts.series import Point, is_rl_key
-from ..readers.mlflow_runs import MlflowRunDir, StoreRun, labels, select
+from ..readers.mlflow_runs import MlflowRunDir, StoreRun, labels, select, sweep_run_dirs
 from ..readers.rundir import RunDir
 from ..safety.redact import redact
 from .http import Reply, request_json
@@ -266,7 +266,8 @@ def server_run_dirs(uri: str, shown: str, experiments: Iterable[str] = (), run_i
         if exp not in exp_ids:
             answer = server.call("GET", "experiments/get", {"experiment_id": exp}) or {}
             exp_ids[exp] = str((answer.get("experiment") or {}).get("name") or exp)
-    infos = select([run_info(r, exp_ids) for r in found], experiments, run_ids)
+    every = [run_info(r, exp_ids) for r in found]
+    infos = select(every, experiments, run_ids)
     names = labels(infos)
     scratch = Path(tempfile.mkdtemp(prefix="runhealth-mlflow-"))  # our own folder: the fetched console logs
     out: list[RunDir] = []
@@ -279,4 +280,23 @@ def server_run_dirs(uri: str, shown: str, experiments: Iterable[str] = (), run_i
         fetch_console(server, info, scratch)
         ref = StoreRun(scratch, shown, info, read, evidence_path=where, scratch=True)
         out.append(MlflowRunDir(ref, names[info.run_id]))
-    return out
+    return out + _sweeps(out, every, infos, names, experiments, scratch / (urlsplit(shown).netloc or "server"))
+
+
+def _sweeps(runs: list[RunDir], every, infos, names, experiments, base: Path) -> list[RunDir]:
+    """The server's nested sweeps and named experiments as sweeps (readers/mlflow_sweep.py), their rows read from
+    the runs' own reads (``MlflowRunDir.data``: each run's ``runs/get`` and histories fetched once)."""
+    from ..readers.mlflow_sweep import MlflowSweep, data_members
+
+    reads = {
+        rd.mlflow_run.info.run_id: rd.data
+        for rd in runs
+        if isinstance(rd, MlflowRunDir) and rd.mlflow_run.info is not None
+    }
+
+    def build(label: str, members: list[RunInfo], member_names: dict[str, str]) -> MlflowSweep:
+        mine = {m.run_id: reads[m.run_id] for m in members if m.run_id in reads}
+        kept = [m for m in members if m.run_id in mine]
+        return MlflowSweep(base.parent / f"{base.name}#{label}", kept, member_names, lambda: data_members(mine))
+
+    return sweep_run_dirs(every, infos, names, experiments, build)

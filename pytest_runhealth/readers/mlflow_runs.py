@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from ..safety.reading import Unreadable
 from ..safety.safeio import FirstSizes
@@ -168,7 +169,63 @@ def sqlite_run_dirs(
 
         ref = StoreRun(folder, shown, info, read, evidence_path=rel)
         out.append(MlflowRunDir(ref, names[info.run_id], sizes, launch if i == 0 else None))
+    return out + _sweeps(db, store.runs, chosen, names, sizes, experiments)
+
+
+def _sweeps(
+    db: Path,
+    runs: list[RunInfo],
+    chosen: list[RunInfo],
+    names: dict[str, str],
+    sizes: FirstSizes | None,
+    experiments: Iterable[str] = (),
+) -> list[RunDir]:
+    """A sweep run dir per chosen parent run with nested children (readers/mlflow_sweep.py): ``mlflow.db#<parent>``,
+    its rows the children, whether or not the selection named each child; and one per experiment named by
+    ``--mlflow-experiment`` with at least two top-level runs: ``mlflow.db#experiment:<name>``."""
+    from .mlflow_sweep import MlflowSweep, sqlite_members
+
+    def build(label: str, members: list[RunInfo], member_names: dict[str, str]) -> MlflowSweep:
+        ids = [m.run_id for m in members]
+        return MlflowSweep(db.parent / f"{db.name}#{label}", members, member_names, lambda: sqlite_members(db, ids))
+
+    return sweep_run_dirs(runs, chosen, names, experiments, build, sizes)
+
+
+def sweep_run_dirs(
+    runs: list[RunInfo],
+    chosen: list[RunInfo],
+    names: dict[str, str],
+    experiments: Iterable[str],
+    build: Callable[[str, list[RunInfo], dict[str, str]], Any],
+    sizes: FirstSizes | None = None,
+) -> list[RunDir]:
+    """The sweeps among ``runs`` (each chosen parent's children; each named experiment's top-level runs), each
+    made by ``build(label, members, their names)`` (a store's own way of reading its rows)."""
+    from .mlflow_sweep import experiment_runs, parents
+
+    picked = {r.run_id for r in chosen}
+    families = parents(runs)
+    groups = [(names[p.run_id], families[p.run_id]) for p in chosen if p.run_id in families]
+    groups += [(f"experiment:{name}", experiment_runs(runs, name)) for name in dict.fromkeys(experiments)]
+    out: list[RunDir] = []
+    for label, members in groups:
+        if not members:
+            continue
+        member_names = {**labels(members), **{m.run_id: names[m.run_id] for m in members if m.run_id in picked}}
+        store = build(label, members, member_names)
+        out.append(RunDir(store.where.parent, store.where.name, sizes=sizes, store=store))
     return out
+
+
+def newest_metric(run_dir: RunDir) -> tuple[float, Path] | None:
+    """(seconds since the epoch, the store's file) of the newest metric an MLflow store's run logged (its
+    ``latest_metrics``): where a trainer that logs only to MLflow advances (RH204). None for any other run."""
+    ref = getattr(run_dir, "mlflow_run", None)
+    if not isinstance(run_dir, MlflowRunDir) or ref is None or ref.info is None:
+        return None
+    last_ms = run_dir.data().last_ms
+    return (last_ms / 1000, ref.store_folder / ref.evidence_path) if last_ms is not None else None
 
 
 def store_of(run) -> StoreRun | None:

@@ -19,7 +19,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -86,6 +86,12 @@ def _parse_time(text: Any) -> datetime | None:
         return datetime.fromisoformat(text)
     except (ValueError, RecursionError):
         return None
+
+
+def _utc(stamp: datetime | None) -> datetime | None:
+    """A heartbeat as SQLite keeps it: Optuna writes the database's ``CURRENT_TIMESTAMP``, which SQLite gives in
+    UTC without a zone (RH212 compares it with the clock)."""
+    return stamp.replace(tzinfo=timezone.utc) if stamp is not None and stamp.tzinfo is None else stamp
 
 
 def _grouped(rows: Iterator[tuple]) -> Iterator[tuple[int, list[tuple]]]:
@@ -305,7 +311,7 @@ class SqliteStudies:
                     max_step,
                     attrs,
                     reasons,
-                    _parse_time(beat[0][1]) if beat else None,
+                    _utc(_parse_time(beat[0][1])) if beat else None,
                 ),
             )
 

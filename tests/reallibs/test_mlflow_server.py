@@ -85,7 +85,8 @@ HEALTHY = [("RH212", "healthy"), ("RH202", "healthy"), ("RH208", "healthy"), ("R
 
 
 def judged(res) -> dict[tuple[str, str], dict]:
-    return {(r["check"], r["run"].rsplit("/", 1)[-1]): r for r in res.report["results"]}
+    """Each run's results by (check, run name); the nested sweep's rows (run dir ``…#sweep``) left out."""
+    return {(r["check"], r["run"].rsplit("/", 1)[-1]): r for r in res.report["results"] if "#" not in r["run_dir"]}
 
 
 def check_findings(res) -> None:

@@ -13,6 +13,7 @@ from ...model.registry import check
 from ...readers import layouts
 from ...readers.checkpoints import find_checkpoints, latest
 from ...readers.layouts import hf_trainer, torchelastic
+from ...readers.layouts.mlflow_db import PLANNED_PARAMS
 from ...readers.layouts.series import is_train_loss_key
 from ...readers.rootcause import CAUSES, is_peer_consequence, is_shutdown_crash, signal_named
 from ...readers.values import duration_text
@@ -353,9 +354,6 @@ def _resume_fix(ctx, point) -> str:
     if point is None:
         return find + "relaunch: no intact checkpoint was found, so the run starts again at step 0."
     return find + point.how() + "."
-
-
-PLANNED_PARAMS = ("max_steps", "num_train_steps", "total_steps", "num_steps", "train_steps", "steps")
 
 
 def _mlflow_steps(ctx, store):

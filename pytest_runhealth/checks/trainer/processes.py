@@ -13,6 +13,7 @@ from ...model.finding import Evidence
 from ...model.needs import no_log
 from ...model.registry import check
 from ...readers.ledger import row_end_words
+from ...readers.mlflow_runs import newest_metric
 from ...readers.procs import REUSE_SLACK_S
 from ...readers.rundir import KOHYA_CKPT, LTX_CKPT
 from ...readers.values import duration_text
@@ -231,14 +232,16 @@ def steady_step_time(scan) -> float | None:
 )
 def run_not_stalled(ctx, processes):
     run = ctx.run
-    if not run.logs and (run.row is None or _kill_evidence(ctx, run) is None):
+    store = getattr(ctx.run_dir, "mlflow_run", None)  # a run of an MLflow store: its metrics are its progress
+    if not run.logs and store is None and (run.row is None or _kill_evidence(ctx, run) is None):
         ctx.skip(no_log(run))  # a row that says it was killed is judged
     statuses = processes.for_run(run)
     alive = [st for st in statuses if st.alive]
     if not alive:
-        return _stalled_before_kill(ctx, run, statuses)
+        return _stalled_before_kill(ctx, run, statuses) if run.logs or store is None else ctx.skip(no_log(run))
     fr = processes.freshness(run)
-    marks = []
+    logged = newest_metric(ctx.run_dir) if store is not None else None  # a trainer logging only to MLflow
+    marks = [logged] if logged is not None else []
     if fr.log_mtime is not None and fr.log_size:
         marks.append((fr.log_mtime, fr.log))
     if fr.checkpoint_mtime is not None:
@@ -259,6 +262,7 @@ def run_not_stalled(ctx, processes):
         limit = float(ctx.thresholds["stall_s_without_step_time"])
         basis = "no step time in the log"
     age = time.time() - last_t
+    what = "newest metric logged" if logged is not None and last_p == logged[1] else "last written"
     if age <= limit:
         return f"last progress {duration_text(age)} ago ({ctx.run_dir.rel(last_p)}); limit {duration_text(limit)} ({basis})"
     return ctx.fail(
@@ -266,7 +270,7 @@ def run_not_stalled(ctx, processes):
         "stalled",
         f"process {alive[0].pid} is alive but nothing advanced for {duration_text(age)} (newest: "
         f"{ctx.run_dir.rel(last_p)}); the limit is {duration_text(limit)} ({basis}).",
-        [_pid_evidence(ctx, alive[0]), ctx.evidence(last_p, None, f"last written {duration_text(age)} ago")],
+        [_pid_evidence(ctx, alive[0]), ctx.evidence(last_p, None, f"{what} {duration_text(age)} ago")],
     )
 
 

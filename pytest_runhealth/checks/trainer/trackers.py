@@ -24,12 +24,13 @@ from ...safety.safeio import mtime
     "tracker-run-status",
     phases=["postmortem", "gate"],
     verdicts=["infra"],
-    layouts=["mlflow", "wandb"],
+    layouts=["mlflow", "wandb", "optuna", "ray-tune"],
     thresholds={"stale_after_s": 21600},
     detects="The tracker's own record of the run says it did not end well: MLflow's status FAILED or KILLED, or "
-    "W&B's non-zero exit code (`tracker-run-failed`, `tracker-run-killed`). A run still marked running is "
-    "`tracker-run-killed` when its process is provably gone, `tracker-run-stale` when its records and files "
-    "are all older than stale_after_s.",
+    "W&B's non-zero exit code (`tracker-run-failed`, `tracker-run-killed`). A run (or an Optuna or Ray Tune "
+    "trial) still marked running is `tracker-run-killed` when its process (a Ray trial's worker) is provably gone, "
+    "`tracker-run-stale` when its records and files (an Optuna trial's heartbeat) are all older than stale_after_s, "
+    "and unknown when its worker is on another machine or nothing dates it.",
     why="A tracker's dashboard shows a failed or stale run as a line that just stops; a sweep or a "
     "promotion that reads its metrics takes a crashed run's last values as if they were final.",
     example="mlruns/1/3f2a.../meta.yaml:13 status: 4 (FAILED)",
@@ -45,6 +46,9 @@ def tracker_run_status(ctx, processes):
         return _mlflow(ctx, processes)
     if kind == layouts.WANDB:
         return _wandb(ctx, processes)
+    store = getattr(ctx.run_dir, "store", None)
+    if store is not None and store.kind in SEARCH_TOOLS and ctx.run.row is not None:
+        return _search_trial(ctx, SEARCH_TOOLS[store.kind], ctx.run.row)
     ctx.skip(f"no tracker record in {ctx.run.where} (an MLflow run's meta.yaml, a W&B run's logs/debug.log)")
 
 
@@ -201,3 +205,85 @@ def _stale_or_live(ctx, tracker, state, recorded_s, written_s, what, ev):
         f"{tracker} calls the run {state}; {what} {duration_text(since_recorded)} ago, files written "
         f"{duration_text(since_written)} ago: not stale (both must be over {duration_text(limit)})"
     )
+
+
+SEARCH_TOOLS = {"optuna": "Optuna", "ray-tune": "Ray Tune"}
+
+
+def _when(text) -> float | None:
+    """Seconds since the epoch of a row's ISO time (a time without a zone: UTC, as the readers write it)."""
+    from datetime import datetime, timezone
+
+    if not isinstance(text, str):
+        return None
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return (stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _search_trial(ctx, tool: str, row):
+    """A trial of an Optuna study or a Ray Tune experiment that the store still calls RUNNING (issue 45). How a
+    trial ended is the sweep checks' (RH1xx: one root cause); here only the claim that a running trial is not
+    running: with Optuna's heartbeat (its worker's own liveness signal, written by a thread of the worker, so it
+    says the same from any machine) or with the worker Ray names in the trial's last result, when that worker is
+    on this machine and provably gone. Intermediate values carry no time in Optuna's schema, and a worker on
+    another machine cannot be probed from here: then the trial is unknown, said so, never called stale."""
+    own = row.raw  # the store's own fields beside the ledger's (state, heartbeat_at, last_result_at, worker_*)
+    state = str(own.get("state") or "")
+    if state != "RUNNING":
+        ctx.skip(f"{tool} records the trial {state or 'with no state'}: how a trial ended is the sweep checks' (RH1xx)")
+    ev = [ctx.row_evidence(row)]
+    limit = float(ctx.thresholds.get("stale_after_s", 21600))
+    now = time.time()
+    if tool == "Optuna":
+        beat = _when(own.get("heartbeat_at"))
+        if beat is None:
+            ctx.skip(
+                "Optuna calls the trial RUNNING; unknown whether it still runs: Optuna keeps no time of its "
+                "intermediate values, and the study records no heartbeat (RDBStorage(heartbeat_interval=…) writes one)"
+            )
+        beat_age = now - beat if beat is not None else 0.0
+        if beat_age > limit:
+            return ctx.fail(
+                "infra",
+                "tracker-run-stale",
+                f"Optuna still calls the trial RUNNING, but its worker's last heartbeat was recorded "
+                f"{duration_text(beat_age)} ago (over {duration_text(limit)}): the worker stopped (the heartbeat is "
+                f"written by the worker itself; Optuna's fail_stale_trials counts such a trial as dead). "
+                f"Nothing it reported after that is in the study.",
+                ev,
+            )
+        return f"Optuna calls the trial RUNNING; its heartbeat {duration_text(beat_age)} ago: not stale"
+    last = _when(own.get("last_result_at"))
+    pid, host = own.get("worker_pid"), own.get("worker_host")
+    since = now - last if last is not None else None
+    ago = f"its last result {duration_text(since)} ago" if since is not None else "no result reported yet"
+    if not isinstance(pid, int) or not isinstance(host, str):
+        if since is not None and since <= limit:
+            return f"Ray Tune calls the trial RUNNING; {ago}: not stale"
+        ctx.skip(f"Ray Tune calls the trial RUNNING; {ago}, and no worker recorded to show it alive or gone: unknown")
+    result = ctx.run.path / "result.json"
+    gone = recorded_process_gone(pid, host, None, ctx.run.path, result) if result.is_file() else None
+    if gone is not None:
+        return ctx.fail(
+            "infra",
+            "tracker-run-killed",
+            f"Ray Tune still calls the trial RUNNING ({ago}), but the worker its last result names is gone: {gone}. "
+            "It was killed (or died) without Ray recording it; its error.txt, if any, and RH201 say why.",
+            [*ev, ctx.evidence(result, None, f"pid {pid} on {host}")],
+        )
+    if since is not None and since > limit:
+        import socket
+
+        if host != socket.gethostname():
+            ctx.skip(
+                f"Ray Tune calls the trial RUNNING; {ago} (over {duration_text(limit)}), but its worker (pid {pid}) "
+                f"ran on host {host}: a process on another machine cannot be shown alive or gone from here: unknown"
+            )
+        return (
+            f"Ray Tune calls the trial RUNNING; {ago}, but its worker (pid {pid}) on this machine is not shown "
+            "gone: no claim (a live worker that reports nothing is a stall, RH204's)"
+        )
+    return f"Ray Tune calls the trial RUNNING; {ago}, worker pid {pid} on {host}: not stale"

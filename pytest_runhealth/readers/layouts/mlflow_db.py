@@ -55,6 +55,8 @@ KNOWN_REVISIONS = frozenset(
     cbc13b556ace cc1f77228345 cfd24bdc0731 d0e1f2a3b4c5 d3e4f5a6b7c8 da6fb0208061 dc11669786a5 de4033877273
     df50e92ffc5e e1f2a3b4c5d6 f5a4f2784254""".split()
 )
+# A run's planned step count, from its params (RH208; a nested sweep's rows, readers/mlflow_sweep.py).
+PLANNED_PARAMS = ("max_steps", "num_train_steps", "total_steps", "num_steps", "train_steps", "steps")
 TABLES = ("experiments", "runs", "metrics", "latest_metrics", "params", "tags")
 
 

@@ -168,6 +168,7 @@ class RayExperiment:
         stamp = _number(last.get("timestamp"))
         score = _number(last.get(metric)) if metric else None
         own = {k: last.get(k) for k in OWN_FIELDS if k in last}
+        pid, host = last.get("pid"), last.get("hostname")
         return trial_row(
             name,
             status,
@@ -182,7 +183,13 @@ class RayExperiment:
             failure=failure,
             keep_failure=False,  # the text stays in error.txt: the trial's own log, read with its line numbers
             own=own,
-            extra={"trial_id": state.get("trial_id") or last.get("trial_id"), "last_result_at": _iso(stamp)},
+            extra={
+                "trial_id": state.get("trial_id") or last.get("trial_id"),
+                "last_result_at": _iso(stamp),
+                # The worker that reported it (Ray adds both to every result): RH212's evidence of a live or gone one.
+                "worker_pid": pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
+                "worker_host": host if isinstance(host, str) and host else None,
+            },
         )
 
 
