@@ -262,6 +262,12 @@ def add_eval_options(group: Any, parser: Any) -> None:
     parser.addini("runhealth_eval_server", "evaluation server URL", default="")
     parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
     parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
+    parser.addini(
+        "runhealth_eval_retry_budget_s",
+        "the most seconds one session waits on the evaluation server's Retry-After and backoff, all requests "
+        "together (default and ceiling 120; pytest-runhealth watch sets its tick's interval)",
+        default="",
+    )
     parser.addini("runhealth_gate", "run as a promotion gate", type="bool", default=False)
     parser.addini("runhealth_gate_alpha", "the gate's error rate (as --runhealth-alpha)", default="")
     parser.addini("runhealth_gate_margin", "the claim's bar (as --runhealth-margin)", default="")
