@@ -356,3 +356,106 @@ def test_the_private_reach_rule_finds_one(tmp_path):
     )
     assert private_reaches(tmp_path / "m.py", tmp_path) == ["m.py:2: rd._store"]
     assert private_reaches(tmp_path / "ok.py", tmp_path) == []
+
+
+# -- no module-level mutable state (issue 43) -------------------------------------------------
+MUTABLE_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque", "bytearray"})
+MUTATORS = frozenset(
+    "append appendleft extend insert update setdefault pop popitem popleft clear add discard remove".split()
+)
+# Module-level containers a function may change, "path:NAME" -> why it is process state by design (none:
+# state lives on the object that owns it, the session, a reader, a client, and is passed down). A value
+# made late is a memoised function (``functools.cache``/``lru_cache``): a constant, whatever the session.
+ALLOWED_STATE: dict[str, str] = {}
+
+
+def _mutable_value(node: ast.expr | None) -> bool:
+    if isinstance(node, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name in MUTABLE_CALLS
+    return False
+
+
+def _module_containers(tree: ast.Module) -> set[str]:
+    """Names the module binds to a mutable container at its top level (under ``if``/``try`` too)."""
+    names: set[str] = set()
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            todo += (
+                node.body
+                + node.orelse
+                + getattr(node, "finalbody", [])
+                + [s for h in getattr(node, "handlers", []) for s in h.body]
+            )
+        elif isinstance(node, ast.Assign) and _mutable_value(node.value):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and _mutable_value(node.value):
+            names.add(node.target.id)
+    return names
+
+
+def _changed_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, int]]:
+    """Module names ``func`` changes in place: ``NAME[k] = …``, ``del NAME[k]``, ``NAME.append(…)`` and the
+    like, leaving out the names it binds itself (a local, a parameter)."""
+    args = func.args
+    local = {a.arg for a in args.args + args.posonlyargs + args.kwonlyargs}
+    local |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    local |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    out = []
+    for node in ast.walk(func):
+        target = None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            target = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+            target = node.func.value
+        if isinstance(target, ast.Name) and target.id not in local:
+            out.append((target.id, node.lineno))
+    return out
+
+
+def module_state(path: Path, root: Path = ROOT) -> list[str]:
+    """A ``global`` statement, or a function that changes a module-level container: state that outlives a
+    session and is shared by every session of the process (pytester's in-process ones, the watch's)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    where = path.relative_to(root).as_posix()
+    containers = _module_containers(tree)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            out.append(f"{where}:{node.lineno}: global {', '.join(node.names)}")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for name, line in _changed_names(node):
+                if name in containers and f"{where}:{name}" not in ALLOWED_STATE:
+                    out.append(f"{where}:{line}: {name} changed in {node.name}()")
+    return sorted(set(out))
+
+
+def test_no_module_level_mutable_state():
+    found = [hit for path in sorted(ROOT.rglob("*.py")) for hit in module_state(path)]
+    assert found == [], (
+        "keep this state on the object that owns it (the session, a reader, a client) and pass it down, "
+        "or make it an immutable constant:\n" + "\n".join(found)
+    )
+
+
+def test_the_state_rule_finds_a_global_and_a_changed_cache(tmp_path):
+    (tmp_path / "g.py").write_text("BUDGET = 1.0\n\ndef lower(x):\n    global BUDGET\n    BUDGET = x\n")
+    (tmp_path / "c.py").write_text(
+        "_CACHE: dict = {}\nSEEN = set()\n\ndef get(k):\n    _CACHE[k] = 1\n    SEEN.add(k)\n    return _CACHE[k]\n"
+    )
+    (tmp_path / "ok.py").write_text(
+        "TABLE = {'a': 1}\nTABLE['b'] = 2\n\ndef read(TABLE=None):\n    TABLE = {} if TABLE is None else TABLE\n"
+        "    TABLE['c'] = 3\n    return TABLE\n\nclass Scanner:\n    def __init__(self):\n        self.cache = {}\n"
+        "    def get(self, k):\n        self.cache[k] = 1\n"
+    )
+    assert module_state(tmp_path / "g.py", tmp_path) == ["g.py:4: global BUDGET"]
+    assert module_state(tmp_path / "c.py", tmp_path) == [
+        "c.py:5: _CACHE changed in get()",
+        "c.py:6: SEEN changed in get()",
+    ]
+    assert module_state(tmp_path / "ok.py", tmp_path) == []
