@@ -79,7 +79,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
         verdict_file.forget(early_config)
     reason = options.wants_runhealth(early_config, defaults, look_at_code=False)
-    if reason or run_dir_option.typed_run_dir(early_config):
+    if reason or run_dir_option.run_dirs_of(early_config).typed:
         # First the guard, then the features: no file inside a run dir configures this
         # session, and nothing is imported (not even orjson or statistics, which a
         # planted ``pythonpath`` could shadow) before it has said so. It runs when

@@ -459,3 +459,38 @@ def test_the_state_rule_finds_a_global_and_a_changed_cache(tmp_path):
         "c.py:6: SEEN changed in get()",
     ]
     assert module_state(tmp_path / "ok.py", tmp_path) == []
+
+
+# -- --run-dir read in one place (issue 43) ---------------------------------------------------
+RUN_DIR_READER = "settings/run_dir_option.py"
+
+
+def run_dir_reads(path: Path, root: Path = ROOT) -> list[str]:
+    """``config.getoption("runhealth_run_dirs")``, ``getini(...)`` or ``getattr(ns, "runhealth_run_dirs")``
+    outside the one reader (``run_dir_option.run_dirs_of``): a second reading of the option."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("getoption", "getini", "getattr") and any(
+            isinstance(a, ast.Constant) and a.value == "runhealth_run_dirs" for a in node.args
+        ):
+            out.append(f"{path.relative_to(root).as_posix()}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_run_dir_option_is_read_in_one_place():
+    found = [hit for path in sorted(ROOT.rglob("*.py")) for hit in run_dir_reads(path) if RUN_DIR_READER not in hit]
+    assert found == [], "ask run_dir_option.run_dirs_of(config) instead:\n" + "\n".join(found)
+    assert run_dir_reads(ROOT / RUN_DIR_READER)  # the near miss: the reader itself is found
+
+
+def test_the_run_dir_rule_finds_a_second_reader(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "def f(config):\n    return config.getoption('runhealth_run_dirs') or config.getini('runhealth_run_dirs')\n"
+        "def g(config):\n    return config.getoption('runhealth_report')\n"
+    )
+    assert [hit.split(": ")[0] for hit in run_dir_reads(tmp_path / "m.py", tmp_path)] == ["m.py:2", "m.py:2"]
