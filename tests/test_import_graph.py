@@ -494,3 +494,45 @@ def test_the_run_dir_rule_finds_a_second_reader(tmp_path):
         "def g(config):\n    return config.getoption('runhealth_report')\n"
     )
     assert [hit.split(": ")[0] for hit in run_dir_reads(tmp_path / "m.py", tmp_path)] == ["m.py:2", "m.py:2"]
+
+
+# -- the garbage collector switched in one place (issue 43) -----------------------------------
+GC_SWITCHES = frozenset({"disable", "enable", "freeze", "unfreeze", "set_threshold"})
+GC_PLACE = "safety/collector.py"
+
+
+def gc_switches(path: Path, root: Path = ROOT) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return [
+        f"{path.relative_to(root).as_posix()}:{node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "gc"
+        and node.func.attr in GC_SWITCHES
+    ]
+
+
+def test_the_garbage_collector_is_switched_in_one_place():
+    found = [hit for path in sorted(ROOT.rglob("*.py")) for hit in gc_switches(path) if not hit.startswith(GC_PLACE)]
+    assert found == [], f"ask {GC_PLACE} (building_kept_objects, keep_for_the_session) instead:\n" + "\n".join(found)
+    assert gc_switches(ROOT / GC_PLACE)  # the near miss: the one place is found
+
+
+def test_building_kept_objects_restores_the_collector():
+    import gc
+
+    from pytest_runhealth.safety.collector import building_kept_objects
+
+    assert gc.isenabled()
+    with building_kept_objects():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with building_kept_objects():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is left as it was
+    finally:
+        gc.enable()
