@@ -14,6 +14,7 @@ own base class, and a missing library is an ``ImportError`` that says which to i
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Any
@@ -144,14 +145,16 @@ def _lightning_class() -> type:
     return LightningRunHealthCallback
 
 
-_MADE: dict[str, type] = {}
-_MAKERS = {"HFRunHealthCallback": _hf_class, "LightningRunHealthCallback": _lightning_class}
+# Each class is made once, on first use (its framework is imported then), and is the same object
+# ever after (``isinstance`` holds): a memoised maker, a constant made late, not state a session changes.
+_MAKERS = {
+    "HFRunHealthCallback": functools.cache(_hf_class),
+    "LightningRunHealthCallback": functools.cache(_lightning_class),
+}
 
 
 def __getattr__(name: str) -> Any:
     maker = _MAKERS.get(name)
     if maker is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if name not in _MADE:
-        _MADE[name] = maker()
-    return _MADE[name]
+    return maker()

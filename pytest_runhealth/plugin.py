@@ -56,7 +56,6 @@ SUBPLUGINS: tuple[str, ...] = (
     "pytest_runhealth.plugins.xdist_scheduling",  # under pytest-xdist, one run's items on one worker
 )
 
-_DEFAULTS: dict[str, Any] = {}  # option dest -> default, filled by pytest_addoption (the same in every session)
 ACTIVE = pytest.StashKey[str]()  # why this session is a run-health session
 
 
@@ -65,7 +64,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    _DEFAULTS.update(options.add_all(parser))
+    options.add_all(parser)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -74,12 +73,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     that names one registers the features first, as a plugin loaded from an
     entry point always was. Otherwise the conftests decide, once loaded."""
     reported = _names_a_report(early_config)
+    defaults = options.defaults()  # option dest -> default (the same in every session; kept by no module)
     if reported:  # the very first act: no stale verdict, whatever follows (exit 4 included)
         from .settings import verdict_file  # the standard library and leaves only: safe before the guard
 
         verdict_file.forget(early_config)
-    reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=False)
-    if reason or run_dir_option.typed_run_dir(early_config):
+    reason = options.wants_runhealth(early_config, defaults, look_at_code=False)
+    if reason or run_dir_option.run_dirs_of(early_config).typed:
         # First the guard, then the features: no file inside a run dir configures this
         # session, and nothing is imported (not even orjson or statistics, which a
         # planted ``pythonpath`` could shadow) before it has said so. It runs when
@@ -91,7 +91,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         activate(early_config, reason)
     result = yield
     if not reason:
-        reason = options.wants_runhealth(early_config, _DEFAULTS, look_at_code=True)
+        reason = options.wants_runhealth(early_config, defaults, look_at_code=True)
         if reason:
             activate(early_config, reason)
     if reported and verdict_file.gate_requested(early_config):

@@ -19,11 +19,11 @@ import pytest
 
 def warm_imports() -> None:
     from pytest_runhealth import checks
-    from pytest_runhealth.live.http import _client
+    from pytest_runhealth.live.http import new_client
     from pytest_runhealth.readers import procs  # noqa: F401
 
     checks.builtin_modules()
-    _client(False)
+    new_client(False).close()
     import psutil  # noqa: F401
 
 

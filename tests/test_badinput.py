@@ -1233,10 +1233,37 @@ def test_retry_after_1e308_does_not_hold_a_watch_tick(monkeypatch):
 
     monkeypatch.setattr(client, "EvalClient", CountingClient)
     with _Server(_answer(503, b"{}", {"Retry-After": "1e308"})) as srv:
-        with client.bounded_retry_wait(1.0):
-            tick = ServerRequestWatch(srv.url, ["xr-1"]).tick()
-    assert sum(waits) <= 1.0, waits  # without the bound: 30 s per retry, 120 s a session
+        unbounded = ServerRequestWatch(srv.url, ["xr-1"])
+        unbounded.tick()
+        assert sum(waits) > 1.0, waits  # the near miss: outside a watch's tick, 30 s per retry, 120 s a session
+        waits.clear()
+        watched = ServerRequestWatch(srv.url, ["xr-1"])
+        watched.retry_budget_s = 1.0  # what the watch's tick passes down (Watch.tick)
+        tick = watched.tick()
+    assert sum(waits) <= 1.0, waits
     assert tick.ended is False
+
+
+def test_a_watch_tick_bounds_its_sessions_retry_wait_through_the_ini_key():
+    from types import SimpleNamespace
+
+    from pytest_runhealth.evaluation.settings import DEFAULT_RETRY_BUDGET_S, EvalSettings, resolve, retry_budget
+    from pytest_runhealth.watch.verdicts import VerdictRunner
+
+    runner = VerdictRunner([], [])
+    assert "runhealth_eval_retry_budget_s" not in " ".join(runner.args(Path("r.json")))
+    runner.retry_budget_s = 10.0
+    assert runner.args(Path("r.json"))[-2:] == ["-o", "runhealth_eval_retry_budget_s=10"]
+
+    def config(ini: str) -> SimpleNamespace:
+        return SimpleNamespace(
+            getoption=lambda name, default=None: None,
+            getini=lambda name: ini if name == "runhealth_eval_retry_budget_s" else ([] if "requests" in name else ""),
+        )
+
+    assert resolve(config("10"), None).retry_budget_s == 10.0
+    assert resolve(config(""), None).retry_budget_s == EvalSettings().retry_budget_s == DEFAULT_RETRY_BUDGET_S
+    assert [retry_budget(v) for v in ("1e308", "nan", "-5", "x")] == [DEFAULT_RETRY_BUDGET_S, 120.0, 0.0, 120.0]
 
 
 def test_stacked_content_encodings_are_refused_without_recursion():

@@ -356,3 +356,183 @@ def test_the_private_reach_rule_finds_one(tmp_path):
     )
     assert private_reaches(tmp_path / "m.py", tmp_path) == ["m.py:2: rd._store"]
     assert private_reaches(tmp_path / "ok.py", tmp_path) == []
+
+
+# -- no module-level mutable state (issue 43) -------------------------------------------------
+MUTABLE_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque", "bytearray"})
+MUTATORS = frozenset(
+    "append appendleft extend insert update setdefault pop popitem popleft clear add discard remove".split()
+)
+# Module-level containers a function may change, "path:NAME" -> why it is process state by design (none:
+# state lives on the object that owns it, the session, a reader, a client, and is passed down). A value
+# made late is a memoised function (``functools.cache``/``lru_cache``): a constant, whatever the session.
+ALLOWED_STATE: dict[str, str] = {}
+
+
+def _mutable_value(node: ast.expr | None) -> bool:
+    if isinstance(node, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name in MUTABLE_CALLS
+    return False
+
+
+def _module_containers(tree: ast.Module) -> set[str]:
+    """Names the module binds to a mutable container at its top level (under ``if``/``try`` too)."""
+    names: set[str] = set()
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            todo += (
+                node.body
+                + node.orelse
+                + getattr(node, "finalbody", [])
+                + [s for h in getattr(node, "handlers", []) for s in h.body]
+            )
+        elif isinstance(node, ast.Assign) and _mutable_value(node.value):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and _mutable_value(node.value):
+            names.add(node.target.id)
+    return names
+
+
+def _changed_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, int]]:
+    """Module names ``func`` changes in place: ``NAME[k] = …``, ``del NAME[k]``, ``NAME.append(…)`` and the
+    like, leaving out the names it binds itself (a local, a parameter)."""
+    args = func.args
+    local = {a.arg for a in args.args + args.posonlyargs + args.kwonlyargs}
+    local |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    local |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    out = []
+    for node in ast.walk(func):
+        target = None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            target = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+            target = node.func.value
+        if isinstance(target, ast.Name) and target.id not in local:
+            out.append((target.id, node.lineno))
+    return out
+
+
+def module_state(path: Path, root: Path = ROOT) -> list[str]:
+    """A ``global`` statement, or a function that changes a module-level container: state that outlives a
+    session and is shared by every session of the process (pytester's in-process ones, the watch's)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    where = path.relative_to(root).as_posix()
+    containers = _module_containers(tree)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            out.append(f"{where}:{node.lineno}: global {', '.join(node.names)}")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for name, line in _changed_names(node):
+                if name in containers and f"{where}:{name}" not in ALLOWED_STATE:
+                    out.append(f"{where}:{line}: {name} changed in {node.name}()")
+    return sorted(set(out))
+
+
+def test_no_module_level_mutable_state():
+    found = [hit for path in sorted(ROOT.rglob("*.py")) for hit in module_state(path)]
+    assert found == [], (
+        "keep this state on the object that owns it (the session, a reader, a client) and pass it down, "
+        "or make it an immutable constant:\n" + "\n".join(found)
+    )
+
+
+def test_the_state_rule_finds_a_global_and_a_changed_cache(tmp_path):
+    (tmp_path / "g.py").write_text("BUDGET = 1.0\n\ndef lower(x):\n    global BUDGET\n    BUDGET = x\n")
+    (tmp_path / "c.py").write_text(
+        "_CACHE: dict = {}\nSEEN = set()\n\ndef get(k):\n    _CACHE[k] = 1\n    SEEN.add(k)\n    return _CACHE[k]\n"
+    )
+    (tmp_path / "ok.py").write_text(
+        "TABLE = {'a': 1}\nTABLE['b'] = 2\n\ndef read(TABLE=None):\n    TABLE = {} if TABLE is None else TABLE\n"
+        "    TABLE['c'] = 3\n    return TABLE\n\nclass Scanner:\n    def __init__(self):\n        self.cache = {}\n"
+        "    def get(self, k):\n        self.cache[k] = 1\n"
+    )
+    assert module_state(tmp_path / "g.py", tmp_path) == ["g.py:4: global BUDGET"]
+    assert module_state(tmp_path / "c.py", tmp_path) == [
+        "c.py:5: _CACHE changed in get()",
+        "c.py:6: SEEN changed in get()",
+    ]
+    assert module_state(tmp_path / "ok.py", tmp_path) == []
+
+
+# -- --run-dir read in one place (issue 43) ---------------------------------------------------
+RUN_DIR_READER = "settings/run_dir_option.py"
+
+
+def run_dir_reads(path: Path, root: Path = ROOT) -> list[str]:
+    """``config.getoption("runhealth_run_dirs")``, ``getini(...)`` or ``getattr(ns, "runhealth_run_dirs")``
+    outside the one reader (``run_dir_option.run_dirs_of``): a second reading of the option."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("getoption", "getini", "getattr") and any(
+            isinstance(a, ast.Constant) and a.value == "runhealth_run_dirs" for a in node.args
+        ):
+            out.append(f"{path.relative_to(root).as_posix()}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_run_dir_option_is_read_in_one_place():
+    found = [hit for path in sorted(ROOT.rglob("*.py")) for hit in run_dir_reads(path) if RUN_DIR_READER not in hit]
+    assert found == [], "ask run_dir_option.run_dirs_of(config) instead:\n" + "\n".join(found)
+    assert run_dir_reads(ROOT / RUN_DIR_READER)  # the near miss: the reader itself is found
+
+
+def test_the_run_dir_rule_finds_a_second_reader(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "def f(config):\n    return config.getoption('runhealth_run_dirs') or config.getini('runhealth_run_dirs')\n"
+        "def g(config):\n    return config.getoption('runhealth_report')\n"
+    )
+    assert [hit.split(": ")[0] for hit in run_dir_reads(tmp_path / "m.py", tmp_path)] == ["m.py:2", "m.py:2"]
+
+
+# -- the garbage collector switched in one place (issue 43) -----------------------------------
+GC_SWITCHES = frozenset({"disable", "enable", "freeze", "unfreeze", "set_threshold"})
+GC_PLACE = "safety/collector.py"
+
+
+def gc_switches(path: Path, root: Path = ROOT) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return [
+        f"{path.relative_to(root).as_posix()}:{node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "gc"
+        and node.func.attr in GC_SWITCHES
+    ]
+
+
+def test_the_garbage_collector_is_switched_in_one_place():
+    found = [hit for path in sorted(ROOT.rglob("*.py")) for hit in gc_switches(path) if not hit.startswith(GC_PLACE)]
+    assert found == [], f"ask {GC_PLACE} (building_kept_objects, keep_for_the_session) instead:\n" + "\n".join(found)
+    assert gc_switches(ROOT / GC_PLACE)  # the near miss: the one place is found
+
+
+def test_building_kept_objects_restores_the_collector():
+    import gc
+
+    from pytest_runhealth.safety.collector import building_kept_objects
+
+    assert gc.isenabled()
+    with building_kept_objects():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with building_kept_objects():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is left as it was
+    finally:
+        gc.enable()

@@ -6,11 +6,10 @@ httpx is imported when a client is built, never at plugin load."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,24 +17,10 @@ from typing import Any
 from ..live.bounded_decode import ACCEPT_ENCODING
 from .jsondoc import loads
 from .model import parse_time
-from .settings import EvalSettings
+from .settings import DEFAULT_RETRY_BUDGET_S, EvalSettings
 
 MAX_RETRY_AFTER_S = 30.0
-MAX_RETRY_BUDGET_S = 120.0  # the most one session waits on Retry-After and backoff, all requests together
-
-
-@contextlib.contextmanager
-def bounded_retry_wait(seconds: float) -> Iterator[None]:
-    """Clients made inside wait at most ``seconds`` on Retry-After and backoff in
-    all: the watch's tick (a ``Retry-After: 1e308`` must not hold a watch past its
-    interval; each wait is capped at MAX_RETRY_AFTER_S anyway)."""
-    global MAX_RETRY_BUDGET_S
-    before = MAX_RETRY_BUDGET_S
-    MAX_RETRY_BUDGET_S = min(before, max(0.0, seconds))
-    try:
-        yield
-    finally:
-        MAX_RETRY_BUDGET_S = before
+MAX_RETRY_BUDGET_S = DEFAULT_RETRY_BUDGET_S  # the most one session waits on Retry-After and backoff, all together
 
 
 def is_transient(status: int) -> bool:
@@ -74,7 +59,9 @@ class EvalClient:
             raise ValueError("no evaluation server configured (--eval-server URL)")
         self.settings = settings
         self.sleep = sleep
-        self.retry_budget_s = MAX_RETRY_BUDGET_S  # all retries of this client (one per session) together
+        # All retries of this client (one per session) together: the settings' budget (a watch's
+        # tick passes its interval down, so a ``Retry-After: 1e308`` never holds the watch).
+        self.retry_budget_s = max(0.0, settings.retry_budget_s)
         headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         if settings.token:
             headers["Authorization"] = f"Bearer {settings.token}"

@@ -97,6 +97,10 @@ GATE_SCHEMA = {
 }
 
 
+DEFAULT_RETRY_BUDGET_S = 120.0  # the most one session waits on Retry-After and backoff, all requests together
+RETRY_BUDGET_INI = "runhealth_eval_retry_budget_s"  # how a watch bounds its check sessions' waiting by its tick
+
+
 class EvalSettingsError(Exception):
     pass
 
@@ -113,6 +117,7 @@ class EvalSettings:
     retries: int = 4
     retry_backoff_s: float = 1.0
     max_response_bytes: int = 16 << 20
+    retry_budget_s: float = DEFAULT_RETRY_BUDGET_S  # all waiting on Retry-After and backoff of one client
     body_path: str | None = None
 
     @property
@@ -157,9 +162,20 @@ def resolve(config, yaml_section: Any) -> EvalSettings:
     )
     s.token_env = config.getini("runhealth_eval_token_env") or s.token_env
     s.body_path = config.getoption("runhealth_eval_body") or None
+    s.retry_budget_s = retry_budget(config.getini(RETRY_BUDGET_INI))
     if s.server:
         s.server = s.server.rstrip("/")
     return s
+
+
+def retry_budget(given: Any) -> float:
+    """The ini value as a budget in seconds: the default where it is empty or
+    no finite number; it only ever lowers the default (a watch's tick)."""
+    try:
+        seconds = float(str(given).strip()) if str(given).strip() else DEFAULT_RETRY_BUDGET_S
+    except ValueError:
+        seconds = DEFAULT_RETRY_BUDGET_S
+    return min(DEFAULT_RETRY_BUDGET_S, max(0.0, seconds)) if math.isfinite(seconds) else DEFAULT_RETRY_BUDGET_S
 
 
 # (key, lowest, lowest allowed, highest, highest allowed): the ranges GATE_SCHEMA states for gate.alpha, gate.margin

@@ -5,13 +5,13 @@ the early exit's value, and gathered whole only for a knob no healthy run shares
 
 from __future__ import annotations
 
-import gc
 from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
 from ..readers.ledger import FREEZE_FROM, LedgerRow, RowsAt
+from ..safety.collector import keep_for_the_session
 from ..safety.shown import name as shown_name
 from .sweepfacts import ABSENT, SCALARS, knob_key, ledger_facts
 
@@ -78,7 +78,7 @@ class HealthyKnobs:
                 }
             self._values[key] = seen
             if len(found) >= FREEZE_FROM:
-                gc.freeze()  # kept for the session, like the rows
+                keep_for_the_session()  # kept for the session, like the rows
         return seen
 
     def _used(self, key: str, knob: Any) -> bool:
@@ -198,7 +198,7 @@ def healthy_by_role(ctx) -> dict[str, HealthyKnobs]:
         facts = ledger_facts(ctx)
         out = {role: HealthyKnobs(facts.pick(at)) for role, at in facts.finished_by_role.items()}
         if len(facts.finished_ok) >= FREEZE_FROM:
-            gc.freeze()  # kept for the session: out of the collector's full passes (its lists hold a row each)
+            keep_for_the_session()  # kept for the session: out of the collector's full passes (its lists hold a row each)
         return out
 
     return ctx.run_dir.cached(("RH105", "healthy-by-role"), build)

@@ -19,26 +19,42 @@ DEFAULT_TIMEOUT = DEFAULT_PROBE_TIMEOUT  # options.py shows it in --help
 MAX_BODY = 4 << 20
 
 
-_CLIENTS: dict[tuple[bool, int], object] = {}
+class HttpClients:
+    """The httpx clients of one owner (an LM Studio client, an MLflow server: one per
+    session), one per TLS need: building one loads the CA bundle (~25 ms), which
+    plain-HTTP probes of local servers never need. Owned by the object that probes,
+    never kept at module level; a request without one builds a client for itself
+    (~2 ms without TLS)."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[bool, int], Any] = {}
+
+    def client(self, tls: bool):
+        import httpx
+
+        # Keyed by the httpx module too: a process that re-imports httpx (pytest's
+        # own pytester does, between in-process sessions) must not mix a client of
+        # the old module with Timeout objects of the new one.
+        key = (tls, id(httpx))
+        if key not in self._by_key:
+            self._by_key[key] = new_client(tls)
+        return self._by_key[key]
+
+    def close(self) -> None:
+        for client in self._by_key.values():
+            client.close()
+        self._by_key.clear()
 
 
-def _client(tls: bool):
-    """One client per session (per TLS need): building one loads the CA
-    bundle (~0.1 s), which plain-HTTP probes of local servers never need."""
+def new_client(tls: bool):
     import httpx
 
-    # Keyed by the httpx module too: a process that re-imports httpx (pytest's
-    # own pytester does, between in-process sessions) must not mix a client of
-    # the old module with Timeout objects of the new one.
-    key = (tls, id(httpx))
-    if key not in _CLIENTS:
-        # No kept-alive connections: each probe connects anew, so the
-        # watchdog always sees the socket it may have to shut (a local probe
-        # pays ~0.1 ms for it).
-        _CLIENTS[key] = httpx.Client(
-            follow_redirects=False, trust_env=False, verify=tls, limits=httpx.Limits(max_keepalive_connections=0)
-        )
-    return _CLIENTS[key]
+    # No kept-alive connections: each probe connects anew, so the
+    # watchdog always sees the socket it may have to shut (a local probe
+    # pays ~0.1 ms for it).
+    return httpx.Client(
+        follow_redirects=False, trust_env=False, verify=tls, limits=httpx.Limits(max_keepalive_connections=0)
+    )
 
 
 class Watchdog:
@@ -148,7 +164,10 @@ def request_json(
     max_bytes: int = MAX_BODY,
     headers: dict[str, str] | None = None,
     body: Any = None,
+    clients: HttpClients | None = None,
 ) -> Reply:
+    """One bounded request; through ``clients`` where the caller keeps them (a
+    session's many probes), else through a client made and closed for it."""
     start = time.monotonic()
     refused = _refused(url, timeout)
     if refused is not None:
@@ -160,8 +179,9 @@ def request_json(
     deadline = start + timeout
     reply = Reply(url)
     dog = Watchdog(timeout)
+    tls, client = url.startswith("https:"), None
     try:
-        client = _client(url.startswith("https:"))
+        client = clients.client(tls) if clients is not None else new_client(tls)
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
         with (
             dog,
@@ -200,6 +220,9 @@ def request_json(
             reply.problem, reply.detail = "timeout", f"no complete answer within {timeout:g} s; gave up"
         else:
             reply.problem, reply.detail = "unreachable", f"{type(exc).__name__}: {exc}"
+    finally:
+        if clients is None and client is not None:
+            client.close()
     reply.elapsed_s = time.monotonic() - start
     if reply.problem:
         return reply

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .http import DEFAULT_TIMEOUT, MAX_BODY, Reply, request_json
+from .http import DEFAULT_TIMEOUT, MAX_BODY, HttpClients, Reply, request_json
 
 DEFAULT_URL = "http://127.0.0.1:1234"
 UNEXPECTED = "Unexpected endpoint or method"
@@ -124,6 +124,7 @@ class LMStudioClient:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self._cache: dict[tuple, Reply] = {}
+        self.http = HttpClients()  # this client's connections' settings, built once (the CA bundle for https)
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -141,6 +142,7 @@ class LMStudioClient:
             max_bytes=self.max_bytes,
             headers=self._headers(),
             body=body,
+            clients=self.http,
         )
         if cache:
             self._cache[key] = reply

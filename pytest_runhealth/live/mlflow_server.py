@@ -29,7 +29,7 @@ from ..readers.layouts.series import Point, is_rl_key
 from ..readers.mlflow_runs import MlflowRunDir, StoreRun, labels, select, sweep_run_dirs
 from ..readers.rundir import RunDir
 from ..safety.redact import redact
-from .http import Reply, request_json
+from .http import HttpClients, Reply, request_json
 
 TIMEOUT_S = 10.0
 TRIES = 3
@@ -72,6 +72,7 @@ class MlflowServer:
         self.shown = shown
         self.base = urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path.rstrip("/"), "", ""))
         self.headers: dict[str, str] = {}
+        self.http = HttpClients()  # one per server, built once (the CA bundle for https)
         token = os.environ.get("MLFLOW_TRACKING_TOKEN")
         user = os.environ.get("MLFLOW_TRACKING_USERNAME") or parts.username
         password = os.environ.get("MLFLOW_TRACKING_PASSWORD") or parts.password
@@ -88,7 +89,9 @@ class MlflowServer:
             url += "?" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in query.items())
         reply: Reply | None = None
         for attempt in range(TRIES):
-            reply = request_json(method, url, timeout=TIMEOUT_S, max_bytes=MAX_BODY, headers=self.headers, body=body)
+            reply = request_json(
+                method, url, timeout=TIMEOUT_S, max_bytes=MAX_BODY, headers=self.headers, body=body, clients=self.http
+            )
             transient = reply.problem in ("unreachable", "timeout") or (reply.status or 0) >= 500
             if not transient:
                 break

@@ -28,7 +28,7 @@ from ..safety.safeio import FirstSizes
 from ..session import SESSION, RunHealthSession, config_path, is_controller, report_path, session_of
 from ..settings import severity
 from ..settings.config import ConfigError, described, load_config
-from ..settings.run_dir_option import cli_run_dirs, given_run_dirs, run_dir_paths
+from ..settings.run_dir_option import keep_run_dirs
 from . import discovery, given, prelaunch_summary_hooks
 from . import evaluation as gate
 from . import reports as report_files
@@ -59,10 +59,10 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = load_config(config_path(config), registry)
     except (RegistryError, ConfigError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    cli_dirs = cli_run_dirs(config)
-    sizes = FirstSizes() if run_dir_paths(config) else None  # a session that checks run dirs reads each file once
+    given = keep_run_dirs(config)  # --run-dir and ini runhealth_run_dirs, read once for the session
+    sizes = FirstSizes() if given.guarded else None  # a session that checks run dirs reads each file once
     # every run below each path, of the built-in kinds and those the session's checks declare (runkinds.py)
-    run_dirs = discovery.run_dirs_for(config, usable_paths(given_run_dirs(config)), sizes, registry.run_kinds())
+    run_dirs = discovery.run_dirs_for(config, usable_paths(list(given.checked)), sizes, registry.run_kinds())
     # Targets from elsewhere than a folder (the eval sub-plugin's --eval-server).
     extra = [rd for found in config.hook.pytest_runhealth_targets(config=config, settings=settings) for rd in found]
     for rd in extra:
@@ -73,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION] = state
     config.pluginmanager.register(state.collector, "runhealth-results")
     if run_dirs:
-        add_health_module(config, replace=bool(cli_dirs) or bool(extra))
+        add_health_module(config, replace=given.from_command_line or bool(extra))
     shard = scale.parse_shard(config.getoption("runhealth_shard"))  # a bad K/N is a usage error now, not later
     state.collector.shard = f"{shard[0]}/{shard[1]}" if shard else None  # merge checks every shard is there
     scale.runs_per_group(config)  # likewise a bad group size

@@ -32,7 +32,7 @@ from ..readers.rundir import JUDGMENTS_FILE, LTX_CKPT, ROUND_FILES, Launch, RunD
 from ..safety.safeio import FirstSizes, describe_error, mtime
 from ..safety.shown import name as shown_name
 from ..settings.options import DEFAULT_DEPTH
-from ..settings.run_dir_option import given_run_dirs
+from ..settings.run_dir_option import run_dirs_of
 
 if TYPE_CHECKING:
     from ..model.runkinds import RunKind
@@ -480,7 +480,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 def pytest_cmdline_main(config: pytest.Config):
     if not config.getoption("runhealth_list_runs", False):
         return None
-    paths = given_run_dirs(config)
+    paths = list(run_dirs_of(config).checked)
     if not paths:
         raise pytest.UsageError("--runhealth-list-runs needs --run-dir PATH (or ini runhealth_run_dirs)")
     depth = depth_of(config)

@@ -17,7 +17,7 @@ from ..readers.layouts import mlflow_db
 from ..readers.rundir import RunDir
 from ..safety.redact import redact
 from ..safety.shown import one_line
-from ..settings.run_dir_option import given_run_dirs
+from ..settings.run_dir_option import run_dirs_of
 
 SECRET_QUERY = ("token", "password", "secret", "key", "auth", "sig")
 
@@ -57,7 +57,7 @@ def pytest_runhealth_targets(config: pytest.Config, settings) -> list[RunDir]:
     experiments = config.getoption("runhealth_mlflow_experiments", None) or []
     run_ids = config.getoption("runhealth_mlflow_runs", None) or []
     if not uri:
-        if not (experiments or run_ids) or given_run_dirs(config):
+        if not (experiments or run_ids) or run_dirs_of(config).checked:
             return []  # the filters apply to the stores found under --run-dir
         uri = os.environ.get("MLFLOW_TRACKING_URI", "")
         if not uri:

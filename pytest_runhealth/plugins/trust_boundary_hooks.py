@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ..session import report_path
-from ..settings.run_dir_option import containing_run_dir, inside, real_path, run_dir_paths
+from ..settings.run_dir_option import containing_run_dir, inside, real_path, run_dirs_of
 
 
 # -- nothing written into a run dir ---------------------------------------------------
@@ -20,7 +20,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """No report is written inside a run dir: the JSON report (and the gate's
     verdict record beside it), the HTML page and the Markdown summary, each at
     the path it will be written to (``session.report_path``)."""
-    run_dirs = run_dir_paths(config)
+    run_dirs = run_dirs_of(config).guarded
     for kind in ("report", "html", "markdown"):
         holder = containing_run_dir(report_path(config, kind), run_dirs)
         if holder is not None:
@@ -40,15 +40,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     """A run dir is data: its ``conftest.py`` and ``test_*.py`` are never
     imported, even when a test path given with it contains it
     (``pytest tests --run-dir=tests/data/run``)."""
-    run_dirs = config.stash.get(_RUN_DIRS, None)
-    if run_dirs is None:
-        run_dirs = config.stash[_RUN_DIRS] = run_dir_paths(config)
+    run_dirs = run_dirs_of(config).guarded  # read once, kept in the stash
     if not run_dirs:
         return None
     real = real_path(collection_path)
     if inside(real, _PACKAGE) or real in _PACKAGE.parents:
         return None
     return True if containing_run_dir(real, run_dirs) is not None else None
-
-
-_RUN_DIRS = pytest.StashKey[list[Path]]()

@@ -6,7 +6,6 @@ validation, so a row decoded again is exactly the row first built."""
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import os
@@ -18,6 +17,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, overload
 
+from ..safety.collector import building_kept_objects, keep_for_the_session
 from ..safety.safeio import FirstSizes, open_readonly, transcoded
 from .ledger_source import RowSource, decode_row
 from .runids import NAME_MAX, PATHLIKE, RunIds, unusable_run_id
@@ -501,13 +501,8 @@ def read_ledger(
     The collector is paused while the rows are built: they are all kept, so
     the young-generation collections that their containers would trigger find
     nothing to free (measured: a third of the decoding time)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with building_kept_objects():
         return _read_ledger(path, max_line_bytes, start, first_line, follow, sizes)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _read_ledger(
@@ -672,7 +667,7 @@ def _read_ledger(
     if FREEZE_FROM <= len(rows) <= KEEP_ROWS:
         # The rows live as long as the session: out of the collector's way, so
         # pytest's end-of-session gc.collect() does not walk them (docs/performance.md, "Ledgers").
-        gc.freeze()
+        keep_for_the_session()
     return ledger
 
 

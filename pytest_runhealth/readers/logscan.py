@@ -339,20 +339,18 @@ def _count_byte(path: Path, start: int, upto: int, byte: bytes, sizes: FirstSize
     return count
 
 
-_DESCS: dict[bytes, str] = {}  # the bytes before a bar's counts -> its description; a bar repeats a few hundred
-
-
-def _desc_before(seg: Bytes, start: int) -> str:
+def _desc_before(seg: Bytes, start: int, descs: dict[bytes, str]) -> str:
     """A bar's description ("steps", "validation steps"): the words before the
     last colon ahead of the counts, when only "NN%|bar|" lies in between.
-    Remembered by the bytes it is read from (the redraws of one bar differ
-    there only in the percentage and the bar's glyphs)."""
+    Remembered in ``descs`` (the scanner's own: no state outlives a log's scan)
+    by the bytes it is read from (the redraws of one bar differ there only in
+    the percentage and the bar's glyphs; a bar repeats a few hundred times)."""
     key = bytes(seg[max(0, start - 460) : start])
-    desc = _DESCS.get(key)
+    desc = descs.get(key)
     if desc is None:
-        if len(_DESCS) >= 4096:
-            _DESCS.clear()
-        desc = _DESCS[key] = _desc_of(key, len(key))
+        if len(descs) >= 4096:
+            descs.clear()
+        desc = descs[key] = _desc_of(key, len(key))
     return desc
 
 
@@ -376,6 +374,7 @@ class Scanner:
         self.stride = self.size // (MAX_POINTS // 4) if self.size > STRIDE_FROM else 0
         self.since = 0
         self.held: list[tuple] = []
+        self.descs: dict[bytes, str] = {}  # a bar's bytes before its counts -> its description (_desc_before)
 
     def add(self, key: tuple[str, int | None], point: StepPoint, text: Bytes) -> None:
         if not point.loss_finite:
@@ -407,7 +406,7 @@ class Scanner:
                 if m is None:
                     break
                 bar_from, pos = pos, m.end()
-                desc = _desc_before(seg, m.start())
+                desc = _desc_before(seg, m.start(), self.descs)
                 if "valid" in desc or "sampl" in desc:
                     continue
                 rate = m.group(4)

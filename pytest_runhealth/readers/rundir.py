@@ -9,7 +9,6 @@ Longer than 600 lines: the run dir, its runs and its lazy run list share one cac
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 from array import array
@@ -20,6 +19,7 @@ from itertools import chain, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from ..safety.collector import keep_for_the_session
 from ..safety.reading import Unreadable, guarded
 from ..safety.safeio import FirstSizes, enterable, outside_link
 from ..safety.shown import name as shown_name
@@ -661,5 +661,5 @@ class RunList(Sequence[Run]):
             # made now, so that they are frozen too: CPython makes one on a cached_property's first look.
             for run in runs:
                 run.__dict__  # noqa: B018
-            gc.freeze()
+            keep_for_the_session()
         return iter(runs)

@@ -9,13 +9,13 @@ names the cause the same way, whether it came from a log, a database row or ``er
 
 from __future__ import annotations
 
-import gc
 import math
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..safety.collector import building_kept_objects, keep_for_the_session
 from .ledger import FREEZE_FROM, KEEP_ROWS, SHAPE_LIMIT, Ledger, LedgerProblem, LedgerRow, Shape
 
 ROLE = "trial"  # every trial trains (sweepfacts.NOT_TRAINING_ROLES names none of them)
@@ -113,9 +113,7 @@ def ledger_of(where: Path, rows: Iterable[tuple[int, dict[str, Any]]], read_erro
     shapes: dict[frozenset, Shape] = {}
     seen: dict[str, int] = {}
     out: list[LedgerRow] = []
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with building_kept_objects():
         for line, raw in rows:
             frozen = frozenset(raw)
             shape = shapes.get(frozen)
@@ -131,12 +129,9 @@ def ledger_of(where: Path, rows: Iterable[tuple[int, dict[str, Any]]], read_erro
                 )
                 continue
             out.append(row)
-    finally:
-        if paused:
-            gc.enable()
     ledger.rows = out
     if not out and read_error is None:
         ledger.problems.append(LedgerProblem(0, "empty", f"{where.name} holds no trial"))
     if FREEZE_FROM <= len(out) <= KEEP_ROWS * 2:
-        gc.freeze()
+        keep_for_the_session()
     return ledger

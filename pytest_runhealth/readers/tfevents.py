@@ -116,17 +116,13 @@ class EventFileRead:
 
 
 # -- CRC-32C -------------------------------------------------------------------
-_NP_TABLE = None
-
-
+@functools.lru_cache(maxsize=1)
 def _table():
-    global _NP_TABLE
-    if _NP_TABLE is None:
-        import numpy as np
-        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import CRC_TABLE
+    """CRC-32C's table as a numpy array: a constant, made on first use (numpy and tensorboard load then)."""
+    import numpy as np
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import CRC_TABLE
 
-        _NP_TABLE = np.array(CRC_TABLE, dtype=np.uint32)
-    return _NP_TABLE
+    return np.array(CRC_TABLE, dtype=np.uint32)
 
 
 def masked_crcs(buf: bytes, offsets: list[int], lengths: list[int]):

@@ -72,6 +72,25 @@ def add_all(parser: pytest.Parser) -> dict[str, Any]:
     return defaults
 
 
+class _Discard:
+    """A parser that keeps nothing: :func:`defaults` runs :func:`add_all` against it."""
+
+    def getgroup(self, *args: Any, **kwargs: Any) -> _Discard:
+        return self
+
+    def addoption(self, *names: str, **attrs: Any) -> None:
+        pass
+
+    def addini(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def defaults() -> dict[str, Any]:
+    """What :func:`add_all` returns, without a parser: asked by the entry plugin once per
+    session (about a hundred calls, well under a millisecond) rather than kept at module level."""
+    return add_all(_Discard())  # type: ignore[arg-type]  # duck-typed: getgroup, addoption, addini
+
+
 def add_session_options(group: Any, parser: Any) -> None:
     group.addoption(
         "--run-dir",
@@ -262,6 +281,12 @@ def add_eval_options(group: Any, parser: Any) -> None:
     parser.addini("runhealth_eval_server", "evaluation server URL", default="")
     parser.addini("runhealth_eval_requests", "experience requests to check live", type="args", default=[])
     parser.addini("runhealth_eval_token_env", "environment variable holding the server's bearer token", default="")
+    parser.addini(
+        "runhealth_eval_retry_budget_s",
+        "the most seconds one session waits on the evaluation server's Retry-After and backoff, all requests "
+        "together (default and ceiling 120; pytest-runhealth watch sets its tick's interval)",
+        default="",
+    )
     parser.addini("runhealth_gate", "run as a promotion gate", type="bool", default=False)
     parser.addini("runhealth_gate_alpha", "the gate's error rate (as --runhealth-alpha)", default="")
     parser.addini("runhealth_gate_margin", "the claim's bar (as --runhealth-margin)", default="")

@@ -3,13 +3,15 @@
 reader of the option's spellings), and the folders a run dir may never
 configure. A leaf: the entry plugin (is ``--run-dir`` typed?), the session
 (``session.config_path``), the trust boundary, discovery and the session
-set-up all ask here. Loaded in every session (the entry plugin asks it), so it
-imports nothing but pytest."""
+set-up all ask :func:`run_dirs_of`, the one reader of the option and the ini list,
+for one typed value (:class:`RunDirOption`). Loaded in every session (the entry plugin
+asks it), so it imports nothing but pytest and the standard library."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,7 @@ def run_dir_at(args: Sequence[str], i: int) -> tuple[str | None, int]:
     parser then says so: a usage error, exit 4); (None, 0) where ``args[i]`` is no ``--run-dir``.
 
     The one reader of the option's spellings outside pytest's parser: the guard's scan of the argv
-    (:func:`run_dir_words`), the plugin's activation (:func:`typed_run_dir`) and ``pytest-runhealth
+    (:func:`run_dir_words`), the plugin's activation (:attr:`RunDirOption.typed`) and ``pytest-runhealth
     check``'s split of its arguments (``trust_boundary.split_check_args``) all ask here."""
     arg = args[i]
     if arg == RUN_DIR:
@@ -65,48 +67,71 @@ def typed_words(config: pytest.Config) -> list[str]:
     return args
 
 
-def typed_run_dirs(config: pytest.Config) -> list[str]:
-    return run_dir_words(typed_words(config))
+@dataclass(frozen=True)
+class RunDirOption:
+    """The run dirs of one session, read once by :func:`run_dirs_of`; every caller takes the field it needs."""
+
+    checked: tuple[
+        Path, ...
+    ]  # what the session checks: the --run-dir values pytest parsed, else ini runhealth_run_dirs
+    from_command_line: bool  # ``checked`` came from --run-dir (its health checks replace the collected tests)
+    # Every run dir the trust boundary knows, resolved: the early (or full) namespace, else the ini list, plus what
+    # was typed (argv, $PYTEST_ADDOPTS) even where pytest's parser lost it (a planted ``addopts = --``).
+    guarded: tuple[Path, ...]
+    typed: bool  # ``--run-dir`` was typed, with or without a value: the guard runs
 
 
-def typed_run_dir(config: pytest.Config) -> bool:
-    """``--run-dir`` appears in the invocation's own argv or ``$PYTEST_ADDOPTS``,
-    whatever pytest's parser made of it (a planted ``addopts = --`` turns it
-    into a test path), with or without its value."""
-    words = typed_words(config)
-    return any(run_dir_at(words, i)[1] for i in range(len(words)))
+RUN_DIR_OPTION = pytest.StashKey[RunDirOption]()
 
 
-def run_dir_paths(config: pytest.Config) -> list[Path]:
-    """The run dirs of this session, resolved, from the early or full option
-    namespace, the ini list and the invocation's own argv."""
+def run_dirs_of(config: pytest.Config) -> RunDirOption:
+    """The one reader of ``--run-dir`` and ini ``runhealth_run_dirs``: the value the session kept at its
+    set-up (:func:`keep_run_dirs`, from ``core.pytest_configure``); before that (the guard, in
+    ``pytest_load_initial_conftests``; ``--runhealth-list-runs``), read from the options as they stand."""
+    kept = config.stash.get(RUN_DIR_OPTION, None)
+    return kept if kept is not None else _read(config)
+
+
+def keep_run_dirs(config: pytest.Config) -> RunDirOption:
+    """Read once the command line is parsed, and kept for the session's later questions."""
+    option = config.stash[RUN_DIR_OPTION] = _read(config)
+    return option
+
+
+def _read(config: pytest.Config) -> RunDirOption:
+    try:
+        parsed = list(config.getoption("runhealth_run_dirs") or [])
+    except ValueError:  # the command line is not parsed yet
+        parsed = []
+    if parsed:
+        checked, from_command_line = [Path(p) for p in parsed], True
+    else:
+        checked, from_command_line = [Path(p) for p in _ini_run_dirs(config)], False
     namespace = getattr(config, "known_args_namespace", None) or config.option
-    given = list(getattr(namespace, "runhealth_run_dirs", None) or [])
-    if not given:
-        try:
-            given = list(config.getini("runhealth_run_dirs") or [])
-        except ValueError:
-            given = []
-    given += typed_run_dirs(config)
+    given = list(getattr(namespace, "runhealth_run_dirs", None) or []) or _ini_run_dirs(config)
+    words = typed_words(config)
+    given += run_dir_words(words)
     base = Path(config.invocation_params.dir)
-    return list(dict.fromkeys(real_path(base / os.path.expanduser(str(p))) for p in given))
+    return RunDirOption(
+        checked=tuple(checked),
+        from_command_line=from_command_line,
+        guarded=tuple(dict.fromkeys(real_path(base / os.path.expanduser(str(p))) for p in given)),
+        typed=any(run_dir_at(words, i)[1] for i in range(len(words))),
+    )
 
 
-def containing_run_dir(path: Path | None, run_dirs: list[Path]) -> Path | None:
+def _ini_run_dirs(config: pytest.Config) -> list:
+    try:
+        return list(config.getini("runhealth_run_dirs") or [])
+    except ValueError:  # the key is not added yet
+        return []
+
+
+def containing_run_dir(path: Path | None, run_dirs: Sequence[Path]) -> Path | None:
     if path is None:
         return None
     real = real_path(path)
     return next((rd for rd in run_dirs if inside(real, rd)), None)
-
-
-def cli_run_dirs(config: pytest.Config) -> list[str]:
-    """The ``--run-dir`` values pytest parsed (empty when none was given)."""
-    return list(config.getoption("runhealth_run_dirs") or [])
-
-
-def given_run_dirs(config: pytest.Config) -> list[Path]:
-    """The paths the session checks: ``--run-dir``, else ini ``runhealth_run_dirs``."""
-    return [Path(p) for p in cli_run_dirs(config)] or [Path(p) for p in config.getini("runhealth_run_dirs")]
 
 
 def project_folders(config: pytest.Config) -> list[Path]:
@@ -116,5 +141,5 @@ def project_folders(config: pytest.Config) -> list[Path]:
     candidates = [Path(config.invocation_params.dir)]
     if config.inipath is not None and config.inipath.parent == config.rootpath:
         candidates.append(config.rootpath)
-    run_dirs = run_dir_paths(config)
+    run_dirs = run_dirs_of(config).guarded
     return [f for f in dict.fromkeys(candidates) if containing_run_dir(f, run_dirs) is None]

@@ -38,12 +38,12 @@ from pathlib import Path
 import pytest
 
 from ..safety.shown import name as shown_name
-from .run_dir_option import containing_run_dir, inside, real_path, run_dir_at, run_dir_paths
+from .run_dir_option import containing_run_dir, inside, real_path, run_dir_at, run_dirs_of
 
 CHECK_HINT = "check it with `pytest-runhealth check PATH` (or write --run-dir=PATH from outside the run dir)"
 
 
-def _between(folder: Path, invocation: Path, run_dirs: list[Path]) -> Path | None:
+def _between(folder: Path, invocation: Path, run_dirs: Sequence[Path]) -> Path | None:
     """The run dir whose path from the invocation dir passes through ``folder``
     (a folder strictly below the invocation dir and above or at the run dir)."""
     if folder == invocation or invocation not in folder.parents:
@@ -93,7 +93,7 @@ def refusal(config: pytest.Config) -> str | None:
     a folder between the invocation dir and a run dir; a ``test*`` folder's
     conftest.py too (pytest loads those of its anchor); a rootdir that pytest
     chose inside a run dir because the space form made it a test path."""
-    run_dirs = run_dir_paths(config)
+    run_dirs = run_dirs_of(config).guarded
     if not run_dirs:
         return None
     invocation = real_path(config.invocation_params.dir)
@@ -138,7 +138,7 @@ def parent_config_refusal(config: pytest.Config) -> str | None:
     take an ini file or a conftest.py from a folder *above* the run dir, which
     came with it as often as not (an unpacked archive). Refused when that file
     would put code on the way (``pythonpath``, ``-p``, a conftest.py)."""
-    run_dirs = run_dir_paths(config)
+    run_dirs = run_dirs_of(config).guarded
     invocation = real_path(config.invocation_params.dir)
     holder = containing_run_dir(invocation, run_dirs)
     if holder is None:
@@ -185,7 +185,7 @@ def guard(early_config: pytest.Config) -> None:
     reason = refusal(early_config) or parent_config_refusal(early_config)
     if reason is not None:
         raise pytest.UsageError(reason)
-    if containing_run_dir(cache_dir(early_config), run_dir_paths(early_config)) is not None:
+    if containing_run_dir(cache_dir(early_config), run_dirs_of(early_config).guarded) is not None:
         # pytest writes .pytest_cache at session end; inside a run dir it must not.
         early_config.pluginmanager.consider_pluginarg("no:cacheprovider")
 

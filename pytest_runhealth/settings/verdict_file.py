@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .run_dir_option import containing_run_dir, run_dir_paths
+from .run_dir_option import containing_run_dir, run_dirs_of
 
 STARTED = pytest.StashKey[str]()  # when the session started (UTC, ISO 8601): the verdict record says so
 
@@ -82,7 +82,7 @@ def verdict_file(config: pytest.Config, extra_run_dirs: tuple[Path, ...] = ()) -
     if report is None:
         return None
     path = record_path(report)
-    if containing_run_dir(path, run_dir_paths(config) + [Path(os.path.realpath(p)) for p in extra_run_dirs]):
+    if containing_run_dir(path, [*run_dirs_of(config).guarded, *(Path(os.path.realpath(p)) for p in extra_run_dirs)]):
         return None
     return path
 
@@ -137,7 +137,7 @@ def write_failure(config: pytest.Config, verdict: Any, path: Path | None) -> lis
     from ..model.results import write_text
 
     for where, text in targets:
-        if where is None or containing_run_dir(where, run_dir_paths(config)):
+        if where is None or containing_run_dir(where, run_dirs_of(config).guarded):
             continue
         try:
             write_text(where, text)

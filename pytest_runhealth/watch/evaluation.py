@@ -21,6 +21,7 @@ class ServerRequestWatch:
         self.seen: dict[str, tuple[str, int | None, int | None]] = {}
         self.unreachable = False
         self.bytes_read = 0
+        self.retry_budget_s: float | None = None  # the watch's tick sets it: its client waits at most that long
 
     def tick(self) -> Tick:
         from ..evaluation.client import EvalClient
@@ -30,6 +31,8 @@ class ServerRequestWatch:
 
         out = Tick()
         settings = EvalSettings(server=self.server, requests=self.requests)
+        if self.retry_budget_s is not None:
+            settings.retry_budget_s = min(settings.retry_budget_s, self.retry_budget_s)
         try:
             with EvalClient(settings) as client:
                 ev = fetch_evaluation(client, self.requests)

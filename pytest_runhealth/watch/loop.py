@@ -275,6 +275,11 @@ class Watch:
     # -- one tick ---------------------------------------------------------------------
     def tick(self) -> int | None:
         """One round; an exit code when the watch is over."""
+        budget = max(1.0, self.every)  # a server's Retry-After never holds a tick longer: passed down, not global
+        self.runner.retry_budget_s = budget
+        for unit in self.units.values():
+            if isinstance(unit, ServerRequestWatch):
+                unit.retry_budget_s = budget
         try:
             return self._tick()
         finally:
@@ -429,10 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while True:
             started = time.monotonic()
-            from ..evaluation.client import bounded_retry_wait
-
-            with bounded_retry_wait(max(1.0, watch.every)):  # a server's Retry-After never holds a tick longer
-                code = watch.tick()
+            code = watch.tick()
             if interrupted():  # a Ctrl-C that landed where the tick's pytest session swallowed it still counts
                 raise KeyboardInterrupt
             if code is not None:

@@ -124,6 +124,7 @@ class VerdictRunner:
     def __init__(self, run_dirs: list[Path], extra_args: list[str]) -> None:
         self.run_dirs = [Path(p) for p in run_dirs]
         self.extra_args = list(extra_args)
+        self.retry_budget_s: float | None = None  # the watch's tick: its sessions' clients wait at most that long
 
     def args(self, report: Path) -> list[str]:
         args = [
@@ -140,6 +141,8 @@ class VerdictRunner:
         ]
         for rd in self.run_dirs:
             args.append(f"--run-dir={rd}")
+        if self.retry_budget_s is not None:
+            args += ["-o", f"runhealth_eval_retry_budget_s={self.retry_budget_s:g}"]
         return args + self.extra_args
 
     def run(self) -> Verdicts:
