@@ -733,3 +733,60 @@ def test_watch_of_a_launch_folder_whose_log_and_pid_are_inside_out(tmp_path, kil
         assert "state: running -> stopped" in text, text
     else:
         assert w.returncode == 0 and "completed healthy" in text and "state unknown" not in text, text
+
+
+BAR_AT_ZERO = textwrap.dedent(
+    """
+    import os, sys, time
+    open("train.pid", "w").write(f"{os.getpid()}\\n")
+    log = open("train.log", "a", buffering=1)
+    log.write("Starting training: 50 steps\\n")
+    i = 0
+    while not os.path.exists("go"):  # the first step compiling: the bar redrawn at 0/50, as Rich does
+        log.write(f"  0%|          | 0/50 [00:{i // 10 % 60:02d}<?, ?it/s]\\r")
+        i += 1
+        time.sleep(0.05)
+    for s in range(1, 51):
+        log.write(f"{2 * s:3d}%|###       | {s}/50 [00:{s:02d}<00:10,  2.00it/s, loss={1.0 / s:.4f}]\\r")
+        time.sleep(0.02)
+    log.write("\\nTraining finished\\n")
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_live_bar_at_zero_is_a_first_step_in_progress_not_a_bar_only_log(tmp_path, run_health):
+    """Issue 46: a live log holding only bar redraws at 0/N (the first step compiling) was RH002
+    "progress-bar-only-log" for a moment, then passed once the first step landed. It passes while the run is live
+    and the log fresh; the same log gone stale (no write for first_step_stale_s) with its process gone fails."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "bars.py").write_text(BAR_AT_ZERO)
+    proc = subprocess.Popen([sys.executable, "bars.py"], cwd=run)
+    try:
+        log = run / "train.log"
+        while not log.exists() or log.read_bytes().count(b"\r") < 5:
+            time.sleep(0.02)
+        r = run_health(run, args=("-k", "RH002")).result_of("RH002")
+        assert r["outcome"] == "passed" and "a first step in progress" in r["note"], r
+        # the watch, stopping at its first failure: none comes while the bar stands at 0/50, and the run ends healthy
+        w = _watch(run, "--every", "0.3", "--until", "first-failure", cwd=tmp_path)
+        lines = _read_until(w, r"Latest checkpoint")
+        (run / "go").touch()
+        out, err = w.communicate(timeout=600)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        _stop(proc)
+    text = "".join(lines) + out + err
+    assert w.returncode == 0 and "progress-bar-only" not in text and "completed healthy" in text, text
+
+    # near miss: the same bar at 0/50, its process gone and the log untouched for longer than first_step_stale_s
+    dead = tmp_path / "dead"
+    dead.mkdir()
+    (dead / "train.log").write_bytes(
+        b"Starting training: 50 steps\n" + b"  0%|          | 0/50 [00:01<?, ?it/s]\r" * 40
+    )
+    old = time.time() - 700
+    os.utime(dead / "train.log", (old, old))
+    r = run_health(dead, args=("-k", "RH002")).result_of("RH002")
+    assert r["outcome"] == "failed" and r["cause"] == "progress-bar-only-log", r
