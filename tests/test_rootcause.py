@@ -249,6 +249,15 @@ FAILING = {
         "========================================\nResult:\n - 0 completed jobs\n - 1 failure\n"
         "========================================\n" + TB * 4,
     ),
+    # issue 46: kohya sd-scripts' `adafactor` scheduler without Adafactor's relative_step (the code line names it)
+    "adafactor-scheduler-indexerror": (
+        "adafactor-scheduler-config",
+        None,
+        "Traceback (most recent call last):\n"
+        '  File "train_util.py", line 3747, in get_scheduler_fix\n'
+        '    initial_lr = float(name.split(":")[1])\n'
+        "IndexError: list index out of range\n",
+    ),
     # Nerogar/OneTrainer#172: the training thread's death is the run's
     "training-thread": (
         "unknown",
@@ -988,3 +997,19 @@ def test_older_cause_names_still_match():
     assert same_cause("nccl-timeout", "collective-timeout") and same_cause("cuda-oom", "gpu-oom")
     assert same_cause("cuda-oom", "cuda-oom") and not same_cause("collective-timeout", "nccl-timeout")
     assert not same_cause("host-oom", "gpu-oom")
+
+
+def test_another_indexerror_is_not_the_adafactor_scheduler(tmp_path):
+    """Near miss: an IndexError from another source line is no scheduler mistake (``unknown``, its line quoted); nor
+    is the scheduler's code line quoted in a frame above another exception."""
+    other = (
+        'Traceback (most recent call last):\n  File "train.py", line 12, in main\n    x = batch[3]\n'
+        "IndexError: list index out of range\n"
+    )
+    assert read(tmp_path, other).cause == "unknown"
+    above = (
+        'Traceback (most recent call last):\n  File "train_util.py", line 3747, in get_scheduler_fix\n'
+        '    initial_lr = float(name.split(":")[1])\n  File "x.py", line 1, in f\n    g()\n'
+        "KeyError: 'step'\n"
+    )
+    assert read(tmp_path, above).cause == "unknown"

@@ -41,6 +41,9 @@ class Row:
     backend: str | None = None
     anywhere: bool = False  # decisive even outside a traceback and far from the end (a death, not a message)
     hints: tuple[str, ...] = ()  # see HINTS
+    # a frame's source line that is the evidence when the exception line follows it (a generic IndexError whose
+    # cause only the code line names); other rows skip source lines for the exception line below them
+    source: bool = False
 
 
 def _r(pattern: str, flags: int = 0) -> _Pattern:
@@ -390,6 +393,14 @@ ROWS: tuple[Row, ...] = (
         ROOT,
     ),
     Row(
+        # kohya sd-scripts' train_util.get_scheduler_fix, the line the IndexError's traceback quotes (issue 46)
+        "adafactor-scheduler-config",
+        _r(r"""initial_lr = float\(name\.split\(["']:["']\)\[1\]\)"""),
+        "adafactor-scheduler-config",
+        ROOT,
+        source=True,
+    ),
+    Row(
         "optimizer-scheduler-mismatch",
         _r(
             r"(?i)(?:loaded state dict (?:contains|has) a different number of parameter groups|"
@@ -550,6 +561,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "module-not-found": ("no module named",),
     "tensorboard-logdir": ("not a directory",),
     "missing-cache-files": ("cache",),
+    "adafactor-scheduler-config": ("initial_lr",),
     "optimizer-scheduler-mismatch": ("state dict", "optimizer", "scheduler", "size of"),
     "missing-model-file": (
         "filenotfounderror",
