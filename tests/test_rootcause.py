@@ -249,6 +249,13 @@ FAILING = {
         "========================================\nResult:\n - 0 completed jobs\n - 1 failure\n"
         "========================================\n" + TB * 4,
     ),
+    # issue 46: a local model path that is not there (relative, ~ unexpanded) taken for a Hub id
+    "relative-model-path-as-repo-id": (
+        "missing-model-file",
+        None,
+        TB + "huggingface_hub.utils._validators.HFValidationError: Repo id must be in the form 'repo_name' or "
+        "'namespace/repo_name': '../cache/ckpt'. Use `repo_type` argument if needed.\n",
+    ),
     # issue 46: kohya sd-scripts' `adafactor` scheduler without Adafactor's relative_step (the code line names it)
     "adafactor-scheduler-indexerror": (
         "adafactor-scheduler-config",
@@ -326,6 +333,9 @@ NEAR_MISSES = {
     + "\n",
     "oom-hint-warning-last": BAR
     + "\nUserWarning: CUDA out of memory hint: consider enable_xformers_memory_efficient_attention\n",
+    # issue 46: the repo-id rule's wording in a handled warning, training going on
+    "repo-id-warning-then-steps": "WARNING: Repo id must be in the form 'namespace/repo_name'; using the local "
+    "folder ./models/base\n" + BAR + "\n",
     "bloom-and-room": BAR + "\nloading bigscience/bloom-560m; room for 3 more buckets\n",
     "error-on-missing-config": BAR + "\n  error_on_missing: false\n  nan_check: false\n",
     "triton-warnings-steps": (

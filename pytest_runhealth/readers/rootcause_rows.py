@@ -417,6 +417,8 @@ ROWS: tuple[Row, ...] = (
             r"(?i:\bmodel(?: file| path| checkpoint)? (?:was )?not found\b|(?:can ?not|can't|could not|unable to) "
             r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
             r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist|"
+            # a local path that is not there (relative, or ~ unexpanded) taken for a Hub id (issue 46)
+            r"HFValidationError: Repo id must be in the form|"
             r"Can't load (?:the )?(?:tokenizer|config(?:uration)?|model|weights|feature extractor|image processor|"
             r"processor) for ['\"]|Error no file named .* found in directory"
         ),
@@ -571,6 +573,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "tried to find",
         "can't load",
         "no file named",
+        "repo id must be",
     ),
 }
 # Slurm (issue 28)
