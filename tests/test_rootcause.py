@@ -249,6 +249,13 @@ FAILING = {
         "========================================\nResult:\n - 0 completed jobs\n - 1 failure\n"
         "========================================\n" + TB * 4,
     ),
+    # issue 46: musubi's LTX-2 trainer finding no cached text embeddings in its batch
+    "cached-embeddings-missing": (
+        "missing-cache-files",
+        None,
+        TB + "ValueError: Cached text embeddings missing from batch. Expected either batch['conditions'] (official "
+        "format) or 'text'/'text_mask' (legacy musubi format).\n",
+    ),
     # issue 46: a local model path that is not there (relative, ~ unexpanded) taken for a Hub id
     "relative-model-path-as-repo-id": (
         "missing-model-file",

@@ -387,7 +387,9 @@ ROWS: tuple[Row, ...] = (
         "missing-cache-files",
         _r(
             r"(?i)no (?:latent |text encoder |te )?cache files? (?:found|exist)|cache file(?:s)? (?:not found|missing)|"
-            r"run cache_latents|cache_text_encoder_outputs"
+            r"run cache_latents|cache_text_encoder_outputs|"
+            # musubi's LTX-2 trainer (issue 46): "ValueError: Cached text embeddings missing from batch."
+            r"Cached (?:text embeddings|text encoder outputs?|latents?) (?:are )?missing"
         ),
         "missing-cache-files",
         ROOT,
