@@ -661,3 +661,132 @@ def test_the_watch_stall_limit_is_the_runs_pace_bounded(tmp_path, pace, silent, 
     w._pace_alert(st, out)
     assert any("no new step for" in line for line in out.lines) is alerts, out.lines
     assert out.evidence is alerts
+
+
+HF_OUT = textwrap.dedent(
+    """
+    import json, os, sys, time
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    steps, stop_at = int(sys.argv[1]), int(sys.argv[2])
+    os.makedirs("out", exist_ok=True)  # the log and the pid file inside the Trainer's output_dir
+    open("out/train.pid", "w").write(f"{os.getpid()}\\n")
+    log = open("out/train.log", "a", buffering=1)
+    log.write(f"***** Running training *****\\n  Total optimization steps = {steps}\\n")
+    while not os.path.exists("go"):
+        time.sleep(0.01)
+    history = []
+    for s in range(1, stop_at + 1):
+        time.sleep(0.03)
+        log.write(f"{100 * s // steps:3d}%|###       | {s}/{steps} [00:{s:02d}<00:10,  9.50it/s]\\r")
+        if s % 5 == 0:
+            history.append({"loss": round(2.0 / s, 4), "grad_norm": 1.0, "learning_rate": 1e-4, "step": s})
+            log.write("{'loss': %s, 'grad_norm': 1.0, 'learning_rate': 0.0001, 'epoch': %s}\\n" % (2.0 / s, s / steps))
+        if s % 10 == 0:
+            ck = f"out/checkpoint-{s}"
+            os.makedirs(ck, exist_ok=True)
+            save_file({"w": np.zeros((2, 2), dtype=np.float32)}, f"{ck}/model.safetensors")
+            for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"):
+                open(f"{ck}/{name}", "wb").write(b"x" * 64)
+            state = {"global_step": s, "max_steps": steps, "log_history": history}
+            json.dump(state, open(f"{ck}/trainer_state.json", "w"))
+    if stop_at < steps:
+        open("waiting", "w").close()
+        time.sleep(600)
+    log.write("\\n{'train_runtime': 2.5, 'train_loss': 0.5, 'epoch': 1.0}\\n")
+    json.dump({"global_step": steps, "max_steps": steps, "log_history": history}, open("out/trainer_state.json", "w"))
+    json.dump({"train_loss": 0.5, "epoch": 1.0}, open("out/train_results.json", "w"))
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("killed", [False, True], ids=["finishes", "sigkilled"])
+def test_watch_of_a_launch_folder_whose_log_and_pid_are_inside_out(tmp_path, killed):
+    """Issue 46: ``cd proj && python train.py`` with the log and pid file written inside the Trainer's ``out/``: the
+    watch on ``proj`` (no log of its own) saw "state unknown: no pid file, no log" and never ended. It now follows
+    ``out/`` and ends with the run: exit 0 when it finishes, exit 1 when its process is killed mid-run."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "hf_out.py").write_text(HF_OUT)
+    proc = subprocess.Popen([sys.executable, "hf_out.py", "40", "20" if killed else "40"], cwd=proj)
+    w = None
+    try:
+        while not (proj / "out" / "train.pid").exists():
+            time.sleep(0.02)
+        w = _watch(proj, "--every", "0.3", cwd=tmp_path)
+        lines = _read_until(w, r"following out/")
+        assert "its console log: train.log" in lines[-1], "".join(lines)
+        (proj / "go").touch()
+        if killed:
+            while not (proj / "waiting").exists():
+                time.sleep(0.02)
+            proc.kill()
+            proc.wait(timeout=60)
+        out, err = w.communicate(timeout=600)
+    finally:
+        _stop(proc, *([w] if w else []))
+    text = "".join(lines) + out + err
+    if killed:
+        assert w.returncode == 1 and "completed healthy" not in text, text
+        assert "state: running -> stopped" in text, text
+    else:
+        assert w.returncode == 0 and "completed healthy" in text and "state unknown" not in text, text
+
+
+BAR_AT_ZERO = textwrap.dedent(
+    """
+    import os, sys, time
+    open("train.pid", "w").write(f"{os.getpid()}\\n")
+    log = open("train.log", "a", buffering=1)
+    log.write("Starting training: 50 steps\\n")
+    i = 0
+    while not os.path.exists("go"):  # the first step compiling: the bar redrawn at 0/50, as Rich does
+        log.write(f"  0%|          | 0/50 [00:{i // 10 % 60:02d}<?, ?it/s]\\r")
+        i += 1
+        time.sleep(0.05)
+    for s in range(1, 51):
+        log.write(f"{2 * s:3d}%|###       | {s}/50 [00:{s:02d}<00:10,  2.00it/s, loss={1.0 / s:.4f}]\\r")
+        time.sleep(0.02)
+    log.write("\\nTraining finished\\n")
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_live_bar_at_zero_is_a_first_step_in_progress_not_a_bar_only_log(tmp_path, run_health):
+    """Issue 46: a live log holding only bar redraws at 0/N (the first step compiling) was RH002
+    "progress-bar-only-log" for a moment, then passed once the first step landed. It passes while the run is live
+    and the log fresh; the same log gone stale (no write for first_step_stale_s) with its process gone fails."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "bars.py").write_text(BAR_AT_ZERO)
+    proc = subprocess.Popen([sys.executable, "bars.py"], cwd=run)
+    try:
+        log = run / "train.log"
+        while not log.exists() or log.read_bytes().count(b"\r") < 5:
+            time.sleep(0.02)
+        r = run_health(run, args=("-k", "RH002")).result_of("RH002")
+        assert r["outcome"] == "passed" and "a first step in progress" in r["note"], r
+        # the watch, stopping at its first failure: none comes while the bar stands at 0/50, and the run ends healthy
+        w = _watch(run, "--every", "0.3", "--until", "first-failure", cwd=tmp_path)
+        lines = _read_until(w, r"Latest checkpoint")
+        (run / "go").touch()
+        out, err = w.communicate(timeout=600)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        _stop(proc)
+    text = "".join(lines) + out + err
+    assert w.returncode == 0 and "progress-bar-only" not in text and "completed healthy" in text, text
+
+    # near miss: the same bar at 0/50, its process gone and the log untouched for longer than first_step_stale_s
+    dead = tmp_path / "dead"
+    dead.mkdir()
+    (dead / "train.log").write_bytes(
+        b"Starting training: 50 steps\n" + b"  0%|          | 0/50 [00:01<?, ?it/s]\r" * 40
+    )
+    old = time.time() - 700
+    os.utime(dead / "train.log", (old, old))
+    r = run_health(dead, args=("-k", "RH002")).result_of("RH002")
+    assert r["outcome"] == "failed" and r["cause"] == "progress-bar-only-log", r

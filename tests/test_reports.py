@@ -7,12 +7,14 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES
 from eval_builders import episode, request, write
 from live_helpers import sleeper  # noqa: F401  (fixture)
 
@@ -616,3 +618,23 @@ def test_the_page_has_a_column_of_the_setting_that_differs_from_the_healthy_runs
     healthy = sb.healthy_session(tmp_path / "healthy")  # the near miss: no failed run, no column
     rh.check(healthy, select="RH105", html=page)
     assert "setting that differs" not in page.read_text()
+
+
+def test_a_recorded_loss_history_is_plotted_where_the_log_has_none(tmp_path, pytester, run_health):
+    """Issue 46: an HF output dir's trainer_state.json (no console log) got an empty loss cell; its recorded
+    loss is now the run's loss plot, the file named in the title. A run with no loss anywhere gets no plot."""
+    hf = tmp_path / "hf-out"
+    shutil.copytree(EXAMPLES / "hf-trainer-healthy", hf)
+    bars = tmp_path / "bars"
+    bars.mkdir()
+    (bars / "train.log").write_text(
+        "".join(f"{2 * s:3d}%|####      | {s}/50 [00:{s:02d}<00:10,  1.00it/s]\n" for s in range(1, 51))
+    )
+    page_path = tmp_path / "page.html"
+    run_health(hf, bars, args=("-k", "RH202", "--runhealth-html", str(page_path)))
+    page = page_path.read_text(encoding="utf-8")
+    loss_plots = re.findall(r'<svg [^>]*data-series="loss" data-run="([^"]+)"[^>]*>(.*?)</svg>', page)
+    assert [name for name, _ in loss_plots] == ["hf-out"]
+    (body,) = [b for _, b in loss_plots]
+    assert "hf-out: loss (trainer_state.json)" in body and 'class="line"' in body
+    assert "loss from trainer_state.json" in page

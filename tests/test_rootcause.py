@@ -249,6 +249,29 @@ FAILING = {
         "========================================\nResult:\n - 0 completed jobs\n - 1 failure\n"
         "========================================\n" + TB * 4,
     ),
+    # issue 46: musubi's LTX-2 trainer finding no cached text embeddings in its batch
+    "cached-embeddings-missing": (
+        "missing-cache-files",
+        None,
+        TB + "ValueError: Cached text embeddings missing from batch. Expected either batch['conditions'] (official "
+        "format) or 'text'/'text_mask' (legacy musubi format).\n",
+    ),
+    # issue 46: a local model path that is not there (relative, ~ unexpanded) taken for a Hub id
+    "relative-model-path-as-repo-id": (
+        "missing-model-file",
+        None,
+        TB + "huggingface_hub.utils._validators.HFValidationError: Repo id must be in the form 'repo_name' or "
+        "'namespace/repo_name': '../cache/ckpt'. Use `repo_type` argument if needed.\n",
+    ),
+    # issue 46: kohya sd-scripts' `adafactor` scheduler without Adafactor's relative_step (the code line names it)
+    "adafactor-scheduler-indexerror": (
+        "adafactor-scheduler-config",
+        None,
+        "Traceback (most recent call last):\n"
+        '  File "train_util.py", line 3747, in get_scheduler_fix\n'
+        '    initial_lr = float(name.split(":")[1])\n'
+        "IndexError: list index out of range\n",
+    ),
     # Nerogar/OneTrainer#172: the training thread's death is the run's
     "training-thread": (
         "unknown",
@@ -317,6 +340,9 @@ NEAR_MISSES = {
     + "\n",
     "oom-hint-warning-last": BAR
     + "\nUserWarning: CUDA out of memory hint: consider enable_xformers_memory_efficient_attention\n",
+    # issue 46: the repo-id rule's wording in a handled warning, training going on
+    "repo-id-warning-then-steps": "WARNING: Repo id must be in the form 'namespace/repo_name'; using the local "
+    "folder ./models/base\n" + BAR + "\n",
     "bloom-and-room": BAR + "\nloading bigscience/bloom-560m; room for 3 more buckets\n",
     "error-on-missing-config": BAR + "\n  error_on_missing: false\n  nan_check: false\n",
     "triton-warnings-steps": (
@@ -988,3 +1014,19 @@ def test_older_cause_names_still_match():
     assert same_cause("nccl-timeout", "collective-timeout") and same_cause("cuda-oom", "gpu-oom")
     assert same_cause("cuda-oom", "cuda-oom") and not same_cause("collective-timeout", "nccl-timeout")
     assert not same_cause("host-oom", "gpu-oom")
+
+
+def test_another_indexerror_is_not_the_adafactor_scheduler(tmp_path):
+    """Near miss: an IndexError from another source line is no scheduler mistake (``unknown``, its line quoted); nor
+    is the scheduler's code line quoted in a frame above another exception."""
+    other = (
+        'Traceback (most recent call last):\n  File "train.py", line 12, in main\n    x = batch[3]\n'
+        "IndexError: list index out of range\n"
+    )
+    assert read(tmp_path, other).cause == "unknown"
+    above = (
+        'Traceback (most recent call last):\n  File "train_util.py", line 3747, in get_scheduler_fix\n'
+        '    initial_lr = float(name.split(":")[1])\n  File "x.py", line 1, in f\n    g()\n'
+        "KeyError: 'step'\n"
+    )
+    assert read(tmp_path, above).cause == "unknown"

@@ -560,6 +560,7 @@ def test_ltx_samples_with_five_digit_steps_are_the_latest_samples(tmp_path):
     samples.mkdir(parents=True)
     for name in ("step_01200_1.mp4", "step_01200_2.mp4", "step_000600_1.mp4"):
         (samples / name).write_bytes(b"")
+        os.utime(samples / name, (1_700_000_000, 1_700_000_000))  # one time: the step decides, not a clock tick
     rd = RunDir(tmp_path / "ws")
     assert latest_samples(rd.runs[0]) in (("outputs/samples/step_01200_*.mp4", 2),)
 
@@ -596,6 +597,8 @@ def test_status_tally_counts_the_runs_it_shows_no_block_for(tmp_path, run_health
     the killed MLflow run. The runs checked without a block are counted apart."""
     shutil.copytree(EXAMPLES / "slurm-healthy", tmp_path / "slurm-healthy")
     shutil.copytree(EXAMPLES / "mlflow-failed", tmp_path / "mlflow-failed")
+    for metrics in (tmp_path / "mlflow-failed").rglob("metrics"):  # no loss recorded: no progress to show
+        shutil.rmtree(metrics)
     h = run_health(tmp_path, args=("--tb=no",))
     status = h.stdout.split("-- run status --")[1].split("-- run-health --")[0]
     assert (
@@ -619,3 +622,74 @@ def test_status_blocks_keep_one_order_under_xdist(tmp_path, run_health):
 
     assert order() == ["a", "job", "job-2", "zz"]
     assert order("-n", "2") == ["a", "job", "job-2", "zz"]
+
+
+# -- the loss history (issue 46) ---------------------------------------------------------------------
+def test_a_runs_recorded_loss_history_reaches_the_status_block(tmp_path, run_health):
+    """Issue 46: an HF run's trainer_state.json (no console log beside it) had no status block at all; it now
+    shows its loss over the whole run on one line (first, last, min, points, the file, a sparkline), and the
+    JSON report carries the same bounded summary (no series)."""
+    run = tmp_path / "hf-out"
+    shutil.copytree(EXAMPLES / "hf-trainer-healthy", run)
+    res = run_health(run, args=("-k", "RH202"))
+    st = res.report["status"]["hf-out"]
+    assert st["state"] == "finished" and st["step"] == 1000 and st["loss_source"] == "recorded"
+    hist = st["loss_history"]
+    assert (hist["kind"], hist["source"], hist["key"], hist["points"]) == (
+        "recorded",
+        "trainer_state.json",
+        "loss",
+        100,
+    )
+    assert hist["first"] == [10, 2.5279] and hist["last"][0] == 1000 and hist["nonfinite"] == 0
+    assert len(hist["spark"]) == 16 and hist["spark"][0] == "█" and hist["spark"][-1] == "▁"
+    res.result.stdout.fnmatch_lines(
+        [
+            "*run status*",
+            "hf-out: finished",
+            "  Loss history: 2.528 at step 10 → 0.4785 at step 1000 (100 points, loss in trainer_state.json) █*▁",
+        ]
+    )
+    json.dumps(res.report["status"], allow_nan=False)
+
+
+def test_a_loss_history_names_its_nonfinite_points_and_a_lightning_csv(tmp_path):
+    from pytest_runhealth.features.status import render, run_status
+
+    nan_run = RunDir(EXAMPLES / "hf-trainer-nan-loss").runs[0]
+    hist = run_status(nan_run)["loss_history"]
+    assert hist["last"] == [400, "nan"] and hist["nonfinite"] == 11 and hist["min"][0] == 290
+    assert hist["spark"].endswith("!!!!!") and hist["source"] == "checkpoint-400/trainer_state.json"
+    csv_run = RunDir(EXAMPLES / "lightning-healthy" / "lightning_logs" / "version_0").runs[0]
+    lines = render(run_status(csv_run))
+    assert lines[-1].startswith(
+        "Loss history: 1.398 at step 49 → 0.3452 at step 299 (6 points, train_loss in metrics.csv)"
+    )
+
+
+def test_a_long_loss_history_is_bounded(tmp_path):
+    from pytest_runhealth.features.loss_history import HISTORY_POINTS, SPARK_WIDTH
+    from pytest_runhealth.features.status import loss_history, run_status
+
+    ws = tmp_path / "run"
+    ws.mkdir()
+    (ws / "train.log").write_text("".join(f"step {s}/9000 loss {1 + 1 / s:.5f}\n" for s in range(1, 9001)))
+    run = RunDir(ws).runs[0]
+    history = loss_history(run)
+    assert len(history.points) <= HISTORY_POINTS and history.points[0][0] == 1 and history.points[-1][0] == 9000
+    st = run_status(run)
+    assert st["loss_history"]["points"] >= HISTORY_POINTS and len(st["loss_history"]["spark"]) == SPARK_WIDTH
+    assert len(json.dumps(st["loss_history"])) < 400
+
+
+def test_a_run_without_a_loss_history_shows_none(tmp_path, run_health):
+    """Near miss: steps but no loss anywhere (bars only, no tracker, no event file): no history line."""
+    ws = tmp_path / "bars"
+    ws.mkdir()
+    (ws / "train.log").write_text(
+        "".join(f"{2 * s:3d}%|####      | {s}/50 [00:{s:02d}<00:10,  1.00it/s]\n" for s in range(1, 51))
+    )
+    res = run_health(ws, args=("-k", "RH208"))
+    st = res.report["status"]["bars"]
+    assert st["step"] == 50 and st["loss_history"] is None and st["last_losses"] == []
+    assert "Loss history" not in res.stdout

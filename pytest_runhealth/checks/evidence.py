@@ -111,6 +111,13 @@ def _no_row_due(ctx) -> str | None:
     )
 
 
+def _written_within(path, seconds: float) -> bool:
+    from ..safety.safeio import mtime
+
+    written = mtime(path)
+    return bool(written and time.time() - written <= seconds)
+
+
 def _being_written(ctx, read) -> bool:
     """Whether an event file's only problem is its last record cut short while a live writer is still writing it
     (issue 46): the run has not ended, and its process is alive or the file was written within
@@ -138,13 +145,16 @@ RUN_ID_FIX = (
     needs=["logs"],
     phases=["live", "postmortem"],
     verdicts=["not-evaluable"],
+    thresholds={"first_step_stale_s": 600},
     detects="A trainer log shows that training began (LTX-2's `Starting training`, kohya's `running "
     "training`, a progress bar) but fewer than two distinct steps can be read from it: the progress went "
     "to carriage-return redraws (Rich) or to a terminal, and no newline-terminated step or loss line "
     "reached the file. A log whose tqdm redraws carry step and loss, or that has step lines beside its "
     "bars, passes; so does a line-based log that holds a single step so far (a bar whose lines end in "
     "newlines, a run killed one step in): that is a slow or short run, not a logging problem; so does a "
-    "log holding only the bar's first `0/N` redraw (no step has completed yet).",
+    "log holding only the bar's first `0/N` redraw (no step has completed yet), and, while the run's process is alive (its pid file), "
+    "a log whose bar redraws all stand at `0/N` (the first step still compiling or loading) as long as it was "
+    "written within first_step_stale_s (RH204's stall floor: before its first step a run has no pace of its own).",
     why="Without step lines nothing downstream can judge the run: no loss trend, no ETA, no stall "
     "detection; the runbook's monitor falls back to polling nvidia-smi.",
     example="logs/train.log:41 🚀 Starting training... (then 212 carriage-return redraws, no step line)",
@@ -187,6 +197,17 @@ def log_has_step_lines(ctx):
         # tqdm draws "0/N" before the first step: a young run whose later redraws will carry steps, not a
         # log whose progress cannot be read (many 0/N redraws with nothing else are still RH002's).
         return f"{rel} holds only the bar's first redraw (0/{scan.steps[-1].total}): no step has completed yet"
+    stale_s = float(ctx.thresholds["first_step_stale_s"])
+    if scan.steps and not points and ctx.facts.alive is True and not ctx.facts.ended and _written_within(log, stale_s):
+        # Issue 46: a live bar redrawn at 0/N while the first step runs (a Rich bar redraws itself ten times a
+        # second) said "progress-bar-only log" for a moment, then passed once the first step landed. Until the log
+        # is stale it is a first step in progress; after that, a log with no step is RH002's (and a stall RH204's).
+        # Live needs its evidence: the pid file names a live process (a fresh file alone may be a copy).
+        return (
+            f"{rel}'s bar has counted no step yet ({scan.redraws} redraw(s) at 0/{scan.steps[-1].total}) and the "
+            f"run's process is alive: a first step in progress, judged once the log goes {duration_text(stale_s)} "
+            "without a write"
+        )
     if scan.newline_step_lines:
         # Line-based, only short (a musubi bar whose lines end in newlines, killed a step in): the log is fine,
         # the run is slow or young; RH107 and RH208 judge that, and no flag would add step lines (issue 18).

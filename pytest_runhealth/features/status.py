@@ -25,7 +25,12 @@ Each run's status is a plain JSON-able dict; its keys:
 ``percent``            ``100 * step / total``, one decimal, or null
 ``last_losses``        up to five latest losses, oldest first; non-finite ones as
                        the strings ``"nan"``, ``"inf"``, ``"-inf"``
-``loss_source``        ``log`` or ``tfevents``
+``loss_source``        ``log``, ``recorded`` (the trainer's or tracker's own files:
+                       ``trainer_state.json``, ``metrics.csv``, MLflow ``metrics/``) or ``tfevents``
+``loss_history``       the loss over the whole run from that same source, bounded (see
+                       :func:`history_record`): ``source`` (the file), ``key``, ``points``,
+                       ``first``/``last``/``min`` as ``[step, value]``, ``nonfinite`` and a
+                       ``spark`` line of :data:`SPARK_WIDTH` characters; null without one
 ``step_time_s``        steady-state seconds per step, or null
 ``steady_samples``     how many step-time measurements that figure rests on
 ``eta_s``, ``eta``     seconds left and the same as text (``"~1h 24m"``), only for a
@@ -57,6 +62,7 @@ from ..readers.rootcause import diagnose
 from ..readers.values import duration_text
 from ..safety.safeio import mtime, read_head
 from ..safety.shown import name as shown_name
+from .loss_history import LossHistory, history_line, history_record, read_history
 
 MIN_STEADY = 3
 RECENT = 20  # step-time measurements the ETA averages over
@@ -339,18 +345,22 @@ def _jsonable(x: float | None):
 # -- the block ----------------------------------------------------------------------
 def run_status(run) -> dict[str, Any] | None:
     """The status of one run, or None when it shows no sign of training
-    (no step in its log, no checkpoint): not every run dir is a trainer run."""
+    (no step in its log, no checkpoint, no loss history): not every run dir is a trainer run."""
     f = facts(run)
+    history = loss_history(run)
     ckpts = find_checkpoints(run.checkpoints)
     newest = latest(ckpts)
-    if newest is None and (f.last is not None or f.row_steps is not None):
+    if newest is None and (f.last is not None or f.row_steps is not None or history is not None):
         newest = hf_newest(run)  # a Hugging Face checkpoint-N/ beside the run's log (docs/layouts.md)
-    if f.last is None and newest is None:
+    if f.last is None and newest is None and history is None:
         return None
     losses = [p.loss for p in f.points if p.loss is not None][-5:]
     source = "log" if losses else None
-    if not losses:
-        losses, source = _tfevents_losses(run)
+    if not losses and history is not None:
+        losses, source = [v for _, v in history.points[-5:]], history.kind
+    step = f.row_steps
+    if step is None and f.last is None and history is not None:  # no step in a log: the history's last
+        step = max(history.points[-1][0], newest.step if newest is not None and newest.step is not None else 0)
     return status_record(
         run,
         label=run.name,
@@ -363,7 +373,8 @@ def run_status(run) -> dict[str, Any] | None:
         losses=[_jsonable(x) for x in losses],
         loss_source=source,
         checkpoint=newest,
-        step=f.row_steps,
+        step=step,
+        history=history_record(history),
     )
 
 
@@ -381,6 +392,7 @@ def status_record(
     loss_source: str | None,
     checkpoint,
     step: int | None = None,
+    history: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The run-status record (the keys in this module's docstring), built in
     one place for the status block (:func:`run_status`, from the session's
@@ -404,6 +416,7 @@ def status_record(
         "percent": round(100.0 * step / total, 1) if step is not None and total else None,
         "last_losses": losses,
         "loss_source": loss_source,
+        "loss_history": history,
         "step_time_s": round(sec, 3) if sec is not None else None,
         "steady_samples": n,
         "eta_s": round(eta_s) if eta_s is not None else None,
@@ -427,10 +440,14 @@ def tracker_state(run) -> str | None:
     """How the run's tracker recorded its end, for a run its own files leave
     ``unknown`` (docs/layouts.md): W&B's ``got exitcode: N`` in
     ``logs/debug.log`` (0: finished, else failed); MLflow's ``meta.yaml``
-    status (FINISHED, FAILED, KILLED: stopped). None while it records none."""
-    from ..readers.layouts import MLFLOW, WANDB, mlflow_store, own_kind, wandb_run
+    status (FINISHED, FAILED, KILLED: stopped); a Hugging Face output dir's ``train_results.json``,
+    ``all_results.json`` or own ``trainer_state.json``, written when ``train()`` returned (finished).
+    None while it records none."""
+    from ..readers.layouts import HF_TRAINER, MLFLOW, WANDB, hf_trainer, mlflow_store, own_kind, wandb_run
 
     kind = own_kind(run)
+    if kind == HF_TRAINER:
+        return "finished" if hf_trainer.ended_at_end(run.path) is not None else None
     if kind == WANDB:
         end = wandb_run.read_end(run.path, run.run_dir.sizes)
         if end is None or end.exit_code is None:
@@ -458,17 +475,11 @@ def hf_newest(run):
     return Checkpoint(ck.path, "hf", ck.path.name, step=ck.step) if ck is not None else None
 
 
-def _tfevents_losses(run) -> tuple[list[float], str | None]:
-    from ..readers.tfevents import is_loss_tag, read_event_file
-
-    for path in run.event_files:
-        read = run.run_dir.cached(("tfevents", path), lambda p=path: read_event_file(p, sizes=run.run_dir.sizes))
-        tags = sorted(
-            (t for t in read.scalars if is_loss_tag(t) and "epoch" not in t), key=lambda t: -len(read.scalars[t])
-        )
-        if tags:
-            return list(read.scalars[tags[0]].values[-5:]), "tfevents"
-    return [], None
+def loss_history(run) -> LossHistory | None:
+    """The run's loss history (features/loss_history.py), read once per run: its log's step lines first
+    (what ``last_losses`` shows), else what its trainer or tracker recorded, else its event files."""
+    f = facts(run)
+    return run.run_dir.cached(("loss-history", run.path), lambda: read_history(run, f.points, f.log))
 
 
 def render(status: dict[str, Any]) -> list[str]:
@@ -502,4 +513,6 @@ def render(status: dict[str, Any]) -> list[str]:
         lines.append(f"Latest samples: {status['latest_samples']} ({status['sample_count']} files)")
     if status.get("unread_logs"):
         lines.append(f"Log read: {status['log']}; found but not read: {', '.join(status['unread_logs'])}")
+    if status.get("loss_history"):  # last: a sweep's one-line-per-run form keeps the first three lines
+        lines.append(history_line(status["loss_history"]))
     return lines

@@ -108,6 +108,16 @@ CAUSES: dict[str, Cause] = {
         "same dataset config).",
         "latent or text-encoder caches were not computed",
     ),
+    "adafactor-scheduler-config": Cause(
+        "config",
+        "the `adafactor` lr scheduler takes its learning rate from Adafactor's own relative step: use it only with "
+        "optimizer Adafactor and relative_step=True (kohya: --optimizer_args relative_step=True scale_parameter=True "
+        "warmup_init=True); with relative_step=False, or another optimizer, choose another scheduler "
+        "(constant_with_warmup).",
+        "sd-scripts' get_scheduler_fix died splitting the `adafactor` scheduler's name for its initial learning rate "
+        '(`initial_lr = float(name.split(":")[1])`, `IndexError: list index out of range`): the `adafactor` '
+        "scheduler chosen without Adafactor's relative_step",
+    ),
     "optimizer-scheduler-mismatch": Cause(
         "config",
         "the resumed optimizer/scheduler state was saved with a different optimizer or parameter set: resume with the "

@@ -411,6 +411,7 @@ def _hits(window: _Window, finished: bool) -> list[tuple[int, Row]]:
             and i > 0
             and FRAME_LINE.search(lines[i - 1].text)
             and not EXCEPTION_LINE.search(ln.text)
+            and not (row.source and i + 1 < n and EXCEPTION_LINE.search(lines[i + 1].text))
         ):
             continue  # a frame's source line: the exception line below it is the evidence (issue 25)
         if row.role != WRAPPER and not in_tb[i]:

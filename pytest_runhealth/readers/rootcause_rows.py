@@ -41,6 +41,9 @@ class Row:
     backend: str | None = None
     anywhere: bool = False  # decisive even outside a traceback and far from the end (a death, not a message)
     hints: tuple[str, ...] = ()  # see HINTS
+    # a frame's source line that is the evidence when the exception line follows it (a generic IndexError whose
+    # cause only the code line names); other rows skip source lines for the exception line below them
+    source: bool = False
 
 
 def _r(pattern: str, flags: int = 0) -> _Pattern:
@@ -384,10 +387,20 @@ ROWS: tuple[Row, ...] = (
         "missing-cache-files",
         _r(
             r"(?i)no (?:latent |text encoder |te )?cache files? (?:found|exist)|cache file(?:s)? (?:not found|missing)|"
-            r"run cache_latents|cache_text_encoder_outputs"
+            r"run cache_latents|cache_text_encoder_outputs|"
+            # musubi's LTX-2 trainer (issue 46): "ValueError: Cached text embeddings missing from batch."
+            r"Cached (?:text embeddings|text encoder outputs?|latents?) (?:are )?missing"
         ),
         "missing-cache-files",
         ROOT,
+    ),
+    Row(
+        # kohya sd-scripts' train_util.get_scheduler_fix, the line the IndexError's traceback quotes (issue 46)
+        "adafactor-scheduler-config",
+        _r(r"""initial_lr = float\(name\.split\(["']:["']\)\[1\]\)"""),
+        "adafactor-scheduler-config",
+        ROOT,
+        source=True,
     ),
     Row(
         "optimizer-scheduler-mismatch",
@@ -406,6 +419,8 @@ ROWS: tuple[Row, ...] = (
             r"(?i:\bmodel(?: file| path| checkpoint)? (?:was )?not found\b|(?:can ?not|can't|could not|unable to) "
             r"(?:find|locate) (?:the )?model\b)|does not appear to have a file named|"
             r"is not a local folder and is not a valid model identifier|Tried to find .* but folder does not exist|"
+            # a local path that is not there (relative, or ~ unexpanded) taken for a Hub id (issue 46)
+            r"HFValidationError: Repo id must be in the form|"
             r"Can't load (?:the )?(?:tokenizer|config(?:uration)?|model|weights|feature extractor|image processor|"
             r"processor) for ['\"]|Error no file named .* found in directory"
         ),
@@ -550,6 +565,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "module-not-found": ("no module named",),
     "tensorboard-logdir": ("not a directory",),
     "missing-cache-files": ("cache",),
+    "adafactor-scheduler-config": ("initial_lr",),
     "optimizer-scheduler-mismatch": ("state dict", "optimizer", "scheduler", "size of"),
     "missing-model-file": (
         "filenotfounderror",
@@ -559,6 +575,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "tried to find",
         "can't load",
         "no file named",
+        "repo id must be",
     ),
 }
 # Slurm (issue 28)

@@ -177,6 +177,8 @@ def _plot_cell(rv: RunView, which: str, group: RunDirView | None = None) -> str:
     kind = "onset" if which == "step-time" else "error"
     markers = [svg.Marker(x, label, kind) for x, label in series.marks]
     title = f"{rv.name}: step time" if which == "step-time" else f"{rv.name}: loss"
+    if series.source:
+        title += f" ({series.source})"
     step_time = which == "step-time"
     shared = None if group is None else group.step_time_range if step_time else group.loss_range
     reference = group.step_time_reference if group is not None and step_time else None
@@ -384,7 +386,8 @@ def render_page(view: ReportView, registry: Any = None) -> str:
         f'<div class="counts">{counts or "no health results"}</div>',
         f'<div class="meta">pytest-runhealth {_e(view.version)} · {_e(view.generated_at)}</div>',
         '<div class="meta legend">Bars: one per run in ledger order, red where a check failed on the run. '
-        "Plots: step time and loss over steps from the run's log; a dashed line marks where RH107/RH108 "
+        "Plots: step time and loss over steps from the run's log (a loss its trainer or tracker recorded "
+        "where the log has none: the file is named); a dashed line marks where RH107/RH108 "
         "saw slow or degrading steps begin, a red × a non-finite loss. Hover a cell or a mark for details.</div>"
         "</header>",
     ]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..features.consequences import RootGroup, root_groups
+from ..features.status import loss_history
 from ..features.sweepfacts import knob_key, show
 from ..model.registry import FAMILIES
 from ..model.results import Result
@@ -42,6 +43,7 @@ class Series:
 
     points: list[tuple[float, float]]
     marks: list[tuple[float, str]] = field(default_factory=list)  # (step, label)
+    source: str = ""  # the file it was read from, where it is not the run's log (a trainer_state.json)
 
 
 @dataclass
@@ -231,6 +233,7 @@ def _run_dir_view(
     view.families = [f for f in FAMILIES.values() if f in families] + sorted(families - set(FAMILIES.values()))
     for rv in view.runs:
         _add_log_series(rd, rv)
+        _add_recorded_loss(rv)
         rv.status = show_status(rv, statuses.get((rd.name, rv.name)))
     _shared_scales(view)
     _add_sweep_series(rd, view)
@@ -474,6 +477,28 @@ def _add_log_series(rd: RunDir, rv: RunView) -> None:
     missing = [name for name, s in (("step time", rv.step_time), ("loss", rv.loss)) if s is None]
     if missing:
         rv.plot_note = f"no {' or '.join(missing)} in {rd.rel(log)}"
+
+
+def _add_recorded_loss(rv: RunView) -> None:
+    """A run whose log has no loss (or that has no log) gets the loss its trainer or tracker recorded
+    (status.py's one reading of a run's loss history: ``trainer_state.json``, ``metrics.csv``, MLflow
+    ``metrics/``, event files) as its loss plot, the file named in its title."""
+    if rv.loss is not None or rv.run is None:
+        return
+    try:
+        history = loss_history(rv.run)
+    except OSError:
+        return
+    if history is None or history.kind == "log":
+        return
+    rv.loss = Series([(float(s), v) for s, v in history.points], source=history.source)
+    if rv.last_step is None:
+        rv.last_step = history.points[-1][0]
+    note = rv.plot_note.replace("no step time or loss in ", "no step time in ")
+    if note.startswith("no loss in "):
+        rv.plot_note = f"loss from {history.source} (none in {note.removeprefix('no loss in ')})"
+    else:
+        rv.plot_note = f"{note}; loss from {history.source}" if note else f"loss from {history.source}"
 
 
 def show_status(rv: RunView, status: dict[str, Any] | None) -> dict[str, Any] | None:

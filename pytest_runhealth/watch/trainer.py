@@ -105,12 +105,21 @@ class TrainerWatch:
     def _library(self):
         """A launch folder's library folder, once it appears (``out/`` or ``lightning_logs/version_0/`` created
         after ``python train.py > train.log``): discovery's launch-folder rule, asked each tick until it
-        answers, so that the watch reads what a session on this folder would (docs/watching.md)."""
+        answers, so that the watch reads what a session on this folder would (docs/watching.md). Also the one run
+        below a folder that holds no log of its own, where the library's folder holds the console log and the pid
+        file itself (``out/train.log``, ``out/train.pid``, issue 46): the folder watched is then only where it
+        was launched from, and the run is ``out/``, which ends when it ends."""
         from ..plugins.discovery import LAUNCH_DEPTH, discover
 
         here = self.path.absolute()
-        found = [f for f in discover(here, LAUNCH_DEPTH).runs if f.launch is not None and f.launch.folder == here]
-        return found[0] if len(found) == 1 else None
+        runs = discover(here, LAUNCH_DEPTH).runs
+        found = [f for f in runs if f.launch is not None and f.launch.folder == here]
+        if found:
+            return found[0] if len(found) == 1 else None
+        below = [f for f in runs if f.path != here and f.kind != "unrecognised"]
+        if len(below) != 1 or RunDir(here, self.label).runs[0].main_log is not None:
+            return None
+        return below[0]
 
     def tick(self) -> Tick:
         out = Tick()
