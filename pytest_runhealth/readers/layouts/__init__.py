@@ -150,6 +150,12 @@ def loss_points(run) -> list:
     return out
 
 
+def unread_tails(run) -> list[str]:
+    """The recorded loss files whose tail was not read (a streaming budget spent), each with what was read: RH202
+    fails to check such a run (cause ``unreadable``) rather than pass it on the part it read (issue 48)."""
+    return run.run_dir.cached(("unread-tails", run.path), list)
+
+
 def read_caps(run) -> list[str]:
     """What the reader contract's caps cut while this run's recorded series were read (reading.Budget):
     RH202 names them, so a verdict on part of a file says so."""
@@ -181,6 +187,7 @@ def _layout_points(run) -> list:
             return data.points
         metrics = mlflow_store.read_metrics(path, prefix, run.run_dir.sizes)
         read_caps(run).extend(metrics.capped)
+        unread_tails(run).extend(metrics.unread)
         return metrics.points
     if kind == WANDB:
         return wandb_run.summary_points(path, prefix, run.run_dir.sizes)

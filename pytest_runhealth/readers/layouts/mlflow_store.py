@@ -16,7 +16,9 @@ An experiment folder holds a ``meta.yaml`` too, but no ``metrics/``."""
 
 from __future__ import annotations
 
+import math
 import os
+from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,9 +28,15 @@ from ._files import entries, read_text
 from .series import Point, is_rl_key
 
 RUN_STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
-MAX_METRIC_BYTES = 16 << 20
+MAX_METRIC_BYTES = 16 << 20  # of one loss file, kept as points (past it the file is streamed as a summary)
 MAX_METRIC_FILES = 200
 MAX_RUN_METRIC_BYTES = 32 << 20  # all of one run's metric files together (bytes read: hard links count each time)
+# A loss or gradient-norm file is streamed to its end, past the points kept, so that a NaN after ~600k logged steps
+# is found (issue 48): up to STREAM_RUN_BYTES a run (~10 s of parsing at ~25 MiB/s); a tail left unread past it
+# is said (``Metrics.unread``: RH202 fails to check, never a silent pass).
+STREAM_RUN_BYTES = 256 << 20
+TAIL_KEPT = 3  # the last points of a summarised file, kept (series.PERSISTENT: gradient norms non-finite to the end)
+NONFINITE_KEPT = 16  # non-finite points of a summarised file kept as points (the rest counted)
 TAIL_BYTES = 64 << 10  # of a metric that is not a loss: only its newest timestamp is wanted
 
 
@@ -95,6 +103,7 @@ class Metrics:
     last_ms: int | None  # the newest timestamp written in any metric file
     newest_mtime: float  # the newest metric file's modification time (0.0: none)
     capped: list[str] = field(default_factory=list)  # what a read cap cut (reading.Budget.hits)
+    unread: list[str] = field(default_factory=list)  # loss files whose tail was not read: a NaN there is unseen
 
 
 def _is_series_key(key: str) -> bool:
@@ -117,6 +126,8 @@ def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = Non
     seen = 0
     keys: set[str] = set()
     budget = reading.Budget(MAX_RUN_METRIC_BYTES)
+    stream = reading.Budget(STREAM_RUN_BYTES)
+    unread: list[str] = []
     while stack and seen < MAX_METRIC_FILES:
         here, prefix = stack.pop()
         files, dirs = entries(here)
@@ -133,27 +144,103 @@ def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = Non
             series = _is_series_key(key)
             rel = f"{rel_prefix}metrics/{key}"
             if series:
-                rows = reading.lines(path, MAX_METRIC_BYTES, budget, sizes=sizes)
+                # Points while the file's and the run's point caps allow, then a summary to the file's end.
+                rows = reading.lines(path, 1 << 62, stream, sizes=sizes)
+                keep = min(MAX_METRIC_BYTES, budget.left())
+                summary = _Summary(key, rel)
             else:
                 size = _size(path)
                 start = max(0, size - TAIL_BYTES)
                 rows = reading.lines(path, TAIL_BYTES + 1, budget, start=start, sizes=sizes)
+            hits = len(stream.hits)
             for lineno, raw in rows:
                 parts = raw.split()
+                if series and keep < 0 and len(parts) > 1:  # the summary's fast path: ~1 us a line
+                    try:
+                        fast: float | None = float(parts[1])
+                    except ValueError:
+                        fast = reading.number(parts[1])
+                    if fast is None:
+                        continue
+                    stamp = parts[0]
+                    ts = int(stamp) if len(stamp) < 19 and stamp.isdigit() else reading.integer(stamp)
+                    if ts is not None:
+                        last_ms = ts if last_ms is None else max(last_ms, ts)
+                    summary.add(parts, fast, lineno, raw)
+                    continue
                 if len(parts) < 2:
+                    if series:
+                        keep -= len(raw) + 1
                     continue
                 ts = reading.integer(parts[0])
                 value = reading.number(parts[1])
                 if value is None:
+                    if series:
+                        keep -= len(raw) + 1
                     continue
                 if ts is not None:  # a 400-digit timestamp is unknown; the value beside it still counts
                     last_ms = ts if last_ms is None else max(last_ms, ts)
                 if series:
                     step = reading.integer(parts[2]) if len(parts) > 2 else None
-                    out.append(Point(key, step, value, rel, lineno or None, reading.decode(raw.strip()[:200])))
+                    keep -= len(raw) + 1
+                    if keep >= 0:
+                        out.append(Point(key, step, value, rel, lineno or None, reading.decode(raw.strip()[:200])))
+                    else:
+                        summary.add(parts, value, lineno, raw)
+            if series:
+                budget.take(min(MAX_METRIC_BYTES, budget.left()) - max(keep, 0))
+                if summary.count:
+                    out += summary.points()
+                    budget.note(summary.note())
+                if len(stream.hits) > hits:
+                    unread.append(f"{rel}: {stream.hits[-1]}")
     if any(is_rl_key(k) for k in keys):  # an RL trainer's loss (series.is_rl_key): its growth is no divergence
         out = [replace(p, rl=True) if "loss" in p.key.lower() else p for p in out]
-    return Metrics(out, last_ms, newest, budget.hits)
+    return Metrics(out, last_ms, newest, budget.hits, unread)
+
+
+class _Summary:
+    """What a loss file holds past the points kept (issue 48), as it streams: its count, its non-finite values
+    (the first NONFINITE_KEPT as points, the rest counted), its lowest and its last TAIL_KEPT points; so that
+    ``series.judge`` still finds a NaN, a divergence or gradient norms non-finite to the end anywhere in the file."""
+
+    __slots__ = ("key", "rel", "count", "nonfinite", "more_nonfinite", "lowest", "tail")
+
+    def __init__(self, key: str, rel: str) -> None:
+        self.key, self.rel = key, rel
+        self.count = self.more_nonfinite = 0
+        self.nonfinite: list[Point] = []
+        self.lowest: tuple[list[bytes], float, int, bytes] | None = None
+        self.tail: deque[tuple[list[bytes], float, int, bytes]] = deque(maxlen=TAIL_KEPT)
+
+    def add(self, parts: list[bytes], value: float, lineno: int, raw: bytes) -> None:
+        """One line (``parts``: its fields) past the points kept; its step is read only if its point is kept."""
+        self.count += 1
+        self.tail.append((parts, value, lineno, raw))  # made a Point only if it stays among the last
+        if not math.isfinite(value):
+            if len(self.nonfinite) < NONFINITE_KEPT:
+                self.nonfinite.append(self._point(parts, value, lineno, raw))
+            else:
+                self.more_nonfinite += 1
+        elif self.lowest is None or value < self.lowest[1]:
+            self.lowest = (parts, value, lineno, raw)  # a Point at the end: a falling loss is a new lowest per line
+
+    def _point(self, parts: list[bytes], value: float, lineno: int, raw: bytes) -> Point:
+        step = reading.integer(parts[2]) if len(parts) > 2 else None
+        return Point(self.key, step, value, self.rel, lineno or None, reading.decode(raw.strip()[:200]))
+
+    def points(self) -> list[Point]:
+        """The points kept, each once, in the file's order."""
+        lowest = [self.lowest] if self.lowest is not None else []
+        kept = [*self.nonfinite, *(self._point(*t) for t in [*lowest, *self.tail])]
+        return sorted({p.line: p for p in kept}.values(), key=lambda p: p.line or 0)
+
+    def note(self) -> str:
+        more = f", {self.more_nonfinite:,} more non-finite value(s) counted" if self.more_nonfinite else ""
+        return (
+            f"{self.rel}: {self.count:,} values past the points kept read as a summary (non-finite values, the lowest "
+            f"and the last {TAIL_KEPT} kept{more})"
+        )
 
 
 def _size(path: Path) -> int:
