@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_runhealth.readers.layouts import series
 from pytest_runhealth.testing import check_on
 
 OOM = (
@@ -175,7 +176,7 @@ def test_mlflow_metric_file_is_streamed_under_the_run_cap(tmp_path: Path, monkey
         (run / "metrics" / f"loss_{i}").hardlink_to(run / "metrics" / "loss")
     metrics = mlflow_store.read_metrics(run, "")
     # about 20 bytes a line: the run's cap as points, not 21 files' worth; each file's rest as a summary
-    assert len(metrics.points) <= 10_000 // 20 + 5 + 21 * (mlflow_store.TAIL_KEPT + 1)
+    assert len(metrics.points) <= 10_000 // 20 + 5 + 21 * (series.TAIL_KEPT + 1)
     assert sum("read as a summary" in c for c in metrics.capped) == 21 and not metrics.unread
     f = check_on(run, "RH202").of()
     assert f.passed and "Read caps reached" in (f.note or ""), f
@@ -263,7 +264,7 @@ def test_mlflow_memory_is_bounded_by_the_run_cap(tmp_path: Path, monkeypatch):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    summaries = 21 * (mlflow_store.TAIL_KEPT + 1) * 40  # each file's rest streamed: its lowest and last points
+    summaries = 21 * (series.TAIL_KEPT + 1) * 40  # each file's rest streamed: its lowest and last points
     assert sum(len(p.text) + 1 for p in metrics.points) <= (2 << 20) + 200 + summaries  # the run's cap, in bytes
     assert peak < 40 << 20, peak >> 20  # about 7 bytes of memory per byte read: bounded by the cap
 

@@ -107,7 +107,7 @@ def loss_finite(ctx):
             first_step = p.step if first_step is None else min(first_step, p.step)
         evidence.append(ctx.evidence(p.file, p.line, p.text))
         sources.append(f"{judged.detail} in {one_line(p.file)}")
-    unread = layouts.unread_tails(run)
+    unread = list(dict.fromkeys(layouts.unread_tails(run)))
     if not evidence and judged is None and unread:  # a NaN in the tail would be unseen: never a silent pass
         first = unread[0].split(": ", 1)[0]
         return ctx.fail(

@@ -192,5 +192,5 @@ def _layout_points(run) -> list:
     if kind == WANDB:
         return wandb_run.summary_points(path, prefix, run.run_dir.sizes)
     if kind == LIGHTNING:
-        return lightning.metrics_points(path, prefix, run.run_dir.sizes)
+        return lightning.metrics_points(path, prefix, run.run_dir.sizes, unread_tails(run), read_caps(run))
     return []

@@ -16,27 +16,26 @@ An experiment folder holds a ``meta.yaml`` too, but no ``metrics/``."""
 
 from __future__ import annotations
 
-import math
 import os
-from collections import deque
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from ...safety import reading
 from ...safety.safeio import FirstSizes, mtime
 from ._files import entries, read_text
-from .series import Point, is_rl_key
+from .series import Point, Summary, is_rl_key
 
 RUN_STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
-MAX_METRIC_BYTES = 16 << 20  # of one loss file, kept as points (past it the file is streamed as a summary)
+MAX_METRIC_BYTES = (
+    4 << 20
+)  # of one loss file, kept as points (~100k Points) (past it the file is streamed as a summary)
 MAX_METRIC_FILES = 200
-MAX_RUN_METRIC_BYTES = 32 << 20  # all of one run's metric files together (bytes read: hard links count each time)
+MAX_RUN_METRIC_BYTES = 8 << 20  # all of one run's metric files together (bytes read: hard links count each time)
 # A loss or gradient-norm file is streamed to its end, past the points kept, so that a NaN after ~600k logged steps
 # is found (issue 48): up to STREAM_RUN_BYTES a run (~10 s of parsing at ~25 MiB/s); a tail left unread past it
 # is said (``Metrics.unread``: RH202 fails to check, never a silent pass).
 STREAM_RUN_BYTES = 256 << 20
-TAIL_KEPT = 3  # the last points of a summarised file, kept (series.PERSISTENT: gradient norms non-finite to the end)
-NONFINITE_KEPT = 16  # non-finite points of a summarised file kept as points (the rest counted)
 TAIL_BYTES = 64 << 10  # of a metric that is not a loss: only its newest timestamp is wanted
 
 
@@ -147,7 +146,7 @@ def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = Non
                 # Points while the file's and the run's point caps allow, then a summary to the file's end.
                 rows = reading.lines(path, 1 << 62, stream, sizes=sizes)
                 keep = min(MAX_METRIC_BYTES, budget.left())
-                summary = _Summary(key, rel)
+                summary = Summary(rel)
             else:
                 size = _size(path)
                 start = max(0, size - TAIL_BYTES)
@@ -166,7 +165,7 @@ def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = Non
                     ts = int(stamp) if len(stamp) < 19 and stamp.isdigit() else reading.integer(stamp)
                     if ts is not None:
                         last_ms = ts if last_ms is None else max(last_ms, ts)
-                    summary.add(parts, fast, lineno, raw)
+                    summary.add(fast, partial(_point, key, rel, parts, fast, lineno, raw))
                     continue
                 if len(parts) < 2:
                     if series:
@@ -186,7 +185,7 @@ def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = Non
                     if keep >= 0:
                         out.append(Point(key, step, value, rel, lineno or None, reading.decode(raw.strip()[:200])))
                     else:
-                        summary.add(parts, value, lineno, raw)
+                        summary.add(value, partial(_point, key, rel, parts, value, lineno, raw))
             if series:
                 budget.take(min(MAX_METRIC_BYTES, budget.left()) - max(keep, 0))
                 if summary.count:
@@ -199,48 +198,10 @@ def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = Non
     return Metrics(out, last_ms, newest, budget.hits, unread)
 
 
-class _Summary:
-    """What a loss file holds past the points kept (issue 48), as it streams: its count, its non-finite values
-    (the first NONFINITE_KEPT as points, the rest counted), its lowest and its last TAIL_KEPT points; so that
-    ``series.judge`` still finds a NaN, a divergence or gradient norms non-finite to the end anywhere in the file."""
-
-    __slots__ = ("key", "rel", "count", "nonfinite", "more_nonfinite", "lowest", "tail")
-
-    def __init__(self, key: str, rel: str) -> None:
-        self.key, self.rel = key, rel
-        self.count = self.more_nonfinite = 0
-        self.nonfinite: list[Point] = []
-        self.lowest: tuple[list[bytes], float, int, bytes] | None = None
-        self.tail: deque[tuple[list[bytes], float, int, bytes]] = deque(maxlen=TAIL_KEPT)
-
-    def add(self, parts: list[bytes], value: float, lineno: int, raw: bytes) -> None:
-        """One line (``parts``: its fields) past the points kept; its step is read only if its point is kept."""
-        self.count += 1
-        self.tail.append((parts, value, lineno, raw))  # made a Point only if it stays among the last
-        if not math.isfinite(value):
-            if len(self.nonfinite) < NONFINITE_KEPT:
-                self.nonfinite.append(self._point(parts, value, lineno, raw))
-            else:
-                self.more_nonfinite += 1
-        elif self.lowest is None or value < self.lowest[1]:
-            self.lowest = (parts, value, lineno, raw)  # a Point at the end: a falling loss is a new lowest per line
-
-    def _point(self, parts: list[bytes], value: float, lineno: int, raw: bytes) -> Point:
-        step = reading.integer(parts[2]) if len(parts) > 2 else None
-        return Point(self.key, step, value, self.rel, lineno or None, reading.decode(raw.strip()[:200]))
-
-    def points(self) -> list[Point]:
-        """The points kept, each once, in the file's order."""
-        lowest = [self.lowest] if self.lowest is not None else []
-        kept = [*self.nonfinite, *(self._point(*t) for t in [*lowest, *self.tail])]
-        return sorted({p.line: p for p in kept}.values(), key=lambda p: p.line or 0)
-
-    def note(self) -> str:
-        more = f", {self.more_nonfinite:,} more non-finite value(s) counted" if self.more_nonfinite else ""
-        return (
-            f"{self.rel}: {self.count:,} values past the points kept read as a summary (non-finite values, the lowest "
-            f"and the last {TAIL_KEPT} kept{more})"
-        )
+def _point(key: str, rel: str, parts: list[bytes], value: float, lineno: int, raw: bytes) -> Point:
+    """A summarised line's Point, made only when the summary keeps it (its step read then)."""
+    step = reading.integer(parts[2]) if len(parts) > 2 else None
+    return Point(key, step, value, rel, lineno or None, reading.decode(raw.strip()[:200]))
 
 
 def _size(path: Path) -> int:
