@@ -219,7 +219,7 @@ def test_mlflow_tail_not_read_fails_to_check(tmp_path: Path, monkeypatch, nan_at
         assert f.cause == "nan-loss", f
         return
     assert not f.passed and (f.verdict, f.cause) == ("infra", "unreadable"), f
-    assert "tail" in f.summary and "metrics/loss" in f.summary and "of" in f.evidence[0].text, f
+    assert "not read" in f.summary and "metrics/loss" in f.summary and "of" in f.evidence[0].text, f
 
 
 def test_mlflow_memory_is_flat_in_the_file_size_past_the_points_cap(tmp_path: Path, monkeypatch):

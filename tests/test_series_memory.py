@@ -65,3 +65,24 @@ def test_lightning_memory_is_flat_in_the_file_size(tmp_path, monkeypatch):
             tracemalloc.stop()
         assert series.judge(points).cause == "nan-loss"  # type: ignore[union-attr]  # the NaN on the last row
     assert kept[2] <= kept[0] * 1.1 + 4096 and kept[2] < 2 << 20, kept
+
+
+@pytest.mark.parametrize("nan_at", [None, 5], ids=["middle-unread", "nan-in-the-head"])
+def test_a_metrics_jsonl_whose_middle_is_not_read_fails_to_check(tmp_path, monkeypatch, nan_at):
+    """A metrics JSON-lines file over its cap is read as its head and its tail: a NaN in the middle would be unseen,
+    so RH202 fails to check (infra, unreadable, naming the file) instead of passing with a note; a NaN in the head
+    is still nan-loss (the near miss)."""
+    import json
+
+    from pytest_runhealth.readers.layouts import jsonl_metrics
+
+    monkeypatch.setattr(jsonl_metrics, "MAX_BYTES", 4_000)
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    rows = [json.dumps({"step": i, "loss": "NaN" if i == nan_at else 1.0 / (i + 1)}) for i in range(1_000)]
+    (run / "metrics.jsonl").write_text("\n".join(rows) + "\n")
+    f = check_on(run, "RH202").of()
+    if nan_at is not None:
+        assert f.cause == "nan-loss", f
+        return
+    assert not f.passed and (f.verdict, f.cause) == ("infra", "unreadable") and "metrics.jsonl" in f.summary, f

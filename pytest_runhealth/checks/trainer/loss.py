@@ -113,7 +113,7 @@ def loss_finite(ctx):
         return ctx.fail(
             "infra",
             "unreadable",
-            f"the tail of {len(unread)} recorded loss file(s) was not read ({'; '.join(one_line(u) for u in unread[:3])}):"
+            f"part of {len(unread)} recorded loss file(s) was not read ({'; '.join(one_line(u) for u in unread[:3])}):"
             " RH202 could not check the loss there; what was read is finite and not diverging.",
             [ctx.evidence(first, None, one_line(unread[0]))],
             fix="check the file's tail yourself (a NaN after the part read), or split the run's metrics.",

@@ -143,9 +143,10 @@ def loss_points(run) -> list:
     out = _layout_points(run)
     for path in jsonl_metrics.files(run.path):
         rel = run.run_dir.rel(path)
-        caps = read_caps(run)
+        caps, unread = read_caps(run), unread_tails(run)
         out = out + run.run_dir.cached(
-            ("metrics-jsonl", path), lambda p=path, r=rel, c=caps: jsonl_metrics.points(p, r, c, run.run_dir.sizes)
+            ("metrics-jsonl", path),
+            lambda p=path, r=rel, c=caps, u=unread: jsonl_metrics.points(p, r, c, run.run_dir.sizes, u),
         )
     return out
 
