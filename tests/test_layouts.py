@@ -135,6 +135,35 @@ def test_hf_state_reads_nan_as_python_json_writes_it():
     assert "NaN" in st.text.splitlines()[j.first.line - 1]  # the evidence line is the value's own
 
 
+@pytest.mark.parametrize(
+    "written", [{"indent": 2}, {}, {"separators": (",", ":")}], ids=["indented", "one-line", "tight"]
+)
+def test_hf_state_points_are_found_however_the_file_is_written(tmp_path, written):
+    """Issue 48: a trainer_state.json written without spaces (``separators=(",", ":")``) was searched for as
+    ``"loss": 0.5``: no entry was found and every search scanned its 64 KiB window (a 4 MiB file took 15 s). The
+    key-value separator is read from the file: every search finds its entry (counted, not timed) and every point
+    carries its line, as in the indented file."""
+    history = [{"epoch": i / 10, "grad_norm": 1.5, "loss": 2.0 / i, "step": i} for i in range(1, 301)]
+    history[-1]["loss"] = float("nan")
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 300, "max_steps": 300, "log_history": history}, **written))
+    misses = []
+
+    class Counted(str):
+        def find(self, sub, *where):  # type: ignore[override]
+            at = super().find(sub, *where)
+            if at < 0:
+                misses.append(sub)
+            return at
+
+    st = hf_trainer.read_state(path)
+    st.text = Counted(st.text)
+    pts = hf_trainer.points(st, "trainer_state.json")
+    assert len(pts) == 600 and all(p.line is not None for p in pts) and misses == [], misses[:3]
+    j = series.judge(pts)
+    assert j is not None and j.cause == "nan-loss" and j.first.step == 300
+
+
 def test_hf_rh206_and_resume_advice(run_health):
     res = run_health(EXAMPLES / "hf-trainer-slurm-timeout", args=("-k", "RH206 or RH201 or RH208"))
     (rh206,) = res.results("RH206")

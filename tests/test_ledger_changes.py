@@ -105,7 +105,7 @@ WRITER = textwrap.dedent("""
     import os
     from pathlib import Path
 
-    from pytest_runhealth import ledger
+    from pytest_runhealth.readers import ledger
 
     ledger.KEEP_ROWS = 7  # every row spilled: decoded again by offset
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_runhealth.readers.layouts import series
 from pytest_runhealth.testing import check_on
 
 OOM = (
@@ -174,11 +175,73 @@ def test_mlflow_metric_file_is_streamed_under_the_run_cap(tmp_path: Path, monkey
     for i in range(20):
         (run / "metrics" / f"loss_{i}").hardlink_to(run / "metrics" / "loss")
     metrics = mlflow_store.read_metrics(run, "")
-    assert len(metrics.points) <= 10_000 // 20 + 5  # about 20 bytes a line: the run's cap, not 21 files' worth
-    assert any("read cap" in c for c in metrics.capped)
-    assert any("cap per file" in c for c in metrics.capped)
+    # about 20 bytes a line: the run's cap as points, not 21 files' worth; each file's rest as a summary
+    assert len(metrics.points) <= 10_000 // 20 + 5 + 21 * (series.TAIL_KEPT + 1)
+    assert sum("read as a summary" in c for c in metrics.capped) == 21 and not metrics.unread
     f = check_on(run, "RH202").of()
     assert f.passed and "Read caps reached" in (f.note or ""), f
+
+
+def _late_nan_run(tmp_path: Path, nan_at: int | None, lines: int = 400) -> Path:
+    rows = [f"{1700000000000 + i} {'nan' if i == nan_at else 2.0 / (i + 1)} {i}\n" for i in range(lines)]
+    return _mlflow_run(tmp_path, "1700000000000", "".join(rows))
+
+
+@pytest.mark.parametrize("nan_at", [390, None], ids=["nan-past-the-points-kept", "finite-to-the-end"])
+def test_mlflow_late_nan_past_the_points_cap_is_found(tmp_path: Path, monkeypatch, nan_at):
+    """Issue 48: a loss file is streamed to its end past the points kept (MAX_METRIC_BYTES, lowered here to ~150
+    lines): a NaN on line 391 of 400 fails RH202 as nan-loss quoting that line; the same file finite to the end
+    passes, saying the rest was read as a summary."""
+    from pytest_runhealth.readers.layouts import mlflow_store
+
+    monkeypatch.setattr(mlflow_store, "MAX_METRIC_BYTES", 4000)
+    run = _late_nan_run(tmp_path, nan_at)
+    f = check_on(run, "RH202").of()
+    if nan_at is None:
+        assert f.passed and "read as a summary" in (f.note or ""), f
+        return
+    assert f.cause == "nan-loss" and f.evidence[0].line == nan_at + 1, f
+    assert "nan" in f.evidence[0].text
+
+
+@pytest.mark.parametrize("nan_at", [None, 20], ids=["tail-unread", "nan-in-the-part-read"])
+def test_mlflow_tail_not_read_fails_to_check(tmp_path: Path, monkeypatch, nan_at):
+    """Where the streaming budget (STREAM_RUN_BYTES, lowered here) stops before a loss file's end, RH202 fails to
+    check (infra, unreadable, naming the file and what was read), never a pass; a NaN in the part read is still
+    nan-loss (the near miss)."""
+    from pytest_runhealth.readers.layouts import mlflow_store
+
+    monkeypatch.setattr(mlflow_store, "MAX_METRIC_BYTES", 4000)
+    monkeypatch.setattr(mlflow_store, "STREAM_RUN_BYTES", 6000)
+    run = _late_nan_run(tmp_path, nan_at)
+    f = check_on(run, "RH202").of()
+    if nan_at is not None:
+        assert f.cause == "nan-loss", f
+        return
+    assert not f.passed and (f.verdict, f.cause) == ("infra", "unreadable"), f
+    assert "not read" in f.summary and "metrics/loss" in f.summary and "of" in f.evidence[0].text, f
+
+
+def test_mlflow_memory_is_flat_in_the_file_size_past_the_points_cap(tmp_path: Path, monkeypatch):
+    """Bytes kept by the MLflow reader, counted by tracemalloc at three file sizes (about 0.6, 1.2 and 2.4 MB):
+    past the points kept the file streams as a summary, so what it keeps does not grow with the file."""
+    import tracemalloc
+
+    from pytest_runhealth.readers.layouts import mlflow_store
+
+    monkeypatch.setattr(mlflow_store, "MAX_METRIC_BYTES", 64 << 10)
+    kept = []
+    for lines in (20_000, 40_000, 80_000):
+        run = _late_nan_run(tmp_path / str(lines), lines - 1, lines)
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            metrics = mlflow_store.read_metrics(run, "")
+            kept.append(tracemalloc.get_traced_memory()[0] - base)
+        finally:
+            tracemalloc.stop()
+        assert any(p.value != p.value for p in metrics.points)  # the NaN on the last line
+    assert kept[2] <= kept[0] * 1.1 + 4096 and kept[2] < 2 << 20, kept
 
 
 def test_mlflow_memory_is_bounded_by_the_run_cap(tmp_path: Path, monkeypatch):
@@ -190,6 +253,7 @@ def test_mlflow_memory_is_bounded_by_the_run_cap(tmp_path: Path, monkeypatch):
 
     monkeypatch.setattr(mlflow_store, "MAX_METRIC_BYTES", 1 << 20)
     monkeypatch.setattr(mlflow_store, "MAX_RUN_METRIC_BYTES", 2 << 20)
+    monkeypatch.setattr(mlflow_store, "STREAM_RUN_BYTES", 4 << 20)  # the rest streamed: a few files' worth
     lines = "".join(f"{1700000000000 + i} {1.0 / (i + 1)} {i}\n" for i in range(60_000))  # about 2 MiB
     run = _mlflow_run(tmp_path, "1700000000000", lines)
     for i in range(20):
@@ -200,7 +264,8 @@ def test_mlflow_memory_is_bounded_by_the_run_cap(tmp_path: Path, monkeypatch):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert sum(len(p.text) + 1 for p in metrics.points) <= (2 << 20) + 200  # the run's cap, in bytes read
+    summaries = 21 * (series.TAIL_KEPT + 1) * 40  # each file's rest streamed: its lowest and last points
+    assert sum(len(p.text) + 1 for p in metrics.points) <= (2 << 20) + 200 + summaries  # the run's cap, in bytes
     assert peak < 40 << 20, peak >> 20  # about 7 bytes of memory per byte read: bounded by the cap
 
 

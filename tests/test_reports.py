@@ -638,3 +638,29 @@ def test_a_recorded_loss_history_is_plotted_where_the_log_has_none(tmp_path, pyt
     (body,) = [b for _, b in loss_plots]
     assert "hf-out: loss (trainer_state.json)" in body and 'class="line"' in body
     assert "loss from trainer_state.json" in page
+
+
+@pytest.mark.parametrize("extra", [False, True], ids=["few-findings-all-shown", "many-findings-capped"])
+def test_html_run_detail_is_bounded_per_run(extra):
+    """Issue 48: a run's row on the page shows up to html.MAX_CARDS findings and html.MAX_SKIPPED skipped checks,
+    then says how many more the JSON report holds; its bytes stay flat whether the run has 100, 200 or 400
+    results (counted, not timed). A run with few results shows every one (the near miss)."""
+    from pytest_runhealth.reports import html
+    from pytest_runhealth.reports.view import RunView
+
+    def row(n: int) -> str:
+        results = [
+            {"check": f"RH{100 + i % 90}", "outcome": "failed" if i % 2 else "skipped", "verdict": "config",
+             "cause": "x", "summary": "s" * 200, "note": "n" * 100, "evidence": [{"path": "a.log", "line": i}]}
+            for i in range(n)
+        ]  # fmt: skip
+        return html.render_run_row(RunView("run-1", None, results), ["sweep", "trainer"], None)
+
+    if not extra:
+        page = row(10)
+        assert page.count('class="failure"') == 5 and "in the JSON report" not in page
+        return
+    sizes = [len(row(n)) for n in (100, 200, 400)]
+    assert sizes[2] <= sizes[0] * 1.05 + 200, sizes
+    page = row(400)
+    assert page.count('class="failure"') == html.MAX_CARDS and "188 more findings on this run" in page

@@ -19,6 +19,7 @@ from typing import Any, overload
 
 from ..safety.collector import building_kept_objects, keep_for_the_session
 from ..safety.safeio import FirstSizes, open_readonly, transcoded
+from .ledger_memory import ShapeCache, deep_size
 from .ledger_source import RowSource, decode_row
 from .runids import NAME_MAX, PATHLIKE, RunIds, unusable_run_id
 
@@ -38,7 +39,12 @@ KEEP_ROWS = 100_000
 MAX_ROWS = 2_000_000
 SIZE_UP_AT = 1_000  # rows: here the file's size says whether the ledger will pass KEEP_ROWS (then it spills now)
 MAX_PROBLEMS = 10_000
-SHAPE_LIMIT = 4096  # key sets kept per ledger (a row of a new key set past it builds its own map)
+# Rows are kept as objects while their estimated size (``kept_bytes``: one row in SAMPLE_EVERY measured, deep) stays
+# under KEEP_BYTES as well as KEEP_ROWS (issue 48): rows that each carry a key of their own, or configs of 300 knobs,
+# spill after a few thousand rows instead of holding 1.5 GB at 99,000. Healthy rows measure ~1.5 kB: KEEP_ROWS
+# decides for them.
+KEEP_BYTES = 192 << 20
+SAMPLE_EVERY = 16
 FREEZE_FROM = 1_000  # rows; at 10,000 (~200,000 containers) full collections still cost ~0.5 s
 
 # Canonical field -> accepted spellings, most common first. Real ledgers from
@@ -220,7 +226,7 @@ class SpilledRows(Sequence[LedgerRow]):
 
     BLOCK = 8 << 20
 
-    def __init__(self, source: RowSource, shapes: dict[frozenset, Shape]) -> None:
+    def __init__(self, source: RowSource, shapes: ShapeCache[Shape]) -> None:
         self.source = source
         self.lines = array("q")
         self.offsets = array("q")
@@ -308,10 +314,7 @@ class SpilledRows(Sequence[LedgerRow]):
             raw = None
         if raw.__class__ is not dict:
             return LedgerRow(line, {"run_id": self.ids[i]}, {"run_id": "run_id"})
-        frozen = frozenset(raw)  # type: ignore[arg-type]
-        shape = self._shapes.get(frozen)
-        if shape is None:
-            shape = self._shapes[frozen] = Shape(frozen)
+        shape = self._shapes.of(frozenset(raw))  # type: ignore[arg-type]  # capped: a key per row adds none
         row = LedgerRow(line, raw, shape.fields)  # type: ignore[arg-type]
         if shape.heavy:
             row._slim_down(shape.heavy, self.source, offset, size, crc)
@@ -509,10 +512,11 @@ def _read_ledger(
     path: Path, max_line_bytes: int, start: int, first_line: int, follow: bool, sizes: FirstSizes | None
 ) -> Ledger:
     ledger = Ledger(path, resume_at=start, resume_line=first_line)
-    shapes: dict[frozenset, Shape] = {}
+    shapes = ShapeCache(Shape)
     seen: dict[str, int] = {}
     rows: list[LedgerRow] = []
     ledger.rows = rows
+    kept_bytes = 0  # the kept rows' estimated size (one row in SAMPLE_EVERY measured)
     spill: SpilledRows | None = None  # past KEEP_ROWS rows: every row as its place in the file
     kept_at, kept_size, kept_crc = array("q"), array("i"), array("I")  # each kept row's place, for SpilledRows
     count = 0  # rows so far
@@ -598,12 +602,7 @@ def _read_ledger(
                     continue
                 keys = tuple(raw)  # orjson shares its key strings: an element-wise identity test
                 if keys != last_keys or shape is None:  # most ledgers: every row has the same keys
-                    frozen = frozenset(keys)
-                    shape = shapes.get(frozen)
-                    if shape is None:
-                        shape = Shape(frozen)
-                        if len(shapes) < SHAPE_LIMIT:
-                            shapes[frozen] = shape
+                    shape = shapes.of(frozenset(keys))
                     last_keys = keys
                 row = LedgerRow(lineno, raw, shape.fields)
                 classes = tuple(map(type, shape.values(raw))) if finite else None
@@ -646,7 +645,15 @@ def _read_ledger(
                 kept_at.append(offset)
                 kept_size.append(len(line))
                 kept_crc.append(crc)
-                if count > KEEP_ROWS or (count == SIZE_UP_AT and _longer_than_kept(fh, start, resume_at, count)):
+                if count % SAMPLE_EVERY == 1 or SAMPLE_EVERY == 1:
+                    own = shapes.get(frozenset(keys)) is not shape  # a Shape not kept: its keys are this row's
+                    size = deep_size(row.slim, keys=own) + (deep_size(shape.fields) if own else 0)
+                    kept_bytes += size * SAMPLE_EVERY
+                if (
+                    count > KEEP_ROWS
+                    or kept_bytes > KEEP_BYTES
+                    or (count == SIZE_UP_AT and _longer_than_kept(fh, start, resume_at, count, kept_bytes))
+                ):
                     spill, spilled_from = SpilledRows(source, shapes), count - 1
                     for kept, at, size, kept_sum in zip(rows, kept_at, kept_size, kept_crc):
                         spill.add(kept.line, at, size, kept.run_id, kept_sum)
@@ -671,14 +678,18 @@ def _read_ledger(
     return ledger
 
 
-def _longer_than_kept(fh, start: int, done: int, rows: int) -> bool:
-    """Whether the file, at the bytes per row so far, holds over twice KEEP_ROWS rows: such a ledger spills from
-    here, so that its first KEEP_ROWS rows are never held as objects (~200 MB of a session's peak)."""
+def _longer_than_kept(fh, start: int, done: int, rows: int, kept_bytes: int) -> bool:
+    """Whether the file, at the bytes per row so far, holds over twice KEEP_ROWS rows or rows that would hold over
+    twice KEEP_BYTES as objects: such a ledger spills from here, so that its first rows up to either cap are never
+    held as objects (~200 MB of a session's peak)."""
     try:
         left = os.fstat(fh.fileno()).st_size - start
     except (OSError, ValueError, AttributeError):
         return False
-    return done > start and left / (done - start) * rows > 2 * KEEP_ROWS
+    if done <= start:
+        return False
+    expected = left / (done - start) * rows  # rows in the file
+    return expected > 2 * KEEP_ROWS or expected * kept_bytes / rows > 2 * KEEP_BYTES
 
 
 def _repeated(row: LedgerRow, first: int) -> LedgerProblem:

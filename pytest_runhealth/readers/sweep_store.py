@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..safety.collector import building_kept_objects, keep_for_the_session
-from .ledger import FREEZE_FROM, KEEP_ROWS, SHAPE_LIMIT, Ledger, LedgerProblem, LedgerRow, Shape
+from .ledger import FREEZE_FROM, KEEP_ROWS, Ledger, LedgerProblem, LedgerRow, Shape
+from .ledger_memory import ShapeCache
 
 ROLE = "trial"  # every trial trains (sweepfacts.NOT_TRAINING_ROLES names none of them)
 # A trial's own attributes or metrics named as a ledger field are that field (the objective set them on purpose).
@@ -110,17 +111,12 @@ def ledger_of(where: Path, rows: Iterable[tuple[int, dict[str, Any]]], read_erro
     """A Ledger of ``rows`` ((evidence line, row) pairs) that names ``where``: rows share their key map as a
     ledger's do, and are out of the collector's way once built (``ledger.read_ledger``'s reasons)."""
     ledger = Ledger(where, read_error=read_error)
-    shapes: dict[frozenset, Shape] = {}
+    shapes = ShapeCache(Shape)
     seen: dict[str, int] = {}
     out: list[LedgerRow] = []
     with building_kept_objects():
         for line, raw in rows:
-            frozen = frozenset(raw)
-            shape = shapes.get(frozen)
-            if shape is None:
-                shape = Shape(frozen)
-                if len(shapes) < SHAPE_LIMIT:
-                    shapes[frozen] = shape
+            shape = shapes.of(frozenset(raw))
             row = LedgerRow(line, raw, shape.fields)
             first = seen.setdefault(row.run_id, line)
             if first != line:

@@ -151,6 +151,18 @@ def _rank(outcome: str) -> int:
     return WORST_FIRST.index(outcome) if outcome in WORST_FIRST else len(WORST_FIRST)
 
 
+# The per-run detail a page shows (issue 48: a 150k-row sweep's page was 672 MB, 4.3 kB a row): past these, a
+# run's row says how many more and that the JSON report holds them all (one decision, every output reads it; the
+# page shows part of it).
+MAX_CARDS = 12  # findings shown as cards under one run
+MAX_SKIPPED = 20  # skipped checks listed under one run
+MAX_TIP = 40  # results named in a family cell's tooltip
+
+
+def _more(n: int, what: str) -> str:
+    return f'<div class="note more">{n:,} more {what} on this run: in the JSON report</div>' if n > 0 else ""
+
+
 def _family_cell(results: list[dict[str, Any]]) -> str:
     if not results:
         return '<td class="fam"></td>'
@@ -160,8 +172,8 @@ def _family_cell(results: list[dict[str, Any]]) -> str:
     worst = min(counts, key=_rank)
     tip = "; ".join(
         f"{r['check']} {r['outcome']}" + (f" ({r['note']})" if r["outcome"] == "skipped" and r.get("note") else "")
-        for r in results
-    )
+        for r in results[:MAX_TIP]
+    ) + (f"; {len(results) - MAX_TIP:,} more" if len(results) > MAX_TIP else "")
     text = " ".join(
         f'<span class="o-{_e(o)}">{counts[o]}{OUTCOME_MARK.get(o, "?")}</span>' for o in sorted(counts, key=_rank)
     )
@@ -260,16 +272,18 @@ def render_run_row(
                     "told once under root causes above</summary>"
                 )
             out.append('<div class="cards">')
-            out.extend(render_diagnoses(rv.diagnosed))
+            out.extend(render_diagnoses(rv.diagnosed[:MAX_CARDS]))
             out.append("</div>")
+            out.append(_more(len(rv.diagnosed) - MAX_CARDS, "findings"))
             if fold:
                 out.append("</details>")
         if plot_note:
             out.append(f'<div class="note">{_e(plot_note)}</div>')
         if skipped:
             out.append(f"<details><summary>{len(skipped)} skipped</summary><ul>")
-            out.extend(f"<li>{_e(r['check'])}: {_e(r.get('note'))}</li>" for r in skipped)
+            out.extend(f"<li>{_e(r['check'])}: {_e(r.get('note'))}</li>" for r in skipped[:MAX_SKIPPED])
             out.append("</ul></details>")
+            out.append(_more(len(skipped) - MAX_SKIPPED, "skipped checks"))
         out.append("</td></tr>")
     return "".join(out)
 

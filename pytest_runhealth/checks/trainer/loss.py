@@ -107,6 +107,17 @@ def loss_finite(ctx):
             first_step = p.step if first_step is None else min(first_step, p.step)
         evidence.append(ctx.evidence(p.file, p.line, p.text))
         sources.append(f"{judged.detail} in {one_line(p.file)}")
+    unread = list(dict.fromkeys(layouts.unread_tails(run)))
+    if not evidence and judged is None and unread:  # a NaN in the tail would be unseen: never a silent pass
+        first = unread[0].split(": ", 1)[0]
+        return ctx.fail(
+            "infra",
+            "unreadable",
+            f"part of {len(unread)} recorded loss file(s) was not read ({'; '.join(one_line(u) for u in unread[:3])}):"
+            " RH202 could not check the loss there; what was read is finite and not diverging.",
+            [ctx.evidence(first, None, one_line(unread[0]))],
+            fix="check the file's tail yourself (a NaN after the part read), or split the run's metrics.",
+        )
     if not evidence:
         if judged is not None:  # a loss that grew by orders of magnitude, or gradients NaN to the end
             p = judged.first

@@ -143,11 +143,18 @@ def loss_points(run) -> list:
     out = _layout_points(run)
     for path in jsonl_metrics.files(run.path):
         rel = run.run_dir.rel(path)
-        caps = read_caps(run)
+        caps, unread = read_caps(run), unread_tails(run)
         out = out + run.run_dir.cached(
-            ("metrics-jsonl", path), lambda p=path, r=rel, c=caps: jsonl_metrics.points(p, r, c, run.run_dir.sizes)
+            ("metrics-jsonl", path),
+            lambda p=path, r=rel, c=caps, u=unread: jsonl_metrics.points(p, r, c, run.run_dir.sizes, u),
         )
     return out
+
+
+def unread_tails(run) -> list[str]:
+    """The recorded loss files whose tail was not read (a streaming budget spent), each with what was read: RH202
+    fails to check such a run (cause ``unreadable``) rather than pass it on the part it read (issue 48)."""
+    return run.run_dir.cached(("unread-tails", run.path), list)
 
 
 def read_caps(run) -> list[str]:
@@ -181,9 +188,10 @@ def _layout_points(run) -> list:
             return data.points
         metrics = mlflow_store.read_metrics(path, prefix, run.run_dir.sizes)
         read_caps(run).extend(metrics.capped)
+        unread_tails(run).extend(metrics.unread)
         return metrics.points
     if kind == WANDB:
         return wandb_run.summary_points(path, prefix, run.run_dir.sizes)
     if kind == LIGHTNING:
-        return lightning.metrics_points(path, prefix, run.run_dir.sizes)
+        return lightning.metrics_points(path, prefix, run.run_dir.sizes, unread_tails(run), read_caps(run))
     return []

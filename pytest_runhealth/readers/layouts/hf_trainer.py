@@ -231,6 +231,7 @@ def state_file(run_path: Path, cks: list[HfCheckpoint] | None = None, sizes: Fir
 
 
 SEARCH_WINDOW = 64 << 10  # one log_history entry's text: a needle is looked for this far after the last
+_KEY_SEP = re.compile(r"[ \t]*:[ \t]*")  # between a key and its value, on one line
 
 
 def points(state: TrainerState, rel: str) -> list[Point]:
@@ -241,6 +242,11 @@ def points(state: TrainerState, rel: str) -> list[Point]:
     out: list[Point] = []
     text = state.text
     pos = text.find('"log_history"')
+    # How the file separates a key from its value, as its "log_history" key shows: '": "' (json.dumps, indented or
+    # not) or '":"' (separators=(",", ":")). Searched for as '": "' in a file written tight, no entry was found and
+    # every search scanned its whole window: a 4 MiB file took 15 s (issue 48).
+    after = _KEY_SEP.match(text, pos + len('"log_history"')) if pos >= 0 else None
+    sep = after.group(0) if after is not None else ": "
     index = LineIndex(text)
     rl = any(isinstance(e, dict) and any(is_rl_key(k) for k in e) for e in state.log_history)
     for entry in state.log_history:
@@ -258,14 +264,14 @@ def points(state: TrainerState, rel: str) -> list[Point]:
             line = None
             shown = _json_number(entry[key])
             if pos >= 0:
-                at = text.find(f'"{key}": {shown}', pos, pos + SEARCH_WINDOW)
+                at = text.find(f'"{key}"{sep}{shown}', pos, pos + SEARCH_WINDOW)
                 line = index.line_at(at) if at >= 0 else None
             out.append(
                 Point(key, step, value, rel, line, f'"{key}": {shown}, "step": {step}'[:200], rl=rl and "loss" in low)
             )
         # entries are written in order: search the next one after this one's step
         if pos >= 0 and step is not None:
-            nxt = text.find(f'"step": {step}', pos, pos + SEARCH_WINDOW)
+            nxt = text.find(f'"step"{sep}{step}', pos, pos + SEARCH_WINDOW)
             pos = nxt + 1 if nxt >= 0 else pos
     return out
 

@@ -41,10 +41,13 @@ def files(run_path: Path) -> list[Path]:
     return out[:MAX_FILES]
 
 
-def _chunks(path: Path, caps: list[str] | None, sizes: FirstSizes | None) -> list[tuple[bytes, int | None]]:
+def _chunks(
+    path: Path, caps: list[str] | None, sizes: FirstSizes | None, unread: list[str] | None = None, rel: str = ""
+) -> list[tuple[bytes, int | None]]:
     """(bytes, 1-based line of their first line, or None where it is not known): the whole file,
     or for a file over :data:`MAX_BYTES` its head and its tail (the lines between are not read,
-    and ``caps`` says so)."""
+    and ``caps`` says so; ``unread`` names the file, so RH202 fails to check rather than pass on a
+    part: issue 48)."""
     if os.stat(path, follow_symlinks=False).st_size <= MAX_BYTES:
         got = reading.read_bytes(path, MAX_BYTES, sizes=sizes)
         return [(got.data, 1)]
@@ -54,6 +57,8 @@ def _chunks(path: Path, caps: list[str] | None, sizes: FirstSizes | None) -> lis
     tail, _ = read_tail(path, half, sizes)
     if caps is not None:
         caps.append(f"{path.name}: read its first and last {half >> 20} MiB of {head.size:,} bytes (the cap per file)")
+    if unread is not None:
+        unread.append(f"{rel or path.name}: read its first and last {half >> 20 or 1} MiB of {head.size:,} bytes")
     return [(data, 1), (tail[tail.find(b"\n") + 1 :], None)]  # the tail's first line is cut
 
 
@@ -65,11 +70,17 @@ def _step(row: dict[str, Any]) -> int | None:
     return None
 
 
-def points(path: Path, rel: str, caps: list[str] | None = None, sizes: FirstSizes | None = None) -> list[Point]:
+def points(
+    path: Path,
+    rel: str,
+    caps: list[str] | None = None,
+    sizes: FirstSizes | None = None,
+    unread: list[str] | None = None,
+) -> list[Point]:
     """The loss and gradient-norm values of one file, each with its line; a line that is not a JSON
     object (a write cut by a crash, a comment) is skipped."""
     try:
-        chunks = _chunks(path, caps, sizes)
+        chunks = _chunks(path, caps, sizes, unread, rel)
     except OSError:
         return []
     out: list[Point] = []

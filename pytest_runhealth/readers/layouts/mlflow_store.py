@@ -18,17 +18,24 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from ...safety import reading
 from ...safety.safeio import FirstSizes, mtime
 from ._files import entries, read_text
-from .series import Point, is_rl_key
+from .series import Point, Summary, is_rl_key
 
 RUN_STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
-MAX_METRIC_BYTES = 16 << 20
+MAX_METRIC_BYTES = (
+    4 << 20
+)  # of one loss file, kept as points (~100k Points) (past it the file is streamed as a summary)
 MAX_METRIC_FILES = 200
-MAX_RUN_METRIC_BYTES = 32 << 20  # all of one run's metric files together (bytes read: hard links count each time)
+MAX_RUN_METRIC_BYTES = 8 << 20  # all of one run's metric files together (bytes read: hard links count each time)
+# A loss or gradient-norm file is streamed to its end, past the points kept, so that a NaN after ~600k logged steps
+# is found (issue 48): up to STREAM_RUN_BYTES a run (~10 s of parsing at ~25 MiB/s); a tail left unread past it
+# is said (``Metrics.unread``: RH202 fails to check, never a silent pass).
+STREAM_RUN_BYTES = 256 << 20
 TAIL_BYTES = 64 << 10  # of a metric that is not a loss: only its newest timestamp is wanted
 
 
@@ -95,6 +102,7 @@ class Metrics:
     last_ms: int | None  # the newest timestamp written in any metric file
     newest_mtime: float  # the newest metric file's modification time (0.0: none)
     capped: list[str] = field(default_factory=list)  # what a read cap cut (reading.Budget.hits)
+    unread: list[str] = field(default_factory=list)  # loss files whose tail was not read: a NaN there is unseen
 
 
 def _is_series_key(key: str) -> bool:
@@ -117,6 +125,8 @@ def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = Non
     seen = 0
     keys: set[str] = set()
     budget = reading.Budget(MAX_RUN_METRIC_BYTES)
+    stream = reading.Budget(STREAM_RUN_BYTES)
+    unread: list[str] = []
     while stack and seen < MAX_METRIC_FILES:
         here, prefix = stack.pop()
         files, dirs = entries(here)
@@ -133,27 +143,65 @@ def read_metrics(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = Non
             series = _is_series_key(key)
             rel = f"{rel_prefix}metrics/{key}"
             if series:
-                rows = reading.lines(path, MAX_METRIC_BYTES, budget, sizes=sizes)
+                # Points while the file's and the run's point caps allow, then a summary to the file's end.
+                rows = reading.lines(path, 1 << 62, stream, sizes=sizes)
+                keep = min(MAX_METRIC_BYTES, budget.left())
+                summary = Summary(rel)
             else:
                 size = _size(path)
                 start = max(0, size - TAIL_BYTES)
                 rows = reading.lines(path, TAIL_BYTES + 1, budget, start=start, sizes=sizes)
+            hits = len(stream.hits)
             for lineno, raw in rows:
                 parts = raw.split()
+                if series and keep < 0 and len(parts) > 1:  # the summary's fast path: ~1 us a line
+                    try:
+                        fast: float | None = float(parts[1])
+                    except ValueError:
+                        fast = reading.number(parts[1])
+                    if fast is None:
+                        continue
+                    stamp = parts[0]
+                    ts = int(stamp) if len(stamp) < 19 and stamp.isdigit() else reading.integer(stamp)
+                    if ts is not None:
+                        last_ms = ts if last_ms is None else max(last_ms, ts)
+                    summary.add(fast, partial(_point, key, rel, parts, fast, lineno, raw))
+                    continue
                 if len(parts) < 2:
+                    if series:
+                        keep -= len(raw) + 1
                     continue
                 ts = reading.integer(parts[0])
                 value = reading.number(parts[1])
                 if value is None:
+                    if series:
+                        keep -= len(raw) + 1
                     continue
                 if ts is not None:  # a 400-digit timestamp is unknown; the value beside it still counts
                     last_ms = ts if last_ms is None else max(last_ms, ts)
                 if series:
                     step = reading.integer(parts[2]) if len(parts) > 2 else None
-                    out.append(Point(key, step, value, rel, lineno or None, reading.decode(raw.strip()[:200])))
+                    keep -= len(raw) + 1
+                    if keep >= 0:
+                        out.append(Point(key, step, value, rel, lineno or None, reading.decode(raw.strip()[:200])))
+                    else:
+                        summary.add(value, partial(_point, key, rel, parts, value, lineno, raw))
+            if series:
+                budget.take(min(MAX_METRIC_BYTES, budget.left()) - max(keep, 0))
+                if summary.count:
+                    out += summary.points()
+                    budget.note(summary.note())
+                if len(stream.hits) > hits:
+                    unread.append(f"{rel}: {stream.hits[-1]}")
     if any(is_rl_key(k) for k in keys):  # an RL trainer's loss (series.is_rl_key): its growth is no divergence
         out = [replace(p, rl=True) if "loss" in p.key.lower() else p for p in out]
-    return Metrics(out, last_ms, newest, budget.hits)
+    return Metrics(out, last_ms, newest, budget.hits, unread)
+
+
+def _point(key: str, rel: str, parts: list[bytes], value: float, lineno: int, raw: bytes) -> Point:
+    """A summarised line's Point, made only when the summary keeps it (its step read then)."""
+    step = reading.integer(parts[2]) if len(parts) > 2 else None
+    return Point(key, step, value, rel, lineno or None, reading.decode(raw.strip()[:200]))
 
 
 def _size(path: Path) -> int:

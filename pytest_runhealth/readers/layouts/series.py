@@ -8,6 +8,8 @@ asks :func:`judge` once per run."""
 from __future__ import annotations
 
 import math
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...safety.shown import one_line
@@ -16,6 +18,8 @@ DIVERGE_FACTOR = 100.0  # "orders of magnitude": the last value over the lowest 
 DIVERGE_OVER_FIRST = 10.0  # and well above where the run started (an overfit dip back up is not divergence)
 MIN_POINTS = 4
 PERSISTENT = 3  # non-finite gradient norms at the end of the series, one after another
+TAIL_KEPT = PERSISTENT  # the last points of a summarised series (gradient norms non-finite to the end)
+NONFINITE_KEPT = 16  # non-finite points of a summarised series kept as points (the rest counted)
 
 
 @dataclass(frozen=True, slots=True)  # slots: a 16 MiB metric file holds 400k of them
@@ -30,6 +34,46 @@ class Point:
     line: int | None
     text: str
     rl: bool = False  # a reinforcement-learning objective's loss: its growth is no divergence (see is_rl_key)
+
+
+class Summary:
+    """One series past the points a reader keeps, as it streams (issue 48): its count, its non-finite values (the
+    first NONFINITE_KEPT as points, the rest counted), its lowest value and its last TAIL_KEPT; so that
+    :func:`judge` still finds a NaN, a divergence or gradient norms non-finite to the end anywhere in a file whose
+    every point is not kept. A value's Point is made (``make``, no argument) only if it is kept."""
+
+    __slots__ = ("label", "count", "nonfinite", "more_nonfinite", "lowest", "lowest_value", "tail")
+
+    def __init__(self, label: str) -> None:
+        self.label = label  # the file (and column) it summarises, as a note names it
+        self.count = self.more_nonfinite = 0
+        self.nonfinite: list[Point] = []
+        self.lowest: Callable[[], Point] | None = None
+        self.lowest_value = math.inf
+        self.tail: deque[Callable[[], Point]] = deque(maxlen=TAIL_KEPT)
+
+    def add(self, value: float, make: Callable[[], Point]) -> None:
+        self.count += 1
+        self.tail.append(make)
+        if value - value != 0.0:  # NaN or infinite (math.isfinite, without the call)
+            if len(self.nonfinite) < NONFINITE_KEPT:
+                self.nonfinite.append(make())
+            else:
+                self.more_nonfinite += 1
+        elif value < self.lowest_value:
+            self.lowest, self.lowest_value = make, value  # a falling loss is a new lowest each line: made at the end
+
+    def points(self) -> list[Point]:
+        """The points kept, each once, in the file's order."""
+        made = [*self.nonfinite, *(make() for make in [*([self.lowest] if self.lowest else []), *self.tail])]
+        return sorted({p.line: p for p in made}.values(), key=lambda p: p.line or 0)
+
+    def note(self) -> str:
+        more = f", {self.more_nonfinite:,} more non-finite value(s) counted" if self.more_nonfinite else ""
+        return (
+            f"{self.label}: {self.count:,} values past the points kept read as a summary (non-finite values, the "
+            f"lowest and the last {TAIL_KEPT} kept{more})"
+        )
 
 
 @dataclass(frozen=True)
