@@ -79,7 +79,8 @@ def _bounded(kind: str, source: str, key: str, points: list[tuple[int, float]]) 
     if len(pts) > HISTORY_POINTS:
         stride = len(pts) / (HISTORY_POINTS - 1)
         kept = [pts[int(i * stride)] for i in range(HISTORY_POINTS - 1)] + [pts[-1]]
-    return LossHistory(kind, source, key, kept, len(pts))
+    # the file and the key are names from the run folder: one line each wherever they are shown (safety/shown.py)
+    return LossHistory(kind, shown_name(source), shown_name(key), kept, len(pts))
 
 
 def sparkline(values: list[float], width: int = SPARK_WIDTH) -> str:
