@@ -36,11 +36,16 @@ EXAMPLES = REPO / "examples"
 # run and every machine (``derandomize``: the seed comes from each test's own code), and no example database
 # carries one run's finds into the next. A failure hypothesis finds is kept as an explicit ``@example`` beside the
 # test. ``HYPOTHESIS_PROFILE=explore`` draws fresh examples (random, with the database) to look for new ones.
-from hypothesis import settings as _hypothesis_settings  # noqa: E402
-
-_hypothesis_settings.register_profile("reproducible", derandomize=True, database=None, print_blob=True)
-_hypothesis_settings.register_profile("explore", derandomize=False, print_blob=True)
-_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "reproducible")
+# Without the test extras (the README's first command checks a shipped example from this checkout, and pytest
+# loads this conftest on the way) hypothesis is not installed, and no generated test runs.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:
+    pass
+else:
+    _hypothesis_settings.register_profile("reproducible", derandomize=True, database=None, print_blob=True)
+    _hypothesis_settings.register_profile("explore", derandomize=False, print_blob=True)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "reproducible")
 
 
 # What every child pytest is given in ``$PYTEST_ADDOPTS``: no hypothesis plugin (~0.6 CPU-s a process) and no

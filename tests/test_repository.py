@@ -136,3 +136,11 @@ def test_every_test_module_is_named_by_its_subject_and_listed_in_the_map():
     assert history == [], "named by the session that wrote them: move each test to the module of its subject"
     assert sorted(present - mapped) == [], "test modules missing from docs/architecture.md, 'Where the tests live'"
     assert sorted(mapped - present) == [], "rows of docs/architecture.md, 'Where the tests live', whose module is gone"
+
+
+def test_the_tests_conftest_loads_without_the_test_extras():
+    """The README's first command installs only the package and checks a shipped example from this checkout;
+    pytest loads tests/conftest.py on the way, so it must not need hypothesis (a test extra) to load."""
+    code = "import sys; sys.modules['hypothesis'] = None; sys.path.insert(0, 'tests'); import conftest"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
