@@ -251,6 +251,8 @@ def session_args(
     claim: str | None = None,
     champion: str | None = None,
     rounds: int | None = None,
+    alpha: float | None = None,
+    margin: float | None = None,
     eval_server: str | None = None,
     eval_request: Iterable[str] = (),
     lmstudio_url: str | None = None,
@@ -273,6 +275,7 @@ def session_args(
     argv += ["--runhealth-gate"] if gate else []
     argv += _option("--runhealth-candidate", candidate) + _option("--runhealth-claim", claim)
     argv += _option("--runhealth-champion", champion) + _option("--runhealth-rounds", rounds)
+    argv += _option("--runhealth-alpha", alpha) + _option("--runhealth-margin", margin)
     argv += _option("--eval-server", eval_server)
     for rid in eval_request:
         argv += _option("--eval-request", rid)
@@ -376,6 +379,8 @@ def check(
     claim: str | None = None,
     champion: str | None = None,
     rounds: int | None = None,
+    alpha: float | None = None,
+    margin: float | None = None,
     eval_server: str | None = None,
     eval_request: Iterable[str] = (),
     lmstudio_url: str | None = None,

@@ -79,6 +79,12 @@ def test_session_args_are_the_cli_options():
     ]
 
 
+def test_the_gates_alpha_and_margin_are_options_too():
+    """Issue 42 added --runhealth-alpha and --runhealth-margin after the API was written: same options as the CLI."""
+    argv = session_args(["/r"], gate=True, alpha=0.01, margin=0.6)
+    assert argv == ["--run-dir=/r", "--runhealth-gate", "--runhealth-alpha=0.01", "--runhealth-margin=0.6"]
+
+
 def test_depth_limits_discovery(tmp_path):
     deep = tmp_path / "a" / "b" / "run"
     deep.mkdir(parents=True)
