@@ -155,10 +155,12 @@ def kohya_log(
     save_every: int = 500,
     finish: bool = True,
     redraws_per_step: int = 2,
+    slow: tuple[int, int, float] | None = None,
 ) -> str:
     """stdout and stderr of a musubi run captured into one file: the start-up
     block, tqdm redraws with \\r, log records glued to the bar, checkpoint
-    saves, epoch lines, and the final save."""
+    saves, epoch lines, and the final save. ``slow=(first, last, sec)``: those
+    steps take ``sec`` each instead (RH108's collapse and its near miss)."""
     out = [
         "INFO:musubi_tuner.hv_train_network:Load dataset config from dataset.toml\n",
         "running training / 学習開始\n",
@@ -170,6 +172,8 @@ def kohya_log(
     avg = 0.0
     for s in range(1, end + 1):
         elapsed = 95.0 + sec * s + (60.0 if s > 50 else 0.0)  # slow first step, one sample pass at 50
+        if slow is not None and s >= slow[0]:
+            elapsed += (min(s, slow[1]) - slow[0] + 1) * (slow[2] - sec)
         cur = 0.12 * math.exp(-s / 60) + 0.02 + 0.003 * math.sin(s)
         avg = cur if s == 1 else avg + (cur - avg) / min(s, epoch_len)
         loss = float("nan") if nan_from is not None and s >= nan_from else avg
@@ -449,6 +453,17 @@ def build_examples(root: Path = EXAMPLES, only: set[str] | None = None) -> list[
 
     kohya_dir(fresh("kohya-healthy"), lr_nan_at=40, steps_saved=[50], states=["mylora-step00000050", "mylora"])
     kohya_dir(fresh("kohya-nan-loss"), nan_from=36, steps_saved=[50])
+
+    # RH108 (issue 46): a run whose steps go from 1.3 s to 12 s each at step 200 and stay there to its end
+    # (kohya-ss/musubi-tuner#665's shape), and its near miss, 200 slow steps the run comes back from.
+    for name, slow_steps in (
+        ("kohya-step-time-collapse", (201, 600, 12.0)),
+        ("kohya-step-time-recovers", (201, 400, 12.0)),
+    ):
+        run = fresh(name)
+        run.mkdir(parents=True)
+        log = kohya_log(600, sec=1.3, epoch_len=100, save_every=100, redraws_per_step=1, slow=slow_steps)
+        (run / "train.log").write_text(log, encoding="utf-8")
 
     gen = fresh("generic-oom-rich")
     gen.mkdir(parents=True)

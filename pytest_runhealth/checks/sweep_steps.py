@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 
+from ..features.steptime import Interval, climbs, pace, sustained_collapse
 from ..features.sweepfacts import (
     collapse_story,
     fmt_rate,
@@ -175,18 +176,34 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
     scope="run",
     phases=["live", "postmortem"],
     verdicts=["infra"],
-    thresholds=dict(windows=3, min_points=9, min_rise=0.1, degrade_factor=1.5, min_s_per_it=0.1, min_span_s=300),
-    detects="Within one run the step time climbs steadily: the median s/it of each of `windows` parts of the step "
-    "series rises by at least min_rise and ends degrade_factor times where it started, over at least min_span_s of "
-    "training at min_s_per_it or slower (shorter or faster: scheduling noise, not memory pressure).",
-    why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache, another process "
-    "taking memory); the run will miss its wall clock long before its loss says anything.",
+    thresholds=dict(
+        windows=3,
+        min_points=9,
+        min_rise=0.1,
+        degrade_factor=1.5,
+        min_s_per_it=0.1,
+        min_span_s=300,
+        collapse_factor=2.0,
+        collapse_intervals=2,
+    ),
+    detects="Within one run the step time climbs steadily or collapses and stays down. A climb: the median s/it "
+    "of each of `windows` parts of the step series rises by at least min_rise and ends degrade_factor times where "
+    "it started. A collapse: the run's own pace (seconds per step between its step records, from the bar's elapsed "
+    "time where it has one; records under 10 s apart merged) becomes at least collapse_factor times slower than "
+    "its median before the change, in every one of at least collapse_intervals intervals to the end of the log "
+    "(one slow interval that the run recovers from is a checkpoint save, an evaluation or sample images, not a "
+    "collapse). Either needs min_span_s of training (of the slow part, for a collapse) at min_s_per_it or slower "
+    "(shorter or faster: scheduling noise). Single runs and sweep runs alike: any run dir with a timed step series.",
+    why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache); a sudden lasting "
+    "collapse is the same spill all at once (Windows' shared GPU memory), another process taking the GPU, thermal "
+    "or power throttling, or swap. Either way the run will miss its wall clock long before its loss says anything.",
     example="cand-000-s0: step time climbed 30.2 -> 43.1 -> 71.4 s/it over 900 steps.",
     fix="Look at what grows in GPU memory during the run (nvidia-smi --query-gpu=memory.used -l 5): free what other "
     "processes hold (RH302), enable gradient checkpointing or block swap, lower the batch size or resolution, and "
     "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation.",
-    fails_on={"sweep-step-time-degrades": "vram-pressure"},
+    fails_on={"sweep-step-time-degrades": "vram-pressure", "kohya-step-time-collapse": "step-time-collapse"},
     passes_on=[
+        "kohya-step-time-recovers",
         "sweep-died-cuda-oom",
         "sweep-died-fused-optimizer",
         "sweep-died-missing-model",
@@ -210,8 +227,21 @@ def step_time_degrades(ctx):
     scan = _scan(ctx)
     pts = timed_points(scan)
     k = max(2, int(th["windows"]))
-    if len(pts) < max(th["min_points"], k):
-        return None
+    intervals = pace(pts)
+    collapse = None
+    if not climbs(
+        [iv.sec_per_step for iv in intervals], k, int(th["min_points"]), th["min_rise"], th["degrade_factor"]
+    ):  # a steady climb also ends far above where it started: it is the climb's to report
+        collapse = _collapse(ctx, scan, intervals)
+        if collapse is not None and not isinstance(collapse, str):
+            return collapse
+    climb = _steady_climb(ctx, scan, pts, k) if len(pts) >= max(th["min_points"], k) else None
+    return climb if climb is not None else collapse
+
+
+def _steady_climb(ctx, scan: LogScan, pts: list[StepPoint], k: int):
+    """RH108's climb: a finding, a note why a climb is no finding, or None."""
+    th = ctx.thresholds
     parts, medians = step_windows(pts, k)
     rising = all(b >= a * (1 + th["min_rise"]) for a, b in zip(medians, medians[1:]))
     if not rising or medians[-1] < medians[0] * th["degrade_factor"]:
@@ -231,3 +261,45 @@ def step_time_degrades(ctx):
     )
     firsts = [part[len(part) // 2] for part in parts]
     return ctx.fail("infra", "vram-pressure", summary, [step_evidence(ctx, scan, p) for p in firsts])
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 7200 else f"{seconds / 60:.0f} min"
+
+
+COLLAPSE_FIX = (
+    "Find what took the GPU's speed at that step and kept it: GPU memory spilling into shared system memory "
+    "(Windows: Task Manager's 'Shared GPU memory' grows; the NVIDIA Control Panel's 'CUDA - Sysmem Fallback Policy' "
+    "set to 'Prefer No Sysmem Fallback' turns the spill into an out-of-memory error you can see), another process on "
+    "the GPU (nvidia-smi), thermal or power throttling (nvidia-smi -q -d PERFORMANCE names the throttle reasons), "
+    "the machine swapping (vmstat 5). Then free the GPU, or lower the batch size or resolution, enable gradient "
+    "checkpointing or block swap, and resume from the last checkpoint."
+)
+
+
+def _collapse(ctx, scan: LogScan, intervals: list[Interval]):
+    """RH108's collapse: a finding, a note why a collapse is no finding, or None."""
+    th = ctx.thresholds
+    found = sustained_collapse(intervals, float(th["collapse_factor"]), int(th["collapse_intervals"]))
+    if found is None:
+        return None
+    first, last = found.tail[0], found.tail[-1]
+    if found.after < float(th.get("min_s_per_it") or 0):
+        return (
+            f"step time went from {found.before:.3f} to {found.after:.3f} s/it at step {first.first.step}, under "
+            f"{th['min_s_per_it']} s/it: scheduling noise at that scale"
+        )
+    if found.tail_seconds < float(th.get("min_span_s") or 0):
+        return (
+            f"step time went from {fmt_rate(found.before)} to {fmt_rate(found.after)} at step {first.first.step} "
+            f"for the last {found.tail_seconds:.0f} s of the log: too short to tell a collapse from a pause"
+        )
+    summary = (
+        f"{ctx.run.name}: step time collapsed from {fmt_rate(found.before)} to {fmt_rate(found.after)} "
+        f"({found.after / found.before:.1f}x) after step {first.first.step}, and stayed there to the log's last "
+        f"step record (step {last.last.step}, {_duration(found.tail_seconds)} of training at that pace): a step "
+        "change that lasted, not a pause. The log does not say why (see the fix)."
+    )
+    evidence = [step_evidence(ctx, scan, p) for p in (first.first, first.last, last.last) if p is not None]
+    unique = list({(e.path, e.line): e for e in evidence}.values())
+    return ctx.fail("infra", "step-time-collapse", summary, unique, fix=COLLAPSE_FIX)
