@@ -54,6 +54,19 @@ def test_glued_record_rank_prefix_and_validation_bar_set_aside(tmp_path):
     assert scan.series[("ltx", None)][0].sec_per_step == 4.12
 
 
+def test_a_sample_image_bar_is_no_training_step(tmp_path):
+    """ai-toolkit draws its sample images' own bar between training records (ostris/ai-toolkit#680): its 1/1
+    is not the run's step, even where it holds more records than the training bar in the log."""
+    text = (
+        "Generating Images:   0%|          | 0/1 [00:00<?, ?it/s]\n"
+        "Generating Images: 100%|##########| 1/1 [02:07<00:00, 127.18s/it]\n"
+        "run_v1:  67%|######7   | 5384/8000 [3:41:53<00:01, 2566.52it/s, lr: 2.0e-04 loss: 3.462e-01]\n"
+    )
+    scan = scan_log(write(tmp_path, text))
+    assert (scan.last_step.step, scan.total) == (5384, 8000)
+    assert ("generating images", None) not in scan.series
+
+
 def test_ltx_and_generic_step_lines(tmp_path):
     scan = scan_log(write(tmp_path, ltx_step_lines(2000, 400)))
     assert scan.last_step.step == 400 and scan.total == 2000 and scan.newline_step_lines == 20

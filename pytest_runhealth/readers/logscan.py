@@ -407,7 +407,7 @@ class Scanner:
                     break
                 bar_from, pos = pos, m.end()
                 desc = _desc_before(seg, m.start(), self.descs)
-                if "valid" in desc or "sampl" in desc:
+                if "valid" in desc or "sampl" in desc or "generating" in desc:  # ai-toolkit: "Generating Images"
                     continue
                 rate = m.group(4)
                 sec = None
