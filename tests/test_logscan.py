@@ -67,6 +67,25 @@ def test_a_sample_image_bar_is_no_training_step(tmp_path):
     assert ("generating images", None) not in scan.series
 
 
+def test_basicsr_and_kair_records_are_steps_paced_by_their_timestamps(tmp_path):
+    """BasicSR's and KAIR's iteration records (hnmizuho/AT-BSN#1, JingyunLiang/VRT#47) carry no time of their
+    own: the seconds per step are the time between records; a validation record is no step."""
+    text = (
+        "24-09-18 13:28:08.779 - INFO: <epoch: 16, iter:   3,900, lr:2.999e-04> l_all: 6.2904e+00 \n"
+        "24-09-18 13:29:08.672 - INFO: <epoch: 16, iter:   4,000, lr:2.999e-04> l_all: 4.8104e+00 \n"
+        "24-09-18 14:29:46.916 - INFO: <epoch: 16, iter:   4,000> psnr: 3.2174e+01. ssim: 8.1106e-01.\n"
+        "24-09-18 14:57:21.217 - INFO: <epoch: 17, iter:   4,100, lr:2.999e-04> l_all: 4.5715e+00 \n"
+        "22-09-01 02:31:11.512 : <epoch:  0, iter:     400, lr:4.000e-04> G_loss: 7.544e-02 \n"
+        "22-09-01 02:48:36.264 : <epoch:  0, iter:     600, lr:4.000e-04> G_loss: 1.637e-02 \n"
+    )
+    pts = scan_log(write(tmp_path, text)).series[("basicsr", None)]
+    assert [p.step for p in pts] == [3900, 4000, 4100, 400, 600]
+    assert pts[0].sec_per_step is None and round(pts[1].sec_per_step, 3) == 0.599
+    assert round(pts[2].sec_per_step, 2) == 52.93 and round(pts[2].elapsed) == 5352
+    assert pts[3].sec_per_step is None and pts[3].elapsed == 0  # another run's log (its clock went back)
+    assert round(pts[4].sec_per_step, 2) == 5.22
+
+
 def test_ltx_and_generic_step_lines(tmp_path):
     scan = scan_log(write(tmp_path, ltx_step_lines(2000, 400)))
     assert scan.last_step.step == 400 and scan.total == 2000 and scan.newline_step_lines == 20

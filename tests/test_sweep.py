@@ -347,6 +347,31 @@ def test_rh108_climbing_step_time_and_benign_bumps(tmp_path):
     assert check_on(short, "RH108", config={"thresholds": {"RH108": {"min_span_s": 0}}}).of().cause == "vram-pressure"
 
 
+def test_rh108_a_collapse_that_lasts_and_its_near_misses(tmp_path):
+    """Issue 46: steps that go from 1.3 s to 12 s each and stay there to the end of the log fail RH108 on a
+    plain run dir (no sweep); a pause the run comes back from, a pause the log ends in, a slow warm-up, jitter
+    and a collapse too short to tell from a pause do not. The bar prints the average since the start (as
+    kohya's and musubi's do), so only the bar's clock shows the change."""
+
+    def run(name: str, spi, steps: int = 900):
+        log = sb.startup(1500) + sb.training(1500, steps, spi, every=10, finish=False)
+        return check_on(generic_run(tmp_path / name, log), "RH108").of()
+
+    r = run("collapse", lambda s: 1.3 if s <= 600 else 12.0)
+    assert (r.passed, r.cause, r.verdict) == (False, "step-time-collapse", "infra"), r
+    assert "collapsed after step 600, from 1.30 s/it to 12.00 s/it" in r.summary and "Sysmem Fallback" in r.fix
+    assert [e.line for e in r.evidence] == sorted(e.line for e in r.evidence) and len(r.evidence) == 3
+    assert run("pause-then-back", lambda s: 600.0 if s == 400 else 1.3).passed
+    assert run("log-ends-in-a-pause", lambda s: 600.0 if s == 900 else 1.3).passed
+    assert run("slow-warm-up", lambda s: 30.0 if s <= 20 else 1.3).passed
+    assert run("jitter", lambda s: 1.3 * (0.6 + 0.8 * ((s * 7919) % 13) / 13)).passed
+    short = run("short", lambda s: 1.3 if s <= 880 else 12.0)
+    assert short.passed and "too short to tell a collapse from a pause" in short.note, short
+    # a steady climb ends far above where it started too: it stays the climb's (vram-pressure), not a collapse
+    climb = run("climb", lambda s: 29.0 * (1 + 5.0 * (s / 900) ** 2))
+    assert climb.cause == "vram-pressure", climb
+
+
 # -- bad input ----------------------------------------------------------------------------
 def test_empty_ledger(tmp_path, run_health):
     session = tmp_path / "s"

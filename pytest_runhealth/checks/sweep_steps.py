@@ -186,14 +186,12 @@ def _deadlock_without_reference(ctx, scan: LogScan, pts: list[StepPoint], own: f
         collapse_factor=2.0,
         collapse_intervals=2,
     ),
-    detects="Within one run the step time climbs steadily or collapses and stays down. A climb: the median s/it "
-    "of each of `windows` parts of the step series rises by at least min_rise and ends degrade_factor times where "
-    "it started. A collapse: the run's own pace (seconds per step between its step records, from the bar's elapsed "
-    "time where it has one; records under 10 s apart merged) becomes at least collapse_factor times slower than "
-    "its median before the change, in every one of at least collapse_intervals intervals to the end of the log "
-    "(one slow interval that the run recovers from is a checkpoint save, an evaluation or sample images, not a "
-    "collapse). Either needs min_span_s of training (of the slow part, for a collapse) at min_s_per_it or slower "
-    "(shorter or faster: scheduling noise). Single runs and sweep runs alike: any run dir with a timed step series.",
+    detects="Within one run (any run dir with a timed step series, sweep or not) the step time climbs steadily, "
+    "its median s/it rising by min_rise from each of `windows` parts to the next and ending degrade_factor times "
+    "where it started, or collapses: every interval between its step records, to the end of the log and at least "
+    "collapse_intervals of them, runs collapse_factor times slower than its median before (a pause the run comes "
+    "back from is no collapse). Either needs min_span_s of training at min_s_per_it or slower (for a collapse, of "
+    "its slow part; shorter or faster: scheduling noise).",
     why="Steady slowing is VRAM pressure spilling to system memory (a leak, a growing cache); a sudden lasting "
     "collapse is the same spill all at once (Windows' shared GPU memory), another process taking the GPU, thermal "
     "or power throttling, or swap. Either way the run will miss its wall clock long before its loss says anything.",
@@ -295,11 +293,12 @@ def _collapse(ctx, scan: LogScan, intervals: list[Interval]):
             f"for the last {found.tail_seconds:.0f} s of the log: too short to tell a collapse from a pause"
         )
     summary = (
-        f"{ctx.run.name}: step time collapsed from {fmt_rate(found.before)} to {fmt_rate(found.after)} "
-        f"({found.after / found.before:.1f}x) after step {first.first.step}, and stayed there to the log's last "
-        f"step record (step {last.last.step}, {_duration(found.tail_seconds)} of training at that pace): a step "
-        "change that lasted, not a pause. The log does not say why (see the fix)."
+        f"{ctx.run.name}: step time collapsed after step {first.first.step}, from {fmt_rate(found.before)} to "
+        f"{fmt_rate(found.after)} at the log's last step record (step {last.last.step}; "
+        f"{found.after / found.before:.1f}x), at least {th['collapse_factor']:g}x slower in every interval between "
+        f"({_duration(found.tail_seconds)} of training): a step change that lasted, not a pause. The log does not "
+        "say why (see the fix)."
     )
     evidence = [step_evidence(ctx, scan, p) for p in (first.first, first.last, last.last) if p is not None]
-    unique = list({(e.path, e.line): e for e in evidence}.values())
+    unique = list({(e.path, e.line, e.text): e for e in evidence}.values())  # \r redraws share a line
     return ctx.fail("infra", "step-time-collapse", summary, unique, fix=COLLAPSE_FIX)

@@ -61,8 +61,9 @@ def _clock_back(start: StepPoint, p: StepPoint) -> bool:
 
 @dataclass(frozen=True)
 class Collapse:
-    """The run's pace before the change (the median of the intervals before it) and after it (every
-    interval from ``intervals[at]`` to the end of the log is at least ``factor`` times slower)."""
+    """The run's pace before the change (the median of the intervals before it) and at the end of the log
+    (its last interval; every interval from ``intervals[at]`` on is at least ``factor`` times slower than
+    ``before``, the first of them may hold the pause that began it: an evaluation, a save)."""
 
     intervals: list[Interval]
     at: int
@@ -95,7 +96,7 @@ def sustained_collapse(intervals: list[Interval], factor: float, min_tail: int) 
         bisect.insort(before, rates[at - 1])
         base = statistics.median(before)
         if suffix_min[at] >= factor * base:
-            return Collapse(intervals, at, base, statistics.median(rates[at:]))
+            return Collapse(intervals, at, base, rates[-1])
     return None
 
 

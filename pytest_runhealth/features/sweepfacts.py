@@ -608,7 +608,8 @@ def step_evidence(ctx, scan: LogScan, point: StepPoint) -> Evidence:
         text = next((tl.text for tl in tail.lines if tl.line == point.line), None)
     except OSError:
         text = None
-    if text is None or len(text) > 400 or f" {point.step}/" not in text:
+    # a bar shows "N/total"; a BasicSR record "iter:   4,000" (its own line, whatever the digits)
+    if text is None or len(text) > 400 or (point.source != "basicsr" and f" {point.step}/" not in text):
         total = f"/{point.total}" if point.total else ""
         text = f"step {point.step}{total} at {point.sec_per_step:.2f} s/it"
     return ctx.evidence(scan.path, point.line, text)

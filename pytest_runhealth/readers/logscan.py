@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..safety.reading import integer
 from ..safety.safeio import FirstSizes, open_readonly, read_tail
+from .steplines import RecordClock, basicsr_record
 
 Bytes = bytes | bytearray  # a scan's lines are slices of its one reused bytearray
 CHUNK = 8 << 20
@@ -140,8 +141,8 @@ class StepPoint:
     sec_per_step: float | None
     loss: float | None
     line: int
-    source: str  # tqdm, rich (Lightning's rich bar), ltx, generic
-    elapsed: float | None = None  # seconds since the bar started (tqdm only)
+    source: str  # tqdm, rich (Lightning's rich bar), ltx, generic, basicsr
+    elapsed: float | None = None  # seconds since the bar started (tqdm, rich) or the first record (basicsr)
 
     @property
     def loss_finite(self) -> bool:
@@ -375,6 +376,7 @@ class Scanner:
         self.since = 0
         self.held: list[tuple] = []
         self.descs: dict[bytes, str] = {}  # a bar's bytes before its counts -> its description (_desc_before)
+        self.clock = RecordClock()
 
     def add(self, key: tuple[str, int | None], point: StepPoint, text: Bytes) -> None:
         if not point.loss_finite:
@@ -476,6 +478,10 @@ class Scanner:
             m = BARE_PAIR_NONFINITE.match(seg)
             if m:
                 self.nonfinite_text(seg, lineno, m.group(2), _whole(m.group(1)))
+        if b"<epoch:" in seg and (rec := basicsr_record(seg)) is not None:  # BasicSR/KAIR: paced by timestamps
+            rate, elapsed = self.clock.tick(*rec)
+            self.add(("basicsr", None), StepPoint(rec[0], None, rate, None, lineno, "basicsr", elapsed), seg)
+            return True
         return False
 
     def rich_bar(self, seg: Bytes, lineno: int) -> bool:
