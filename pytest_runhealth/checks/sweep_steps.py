@@ -1,6 +1,8 @@
-"""RH107, RH108: a sweep's step times, read from the shared log scan (one streamed pass over each log,
-however many checks look at it) and compared with the sweep's healthy runs. The rest of the RH1xx family
-is in ``sweep.py``; the facts both read are in ``features/sweepfacts``."""
+"""RH107, RH108: step times, read from the shared log scan (one streamed pass over each log, however many
+checks look at it). RH107 compares a run with the sweep's healthy runs (or an expected figure); RH108 reads one
+run's own pace over its course (a climb, or a collapse that lasts: ``features/steptime``), any run dir with a
+timed step series, sweep or not. The rest of the RH1xx family is in ``sweep.py``; the facts both read are in
+``features/sweepfacts``."""
 
 from __future__ import annotations
 
