@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from ..readers.layouts.mlflow_db import RunData, RunInfo, is_series_key
+from ..readers.layouts.mlflow_db import RunData, RunInfo, is_series_key, training_stamps
 from ..readers.layouts.series import Point, is_rl_key
 from ..readers.mlflow_runs import MlflowRunDir, StoreRun, labels, select, sweep_run_dirs
 from ..readers.rundir import RunDir
@@ -230,6 +230,7 @@ def run_data(server: MlflowServer, run_id: str, where: str) -> RunData:
     rl = any(is_rl_key(k) for k in keys)
     points: list[Point] = []
     capped: list[str] = []
+    timed: dict[str, list[tuple[int, int]]] = {}
     for key in (k for k in keys if is_series_key(k)):
         try:
             history = server.history(run_id, key)
@@ -240,13 +241,17 @@ def run_data(server: MlflowServer, run_id: str, where: str) -> RunData:
             v = _value(m.get("value"))
             if v is None:
                 continue
-            step = _int(m.get("step"))
+            step, stamp = _int(m.get("step")), _int(m.get("timestamp"))
+            if step is not None and stamp is not None and "loss" in key.lower():
+                timed.setdefault(key, []).append((step, stamp))
             text = f"run {run_id} metric {key} step {step}: {v}"
             points.append(Point(key, step, v, where, None, text, rl=rl and "loss" in key.lower()))
     pairs = lambda name: {  # noqa: E731
         str(p.get("key")): str(p.get("value")) for p in data.get(name) or [] if isinstance(p, dict)
     }
-    return RunData(points, max(stamps) if stamps else None, pairs("params"), pairs("tags"), capped, keys)
+    return RunData(
+        points, max(stamps) if stamps else None, pairs("params"), pairs("tags"), capped, keys, training_stamps(timed)
+    )
 
 
 def server_run_dirs(uri: str, shown: str, experiments: Iterable[str] = (), run_ids: Iterable[str] = ()) -> list[RunDir]:
