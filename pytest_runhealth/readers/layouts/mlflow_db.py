@@ -278,7 +278,9 @@ def step_pace(stamps: list[tuple[int, int]], recent: int = 20) -> float | None:
     no time between them (a history logged at once, after the fact, has no pace)."""
     pairs = sorted(set(stamps))[-(recent + 1) :]
     per_step = [
-        (t2 - t1) / 1000 / (s2 - s1) for (s1, t1), (s2, t2) in zip(pairs, pairs[1:], strict=False) if s2 > s1 and t2 >= t1
+        (t2 - t1) / 1000 / (s2 - s1)
+        for (s1, t1), (s2, t2) in zip(pairs, pairs[1:], strict=False)
+        if s2 > s1 and t2 >= t1
     ]
     if len(per_step) < 2:
         return None
