@@ -287,3 +287,41 @@ def step_pace(stamps: list[tuple[int, int]], recent: int = 20) -> float | None:
     per_step.sort()
     mid = per_step[len(per_step) // 2]
     return mid if mid > 0 else None
+
+
+@dataclass
+class Progress:
+    """What a poll of a followed run reads (watch/store.py): the newest value of each metric key as
+    ``latest_metrics`` holds it (value, step, timestamp ms) and the newest (step, timestamp) pairs of its training
+    loss history, for its pace."""
+
+    latest: dict[str, tuple[float | None, int | None, int | None]]
+    stamps: list[tuple[int, int]]
+
+
+def read_progress(db: Path, run_ids: list[str]) -> dict[str, Progress]:
+    """The runs' newest metrics and the tail of their training loss history, in one read-only transaction:
+    ``latest_metrics`` (one row a key) and at most STAMPS_KEPT rows of ``metrics`` a run, so a poll costs the same
+    at step 10 and at step 100,000."""
+    out: dict[str, Progress] = {}
+    with connect(db) as conn:
+        for run_id in run_ids[:MAX_RUNS]:
+            latest = {
+                str(key): (stored_value(value, is_nan), _int(step), _int(ts))
+                for key, value, step, ts, is_nan in conn.execute(
+                    "SELECT key, value, step, timestamp, is_nan FROM latest_metrics WHERE run_uuid = ? LIMIT ?",
+                    (run_id, MAX_PARAMS),
+                )
+            }
+            losses = sorted(k for k in latest if "loss" in k.lower())
+            stamps: list[tuple[int, int]] = []
+            if losses:
+                key = next((k for k in losses if "train" in k.lower()), losses[0])
+                rows = conn.execute(
+                    "SELECT step, timestamp FROM metrics WHERE run_uuid = ? AND key = ? "
+                    "ORDER BY step DESC, timestamp DESC LIMIT ?",
+                    (run_id, key, STAMPS_KEPT),
+                ).fetchall()
+                stamps = sorted((s, t) for s, t in rows if _int(s) is not None and _int(t) is not None)
+            out[run_id] = Progress(latest, stamps)
+    return out
