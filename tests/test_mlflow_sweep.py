@@ -44,8 +44,8 @@ def test_children_become_rows(store):
     first, late = rows["lr-0.001"], rows["lr-0.01"]
     assert first.get("n_steps") == 40 and first.get("exit_code") == 0 and first.get("planned_steps") == 40
     assert first.get("config") == {"lr": "0.001", "max_steps": "40", "offload_optimizer": "False"}
-    assert first.get("wall_secs") == 1.0 and not first.get("killed_by_timeout")  # a ledger field, not a knob
-    assert 2 <= late.get("n_steps") <= 6 and late.get("killed_by_timeout") is True and late.get("duration_s") >= 1
+    assert first.get("wall_secs") == 5.0 and not first.get("killed_by_timeout")  # a ledger field, not a knob
+    assert 2 <= late.get("n_steps") <= 6 and late.get("killed_by_timeout") is True and late.get("duration_s") >= 5
     assert first.raw["mlflow_run_id"] and first.raw["state"] == "FINISHED"
 
 
