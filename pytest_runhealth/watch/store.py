@@ -365,8 +365,8 @@ def _newest(got: Progress) -> tuple[int | None, float | None, str | None, int | 
         steps = [(s, k) for k, (_v, s, _t) in got.latest.items() if s is not None]
         if not steps:
             return None, None, None, None
-        step, other = max(steps)
-        return step, None, None, got.latest[other][2]
+        newest, other = max(steps)
+        return newest, None, None, got.latest[other][2]
     value, step, ts = got.latest[key]
     return step, value, key, ts
 
