@@ -238,11 +238,13 @@ def test_the_silence_alert_comes_at_the_runs_own_pace(store):
     [
         (["--mlflow-tracking-uri=sqlite:///absent.db", "--mlflow-run=x"], "sqlite:///absent.db: the MLflow store"),
         (["--mlflow-run=x"], "need a store"),
+        (["--mlflow-tracking-uri=sqlite:///proj/mlflow.db", "--mlflow-run=nope"], "no run nope in the store"),
         (["--mlflow-tracking-uri=postgresql://al:pw-1@db.example/m", "--mlflow-run=x"], "postgresql://db.example/m"),
     ],
 )
 def test_a_store_that_cannot_be_followed_is_a_usage_error(tmp_path, monkeypatch, args, said):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    store_copy(tmp_path / "proj")
     w = start_watch(*args, cwd=tmp_path)
     code, out = finish(w, [])
     assert code == 4 and said in out and "pw-1" not in out and "Traceback" not in out, out

@@ -207,6 +207,7 @@ class StoreWatch:
         self.started_ms: int | None = None  # the watch's first poll: runs started after it are followed too
         self.pace_tick_s: float | None = None
         self.unreadable: str | None = None  # the last poll's problem, said once
+        self.polled = False  # a poll has read the store: a later failure is said and retried, never fatal
 
     # -- which runs --------------------------------------------------------------------
     def _chosen(self, runs: list[RunInfo]) -> list[RunInfo]:
@@ -236,18 +237,21 @@ class StoreWatch:
     # -- one poll ------------------------------------------------------------------------
     def tick(self) -> Tick:
         out = Tick()
-        first = not self.followed and self.started_ms is None and self.unreadable is None
         try:
             runs = self.source.runs()
+            missing = [rid for rid in self.run_ids if not any(r.run_id == rid for r in runs)]
+            if missing and not self.polled:  # a run named by id is there from the start, or it is a typo
+                raise StoreError(f"{self.source.shown}: no run {', '.join(missing)} in the store")
             chosen = self._chosen(runs)[:MAX_FOLLOWED]
             progress = self.source.progress(chosen)
         except StoreError as exc:
-            if first:
+            if not self.polled:
                 raise
             if str(exc) != self.unreadable:
                 self.unreadable = str(exc)
                 out.lines.append(f"{self.source.shown}: not read this time ({exc}); the next poll tries again")
             return out
+        self.polled = True
         if self.unreadable is not None:
             out.lines.append(f"{self.source.shown}: read again")
             self.unreadable = None
