@@ -25,6 +25,7 @@ from typing import Any
 
 from ..readers.layouts.mlflow_db import (
     PLANNED_PARAMS,
+    STAMPS_KEPT,
     Progress,
     RunInfo,
     StoreUnreadable,
@@ -161,7 +162,7 @@ class ServerSource:
                 if step is not None and ts is not None and (step, ts) not in stamps:
                     stamps.append((step, ts))
                 stamps.sort()
-                del stamps[:-64]
+                del stamps[:-STAMPS_KEPT]
             out[info.run_id] = Progress(latest, list(stamps))
         return out
 
