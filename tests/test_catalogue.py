@@ -20,7 +20,6 @@ DOCS = REPO / "docs" / "checks.md"
 KNOWN_GAPS: dict[str, str] = {
     "RH003": "no failing example dir (needs a live pid beside a stale log)",
     "RH109": "live: needs the orchestrator's /api/session",
-    "RH204": "live: needs a running process",
     "RH301": "live: needs a GPU (NVML)",
     "RH302": "live: needs a GPU (NVML)",
     "RH401": "live: needs an LM Studio server",

@@ -9,6 +9,7 @@ import hashlib
 import shutil
 import socket
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -75,14 +76,41 @@ def test_a_store_folder_is_found_and_its_runs_judged(store, run_health):
     assert all(rh212[n]["outcome"] == "passed" for n in ("healthy", "nan-loss", "short", "lr-0.001"))
 
 
-def test_a_running_run_with_no_new_metric_is_stale(store, run_health, pytester):
-    pytester.path.joinpath("runhealth.yaml").write_text("thresholds:\n  RH212:\n    stale_after_s: 1\n")
-    res = run_health(store, args=("-k", "RH212", "--mlflow-experiment", "sigkilled"))
+def test_a_running_run_that_stopped_logging_is_stalled_or_stale(store, run_health, pytester):
+    """The SIGKILLed run MLflow still calls RUNNING: it logged metrics, so RH204 judges its silence at its own pace
+    (one root cause: RH212 leaves it to RH204); a RUNNING run that never logged a metric is RH212's, by its start."""
+    pytester.path.joinpath("runhealth.yaml").write_text(
+        "thresholds:\n  RH212:\n    stale_after_s: 1\n  RH204:\n    min_stall_s: 1\n"
+    )
+    res = run_health(store, args=("-k", "RH212 or RH204", "--mlflow-experiment", "sigkilled"))
+    (rh204,) = res.results("RH204")
+    assert rh204["cause"] == "stalled" and "MLflow still calls the run 'sigkilled' RUNNING" in rh204["summary"]
+    assert "step 9" in rh204["summary"] and rh204["evidence"][0]["path"] == "mlflow.db", rh204
+    (rh212,) = res.results("RH212")
+    assert rh212["outcome"] == "passed" and "RH204 judges" in rh212["note"], rh212
+    with sqlite3.connect(store / "mlflow.db") as conn:  # the test's own copy: a run that never logged a metric
+        run = conn.execute("SELECT run_uuid FROM runs WHERE name = 'sigkilled'").fetchone()[0]
+        conn.execute("DELETE FROM metrics WHERE run_uuid = ?", (run,))
+        conn.execute("DELETE FROM latest_metrics WHERE run_uuid = ?", (run,))
+    res = run_health(store, args=("-k", "RH212 or RH204", "--mlflow-experiment", "sigkilled"))
     (r,) = res.results("RH212")
-    assert r["cause"] == "tracker-run-stale" and "its last metric was recorded" in r["summary"]
+    assert r["cause"] == "tracker-run-stale" and "its start was recorded" in r["summary"], r
+    assert res.results("RH204")[0]["outcome"] == "skipped"
     pytester.path.joinpath("runhealth.yaml").write_text("thresholds:\n  RH212:\n    stale_after_s: 315360000\n")
     (r,) = run_health(store, args=("-k", "RH212", "--mlflow-experiment", "sigkilled")).results("RH212")
     assert r["outcome"] == "passed" and "not stale" in (r.get("note") or "")
+
+
+def test_a_running_run_still_logging_is_not_stalled(store, run_health):
+    """Near miss: the same RUNNING run, its metrics logged at its pace up to now (timestamps moved to the present):
+    RH204 passes, naming its pace."""
+    now_ms = int(time.time() * 1000)
+    with sqlite3.connect(store / "mlflow.db") as conn:
+        run = conn.execute("SELECT run_uuid FROM runs WHERE name = 'sigkilled'").fetchone()[0]
+        conn.execute("UPDATE metrics SET timestamp = ? - (9 - step) * 2000 WHERE run_uuid = ?", (now_ms, run))
+        conn.execute("UPDATE latest_metrics SET timestamp = ? WHERE run_uuid = ?", (now_ms, run))
+    (r,) = run_health(store, args=("-k", "RH204", "--mlflow-experiment", "sigkilled")).results("RH204")
+    assert r["outcome"] == "passed" and "still logging" in r["note"] and "step time 2 s" in r["note"], r
 
 
 def test_runs_named_as_mlflow_names_them(store, tmp_path):
@@ -160,8 +188,9 @@ def test_steps_short_of_the_plan(store, run_health):
     rh208 = by_run(run_health(store, args=("-k", "RH208")), "RH208")
     assert rh208["short"]["cause"] == "steps-incomplete"
     assert "step 29 of max_steps 60" in rh208["short"]["summary"]
-    # the nested sweep's later children stopped at step 11 of 40, the first two ran every step
-    assert rh208["lr-0.01"]["cause"] == "steps-incomplete" and rh208["lr-0.03"]["cause"] == "steps-incomplete"
+    # the nested sweep's later children were stopped by their wall clock (killed_by_timeout): RH101's collapse, not
+    # a loop that ended early of its own (tests/test_mlflow_sweep.py); the first two ran every step
+    assert rh208["lr-0.01"]["outcome"] == "passed" and "wall clock" in rh208["lr-0.01"]["note"]
     # near misses: every step ran; a run MLflow records KILLED is RH212's (one root cause, one diagnosis)
     assert rh208["healthy"]["outcome"] == "passed" and rh208["lr-0.001"]["outcome"] == "passed"
     assert rh208["killed"]["outcome"] == "passed" and "RH212" in rh208["killed"]["note"]

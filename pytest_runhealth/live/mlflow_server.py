@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from ..readers.layouts.mlflow_db import RunData, RunInfo, is_series_key
+from ..readers.layouts.mlflow_db import RunData, RunInfo, is_series_key, training_stamps
 from ..readers.layouts.series import Point, is_rl_key
 from ..readers.mlflow_runs import MlflowRunDir, StoreRun, labels, select, sweep_run_dirs
 from ..readers.rundir import RunDir
@@ -44,7 +44,7 @@ class ServerUnreachable(Exception):
     """The server cannot be read (refused, timed out, an error status): a usage error naming it."""
 
 
-def _value(v: Any) -> float | None:
+def metric_value(v: Any) -> float | None:
     """A metric value as the server's JSON writes it: a number, or ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
     if isinstance(v, bool):
         return None
@@ -56,7 +56,7 @@ def _value(v: Any) -> float | None:
     return None
 
 
-def _int(v: Any) -> int | None:
+def json_int(v: Any) -> int | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
@@ -207,8 +207,8 @@ def run_info(run: dict, experiments: dict[str, str]) -> RunInfo:
         str(info.get("run_id") or info.get("run_uuid")),
         info.get("run_name") or tags.get("mlflow.runName"),
         info.get("status"),
-        _int(info.get("start_time")),
-        _int(info.get("end_time")),
+        json_int(info.get("start_time")),
+        json_int(info.get("end_time")),
         info.get("lifecycle_stage"),
         info.get("artifact_uri"),
         exp,
@@ -226,27 +226,32 @@ def run_data(server: MlflowServer, run_id: str, where: str) -> RunData:
     data = run.get("data") or {}
     latest = [m for m in data.get("metrics") or [] if isinstance(m, dict)]
     keys = sorted({str(m.get("key")) for m in latest})
-    stamps = [t for t in (_int(m.get("timestamp")) for m in latest) if t is not None]
+    stamps = [t for t in (json_int(m.get("timestamp")) for m in latest) if t is not None]
     rl = any(is_rl_key(k) for k in keys)
     points: list[Point] = []
     capped: list[str] = []
+    timed: dict[str, list[tuple[int, int]]] = {}
     for key in (k for k in keys if is_series_key(k)):
         try:
             history = server.history(run_id, key)
         except ServerUnreachable as exc:
             capped.append(f"metric {key}: {exc}")
             continue
-        for m in sorted(history, key=lambda m: (_int(m.get("step")) or 0, _int(m.get("timestamp")) or 0)):
-            v = _value(m.get("value"))
+        for m in sorted(history, key=lambda m: (json_int(m.get("step")) or 0, json_int(m.get("timestamp")) or 0)):
+            v = metric_value(m.get("value"))
             if v is None:
                 continue
-            step = _int(m.get("step"))
+            step, stamp = json_int(m.get("step")), json_int(m.get("timestamp"))
+            if step is not None and stamp is not None and "loss" in key.lower():
+                timed.setdefault(key, []).append((step, stamp))
             text = f"run {run_id} metric {key} step {step}: {v}"
             points.append(Point(key, step, v, where, None, text, rl=rl and "loss" in key.lower()))
     pairs = lambda name: {  # noqa: E731
         str(p.get("key")): str(p.get("value")) for p in data.get(name) or [] if isinstance(p, dict)
     }
-    return RunData(points, max(stamps) if stamps else None, pairs("params"), pairs("tags"), capped, keys)
+    return RunData(
+        points, max(stamps) if stamps else None, pairs("params"), pairs("tags"), capped, keys, training_stamps(timed)
+    )
 
 
 def server_run_dirs(uri: str, shown: str, experiments: Iterable[str] = (), run_ids: Iterable[str] = ()) -> list[RunDir]:

@@ -34,6 +34,8 @@ def shown_uri(uri: str) -> str:
         for q in parts.query.split("&")
         if q
     )
+    if parts.scheme.lower() == "sqlite" and not netloc:  # urlunsplit would fold sqlite:/// into sqlite:/
+        return one_line(redact(f"{parts.scheme}://{parts.path}" + (f"?{query}" if query else "")))
     return one_line(redact(urlunsplit((parts.scheme, netloc, parts.path, query, ""))))
 
 

@@ -24,12 +24,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..readers.layouts.mlflow_db import DB_NAME, is_store_file
 from ..readers.rundir import RunDir
 from ..safety.shown import one_line
 from .evaluation import HarvestWatch, ServerRequestWatch
 from .notify import Notifier
+from .store import SqliteSource, StoreError, StoreWatch
 from .sweep import SweepWatch
-from .trainer import Tick, TrainerWatch
+from .trainer import Tick, TrainerWatch, label_of
 from .verdicts import VerdictRunner, Verdicts, describe, transitions
 
 DEFAULT_EVERY_S = 60.0  # trainer runs and sweeps (the trainer runbook's status interval)
@@ -119,6 +121,20 @@ def build_parser() -> _Parser:
         metavar="CMD",
         help="run CMD with each change on stdin (repeatable)",
     )
+    p.add_argument(
+        "--mlflow-tracking-uri",
+        metavar="URI",
+        help="follow runs in this MLflow store: sqlite:///mlflow.db, a path to an mlflow.db, or a tracking server "
+        "http(s)://host:port (default: MLFLOW_TRACKING_URI, with --mlflow-experiment or --mlflow-run)",
+    )
+    p.add_argument(
+        "--mlflow-experiment",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="follow every run of this MLflow experiment (repeatable)",
+    )
+    p.add_argument("--mlflow-run", action="append", default=[], metavar="RUN_ID", help="follow this run (repeatable)")
     p.add_argument("--eval-server", metavar="URL", help="the evaluation server to poll (with --eval-request)")
     p.add_argument(
         "--eval-request",
@@ -154,8 +170,20 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         passthrough += ["--eval-request", rid]
     if args.eval_request and not args.eval_server:
         raise UsageError("--eval-request needs --eval-server URL")
-    if not args.run_dirs and not args.eval_request:
-        raise UsageError("nothing to watch: give RUN_DIR or --eval-server URL --eval-request ID")
+    from .store import StoreError, store_of_args
+
+    named_store = not args.run_dirs or args.mlflow_tracking_uri
+    try:  # a store named by URI (or MLFLOW_TRACKING_URI): its unit; its first poll says whether it can be read
+        args.store = (
+            store_of_args(args.mlflow_tracking_uri, args.mlflow_experiment, args.mlflow_run) if named_store else None
+        )
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.run_dirs and not args.eval_request and args.store is None:
+        raise UsageError(
+            "nothing to watch: give RUN_DIR, --mlflow-tracking-uri URI (with --mlflow-run or --mlflow-experiment), "
+            "or --eval-server URL --eval-request ID"
+        )
     if args.every is not None and args.every <= 0:
         raise UsageError("--every must be a positive number of seconds")
     if args.timeout is None:  # no launch pending: a path that is not there is a typo, not a run to wait for
@@ -208,7 +236,12 @@ class Watch:
         self.units: dict[str, Any] = {}  # trainer, sweep, harvest and eval watches: tick(), label
         if args.eval_server and args.eval_request:
             self.units["eval"] = ServerRequestWatch(args.eval_server, args.eval_request)
-        self.every = args.every or (DEFAULT_EVERY_EVAL_S if not self.paths else DEFAULT_EVERY_S)
+        store = getattr(args, "store", None)
+        if store is not None:
+            self.units["mlflow-store"] = store
+        evals_only = not self.paths and store is None
+        self.every = args.every or (DEFAULT_EVERY_EVAL_S if evals_only else DEFAULT_EVERY_S)
+        self.passthrough = list(passthrough)
         self.runner = VerdictRunner(self.paths, passthrough)
         self.notifier = Notifier(args.notify, args.notify_command)
         self.verdicts: Verdicts | None = None
@@ -260,7 +293,15 @@ class Watch:
                     self.say(f"waiting for {path} (launch pending; up to {self.args.timeout:g} s)")
                 continue
             rd = RunDir(path)
-            if rd.is_sweep:
+            if is_store_file(path / DB_NAME):  # MLflow 3's default store in its launch folder: its runs
+                self.units[key] = StoreWatch(
+                    SqliteSource(path / DB_NAME, f"{label_of(path)}/{DB_NAME}"),
+                    self.args.mlflow_experiment,
+                    self.args.mlflow_run,
+                    label=label_of(path),
+                    run_dir=path,
+                )
+            elif rd.is_sweep:
                 orch = self.args.pass_orchestrator_url
                 self.units[key] = SweepWatch(path, orchestrator_url=orch[-1] if orch else None)
             elif "harvest" in rd.layouts:
@@ -332,6 +373,10 @@ class Watch:
 
     def _verdicts(self) -> int | None:
         self.quiet_ticks = 0
+        stores = [u for u in self.units.values() if isinstance(u, StoreWatch)]
+        # A store's followed runs, named to the checks: the session judges exactly what the watch follows.
+        self.runner.extra_args = [*self.passthrough, *(a for u in stores for a in u.session_args())]
+        self.runner.guarded = [p for u in stores for p in u.guarded()]
         v = self.runner.run()
         if v.error:
             self.say(f"checks could not run: {v.error}")
@@ -434,7 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while True:
             started = time.monotonic()
-            code = watch.tick()
+            try:
+                code = watch.tick()
+            except StoreError as exc:  # the first poll of a store that cannot be read: a usage error, one line
+                print(f"pytest-runhealth watch: {exc}", file=sys.stderr)
+                return EXIT_USAGE
             if interrupted():  # a Ctrl-C that landed where the tick's pytest session swallowed it still counts
                 raise KeyboardInterrupt
             if code is not None:

@@ -125,6 +125,7 @@ class VerdictRunner:
         self.run_dirs = [Path(p) for p in run_dirs]
         self.extra_args = list(extra_args)
         self.retry_budget_s: float | None = None  # the watch's tick: its sessions' clients wait at most that long
+        self.guarded: list[Path] = []  # beside the run dirs, folders a temporary file never goes into (a store's)
 
     def args(self, report: Path) -> list[str]:
         args = [
@@ -155,7 +156,9 @@ class VerdictRunner:
             temp_root,
         )
 
-        root = temp_root([real_path(p) for p in self.run_dirs])  # never a temporary file inside a watched run dir
+        root = temp_root(
+            [real_path(p) for p in [*self.run_dirs, *self.guarded]]
+        )  # never a temporary file inside a watched run dir
         if isinstance(root, str):
             return Verdicts(exit_code=int(pytest.ExitCode.USAGE_ERROR), error=root)
         with temp_files_in(root), tempfile.TemporaryDirectory(prefix="runhealth-watch-") as tmp:

@@ -14,7 +14,9 @@ some 70 tables, almost all empty):
 - ``killed``: stopped by its launcher (``MlflowClient().set_terminated(run_id, "KILLED")``);
 - ``sigkilled``: a real process SIGKILLed mid-run: MLflow still calls it RUNNING;
 - ``short``: ``max_steps`` 60, the loop ended at step 30, FINISHED;
-- ``sweep``: a parent run and nested child runs (lr 1e-3..1e-1), the later children stop early.
+- ``sweep``: a parent run and nested child runs (lr 1e-3..3e-2) whose later runs collapse: the first two train their
+  40 steps, the later two (``offload_optimizer`` true) step slowly and are stopped by their wall clock
+  (``wall_secs``) after 4 steps, tagged ``killed_by_timeout`` (RH101 ``config-knob``).
 
 ``--log-only`` logs the same runs to the store ``MLFLOW_TRACKING_URI`` names (the slow tier's real server,
 tests/reallibs/test_mlflow_server.py) and writes nothing here. Nothing here is read by the fast tier's code: tests/test_mlflow_stores.py reads the result with sqlite3."""
@@ -28,9 +30,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent.parent / "stores" / "mlflow-default"
+WALL_SECS = 5.0  # the nested sweep's wall clock per child: the healthy children take well under it, over HTTP too
 
 SIGKILLED = """
 import os, signal, mlflow
@@ -85,14 +89,23 @@ def main() -> None:
         mlflow.log_param("max_steps", 60)
         for step in range(30):
             mlflow.log_metric("train_loss", 2.0 / (step + 1), step=step)
-    # a nested sweep: the later children stop early
+    # a nested sweep whose later runs collapse: each child has a 40-step plan and a wall clock (wall_secs 5); the
+    # later two (offload_optimizer on, the knob the first two do not have) step slowly, hit the wall clock after a
+    # handful of steps and are stopped by it, as a sweep's trainer that stops itself records it (killed_by_timeout)
     mlflow.set_experiment("sweep")
     with mlflow.start_run(run_name="sweep"):
         for i, lr in enumerate((1e-3, 3e-3, 1e-2, 3e-2)):
+            late = i >= 2
             with mlflow.start_run(run_name=f"lr-{lr:g}", nested=True):
-                mlflow.log_params({"lr": lr, "max_steps": 40})
-                for step in range(40 if i < 2 else 12):
+                mlflow.log_params({"lr": lr, "max_steps": 40, "wall_secs": WALL_SECS, "offload_optimizer": late})
+                began = time.monotonic()
+                for step in range(40):
+                    if time.monotonic() - began >= WALL_SECS:
+                        mlflow.set_tag("killed_by_timeout", "true")
+                        break
                     mlflow.log_metric("train_loss", 2.0 / (step + 1), step=step)
+                    if late:
+                        time.sleep(WALL_SECS / 3.5)  # a step from swap: a handful fit in the wall clock
     subprocess.run([sys.executable, "-c", SIGKILLED], check=False)
 
 

@@ -377,7 +377,10 @@ def _mlflow_steps(ctx, store):
     if info.status in ("FAILED", "KILLED"):
         return f"stopped at step {last} of {key} {total}; MLflow records it {info.status} (RH212)"
     if info.status != "FINISHED":
-        return f"step {last} of {key} {total}; MLflow calls the run {info.status} (RH212 judges whether it is stale)"
+        return f"step {last} of {key} {total}; MLflow calls the run {info.status} (RH204 judges whether it stalled)"
+    marks = {**params, **ctx.run_dir.data().tags}
+    if str(marks.get("killed_by_timeout", "")).strip().lower() in ("true", "1", "yes"):  # one root cause
+        return f"stopped at step {last} of {key} {total} by its sweep's wall clock (killed_by_timeout): RH101 judges it"
     return ctx.fail(
         "infra",
         "steps-incomplete",

@@ -1,6 +1,5 @@
-"""RH203, RH204: is the run's process alive, and is it getting
-anywhere? Read from pid files (psutil, through the ``processes`` fixture)
-and from when the log and checkpoints last changed."""
+"""RH203, RH204: is the run's process alive, and is it getting anywhere? Read from pid files (psutil, through the
+``processes`` fixture), from when the log and checkpoints last changed, and from an MLflow store's record."""
 
 from __future__ import annotations
 
@@ -12,12 +11,12 @@ import time
 from ...model.finding import Evidence
 from ...model.needs import no_log
 from ...model.registry import check
-from ...readers.ledger import row_end_words
-from ...readers.mlflow_runs import newest_metric
 from ...readers.procs import REUSE_SLACK_S
 from ...readers.rundir import KOHYA_CKPT, LTX_CKPT
 from ...readers.values import duration_text
 from ...safety.safeio import mtime
+from .disqualified import killed_by_the_sweep
+from .store_stall import store_progress, store_stall
 
 DONE = re.compile(r"Training Statistics|model saved\.|[Tt]raining (?:complete|completed|finished)")
 
@@ -213,8 +212,8 @@ def steady_step_time(scan) -> float | None:
         "advancing_steps": 10,
         "advancing_floor_s": 10,
     },
-    detects="Live, the run's process is alive but nothing it writes changed for stall_factor × its steady step "
-    "time (`stalled`), or it sleeps in a write to a pipe nobody reads (`pipe-deadlock`). Post-mortem, a "
+    detects="Live, the run's process is alive (or an MLflow store still calls it RUNNING) but nothing it writes or "
+    "logs changed for stall_factor × its steady step time (from its log or MLflow's metric timestamps: `stalled`), or it sleeps in a write to a pipe nobody reads (`pipe-deadlock`). Post-mortem, a "
     "run that ended by a kill had stopped advancing long before the kill (`stalled`); a sweep row that says its "
     "run was killed (wall clock, signal) and shows no stall fails `run-disqualified` with the row's own words, "
     "whether the run was still advancing up to the kill (its last step within advancing_steps × its step time, "
@@ -227,8 +226,12 @@ def steady_step_time(scan) -> float | None:
     fix="Look where it waits (`py-spy dump --pid N`, GPU utilisation in nvidia-smi); if it is hung, stop it and "
     "resume from the latest intact checkpoint (RH203's fix). For pipe-deadlock: have the launcher read the "
     "trainer's output (or send it to a file: `stdout=open(log, 'wb')`, never an unread `subprocess.PIPE`).",
-    fails_on={"sweep-stalled-killed": "stalled", "sweep-wall-clock": "run-disqualified"},
-    passes_on=[],
+    fails_on={
+        "sweep-stalled-killed": "stalled",
+        "sweep-wall-clock": "run-disqualified",
+        "mlflow-store-stalled": "stalled",
+    },
+    passes_on=["mlflow-store-finished"],
 )
 def run_not_stalled(ctx, processes):
     run = ctx.run
@@ -237,10 +240,11 @@ def run_not_stalled(ctx, processes):
         ctx.skip(no_log(run))  # a row that says it was killed is judged
     statuses = processes.for_run(run)
     alive = [st for st in statuses if st.alive]
-    if not alive:
-        return _stalled_before_kill(ctx, run, statuses) if run.logs or store is None else ctx.skip(no_log(run))
+    if not alive:  # a store's run: MLflow records no pid, so a run it calls RUNNING is judged by what it logs
+        return store_stall(ctx, store, statuses, bool(run.logs)) or _stalled_before_kill(ctx, run, statuses)
     fr = processes.freshness(run)
-    logged = newest_metric(ctx.run_dir) if store is not None else None  # a trainer logging only to MLflow
+    step_time = steady_step_time(ctx.log_scan(fr.log)) if fr.log is not None and fr.log_size else None
+    logged, step_time, paced = store_progress(ctx, store, step_time)  # a trainer logging only to MLflow
     marks = [logged] if logged is not None else []
     if fr.log_mtime is not None and fr.log_size:
         marks.append((fr.log_mtime, fr.log))
@@ -248,7 +252,6 @@ def run_not_stalled(ctx, processes):
         marks.append((fr.checkpoint_mtime, fr.newest_checkpoint))
     if fr.artifact_mtime is not None:
         marks.append((fr.artifact_mtime, fr.newest_artifact))
-    step_time = steady_step_time(ctx.log_scan(fr.log)) if fr.log is not None and fr.log_size else None
     deadlock = _pipe_deadlock(ctx, alive[0], fr, step_time)
     if deadlock is not None:
         return deadlock
@@ -257,7 +260,9 @@ def run_not_stalled(ctx, processes):
     last_t, last_p = max(marks, key=lambda m: m[0])
     if step_time:
         limit = max(float(ctx.thresholds["min_stall_s"]), float(ctx.thresholds["stall_factor"]) * step_time)
-        basis = f"{ctx.thresholds['stall_factor']} × steady step time {step_time:.2f} s, at least {ctx.thresholds['min_stall_s']} s"
+        basis = (
+            f"{ctx.thresholds['stall_factor']} × {paced} {step_time:.2f} s, at least {ctx.thresholds['min_stall_s']} s"
+        )
     else:
         limit = float(ctx.thresholds["stall_s_without_step_time"])
         basis = "no step time in the log"
@@ -441,7 +446,7 @@ def _stalled_before_kill(ctx, run, statuses):
         )
     if not gaps:
         if row is not None:
-            return _killed_by_the_sweep(
+            return killed_by_the_sweep(
                 ctx,
                 run,
                 kill,
@@ -486,7 +491,7 @@ def _stalled_before_kill(ctx, run, statuses):
             f"{duration_text(limit)} ({limit_basis})"
         )
         if row is not None:
-            return _killed_by_the_sweep(ctx, run, kill, neither)
+            return killed_by_the_sweep(ctx, run, kill, neither)
         return f"killed ({how}); not advancing at the end, and not silent long enough to call a hang: {neither}"
     if silent <= limit:
         advancing = (
@@ -494,7 +499,7 @@ def _stalled_before_kill(ctx, run, statuses):
             f"{duration_text(limit)} ({limit_basis})"
         )
         if row is not None:  # the row's kill is never silently green (issue 35): its own words are the finding
-            return _killed_by_the_sweep(ctx, run, kill, "", advancing=advancing)
+            return killed_by_the_sweep(ctx, run, kill, "", advancing=advancing)
         return f"killed ({how}) while still advancing: {advancing}"
     return ctx.fail(
         "infra",
@@ -506,56 +511,12 @@ def _stalled_before_kill(ctx, run, statuses):
     )
 
 
-def _killed_by_the_sweep(ctx, run, kill, unknown: str, advancing: str | None = None):
-    """A sweep row that says its run was killed (the wall clock, a signal) and no stall is shown: it was
-    still ``advancing`` up to the kill (how that is known), or ``unknown`` says why neither a stall nor
-    progress can be told. Never a silent pass (issue 35): the row's own words are the finding."""
-    if _stopped_by_user(run.row):
-        ctx.skip(
-            f"ledger.jsonl:{run.row.line}: the user stopped the run (stopped_by_user) and no stall shows before it: "
-            "RH106 judges the sweep's stops"
-        )
-    how, kill_ev, _end = kill
-    row = run.row
-    words = [(name, value) for name, value, _ in row_end_words(row)]
-    words += [(k, row.get(k)) for k in ("error", "n_steps") if row.get(k) not in (None, False, "")]  # what else it said
-    said = ", ".join(f"{k}: {json.dumps(v, default=str)}" for k, v in words)
-    return ctx.fail(
-        "infra",
-        "run-disqualified",
-        f"the sweep killed {run.name} ({how}; the row says {said}) "
-        + (
-            f"while it was still advancing, not hung: {advancing}. It was ended before its last step"
-            if advancing
-            else f"and whether it hung or was only slow cannot be told: {unknown}"
-        )
-        + ". Its score is not comparable with the runs that finished.",
-        [kill_ev] if kill_ev else [],
-        fix=DISQUALIFIED_FIX,
-    )
-
-
-def _stopped_by_user(row) -> bool:
-    """The row says the user stopped its run (RH106's), and not the wall clock."""
-    said = (row.get("disqualified"), row.get("error"))
-    return row.get("killed_by_timeout") is not True and any("stopped_by_user" in str(v) for v in said)
-
-
-DISQUALIFIED_FIX = (
-    "The sweep ended this run before its last step (the row says how): its score comes from a partial run, so "
-    "rank it apart from the finished ones or re-run it. Killed by the wall clock while still advancing: the "
-    "config is slower than the budget (raise wall_secs for it, or take it out of the search space; RH101/RH107 "
-    "say when the whole sweep slowed down). Killed by a signal: find who sent it (the kernel log for the OOM "
-    "killer, the scheduler's accounting)."
-)
-
-
 def _stalled_by_events(ctx, run):
     """Post-mortem stall from the event files when the log shows no step (see RH204)."""
     kill = _kill_evidence(ctx, run)
     progress = _event_progress(ctx, run)
     if kill is not None and progress is None and run.row is not None:
-        return _killed_by_the_sweep(ctx, run, kill, "no training step in its log or an event file")
+        return killed_by_the_sweep(ctx, run, kill, "no training step in its log or an event file")
     if kill is None or progress is None:
         ctx.skip("no live process and no training step in the log or an event file: nothing to judge a stall by")
     how, kill_ev, end = kill
@@ -563,7 +524,7 @@ def _stalled_by_events(ctx, run):
     start = _row_start(run.row)
     if end is None or written > end + REUSE_SLACK_S or (start is not None and written < start - REUSE_SLACK_S):
         if run.row is not None:
-            return _killed_by_the_sweep(ctx, run, kill, "its event files' time cannot be set against the end")
+            return killed_by_the_sweep(ctx, run, kill, "its event files' time cannot be set against the end")
         ctx.skip(f"killed ({how}), but the event files' time cannot be set against the end the ledger records")
     silent = max(0.0, end - written)
     limit = max(float(ctx.thresholds["min_stall_s"]), float(ctx.thresholds["stall_s_without_step_time"]))
@@ -572,7 +533,7 @@ def _stalled_by_events(ctx, run):
             f"its event file was last written {duration_text(silent)} before the end, within {duration_text(limit)}"
         )
         if run.row is not None:
-            return _killed_by_the_sweep(ctx, run, kill, "", advancing=advancing)
+            return killed_by_the_sweep(ctx, run, kill, "", advancing=advancing)
         return f"killed ({how}); {advancing}"
     rel = ctx.run_dir.rel(path)
     return ctx.fail(

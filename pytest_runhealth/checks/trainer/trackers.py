@@ -29,7 +29,8 @@ from ...safety.safeio import mtime
     detects="The tracker's own record of the run says it did not end well: MLflow's status FAILED or KILLED, or "
     "W&B's non-zero exit code (`tracker-run-failed`, `tracker-run-killed`). A run (or an Optuna or Ray Tune "
     "trial) still marked running is `tracker-run-killed` when its process (a Ray trial's worker) is provably gone, "
-    "`tracker-run-stale` when its records and files (an Optuna trial's heartbeat) are all older than stale_after_s, "
+    "`tracker-run-stale` when its records and files (an Optuna trial's heartbeat) are all older than stale_after_s "
+    "(an MLflow store's run that logs metrics is RH204's, at its own pace), "
     "and unknown when its worker is on another machine or nothing dates it.",
     why="A tracker's dashboard shows a failed or stale run as a line that just stops; a sweep or a "
     "promotion that reads its metrics takes a crashed run's last values as if they were final.",
@@ -146,6 +147,8 @@ def _mlflow_store(ctx, processes, store):
         killed = _process_gone(ctx, processes, "MLflow", info.status, ev)
         if killed is not None:
             return killed
+        if data.last_ms is not None:  # one root cause: the silence of a run that logs is RH204's, at its own pace
+            return f"MLflow calls the run{name} {info.status}; it logs metrics, so RH204 judges whether it stalled"
         at = recorded / 1000 if recorded else None
         return _stale_or_live(ctx, "MLflow", info.status, at, at, what, ev)
     return f"MLflow records the run{name} as {info.status}"

@@ -40,6 +40,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 MAX_RUNS = 10_000  # runs listed from one store
 MAX_SERIES_ROWS = 500_000  # loss and grad-norm values read for one run, all keys together
 MAX_PARAMS = 2_000  # params or tags of one run
+STAMPS_KEPT = 64  # the newest (step, timestamp) pairs of a run's loss history kept for its pace
 BUSY_TIMEOUT_S = 5.0  # a writer holding the lock this long: the read gives up (unreadable), never waits on
 DOUBLE_MAX = 1.7976931348623157e308  # MLflow's stand-in for an infinite metric value
 # The schema revisions of MLflow's migrations (mlflow/store/db_migrations/versions/, mlflow 1.x to 3.17):
@@ -100,6 +101,8 @@ class RunData:
     tags: dict[str, str] = field(default_factory=dict)
     capped: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)  # every metric key the run logged
+    # (step, timestamp in ms) of the run's training loss history, its last STAMPS_KEPT values: its pace (RH204)
+    stamps: list[tuple[int, int]] = field(default_factory=list)
 
 
 def is_store_file(path: Path) -> bool:
@@ -239,7 +242,10 @@ def read_run(db: Path, run_id: str, rel: str) -> RunData:
         tags = dict(conn.execute("SELECT key, value FROM tags WHERE run_uuid = ? LIMIT ?", (run_id, MAX_PARAMS)))
     rl = any(is_rl_key(k) for k in keys)
     points = []
-    for key, value, _ts, step, is_nan in rows:
+    timed: dict[str, list[tuple[int, int]]] = {}
+    for key, value, ts, step, is_nan in rows:
+        if _int(step) is not None and _int(ts) is not None and "loss" in str(key).lower():
+            timed.setdefault(str(key), []).append((step, ts))
         v = stored_value(value, is_nan)
         if v is None:
             continue
@@ -253,4 +259,69 @@ def read_run(db: Path, run_id: str, rel: str) -> RunData:
         {str(k): str(v) for k, v in tags.items()},
         capped,
         keys,
+        training_stamps(timed),
     )
+
+
+def training_stamps(timed: dict[str, list[tuple[int, int]]]) -> list[tuple[int, int]]:
+    """The newest (step, timestamp ms) pairs of the loss key with the most logged values (the training loss; an
+    eval loss is logged far less often), in step order: what the run's pace is read from."""
+    if not timed:
+        return []
+    key = max(sorted(timed), key=lambda k: len(timed[k]))
+    return sorted(timed[key])[-STAMPS_KEPT:]
+
+
+def step_pace(stamps: list[tuple[int, int]], recent: int = 20) -> float | None:
+    """The run's own seconds per step from its metric timestamps: the median over its last ``recent`` intervals
+    between logged steps (an interval over several steps counts per step). None with fewer than two intervals or
+    no time between them (a history logged at once, after the fact, has no pace)."""
+    pairs = sorted(set(stamps))[-(recent + 1) :]
+    per_step = [
+        (t2 - t1) / 1000 / (s2 - s1)
+        for (s1, t1), (s2, t2) in zip(pairs, pairs[1:], strict=False)
+        if s2 > s1 and t2 >= t1
+    ]
+    if len(per_step) < 2:
+        return None
+    per_step.sort()
+    mid = per_step[len(per_step) // 2]
+    return mid if mid > 0 else None
+
+
+@dataclass
+class Progress:
+    """What a poll of a followed run reads (watch/store.py): the newest value of each metric key as
+    ``latest_metrics`` holds it (value, step, timestamp ms) and the newest (step, timestamp) pairs of its training
+    loss history, for its pace."""
+
+    latest: dict[str, tuple[float | None, int | None, int | None]]
+    stamps: list[tuple[int, int]]
+
+
+def read_progress(db: Path, run_ids: list[str]) -> dict[str, Progress]:
+    """The runs' newest metrics and the tail of their training loss history, in one read-only transaction:
+    ``latest_metrics`` (one row a key) and at most STAMPS_KEPT rows of ``metrics`` a run, so a poll costs the same
+    at step 10 and at step 100,000."""
+    out: dict[str, Progress] = {}
+    with connect(db) as conn:
+        for run_id in run_ids[:MAX_RUNS]:
+            latest = {
+                str(key): (stored_value(value, is_nan), _int(step), _int(ts))
+                for key, value, step, ts, is_nan in conn.execute(
+                    "SELECT key, value, step, timestamp, is_nan FROM latest_metrics WHERE run_uuid = ? LIMIT ?",
+                    (run_id, MAX_PARAMS),
+                )
+            }
+            losses = sorted(k for k in latest if "loss" in k.lower())
+            stamps: list[tuple[int, int]] = []
+            if losses:
+                key = next((k for k in losses if "train" in k.lower()), losses[0])
+                rows = conn.execute(
+                    "SELECT step, timestamp FROM metrics WHERE run_uuid = ? AND key = ? "
+                    "ORDER BY step DESC, timestamp DESC LIMIT ?",
+                    (run_id, key, STAMPS_KEPT),
+                ).fetchall()
+                stamps = sorted((s, t) for s, t in rows if _int(s) is not None and _int(t) is not None)
+            out[run_id] = Progress(latest, stamps)
+    return out
