@@ -249,3 +249,21 @@ def test_a_store_that_cannot_be_followed_is_a_usage_error(tmp_path, monkeypatch,
     code, out = finish(w, [])
     assert code == 4 and said in out and "pw-1" not in out and "Traceback" not in out, out
     assert len(out.strip().splitlines()) == 1, out
+
+
+def test_an_experiment_with_no_run_yet_is_waited_for_up_to_the_timeout(store, tmp_path):
+    """Said once, then waited for quietly; ``--timeout`` ends the wait as it does for a launch that never happened
+    (the near miss: a run appearing in time is followed, test_a_failed_run_ends_the_watch_with_the_post_mortem_verdict)."""
+    db = store / "mlflow.db"
+    w = start_watch(
+        f"--mlflow-tracking-uri=sqlite:///{db}",
+        "--mlflow-experiment=not-yet",
+        "--every",
+        "0.2",
+        "--timeout",
+        "1",
+        cwd=tmp_path,
+    )
+    code, out = finish(w, [])
+    assert code == 3 and "gave up: no run to follow" in out, out
+    assert out.count("no run to follow yet") == 1, out

@@ -347,6 +347,13 @@ class Watch:
             prefix = f"{unit.label}: " if len(self.units) > 1 else ""
             for line in t.lines:
                 self.say(prefix + line)
+        empty = [u.label for u in self.units.values() if isinstance(u, StoreWatch) and not u.followed]
+        if empty and self.args.timeout is not None:  # an experiment with no run yet: waited for up to --timeout
+            if self.waiting_since is None:
+                self.waiting_since = self.clock()
+            if self.clock() - self.waiting_since > self.args.timeout:
+                self.say(f"gave up: no run to follow in {', '.join(empty)} within {self.args.timeout:g} s")
+                return EXIT_WEDGED
         evidence = any(t.evidence for t in ticks.values())
         grew = any(t.grew for t in ticks.values())
         if any(t.restarted for t in ticks.values()):

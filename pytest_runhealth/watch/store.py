@@ -209,6 +209,7 @@ class StoreWatch:
         self.pace_tick_s: float | None = None
         self.unreadable: str | None = None  # the last poll's problem, said once
         self.polled = False  # a poll has read the store: a later failure is said and retried, never fatal
+        self.said_empty = False  # "no run to follow yet" was said
 
     # -- which runs --------------------------------------------------------------------
     def _chosen(self, runs: list[RunInfo]) -> list[RunInfo]:
@@ -257,8 +258,10 @@ class StoreWatch:
             out.lines.append(f"{self.source.shown}: read again")
             self.unreadable = None
         if not chosen:
-            what = ", ".join([*self.experiments, *self.run_ids]) or "a run"
-            out.lines.append(f"{self.source.shown}: no run to follow yet ({what})")
+            if not self.said_empty:  # said once: the next polls keep waiting quietly (``--timeout`` bounds it)
+                self.said_empty = True
+                what = ", ".join([*self.experiments, *self.run_ids]) or "a run"
+                out.lines.append(f"{self.source.shown}: no run to follow yet ({what})")
             return out
         names = labels(chosen)
         for info in chosen:
