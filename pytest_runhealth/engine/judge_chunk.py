@@ -143,7 +143,7 @@ def _fold_chunk(tallies: dict[str, Tally], out: dict[str, Verdict], on_run_dir: 
     of that root's own finding, as on one run (its tally says how many runs each root explains)."""
     for check, tally in tallies.items():
         verdict = out[check]
-        if verdict is PASSED or verdict.finding is None or verdict.finding.passed or len(tally.consequence_of) != 1:
+        if verdict.finding is None or verdict.finding.passed or len(tally.consequence_of) != 1:
             continue
         root_check, explained = next(iter(tally.consequence_of.items()))
         if explained != tally.failing:
