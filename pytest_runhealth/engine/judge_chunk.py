@@ -228,8 +228,8 @@ def judge_runs(
         judged = judge_checks(
             [c.call for c in called], Target(rd, run, run.name), config, state, on_run_dir, notes=False
         )
-        for check, verdict in zip(called, judged.verdicts.values()):
-            tally = check.tally
+        for check in called:
+            verdict, tally = judged.verdicts[check.call.spec.id], check.tally
             if verdict is PASSED:
                 tally.judged += 1  # a pass: its note is not shown for a chunk, so no finding was built
             elif verdict.finding is not None:
