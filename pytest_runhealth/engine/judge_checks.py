@@ -19,8 +19,9 @@ counts a pass's note without building its finding: ``notes=False``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import pytest
@@ -75,7 +76,10 @@ class Judged(NamedTuple):
 
     verdicts: dict[str, Verdict]
     failing: dict[str, Finding]
-    roots: dict[str, str]
+    roots: Mapping[str, str]
+
+
+_NO_ROOTS: Mapping[str, str] = MappingProxyType({})  # most runs: no consequence, nothing made to say so
 
 
 def judge_checks(
@@ -94,49 +98,32 @@ def judge_checks(
     kept (a chunk shows none), so the pass is :data:`PASSED`."""
     verdicts: dict[str, Verdict] = {}
     failing: dict[str, Finding] = {}
-    for call in calls:
+    for call in calls:  # inline, no call per step: a chunk of a big sweep runs this body ~100,000 times
         spec = call.spec
-        verdict = verdicts[spec.id] = _verdict(call, target, config, state, notes)
-        finding = verdict.finding
-        if (
-            finding is not None
-            and not finding.passed
-            and (state is None or severity.waiver_of(state.policy, spec, target) is None)
-        ):
+        reason = call.missing(spec, target) if call.missing is not None else None
+        if reason:  # said without raising: a chunk of 2,000 runs must not raise 2,000 exceptions to say "no log"
+            verdicts[spec.id] = Verdict(skip=reason)
+            continue
+        ctx = CheckContext(spec, target, call.thresholds, config, state)
+        try:
+            result = call_check(ctx, call.fixtures)
+        except pytest.skip.Exception as exc:
+            verdicts[spec.id] = Verdict(skip=str(exc.msg))
+            continue
+        except _OUTCOMES as exc:
+            verdicts[spec.id] = Verdict(raised=exc.with_traceback(None))
+            continue
+        if result is None or (not notes and result.__class__ is str):
+            verdicts[spec.id] = PASSED
+            continue
+        finding = normalise(ctx, result)
+        verdicts[spec.id] = Verdict(finding=finding)
+        if not finding.passed and (state is None or severity.waiver_of(state.policy, spec, target) is None):
             failing[spec.id] = finding
-    roots: dict[str, str] = {}
-    if failing and (len(failing) > 1 or on_run_dir):  # a lone failure is its own root
-        roots = consequences.fold(failing, on_run_dir)
-        findings = {**on_run_dir, **failing} if on_run_dir else failing
-        for check, root in roots.items():
-            verdicts[check].root = findings[root]
+    if not failing or (len(failing) == 1 and not on_run_dir):  # a lone failure is its own root
+        return Judged(verdicts, failing, _NO_ROOTS)
+    roots = consequences.fold(failing, on_run_dir)
+    findings = {**on_run_dir, **failing} if on_run_dir else failing
+    for check, root in roots.items():
+        verdicts[check].root = findings[root]
     return Judged(verdicts, failing, roots)
-
-
-def _verdict(
-    call: Call, target: Target, config: pytest.Config | None, state: RunHealthSession | None, notes: bool
-) -> Verdict:
-    reason = call.missing(call.spec, target) if call.missing is not None else None
-    if reason:  # said without raising: a chunk of 2,000 runs must not raise 2,000 exceptions to say "no log"
-        return Verdict(skip=reason)
-    ctx = CheckContext(call.spec, target, call.thresholds, config, state)
-    return outcome(_finding, ctx, call.fixtures, notes)
-
-
-def _finding(ctx: CheckContext, fixtures: dict[str, Any], notes: bool) -> Finding | None:
-    result = call_check(ctx, fixtures)
-    if result is None or (not notes and result.__class__ is str):
-        return None  # a plain pass
-    return normalise(ctx, result)
-
-
-def outcome(judge: Callable[..., Finding | None], *args: Any) -> Verdict:
-    """``judge(*args)`` as a verdict: its finding (None: :data:`PASSED`), or the skip or pytest outcome it
-    raised (a check's own, or a chunk's tally's)."""
-    try:
-        finding = judge(*args)
-    except pytest.skip.Exception as exc:
-        return Verdict(skip=str(exc.msg))
-    except _OUTCOMES as exc:
-        return Verdict(raised=exc.with_traceback(None))
-    return PASSED if finding is None else Verdict(finding=finding)

@@ -39,7 +39,7 @@ from ..safety.reading import Unreadable
 from ..safety.shown import name as shown_name
 from ..session import RunHealthSession
 from .call_check import unreadable
-from .judge_checks import PASSED, Call, Verdict, judge_checks, outcome
+from .judge_checks import PASSED, Call, Verdict, judge_checks
 
 BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are counted
 
@@ -75,16 +75,19 @@ class Tally:
         if len(self.shown) < BATCH_SHOWN:
             self.shown.append(finding)
 
-    def finding(self, ctx: CheckContext) -> Finding:
-        """The chunk's one finding: the failing runs named (the first ``BATCH_SHOWN`` quoted), the rest counted."""
+    def verdict(self, ctx: CheckContext) -> Verdict:
+        """The chunk's one verdict: the check's own pytest outcome, a skip when every run was skipped, or one
+        finding, the failing runs named (the first ``BATCH_SHOWN`` quoted), the rest counted."""
         if self.raised is not None:
-            raise self.raised
+            return Verdict(raised=self.raised)
         skipped = sum(self.skipped.values())
         if skipped and not self.judged:
             reason, count = self.skipped.most_common(1)[0]
-            pytest.skip(f"all {skipped} runs skipped; most often ({count}): {reason}")
+            return Verdict(skip=f"all {skipped} runs skipped; most often ({count}): {reason}")
         if not self.failing:
-            return ctx.ok(f"all {self.judged} judged runs pass" + (f"; {skipped} skipped" if skipped else ""))
+            return Verdict(
+                finding=ctx.ok(f"all {self.judged} judged runs pass" + (f"; {skipped} skipped" if skipped else ""))
+            )
         tally = ", ".join(f"{cause or 'no cause'} ×{n}" for cause, n in self.causes.most_common())
         lines = [f"{self.failing} of {self.judged} judged runs fail ({tally})"]
         if self.consequence_of:
@@ -95,7 +98,9 @@ class Tally:
             lines.append(f"… and {self.failing - len(self.shown)} more runs")
         evidence = [ev for f in self.shown for ev in f.evidence[:1]]
         verdict = self.verdicts.most_common(1)[0][0]
-        return ctx.fail(verdict, self.causes.most_common(1)[0][0], "\n".join(lines), evidence, self.shown[0].fix)
+        return Verdict(
+            finding=ctx.fail(verdict, self.causes.most_common(1)[0][0], "\n".join(lines), evidence, self.shown[0].fix)
+        )
 
 
 # Needs that a run without a folder under runs/ never has (its logs, event files and checkpoints are inside it):
@@ -129,9 +134,7 @@ def judge_chunk(
             cause = cause or said
         return out
     out = {
-        call.spec.id: outcome(
-            tallies[call.spec.id].finding, CheckContext(call.spec, target, call.thresholds, config, state)
-        )
+        call.spec.id: tallies[call.spec.id].verdict(CheckContext(call.spec, target, call.thresholds, config, state))
         for call in calls
     }
     _fold_chunk(tallies, out, on_run_dir)
@@ -224,19 +227,16 @@ def judge_runs(
     firsts: dict[str, dict[str, int]] = {}  # check -> skip key -> the first run (index) it was seen on
     for i in order:
         run = runs[i]
-        called = [c for c in checks if c.tally.raised is None and (c.visit is None or i in c.visit)]
-        judged = judge_checks(
-            [c.call for c in called], Target(rd, run, run.name), config, state, on_run_dir, notes=False
-        )
-        for check in called:
-            verdict, tally = judged.verdicts[check.call.spec.id], check.tally
+        calls = [c.call for c in checks if c.tally.raised is None and (c.visit is None or i in c.visit)]
+        judged = judge_checks(calls, Target(rd, run, run.name), config, state, on_run_dir, notes=False)
+        for check_id, verdict in judged.verdicts.items():
+            tally = tallies[check_id]
             if verdict is PASSED:
                 tally.judged += 1  # a pass: its note is not shown for a chunk, so no finding was built
             elif verdict.finding is not None:
                 tally.add(verdict.finding)
             elif verdict.skip is not None:
-                key = tally.skip(verdict.skip, run.name)
-                firsts.setdefault(check.call.spec.id, {}).setdefault(key, i)
+                firsts.setdefault(check_id, {}).setdefault(tally.skip(verdict.skip, run.name), i)
             else:
                 tally.raised = verdict.raised  # the check's own pytest.fail/xfail ends its item, not the others
         for check_id, root in judged.roots.items():
