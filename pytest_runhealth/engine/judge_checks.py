@@ -10,19 +10,20 @@ two copies of one decision that a change to either could make disagree (a
 run's verdict, or its consequence, then hung on ``--runhealth-batch-above``).
 What stays each caller's own is which checks it calls on which run (a chunk
 never calls a check on a row it can tell about without calling it) and what
-it does with the verdicts (a run's pass keeps them for its items, a chunk
-tallies them).
+it keeps of each outcome, its :class:`Outcomes`: a run's pass keeps a
+:class:`Verdict` per check for its items (:class:`Verdicts`), a chunk only
+counts (its tallies), making no object per run: a chunk of a big sweep judges
+~100,000 (check, run) pairs.
 
 A plain pass is the shared :data:`PASSED`, no finding built: its item builds
-one when it reports (a run's pass), or it is only counted (a chunk, which also
-counts a pass's note without building its finding: ``notes=False``)."""
+one when it reports. A chunk counts it, and a pass's note too, without
+building a finding (``Outcomes.notes`` is False)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, Protocol
 
 import pytest
 
@@ -41,7 +42,7 @@ _OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)
 
 @dataclass(slots=True)
 class Verdict:
-    """One check's outcome on one run (or on a chunk, its tally's): a finding, a skip reason, or the
+    """One check's outcome on one run (or a chunk's, from its tally): a finding, a skip reason, or the
     check's own pytest outcome (kept without its traceback, so a waiting verdict holds no frame of the
     check); ``root`` is the finding of the check whose failure on this run explains this one."""
 
@@ -51,8 +52,8 @@ class Verdict:
     root: Finding | None = None
 
 
-# A plain pass (the check returned None, or a note where notes are not kept): one shared verdict, so a sweep's
-# waiting verdicts, and a chunk's passing runs, cost next to nothing.
+# A plain pass (the check returned None): one shared verdict, its finding built when its item reports, so a
+# sweep's waiting verdicts cost next to nothing.
 PASSED = Verdict()
 
 Missing = Callable[[CheckSpec, Target], str | None]
@@ -70,16 +71,40 @@ class Call:
     missing: Missing | None = skip_reason
 
 
-class Judged(NamedTuple):
-    """The checks of one run judged: each one's verdict (by check ID, in the order called), the run's
-    diagnosed failures (not waived), and ``{consequence: root}`` as folded (``consequences.fold``)."""
+class Outcomes(Protocol):
+    """What a caller of :func:`judge_checks` keeps of each check's outcome on the run, told as it comes."""
 
-    verdicts: dict[str, Verdict]
-    failing: dict[str, Finding]
-    roots: Mapping[str, str]
+    notes: bool  # whether a pass's note is kept (as a finding); if not, such a pass is told as passed
+
+    def passed(self, check: str) -> None: ...
+    def skipped(self, check: str, reason: str) -> None: ...
+    def raised(self, check: str, outcome: BaseException) -> None:
+        """The check's own pytest.fail/xfail (without its traceback): it ends its own item only."""
+
+    def found(self, check: str, finding: Finding) -> None: ...
+    def explained(self, check: str, root: str, finding: Finding) -> None:
+        """``check``'s failure on the run is a consequence of ``root``'s, whose finding is ``finding``."""
 
 
-_NO_ROOTS: Mapping[str, str] = MappingProxyType({})  # most runs: no consequence, nothing made to say so
+class Verdicts(dict[str, Verdict]):
+    """A run's pass's outcomes: each check's :class:`Verdict`, by check ID, kept for its item."""
+
+    notes = True
+
+    def passed(self, check: str) -> None:
+        self[check] = PASSED
+
+    def skipped(self, check: str, reason: str) -> None:
+        self[check] = Verdict(skip=reason)
+
+    def raised(self, check: str, outcome: BaseException) -> None:
+        self[check] = Verdict(raised=outcome)
+
+    def found(self, check: str, finding: Finding) -> None:
+        self[check] = Verdict(finding=finding)
+
+    def explained(self, check: str, root: str, finding: Finding) -> None:
+        self[check].root = finding
 
 
 def judge_checks(
@@ -87,43 +112,40 @@ def judge_checks(
     target: Target,
     config: pytest.Config | None,
     state: RunHealthSession | None,
+    into: Outcomes,
     on_run_dir: dict[str, Finding] | None = None,
-    *,
-    notes: bool = True,
-) -> Judged:
+) -> dict[str, Finding]:
     """Every check of ``calls`` on ``target`` (one run, or a run dir's own
-    session-scope checks), then the run's failures folded, with ``on_run_dir``
-    (the run dir's own failures) as possible roots: a consequence's verdict
-    gets its root's finding. ``notes=False``: a check's note on a pass is not
-    kept (a chunk shows none), so the pass is :data:`PASSED`."""
-    verdicts: dict[str, Verdict] = {}
+    session-scope checks), each outcome told ``into``, then the run's failures
+    folded, with ``on_run_dir`` (the run dir's own failures) as possible
+    roots: each consequence told ``into`` with its root. Returns the run's
+    diagnosed failures (waived ones left out), by check ID."""
     failing: dict[str, Finding] = {}
+    notes = into.notes
     for call in calls:  # inline, no call per step: a chunk of a big sweep runs this body ~100,000 times
-        spec = call.spec
-        reason = call.missing(spec, target) if call.missing is not None else None
+        check = call.spec.id
+        reason = call.missing(call.spec, target) if call.missing is not None else None
         if reason:  # said without raising: a chunk of 2,000 runs must not raise 2,000 exceptions to say "no log"
-            verdicts[spec.id] = Verdict(skip=reason)
+            into.skipped(check, reason)
             continue
-        ctx = CheckContext(spec, target, call.thresholds, config, state)
+        ctx = CheckContext(call.spec, target, call.thresholds, config, state)
         try:
             result = call_check(ctx, call.fixtures)
         except pytest.skip.Exception as exc:
-            verdicts[spec.id] = Verdict(skip=str(exc.msg))
+            into.skipped(check, str(exc.msg))
             continue
         except _OUTCOMES as exc:
-            verdicts[spec.id] = Verdict(raised=exc.with_traceback(None))
+            into.raised(check, exc.with_traceback(None))
             continue
         if result is None or (not notes and result.__class__ is str):
-            verdicts[spec.id] = PASSED
+            into.passed(check)
             continue
         finding = normalise(ctx, result)
-        verdicts[spec.id] = Verdict(finding=finding)
-        if not finding.passed and (state is None or severity.waiver_of(state.policy, spec, target) is None):
-            failing[spec.id] = finding
-    if not failing or (len(failing) == 1 and not on_run_dir):  # a lone failure is its own root
-        return Judged(verdicts, failing, _NO_ROOTS)
-    roots = consequences.fold(failing, on_run_dir)
-    findings = {**on_run_dir, **failing} if on_run_dir else failing
-    for check, root in roots.items():
-        verdicts[check].root = findings[root]
-    return Judged(verdicts, failing, roots)
+        into.found(check, finding)
+        if not finding.passed and (state is None or severity.waiver_of(state.policy, call.spec, target) is None):
+            failing[check] = finding
+    if failing and (len(failing) > 1 or on_run_dir):  # a lone failure is its own root
+        findings = {**on_run_dir, **failing} if on_run_dir else failing
+        for check, root in consequences.fold(failing, on_run_dir).items():
+            into.explained(check, root, findings[root])
+    return failing

@@ -39,7 +39,7 @@ from ..safety.reading import Unreadable
 from ..safety.shown import name as shown_name
 from ..session import RunHealthSession
 from .call_check import unreadable
-from .judge_checks import PASSED, Call, Verdict, judge_checks
+from .judge_checks import Call, Verdict, judge_checks
 
 BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are counted
 
@@ -224,30 +224,49 @@ def judge_runs(
     order: range | list[int] = (
         range(len(runs)) if every else sorted(set().union(*(c.visit for c in checks if c.visit is not None)))
     )
-    firsts: dict[str, dict[str, int]] = {}  # check -> skip key -> the first run (index) it was seen on
+    told = _Tallying(tallies)
     for i in order:
         run = runs[i]
+        told.run, told.index = run.name, i
         calls = [c.call for c in checks if c.tally.raised is None and (c.visit is None or i in c.visit)]
-        judged = judge_checks(calls, Target(rd, run, run.name), config, state, on_run_dir, notes=False)
-        for check_id, verdict in judged.verdicts.items():
-            tally = tallies[check_id]
-            if verdict is PASSED:
-                tally.judged += 1  # a pass: its note is not shown for a chunk, so no finding was built
-            elif verdict.finding is not None:
-                tally.add(verdict.finding)
-            elif verdict.skip is not None:
-                firsts.setdefault(check_id, {}).setdefault(tally.skip(verdict.skip, run.name), i)
-            else:
-                tally.raised = verdict.raised  # the check's own pytest.fail/xfail ends its item, not the others
-        for check_id, root in judged.roots.items():
-            tallies[check_id].consequence_of[root] += 1
+        judge_checks(calls, Target(rd, run, run.name), config, state, told, on_run_dir)
         rd.release_run(run)
     if not every:
         _release_unvisited(rd, runs, set(order))
     for check in checks:
         if check.bulk:
-            _merge_skips(check.tally, check.bulk, firsts.get(check.call.spec.id, {}))
+            _merge_skips(check.tally, check.bulk, told.firsts.get(check.call.spec.id, {}))
     return tallies
+
+
+class _Tallying:
+    """A chunk's :class:`~.judge_checks.Outcomes`: what the one judging path says of each run, counted into
+    its checks' tallies as it comes, no object made per run (``run``, ``index``: the run being judged)."""
+
+    __slots__ = ("tallies", "firsts", "run", "index")
+    notes = False  # a pass's note is not shown for a chunk: counted as a pass, no finding built
+
+    def __init__(self, tallies: dict[str, Tally]) -> None:
+        self.tallies = tallies
+        self.firsts: dict[str, dict[str, int]] = {}  # check -> skip key -> the first run (index) it was seen on
+        self.run = ""
+        self.index = 0
+
+    def passed(self, check: str) -> None:
+        self.tallies[check].judged += 1
+
+    def skipped(self, check: str, reason: str) -> None:
+        key = self.tallies[check].skip(reason, self.run)
+        self.firsts.setdefault(check, {}).setdefault(key, self.index)
+
+    def raised(self, check: str, outcome: BaseException) -> None:
+        self.tallies[check].raised = outcome  # the check's own pytest.fail/xfail: not called on the chunk's later runs
+
+    def found(self, check: str, finding: Finding) -> None:
+        self.tallies[check].add(finding)
+
+    def explained(self, check: str, root: str, finding: Finding) -> None:
+        self.tallies[check].consequence_of[root] += 1
 
 
 def _absent(rd: RunDir, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str, list[int]], set[int]]:

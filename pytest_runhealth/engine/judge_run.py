@@ -39,7 +39,7 @@ from ..model.registry import CheckSpec, spec_of
 from ..model.target import Target
 from ..safety.shown import name as shown_name
 from ..session import RunHealthSession
-from .judge_checks import PASSED, Call, Verdict, judge_checks
+from .judge_checks import PASSED, Call, Verdict, Verdicts, judge_checks
 from .judge_chunk import judge_chunk
 
 _ALONE = Verdict()  # marks a check that its own item judges alone (its fixtures were not to be had)
@@ -175,10 +175,11 @@ def judge_pass(
     calls = [Call(spec, state.settings.thresholds_for(spec), fixtures.get(spec.id, {})) for spec in specs]
     if target.batch is not None:
         return judge_chunk(calls, target, config, state, on_run_dir)
-    judged = judge_checks(calls, target, config, state, on_run_dir)
+    verdicts = Verdicts()
+    failing = judge_checks(calls, target, config, state, verdicts, on_run_dir)
     if target.run is None and config is not None:  # the run dir's own failures (one check judged alone adds)
-        config.stash.setdefault(_RUN_DIR_FAILURES, {}).setdefault(target.run_dir.name, {}).update(judged.failing)
-    return judged.verdicts
+        config.stash.setdefault(_RUN_DIR_FAILURES, {}).setdefault(target.run_dir.name, {}).update(failing)
+    return verdicts
 
 
 def plan(config: pytest.Config, items: list[pytest.Item]) -> dict[str, tuple[Target, list[CheckSpec]]]:
