@@ -423,3 +423,58 @@ def test_docs_reports_md_lists_every_relation():
         if (cells := [c.strip() for c in line.strip().strip("|").split("|")])
     }
     assert rows == {(r.root, r.consequence, r.why) for r in RELATIONS}
+
+
+def _per_run(h, rd: Path) -> dict[tuple[str, str], tuple]:
+    """``{(check, run): (outcome, verdict, cause, consequence_of, waived)}`` of a session's results; a chunk
+    of one run (``--runhealth-batch-above=1``) is named by its run, as an item per run is."""
+    from pytest_runhealth.readers.rundir import RunDir
+
+    names = [run.name for run in RunDir(rd).runs]
+    out = {}
+    for r in h.report["results"]:
+        chunk = re.search(r":runs-(\d+)-(\d+)\]$", r["nodeid"])
+        run = r["run"]
+        if chunk:
+            assert chunk[1] == chunk[2], r["nodeid"]  # one run per chunk
+            run = names[int(chunk[1]) - 1]
+        said = (r["verdict"], r["cause"], r.get("consequence_of")) if r["outcome"] != "skipped" or r["waived"] else ()
+        out[r["check"], run] = (r["outcome"], *said, bool(r["waived"]))
+    return out
+
+
+@pytest.mark.parametrize("name", ["sweep-died-cuda-oom", "sweep-early-exit-knob", "sweep-vram-leak"])
+def test_a_chunk_and_a_run_are_judged_by_one_path(run_health, name):
+    """One judging path (issue 43): each run judged in a chunk of one run gives what its own pass gives:
+    the same failing checks, verdicts, causes and consequence roots, run by run."""
+    per_item = _per_run(run_health(EXAMPLES / name, args=("--tb=no",)), EXAMPLES / name)
+    chunked = _per_run(run_health(EXAMPLES / name, args=("--tb=no", "--runhealth-batch-above=1")), EXAMPLES / name)
+    assert chunked == per_item
+    assert any(said[3] for said in per_item.values() if len(said) > 2), "a consequence on some run"
+
+
+def test_a_chunk_and_a_run_agree_on_run_dir_roots_and_waivers(pytester, run_health, monkeypatch, tmp_path):
+    """The two ways of judging a run agree where the fold reads more than the run: a root on the run dir
+    (a session-scope check) and a waived failure, which is no root (RH201 waived: RH102, RH005 and RH105 on
+    the dead run are then their own roots, or RH102's consequences)."""
+    from pytest_runhealth.features import consequences
+    from pytest_runhealth.features.consequences import Relation
+
+    extra = Relation("ZZ901", "ZZ101", None, "the run dir's failure explains the run's")
+    monkeypatch.setattr(consequences, "RELATIONS", (*consequences.RELATIONS, extra))
+    pytester.makeconftest(RUN_DIR_ROOT)
+    sweep = dead_run_sweep(tmp_path / "s")
+    seen = {}
+    for waived in (False, True):
+        if waived:
+            pytester.path.joinpath("runhealth.yaml").write_text(
+                "waivers:\n  - check: RH201\n    reason: a known OOM\n    owner: alice\n    expires: 2999-01-01\n"
+            )
+        per_item = _per_run(run_health(sweep, args=("--tb=no",)), sweep)
+        chunked = _per_run(run_health(sweep, args=("--tb=no", "--runhealth-batch-above=1")), sweep)
+        assert chunked == per_item
+        seen[waived] = per_item
+    for waived, per_item in seen.items():
+        assert per_item["ZZ101", DEAD][3] == "ZZ901"  # the run dir's root, in both ways
+        assert per_item["RH201", DEAD][-1] is waived
+        assert (per_item["RH102", DEAD][3] == "RH201") is not waived  # a waived failure explains nothing

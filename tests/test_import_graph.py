@@ -207,6 +207,7 @@ ABOVE_CHECKS = {
         "engine.judge_run",
         "engine.call_check",
         "engine.judge_chunk",
+        "engine.judge_checks",
         "engine.packs",
         "session",
     )

@@ -184,6 +184,7 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
     from pytest_runhealth.checks import sweep_steps
     from pytest_runhealth.context import Target
     from pytest_runhealth.engine import judge_chunk as batch
+    from pytest_runhealth.engine.judge_checks import Call
     from pytest_runhealth.model.registry import SPEC_ATTR
     from pytest_runhealth.readers.rundir import RunDir
 
@@ -198,8 +199,8 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
         out = {}
         for start, stop in ((0, 7), (7, 30), (30, len(rd.runs))):
             target = Target(rd, None, "s", batch=(start, stop))
-            th = {s.id: dict(s.thresholds) for s in specs}
-            for check, t in batch.judge_runs(specs, target, th, None, {}, None).items():
+            calls = [Call(s, dict(s.thresholds), {}) for s in specs]
+            for check, t in batch.judge_runs(calls, target, None, None).items():
                 shown = [(f.run, f.verdict, f.cause, f.summary, [e.text for e in f.evidence]) for f in t.shown]
                 out[check, start] = (t.judged, list(t.skipped.items()), t.failing, dict(t.causes), shown)
         return out

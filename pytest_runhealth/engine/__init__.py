@@ -1,7 +1,9 @@
 """The engine: how the items of one run become verdicts.
 
-``judge_run`` judges every check of one run (or chunk, or run dir) in one
-pass and folds the failures into roots and consequences; ``judge_chunk`` is
-that pass over a chunk of a very large run dir, run by run; ``call_check``
-calls one check on one target; ``report_item`` is the body of every
-generated test, which only reports its own check's verdict."""
+``judge_run`` decides what one pass judges (a run, a chunk of runs, or a run
+dir's own checks) and keeps its verdicts for its items; ``judge_checks`` is
+the one judging path, the checks of one run called and folded into roots and
+consequences, used by a run's pass and by ``judge_chunk`` for each run of a
+chunk of a very large run dir; ``call_check`` calls one check on one target;
+``report_item`` is the body of every generated test, which only reports its
+own check's verdict."""

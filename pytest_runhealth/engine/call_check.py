@@ -1,5 +1,6 @@
-"""One check on one target: what a run's pass (engine/judge_run.py) and a batched
-chunk of runs (engine/judge_chunk.py) share.
+"""One check on one target: called, its result made a finding. The one judging
+path (engine/judge_checks.py) calls it for a run's pass and for each run of a
+chunk; ``testing.check_on`` calls it too.
 
 A target lacking what the check needs has a skip reason, asked before the
 check is called (a 100,000-run chunk must not raise 100,000 exceptions to

@@ -9,33 +9,39 @@ the session runs on that chunk here, one run at a time, and drops the run's
 reads before the next run (``RunDir.release_run``); each item then reports
 its own check's tally. A tally keeps counts and the first ``BATCH_SHOWN``
 failing findings, so what waits for the other items is small whatever the
-chunk."""
+chunk.
+
+Each run is judged by the one judging path, ``judge_checks.judge_checks``,
+as a run's own pass judges it: a run's verdicts and consequences cannot
+depend on whether its run dir was chunked. What is this module's own is
+which checks it calls on which run (a check needing a run's logs is never
+called on a row without a folder, a check with a ``quiet_row`` never on a
+row it passes plainly: ``FOLDER_NEEDS``, ``_absent``, ``_loud``), the
+tallies, and releasing each run's reads."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from ..context import CheckContext
-from ..features import consequences
 from ..model.finding import Finding
 from ..model.needs import FOLDERLESS, NEEDS, RUN_DIR_NEEDS, missing_run_dir_need, missing_run_need
 from ..model.registry import CheckSpec
 from ..model.target import Target
-from ..readers.rundir import Run, RunList
+from ..readers.rundir import Run, RunDir, RunList
+from ..safety.reading import Unreadable
 from ..safety.shown import name as shown_name
 from ..session import RunHealthSession
-from ..settings import severity
-from .call_check import call_check, normalise
+from .call_check import unreadable
+from .judge_checks import Call, Verdict, judge_checks
 
 BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are counted
-
-# A check's own pytest.fail/xfail inside a chunk ends that check's item, not the chunk's other checks.
-_OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)
 
 
 class Tally:
@@ -53,8 +59,11 @@ class Tally:
         self.raised: BaseException | None = None
         self.consequence_of: Counter[str] = Counter()  # root check → failing runs it explains (folded run by run)
 
-    def skip(self, reason: str, run: str) -> None:
-        self.skipped[reason.replace(run, "<run>")] += 1
+    def skip(self, reason: str, run: str) -> str:
+        """Count a run's skip, under its reason with the run's name taken out (that key returned)."""
+        key = reason.replace(run, "<run>")
+        self.skipped[key] += 1
+        return key
 
     def add(self, finding: Finding) -> None:
         self.judged += 1
@@ -66,16 +75,19 @@ class Tally:
         if len(self.shown) < BATCH_SHOWN:
             self.shown.append(finding)
 
-    def finding(self, ctx: CheckContext) -> Finding:
-        """The chunk's one finding: the failing runs named (the first ``BATCH_SHOWN`` quoted), the rest counted."""
+    def verdict(self, ctx: CheckContext) -> Verdict:
+        """The chunk's one verdict: the check's own pytest outcome, a skip when every run was skipped, or one
+        finding, the failing runs named (the first ``BATCH_SHOWN`` quoted), the rest counted."""
         if self.raised is not None:
-            raise self.raised
+            return Verdict(raised=self.raised)
         skipped = sum(self.skipped.values())
         if skipped and not self.judged:
             reason, count = self.skipped.most_common(1)[0]
-            pytest.skip(f"all {skipped} runs skipped; most often ({count}): {reason}")
+            return Verdict(skip=f"all {skipped} runs skipped; most often ({count}): {reason}")
         if not self.failing:
-            return ctx.ok(f"all {self.judged} judged runs pass" + (f"; {skipped} skipped" if skipped else ""))
+            return Verdict(
+                finding=ctx.ok(f"all {self.judged} judged runs pass" + (f"; {skipped} skipped" if skipped else ""))
+            )
         tally = ", ".join(f"{cause or 'no cause'} ×{n}" for cause, n in self.causes.most_common())
         lines = [f"{self.failing} of {self.judged} judged runs fail ({tally})"]
         if self.consequence_of:
@@ -86,7 +98,9 @@ class Tally:
             lines.append(f"… and {self.failing - len(self.shown)} more runs")
         evidence = [ev for f in self.shown for ev in f.evidence[:1]]
         verdict = self.verdicts.most_common(1)[0][0]
-        return ctx.fail(verdict, self.causes.most_common(1)[0][0], "\n".join(lines), evidence, self.shown[0].fix)
+        return Verdict(
+            finding=ctx.fail(verdict, self.causes.most_common(1)[0][0], "\n".join(lines), evidence, self.shown[0].fix)
+        )
 
 
 # Needs that a run without a folder under runs/ never has (its logs, event files and checkpoints are inside it):
@@ -94,20 +108,78 @@ class Tally:
 FOLDER_NEEDS = frozenset({"logs", "tfevents", "checkpoints"})
 
 
-def judge_runs(
-    specs: list[CheckSpec],
+def judge_chunk(
+    calls: list[Call],
     target: Target,
-    thresholds: dict[str, dict[str, Any]],
     config: pytest.Config | None,
-    fixtures: dict[str, dict[str, Any]],
+    state: RunHealthSession | None,
+    on_run_dir: dict[str, Finding] | None = None,
+) -> dict[str, Verdict]:
+    """Each check's verdict on the chunk: its tally over the chunk's runs (:func:`judge_runs`) as one
+    finding, a check whose every failing run one root explains marked as that root's consequence."""
+    try:
+        tallies = judge_runs(calls, target, config, state, on_run_dir)
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        # What the chunk's runs are read from could not be read again (a ledger changed under the session:
+        # safeio.Changed): every check of the chunk says so, naming the file, never a verdict on other rows.
+        # One cause, one diagnosis: the first check's finding is the root, the others its consequences.
+        why = Unreadable(exc.filename, exc.strerror or str(exc))
+        out: dict[str, Verdict] = {}
+        cause: Finding | None = None
+        for call in calls:
+            said = unreadable(CheckContext(call.spec, target, call.thresholds, config, state), why)
+            out[call.spec.id] = Verdict(finding=said, root=cause)
+            cause = cause or said
+        return out
+    out = {
+        call.spec.id: tallies[call.spec.id].verdict(CheckContext(call.spec, target, call.thresholds, config, state))
+        for call in calls
+    }
+    _fold_chunk(tallies, out, on_run_dir)
+    return out
+
+
+def _fold_chunk(tallies: dict[str, Tally], out: dict[str, Verdict], on_run_dir: dict[str, Finding] | None) -> None:
+    """A chunk's check whose every failing run is explained by one root on the same run is a consequence
+    of that root's own finding, as on one run (its tally says how many runs each root explains)."""
+    for check, tally in tallies.items():
+        verdict = out[check]
+        if verdict.finding is None or verdict.finding.passed or len(tally.consequence_of) != 1:
+            continue
+        root_check, explained = next(iter(tally.consequence_of.items()))
+        if explained != tally.failing:
+            continue
+        root = out[root_check].finding if root_check in out else (on_run_dir or {}).get(root_check)
+        if root is not None and not root.passed:
+            verdict.root = root
+
+
+@dataclass(slots=True)
+class ChunkCheck:
+    """One check as the chunk calls it: on which of its runs (``visit``, indices into the chunk; None:
+    every run), its tally, and the skips of the folderless runs counted without a call (``bulk``: skip
+    key -> [first run, runs])."""
+
+    call: Call
+    tally: Tally
+    visit: set[int] | None = None
+    bulk: dict[str, list[int]] | None = None
+
+
+def judge_runs(
+    calls: list[Call],
+    target: Target,
+    config: pytest.Config | None,
     state: RunHealthSession | None,
     on_run_dir: dict[str, Finding] | None = None,
 ) -> dict[str, Tally]:
-    """Every check of ``specs`` on each run of the chunk, a run at a time, its
-    reads dropped after it; ``fixtures`` holds each check's fixture values.
-    Each run's failures are folded as a run's pass folds them
-    (``consequences.fold``, with the run dir's own failures ``on_run_dir`` as
-    possible roots): a tally counts the failing runs a root explains.
+    """Every check of ``calls`` on each run of the chunk, a run at a time, as
+    a run's pass judges them (``judge_checks.judge_checks``: the same skips,
+    calls, waivers and fold, with the run dir's own failures ``on_run_dir`` as
+    possible roots), its reads dropped after it: a tally counts each check's
+    verdicts and the failing runs a root explains.
 
     A check is called only on the runs where it can say something: a check
     that needs a run's logs (``FOLDER_NEEDS``) never on the runs without a
@@ -120,79 +192,84 @@ def judge_runs(
     assert target.batch is not None, "a chunk's target"
     start, stop = target.batch
     runs = _Chunk(rd.runs, start, stop)
-    tallies = {spec.id: Tally() for spec in specs}
+    tallies: dict[str, Tally] = {}
     bare: list[int] | None = None  # the chunk's runs without a folder (indices into runs), found once
     absent: dict[str, tuple[dict[str, list[int]], set[int]]] = {}  # need -> (skip key -> [first, runs], exceptions)
-    judged = []  # (spec, tally, thresholds, asks_run, fixtures, runs to call it on or None for all, bulk skips)
-    for spec in specs:
-        tally = tallies[spec.id]
+    checks: list[ChunkCheck] = []
+    for call in calls:
+        spec = call.spec
+        tally = tallies[spec.id] = Tally()
         reason = missing_run_dir_need(spec, target)  # the same for every run of the chunk
         if reason:
             tally.skipped[reason] += len(runs)
             continue
         run_needs = [need for need in spec.needs if need not in RUN_DIR_NEEDS]
-        visit: set[int] | None = None
-        bulk: dict[str, list[int]] | None = None
+        # Its run dir's needs are met: each run is asked only its own (none: nothing to ask).
+        check = ChunkCheck(replace(call, missing=missing_run_need if run_needs else None), tally)
         if run_needs and run_needs[0] in FOLDER_NEEDS:
             if bare is None:
                 bare = runs.bare()
             if run_needs[0] not in absent:
                 absent[run_needs[0]] = _absent(rd, runs, bare, run_needs[0])
-            bulk, unexpected = absent[run_needs[0]]
+            check.bulk, unexpected = absent[run_needs[0]]
             skipped = set(bare) - unexpected
-            visit = set(range(len(runs))).difference(skipped)
+            check.visit = set(range(len(runs))).difference(skipped)
         elif not run_needs and spec.quiet_row is not None:
-            loud = _loud(rd, spec, thresholds[spec.id])
+            loud = _loud(rd, spec, call.thresholds)
             if loud is not None:
-                visit = {i - start for i in loud[bisect_left(loud, start) : bisect_left(loud, stop)]}
-                tally.judged += len(runs) - len(visit)  # plain passes
-        judged.append((spec, tally, thresholds[spec.id], bool(run_needs), fixtures.get(spec.id, {}), visit, bulk))
-    wanted = [entry[5] for entry in judged]
-    every = any(v is None for v in wanted)
-    order: range | list[int] = range(len(runs)) if every else sorted(set().union(*(v for v in wanted if v is not None)))
-    firsts: dict[str, dict[str, int]] = {}  # check -> skip key -> the first run (index) it was seen on
+                check.visit = {i - start for i in loud[bisect_left(loud, start) : bisect_left(loud, stop)]}
+                tally.judged += len(runs) - len(check.visit)  # plain passes
+        checks.append(check)
+    every = any(check.visit is None for check in checks)
+    order: range | list[int] = (
+        range(len(runs)) if every else sorted(set().union(*(c.visit for c in checks if c.visit is not None)))
+    )
+    told = _Tallying(tallies)
     for i in order:
         run = runs[i]
-        one = Target(rd, run, run.name)
-        failing: dict[str, Finding] = {}
-        for spec, tally, limits, asks_run, values, visit, _ in judged:
-            if tally.raised is not None or (visit is not None and i not in visit):
-                continue
-            reason = missing_run_need(spec, one) if asks_run else None
-            if reason:
-                tally.skip(reason, run.name)
-                firsts.setdefault(spec.id, {}).setdefault(reason.replace(run.name, "<run>"), i)
-                continue
-            ctx = CheckContext(spec, one, limits, config, state)
-            try:
-                result = call_check(ctx, values)
-            except pytest.skip.Exception as exc:
-                tally.skip(str(exc.msg), run.name)
-                firsts.setdefault(spec.id, {}).setdefault(str(exc.msg).replace(run.name, "<run>"), i)
-                continue
-            except _OUTCOMES as exc:
-                tally.raised = exc
-                continue
-            if result is None or result.__class__ is str:
-                tally.judged += 1  # a pass: its note is not shown for a chunk, so no finding is built
-                continue
-            finding = normalise(ctx, result)
-            tally.add(finding)
-            if not finding.passed and (state is None or severity.waiver_of(state.policy, spec, one) is None):
-                failing[spec.id] = finding
-        if failing and (len(failing) > 1 or on_run_dir):
-            for check, root in consequences.fold(failing, on_run_dir).items():
-                tallies[check].consequence_of[root] += 1
+        told.run, told.index = run.name, i
+        calls = [c.call for c in checks if c.tally.raised is None and (c.visit is None or i in c.visit)]
+        judge_checks(calls, Target(rd, run, run.name), config, state, told, on_run_dir)
         rd.release_run(run)
     if not every:
         _release_unvisited(rd, runs, set(order))
-    for spec, tally, _, _, _, _, bulk in judged:
-        if bulk:
-            _merge_skips(tally, bulk, firsts.get(spec.id, {}))
+    for check in checks:
+        if check.bulk:
+            _merge_skips(check.tally, check.bulk, told.firsts.get(check.call.spec.id, {}))
     return tallies
 
 
-def _absent(rd: Any, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str, list[int]], set[int]]:
+class _Tallying:
+    """A chunk's :class:`~.judge_checks.Outcomes`: what the one judging path says of each run, counted into
+    its checks' tallies as it comes, no object made per run (``run``, ``index``: the run being judged)."""
+
+    __slots__ = ("tallies", "firsts", "run", "index")
+    notes = False  # a pass's note is not shown for a chunk: counted as a pass, no finding built
+
+    def __init__(self, tallies: dict[str, Tally]) -> None:
+        self.tallies = tallies
+        self.firsts: dict[str, dict[str, int]] = {}  # check -> skip key -> the first run (index) it was seen on
+        self.run = ""
+        self.index = 0
+
+    def passed(self, check: str) -> None:
+        self.tallies[check].judged += 1
+
+    def skipped(self, check: str, reason: str) -> None:
+        key = self.tallies[check].skip(reason, self.run)
+        self.firsts.setdefault(check, {}).setdefault(key, self.index)
+
+    def raised(self, check: str, outcome: BaseException) -> None:
+        self.tallies[check].raised = outcome  # the check's own pytest.fail/xfail: not called on the chunk's later runs
+
+    def found(self, check: str, finding: Finding) -> None:
+        self.tallies[check].add(finding)
+
+    def explained(self, check: str, root: str, finding: Finding) -> None:
+        self.tallies[check].consequence_of[root] += 1
+
+
+def _absent(rd: RunDir, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str, list[int]], set[int]]:
     """The skip reasons of the folderless runs ``bare`` for a check whose
     first run need is ``need`` (as ``Tally.skip`` keys them: key -> [first
     run, runs]), and the runs (if any) where its probe unexpectedly found the
@@ -220,7 +297,7 @@ def _absent(rd: Any, runs: _Chunk, bare: list[int], need: str) -> tuple[dict[str
     return counts, unexpected
 
 
-def _loud(rd: Any, spec: CheckSpec, limits: dict[str, Any]) -> list[int] | None:
+def _loud(rd: RunDir, spec: CheckSpec, limits: dict[str, Any]) -> list[int] | None:
     """Indices into ``rd.runs`` (ascending) of the runs ``spec`` may not pass
     plainly: a run without a ledger row, or a row its ``quiet_row`` does not
     pass. One pass over the sweep per check and thresholds, kept for the
@@ -247,14 +324,12 @@ def _loud(rd: Any, spec: CheckSpec, limits: dict[str, Any]) -> list[int] | None:
     return rd.cached(("quiet-row", spec.id, repr(sorted(limits.items()))), build)
 
 
-def _release_unvisited(rd: Any, runs: _Chunk, visited: set[int]) -> None:
-    """``release_run`` for the runs no check was called on, where something
-    of theirs is cached (a need's probe may have listed an empty folder's
-    files): what the run-by-run loop would have dropped."""
+def _release_unvisited(rd: RunDir, runs: _Chunk, visited: set[int]) -> None:
+    """``release_run`` for the runs made that no check was called on (a need's
+    probe may have listed an empty folder's files): what the run-by-run loop
+    would have dropped. A run with nothing cached costs a dict look-up."""
     for i, run in runs.made():
-        if i not in visited and (
-            rd.holds_reads_of(run.folder) or "files" in run.__dict__ or "event_files" in run.__dict__
-        ):
+        if i not in visited:
             rd.release_run(run)
 
 

@@ -13,6 +13,12 @@ same worker under xdist). Judged as one pass, neither does: pytest may run
 the items in any order, on any worker; whichever item of a run comes first
 judges the run, in the process it runs in.
 
+This module decides what a pass judges and keeps its verdicts for its
+items; the judging itself (skips, the calls, waivers, the fold) is the one
+judging path, engine/judge_checks.py, which also judges each run of a chunk
+(engine/judge_chunk.py): one decision, computed one way, so a run's verdicts
+and consequences are the same whether its run dir is chunked or not.
+
 What the pass needs of the session (its settings, the severity policy and
 its waivers) is handed to it once, as the ``RunHealthSession``.
 
@@ -22,46 +28,21 @@ item, where pytest sets it up as for any test, and is not folded."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import pytest
 
-from ..context import CheckContext
 from ..features import consequences
 from ..features.status import run_status
 from ..model.finding import Finding
 from ..model.registry import CheckSpec, spec_of
 from ..model.target import Target
-from ..safety.reading import Unreadable
 from ..safety.shown import name as shown_name
 from ..session import RunHealthSession
-from ..settings import severity
-from .call_check import call_check, normalise, skip_reason, unreadable
-from .judge_chunk import judge_runs
-
-# A check's own pytest.fail/xfail ends its own item, not its run's other checks.
-_OUTCOMES = (pytest.fail.Exception, pytest.xfail.Exception)
-
-
-@dataclass(slots=True)
-class Verdict:
-    """One check's outcome in its run's pass: a finding, a skip reason, or the
-    check's own pytest outcome (kept without its traceback, so a waiting
-    verdict holds no frame of the check); ``root`` is the finding of the check
-    whose failure on this run explains this one."""
-
-    finding: Finding | None = None
-    skip: str | None = None
-    raised: BaseException | None = None
-    root: Finding | None = None
-
+from .judge_checks import PASSED, Call, Verdict, Verdicts, judge_checks
+from .judge_chunk import judge_chunk
 
 _ALONE = Verdict()  # marks a check that its own item judges alone (its fixtures were not to be had)
-# A plain pass (the check returned None): one shared verdict, its finding built when its item reports, so a
-# sweep's waiting verdicts cost next to nothing.
-_PASSED = Verdict()
 _PASSES = pytest.StashKey[dict[str, dict[str, Verdict]]]()  # group → verdicts not yet reported
 STATUS = pytest.StashKey[list[Any]]()  # [key, status block] of the run an item's pass judged (status.py)
 _PLAN = pytest.StashKey[dict[str, tuple[Target, list[CheckSpec]]]]()  # group → a target and the checks run on it
@@ -89,7 +70,7 @@ def verdict_for(
         del passes[key]
     if verdict is _ALONE:
         verdict = judge_pass([spec], target, {spec.id: fixtures}, request.config, state)[spec.id]
-    if verdict is _PASSED:
+    if verdict is PASSED:  # a plain pass: its finding built now, as its item reports
         verdict = Verdict(finding=Finding(check=spec.id, run=target.name, verdict="healthy", slug=spec.slug))
     return verdict
 
@@ -185,91 +166,20 @@ def judge_pass(
     state: RunHealthSession,
     on_run_dir: dict[str, Finding] | None = None,
 ) -> dict[str, Verdict]:
-    """Every check of ``specs`` on ``target``, then the run's failures folded,
-    with ``on_run_dir``'s (its run dir's own failures) as possible roots; a
-    run dir's own failures are kept for its runs' passes. A chunk is folded
-    run by run (engine/judge_chunk.py): a check of it whose every failing run
-    one root explains is that root's consequence."""
-    thresholds = {spec.id: state.settings.thresholds_for(spec) for spec in specs}
-    out: dict[str, Verdict] = {}
+    """Every check of ``specs`` on ``target``, by the one judging path
+    (``judge_checks``), the run's failures folded with ``on_run_dir``'s (its
+    run dir's own failures) as possible roots; a run dir's own failures are
+    kept for its runs' passes. A chunk is judged run by run
+    (engine/judge_chunk.py): a check of it whose every failing run one root
+    explains is that root's consequence."""
+    calls = [Call(spec, state.settings.thresholds_for(spec), fixtures.get(spec.id, {})) for spec in specs]
     if target.batch is not None:
-        try:
-            tallies = judge_runs(specs, target, thresholds, config, fixtures, state, on_run_dir)
-        except OSError as exc:
-            if exc.filename is None:
-                raise
-            # What the chunk's runs are read from could not be read again (a ledger changed under the session:
-            # safeio.Changed): every check of the chunk says so, naming the file, never a verdict on other rows.
-            # One cause, one diagnosis: the first check's finding is the root, the others its consequences.
-            why = Unreadable(exc.filename, exc.strerror or str(exc))
-            cause: Finding | None = None
-            for spec in specs:
-                ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
-                said = unreadable(ctx, why)
-                out[spec.id] = Verdict(finding=said, root=cause)
-                cause = cause or said
-            return out
-        for spec in specs:
-            ctx = CheckContext(spec, target, thresholds[spec.id], config, state)
-            out[spec.id] = _outcome(partial(tallies[spec.id].finding, ctx))
-        _fold_chunk(tallies, out, on_run_dir)
-        return out
-    for spec in specs:
-        out[spec.id] = _outcome(
-            partial(_judge, spec, target, thresholds[spec.id], config, state, fixtures.get(spec.id, {}))
-        )
-    failing = {}
-    for spec in specs:
-        finding = out[spec.id].finding
-        if finding is not None and not finding.passed and severity.waiver_of(state.policy, spec, target) is None:
-            failing[spec.id] = finding
+        return judge_chunk(calls, target, config, state, on_run_dir)
+    verdicts = Verdicts()
+    failing = judge_checks(calls, target, config, state, verdicts, on_run_dir)
     if target.run is None and config is not None:  # the run dir's own failures (one check judged alone adds)
         config.stash.setdefault(_RUN_DIR_FAILURES, {}).setdefault(target.run_dir.name, {}).update(failing)
-    roots = {**(on_run_dir or {}), **failing}
-    for check, root in consequences.fold(failing, on_run_dir).items():
-        out[check].root = roots[root]
-    return out
-
-
-def _fold_chunk(tallies: dict[str, Any], out: dict[str, Verdict], on_run_dir: dict[str, Finding] | None) -> None:
-    """A chunk's check whose every failing run is explained by one root on the same run is a consequence
-    of that root's own finding, as on one run (its tally says how many runs each root explains)."""
-    for check, tally in tallies.items():
-        verdict = out[check]
-        if verdict is _PASSED or verdict.finding is None or verdict.finding.passed or len(tally.consequence_of) != 1:
-            continue
-        root_check, explained = next(iter(tally.consequence_of.items()))
-        if explained != tally.failing:
-            continue
-        root = out[root_check].finding if root_check in out else (on_run_dir or {}).get(root_check)
-        if root is not None and not root.passed:
-            verdict.root = root
-
-
-def _judge(
-    spec: CheckSpec,
-    target: Target,
-    thresholds: dict[str, Any],
-    config: pytest.Config | None,
-    state: RunHealthSession,
-    fixtures: dict[str, Any],
-) -> Finding | None:
-    reason = skip_reason(spec, target)
-    if reason:
-        pytest.skip(reason)
-    ctx = CheckContext(spec, target, thresholds, config, state)
-    result = call_check(ctx, fixtures)
-    return None if result is None else normalise(ctx, result)  # None: a plain pass (_PASSED)
-
-
-def _outcome(judge: Any) -> Verdict:
-    try:
-        finding = judge()
-        return _PASSED if finding is None else Verdict(finding=finding)
-    except pytest.skip.Exception as exc:
-        return Verdict(skip=str(exc.msg))
-    except _OUTCOMES as exc:
-        return Verdict(raised=exc.with_traceback(None))
+    return verdicts
 
 
 def plan(config: pytest.Config, items: list[pytest.Item]) -> dict[str, tuple[Target, list[CheckSpec]]]:

@@ -200,8 +200,8 @@ def fold(on_run: Mapping[str, Failure], on_run_dir: Mapping[str, Failure] | None
     ``on_run`` (one run's diagnosed failures by check ID) that another one
     explains, through chains; a root or a lone failure is not listed. The
     failures of the run dir's own (session-scope) checks, ``on_run_dir``, may
-    be roots too. Called once per run after all its checks (engine/judge_run.py), and
-    by :func:`apply`."""
+    be roots too. Called once per run after all its checks, by the one judging path
+    (engine/judge_checks.py) for a run's pass and each run of a chunk alike, and by :func:`apply`."""
     merged = {**on_run_dir, **on_run} if on_run_dir else on_run
     return {check: root for check in on_run if (root := _root_check(check, merged)) != check}
 

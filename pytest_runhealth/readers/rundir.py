@@ -456,10 +456,6 @@ class RunDir:
         target answers from here without building a closure."""
         return self._store.get(key)
 
-    def holds_reads_of(self, folder: str) -> bool:
-        """Whether anything read inside ``runs/<folder>/`` is cached (``release_run`` would drop it)."""
-        return folder in self._run_keys
-
     def cached(self, key: Any, build):
         """One value per key per session: the 'one pass per artefact' rule.
 
