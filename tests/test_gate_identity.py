@@ -12,6 +12,9 @@ import json
 import pytest
 from eval_builders import T0, episode, harvest, request, write
 
+from pytest_runhealth.evaluation.harvest import load_harvest
+from pytest_runhealth.readers.rundir import RunDir
+
 FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
 PLAYERS = ("pv-cand", "pv-champ", "pv-3")
 
@@ -313,6 +316,10 @@ def test_a_round_folder_without_its_request_record_blocks_and_is_named(tmp_path,
     res, record = gate(run_health, pytester, h)
     assert res.ret == 0 and record["counts"]["won"] == 8
     assert any(n.startswith("duplicate-round: round xr-7 (rounds/xr-7)") for n in record["statistic"]["notes"])
+    # the harvest carries that fact (the gate's own dedupe), which RH501 and RH505 read: not reported again
+    copies = {r.id: r.copy_of for r in load_harvest(RunDir(h)).rounds}
+    assert copies["xr-7"] == "xr-6" and copies["xr-6"] is None
+    assert res.outcome("RH501") == "passed" and res.outcome("RH505") == "passed"
 
 
 def test_rounds_without_a_roster_that_omit_the_candidate_are_named_and_block(tmp_path, run_health, pytester):

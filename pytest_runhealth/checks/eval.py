@@ -38,14 +38,6 @@ def _hit_ev(ctx, hit):
     return ctx.evidence(path, hit.line, hit.text)
 
 
-def _copy_of_another_round(rnd, rounds) -> bool:
-    """A round folder without its request record whose episodes are all copies of another round's: that round
-    again (the gate counts it once), never a round of unknown status."""
-    from ..evaluation.rounds import copies_only
-
-    return bool(rnd.missing_record) and copies_only(rnd, rounds)
-
-
 def _unread(ctx, rnd, what: str):
     """The finding for a round that could not be read at all."""
     if rnd.server_failed:
@@ -136,7 +128,7 @@ def round_terminal(ctx):
     waiting = []
     done: dict[str, int] = {}
     for rnd in ev.rounds:
-        if rnd.unreadable and not _copy_of_another_round(rnd, ev.rounds):
+        if rnd.unreadable and not rnd.copy_of:  # a copy of another round's episodes: that round again
             out.append(_unread(ctx, rnd, "its status is unknown"))
         elif rnd.unreadable:
             continue
@@ -422,7 +414,7 @@ def real_scores(ctx):
     candidate = ctx.evaluation.decision().candidate if ctx.evaluation.gate_mode else None
     for rnd in ev.rounds:
         if rnd.unreadable:
-            if not _copy_of_another_round(rnd, ev.rounds):
+            if not rnd.copy_of:  # a copy of another round's episodes: that round again
                 out.append(_unread(ctx, rnd, "its scores cannot be judged"))
             continue
         state = _triage().classify(rnd, terminal, ctx.run_dir.log_tail)

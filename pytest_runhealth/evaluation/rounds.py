@@ -178,24 +178,20 @@ def episode_key(ep: Episode) -> str:
     return episode_id(ep) or ep.name
 
 
-def copies_only(rnd: Round, rounds: Collection[Round]) -> bool:
-    """Whether every episode of ``rnd`` (a round folder without its request record, say) is a copy of an
-    episode of another round, with the same id and evidence: that round again, which the gate counts once
-    (``duplicate-round``), not a round of unknown status."""
-    if not rnd.episodes:
-        return False
-    known = {
-        episode_id(ep): json.dumps(_episode_evidence(ep), sort_keys=True, default=str)
-        for other in rounds
-        if other is not rnd and not other.unreadable
-        for ep in other.episodes
-        if episode_id(ep) is not None
-    }
-    return all(
-        episode_id(ep) is not None
-        and known.get(episode_id(ep)) == json.dumps(_episode_evidence(ep), sort_keys=True, default=str)
-        for ep in rnd.episodes
-    )
+def mark_copies(rounds: list[Round]) -> None:
+    """Mark each record-less round folder of one harvest whose episodes are all copies (same id and evidence)
+    of a readable round's with that round's id (:attr:`Round.copy_of`), by the dedupe the gate counts
+    episodes with (:func:`_dedupe_episodes`): the checks (RH501, RH505) then read that fact, never recompute it."""
+    seen: dict[str, tuple[str, str, str]] = {}  # the readable rounds' episodes, as the gate counts them
+    for rnd in rounds:
+        if not rnd.unreadable:
+            _dedupe_episodes("", rnd, seen, [])
+    for rnd in rounds:
+        if rnd.missing_record and rnd.episodes:
+            kept, conflict = _dedupe_episodes("", rnd, dict(seen), [])  # against the readable rounds alone
+            first = episode_id(rnd.episodes[0])
+            if kept is None and conflict is None and first is not None:
+                rnd.copy_of = seen[first][0]
 
 
 def _place(origin: str, source: str) -> str:
