@@ -3,9 +3,11 @@
 They join the session's registry through ``pytest_runhealth_register_checks``,
 the hook every check pack uses (this module is a sub-plugin).
 
-A check's module is its family: ``evidence`` (RH0xx), ``sweep`` (RH1xx; step times in ``sweep_steps``),
-``trainer/`` (RH2xx, a package of one module per thing judged; its docstring
-names which), ``gpu`` (RH3xx), ``lmstudio`` (RH4xx), ``eval`` (RH5xx; RH507, the request's shape, in ``request_shape``).
+A check's module is named after its family: ``evidence`` (RH0xx), ``sweep*`` (RH1xx: ``sweep`` is the
+family's index and holds RH101, RH102; ``sweep_judge``, ``sweep_exits``, ``sweep_steps``, ``sweep_dashboard``
+the rest), ``trainer/`` (RH2xx, a package of one module per thing judged; its docstring names which), ``gpu``
+(RH3xx), ``lmstudio`` (RH4xx), ``eval*`` (RH5xx: ``eval`` is the family's index and holds the gate, RH508 and
+RH509; ``eval_rounds``, ``eval_scores``, ``request_shape`` the rest).
 ``--runhealth-list`` shows each check's family whatever its module."""
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from ..model.registry import Registry
 MODULES = (
     "evidence",
     "sweep",
+    "sweep_judge",
+    "sweep_exits",
     "sweep_steps",
+    "sweep_dashboard",
     "trainer.outcome",
     "trainer.loss",
     "trainer.checkpoints",
@@ -29,6 +34,8 @@ MODULES = (
     "gpu",
     "lmstudio",
     "eval",
+    "eval_rounds",
+    "eval_scores",
     "request_shape",
 )
 
