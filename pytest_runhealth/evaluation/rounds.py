@@ -367,16 +367,21 @@ def _absent(v: RoundVerdict, rnd: Round | None, eps: list[Episode], role: str, w
     return v
 
 
-def judge_round(
-    origin: str,
-    rnd: Round,
-    terminal: tuple[str, ...],
-    tail_of: Callable | None,
-    candidate: str,
-    claim: str,
-    champion: str | None,
-) -> RoundVerdict:
+@dataclass(frozen=True)
+class Pairing:
+    """What every round of a gate is judged for: the candidate, its claim (``wins`` or ``loses``) against the
+    champion (None: the field), and how a round's state and its logs are read."""
+
+    candidate: str
+    claim: str
+    champion: str | None
+    terminal: tuple[str, ...]  # the statuses that end a round
+    tail_of: Callable | None = None  # a log's tail (the policy logs' tracebacks), when logs can be read
+
+
+def judge_round(origin: str, rnd: Round, p: Pairing) -> RoundVerdict:
     """The round's one paired result, or why it is excluded (and whether that blocks)."""
+    terminal, tail_of, candidate, claim, champion = p.terminal, p.tail_of, p.candidate, p.claim, p.champion
     v = RoundVerdict(rnd.id, rnd.source, origin)
     if rnd.status in CANCELED and not rnd.unreadable:
         v.category, v.cause, v.detail = "canceled", None, "excluded: a canceled round is not evidence"
@@ -409,26 +414,18 @@ def judge_round(
             v.detail = f"{f.where}: {f.checked}; fetch its logs or re-run it"
         return v
     if policy:
-        return _opponents_crashed(v, rnd, policy, terminal, tail_of, candidate, claim, champion)
-    return _paired(v, rnd, terminal, tail_of, candidate, claim, champion)
+        return _opponents_crashed(v, rnd, policy, p)
+    return _paired(v, rnd, p)
 
 
-def _opponents_crashed(
-    v: RoundVerdict,
-    rnd: Round,
-    crashes: list[FailedEpisode],
-    terminal: tuple[str, ...],
-    tail_of: Callable | None,
-    candidate: str,
-    claim: str,
-    champion: str | None,
-) -> RoundVerdict:
+def _opponents_crashed(v: RoundVerdict, rnd: Round, crashes: list[FailedEpisode], p: Pairing) -> RoundVerdict:
     """Only other players' policies crashed, each shown by its own traceback on its own seat. The
     champion's crash is the champion's loss, as the candidate's own is the candidate's; so is a crash of
     the whole field (every other player, or the worst of it for ``loses``) - unless the candidate lost
     the round's completed games: those are real per-player scores, and a crash in another game does not
     turn them into a win. A third player's crash leaves the candidate-versus-opponent pairing to the
     scores of the round's completed episodes; with none, the round blocks, naming the crash."""
+    candidate, claim, champion = p.candidate, p.claim, p.champion
     crashed: dict[str, FailedEpisode] = {}
     for f in crashes:
         crashed.setdefault(str(f.player), f)
@@ -448,7 +445,7 @@ def _opponents_crashed(
         # The completed games are judged first, the crashed players' included: they are real scores.
         whose = crashed[champion].line if champion is not None else said
         loser = "the champion's loss" if champion is not None else "the field's loss"
-        real = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion) if done else None
+        real = _paired(dataclasses.replace(v), probe, p) if done else None
         if real is not None and real.outcome == "lost":
             real.detail = (
                 f"{real.detail} in the round's completed games; {whose}: not a win for {candidate}, "
@@ -459,7 +456,7 @@ def _opponents_crashed(
             real.detail = f"{real.detail}; {whose}"
             return real
         return _won(v, claim, f"{whose}: {loser}")
-    paired = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion, set(crashed))
+    paired = _paired(dataclasses.replace(v), probe, p, set(crashed))
     if paired.outcome != "excluded":
         paired.detail = f"{paired.detail}; not in this pairing: {said}"
         return paired
@@ -474,17 +471,9 @@ def _opponents_crashed(
     return v
 
 
-def _paired(
-    v: RoundVerdict,
-    rnd: Round,
-    terminal: tuple[str, ...],
-    tail_of: Callable | None,
-    candidate: str,
-    claim: str,
-    champion: str | None,
-    left_out: Collection[str] = (),
-) -> RoundVerdict:
+def _paired(v: RoundVerdict, rnd: Round, p: Pairing, left_out: Collection[str] = ()) -> RoundVerdict:
     """The round's result from its completed episodes' scores (no crash in the way)."""
+    terminal, tail_of, candidate, claim, champion = p.terminal, p.tail_of, p.candidate, p.claim, p.champion
     state = classify(rnd, terminal, tail_of)
     eps = completed_episodes(rnd) if rnd.status == "completed" else []
     # The candidate's missing score where an opponent scored, triaged by the golden rule: its own
