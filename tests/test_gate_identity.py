@@ -7,38 +7,11 @@ rule: exit 0 exactly when the verdict file says promote."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from eval_builders import T0, episode, harvest, request, write
+from eval_builders import T0, ep, episode, gate, harvest, request, won, write
 
 from pytest_runhealth.evaluation.harvest import load_harvest
 from pytest_runhealth.readers.rundir import RunDir
-
-FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
-PLAYERS = ("pv-cand", "pv-champ", "pv-3")
-
-
-def ep(*scores, eid: str | None = None, **extra) -> dict:
-    """A completed episode whose scores belong to pv-cand, pv-champ (and pv-3), by id."""
-    e = episode("completed", None, **extra)
-    e["scores"] = [{"policy_version_id": p, "score": s} for p, s in zip(PLAYERS, scores)]
-    if eid is not None:
-        e["episode_id"] = eid
-    return e
-
-
-def won(rid: str, **extra) -> dict:
-    return request(rid, episodes=[ep(9, 3)], **extra)
-
-
-def gate(run_health, pytester, h, *extra: str):
-    """Run the gate (every check: a session that deselects one never promotes) and check the one rule: exit 0
-    exactly when the verdict file says promote."""
-    res = run_health(h, args=(*FAST, "--runhealth-gate", "--runhealth-candidate=pv-cand", *extra))
-    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
-    assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
-    return res, record
 
 
 def idless(i: int, *scores) -> dict:
