@@ -42,7 +42,6 @@ StrPath = Union[str, "os.PathLike[str]"]
 Outcome = Literal["passed", "failed", "skipped", "error", "warned"]
 DIAGNOSED = ("failed", "error", "warned")  # a failure with its diagnosis (warned: severity warn, observe mode)
 USAGE_EXIT = 4
-INTERRUPTED_EXIT = 2
 
 
 class UsageError(ValueError):
