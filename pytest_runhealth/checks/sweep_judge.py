@@ -13,7 +13,7 @@ from ..features.sweepfacts import (
 )
 from ..model.registry import check
 from .ledger_rows import quote_row as _quote_row
-from .lmstudio import judge_failures
+from .lmstudio_judge import judge_failures
 
 
 # -- RH103 ------------------------------------------------------------------------------
