@@ -28,18 +28,20 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union, overload
 
 from .model.finding import Evidence
 from .model.results import Result
 
 __all__ = ["CheckResult", "GateDecision", "Report", "UsageError", "check", "run_check_session"]
 
+if TYPE_CHECKING:  # Python 3.11's typing has no Unpack for **kwargs; annotations are not evaluated at run time
+    from typing_extensions import Unpack
+
 StrPath = Union[str, "os.PathLike[str]"]
 Outcome = Literal["passed", "failed", "skipped", "error", "warned"]
 DIAGNOSED = ("failed", "error", "warned")  # a failure with its diagnosis (warned: severity warn, observe mode)
 USAGE_EXIT = 4
-INTERRUPTED_EXIT = 2
 
 
 class UsageError(ValueError):
@@ -238,52 +240,63 @@ def _option(name: str, value: Any) -> list[str]:
     return [] if value is None else [f"{name}={os.fspath(value) if isinstance(value, os.PathLike) else value}"]
 
 
-def session_args(
-    paths: Sequence[str],
-    *,
-    depth: int | None = None,
-    config: StrPath | None = None,
-    project_config: bool = True,
-    select: str | None = None,
-    markers: str | None = None,
-    gate: bool = False,
-    candidate: str | None = None,
-    claim: str | None = None,
-    champion: str | None = None,
-    rounds: int | None = None,
-    alpha: float | None = None,
-    margin: float | None = None,
-    eval_server: str | None = None,
-    eval_request: Iterable[str] = (),
-    lmstudio_url: str | None = None,
-    orchestrator_url: str | None = None,
-    report: StrPath | None = None,
-    html: StrPath | None = None,
-    markdown: StrPath | None = None,
-    junitxml: StrPath | None = None,
-    shard: str | None = None,
-    args: Iterable[str] = (),
-) -> list[str]:
-    """The argv of ``pytest-runhealth check`` for these options: each keyword is the CLI option of the same
-    name (docs/python-api.md lists them), ``args`` any other pytest option, as typed."""
+class SessionOptions(TypedDict, total=False):
+    """The options of a check session, each the CLI option of the same name (docs/python-api.md lists them;
+    unset: the CLI's default). One list for :func:`session_args` and :func:`check` alike."""
+
+    depth: int | None
+    config: StrPath | None
+    project_config: bool  # False: --no-project-config
+    select: str | None  # -k
+    markers: str | None  # -m
+    gate: bool
+    candidate: str | None
+    claim: str | None
+    champion: str | None
+    rounds: int | None
+    alpha: float | None
+    margin: float | None
+    eval_server: str | None
+    eval_request: Iterable[str]
+    lmstudio_url: str | None
+    orchestrator_url: str | None
+    report: StrPath | None
+    html: StrPath | None
+    markdown: StrPath | None
+    junitxml: StrPath | None
+    shard: str | None
+    args: Iterable[str]  # any other pytest option, as typed
+
+
+# How each keyword of SessionOptions is written on the command line, in the order SessionOptions declares them;
+# any other keyword but ``args`` is --runhealth-<keyword>=value.
+FLAGS = {"project_config": (False, "--no-project-config"), "gate": (True, "--runhealth-gate")}  # (when, flag)
+SEPARATE = {"select": "-k", "markers": "-m"}  # the option, then its value
+OPTION = {"eval_server": "--eval-server", "eval_request": "--eval-request", "lmstudio_url": "--lmstudio-url"}
+OPTION |= {"orchestrator_url": "--orchestrator-url", "junitxml": "--junitxml"}
+
+
+def session_args(paths: Sequence[str], **options: Unpack[SessionOptions]) -> list[str]:
+    """The argv of ``pytest-runhealth check`` for these options (:class:`SessionOptions`): each keyword is
+    the CLI option of the same name, ``args`` any other pytest option, as typed."""
+    unknown = sorted(set(options) - set(SessionOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"session_args() got an unexpected keyword argument {unknown[0]!r}")
+    given: Mapping[str, Any] = options
     argv = [f"--run-dir={p}" for p in paths]
-    argv += _option("--runhealth-depth", depth) + _option("--runhealth-config", config)
-    if not project_config:
-        argv.append("--no-project-config")
-    argv += ["-k", select] if select is not None else []
-    argv += ["-m", markers] if markers is not None else []
-    argv += ["--runhealth-gate"] if gate else []
-    argv += _option("--runhealth-candidate", candidate) + _option("--runhealth-claim", claim)
-    argv += _option("--runhealth-champion", champion) + _option("--runhealth-rounds", rounds)
-    argv += _option("--runhealth-alpha", alpha) + _option("--runhealth-margin", margin)
-    argv += _option("--eval-server", eval_server)
-    for rid in eval_request:
-        argv += _option("--eval-request", rid)
-    argv += _option("--lmstudio-url", lmstudio_url) + _option("--orchestrator-url", orchestrator_url)
-    argv += _option("--runhealth-report", report) + _option("--runhealth-html", html)
-    argv += _option("--runhealth-markdown", markdown) + _option("--junitxml", junitxml)
-    argv += _option("--runhealth-shard", shard)
-    return argv + [str(a) for a in args]
+    for key in SessionOptions.__annotations__:
+        value = given.get(key)
+        if key in FLAGS:
+            when, flag = FLAGS[key]
+            argv += [flag] if key in given and bool(value) is when else []
+        elif key in SEPARATE:
+            argv += [SEPARATE[key], value] if value is not None else []
+        elif key == "eval_request":  # once per id
+            for rid in value or ():
+                argv += _option(OPTION[key], rid)
+        elif key != "args":
+            argv += _option(OPTION.get(key, f"--runhealth-{key}"), value)
+    return argv + [str(a) for a in given.get("args", ())]
 
 
 def verdict_record_path(report: Path) -> Path:
@@ -369,31 +382,10 @@ def check(
     path: StrPath | Sequence[StrPath],
     /,
     *,
-    depth: int | None = None,
-    config: StrPath | None = None,
-    project_config: bool = True,
-    select: str | None = None,
-    markers: str | None = None,
-    gate: bool = False,
-    candidate: str | None = None,
-    claim: str | None = None,
-    champion: str | None = None,
-    rounds: int | None = None,
-    alpha: float | None = None,
-    margin: float | None = None,
-    eval_server: str | None = None,
-    eval_request: Iterable[str] = (),
-    lmstudio_url: str | None = None,
-    orchestrator_url: str | None = None,
-    report: StrPath | None = None,
-    html: StrPath | None = None,
-    markdown: StrPath | None = None,
-    junitxml: StrPath | None = None,
-    shard: str | None = None,
-    args: Iterable[str] = (),
     plugins: Sequence[object] = (),
     checks: Sequence[Callable[..., Any]] = (),
     echo: bool = False,
+    **options: Unpack[SessionOptions],
 ) -> Report: ...
 
 

@@ -77,6 +77,11 @@ class RunHealthJudge:
     def should_stop(self, report: Report) -> bool:
         return self.stop_on_failure and bool(report.roots)
 
+    def judge_at(self, run_dir: Path, final: bool) -> bool:
+        """What a callback does at a save or at the end, in either framework (on the main process only):
+        judge, and say whether to ask the trainer to stop (never at the end: it is stopping)."""
+        return self.should_stop(self.judge(run_dir, final)) and not final
+
 
 def _hf_class() -> type:
     try:
@@ -93,10 +98,7 @@ def _hf_class() -> type:
             RunHealthJudge.__init__(self, run_dir, **kwargs)
 
         def _judge(self, args: Any, state: Any, control: Any, final: bool) -> Any:
-            if not getattr(state, "is_world_process_zero", True):
-                return control
-            report = self.judge(Path(args.output_dir), final)
-            if self.should_stop(report) and not final:
+            if getattr(state, "is_world_process_zero", True) and self.judge_at(Path(args.output_dir), final):
                 control.should_training_stop = True
             return control
 
@@ -129,11 +131,8 @@ def _lightning_class() -> type:
             RunHealthJudge.__init__(self, run_dir, **kwargs)
 
         def _judge(self, trainer: Any, final: bool) -> None:
-            if not getattr(trainer, "is_global_zero", True):
-                return
-            folder = trainer.log_dir or trainer.default_root_dir
-            report = self.judge(Path(folder), final)
-            if self.should_stop(report) and not final:
+            main = getattr(trainer, "is_global_zero", True)  # the log dir is asked for on the main process only
+            if main and self.judge_at(Path(trainer.log_dir or trainer.default_root_dir), final):
                 trainer.should_stop = True
 
         def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: Any) -> None:

@@ -95,3 +95,33 @@ NEW_BODY = {
     "execution_backend": "k8s",
     "roster": [{"player": {"policy_ref": "pv-9"}, "slot": 0}, {"player": {"top_n": 3}}],
 }
+
+
+# -- the gate's tests (test_gate_*.py): players by name, and one gate run checked against the one rule ----------
+FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")  # skip pytest's per-session gc passes
+PLAYERS = ("pv-cand", "pv-champ", "pv-3")
+
+
+def ep(*scores, status: str = "completed", eid: str | None = None, **extra) -> dict:
+    """An episode whose scores belong to pv-cand, pv-champ (and pv-3), in that order, by id."""
+    e = episode(status, None, **extra)
+    e["scores"] = [{"policy_version_id": p, "score": s} for p, s in zip(PLAYERS, scores)]
+    if eid is not None:
+        e["episode_id"] = eid
+    return e
+
+
+def won(rid: str, **extra) -> dict:
+    """A round pv-cand won, 9 to 3."""
+    return request(rid, episodes=[ep(9, 3)], **extra)
+
+
+def gate(run_health, pytester, h, *extra: str, k: str = "", subprocess: bool = False):
+    """Run the gate for pv-cand (every check unless ``k``: a session that deselects one never promotes) and
+    check the one rule: exit 0 exactly when the verdict file says promote."""
+    narrowed = ("-k", k) if k else ()
+    args = (*FAST, "--runhealth-gate", *narrowed, "--runhealth-candidate=pv-cand", *extra)
+    res = run_health(h, args=args, subprocess=subprocess)
+    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
+    assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
+    return res, record

@@ -15,10 +15,8 @@ import json
 import shutil
 
 import pytest
-from eval_builders import T0, episode, harvest, request, write
+from eval_builders import PLAYERS, T0, ep, gate, harvest, request, won, write
 
-FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
-PLAYERS = ("pv-cand", "pv-champ", "pv-3")
 TRACEBACK = 'connected\nstep 40\nTraceback (most recent call last):\n  File "policy.py", line 3, in act\n'
 VALUE_ERROR = TRACEBACK + "ValueError: bad action\n"
 CUDA_OOM = (
@@ -26,16 +24,6 @@ CUDA_OOM = (
     "capacity of 79.10 GiB of which 1.06 GiB is free.\n"
 )
 CONNECTION_RESET = TRACEBACK + "ConnectionResetError: [Errno 104] Connection reset by peer\n"
-
-
-def ep(*scores, status: str = "completed", **extra) -> dict:
-    e = episode(status, None, **extra)
-    e["scores"] = [{"policy_version_id": p, "score": s} for p, s in zip(PLAYERS, scores)]
-    return e
-
-
-def won(rid: str) -> dict:
-    return request(rid, episodes=[ep(9, 3)])
 
 
 def crash_ep(seat: int | None, players: tuple[str, ...] = PLAYERS[:2]) -> dict:
@@ -47,15 +35,6 @@ def log(h, rid: str, name: str, text: str, episode_dir: str = "episode_00") -> N
     path = h / "rounds" / rid / episode_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-
-
-def gate(run_health, pytester, h, *extra: str):
-    """Run the gate (every check: a session that deselects one never promotes) and check the one rule: exit 0
-    exactly when the verdict file says promote."""
-    res = run_health(h, args=(*FAST, "--runhealth-gate", "--runhealth-candidate=pv-cand", *extra))
-    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
-    assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
-    return res, record
 
 
 def round_of(record: dict, rid: str) -> dict:

@@ -7,35 +7,11 @@ rule: exit 0 exactly when the verdict file says promote."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from eval_builders import T0, episode, harvest, request, write
+from eval_builders import T0, ep, episode, gate, harvest, request, won, write
 
-FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
-PLAYERS = ("pv-cand", "pv-champ", "pv-3")
-
-
-def ep(*scores, eid: str | None = None, **extra) -> dict:
-    """A completed episode whose scores belong to pv-cand, pv-champ (and pv-3), by id."""
-    e = episode("completed", None, **extra)
-    e["scores"] = [{"policy_version_id": p, "score": s} for p, s in zip(PLAYERS, scores)]
-    if eid is not None:
-        e["episode_id"] = eid
-    return e
-
-
-def won(rid: str, **extra) -> dict:
-    return request(rid, episodes=[ep(9, 3)], **extra)
-
-
-def gate(run_health, pytester, h, *extra: str):
-    """Run the gate (every check: a session that deselects one never promotes) and check the one rule: exit 0
-    exactly when the verdict file says promote."""
-    res = run_health(h, args=(*FAST, "--runhealth-gate", "--runhealth-candidate=pv-cand", *extra))
-    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
-    assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
-    return res, record
+from pytest_runhealth.evaluation.harvest import load_harvest
+from pytest_runhealth.readers.rundir import RunDir
 
 
 def idless(i: int, *scores) -> dict:
@@ -313,6 +289,10 @@ def test_a_round_folder_without_its_request_record_blocks_and_is_named(tmp_path,
     res, record = gate(run_health, pytester, h)
     assert res.ret == 0 and record["counts"]["won"] == 8
     assert any(n.startswith("duplicate-round: round xr-7 (rounds/xr-7)") for n in record["statistic"]["notes"])
+    # the harvest carries that fact (the gate's own dedupe), which RH501 and RH505 read: not reported again
+    copies = {r.id: r.copy_of for r in load_harvest(RunDir(h)).rounds}
+    assert copies["xr-7"] == "xr-6" and copies["xr-6"] is None
+    assert res.outcome("RH501") == "passed" and res.outcome("RH505") == "passed"
 
 
 def test_rounds_without_a_roster_that_omit_the_candidate_are_named_and_block(tmp_path, run_health, pytester):

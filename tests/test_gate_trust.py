@@ -10,41 +10,15 @@ import subprocess
 import sys
 
 import pytest
-from eval_builders import T0, episode, harvest, request, write
+from eval_builders import FAST, PLAYERS, T0, ep, episode, gate, harvest, request, won, write
 
 from pytest_runhealth.evaluation.sequential import SequentialTest, wins_needed
 
-FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
 GATE = (*FAST, "--runhealth-gate")
-PLAYERS = ("pv-cand", "pv-champ", "pv-3")
-
-
-def ep(*scores, status: str = "completed", eid: str | None = None, **extra) -> dict:
-    e = episode(status, None, **extra)
-    e["scores"] = [{"policy_version_id": p, "score": s} for p, s in zip(PLAYERS, scores)]
-    if eid is not None:
-        e["episode_id"] = eid
-    return e
-
-
-def won(rid: str) -> dict:
-    return request(rid, episodes=[ep(9, 3)])
 
 
 def lost(rid: str) -> dict:
     return request(rid, episodes=[ep(3, 9)])
-
-
-def gate(run_health, pytester, h, *extra: str, k: str = "", subprocess: bool = False):
-    """Run the gate and check the one rule: exit 0 exactly when the verdict file says promote."""
-    res = run_health(
-        h,
-        args=(*FAST, "--runhealth-gate", *(("-k", k) if k else ()), "--runhealth-candidate=pv-cand", *extra),
-        subprocess=subprocess,
-    )
-    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
-    assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
-    return res, record
 
 
 # -- the round is the unit --------------------------------------------------------

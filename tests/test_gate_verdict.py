@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from eval_builders import T0, episode, harvest, request
+from eval_builders import FAST, T0, episode, gate, harvest, request
 
 from pytest_runhealth.evaluation.sequential import FixedTest, SequentialTest, confidence_sequence, futile
 
-FAST = ("-p", "no:unraisableexception", "-p", "no:threadexception")
 CAND = "--runhealth-candidate=pv-cand"
 
 
@@ -31,14 +30,6 @@ def rounds(won: int, lost: int = 0) -> list[dict]:
     return [request(f"xr-w{i}", episodes=[ep(9, 3)]) for i in range(won)] + [
         request(f"xr-l{i}", episodes=[ep(3, 9)]) for i in range(lost)
     ]
-
-
-def gate(run_health, pytester, h, *extra: str):
-    """The gate over every check; the one rule checked each time: exit 0 exactly when the record says promote."""
-    res = run_health(h, args=(*FAST, "--runhealth-gate", CAND, *extra))
-    record = json.loads((pytester.path / "runhealth-report.verdict.json").read_text())
-    assert (res.ret == 0) == (record["decision"] == "promote"), (res.ret, record["decision"], res.stdout)
-    return res, record
 
 
 # -- a narrowed session does not promote -------------------------------------------------

@@ -79,6 +79,28 @@ def test_session_args_are_the_cli_options():
     ]
 
 
+def test_every_keyword_is_its_cli_option_and_a_misspelt_one_is_refused():
+    """One list of options (api.SessionOptions) for session_args and check: each keyword becomes its CLI
+    option, in the CLI's order; a keyword that is not an option is a TypeError, never dropped silently."""
+    argv = session_args(
+        ["/r"], depth=2, config="c", project_config=False, select="RH2", markers="m", gate=True, candidate="pv",
+        claim="wins", champion="x", rounds=3, alpha=0.1, margin=0.5, eval_server="http://s", eval_request=["a"],
+        lmstudio_url="l", orchestrator_url="o", report="r.json", html="h", markdown="md", junitxml="j",
+        shard="1/2", args=["-q"],
+    )  # fmt: skip
+    assert argv == [
+        "--run-dir=/r", "--runhealth-depth=2", "--runhealth-config=c", "--no-project-config", "-k", "RH2",
+        "-m", "m", "--runhealth-gate", "--runhealth-candidate=pv", "--runhealth-claim=wins",
+        "--runhealth-champion=x", "--runhealth-rounds=3", "--runhealth-alpha=0.1", "--runhealth-margin=0.5",
+        "--eval-server=http://s", "--eval-request=a", "--lmstudio-url=l", "--orchestrator-url=o",
+        "--runhealth-report=r.json", "--runhealth-html=h", "--runhealth-markdown=md", "--junitxml=j",
+        "--runhealth-shard=1/2", "-q",
+    ]  # fmt: skip
+    assert session_args(["/r"], gate=False, project_config=True) == ["--run-dir=/r"]
+    with pytest.raises(TypeError, match="candiate"):
+        session_args(["/r"], candiate="pv")  # type: ignore[call-arg]
+
+
 def test_the_gates_alpha_and_margin_are_options_too():
     """Issue 42 added --runhealth-alpha and --runhealth-margin after the API was written: same options as the CLI."""
     argv = session_args(["/r"], gate=True, alpha=0.01, margin=0.6)

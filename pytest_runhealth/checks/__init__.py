@@ -1,11 +1,14 @@
-"""Built-in checks, one module per family.
+"""Built-in checks, one module per thing judged, named after their family.
 
 They join the session's registry through ``pytest_runhealth_register_checks``,
 the hook every check pack uses (this module is a sub-plugin).
 
-A check's module is its family: ``evidence`` (RH0xx), ``sweep`` (RH1xx; step times in ``sweep_steps``),
-``trainer/`` (RH2xx, a package of one module per thing judged; its docstring
-names which), ``gpu`` (RH3xx), ``lmstudio`` (RH4xx), ``eval`` (RH5xx; RH507, the request's shape, in ``request_shape``).
+``evidence`` (RH0xx); ``sweep*`` (RH1xx: ``sweep``, the family's index, holds RH101 and RH102;
+``sweep_judge``, ``sweep_exits``, ``sweep_steps`` and ``sweep_dashboard`` the rest); ``trainer/`` (RH2xx, a
+package of one module per thing judged; its docstring names which); ``gpu`` (RH3xx); ``lmstudio*`` (RH4xx:
+``lmstudio``, the family's index, holds the server's checks, ``lmstudio_judge`` the judge's); ``eval*`` (RH5xx:
+``eval``, the family's index, holds the gate, RH508 and RH509; ``eval_rounds``, ``eval_scores`` and
+``request_shape`` the rest). A ``*_reading`` module or ``ledger_rows`` holds what one family's modules share.
 ``--runhealth-list`` shows each check's family whatever its module."""
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from ..model.registry import Registry
 MODULES = (
     "evidence",
     "sweep",
+    "sweep_judge",
+    "sweep_exits",
     "sweep_steps",
+    "sweep_dashboard",
     "trainer.outcome",
     "trainer.loss",
     "trainer.checkpoints",
@@ -28,7 +34,10 @@ MODULES = (
     "trainer.trackers",
     "gpu",
     "lmstudio",
+    "lmstudio_judge",
     "eval",
+    "eval_rounds",
+    "eval_scores",
     "request_shape",
 )
 

@@ -1,6 +1,6 @@
-"""Reading a sweep's ledger rows for the RH1xx checks (checks/sweep.py): the run's own row, a row quoted as
+"""Reading a sweep's ledger rows for the RH1xx checks (checks/sweep*.py): the run's own row, a row quoted as
 evidence under the names the ledger spells its fields, and the few words their messages share. A module of its
-own so that checks/sweep.py holds the checks (docs/architecture.md: at most 800 lines a module)."""
+own so that the sweep modules hold the checks."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from .items import judged_items
 from .model import Evaluation
-from .rounds import CANCELED, RoundVerdict, distinct_rounds, judge_round
+from .rounds import CANCELED, Pairing, RoundVerdict, distinct_rounds, judge_round
 from .sequential import FUTILITY_GAP, FixedTest, SequentialTest
 from .signtest import DEFAULT_ALPHA
 from .triage import classify
@@ -90,7 +90,7 @@ class GateDecision:
         against = sum(r.sign < 0 for r in self.rounds)
         tied = len(self.tied)
         if self.fixed_rounds:
-            return FixedTest(shown, against, tied, self.fixed_rounds, self.alpha, self.margin, self.claim)
+            return FixedTest(shown, against, tied, self.alpha, self.margin, self.claim, rounds=self.fixed_rounds)
         return SequentialTest(shown, against, tied, self.alpha, self.margin, self.claim)
 
     @property
@@ -277,7 +277,7 @@ def decide(
                 )
             )
             continue
-        decision.rounds.append(judge_round(origin, rnd, terminal, tails.get(origin), cand, claim, champ))
+        decision.rounds.append(judge_round(origin, rnd, Pairing(cand, claim, champ, terminal, tails.get(origin))))
     # An LLM judge's A/B: its items are the unit, in place of rounds (evaluation/items.py)
     items = judged_items([(name if several else "", one.judgments) for name, one, _ in sources], cand, claim, champ)
     decision.rounds.extend(items.verdicts)

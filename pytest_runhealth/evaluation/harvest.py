@@ -42,6 +42,7 @@ from .model import (
     seat_ids,
     shape_of,
 )
+from .rounds import mark_copies
 
 ROUND_FILES = (("experience_request.json", "experience-request"), ("round.json", "round"))
 CLOCK_KEYS = ("fetched_at", "harvested_at", "server_time", "server_now")
@@ -133,6 +134,7 @@ def load_harvest(run_dir: RunDir) -> Evaluation:
         ev.rounds.append(_load_round(reader, folder, summary_clock))
     for folder in record_less_round_dirs(run_dir.path):
         ev.rounds.append(_load_record_less(reader, folder))
+    mark_copies(ev.rounds)
     _load_leaderboards(reader, ev)
     for name, attr in (("request_body.json", "body"), ("openapi.json", "openapi")):
         path = run_dir.path / name

@@ -93,10 +93,6 @@ class Judgments:
         return found
 
 
-def is_judgments_folder(folder: Path) -> bool:
-    return (folder / FILE).is_file()
-
-
 @dataclass(frozen=True)
 class _TooLong:
     """An integer literal longer than :data:`MAX_INT_CHARS`: refused, never converted."""

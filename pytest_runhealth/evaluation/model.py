@@ -322,6 +322,10 @@ class Round:
     # by its content instead (:func:`~.rounds.round_key`), so a copy in another folder is the same round
     id_given: bool = True
     missing_record: bool = False  # a round folder with episodes but no experience_request.json / round.json
+    # a record-less round folder whose every episode is a copy of one of another round's (same id and evidence):
+    # the id of that round. It is that round again, which the gate counts once (``duplicate-round``), not a
+    # round of unknown status. Set by the harvest (:func:`~.rounds.mark_copies`, the gate's own dedupe).
+    copy_of: str | None = None
 
     @classmethod
     def from_json(cls, kind: str, source: str, data: dict, fallback_id: str) -> Round:

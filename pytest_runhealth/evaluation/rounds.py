@@ -178,24 +178,20 @@ def episode_key(ep: Episode) -> str:
     return episode_id(ep) or ep.name
 
 
-def copies_only(rnd: Round, rounds: Collection[Round]) -> bool:
-    """Whether every episode of ``rnd`` (a round folder without its request record, say) is a copy of an
-    episode of another round, with the same id and evidence: that round again, which the gate counts once
-    (``duplicate-round``), not a round of unknown status."""
-    if not rnd.episodes:
-        return False
-    known = {
-        episode_id(ep): json.dumps(_episode_evidence(ep), sort_keys=True, default=str)
-        for other in rounds
-        if other is not rnd and not other.unreadable
-        for ep in other.episodes
-        if episode_id(ep) is not None
-    }
-    return all(
-        episode_id(ep) is not None
-        and known.get(episode_id(ep)) == json.dumps(_episode_evidence(ep), sort_keys=True, default=str)
-        for ep in rnd.episodes
-    )
+def mark_copies(rounds: list[Round]) -> None:
+    """Mark each record-less round folder of one harvest whose episodes are all copies (same id and evidence)
+    of a readable round's with that round's id (:attr:`Round.copy_of`), by the dedupe the gate counts
+    episodes with (:func:`_dedupe_episodes`): the checks (RH501, RH505) then read that fact, never recompute it."""
+    seen: dict[str, tuple[str, str, str]] = {}  # the readable rounds' episodes, as the gate counts them
+    for rnd in rounds:
+        if not rnd.unreadable:
+            _dedupe_episodes("", rnd, seen, [])
+    for rnd in rounds:
+        if rnd.missing_record and rnd.episodes:
+            kept, conflict = _dedupe_episodes("", rnd, dict(seen), [])  # against the readable rounds alone
+            first = episode_id(rnd.episodes[0])
+            if kept is None and conflict is None and first is not None:
+                rnd.copy_of = seen[first][0]
 
 
 def _place(origin: str, source: str) -> str:
@@ -371,16 +367,21 @@ def _absent(v: RoundVerdict, rnd: Round | None, eps: list[Episode], role: str, w
     return v
 
 
-def judge_round(
-    origin: str,
-    rnd: Round,
-    terminal: tuple[str, ...],
-    tail_of: Callable | None,
-    candidate: str,
-    claim: str,
-    champion: str | None,
-) -> RoundVerdict:
+@dataclass(frozen=True)
+class Pairing:
+    """What every round of a gate is judged for: the candidate, its claim (``wins`` or ``loses``) against the
+    champion (None: the field), and how a round's state and its logs are read."""
+
+    candidate: str
+    claim: str
+    champion: str | None
+    terminal: tuple[str, ...]  # the statuses that end a round
+    tail_of: Callable | None = None  # a log's tail (the policy logs' tracebacks), when logs can be read
+
+
+def judge_round(origin: str, rnd: Round, p: Pairing) -> RoundVerdict:
     """The round's one paired result, or why it is excluded (and whether that blocks)."""
+    terminal, tail_of, candidate, claim, champion = p.terminal, p.tail_of, p.candidate, p.claim, p.champion
     v = RoundVerdict(rnd.id, rnd.source, origin)
     if rnd.status in CANCELED and not rnd.unreadable:
         v.category, v.cause, v.detail = "canceled", None, "excluded: a canceled round is not evidence"
@@ -413,26 +414,18 @@ def judge_round(
             v.detail = f"{f.where}: {f.checked}; fetch its logs or re-run it"
         return v
     if policy:
-        return _opponents_crashed(v, rnd, policy, terminal, tail_of, candidate, claim, champion)
-    return _paired(v, rnd, terminal, tail_of, candidate, claim, champion)
+        return _opponents_crashed(v, rnd, policy, p)
+    return _paired(v, rnd, p)
 
 
-def _opponents_crashed(
-    v: RoundVerdict,
-    rnd: Round,
-    crashes: list[FailedEpisode],
-    terminal: tuple[str, ...],
-    tail_of: Callable | None,
-    candidate: str,
-    claim: str,
-    champion: str | None,
-) -> RoundVerdict:
+def _opponents_crashed(v: RoundVerdict, rnd: Round, crashes: list[FailedEpisode], p: Pairing) -> RoundVerdict:
     """Only other players' policies crashed, each shown by its own traceback on its own seat. The
     champion's crash is the champion's loss, as the candidate's own is the candidate's; so is a crash of
     the whole field (every other player, or the worst of it for ``loses``) - unless the candidate lost
     the round's completed games: those are real per-player scores, and a crash in another game does not
     turn them into a win. A third player's crash leaves the candidate-versus-opponent pairing to the
     scores of the round's completed episodes; with none, the round blocks, naming the crash."""
+    candidate, claim, champion = p.candidate, p.claim, p.champion
     crashed: dict[str, FailedEpisode] = {}
     for f in crashes:
         crashed.setdefault(str(f.player), f)
@@ -452,7 +445,7 @@ def _opponents_crashed(
         # The completed games are judged first, the crashed players' included: they are real scores.
         whose = crashed[champion].line if champion is not None else said
         loser = "the champion's loss" if champion is not None else "the field's loss"
-        real = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion) if done else None
+        real = _paired(dataclasses.replace(v), probe, p) if done else None
         if real is not None and real.outcome == "lost":
             real.detail = (
                 f"{real.detail} in the round's completed games; {whose}: not a win for {candidate}, "
@@ -463,7 +456,7 @@ def _opponents_crashed(
             real.detail = f"{real.detail}; {whose}"
             return real
         return _won(v, claim, f"{whose}: {loser}")
-    paired = _paired(dataclasses.replace(v), probe, terminal, tail_of, candidate, claim, champion, set(crashed))
+    paired = _paired(dataclasses.replace(v), probe, p, set(crashed))
     if paired.outcome != "excluded":
         paired.detail = f"{paired.detail}; not in this pairing: {said}"
         return paired
@@ -478,17 +471,9 @@ def _opponents_crashed(
     return v
 
 
-def _paired(
-    v: RoundVerdict,
-    rnd: Round,
-    terminal: tuple[str, ...],
-    tail_of: Callable | None,
-    candidate: str,
-    claim: str,
-    champion: str | None,
-    left_out: Collection[str] = (),
-) -> RoundVerdict:
+def _paired(v: RoundVerdict, rnd: Round, p: Pairing, left_out: Collection[str] = ()) -> RoundVerdict:
     """The round's result from its completed episodes' scores (no crash in the way)."""
+    terminal, tail_of, candidate, claim, champion = p.terminal, p.tail_of, p.candidate, p.claim, p.champion
     state = classify(rnd, terminal, tail_of)
     eps = completed_episodes(rnd) if rnd.status == "completed" else []
     # The candidate's missing score where an opponent scored, triaged by the golden rule: its own

@@ -47,7 +47,7 @@ decides only at that number of rounds (:class:`FixedTest`)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .signtest import DEFAULT_ALPHA, percent, significant
@@ -144,15 +144,16 @@ def futile(shown: int, against: int, alpha: float = DEFAULT_ALPHA, p0: float = 0
     return _log_cs_martingale(shown, against, bar) >= math.log(1 / alpha)
 
 
+@dataclass(frozen=True)
 class _Counts:
     """What both tests share: the counts, the claim's wording, the record's common keys."""
 
     shown: int  # decisive rounds that show the claim (wins for a wins claim)
     against: int
     tied: int
-    alpha: float
-    p0: float  # the claim: p(win) > p0 (gate.margin, default 1/2)
-    claim: str  # wins, or loses: then "shown" counts the rounds the candidate lost
+    alpha: float = DEFAULT_ALPHA
+    p0: float = 0.5  # the claim: p(win) > p0 (gate.margin, default 1/2)
+    claim: str = "wins"  # wins, or loses: then "shown" counts the rounds the candidate lost
     name = ""
 
     @property
@@ -192,13 +193,6 @@ class _Counts:
 @dataclass(frozen=True)
 class SequentialTest(_Counts):
     """The counts of one decision and what the always-valid test says."""
-
-    shown: int
-    against: int
-    tied: int
-    alpha: float = DEFAULT_ALPHA
-    p0: float = 0.5
-    claim: str = "wins"
 
     name = "mixture-e-value"
 
@@ -265,13 +259,7 @@ class FixedTest(_Counts):
     it decides only when exactly ``rounds`` rounds are in (ties count toward
     the number, and are left out of the test)."""
 
-    shown: int
-    against: int
-    tied: int
-    rounds: int
-    alpha: float = DEFAULT_ALPHA
-    p0: float = 0.5
-    claim: str = "wins"
+    rounds: int = field(kw_only=True)  # fixed in advance
 
     name = "fixed-sign-test"
 

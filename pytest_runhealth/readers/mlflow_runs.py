@@ -226,8 +226,3 @@ def newest_metric(run_dir: RunDir) -> tuple[float, Path] | None:
         return None
     last_ms = run_dir.data().last_ms
     return (last_ms / 1000, ref.store_folder / ref.evidence_path) if last_ms is not None else None
-
-
-def store_of(run) -> StoreRun | None:
-    """The store record of a run that is an MLflow store's run, else None."""
-    return getattr(run.run_dir, "mlflow_run", None)

@@ -18,7 +18,6 @@ import math
 import re
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,6 @@ from .sweep_store import OWN_FIELDS, ledger_of, trial_row
 # through 5.x (optuna/storages/_rdb/models.py SCHEMA_VERSION); alembic's revisions of that schema.
 KNOWN_SCHEMA = frozenset({12})
 KNOWN_REVISIONS = frozenset({"v2.4.0.a", "v2.6.0.a", "v3.0.0.a", "v3.0.0.b", "v3.0.0.c", "v3.0.0.d", "v3.2.0.a"})
-STATES = ("RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING")
 # Where a failed trial's reason is kept: Optuna 2.x wrote the ``fail_reason`` system attribute; Optuna 3+ only logs
 # the exception, so an objective records it itself (a user attribute of one of these names, docs/optuna.md).
 REASON_KEYS = ("fail_reason", "traceback", "error", "exception")
@@ -68,15 +66,6 @@ def sqlite_path(url: str) -> Path | None:
     if not rest.startswith("///") or rest == "///" or rest.endswith(":memory:"):
         raise StorageError(f"{shown_url(url)}: an in-memory or hostless SQLite URL holds no study to read")
     return Path(rest[3:])
-
-
-@dataclass
-class _Trial:
-    trial_id: int
-    number: int
-    state: str
-    start: str | None
-    complete: str | None
 
 
 def _parse_time(text: Any) -> datetime | None:

@@ -38,7 +38,6 @@ MAX_PROBLEMS = 20
 MAX_NONFINITE = 8
 MAX_SERIES = 2_000_000  # points kept per tag (32 MB); beyond it the series is thinned
 _HEADER = struct.Struct("<QI")
-_U32 = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
 
 

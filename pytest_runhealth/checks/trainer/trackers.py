@@ -100,22 +100,34 @@ def _mlflow(ctx, processes):
     shown = f"status: {meta.status_raw}" + (f" ({meta.status})" if meta.status_raw != meta.status else "")
     ev = [ctx.evidence(meta.path, meta.status_line, shown)]
     name = f" {meta.run_name!r}" if meta.run_name else ""
-    if meta.status == "FAILED":
-        return ctx.fail("infra", "tracker-run-failed", f"MLflow records the run{name} as FAILED ({shown})", ev)
-    if meta.status == "KILLED":
-        return ctx.fail(
-            "infra", "tracker-run-killed", f"MLflow records the run{name} as KILLED ({shown}): it was stopped", ev
-        )
+    ended = _mlflow_ended(ctx, meta.status, name, shown, ev)
+    if ended is not None:
+        return ended
     if meta.status in ("RUNNING", "SCHEDULED") and meta.end_ms is None:
         metrics = mlflow_store.read_metrics(ctx.run.path, "", ctx.run_dir.sizes)
         recorded = metrics.last_ms if metrics.last_ms is not None else meta.start_ms
         written = max(metrics.newest_mtime, mtime(meta.path))
         what = "its last metric" if metrics.last_ms is not None else "its start"
-        killed = _process_gone(ctx, processes, "MLflow", meta.status, ev)
-        if killed is not None:
-            return killed
-        return _stale_or_live(ctx, "MLflow", meta.status, recorded / 1000 if recorded else None, written, what, ev)
+        return _mlflow_running(ctx, processes, meta.status, recorded / 1000 if recorded else None, written, what, ev)
     return f"MLflow records the run as {meta.status}"
+
+
+def _mlflow_ended(ctx, status: str, name: str, said: str, ev):
+    """A run MLflow records as FAILED or KILLED (a file store's meta.yaml or a tracking store's row); else None."""
+    if status == "FAILED":
+        return ctx.fail("infra", "tracker-run-failed", f"MLflow records the run{name} as FAILED ({said})", ev)
+    if status == "KILLED":
+        return ctx.fail(
+            "infra", "tracker-run-killed", f"MLflow records the run{name} as KILLED ({said}): it was stopped", ev
+        )
+    return None
+
+
+def _mlflow_running(ctx, processes, status: str, at: float | None, written: float | None, what: str, ev):
+    """A run MLflow records as RUNNING or SCHEDULED, without its end: killed where its process is shown gone,
+    else stale or live by its own times (``at``: its last metric or its start)."""
+    killed = _process_gone(ctx, processes, "MLflow", status, ev)
+    return killed if killed is not None else _stale_or_live(ctx, "MLflow", status, at, written, what, ev)
 
 
 def _mlflow_store(ctx, processes, store):
@@ -134,12 +146,9 @@ def _mlflow_store(ctx, processes, store):
     where = f"run {info.run_id}" + (f" of experiment {info.experiment!r}" if info.experiment else "")
     shown = f"status {info.status} ({where})"
     ev = [ctx.evidence(store.evidence_path, None, shown)]
-    if info.status == "FAILED":
-        return ctx.fail("infra", "tracker-run-failed", f"MLflow records the run{name} as FAILED ({where})", ev)
-    if info.status == "KILLED":
-        return ctx.fail(
-            "infra", "tracker-run-killed", f"MLflow records the run{name} as KILLED ({where}): it was stopped", ev
-        )
+    ended = _mlflow_ended(ctx, info.status, name, where, ev)
+    if ended is not None:
+        return ended
     if info.status in ("RUNNING", "SCHEDULED") and info.end_ms is None:
         data = ctx.run_dir.data()
         recorded = data.last_ms if data.last_ms is not None else info.start_ms

@@ -25,7 +25,6 @@ from ..sweep_store import OWN_FIELDS, ledger_of, trial_row
 from ._files import entries, read_json, read_text
 
 STATE_FILE = re.compile(r"^experiment_state-.+\.json$")
-TRIAL_FILES = ("params.json", "result.json", "progress.csv", "error.txt")
 RESULT_TAIL = 1 << 20  # the last reported result is in the last MiB of result.json
 ENDED = {"TERMINATED": False, "ERROR": True}  # status -> failed
 
