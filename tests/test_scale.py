@@ -181,7 +181,7 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
     import dataclasses
 
     from pytest_runhealth.checks import sweep as sweep_checks
-    from pytest_runhealth.checks import sweep_steps
+    from pytest_runhealth.checks import sweep_exits, sweep_steps
     from pytest_runhealth.context import Target
     from pytest_runhealth.engine import judge_chunk as batch
     from pytest_runhealth.engine.judge_checks import Call
@@ -190,7 +190,8 @@ def test_chunk_tallies_equal_every_run_judged(tmp_path, monkeypatch):
 
     _mixed_sweep(tmp_path / "s")
     funcs = ("step_count_collapse", "trainer_died_instantly", "early_exit_config", "slow_steps", "step_time_degrades")
-    specs = [getattr(getattr(sweep_checks, f, None) or getattr(sweep_steps, f), SPEC_ATTR) for f in funcs]
+    modules = (sweep_checks, sweep_exits, sweep_steps)
+    specs = [getattr(next(getattr(m, f) for m in modules if hasattr(m, f)), SPEC_ATTR) for f in funcs]
     assert [s.quiet_row is not None for s in specs] == [True, True, True, False, False]
 
     def tallies(specs, folder_needs):
@@ -218,7 +219,7 @@ def test_loud_rows_cover_every_row_quiet_row_fails(tmp_path):
     """A check's ``loud_rows`` (from the shared ledger pass) must hold every row
     its ``quiet_row`` does not pass, whatever the fields hold: a chunk asks
     ``quiet_row`` of those rows only."""
-    from pytest_runhealth.checks import sweep as sweep_checks
+    from pytest_runhealth.checks import sweep, sweep_dashboard, sweep_exits, sweep_judge, sweep_steps
     from pytest_runhealth.model.registry import SPEC_ATTR
     from pytest_runhealth.readers.rundir import RunDir
 
@@ -231,7 +232,8 @@ def test_loud_rows_cover_every_row_quiet_row_fails(tmp_path):
         rows.append(json.dumps(row))
     (tmp_path / "ledger.jsonl").write_text("\n".join(rows) + "\nNaN\n" + '{"run_id": "n", "duration_s": NaN}\n')
     rd = RunDir(tmp_path)
-    specs = [getattr(f, SPEC_ATTR) for f in vars(sweep_checks).values() if hasattr(f, SPEC_ATTR)]
+    families = (sweep, sweep_judge, sweep_exits, sweep_dashboard, sweep_steps)
+    specs = [getattr(f, SPEC_ATTR) for m in families for f in vars(m).values() if hasattr(f, SPEC_ATTR)]
     with_loud = [s for s in specs if s.loud_rows is not None]
     assert {s.id for s in with_loud} == {"RH101", "RH102", "RH105"}
     for spec in with_loud:

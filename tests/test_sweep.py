@@ -490,12 +490,13 @@ def test_rows_of_any_shape_never_crash_a_sweep_check(tmp_path_factory):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from pytest_runhealth.checks import sweep, sweep_steps
+    from pytest_runhealth.checks import sweep, sweep_dashboard, sweep_exits, sweep_judge, sweep_steps
     from pytest_runhealth.context import CheckContext, Target
     from pytest_runhealth.model.registry import SPEC_ATTR
     from pytest_runhealth.readers.rundir import RunDir
 
-    specs = [getattr(f, SPEC_ATTR) for m in (sweep, sweep_steps) for f in vars(m).values() if hasattr(f, SPEC_ATTR)]
+    families = (sweep, sweep_judge, sweep_exits, sweep_dashboard, sweep_steps)
+    specs = [getattr(f, SPEC_ATTR) for m in families for f in vars(m).values() if hasattr(f, SPEC_ATTR)]
     scalar = st.one_of(
         st.none(),
         st.booleans(),

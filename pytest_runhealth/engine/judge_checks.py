@@ -82,6 +82,9 @@ class Outcomes(Protocol):
         """The check's own pytest.fail/xfail (without its traceback): it ends its own item only."""
 
     def found(self, check: str, finding: Finding) -> None: ...
+    def waived(self, check: str, finding: Finding) -> None:
+        """``check`` fails on the run, and a live waiver names the check on this run."""
+
     def explained(self, check: str, root: str, finding: Finding) -> None:
         """``check``'s failure on the run is a consequence of ``root``'s, whose finding is ``finding``."""
 
@@ -103,6 +106,8 @@ class Verdicts(dict[str, Verdict]):
     def found(self, check: str, finding: Finding) -> None:
         self[check] = Verdict(finding=finding)
 
+    waived = found  # the run's item settles its own waiver as it reports (severity.settle)
+
     def explained(self, check: str, root: str, finding: Finding) -> None:
         self[check].root = finding
 
@@ -119,7 +124,7 @@ def judge_checks(
     session-scope checks), each outcome told ``into``, then the run's failures
     folded, with ``on_run_dir`` (the run dir's own failures) as possible
     roots: each consequence told ``into`` with its root. Returns the run's
-    diagnosed failures (waived ones left out), by check ID."""
+    diagnosed failures (those a live waiver names on this run left out), by check ID."""
     failing: dict[str, Finding] = {}
     notes = into.notes
     for call in calls:  # inline, no call per step: a chunk of a big sweep runs this body ~100,000 times
@@ -141,8 +146,12 @@ def judge_checks(
             into.passed(check)
             continue
         finding = normalise(ctx, result)
+        waiver = None if finding.passed or state is None else severity.waiver_of(state.policy, call.spec, target)
+        if waiver is not None and not waiver.expired():  # an expired waiver is a failure again, and may be a root
+            into.waived(check, finding)
+            continue
         into.found(check, finding)
-        if not finding.passed and (state is None or severity.waiver_of(state.policy, call.spec, target) is None):
+        if not finding.passed:
             failing[check] = finding
     if failing and (len(failing) > 1 or on_run_dir):  # a lone failure is its own root
         findings = {**on_run_dir, **failing} if on_run_dir else failing

@@ -47,12 +47,13 @@ BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are count
 class Tally:
     """One check over one chunk: counts, and the first failing findings."""
 
-    __slots__ = ("judged", "skipped", "failing", "verdicts", "causes", "shown", "raised", "consequence_of")
+    __slots__ = ("judged", "skipped", "failing", "waived", "verdicts", "causes", "shown", "raised", "consequence_of")
 
     def __init__(self) -> None:
         self.judged = 0
         self.skipped: Counter[str] = Counter()  # reason, with the run's name taken out → runs
         self.failing = 0
+        self.waived = 0  # failing runs a live waiver names (by the run's own name): judged, not failing
         self.verdicts: Counter[str] = Counter()
         self.causes: Counter[str | None] = Counter()
         self.shown: list[Finding] = []
@@ -84,12 +85,16 @@ class Tally:
         if skipped and not self.judged:
             reason, count = self.skipped.most_common(1)[0]
             return Verdict(skip=f"all {skipped} runs skipped; most often ({count}): {reason}")
+        waived = f"; {self.waived} waived" if self.waived else ""
         if not self.failing:
             return Verdict(
-                finding=ctx.ok(f"all {self.judged} judged runs pass" + (f"; {skipped} skipped" if skipped else ""))
+                finding=ctx.ok(
+                    f"all {self.judged - self.waived} judged runs pass{waived}"
+                    + (f"; {skipped} skipped" if skipped else "")
+                )
             )
         tally = ", ".join(f"{cause or 'no cause'} ×{n}" for cause, n in self.causes.most_common())
-        lines = [f"{self.failing} of {self.judged} judged runs fail ({tally})"]
+        lines = [f"{self.failing} of {self.judged} judged runs fail ({tally}){waived}"]
         if self.consequence_of:
             roots = ", ".join(f"{root} on {n}" for root, n in self.consequence_of.most_common())
             lines.append(f"as a consequence of a root cause on the same run: {roots} (see there)")
@@ -264,6 +269,11 @@ class _Tallying:
 
     def found(self, check: str, finding: Finding) -> None:
         self.tallies[check].add(finding)
+
+    def waived(self, check: str, finding: Finding) -> None:
+        tally = self.tallies[check]
+        tally.judged += 1
+        tally.waived += 1
 
     def explained(self, check: str, root: str, finding: Finding) -> None:
         self.tallies[check].consequence_of[root] += 1
