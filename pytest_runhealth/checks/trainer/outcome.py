@@ -351,9 +351,9 @@ def _resume_fix(ctx, point) -> str:
         "Find what ended the process (dmesg for the OOM killer, the scheduler's wall-clock limit, the session "
         "that launched it); then "
     )
-    if point is None:
-        return find + "relaunch: no intact checkpoint was found, so the run starts again at step 0."
-    return find + point.how() + "."
+    from ...readers.resume import advice
+
+    return find + advice(point) + "."
 
 
 def _mlflow_steps(ctx, store):
