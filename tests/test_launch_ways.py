@@ -643,6 +643,40 @@ def test_watch_follows_a_requeue_into_the_same_log(tmp_path):
     assert "completed healthy" in out
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("requeued", [True, False], ids=["requeued-after-the-first-check", "no-requeue"])
+def test_watch_awaits_a_requeue_after_a_sigterm(tmp_path, requeued):
+    """Slurm requeues seconds to minutes after its SIGTERM (a real Lightning requeue: the second attempt's first
+    line came 5 s later, after the watch had confirmed the SIGTERM death). The watch awaits a new attempt for
+    --requeue-grace after a SIGTERM end; the near miss: none comes, and the watch ends on the SIGTERM, exit 1."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "attempt.py").write_text(ATTEMPT)
+    first = subprocess.Popen([sys.executable, "attempt.py", "1", "10", "go1"], cwd=run)
+    (run / "go1").touch()
+    w = second = None
+    try:
+        while not (run / "attempt-waiting").exists():
+            time.sleep(0.02)
+        grace = "600" if requeued else "1"
+        w = _watch(run, "--every", "0.3", "--requeue-grace", grace, cwd=tmp_path)
+        _read_until(w, r"Step 10 / 40")
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 143
+        lines = _read_until(w, r"waiting up to \S+ s for a new attempt")  # the SIGTERM death confirmed first
+        if requeued:
+            second = subprocess.Popen([sys.executable, "attempt.py", "11", "40", "go2"], cwd=run)
+            lines += _read_until(w, r"repeats its start-up")
+            (run / "go2").touch()
+        out, err = w.communicate(timeout=600)
+    finally:
+        _stop(first, *([second] if second else []), *([w] if w else []))
+    if requeued:
+        assert w.returncode == 0 and "completed healthy" in out, "".join(lines) + out + err
+    else:
+        assert w.returncode == 1 and "no new attempt within 1 s of the SIGTERM" in out, "".join(lines) + out + err
+
+
 @pytest.mark.parametrize(
     "pace,silent,alerts",
     [(0.15, 12.0, True), (0.15, 8.0, False), (1.5, 31.0, True), (1.5, 29.0, False), (600.0, 700.0, False)],
