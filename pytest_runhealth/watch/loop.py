@@ -37,7 +37,9 @@ from .verdicts import VerdictRunner, Verdicts, describe, transitions
 DEFAULT_EVERY_S = 60.0  # trainer runs and sweeps (the trainer runbook's status interval)
 DEFAULT_EVERY_EVAL_S = 10.0  # evaluation requests (the triage runbook's poll cadence)
 QUIET_VERDICT_TICKS = 10  # quiet for this many ticks: run the checks anyway (stall and budget rules need time)
-REQUEUE_GRACE_S = 60.0  # a run ended by SIGTERM (a scheduler's requeue or preemption): how long a new attempt is awaited
+REQUEUE_GRACE_S = (
+    60.0  # a run ended by SIGTERM (a scheduler's requeue or preemption): how long a new attempt is awaited
+)
 # A failure that is a SIGTERM end: Lightning's `Received SIGTERM: 15`, torchrun's `Signal 15 (SIGTERM)`, exit -15/143
 SIGTERM_END = re.compile(r"SIGTERM|\bsignal:? 15\b|exit(?: code|code)?\s*:?\s*(?:-15|143)\b", re.IGNORECASE)
 DEFAULT_WAIT_S = 3600.0  # without --timeout: how long a run dir that vanished after the start is waited for

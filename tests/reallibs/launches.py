@@ -20,11 +20,13 @@ TORCHRUN_TRAIN = (Path(__file__).parent.parent / "torchrun" / "train.py").read_t
 
 # Lightning with its rich progress bar (RichProgressBar: `Epoch 0/-2 ━━━━ 18/30 …`, drawn once at the end when
 # the output is not a terminal), a short sleep per step so that a live watch sees it train.
-LIGHTNING_RICH_TRAIN = real.LIGHTNING_TRAIN.replace(
-    "enable_model_summary=False,",
-    "enable_model_summary=False, callbacks=[L.pytorch.callbacks.RichProgressBar()],",
-).replace("inject(self.global_step)", "inject(self.global_step)\n        time.sleep(0.1)").replace(
-    "import lightning as L", "import time\nimport lightning as L"
+LIGHTNING_RICH_TRAIN = (
+    real.LIGHTNING_TRAIN.replace(
+        "enable_model_summary=False,",
+        "enable_model_summary=False, callbacks=[L.pytorch.callbacks.RichProgressBar()],",
+    )
+    .replace("inject(self.global_step)", "inject(self.global_step)\n        time.sleep(0.1)")
+    .replace("import lightning as L", "import time\nimport lightning as L")
 )
 
 # torch.utils.tensorboard's SummaryWriter() with its default log_dir: runs/<date>_<host>/ beside train.log.
@@ -58,7 +60,8 @@ HF_NAN_TRAIN = real.HF_TRAIN.replace("logging_steps=5,", "logging_steps=5, learn
 
 # The Trainer, resumable: RESUME=1 resumes from the newest checkpoint in out/ (the second attempt).
 HF_RESUMABLE_TRAIN = real.HF_TRAIN.replace(
-    "callbacks=[Fault()]).train()", "callbacks=[Fault()]).train(resume_from_checkpoint=os.environ.get('RESUME') == '1' or None)"
+    "callbacks=[Fault()]).train()",
+    "callbacks=[Fault()]).train(resume_from_checkpoint=os.environ.get('RESUME') == '1' or None)",
 )
 
 # accelerate launch --multi_gpu --num_processes 2 on CPU (gloo): rank 1 raises at FAULT_AT.
@@ -186,8 +189,7 @@ LAUNCHES = {
     "accelerate-raise": Launch(
         ACCELERATE_TRAIN,
         background(
-            '"{accelerate}" launch --multi_gpu --num_processes 2 --main_process_port {port} '
-            "train.py > train.log 2>&1"
+            '"{accelerate}" launch --multi_gpu --num_processes 2 --main_process_port {port} train.py > train.log 2>&1'
         ),
         {"FAULT": "raise", "FAULT_AT": "10"},
     ),

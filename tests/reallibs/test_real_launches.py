@@ -204,7 +204,11 @@ def test_real_launch(tmp_path, name):
     assert len(points) <= 1, points  # one resume advice per run
     if points == {"step 0"}:  # then no advice tells the user to resume from an intact checkpoint
         fixes = {r["check"]: r.get("fix") or "" for r in results if r["outcome"] == "failed"}
-        assert not [c for c, f in fixes.items() if re.search(r"[Rr]esume from the (?:newest|latest) intact(?![^.]*none is intact)", f)], fixes
+        assert not [
+            c
+            for c, f in fixes.items()
+            if re.search(r"[Rr]esume from the (?:newest|latest) intact(?![^.]*none is intact)", f)
+        ], fixes
     texts = " ".join(f"{r.get('summary')} {r.get('fix')}" for r in results if r["outcome"] == "failed")
     assert "before the first training step" not in texts, texts
     if expect.step is not None:
