@@ -498,7 +498,8 @@ LAUNCHED = {
     "lightning-rich-sigkill": (1, {"RH203": "process-gone"}, set(), 14, [], "step 0"),
     "tensorboard-healthy": (0, {}, set(), 30, [], None),
     "tensorboard-sigkill": (1, {"RH203": "process-gone"}, {"RH208"}, 11, ["last logged step 11/30"], "step 0"),
-    "hf-nan-first-step": (1, {"RH202": "nan-loss"}, set(), 30, ["logging_nan_inf_filter"], None),
+    # NaN from the first step: no checkpoint precedes it (the advice is a relaunch), the filter explained once
+    "hf-nan-first-step": (1, {"RH202": "nan-loss"}, set(), 30, ["logging_nan_inf_filter"], "step 0"),
     "hf-tee-sigkill": (1, {"RH203": "process-gone"}, {"RH208"}, None, [], "checkpoint-10"),
     "lightning-requeue": (0, {}, set(), 30, [], None),
     "hf-resume-truncated": (1, {"RH206": "truncated-checkpoint"}, {"RH201", "RH203"}, None, [], "step 0"),
@@ -535,5 +536,6 @@ def test_real_launch_folders(tmp_path, run_health, name):
         assert any(word in x["summary"] for x in got.values()), (word, r.stdout)
     assert _resume_advice(failed) == ({advice} if advice else set()), r.stdout
     assert "before the first training step" not in r.stdout
+    assert all(x["summary"].count("on by default: it leaves non-finite losses") <= 1 for x in failed), r.stdout
     if step is not None:
         assert [s["step"] for s in r.report["status"].values()][-1] == step, r.report["status"]

@@ -195,6 +195,27 @@ def test_rh202_trainer_state_nan_from_the_first_step(tmp_path, run_health, first
         assert r["cause"] != "nan-loss", r
 
 
+@pytest.mark.parametrize(
+    "example,relaunch",
+    [
+        ("hf-trainer-nan-loss", False),  # NaN at step 300, checkpoint-200 before it: resume from that
+        ("kohya-nan-loss", True),  # NaN at step 36, the first checkpoint at 50
+        ("lightning-nan-loss", True),  # NaN at step 199, the only checkpoint at step 300
+    ],
+)
+def test_rh202_fix_names_no_checkpoint_where_none_precedes_the_nan(example, relaunch):
+    """Issue 46: a NaN from the first step (or before the first save) was told to "resume from the last checkpoint
+    before the NaN", which does not exist; the advice is then a relaunch from step 0."""
+    from conftest import EXAMPLES
+
+    from pytest_runhealth.testing import check_on
+
+    r = check_on(EXAMPLES / example, "RH202").of()
+    assert r.cause == "nan-loss"
+    assert ("No checkpoint precedes the NaN" in (r.fix or "")) is relaunch, r.fix
+    assert ("Resume from the last checkpoint before the NaN" in (r.fix or "")) is not relaunch, r.fix
+
+
 # -- 3. The order of deaths, one resume point per run --------------------------------------------------------------
 def _torchrun_log_with_shutdown_crash(crash_first: bool) -> str:
     """tests/torchrun/gloo-rank1-hangs-recv-timeout's real log, rank 0 then aborting as it shuts down (what torch
