@@ -233,6 +233,7 @@ class Watch:
         self.confirm = False
         self.ended_ticks = 0
         self.waiting_since: float | None = None
+        self.withheld: dict[str, str | None] = {}  # failures not said while a requeued run had not stepped
         self.requeue_wait_since: float | None = None  # a SIGTERM end seen: a requeue may follow (REQUEUE_GRACE_S)
         self.said_waiting: set[Path] = set()
         self.unsent: list[str] = []
@@ -356,7 +357,19 @@ class Watch:
                 return EXIT_USAGE
             return None
         for res, prev in transitions(self.verdicts, v):
-            self.say(describe(res, prev))
+            if res.nodeid in self.withheld and not res.bad:
+                del self.withheld[res.nodeid]  # never said to fail: no news
+            elif self.awaiting and res.bad:
+                # a relaunched run that has not stepped yet (a requeue): its log still ends on the old attempt's
+                # error, which a new run folder's checks read as theirs; said only if it still fails once it steps
+                self.withheld.setdefault(res.nodeid, prev)
+            else:
+                self.say(describe(res, prev))
+        if not self.awaiting:
+            for nodeid, prev in self.withheld.items():
+                if nodeid in v.results and v.results[nodeid].bad:
+                    self.say(describe(v.results[nodeid], prev))
+            self.withheld.clear()
         for unit in self.units.values():
             hook = getattr(unit, "after_verdicts", None)
             if hook is not None:

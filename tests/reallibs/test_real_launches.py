@@ -40,6 +40,7 @@ class Expect:
     step: int | None = None
     live: int | None = None
     live_words: list[str] = field(default_factory=list)
+    live_never: str | None = None  # a pattern the watch's output must not hold (a false alert)
     needs: tuple[str, ...] = ("torch",)
 
 
@@ -102,7 +103,14 @@ EXPECT = {
         needs=("torch", "transformers"),
     ),
     # f. SIGTERM, then the second attempt appends to the same log: watched to the second attempt's end
-    "lightning-requeue": Expect(0, live=0, live_words=["completed healthy"], needs=("torch", "lightning")),
+    # (the second attempt's run folder, version_1, never said to fail on the first attempt's SIGTERM)
+    "lightning-requeue": Expect(
+        0,
+        live=0,
+        live_words=["waiting up to 60 s for a new attempt", "a requeue", "completed healthy"],
+        live_never=r"version_1\]: (?:passed -> )?failed",
+        needs=("torch", "lightning"),
+    ),
     # g. accelerate launch: the root on rank 1, the launcher's wrapper its consequence
     "accelerate-raise": Expect(
         1,
@@ -186,6 +194,7 @@ def test_real_launch(tmp_path, name):
         assert watched.returncode == expect.live, (out[-3000:], log)
         for word in expect.live_words:
             assert word in out, (word, out[-3000:])
+        assert expect.live_never is None or not re.search(expect.live_never, out), out[-3000:]
     aged(proj)
     code, results = real.judge(proj)
     got = roots(results)
