@@ -41,6 +41,7 @@ class Expect:
     live: int | None = None
     live_words: list[str] = field(default_factory=list)
     live_never: str | None = None  # a pattern the watch's output must not hold (a false alert)
+    watch_args: tuple[str, ...] = ()
     needs: tuple[str, ...] = ("torch",)
 
 
@@ -107,7 +108,8 @@ EXPECT = {
     "lightning-requeue": Expect(
         0,
         live=0,
-        live_words=["waiting up to 60 s for a new attempt", "a requeue", "completed healthy"],
+        live_words=["waiting up to 600 s for a new attempt", "a requeue", "completed healthy"],
+        watch_args=("--requeue-grace", "600"),  # the second attempt's start-up on a loaded machine: not a race
         live_never=r"version_1\]: (?:passed -> )?failed",
         needs=("torch", "lightning"),
     ),
@@ -143,12 +145,12 @@ def aged(proj: Path, seconds: float = 600) -> None:
         os.utime(p, (st.st_atime - seconds, st.st_mtime - seconds), follow_symlinks=False)
 
 
-def watch(proj: Path) -> subprocess.CompletedProcess:
-    cmd = [launches.PY, "-m", "pytest_runhealth.cli", "watch", str(proj), "--every", "0.5"]
+def watch(proj: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [launches.PY, "-m", "pytest_runhealth.cli", "watch", str(proj), "--every", "0.5", *args]
     return subprocess.run(cmd, cwd=proj.parent, capture_output=True, text=True, timeout=400, check=False)
 
 
-def run_once(proj: Path, name: str, live: bool) -> subprocess.CompletedProcess | None:
+def run_once(proj: Path, name: str, live: bool, *watch_args: str) -> subprocess.CompletedProcess | None:
     """Launch, watch it live while it runs (when asked), wait for its end."""
     proc = launches.start(proj, launches.LAUNCHES[name])
     try:
@@ -156,7 +158,7 @@ def run_once(proj: Path, name: str, live: bool) -> subprocess.CompletedProcess |
         if live:
             while not (proj / "train.pid").exists() and proc.poll() is None:
                 time.sleep(0.05)  # the shell writes the pid file at once: an event, not a duration
-            watched = watch(proj)
+            watched = watch(proj, *watch_args)
         proc.wait(timeout=600)
         return watched
     finally:
@@ -187,7 +189,7 @@ def test_real_launch(tmp_path, name):
     expect = EXPECT[name]
     needs(*expect.needs)
     proj = tmp_path / name
-    watched = run_once(proj, name, expect.live is not None)
+    watched = run_once(proj, name, expect.live is not None, *expect.watch_args)
     log = (proj / "train.log").read_text(errors="replace")[-3000:]
     if watched is not None:
         out = watched.stdout + watched.stderr
