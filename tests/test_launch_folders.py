@@ -539,3 +539,14 @@ def test_real_launch_folders(tmp_path, run_health, name):
     assert all(x["summary"].count("on by default: it leaves non-finite losses") <= 1 for x in failed), r.stdout
     if step is not None:
         assert [s["step"] for s in r.report["status"].values()][-1] == step, r.report["status"]
+
+
+def test_real_tee_launch_names_one_step_and_one_checkpoint(tmp_path, run_health):
+    """nohup … | tee, SIGKILLed at step 15 after checkpoint-10: its console shows step 11 (the bar's last redraw);
+    RH203, RH208 and the status block say step 11, and the resume point checkpoint-10, alike."""
+    r = run_health(_real_copy(tmp_path, "hf-tee-sigkill"))
+    rh203, rh208 = r.result_of("RH203", "out"), r.result_of("RH208", "out")
+    assert "last logged step 11/30" in rh203["summary"], r.stdout
+    assert "ended at step 11 of max_steps 30" in rh208["summary"], r.stdout
+    assert "the newest saved state, checkpoint-10/trainer_state.json, is at step 10" in rh208["summary"], r.stdout
+    assert r.report["status"]["out"]["step"] == 11

@@ -540,6 +540,13 @@ def _hf_steps(ctx):
     from ...readers.resume import resume_point
 
     summary = f"the run ended at step {gs} of max_steps {ms} with no error ({how})"
+    last = ctx.log_scan(ctx.run.main_log).last_step if ctx.run.main_log is not None else None
+    if last is not None and last.step > gs and not hf_trainer.CHECKPOINT_DIR.match(path.name):
+        # its console log went further than its newest save (RH203 and the status block say the log's step)
+        summary = (
+            f"the run ended at step {last.step} of max_steps {ms} with no error ({how}; "
+            f"{ctx.run_dir.rel(ctx.run.main_log)}:{last.line}; the newest saved state, {rel}, is at step {gs})"
+        )
     newest = resume_point(ctx.run_dir, ctx.run)  # one per run (RH203 names the same)
     if newest is not None:
         summary += f". Newest complete checkpoint to resume from: {ctx.run_dir.rel(newest.path)}"
