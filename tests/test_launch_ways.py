@@ -195,6 +195,27 @@ def test_rh202_trainer_state_nan_from_the_first_step(tmp_path, run_health, first
         assert r["cause"] != "nan-loss", r
 
 
+@pytest.mark.parametrize(
+    "example,relaunch",
+    [
+        ("hf-trainer-nan-loss", False),  # NaN at step 300, checkpoint-200 before it: resume from that
+        ("kohya-nan-loss", True),  # NaN at step 36, the first checkpoint at 50
+        ("lightning-nan-loss", True),  # NaN at step 199, the only checkpoint at step 300
+    ],
+)
+def test_rh202_fix_names_no_checkpoint_where_none_precedes_the_nan(example, relaunch):
+    """Issue 46: a NaN from the first step (or before the first save) was told to "resume from the last checkpoint
+    before the NaN", which does not exist; the advice is then a relaunch from step 0."""
+    from conftest import EXAMPLES
+
+    from pytest_runhealth.testing import check_on
+
+    r = check_on(EXAMPLES / example, "RH202").of()
+    assert r.cause == "nan-loss"
+    assert ("No checkpoint precedes the NaN" in (r.fix or "")) is relaunch, r.fix
+    assert ("Resume from the last checkpoint before the NaN" in (r.fix or "")) is not relaunch, r.fix
+
+
 # -- 3. The order of deaths, one resume point per run --------------------------------------------------------------
 def _torchrun_log_with_shutdown_crash(crash_first: bool) -> str:
     """tests/torchrun/gloo-rank1-hangs-recv-timeout's real log, rank 0 then aborting as it shuts down (what torch
@@ -641,6 +662,40 @@ def test_watch_follows_a_requeue_into_the_same_log(tmp_path):
         _stop(first, *([second] if second else []), *([w] if w else []))
     assert w.returncode == 0, "".join(lines) + out + err
     assert "completed healthy" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("requeued", [True, False], ids=["requeued-after-the-first-check", "no-requeue"])
+def test_watch_awaits_a_requeue_after_a_sigterm(tmp_path, requeued):
+    """Slurm requeues seconds to minutes after its SIGTERM (a real Lightning requeue: the second attempt's first
+    line came 5 s later, after the watch had confirmed the SIGTERM death). The watch awaits a new attempt for
+    --requeue-grace after a SIGTERM end; the near miss: none comes, and the watch ends on the SIGTERM, exit 1."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "attempt.py").write_text(ATTEMPT)
+    first = subprocess.Popen([sys.executable, "attempt.py", "1", "10", "go1"], cwd=run)
+    (run / "go1").touch()
+    w = second = None
+    try:
+        while not (run / "attempt-waiting").exists():
+            time.sleep(0.02)
+        grace = "600" if requeued else "1"
+        w = _watch(run, "--every", "0.3", "--requeue-grace", grace, cwd=tmp_path)
+        _read_until(w, r"Step 10 / 40")
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 143
+        lines = _read_until(w, r"waiting up to \S+ s for a new attempt")  # the SIGTERM death confirmed first
+        if requeued:
+            second = subprocess.Popen([sys.executable, "attempt.py", "11", "40", "go2"], cwd=run)
+            lines += _read_until(w, r"repeats its start-up")
+            (run / "go2").touch()
+        out, err = w.communicate(timeout=600)
+    finally:
+        _stop(first, *([second] if second else []), *([w] if w else []))
+    if requeued:
+        assert w.returncode == 0 and "completed healthy" in out, "".join(lines) + out + err
+    else:
+        assert w.returncode == 1 and "no new attempt within 1 s of the SIGTERM" in out, "".join(lines) + out + err
 
 
 @pytest.mark.parametrize(

@@ -165,7 +165,8 @@ CAUSES: dict[str, Cause] = {
     "truncated-checkpoint": Cause(
         "infra",
         "the run died loading a checkpoint that was cut short (a save killed or a disk that filled while it was "
-        "written; RH206 names the file): resume from the newest intact checkpoint instead (RH203 and RH208 name it), "
+        "written; RH206 names the file): resume from the newest intact checkpoint instead (RH203, RH206 and RH208 name it, or say that "
+        "none is intact and the run starts again at step 0), "
         "keep the damaged one aside, and check free disk space before the next save.",
         "the run died loading a checkpoint cut short (safetensors' `Error while deserializing header: incomplete "
         "metadata`, `MetadataIncompleteBuffer`, torch.load's `failed finding central directory`)",

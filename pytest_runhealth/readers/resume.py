@@ -73,6 +73,16 @@ class ResumePoint:
         )
 
 
+NO_RESUME_POINT = "relaunch the same command: no intact checkpoint was found, so the run starts again at step 0"
+
+
+def advice(point: ResumePoint | None) -> str:
+    """The one resume advice of a run, in its trainer's terms, or a relaunch from step 0 where no checkpoint is
+    intact (issue 46: RH203, RH206 and RH208 say the same; none tells a user to resume from a checkpoint that the
+    finding beside it says is not there)."""
+    return point.how() if point is not None else NO_RESUME_POINT
+
+
 def resume_point(run_dir, run) -> ResumePoint | None:
     """The one resume point of a run, computed once per session (RH203's fix, RH208's summary, RH206's "newest
     intact" and the status block read it): a Hugging Face run's newest complete ``checkpoint-N/`` whose weights

@@ -18,6 +18,8 @@ failure or an end, or after a whole quiet verdict interval. Exit codes:
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 import time
 from datetime import datetime
@@ -37,6 +39,11 @@ from .verdicts import VerdictRunner, Verdicts, describe, transitions
 DEFAULT_EVERY_S = 60.0  # trainer runs and sweeps (the trainer runbook's status interval)
 DEFAULT_EVERY_EVAL_S = 10.0  # evaluation requests (the triage runbook's poll cadence)
 QUIET_VERDICT_TICKS = 10  # quiet for this many ticks: run the checks anyway (stall and budget rules need time)
+REQUEUE_GRACE_S = (
+    60.0  # a run ended by SIGTERM (a scheduler's requeue or preemption): how long a new attempt is awaited
+)
+# A failure that is a SIGTERM end: Lightning's `Received SIGTERM: 15`, torchrun's `Signal 15 (SIGTERM)`, exit -15/143
+SIGTERM_END = re.compile(r"SIGTERM|\bsignal:? 15\b|exit(?: code|code)?\s*:?\s*(?:-15|143)\b", re.IGNORECASE)
 DEFAULT_WAIT_S = 3600.0  # without --timeout: how long a run dir that vanished after the start is waited for
 EXIT_OK, EXIT_FAILED, EXIT_WEDGED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 3, 4, 130
 
@@ -106,6 +113,14 @@ def build_parser() -> _Parser:
         default=QUIET_VERDICT_TICKS,
         metavar="TICKS",
         help="run the checks after this many quiet ticks even without new evidence (default 10)",
+    )
+    p.add_argument(
+        "--requeue-grace",
+        type=float,
+        default=REQUEUE_GRACE_S,
+        metavar="S",
+        help="a run that ended on SIGTERM (what Slurm sends before a requeue or preemption) is awaited this "
+        "many seconds for a new attempt in the same log before the watch ends on it (default 60)",
     )
     p.add_argument(
         "--notify",
@@ -251,6 +266,8 @@ class Watch:
         self.confirm = False
         self.ended_ticks = 0
         self.waiting_since: float | None = None
+        self.withheld: dict[str, str | None] = {}  # failures not said while a requeued run had not stepped
+        self.requeue_wait_since: float | None = None  # a SIGTERM end seen: a requeue may follow (REQUEUE_GRACE_S)
         self.said_waiting: set[Path] = set()
         self.unsent: list[str] = []
 
@@ -359,6 +376,7 @@ class Watch:
         if any(t.restarted for t in ticks.values()):
             # a requeue into the same log (issue 46): the failure seen before belongs to the first attempt
             self.failing, self.confirm, self.ended_ticks = set(), False, 0
+            self.requeue_wait_since = None
         self.awaiting = any(t.awaiting for t in ticks.values())
         self.quiet_ticks = 0 if grew else self.quiet_ticks + 1
         all_ended = ready and bool(ticks) and all(t.ended for t in ticks.values())
@@ -374,7 +392,7 @@ class Watch:
             code = self._verdicts()
             if code is not None:
                 return code
-        if self.ended_ticks >= 2:  # the end seen twice: not a trainer in the middle of a restart
+        if self.ended_ticks >= 2 and not self._awaiting_requeue():  # the end seen twice: not a restart
             return self._finish(ticks)
         return None
 
@@ -391,7 +409,19 @@ class Watch:
                 return EXIT_USAGE
             return None
         for res, prev in transitions(self.verdicts, v):
-            self.say(describe(res, prev))
+            if res.nodeid in self.withheld and not res.bad:
+                del self.withheld[res.nodeid]  # never said to fail: no news
+            elif self.awaiting and res.bad:
+                # a relaunched run that has not stepped yet (a requeue): its log still ends on the old attempt's
+                # error, which a new run folder's checks read as theirs; said only if it still fails once it steps
+                self.withheld.setdefault(res.nodeid, prev)
+            else:
+                self.say(describe(res, prev))
+        if not self.awaiting:
+            for nodeid, prev in self.withheld.items():
+                if nodeid in v.results and v.results[nodeid].bad:
+                    self.say(describe(v.results[nodeid], prev))
+            self.withheld.clear()
         for unit in self.units.values():
             hook = getattr(unit, "after_verdicts", None)
             if hook is not None:
@@ -409,6 +439,9 @@ class Watch:
         if failing and self.args.until == "first-failure":
             self.say(f"stopping at the first failure ({len(failing)} failing)")
             return EXIT_FAILED
+        if stayed and self._sigterm_end([v.results[n] for n in sorted(stayed)]) and self._awaiting_requeue():
+            self.confirm = False  # checked again on new evidence (a new attempt's lines) or at the wait's end
+            return None
         if stayed:
             self._eval_verdict()
             first = v.results[min(stayed)]
@@ -416,6 +449,35 @@ class Watch:
             return EXIT_FAILED
         self.confirm = bool(failing)  # a new failure is checked once more before the watch ends on it
         return None
+
+    def _sigterm_end(self, failures: list) -> bool:
+        """Whether the run ended on SIGTERM and nothing else (issue 46): Slurm sends it before a requeue or a
+        preemption, and the requeued job appends to the same log seconds to minutes later. The watch then waits
+        --requeue-grace seconds for the new attempt (TrainerWatch._requeue follows it) before ending on it."""
+        roots = [r for r in failures if not r.consequence_of]  # RH203's process-gone follows from it
+        if not roots or not all(r.cause in ("killed-by-signal", "slurm-preempted") for r in roots):
+            return False
+        if not all(r.cause == "slurm-preempted" or SIGTERM_END.search(r.summary) for r in roots):
+            return False
+        if self.requeue_wait_since is None:
+            self.requeue_wait_since = self.clock()
+            self.say(
+                f"the run ended on SIGTERM ({roots[0].check} {roots[0].cause}), what a scheduler sends before "
+                f"a requeue or a preemption: waiting up to {self.args.requeue_grace:g} s for a new attempt in the "
+                "same log"
+            )
+        return True
+
+    def _awaiting_requeue(self) -> bool:
+        """Within --requeue-grace of a SIGTERM end (said once when it runs out)."""
+        if self.requeue_wait_since is None:
+            return False
+        if self.clock() - self.requeue_wait_since < self.args.requeue_grace:
+            return True
+        if self.requeue_wait_since != -math.inf:
+            self.say(f"no new attempt within {self.args.requeue_grace:g} s of the SIGTERM: the run has ended")
+            self.requeue_wait_since = -math.inf  # said; the wait is over
+        return False
 
     def _finish(self, ticks: dict[str, Tick]) -> int:
         self._eval_verdict()

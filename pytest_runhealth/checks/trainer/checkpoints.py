@@ -158,7 +158,7 @@ def resume_pair(ctx):
     ],
 )
 def checkpoint_intact(ctx):
-    from ...readers.resume import damaged, interrupted_saves, resume_point
+    from ...readers.resume import advice, damaged, interrupted_saves, resume_point
 
     bad_map = damaged(ctx.run_dir, ctx.run)
     bad = [ctx.run_dir.cached(("safetensors", p), lambda p=p: check_safetensors(p, ctx.run_dir.sizes)) for p in bad_map]
@@ -217,12 +217,10 @@ def checkpoint_intact(ctx):
         for c in incomplete[:10]
     ]
     cause = "truncated-checkpoint" if bad else "interrupted-save" if leftovers else "checkpoint-incomplete"
-    fix = None
-    if point is not None:
-        fix = (
-            f"Delete nothing yet: {point.how()}; check free disk space, and re-save; re-copy the file if it "
-            "came from another machine."
-        )
+    fix = (  # the run's one resume advice (RH203's and RH208's), a relaunch from step 0 where none is intact
+        f"Delete nothing yet: {advice(point)}; check free disk space, and re-save; re-copy the file if it "
+        "came from another machine."
+    )
     return ctx.fail("infra", cause, "\n".join(parts), evidence, fix=fix)
 
 

@@ -9,6 +9,7 @@ from ...model.registry import check
 from ...readers import layouts
 from ...readers.checkpoints import find_checkpoints
 from ...readers.layouts import hf_trainer
+from ...readers.layouts.series import FILTERED_NAN_NOTE
 from ...readers.layouts.series import judge as judge_series
 from ...readers.tfevents import is_loss_tag, read_event_file
 from ...safety.shown import one_line
@@ -106,7 +107,10 @@ def loss_finite(ctx):
         if p.step is not None:
             first_step = p.step if first_step is None else min(first_step, p.step)
         evidence.append(ctx.evidence(p.file, p.line, p.text))
-        sources.append(f"{judged.detail} in {one_line(p.file)}")
+        detail = judged.detail
+        if any(FILTERED_NAN_NOTE in src for src in sources):  # the log's finding already explains the filter
+            detail = detail.replace(FILTERED_NAN_NOTE, "the same NaN hidden by logging_nan_inf_filter")
+        sources.append(f"{detail} in {one_line(p.file)}")
     unread = list(dict.fromkeys(layouts.unread_tails(run)))
     if not evidence and judged is None and unread:  # a NaN in the tail would be unseen: never a silent pass
         first = unread[0].split(": ", 1)[0]
@@ -143,9 +147,26 @@ def loss_finite(ctx):
     if first_step is not None and layouts.own_kind(run) == layouts.HF_TRAINER:
         names += [c.path.name for c in hf_trainer.checkpoints(run.path, ctx.run_dir.sizes) if c.step >= first_step]
     summary = "the loss went non-finite: " + "; ".join(sources) + "." + capped
+    before = [c for c in find_checkpoints(run.checkpoints) if c.step is not None and c.step < (first_step or 0)]
     if names:
-        summary += f" Checkpoints saved at or after step {first_step} are suspect: {', '.join(names[:6])}."
-    return ctx.fail("config", "nan-loss", summary, evidence)
+        which = f"saved at or after step {first_step}" if first_step else "(the NaN is there from the first step)"
+        summary += f" Checkpoints {which} are suspect: {', '.join(names[:6])}."
+    fix = None
+    if first_step is not None and not before and not _hf_before(ctx, run, first_step):
+        # No checkpoint precedes the NaN: "resume from the last checkpoint before it" would name none (issue 46)
+        fix = (
+            "No checkpoint precedes the NaN: relaunch the same command, and the run starts again at step 0, with a "
+            "lower learning rate, bf16 instead of fp16 (or a loss scaler), gradient clipping; check the data for "
+            "broken samples, and discard the checkpoints saved since the NaN."
+        )
+    return ctx.fail("config", "nan-loss", summary, evidence, fix=fix)
+
+
+def _hf_before(ctx, run, first_step: int) -> bool:
+    """Whether a Hugging Face ``checkpoint-N/`` of the run was saved before step ``first_step``."""
+    if layouts.own_kind(run) != layouts.HF_TRAINER:
+        return False
+    return any(c.step < first_step for c in hf_trainer.checkpoints(run.path, ctx.run_dir.sizes))
 
 
 def _filtered_nan_in_log(ctx, log, scan):
@@ -154,7 +175,6 @@ def _filtered_nan_in_log(ctx, log, scan):
     on, hidden by logging_nan_inf_filter (issues 35, 46: the first entry may show the first step's finite loss,
     3.238, beside grad_norm NaN; loss 0.0 from the next on)."""
     from ...readers.layouts.hf_trainer import nan_since_first_dict
-    from ...readers.layouts.series import FILTERED_NAN_NOTE
 
     line, text = scan.filtered_nan[0]
     first = nan_since_first_dict(log, line, ctx.run_dir.sizes)

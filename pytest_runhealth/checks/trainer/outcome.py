@@ -351,9 +351,9 @@ def _resume_fix(ctx, point) -> str:
         "Find what ended the process (dmesg for the OOM killer, the scheduler's wall-clock limit, the session "
         "that launched it); then "
     )
-    if point is None:
-        return find + "relaunch: no intact checkpoint was found, so the run starts again at step 0."
-    return find + point.how() + "."
+    from ...readers.resume import advice
+
+    return find + advice(point) + "."
 
 
 def _mlflow_steps(ctx, store):
@@ -543,6 +543,13 @@ def _hf_steps(ctx):
     from ...readers.resume import resume_point
 
     summary = f"the run ended at step {gs} of max_steps {ms} with no error ({how})"
+    last = ctx.log_scan(ctx.run.main_log).last_step if ctx.run.main_log is not None else None
+    if last is not None and last.step > gs and not hf_trainer.CHECKPOINT_DIR.match(path.name):
+        # its console log went further than its newest save (RH203 and the status block say the log's step)
+        summary = (
+            f"the run ended at step {last.step} of max_steps {ms} with no error ({how}; "
+            f"{ctx.run_dir.rel(ctx.run.main_log)}:{last.line}; the newest saved state, {rel}, is at step {gs})"
+        )
     newest = resume_point(ctx.run_dir, ctx.run)  # one per run (RH203 names the same)
     if newest is not None:
         summary += f". Newest complete checkpoint to resume from: {ctx.run_dir.rel(newest.path)}"

@@ -138,16 +138,15 @@ def process_alive(ctx, processes):
         if last is not None:
             total = f"/{last.total}" if last.total else ""
             where.append(f"last logged step {last.step}{total} ({ctx.run_dir.rel(run.main_log)}:{last.line})")
-    from ...readers.resume import resume_point
+    from ...readers.resume import advice, resume_point
 
     sig = _signal_exit(run.row)
     if sig:
         where.append(sig)
     point = resume_point(ctx.run_dir, run)  # one per run (RH208 names the same); never one RH206 found damaged
-    fix = None
+    fix = advice(point)  # the same advice as RH206's and RH208's, step 0 included
     if point is not None:
         where.append(f"latest checkpoint {ctx.run_dir.rel(point.path)} (step {point.step})")
-        fix = point.how()
     elif latest_checkpoint(run) is not None or _hf_checkpoints(ctx, run):
         where.append(
             "no intact step checkpoint to resume from (RH206 names the damaged ones): a relaunch starts at step 0"
