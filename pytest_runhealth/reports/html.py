@@ -157,6 +157,10 @@ def _rank(outcome: str) -> int:
 MAX_CARDS = 12  # findings shown as cards under one run
 MAX_SKIPPED = 20  # skipped checks listed under one run
 MAX_TIP = 40  # results named in a family cell's tooltip
+# Rows of one run dir's table (issue 48): past it, the runs with nothing to say (no failed or warned check, no
+# status block) are one folded row of counts, the runs with findings are rows up to this many, and a line names
+# the JSON report, which holds every run's results. A page of a 150k-run sweep then stays a few hundred kB.
+MAX_ROWS = 200
 
 
 def _more(n: int, what: str) -> str:
@@ -288,21 +292,97 @@ def render_run_row(
     return "".join(out)
 
 
+def notable(rv: RunView) -> bool:
+    """A run whose row says something of its own: a failed or warned check, or a status block (in progress)."""
+    return bool(rv.diagnosed) or rv.status is not None
+
+
+def split_rows(runs: list[RunView]) -> tuple[list[RunView], list[RunView], int]:
+    """(runs shown as rows, runs folded into one row of counts, notable runs left out past MAX_ROWS): every run a
+    row up to MAX_ROWS runs; past it the notable runs (the first MAX_ROWS of them) and one folded row."""
+    if len(runs) <= MAX_ROWS:
+        return runs, [], 0
+    shown = [rv for rv in runs if notable(rv)]
+    folded = [rv for rv in runs if not notable(rv)]
+    return shown[:MAX_ROWS], folded, max(0, len(shown) - MAX_ROWS)
+
+
+def render_folded_row(folded: list[RunView], left_out: int, view: RunDirView, registry: Any) -> str:
+    """The runs with nothing to say as one row: per family, their results counted (the tooltip counts each
+    check's outcomes); under it where every run's detail is. Its bytes do not grow with the runs it folds."""
+    width = len(view.families) + (4 if view.trains else 1) + (1 if view.differs_column else 0)
+    out = []
+    told = []
+    if folded:
+        out.append(f'<tr class="run folded" data-runs="{len(folded)}"><td class="name"><b>{len(folded):,} runs</b>')
+        out.append('<div class="note">no failed or warned check: one row for all</div></td>')
+        for fam in view.families:
+            counts: dict[tuple[str, str], int] = {}
+            for rv in folded:
+                for r in rv.results:
+                    if family_of(r["check"], registry) == fam:
+                        key = (r["check"] or "", r["outcome"])
+                        counts[key] = counts.get(key, 0) + 1
+            out.append(_counted_cell(counts))
+        rest = width - 1 - len(view.families)
+        out.append(f'<td colspan="{rest}"></td></tr>' if rest > 0 else "</tr>")
+        told.append(f"{len(folded):,} runs with no failed or warned check are folded into the row above")
+    if left_out:
+        told.append(f"{left_out:,} more runs with findings are not shown as rows (the first {MAX_ROWS:,} are)")
+    out.append(
+        f'<tr class="diag folded"><td colspan="{width}"><div class="note more">{_e("; ".join(told))}: every run\'s '
+        "results, with their evidence and fixes, are in the JSON report (--runhealth-report)</div></td></tr>"
+    )
+    return "".join(out)
+
+
+def _counted_cell(counts: dict[tuple[str, str], int]) -> str:
+    """A family cell of the folded row: outcomes counted over its runs, the tooltip per check."""
+    if not counts:
+        return '<td class="fam"></td>'
+    totals: dict[str, int] = {}
+    for (_, outcome), n in counts.items():
+        totals[outcome] = totals.get(outcome, 0) + n
+    worst = min(totals, key=_rank)
+    tip = "; ".join(f"{check} {outcome} on {n:,} runs" for (check, outcome), n in sorted(counts.items())[:MAX_TIP])
+    text = " ".join(
+        f'<span class="o-{_e(o)}">{totals[o]:,}{OUTCOME_MARK.get(o, "?")}</span>' for o in sorted(totals, key=_rank)
+    )
+    return f'<td class="fam cell-{worst}" data-outcome="{worst}" title="{_e(tip)}">{text}</td>'
+
+
 def render_bar_table(view: RunDirView) -> str:
     """The bars' values with each run's full id (a bar's label is cut to fit
-    under it): folded, one row per run in ledger order."""
+    under it): folded, one row per run in ledger order; past MAX_ROWS runs the
+    flagged ones first, then the others while there is room, and a line saying
+    where the rest are."""
+    rows = list(zip(view.steps_per_run, view.duration_per_run))
+    if len(rows) > MAX_ROWS:
+        keep = {i for i, ((_, _, flagged), _) in enumerate(rows) if flagged}
+        keep = set(sorted(keep)[:MAX_ROWS])
+        keep |= set(sorted(set(range(len(rows))) - keep)[: MAX_ROWS - len(keep)])
+        left_out = len(rows) - len(keep)
+        rows = [row for i, row in enumerate(rows) if i in keep]
+    else:
+        left_out = 0
     out = [
         '<details class="bars"><summary>bar values per run</summary>'
         '<table class="runs bar-values" data-table="bars"><thead><tr><th>run</th><th>steps (n_steps)</th>'
         "<th>duration (duration_s)</th></tr></thead><tbody>"
     ]
-    for (name, steps, flagged), (_, took, _) in zip(view.steps_per_run, view.duration_per_run):
+    for (name, steps, flagged), (_, took, _) in rows:
         cls = ' class="cell-failed"' if flagged else ""
         shown = ["–" if v is None else svg.fmt(v) + unit for v, unit in ((steps, ""), (took, " s"))]
         out.append(
             f'<tr data-run="{_e(name)}"><td{cls}>{_e(name)}</td><td>{_e(shown[0])}</td><td>{_e(shown[1])}</td></tr>'
         )
-    out.append("</tbody></table></details>")
+    out.append("</tbody></table>")
+    if left_out:
+        out.append(
+            f'<div class="note more">{left_out:,} more runs (the flagged ones are listed first): every run\'s '
+            "values are in the ledger and its results in the JSON report</div>"
+        )
+    out.append("</details>")
     return "".join(out)
 
 
@@ -358,14 +438,14 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
         out.append('<div class="plots">')
         out.append(
             svg.bar_chart(
-                [svg.Bar(n, v, f) for n, v, f in view.steps_per_run],
+                svg.fold_bars([svg.Bar(n, v, f) for n, v, f in view.steps_per_run], lowest=True),
                 series="steps-per-run",
                 title="steps reached per run (ledger n_steps)",
             )
         )
         out.append(
             svg.bar_chart(
-                [svg.Bar(n, v, f) for n, v, f in view.duration_per_run],
+                svg.fold_bars([svg.Bar(n, v, f) for n, v, f in view.duration_per_run], lowest=False),
                 series="duration-per-run",
                 title="duration per run (ledger duration_s)",
                 unit="s",
@@ -382,7 +462,10 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
     if view.differs_column:
         head += '<th title="settings of the ledger config that no run without a failed check used">setting that differs</th>'
     out.append(f'<table class="runs"><thead><tr><th>run</th>{head}{trainer_head}</tr></thead><tbody>')
-    out.extend(render_run_row(rv, view.families, registry, shared, view) for rv in view.runs)
+    shown, folded, left_out = split_rows(view.runs)
+    out.extend(render_run_row(rv, view.families, registry, shared, view) for rv in shown)
+    if folded or left_out:
+        out.append(render_folded_row(folded, left_out, view, registry))
     out.append("</tbody></table></section>")
     return "".join(out)
 
