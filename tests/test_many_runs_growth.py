@@ -57,10 +57,11 @@ def test_items_and_bytes_per_run_are_bounded_past_the_limit(pytester, tmp_path, 
     _collect(pytester, _versions(tmp_path / "warm", 4), 2)  # imports and caches of the first session, not counted
     pruned = [_collect(pytester, _versions(tmp_path / f"v{n}", n), 20) for n in sizes]
     whole = [_collect(pytester, tmp_path / f"v{n}", 100_000) for n in sizes[:2]]
-    step = [(b.items - a.items) / (nb - na) for (a, na), (b, nb) in zip(zip(pruned, sizes), list(zip(pruned, sizes))[1:])]
+    pairs = list(zip(zip(pruned, sizes), list(zip(pruned, sizes))[1:]))
+    step = [(b.items - a.items) / (nb - na) for (a, na), (b, nb) in pairs]
     whole_step = (whole[1].items - whole[0].items) / (sizes[1] - sizes[0])
     assert step[0] == step[1] and step[0] < 0.6 * whole_step, (step, whole_step)
-    per_run = [(b.bytes - a.bytes) / (nb - na) for (a, na), (b, nb) in zip(zip(pruned, sizes), list(zip(pruned, sizes))[1:])]
+    per_run = [(b.bytes - a.bytes) / (nb - na) for (a, na), (b, nb) in pairs]
     whole_per_run = (whole[1].bytes - whole[0].bytes) / (sizes[1] - sizes[0])
     assert per_run[1] <= per_run[0] * 1.25 + 4096, per_run  # linear: a bounded number of bytes per run
     assert per_run[1] < 0.7 * whole_per_run, (per_run, whole_per_run)
