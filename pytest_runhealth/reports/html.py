@@ -316,14 +316,13 @@ def render_folded_row(folded: list[RunView], left_out: int, view: RunDirView, re
     if folded:
         out.append(f'<tr class="run folded" data-runs="{len(folded)}"><td class="name"><b>{len(folded):,} runs</b>')
         out.append('<div class="note">no failed or warned check: one row for all</div></td>')
-        for fam in view.families:
-            counts: dict[tuple[str, str], int] = {}
-            for rv in folded:
-                for r in rv.results:
-                    if family_of(r["check"], registry) == fam:
-                        key = (r["check"] or "", r["outcome"])
-                        counts[key] = counts.get(key, 0) + 1
-            out.append(_counted_cell(counts))
+        counts: dict[str, dict[tuple[str, str], int]] = {fam: {} for fam in view.families}
+        for rv in folded:  # one pass over the folded runs' results
+            for r in rv.results:
+                of = counts.setdefault(family_of(r["check"], registry), {})
+                key = (r["check"] or "", r["outcome"])
+                of[key] = of.get(key, 0) + 1
+        out.extend(_counted_cell(counts[fam]) for fam in view.families)
         rest = width - 1 - len(view.families)
         out.append(f'<td colspan="{rest}"></td></tr>' if rest > 0 else "</tr>")
         told.append(f"{len(folded):,} runs with no failed or warned check are folded into the row above")
