@@ -159,3 +159,45 @@ def test_run_dir_paths_are_swapped_in_one_scan_whatever_the_number_of_run_dirs(t
         expected = "lightning_logs/version_1 is not a sweep; see lightning_logs/version_1/nested/x.log and "
         assert out == naive == expected + f"{root}/other, /usr/lib", out
     assert counts[0] == counts[1] <= 4, counts
+
+
+def _run_dirs(tmp_path: Path, n: int) -> tuple[list[RunDir], list[dict]]:
+    """``n`` run dirs of one run each (as Lightning versions are), one in FAIL_EVERY with a failed RH202."""
+    dirs, results = [], []
+    for i in range(n):
+        path = tmp_path / str(n) / f"version_{i}"
+        path.mkdir(parents=True)
+        rd = RunDir(path)
+        dirs.append(rd)
+        failed = i % FAIL_EVERY == 1
+        for check, outcome in (("RH202", "failed" if failed else "passed"), ("RH001", "skipped")):
+            results.append(
+                {"nodeid": f"runhealth::{check}[{rd.name}]", "check": check, "slug": "nan-loss", "run": rd.name,
+                 "run_dir": rd.name, "outcome": outcome, "verdict": "config" if failed else "healthy",
+                 "cause": "nan-loss" if outcome == "failed" else None, "evidence": [], "fix": None,
+                 "note": "not a sweep session" if outcome == "skipped" else None, "summary": ""}
+            )  # fmt: skip
+    return dirs, results
+
+
+def test_the_page_of_many_run_dirs_is_bounded_per_run_dir(tmp_path, monkeypatch):
+    """A session of many run dirs (1,600 Lightning versions made a section of ~8 kB each): past MAX_ROWS (lowered
+    to 20) run dirs, the run dirs with a finding are sections, the first MAX_ROWS, the others one folded section
+    counting their results, with the line naming the JSON report. Bytes flat at 400, 800 and 1,600 run dirs."""
+    monkeypatch.setattr(html, "MAX_ROWS", 20)
+    sizes = []
+    for n in (400, 800, 1_600):
+        dirs, results = _run_dirs(tmp_path, n)
+        page = html.render_page(build_view(results, dirs))
+        sizes.append(len(page.encode()))
+        assert page.count('<section class="rundir" ') == 20
+        folded = re.search(r'<section class="rundir folded" data-run-dirs="(\d+)">', page)
+        assert folded and int(folded[1]) == n - n // FAIL_EVERY, n
+        assert f"{n - n // FAIL_EVERY:,} run dirs ({n - n // FAIL_EVERY:,} runs) with no failed" in page
+        assert "in the JSON report (--runhealth-report)" in page and "RH202 passed on" in page
+        parsed = _Balanced()
+        parsed.feed(page)
+        assert not parsed.bad and parsed.stack == [], (parsed.bad[:5], parsed.stack[:5])
+    assert sizes[2] <= sizes[0] * 1.05 + 4096, sizes
+    dirs, results = _run_dirs(tmp_path / "few", 12)  # the near miss: within the cap, a section each
+    assert html.render_page(build_view(results, dirs)).count('<section class="rundir" ') == 12

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..features.consequences import worth_showing
+from ..model.registry import FAMILIES
 from . import svg
 from .view import ReportView, RunDirView, RunView, family_of
 
+FAMILY_ORDER = tuple(FAMILIES.values())  # the columns' order, as a run dir's table has them
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 OUTCOME_MARK = {"failed": "✗", "error": "!", "warned": "⚠", "passed": "✓", "skipped": "–"}
 WORST_FIRST = ("failed", "error", "warned", "passed", "skipped")
@@ -469,6 +471,54 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
     return "".join(out)
 
 
+def split_run_dirs(views: list[RunDirView]) -> tuple[list[RunDirView], list[RunDirView], int]:
+    """As :func:`split_rows`, for the run dirs of a session of many (3,200 Lightning versions, each a run dir of
+    one run, made a section of ~8 kB each): past MAX_ROWS run dirs, those with a failed or warned result (or a
+    run with a status block) are sections, the first MAX_ROWS of them; the others are one folded section."""
+    if len(views) <= MAX_ROWS:
+        return views, [], 0
+
+    def told(v: RunDirView) -> bool:
+        return any(notable(rv) for rv in v.runs) or any(
+            r["outcome"] in ("failed", "error", "warned") for r in v.session_results
+        )
+
+    shown = [v for v in views if told(v)]
+    return shown[:MAX_ROWS], [v for v in views if not told(v)], max(0, len(shown) - MAX_ROWS)
+
+
+def render_folded_run_dirs(folded: list[RunDirView], left_out: int, registry: Any) -> str:
+    """The run dirs with nothing to say as one section: their results counted per family in one row (the
+    tooltip counts each check's outcomes), and where every run dir's detail is."""
+    counts: dict[str, dict[tuple[str, str], int]] = {}
+    runs = 0
+    for v in folded:
+        runs += len(v.runs)
+        for r in [*v.session_results, *(r for rv in v.runs for r in rv.results)]:
+            of = counts.setdefault(family_of(r["check"], registry), {})
+            key = (r["check"] or "", r["outcome"])
+            of[key] = of.get(key, 0) + 1
+    families = [f for f in FAMILY_ORDER if f in counts] + sorted(set(counts) - set(FAMILY_ORDER))
+    told = []
+    if folded:
+        told.append(f"{len(folded):,} run dirs ({runs:,} runs) with no failed or warned check are counted here")
+    if left_out:
+        told.append(f"{left_out:,} more run dirs with findings are not shown (the first {MAX_ROWS:,} are)")
+    out = [
+        f'<section class="rundir folded" data-run-dirs="{len(folded)}"><h2>{len(folded):,} more run dirs</h2>',
+        f'<div class="note more">{_e("; ".join(told))}: every run dir\'s results, with their evidence and fixes, '
+        "are in the JSON report (--runhealth-report)</div>",
+    ]
+    if families:
+        head = "".join(f"<th>{_e(f)}</th>" for f in families)
+        out.append(f'<table class="runs"><thead><tr><th>run dirs</th>{head}</tr></thead><tbody>')
+        out.append(f'<tr class="run folded" data-runs="{runs}"><td class="name"><b>{len(folded):,} run dirs</b></td>')
+        out.extend(_counted_cell(counts[f]) for f in families)
+        out.append("</tr></tbody></table>")
+    out.append("</section>")
+    return "".join(out)
+
+
 def render_page(view: ReportView, registry: Any = None) -> str:
     counts = " ".join(f'<span class="o-{k}">{n} {k}</span>' for k, n in view.counts.items() if n)
     out = [
@@ -492,7 +542,10 @@ def render_page(view: ReportView, registry: Any = None) -> str:
         out.append(f'<section class="{cls}"><h2>promotion gate</h2><pre>{_e(chr(10).join(view.gate))}</pre></section>')
     out.append(render_root_causes(view))
     shared = frozenset((g.run_dir, r.run or "", g.check) for g in view.root_causes if len(g.roots) > 1 for r in g.roots)
-    out.extend(render_run_dir(v, registry, shared) for v in view.run_dirs)
+    shown, folded, left_out = split_run_dirs(view.run_dirs)
+    out.extend(render_run_dir(v, registry, shared) for v in shown)
+    if folded or left_out:
+        out.append(render_folded_run_dirs(folded, left_out, registry))
     if view.unplaced:
         out.append('<section class="other"><h2>other results</h2>')
         out.extend(render_failure(r) for r in view.unplaced if r["outcome"] in ("failed", "error", "warned"))
