@@ -1,4 +1,5 @@
-"""The run-health page: one self-contained HTML file, a row per run.
+"""The run-health page: one self-contained HTML file, a row per run (past MAX_ROWS runs, or run dirs, the
+ones with nothing to say are folded into one row, or section, of counts: the JSON report keeps every detail).
 
 Self-contained means the page works from a CI artefact store, an air-gapped
 cluster or an e-mail attachment: CSS and SVG are inline, there is no script,
