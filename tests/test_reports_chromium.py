@@ -239,3 +239,24 @@ def test_chromium_shows_distinct_bar_labels_a_shared_scale_and_the_full_ids(tmp_
     assert attr("refs") == 3
     table = re.search(r'data-table="bars">(.*?)</table>', dom).group(1)
     assert all(f">{i}</td>" in table for i in ids)
+
+
+@needs_chromium
+def test_chromium_renders_a_big_sweeps_folded_page(tmp_path, monkeypatch):
+    """Issue 48: past html.MAX_ROWS runs (lowered to 20 here) the page Chromium builds has the failed runs as rows,
+    one folded row counting the others, bars folded to svg.MAX_BARS, and the line naming the JSON report."""
+    from test_reports_growth import _page
+
+    from pytest_runhealth.reports import html, svg
+
+    monkeypatch.setattr(html, "MAX_ROWS", 20)
+    page = tmp_path / "big.html"
+    page.write_text(_page(tmp_path, 800), encoding="utf-8")
+    dom = DomCount()
+    dom.feed(chromium(page, tmp_path / "profile"))
+    assert len(dom.rows) == 21 and dom.rows[-1] is None and all(r.startswith("cand-") for r in dom.rows[:-1])
+    text = " ".join(" ".join(dom.text).split())
+    assert "760 runs no failed or warned check: one row for all" in text
+    assert "20 more runs with findings are not shown as rows" in text and "(--runhealth-report)" in text
+    assert [s for s, run in dom.series if run is None] == ["steps-per-run", "duration-per-run"]
+    assert svg.MAX_BARS < 800

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..engine.collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests
+from ..engine.collection import HEALTH_DIR, batch_above, build_registry, collect_file, generate_tests, not_made
 from ..engine.judge_run import STATUS
 from ..engine.report_item import FINDING, ROOT
 from ..features import prelaunch_summary, scale
@@ -241,6 +241,7 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
     line = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     terminalreporter.write_sep("-", "run-health")
     terminalreporter.write_line(f"checks: {line}")
+    unmade_line(terminalreporter, config, session)
     if causes:
         ranked = ", ".join(f"{c} ×{n}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1]))
         more = f" (+{folded} consequence{'s' if folded != 1 else ''} of these)" if folded else ""
@@ -248,3 +249,21 @@ def pytest_runhealth_terminal_summary(terminalreporter, config: pytest.Config, s
     out = config.getoption("runhealth_report") or config.getini("runhealth_report")
     if out:
         terminalreporter.write_line(f"report: {os.fspath(out)}")
+
+
+def unmade_line(terminalreporter, config: pytest.Config, session: RunHealthSession) -> None:
+    """The checks made no item for the run dirs they can never apply to (a session of many run dirs past
+    ``--runhealth-batch-above`` runs: ``collection.left_unmade``), said once with one example and its reason."""
+    limit = batch_above(config)
+    unmade = not_made(session.registry, session.run_dirs, limit)
+    if not unmade:
+        return
+    dirs = len({id(rd) for left in unmade.values() for rd, _ in left})
+    items = sum(len(left) for left in unmade.values())
+    check, left = min(unmade.items())
+    rd, why = left[0]
+    terminalreporter.write_line(
+        f"not applicable: {items:,} check items not made, {len(unmade)} checks on {dirs:,} run dirs that can never "
+        f"meet their needs (over --runhealth-batch-above={limit} runs in this session), e.g. {check} on {rd.name}: "
+        f"{why}"
+    )

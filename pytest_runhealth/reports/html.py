@@ -1,4 +1,5 @@
-"""The run-health page: one self-contained HTML file, a row per run.
+"""The run-health page: one self-contained HTML file, a row per run (past MAX_ROWS runs, or run dirs, the
+ones with nothing to say are folded into one row, or section, of counts: the JSON report keeps every detail).
 
 Self-contained means the page works from a CI artefact store, an air-gapped
 cluster or an e-mail attachment: CSS and SVG are inline, there is no script,
@@ -10,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..features.consequences import worth_showing
+from ..model.registry import FAMILIES
 from . import svg
 from .view import ReportView, RunDirView, RunView, family_of
 
+FAMILY_ORDER = tuple(FAMILIES.values())  # the columns' order, as a run dir's table has them
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 OUTCOME_MARK = {"failed": "✗", "error": "!", "warned": "⚠", "passed": "✓", "skipped": "–"}
 WORST_FIRST = ("failed", "error", "warned", "passed", "skipped")
@@ -157,6 +160,10 @@ def _rank(outcome: str) -> int:
 MAX_CARDS = 12  # findings shown as cards under one run
 MAX_SKIPPED = 20  # skipped checks listed under one run
 MAX_TIP = 40  # results named in a family cell's tooltip
+# Rows of one run dir's table (issue 48): past it, the runs with nothing to say (no failed or warned check, no
+# status block) are one folded row of counts, the runs with findings are rows up to this many, and a line names
+# the JSON report, which holds every run's results. A page of a 150k-run sweep then stays a few hundred kB.
+MAX_ROWS = 200
 
 
 def _more(n: int, what: str) -> str:
@@ -288,21 +295,96 @@ def render_run_row(
     return "".join(out)
 
 
+def notable(rv: RunView) -> bool:
+    """A run whose row says something of its own: a failed or warned check, or a status block (in progress)."""
+    return bool(rv.diagnosed) or rv.status is not None
+
+
+def split_rows(runs: list[RunView]) -> tuple[list[RunView], list[RunView], int]:
+    """(runs shown as rows, runs folded into one row of counts, notable runs left out past MAX_ROWS): every run a
+    row up to MAX_ROWS runs; past it the notable runs (the first MAX_ROWS of them) and one folded row."""
+    if len(runs) <= MAX_ROWS:
+        return runs, [], 0
+    shown = [rv for rv in runs if notable(rv)]
+    folded = [rv for rv in runs if not notable(rv)]
+    return shown[:MAX_ROWS], folded, max(0, len(shown) - MAX_ROWS)
+
+
+def render_folded_row(folded: list[RunView], left_out: int, view: RunDirView, registry: Any) -> str:
+    """The runs with nothing to say as one row: per family, their results counted (the tooltip counts each
+    check's outcomes); under it where every run's detail is. Its bytes do not grow with the runs it folds."""
+    width = len(view.families) + (4 if view.trains else 1) + (1 if view.differs_column else 0)
+    out = []
+    told = []
+    if folded:
+        out.append(f'<tr class="run folded" data-runs="{len(folded)}"><td class="name"><b>{len(folded):,} runs</b>')
+        out.append('<div class="note">no failed or warned check: one row for all</div></td>')
+        counts: dict[str, dict[tuple[str, str], int]] = {fam: {} for fam in view.families}
+        for rv in folded:  # one pass over the folded runs' results
+            for r in rv.results:
+                of = counts.setdefault(family_of(r["check"], registry), {})
+                key = (r["check"] or "", r["outcome"])
+                of[key] = of.get(key, 0) + 1
+        out.extend(_counted_cell(counts[fam]) for fam in view.families)
+        rest = width - 1 - len(view.families)
+        out.append(f'<td colspan="{rest}"></td></tr>' if rest > 0 else "</tr>")
+        told.append(f"{len(folded):,} runs with no failed or warned check are folded into the row above")
+    if left_out:
+        told.append(f"{left_out:,} more runs with findings are not shown as rows (the first {MAX_ROWS:,} are)")
+    out.append(
+        f'<tr class="diag folded"><td colspan="{width}"><div class="note more">{_e("; ".join(told))}: every run\'s '
+        "results, with their evidence and fixes, are in the JSON report (--runhealth-report)</div></td></tr>"
+    )
+    return "".join(out)
+
+
+def _counted_cell(counts: dict[tuple[str, str], int]) -> str:
+    """A family cell of the folded row: outcomes counted over its runs, the tooltip per check."""
+    if not counts:
+        return '<td class="fam"></td>'
+    totals: dict[str, int] = {}
+    for (_, outcome), n in counts.items():
+        totals[outcome] = totals.get(outcome, 0) + n
+    worst = min(totals, key=_rank)
+    tip = "; ".join(f"{check} {outcome} on {n:,} runs" for (check, outcome), n in sorted(counts.items())[:MAX_TIP])
+    text = " ".join(
+        f'<span class="o-{_e(o)}">{totals[o]:,}{OUTCOME_MARK.get(o, "?")}</span>' for o in sorted(totals, key=_rank)
+    )
+    return f'<td class="fam cell-{worst}" data-outcome="{worst}" title="{_e(tip)}">{text}</td>'
+
+
 def render_bar_table(view: RunDirView) -> str:
     """The bars' values with each run's full id (a bar's label is cut to fit
-    under it): folded, one row per run in ledger order."""
+    under it): folded, one row per run in ledger order; past MAX_ROWS runs the
+    flagged ones first, then the others while there is room, and a line saying
+    where the rest are."""
+    rows = list(zip(view.steps_per_run, view.duration_per_run))
+    if len(rows) > MAX_ROWS:
+        keep = {i for i, ((_, _, flagged), _) in enumerate(rows) if flagged}
+        keep = set(sorted(keep)[:MAX_ROWS])
+        keep |= set(sorted(set(range(len(rows))) - keep)[: MAX_ROWS - len(keep)])
+        left_out = len(rows) - len(keep)
+        rows = [row for i, row in enumerate(rows) if i in keep]
+    else:
+        left_out = 0
     out = [
         '<details class="bars"><summary>bar values per run</summary>'
         '<table class="runs bar-values" data-table="bars"><thead><tr><th>run</th><th>steps (n_steps)</th>'
         "<th>duration (duration_s)</th></tr></thead><tbody>"
     ]
-    for (name, steps, flagged), (_, took, _) in zip(view.steps_per_run, view.duration_per_run):
+    for (name, steps, flagged), (_, took, _) in rows:
         cls = ' class="cell-failed"' if flagged else ""
         shown = ["–" if v is None else svg.fmt(v) + unit for v, unit in ((steps, ""), (took, " s"))]
         out.append(
             f'<tr data-run="{_e(name)}"><td{cls}>{_e(name)}</td><td>{_e(shown[0])}</td><td>{_e(shown[1])}</td></tr>'
         )
-    out.append("</tbody></table></details>")
+    out.append("</tbody></table>")
+    if left_out:
+        out.append(
+            f'<div class="note more">{left_out:,} more runs (the flagged ones are listed first): every run\'s '
+            "values are in the ledger and its results in the JSON report</div>"
+        )
+    out.append("</details>")
     return "".join(out)
 
 
@@ -358,14 +440,14 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
         out.append('<div class="plots">')
         out.append(
             svg.bar_chart(
-                [svg.Bar(n, v, f) for n, v, f in view.steps_per_run],
+                svg.fold_bars([svg.Bar(n, v, f) for n, v, f in view.steps_per_run], lowest=True),
                 series="steps-per-run",
                 title="steps reached per run (ledger n_steps)",
             )
         )
         out.append(
             svg.bar_chart(
-                [svg.Bar(n, v, f) for n, v, f in view.duration_per_run],
+                svg.fold_bars([svg.Bar(n, v, f) for n, v, f in view.duration_per_run], lowest=False),
                 series="duration-per-run",
                 title="duration per run (ledger duration_s)",
                 unit="s",
@@ -382,8 +464,59 @@ def render_run_dir(view: RunDirView, registry: Any, shared: frozenset[tuple[str,
     if view.differs_column:
         head += '<th title="settings of the ledger config that no run without a failed check used">setting that differs</th>'
     out.append(f'<table class="runs"><thead><tr><th>run</th>{head}{trainer_head}</tr></thead><tbody>')
-    out.extend(render_run_row(rv, view.families, registry, shared, view) for rv in view.runs)
+    shown, folded, left_out = split_rows(view.runs)
+    out.extend(render_run_row(rv, view.families, registry, shared, view) for rv in shown)
+    if folded or left_out:
+        out.append(render_folded_row(folded, left_out, view, registry))
     out.append("</tbody></table></section>")
+    return "".join(out)
+
+
+def split_run_dirs(views: list[RunDirView]) -> tuple[list[RunDirView], list[RunDirView], int]:
+    """As :func:`split_rows`, for the run dirs of a session of many (3,200 Lightning versions, each a run dir of
+    one run, made a section of ~8 kB each): past MAX_ROWS run dirs, those with a failed or warned result (or a
+    run with a status block) are sections, the first MAX_ROWS of them; the others are one folded section."""
+    if len(views) <= MAX_ROWS:
+        return views, [], 0
+
+    def told(v: RunDirView) -> bool:
+        return any(notable(rv) for rv in v.runs) or any(
+            r["outcome"] in ("failed", "error", "warned") for r in v.session_results
+        )
+
+    shown = [v for v in views if told(v)]
+    return shown[:MAX_ROWS], [v for v in views if not told(v)], max(0, len(shown) - MAX_ROWS)
+
+
+def render_folded_run_dirs(folded: list[RunDirView], left_out: int, registry: Any) -> str:
+    """The run dirs with nothing to say as one section: their results counted per family in one row (the
+    tooltip counts each check's outcomes), and where every run dir's detail is."""
+    counts: dict[str, dict[tuple[str, str], int]] = {}
+    runs = 0
+    for v in folded:
+        runs += len(v.runs)
+        for r in [*v.session_results, *(r for rv in v.runs for r in rv.results)]:
+            of = counts.setdefault(family_of(r["check"], registry), {})
+            key = (r["check"] or "", r["outcome"])
+            of[key] = of.get(key, 0) + 1
+    families = [f for f in FAMILY_ORDER if f in counts] + sorted(set(counts) - set(FAMILY_ORDER))
+    told = []
+    if folded:
+        told.append(f"{len(folded):,} run dirs ({runs:,} runs) with no failed or warned check are counted here")
+    if left_out:
+        told.append(f"{left_out:,} more run dirs with findings are not shown (the first {MAX_ROWS:,} are)")
+    out = [
+        f'<section class="rundir folded" data-run-dirs="{len(folded)}"><h2>{len(folded):,} more run dirs</h2>',
+        f'<div class="note more">{_e("; ".join(told))}: every run dir\'s results, with their evidence and fixes, '
+        "are in the JSON report (--runhealth-report)</div>",
+    ]
+    if families:
+        head = "".join(f"<th>{_e(f)}</th>" for f in families)
+        out.append(f'<table class="runs"><thead><tr><th>run dirs</th>{head}</tr></thead><tbody>')
+        out.append(f'<tr class="run folded" data-runs="{runs}"><td class="name"><b>{len(folded):,} run dirs</b></td>')
+        out.extend(_counted_cell(counts[f]) for f in families)
+        out.append("</tr></tbody></table>")
+    out.append("</section>")
     return "".join(out)
 
 
@@ -410,7 +543,10 @@ def render_page(view: ReportView, registry: Any = None) -> str:
         out.append(f'<section class="{cls}"><h2>promotion gate</h2><pre>{_e(chr(10).join(view.gate))}</pre></section>')
     out.append(render_root_causes(view))
     shared = frozenset((g.run_dir, r.run or "", g.check) for g in view.root_causes if len(g.roots) > 1 for r in g.roots)
-    out.extend(render_run_dir(v, registry, shared) for v in view.run_dirs)
+    shown, folded, left_out = split_run_dirs(view.run_dirs)
+    out.extend(render_run_dir(v, registry, shared) for v in shown)
+    if folded or left_out:
+        out.append(render_folded_run_dirs(folded, left_out, registry))
     if view.unplaced:
         out.append('<section class="other"><h2>other results</h2>')
         out.extend(render_failure(r) for r in view.unplaced if r["outcome"] in ("failed", "error", "warned"))

@@ -250,6 +250,26 @@ MIN_BAR_PX = 4.0  # a positive value is never drawn thinner: 3 steps of 1500 mus
 VALUE_LABEL_BELOW_PX = 14.0  # a bar shorter than this gets its value written above it
 
 
+MAX_BARS = 320  # bars drawn per chart (two pixels each at its width): past it, neighbouring runs share a bar
+
+
+def fold_bars(bars: Sequence[Bar], lowest: bool, limit: int = MAX_BARS) -> list[Bar]:
+    """At most ``limit`` bars, each standing for consecutive runs (issue 48: a bar per run of a 150k-run sweep
+    made the page hundreds of MB): its value the runs' lowest (``lowest``: a run that collapsed shows) or highest
+    (a run that ran into the wall clock shows), flagged when one of them is, labelled with the first and last run
+    and how many; a run with no value counts only where none of its runs has one."""
+    if len(bars) <= limit:
+        return list(bars)
+    out = []
+    for k in range(limit):
+        group = bars[k * len(bars) // limit : (k + 1) * len(bars) // limit]
+        values = [b.value for b in group if b.value is not None and math.isfinite(b.value)]
+        value = (min(values) if lowest else max(values)) if values else None
+        label = f"{group[0].label} … {group[-1].label} ({len(group)} runs, {'lowest' if lowest else 'highest'})"
+        out.append(Bar(label, value, any(b.flagged for b in group)))
+    return out
+
+
 def bar_chart(
     bars: Sequence[Bar],
     *,

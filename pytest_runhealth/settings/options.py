@@ -117,7 +117,9 @@ def add_session_options(group: Any, parser: Any) -> None:
         type=int,
         metavar="N",
         help="in a run dir with more than N runs, each run-scope check is one item per N runs "
-        "(pytest keeps ~10 kB per item for the whole session); default 1000, ini runhealth_batch_above",
+        "(pytest keeps ~10 kB per item for the whole session); in a session of several run dirs with more "
+        "than N runs in all, a check a run dir can never meet the needs of is no item there (said once); "
+        "default 1000, ini runhealth_batch_above",
     )
     group.addoption(
         "--runhealth-shard",

@@ -494,7 +494,7 @@ def _hf_steps(ctx):
     sf = hf_trainer.state_file(path, cks)
     if sf is None:
         return None
-    st = ctx.run_dir.cached(("hf-state", sf), lambda: hf_trainer.read_state(sf, ctx.run_dir.sizes))
+    st = ctx.run_dir.cached(("hf-state", sf), lambda: hf_trainer.summarise(sf, ctx.run_dir.rel(sf), ctx.run_dir.sizes))
     if st.error or not st.max_steps or st.max_steps <= 0 or st.global_step is None:
         return None
     rel = ctx.run_dir.rel(sf)
@@ -514,8 +514,7 @@ def _hf_steps(ctx):
             f"saved, and a saved checkpoint is not written again, so its silence is no sign the run ended; point "
             f"--run-dir at the output dir that holds it to judge the run"
         )
-    line, _ = _text_line(st.text, '"global_step"')
-    ev = [ctx.evidence(sf, line, f'"global_step": {gs}, "max_steps": {ms}')]
+    ev = [ctx.evidence(sf, st.global_step_line, f'"global_step": {gs}, "max_steps": {ms}')]
     end = hf_trainer.ended_at_end(path)
     if end is not None:
         how = (
@@ -554,11 +553,6 @@ def _hf_steps(ctx):
     if newest is not None:
         summary += f". Newest complete checkpoint to resume from: {ctx.run_dir.rel(newest.path)}"
     return ctx.fail("infra", "steps-incomplete", summary, ev, fix=_resume_fix(ctx, newest))
-
-
-def _text_line(text: str, needle: str) -> tuple[int | None, int]:
-    at = text.find(needle)
-    return (text.count("\n", 0, at) + 1, at) if at >= 0 else (None, -1)
 
 
 def _may_hold_error_files(ctx) -> bool:

@@ -179,8 +179,11 @@ def _layout_points(run) -> list:
         state = hf_trainer.state_file(path, cks)
         if state is None:
             return []
-        read = run.run_dir.cached(("hf-state", state), lambda: hf_trainer.read_state(state, sizes))
-        return hf_trainer.points(read, run.run_dir.rel(state))
+        read = run.run_dir.cached(
+            ("hf-state", state), lambda: hf_trainer.summarise(state, run.run_dir.rel(state), sizes)
+        )
+        read_caps(run).extend(read.caps)
+        return read.points
     if kind == MLFLOW:
         if getattr(run.run_dir, "mlflow_run", None) is not None:  # a run of an MLflow store (readers/mlflow_runs.py)
             data = run.run_dir.data()
@@ -191,7 +194,7 @@ def _layout_points(run) -> list:
         unread_tails(run).extend(metrics.unread)
         return metrics.points
     if kind == WANDB:
-        return wandb_run.summary_points(path, prefix, run.run_dir.sizes)
+        return wandb_run.summary_points(path, prefix, run.run_dir.sizes, read_caps(run))
     if kind == LIGHTNING:
         return lightning.metrics_points(path, prefix, run.run_dir.sizes, unread_tails(run), read_caps(run))
     return []

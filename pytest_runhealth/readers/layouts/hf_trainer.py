@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from ...safety import reading
 from ...safety.safeio import FirstSizes, mtime, open_readonly
 from ..logscan import HF_LOSS_DICT, line_text
 from ._files import MAX_JSON, LineIndex, as_float, entries, read_json
-from .series import Point, is_rl_key
+from .series import Point, Summary, is_rl_key
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(?P<step>\d+)$")
 STATE = "trainer_state.json"
@@ -232,13 +233,19 @@ def state_file(run_path: Path, cks: list[HfCheckpoint] | None = None, sizes: Fir
 
 SEARCH_WINDOW = 64 << 10  # one log_history entry's text: a needle is looked for this far after the last
 _KEY_SEP = re.compile(r"[ \t]*:[ \t]*")  # between a key and its value, on one line
+# Of log_history, the entries kept as points (counted as Python writes them, about their bytes in the file); each
+# key's rest streamed into a series.Summary, as Lightning's metrics.csv and MLflow's metric files are (issue 48).
+KEPT_BYTES = 4 << 20
 
 
-def points(state: TrainerState, rel: str) -> list[Point]:
+def points(state: TrainerState, rel: str, caps: list[str] | None = None) -> list[Point]:
     """Every logged loss, eval loss and gradient norm of ``log_history``, with
     the line of ``trainer_state.json`` it is written on. One pass: each
     entry's text is looked for after the previous one's, within
-    :data:`SEARCH_WINDOW`, and newlines are counted once (:class:`LineIndex`)."""
+    :data:`SEARCH_WINDOW`, and newlines are counted once (:class:`LineIndex`).
+
+    The first KEPT_BYTES of entries are points; past them each key is a :class:`series.Summary` (a NaN anywhere,
+    the lowest value, the last points: what RH202 judges), its note added to ``caps``."""
     out: list[Point] = []
     text = state.text
     pos = text.find('"log_history"')
@@ -249,9 +256,13 @@ def points(state: TrainerState, rel: str) -> list[Point]:
     sep = after.group(0) if after is not None else ": "
     index = LineIndex(text)
     rl = any(isinstance(e, dict) and any(is_rl_key(k) for k in e) for e in state.log_history)
+    keep = KEPT_BYTES
+    summaries: dict[str, Summary] = {}
     for entry in state.log_history:
         raw_step = entry.get("step")
         step = reading.integer(raw_step) if isinstance(raw_step, int) else None
+        if keep > 0:
+            keep -= len(repr(entry))
         for key in sorted(entry):
             if not isinstance(key, str):
                 continue
@@ -261,19 +272,57 @@ def points(state: TrainerState, rel: str) -> list[Point]:
             value = as_float(entry[key])
             if value is None:
                 continue
-            line = None
             shown = _json_number(entry[key])
-            if pos >= 0:
-                at = text.find(f'"{key}"{sep}{shown}', pos, pos + SEARCH_WINDOW)
-                line = index.line_at(at) if at >= 0 else None
-            out.append(
-                Point(key, step, value, rel, line, f'"{key}": {shown}, "step": {step}'[:200], rl=rl and "loss" in low)
-            )
+            at = text.find(f'"{key}"{sep}{shown}', pos, pos + SEARCH_WINDOW) if pos >= 0 else -1
+            quoted = f'"{key}": {shown}, "step": {step}'[:200]
+            if keep <= 0:
+                summary = summaries.get(key) or summaries.setdefault(key, Summary(f"{rel} log_history {key!r}"))
+                summary.add(value, partial(_point, index, at, key, step, value, rel, quoted, rl and "loss" in low))
+                continue
+            line = index.line_at(at) if at >= 0 else None
+            out.append(Point(key, step, value, rel, line, quoted, rl=rl and "loss" in low))
         # entries are written in order: search the next one after this one's step
         if pos >= 0 and step is not None:
             nxt = text.find(f'"step"{sep}{step}', pos, pos + SEARCH_WINDOW)
             pos = nxt + 1 if nxt >= 0 else pos
+    for summary in summaries.values():
+        out += summary.points()
+        if caps is not None:
+            caps.append(summary.note())
     return out
+
+
+def _point(
+    index: LineIndex, at: int, key: str, step: int | None, value: float, rel: str, quoted: str, rl: bool
+) -> Point:
+    """A summarised entry's Point, made only when the summary keeps it."""
+    return Point(key, step, value, rel, index.line_at(at) if at >= 0 else None, quoted, rl=rl)
+
+
+@dataclass
+class StateSummary:
+    """What a session keeps of a ``trainer_state.json`` (issue 48: the whole text and ``log_history`` were kept
+    for the session, up to the 64 MiB cap and many times that as objects): its step counts, its early stop, the
+    line of ``global_step``, and its series as :func:`points` made them (bounded by KEPT_BYTES)."""
+
+    path: Path
+    global_step: int | None
+    max_steps: int | None
+    early_stopped: str | None
+    error: str | None
+    global_step_line: int | None
+    points: list[Point]
+    caps: list[str]
+
+
+def summarise(path: Path, rel: str, sizes: FirstSizes | None = None) -> StateSummary:
+    """:func:`read_state`, then only what the checks ask of it; the text and ``log_history`` are dropped."""
+    state = read_state(path, sizes)
+    caps: list[str] = []
+    pts = points(state, rel, caps)
+    at = state.text.find('"global_step"')
+    line = state.text.count("\n", 0, at) + 1 if at >= 0 else None
+    return StateSummary(path, state.global_step, state.max_steps, state.early_stopped, state.error, line, pts, caps)
 
 
 def _json_number(value: Any) -> str:

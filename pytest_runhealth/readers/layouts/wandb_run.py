@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ...safety import reading
 from ...safety.safeio import FirstSizes
 from ._files import LineIndex, as_float, entries, read_json, read_text
-from .series import Point
+from .series import Point, Summary
 
 RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[0-9a-z]+$")
 EXIT = re.compile(r"got exitcode: (-?\d+)")
@@ -184,13 +185,20 @@ def last_recorded(run_path: Path, sizes: FirstSizes | None = None) -> float | No
 
 
 MAX_MISSES = 16  # keys not found as typed before the rest are quoted without a line (each miss reads to the end)
+# Of the summary's loss and gradient-norm keys, those kept as points (counted by the bytes of their key and value);
+# the rest streamed into one series.Summary for losses and one for gradient norms (issue 48), as the other
+# readers' series past their kept part are.
+KEPT_BYTES = 4 << 20
 
 
-def summary_points(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = None) -> list[Point]:
+def summary_points(
+    run_path: Path, rel_prefix: str, sizes: FirstSizes | None = None, caps: list[str] | None = None
+) -> list[Point]:
     """Each loss and gradient norm's last value from ``files/wandb-summary.json``
     (bare ``NaN``/``Infinity`` and the strings ``"NaN"``/``"Infinity"`` alike).
     Keys are looked for in the order the file holds them, each after the last
-    (one pass over the text, whatever the number of keys)."""
+    (one pass over the text, whatever the number of keys). Past KEPT_BYTES of
+    keys the rest are summarised, their note added to ``caps``."""
     path = run_path / "files" / "wandb-summary.json"
     text = read_text(path, 16 << 20, sizes=sizes)
     if not text:
@@ -199,9 +207,12 @@ def summary_points(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = N
     if err or not isinstance(data, dict):
         return []
     step = reading.integer(data.get("_step")) if isinstance(data.get("_step"), int) else None
+    rel = f"{rel_prefix}files/wandb-summary.json"
     out = []
     index = LineIndex(text)
     pos = misses = 0
+    keep = KEPT_BYTES
+    summaries: dict[bool, Summary] = {}  # is a loss -> the summary of such keys past the kept ones
     for key, raw in data.items():
         low = key.lower()
         if not ("loss" in low or "grad_norm" in low):
@@ -211,8 +222,24 @@ def summary_points(run_path: Path, rel_prefix: str, sizes: FirstSizes | None = N
             continue
         at = text.find(f'"{key}"', pos) if misses < MAX_MISSES else -1
         misses += at < 0  # a key written escaped (a control character in it) is not found as typed
-        line = index.line_at(at) if at >= 0 else None
         pos = at + 1 if at >= 0 else pos
         shown = raw if isinstance(raw, str) else repr(value) if isinstance(raw, float) else str(value)
-        out.append(Point(key, step, value, f"{rel_prefix}files/wandb-summary.json", line, f'"{key}": {shown}'[:200]))
+        quoted = f'"{key}": {shown}'[:200]
+        if keep <= 0:
+            loss = "loss" in low
+            kind = "loss" if loss else "gradient-norm"
+            summary = summaries.get(loss) or summaries.setdefault(loss, Summary(f"{rel} {kind} keys"))
+            summary.add(value, partial(_point, index, at, key, step, value, rel, quoted))
+            continue
+        keep -= len(key) + len(shown) + 8
+        out.append(Point(key, step, value, rel, index.line_at(at) if at >= 0 else None, quoted))
+    for summary in summaries.values():
+        out += summary.points()
+        if caps is not None:
+            caps.append(summary.note())
     return out
+
+
+def _point(index: LineIndex, at: int, key: str, step: int | None, value: float, rel: str, quoted: str) -> Point:
+    """A summarised key's Point, made only when the summary keeps it."""
+    return Point(key, step, value, rel, index.line_at(at) if at >= 0 else None, quoted)
