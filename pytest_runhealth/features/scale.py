@@ -257,7 +257,7 @@ XDIST_CHUNK = 50
 def chunk_advice(run_dirs: list, workers: int, batch_limit: int) -> str | None:
     """One line when ``-n workers`` runs many runs one item per (check, run):
     each item's reports cost xdist ~5 ms of CPU, which chunks of runs spare."""
-    if workers < 2:
+    if workers < 2 or spanning(run_dirs, batch_limit):  # a spanning session's small run dirs are in spans already
         return None
     runs = sum(len(rd.runs) for rd in run_dirs if 4 * XDIST_CHUNK < len(rd.runs) <= batch_limit)
     if not runs:
