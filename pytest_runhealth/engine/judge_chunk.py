@@ -1,4 +1,5 @@
-"""A chunk of the runs of a very large run dir, judged run by run.
+"""A chunk of the runs of a very large run dir, or a span of many small run
+dirs, judged run by run.
 
 Above ``--runhealth-batch-above`` runs, a run-scope check is one item per
 chunk of runs (pytest costs about 1 ms and 10 kB per item). Judging such an
@@ -13,7 +14,11 @@ chunk.
 
 Each run is judged by the one judging path, ``judge_checks.judge_checks``,
 as a run's own pass judges it: a run's verdicts and consequences cannot
-depend on whether its run dir was chunked. What is this module's own is
+depend on whether its run dir was chunked. A span of run dirs (a session of
+many small run dirs past the limit in all: ``features/scale.spans``) is
+judged run dir by run dir as their own passes would judge them, each run
+dir's own checks first (their failures the roots on its runs), then its runs
+as a chunk of all of them, into the same tallies. What is this module's own is
 which checks it calls on which run (a check needing a run's logs is never
 called on a row without a folder, a check with a ``quiet_row`` never on a
 row it passes plainly: ``FOLDER_NEEDS``, ``_absent``, ``_loud``), the
