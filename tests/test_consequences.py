@@ -10,7 +10,9 @@ JUnit XML, the HTML page and the Markdown summary."""
 from __future__ import annotations
 
 import re
+import shutil
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -499,3 +501,107 @@ def test_a_waiver_naming_one_run_holds_inside_a_chunk(pytester, run_health, tmp_
         said[glob] = ({r["outcome"] for r in chunks}, " ".join(r.get("summary") or r.get("note") or "" for r in chunks))
     assert said[DEAD][0] == {"passed"} and "1 waived" in said[DEAD][1], said
     assert "failed" in said["baseline-*"][0] and "waived" not in said["baseline-*"][1], said
+
+
+SPAN_CHECKS = """
+import pytest_runhealth as rh
+
+@rh.check("ZZ101", "run-fails", detects="d", why="w", fix="f")
+def run_fails(ctx):
+    if ctx.run.name in ("version_3", "version_5"):
+        return ctx.fail("degraded", "slow", "this run is slow", [])
+
+@rh.check("ZZ901", "run-dir-fails", scope="session", detects="d", why="w", fix="f")
+def run_dir_fails(ctx):
+    if ctx.run_dir.name in ("version_2", "version_3"):
+        return ctx.fail("infra", "judge-kept-vram", "the judge kept the VRAM", [])
+"""
+
+
+def _lightning_versions(root: Path) -> Path:
+    """Five Lightning versions, each a run dir of one run: healthy ones, a NaN loss (version_1), a trainer that
+    raised (version_2: torch's OutOfMemoryError in its log); version_4 is an empty folder, not a run dir."""
+    logs = root / "lightning_logs"
+    healthy = EXAMPLES / "lightning-healthy" / "lightning_logs" / "version_0"
+    for i, source in enumerate([healthy, EXAMPLES / "lightning-nan-loss" / "lightning_logs" / "version_0", healthy]):
+        shutil.copytree(source, logs / f"version_{i}")
+    shutil.copy(EXAMPLES / "generic-oom-rich" / "train.log", logs / "version_2" / "train.log")
+    shutil.copytree(healthy, logs / "version_3")
+    (logs / "version_4").mkdir()
+    shutil.copytree(healthy, logs / "version_5")
+    return logs
+
+
+def _per_run_of_spans(h) -> dict[tuple[str, str], tuple]:
+    """``{(check, run dir): (outcome, verdict, cause, consequence_of, waived)}``, a span of one run dir
+    (``lightning_logs:run-dirs-K-K``) named by its run dir, as an item per run dir (whose run is the run dir) is."""
+    names = [Path(p).name for p in h.report["run_dirs"]]
+    out = {}
+    for r in h.report["results"]:
+        span = re.search(r":run-dirs-(\d+)-(\d+)\]$", r["nodeid"])
+        run = r["run"]
+        if span:
+            assert span[1] == span[2], r["nodeid"]  # one run dir per span
+            run = names[int(span[1]) - 1]
+        if r["waived"] or (span and re.search(r"\b1 waived\b", r.get("summary") or r.get("note") or "")):
+            out[r["check"], run] = ("waived",)
+            continue
+        said = (r["verdict"], r["cause"], r.get("consequence_of")) if r["outcome"] != "skipped" else ()
+        out[r["check"], run] = (r["outcome"], *said, False)
+    return out
+
+
+def _failing_in_spans(h) -> tuple[set[tuple[str, str]], Counter[tuple[str, str]]]:
+    """``(check, run dir/run)`` of every failing run the span items name (judge_chunk.Tally: the first runs
+    quoted as ``[run dir/run]``; here a check's items each hold fewer than ``BATCH_SHOWN``), and how many of
+    each check's failing runs each root explains (``... on the same run: ZZ901 on 1``)."""
+    failing, roots = set(), Counter()
+    for r in h.report["results"]:
+        if r["outcome"] == "failed" and ":run-dirs-" in r["nodeid"]:
+            failing |= {(r["check"], where) for where in re.findall(r"^\[([^\]]+)\]", r["summary"], re.M)}
+            for said in re.findall(
+                r"as a consequence of a root cause on the same run: (.*) \(see there\)", r["summary"]
+            ):
+                for root, n in re.findall(r"(\w+) on (\d+)", said):
+                    roots[r["check"], root] += int(n)
+    return failing, roots
+
+
+def test_runs_in_spans_of_run_dirs_are_judged_as_on_their_own(pytester, run_health, monkeypatch, tmp_path):
+    """Issue 48: past --runhealth-batch-above runs in a session of many run dirs, a check is one item per span
+    of run dirs. Each run is judged by the one judging path as in its own item: the same failing checks,
+    verdicts, causes, consequence roots (ZZ101 on version_3 is a consequence of ZZ901, its run dir's own
+    failure; on version_5 its own root) and waivers (RH202 on version_1, waived by the run's name), run by
+    run; in spans of two run dirs the failing runs are named with their run dir, with their roots."""
+    from pytest_runhealth.features import consequences
+    from pytest_runhealth.features.consequences import Relation
+
+    extra = Relation("ZZ901", "ZZ101", None, "the run dir's failure explains the run's")
+    monkeypatch.setattr(consequences, "RELATIONS", (*consequences.RELATIONS, extra))
+    pytester.makeconftest(SPAN_CHECKS)
+    pytester.path.joinpath("runhealth.yaml").write_text(
+        "waivers:\n  - check: RH202\n    runs: version_1\n    reason: a known NaN\n    owner: alice\n"
+        "    expires: 2999-01-01\n"
+    )
+    logs = _lightning_versions(tmp_path / "s")
+    alone = run_health(logs, args=("--tb=no",))
+    assert not any(":run-dirs-" in r["nodeid"] for r in alone.report["results"])  # the near miss: no span
+    per_item = _per_run(alone, logs / "version_0")
+    per_item = {(check, run.split("/")[0]): said for (check, run), said in per_item.items()}
+    spans_of_one = run_health(logs, args=("--tb=no", "--runhealth-batch-above=1"))
+    assert _per_run_of_spans(spans_of_one) == per_item
+    assert per_item["ZZ101", "version_3"][3] == "ZZ901" and per_item["ZZ101", "version_5"][3] is None
+    assert per_item["RH201", "version_2"][2] == "cuda-oom" and per_item["RH202", "version_1"] == ("waived",)
+    assert per_item["ZZ901", "version_2"][0] == "failed"
+
+    spans_of_two = run_health(logs, args=("--tb=no", "--runhealth-batch-above=2"))
+    ids = {r["nodeid"].split("[")[1] for r in spans_of_two.report["results"]}
+    assert ids == {"lightning_logs:run-dirs-1-2]", "lightning_logs:run-dirs-3-4]", "lightning_logs:run-dirs-5-5]"}
+    failing = {
+        (check, f"{run}/{run}" if check != "ZZ901" else run)
+        for (check, run), said in per_item.items()
+        if said[0] == "failed"
+    }
+    roots = Counter((check, said[3]) for (check, _), said in per_item.items() if said[0] == "failed" and said[3])
+    assert _failing_in_spans(spans_of_two) == (failing, roots)
+    assert roots == {("ZZ101", "ZZ901"): 1}

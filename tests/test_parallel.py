@@ -71,8 +71,8 @@ def ledger_only_sweep(root: Path, runs: int) -> RunDir:
 
 def test_many_runs_one_item_each_under_n_are_told_to_chunk(tmp_path):
     """Under -n, a run dir of hundreds of runs below the batching threshold
-    is told once that chunked items pay; a small one, a batched one, or no -n
-    is told nothing."""
+    is told once that chunked items pay; a small one, a batched one, a session
+    judged in spans of run dirs, or no -n is told nothing."""
     from pytest_runhealth.features.scale import XDIST_CHUNK, chunk_advice
 
     big = ledger_only_sweep(tmp_path / "big", 4 * XDIST_CHUNK + 1)
@@ -83,10 +83,13 @@ def test_many_runs_one_item_each_under_n_are_told_to_chunk(tmp_path):
     assert chunk_advice([small], workers=2, batch_limit=1000) is None
     assert chunk_advice([big], workers=2, batch_limit=XDIST_CHUNK) is None  # already one item per chunk
     assert chunk_advice([big], workers=1, batch_limit=1000) is None
+    # past the limit in all, a session of several run dirs is judged in spans of run dirs: already few items
+    assert chunk_advice([big, small], workers=2, batch_limit=4 * XDIST_CHUNK + 50) is None
+    assert chunk_advice([big, small], workers=2, batch_limit=8 * XDIST_CHUNK + 1) is not None  # the near miss
 
 
 def test_a_target_names_its_unit_of_judging(tmp_path):
-    """``Target.group``: one run, a chunk of runs, or the run dir (its
+    """``Target.group``: one run, a chunk of runs, a span of run dirs, or the run dir (its
     session-scope checks, and a run-scope check on a run dir without runs);
     ``Target.of`` finds it on an item, and nothing on any other item."""
     rd = RunDir(make_sweep(tmp_path / "sweep", [10] * 3))
@@ -94,6 +97,9 @@ def test_a_target_names_its_unit_of_judging(tmp_path):
     assert Target(rd, run, run.name).group == "sweep/run-001"
     assert Target(rd, None, "sweep:runs-1-2", batch=(0, 2)).group == "sweep:0"
     assert Target(rd, None, rd.name).group == "sweep"
+    other = RunDir(make_sweep(tmp_path / "other", [10] * 2))
+    span = Target(rd, None, "x:run-dirs-1-2", span=(rd, other))  # a span of run dirs: its label, all their runs
+    assert (span.group, span.name, span.runs_judged, span.chunked) == ("x:run-dirs-1-2", "x:run-dirs-1-2", 5, True)
     target = Target(rd, run, run.name)
     item = type("Item", (), {"callspec": type("C", (), {"params": {"runhealth_target": target}})()})()
     assert Target.of(item) is target

@@ -1,4 +1,5 @@
-"""A chunk of the runs of a very large run dir, judged run by run.
+"""A chunk of the runs of a very large run dir, or a span of many small run
+dirs, judged run by run.
 
 Above ``--runhealth-batch-above`` runs, a run-scope check is one item per
 chunk of runs (pytest costs about 1 ms and 10 kB per item). Judging such an
@@ -13,7 +14,11 @@ chunk.
 
 Each run is judged by the one judging path, ``judge_checks.judge_checks``,
 as a run's own pass judges it: a run's verdicts and consequences cannot
-depend on whether its run dir was chunked. What is this module's own is
+depend on whether its run dir was chunked. A span of run dirs (a session of
+many small run dirs past the limit in all: ``features/scale.spans``) is
+judged run dir by run dir as their own passes would judge them, each run
+dir's own checks first (their failures the roots on its runs), then its runs
+as a chunk of all of them, into the same tallies. What is this module's own is
 which checks it calls on which run (a check needing a run's logs is never
 called on a row without a folder, a check with a ``quiet_row`` never on a
 row it passes plainly: ``FOLDER_NEEDS``, ``_absent``, ``_loud``), the
@@ -47,9 +52,14 @@ BATCH_SHOWN = 20  # failing runs quoted in a chunk's finding; the rest are count
 class Tally:
     """One check over one chunk: counts, and the first failing findings."""
 
-    __slots__ = ("judged", "skipped", "failing", "waived", "verdicts", "causes", "shown", "raised", "consequence_of")
+    __slots__ = (
+        "judged", "skipped", "failing", "waived", "verdicts", "causes", "shown", "shown_at", "raised",
+        "consequence_of", "noun",
+    )  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, noun: str = "runs") -> None:
+        self.noun = noun  # what is counted: runs, or (a span's session-scope check) run dirs
+        self.shown_at: list[str] = []  # where each shown finding is: the run (a span's: run dir/run)
         self.judged = 0
         self.skipped: Counter[str] = Counter()  # reason, with the run's name taken out → runs
         self.failing = 0
@@ -66,7 +76,8 @@ class Tally:
         self.skipped[key] += 1
         return key
 
-    def add(self, finding: Finding) -> None:
+    def add(self, finding: Finding, where: str | None = None) -> None:
+        """Count ``finding``; ``where`` names its run where its own name would not (a span's run dir/run)."""
         self.judged += 1
         if finding.passed:
             return
@@ -75,32 +86,35 @@ class Tally:
         self.causes[finding.cause] += 1
         if len(self.shown) < BATCH_SHOWN:
             self.shown.append(finding)
+            self.shown_at.append(where or finding.run)
 
     def verdict(self, ctx: CheckContext) -> Verdict:
         """The chunk's one verdict: the check's own pytest outcome, a skip when every run was skipped, or one
         finding, the failing runs named (the first ``BATCH_SHOWN`` quoted), the rest counted."""
         if self.raised is not None:
             return Verdict(raised=self.raised)
-        skipped = sum(self.skipped.values())
+        skipped, noun = sum(self.skipped.values()), self.noun
         if skipped and not self.judged:
             reason, count = self.skipped.most_common(1)[0]
-            return Verdict(skip=f"all {skipped} runs skipped; most often ({count}): {reason}")
+            return Verdict(skip=f"all {skipped} {noun} skipped; most often ({count}): {reason}")
         waived = f"; {self.waived} waived" if self.waived else ""
         if not self.failing:
             return Verdict(
                 finding=ctx.ok(
-                    f"all {self.judged - self.waived} judged runs pass{waived}"
+                    f"all {self.judged - self.waived} judged {noun} pass{waived}"
                     + (f"; {skipped} skipped" if skipped else "")
                 )
             )
         tally = ", ".join(f"{cause or 'no cause'} ×{n}" for cause, n in self.causes.most_common())
-        lines = [f"{self.failing} of {self.judged} judged runs fail ({tally}){waived}"]
+        lines = [f"{self.failing} of {self.judged} judged {noun} fail ({tally}){waived}"]
         if self.consequence_of:
             roots = ", ".join(f"{root} on {n}" for root, n in self.consequence_of.most_common())
             lines.append(f"as a consequence of a root cause on the same run: {roots} (see there)")
-        lines += [f"[{f.run}] {f.summary.splitlines()[0] if f.summary else ''}" for f in self.shown]
+        lines += [
+            f"[{where}] {f.summary.splitlines()[0] if f.summary else ''}" for f, where in zip(self.shown, self.shown_at)
+        ]
         if self.failing > len(self.shown):
-            lines.append(f"… and {self.failing - len(self.shown)} more runs")
+            lines.append(f"… and {self.failing - len(self.shown)} more {noun}")
         evidence = [ev for f in self.shown for ev in f.evidence[:1]]
         verdict = self.verdicts.most_common(1)[0][0]
         return Verdict(
@@ -122,8 +136,9 @@ def judge_chunk(
 ) -> dict[str, Verdict]:
     """Each check's verdict on the chunk: its tally over the chunk's runs (:func:`judge_runs`) as one
     finding, a check whose every failing run one root explains marked as that root's consequence."""
+    roots: dict[str, Finding] = {}  # a span's: its run dirs' own failures, the first of each check
     try:
-        tallies = judge_runs(calls, target, config, state, on_run_dir)
+        tallies = judge_runs(calls, target, config, state, on_run_dir, roots)
     except OSError as exc:
         if exc.filename is None:
             raise
@@ -142,7 +157,7 @@ def judge_chunk(
         call.spec.id: tallies[call.spec.id].verdict(CheckContext(call.spec, target, call.thresholds, config, state))
         for call in calls
     }
-    _fold_chunk(tallies, out, on_run_dir)
+    _fold_chunk(tallies, out, roots if target.span is not None else on_run_dir)
     return out
 
 
@@ -179,12 +194,20 @@ def judge_runs(
     config: pytest.Config | None,
     state: RunHealthSession | None,
     on_run_dir: dict[str, Finding] | None = None,
+    roots: dict[str, Finding] | None = None,
 ) -> dict[str, Tally]:
     """Every check of ``calls`` on each run of the chunk, a run at a time, as
     a run's pass judges them (``judge_checks.judge_checks``: the same skips,
     calls, waivers and fold, with the run dir's own failures ``on_run_dir`` as
     possible roots), its reads dropped after it: a tally counts each check's
     verdicts and the failing runs a root explains.
+
+    A span of run dirs (``target.span``) is judged run dir by run dir, each as
+    its own pass and its runs' would judge it: first its own (session-scope)
+    checks on the run dir, as one "run" of their tallies (counted as run dirs),
+    their failures then the possible roots on each of its runs; then its runs,
+    as a chunk of all of them. A run dir's failures that may be roots are kept
+    in ``roots`` (the first of each check), for the span's fold.
 
     A check is called only on the runs where it can say something: a check
     that needs a run's logs (``FOLDER_NEEDS``) never on the runs without a
@@ -193,20 +216,61 @@ def judge_runs(
     plainly (counted as judged). The tallies are the same as calling every
     check on every run: the same counts, the same first failing runs, and skip
     reasons in the order they first occur."""
+    if target.span is None:
+        tallies = {call.spec.id: Tally() for call in calls}
+        assert target.batch is not None, "a chunk's target"
+        _judge_slice(calls, target, config, state, _Tallying(tallies), on_run_dir)
+        return tallies
+    own = [call for call in calls if call.spec.scope == "session"]
+    per_run = [call for call in calls if call.spec.scope != "session"]
+    tallies = {call.spec.id: Tally("run dirs" if call.spec.scope == "session" else "runs") for call in calls}
+    told = _Tallying(tallies)
+    for rd in target.span:
+        told.run, told.where, told.prefix = rd.name, rd.name, rd.name + "/"
+        alone = Target(rd, None, rd.name)
+        live = [call for call in own if tallies[call.spec.id].raised is None]
+        failing = judge_checks(live, alone, config, state, told) if live else {}
+        if roots is not None:
+            for check, finding in failing.items():
+                roots.setdefault(check, finding)
+        live = [call for call in per_run if tallies[call.spec.id].raised is None]
+        if not rd.runs:  # its own item would say so: "no runs in ...", or the need it lacks
+            judge_checks(live, alone, config, state, told)
+        elif live:
+            whole = Target(rd, None, rd.name, batch=(0, len(rd.runs)))
+            _judge_slice(live, whole, config, state, told, failing or None)
+        told.index += max(1, len(rd.runs))
+    return tallies
+
+
+def _judge_slice(
+    calls: list[Call],
+    target: Target,
+    config: pytest.Config | None,
+    state: RunHealthSession | None,
+    told: _Tallying,
+    on_run_dir: dict[str, Finding] | None,
+) -> None:
+    """:func:`judge_runs` on the runs ``target.batch`` of one run dir, into ``told``'s tallies. A span's run
+    dirs are slices one after the other: ``told.index`` is where this one starts among the span's runs, so
+    every skip reason keeps the place it first occurred at."""
     rd = target.run_dir
     assert target.batch is not None, "a chunk's target"
     start, stop = target.batch
     runs = _Chunk(rd.runs, start, stop)
-    tallies: dict[str, Tally] = {}
+    base, prefix = told.index, told.prefix
+    tallies = told.tallies
     bare: list[int] | None = None  # the chunk's runs without a folder (indices into runs), found once
     absent: dict[str, tuple[dict[str, list[int]], set[int]]] = {}  # need -> (skip key -> [first, runs], exceptions)
     checks: list[ChunkCheck] = []
     for call in calls:
         spec = call.spec
-        tally = tallies[spec.id] = Tally()
+        tally = tallies[spec.id]
         reason = missing_run_dir_need(spec, target)  # the same for every run of the chunk
         if reason:
-            tally.skipped[reason] += len(runs)
+            key = tally.skip(reason, rd.name) if prefix else reason  # a span: the run dir's name taken out
+            tally.skipped[key] += len(runs) - (1 if prefix else 0)
+            told.firsts.setdefault(spec.id, {}).setdefault(key, base)
             continue
         run_needs = [need for need in spec.needs if need not in RUN_DIR_NEEDS]
         # Its run dir's needs are met: each run is asked only its own (none: nothing to ask).
@@ -229,26 +293,28 @@ def judge_runs(
     order: range | list[int] = (
         range(len(runs)) if every else sorted(set().union(*(c.visit for c in checks if c.visit is not None)))
     )
-    told = _Tallying(tallies)
     for i in order:
         run = runs[i]
-        told.run, told.index = run.name, i
+        told.run, told.index = run.name, base + i
+        if prefix:
+            told.where = prefix + run.name
         calls = [c.call for c in checks if c.tally.raised is None and (c.visit is None or i in c.visit)]
         judge_checks(calls, Target(rd, run, run.name), config, state, told, on_run_dir)
         rd.release_run(run)
+    told.index = base
     if not every:
         _release_unvisited(rd, runs, set(order))
     for check in checks:
         if check.bulk:
-            _merge_skips(check.tally, check.bulk, told.firsts.get(check.call.spec.id, {}))
-    return tallies
+            bulk = {key: [base + first, n] for key, (first, n) in check.bulk.items()}
+            _merge_skips(check.tally, bulk, told.firsts.get(check.call.spec.id, {}))
 
 
 class _Tallying:
     """A chunk's :class:`~.judge_checks.Outcomes`: what the one judging path says of each run, counted into
     its checks' tallies as it comes, no object made per run (``run``, ``index``: the run being judged)."""
 
-    __slots__ = ("tallies", "firsts", "run", "index")
+    __slots__ = ("tallies", "firsts", "run", "index", "where", "prefix")
     notes = False  # a pass's note is not shown for a chunk: counted as a pass, no finding built
 
     def __init__(self, tallies: dict[str, Tally]) -> None:
@@ -256,6 +322,8 @@ class _Tallying:
         self.firsts: dict[str, dict[str, int]] = {}  # check -> skip key -> the first run (index) it was seen on
         self.run = ""
         self.index = 0
+        self.where: str | None = None  # a span's: the run being judged as "run dir/run" (its run dir, alone)
+        self.prefix = ""  # a span's: "<run dir>/", before the paths of the evidence it quotes
 
     def passed(self, check: str) -> None:
         self.tallies[check].judged += 1
@@ -268,7 +336,12 @@ class _Tallying:
         self.tallies[check].raised = outcome  # the check's own pytest.fail/xfail: not called on the chunk's later runs
 
     def found(self, check: str, finding: Finding) -> None:
-        self.tallies[check].add(finding)
+        tally = self.tallies[check]
+        if self.prefix and finding.evidence and len(tally.shown) < BATCH_SHOWN and not finding.passed:
+            first = finding.evidence[0]  # quoted in the span's finding: said with its run dir
+            if not first.path.startswith(("/", self.prefix)):
+                finding.evidence[0] = replace(first, path=self.prefix + first.path)
+        tally.add(finding, self.where)
 
     def waived(self, check: str, finding: Finding) -> None:
         tally = self.tallies[check]

@@ -98,6 +98,7 @@ def _judge_group(
             except (Exception, pytest.skip.Exception, pytest.fail.Exception):  # its own item sets it up, says so
                 continue
     judged = [s for s in specs if s.id in values or not s.fixtures]
+    # A span judges its run dirs' own checks itself, each before its runs (engine/judge_chunk.py).
     on_run_dir = run_dir_failures(request, target, state) if target.run is not None or target.batch else None
     verdicts = judge_pass(judged, target, values, config, state, on_run_dir)
     for other in specs:
@@ -116,8 +117,9 @@ def status_of_pass(
 ) -> list[Any] | None:
     """``[key, status block]`` of the run this pass judged, built from the pass's own reads, once per run:
     by the run's pass, or (a run dir that is one run, only its session-scope checks selected) by the run
-    dir's. None for a chunk, a sweep's own checks, or ``--runhealth-no-status``."""
-    if target.batch is not None or config.getoption("runhealth_no_status", False):
+    dir's. None for a chunk or a span (its runs are counted, as findings are), a sweep's own checks, or
+    ``--runhealth-no-status``."""
+    if target.chunked or config.getoption("runhealth_no_status", False):
         return None
     run = target.run
     if run is None:
@@ -169,11 +171,11 @@ def judge_pass(
     """Every check of ``specs`` on ``target``, by the one judging path
     (``judge_checks``), the run's failures folded with ``on_run_dir``'s (its
     run dir's own failures) as possible roots; a run dir's own failures are
-    kept for its runs' passes. A chunk is judged run by run
+    kept for its runs' passes. A chunk or a span is judged run by run
     (engine/judge_chunk.py): a check of it whose every failing run one root
     explains is that root's consequence."""
     calls = [Call(spec, state.settings.thresholds_for(spec), fixtures.get(spec.id, {})) for spec in specs]
-    if target.batch is not None:
+    if target.chunked:
         return judge_chunk(calls, target, config, state, on_run_dir)
     verdicts = Verdicts()
     failing = judge_checks(calls, target, config, state, verdicts, on_run_dir)

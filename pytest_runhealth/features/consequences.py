@@ -34,7 +34,8 @@ from ..model.results import Result
 from ..readers.causes import CAUSES
 
 DIAGNOSED = ("failed", "error", "warned")  # a waived failure (skipped, xfail) is not grouped
-_BATCH = re.compile(r":runs-\d+-\d+$")  # a batch item stands for many runs: never grouped by run
+# A chunk's or a span's item stands for many runs (scale.batch_label, scale.span_label): never grouped by run.
+_BATCH = re.compile(r":(?:runs|run-dirs)-\d+-\d+$")
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,36 @@ class Target:
 
     ``batch`` is the (start, stop) slice of ``run_dir.runs`` that one item
     stands for, in a run dir too large for an item per run
-    (``--runhealth-batch-above``)."""
+    (``--runhealth-batch-above``). ``span`` is the run dirs one item stands
+    for, every run of each (a session of many small run dirs past the limit:
+    ``scale.spans``); ``run_dir`` is then the first of them, and the item's
+    name is its label, no one run dir's."""
 
     run_dir: RunDir
     run: Run | None
     label: str
     batch: tuple[int, int] | None = None
+    span: tuple[RunDir, ...] | None = None
 
     @property
     def name(self) -> str:
+        if self.span is not None:
+            return self.label
         return self.run.name if self.run is not None else self.run_dir.name
+
+    @property
+    def chunked(self) -> bool:
+        """Whether one item stands for many runs (a chunk of one run dir's, or a span of run dirs)."""
+        return self.batch is not None or self.span is not None
+
+    @property
+    def runs_judged(self) -> int:
+        """The runs this target stands for (a run dir's own checks: none)."""
+        if self.span is not None:
+            return sum(max(1, len(rd.runs)) for rd in self.span)
+        if self.batch is not None:
+            return self.batch[1] - self.batch[0]
+        return 1 if self.run is not None else 0
 
     @property
     def group(self) -> str:
@@ -33,6 +53,8 @@ class Target:
         chunk of runs, or a run dir (its session-scope checks, which read the
         run dir's shared artefacts). Every check of one group is judged in one
         pass (engine/judge_run.py)."""
+        if self.span is not None:
+            return self.label
         if self.batch is not None:
             return f"{self.run_dir.name}:{self.batch[0]}"
         if self.run is None:

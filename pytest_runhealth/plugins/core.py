@@ -164,7 +164,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         "check": spec.id,
         "slug": spec.slug,
         "run": target.name if target else None,
-        "run_dir": target.run_dir.name if target else None,
+        "run_dir": (target.label if target.span else target.run_dir.name) if target else None,
     }
     finding = item.stash.get(FINDING, None)
     if finding is not None and call.when == "call":

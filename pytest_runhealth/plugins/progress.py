@@ -59,10 +59,7 @@ class Progress:
             group = target.group
             self.group_of[item.nodeid] = group
             self.left[group] = self.left.get(group, 0) + 1
-            if target.batch is not None:
-                self.weight[group] = target.batch[1] - target.batch[0]
-            else:
-                self.weight[group] = 1 if target.run is not None else 0  # a run dir's own checks: no run
+            self.weight[group] = target.runs_judged  # a run dir's own checks: no run
         self.total = sum(self.weight.values())
         self.judged = 0
         self.started = clock()

@@ -118,7 +118,8 @@ def add_session_options(group: Any, parser: Any) -> None:
         metavar="N",
         help="in a run dir with more than N runs, each run-scope check is one item per N runs "
         "(pytest keeps ~10 kB per item for the whole session); in a session of several run dirs with more "
-        "than N runs in all, a check a run dir can never meet the needs of is no item there (said once); "
+        "than N runs in all, every check is one item per span of run dirs holding up to N runs (a bigger run "
+        "dir keeps its own items, none for a check it can never meet the needs of, said once); "
         "default 1000, ini runhealth_batch_above",
     )
     group.addoption(
@@ -136,7 +137,11 @@ def add_session_options(group: Any, parser: Any) -> None:
     )
     parser.addini("runhealth_run_dirs", "run dirs to check when --run-dir is not given", type="paths", default=[])
     parser.addini("runhealth_config", "path of runhealth.yaml", default="")
-    parser.addini("runhealth_batch_above", "runs per run dir above which run-scope checks are batched", default="1000")
+    parser.addini(
+        "runhealth_batch_above",
+        "runs per run dir above which run-scope checks are batched (and per span, in a session of many run dirs)",
+        default="1000",
+    )
     parser.addini("runhealth_report", "path of the JSON report", default="")
     parser.addini("runhealth_runs_per_group", "runs per xdist group (default: sized by log bytes)", default="")
 
