@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from ..features.scale import batch_label, run_label, span_label, spanning, spans
+from ..features.scale import batch_label, in_order, run_label, span_label, spanning
 from ..model.needs import missing_run_dir_need
 from ..model.registry import SPEC_ATTR, CheckSpec, Registry
 from ..model.target import Target
@@ -149,16 +149,6 @@ def batch_above(config: pytest.Config) -> int:
         raise pytest.UsageError(f"runhealth_batch_above must be a whole number, not {value!r}") from None
 
 
-def prunes(run_dirs: list[RunDir], batch_limit: int) -> bool:
-    """Whether checks a run dir can never apply to are left unmade: in a session of many run dirs with more runs
-    than ``--runhealth-batch-above`` (3,200 one-row Lightning versions made 134,400 items, 40 of each run's 42
-    skipped: 1.18 GB and 105 s, issue 48). A batched sweep is one run dir, already few items; a smaller session
-    keeps an item, and its skip with the reason, for every check. Such a session's small run dirs are judged in
-    spans (:func:`~..features.scale.spans`), whose items stand for every check: only its big run dirs, judged
-    on their own, are pruned."""
-    return spanning(run_dirs, batch_limit)
-
-
 def cannot_apply(spec: CheckSpec, rd: RunDir) -> str | None:
     """Why ``spec`` can never apply to ``rd``, from the run dir alone: a need the run dir answers for all its runs
     (a ledger, a sweep, a harvest, ``config.yaml``, judgments) or a run kind it is not. A run dir that does not
@@ -169,19 +159,18 @@ def cannot_apply(spec: CheckSpec, rd: RunDir) -> str | None:
 
 
 def left_unmade(spec: CheckSpec, run_dirs: list[RunDir], batch_limit: int) -> list[tuple[RunDir, str]]:
-    """The run dirs ``spec`` is made no item for, each with why (:func:`prunes`): of those judged on their own
-    (in no span). Where it applies to none and there is no span, the first keeps its item: the check is still
-    seen once, skipped with its reason (pytest's own "empty parameter set" would say nothing of it)."""
-    if not prunes(run_dirs, batch_limit):
+    """The run dirs ``spec`` is made no item for, each with why: in a session of many run dirs with more runs
+    than ``--runhealth-batch-above`` (``scale.spanning``; 3,200 one-row Lightning versions made 134,400 items, 40
+    of each run's 42 skipped: 1.18 GB and 105 s, issue 48), those judged on their own (a run dir too big for a
+    span) that the check can never apply to; a span's items stand for every check. A smaller session keeps an
+    item, and its skip with the reason, for every check. Where it applies to none and there is no span, the
+    first keeps its item: the check is still seen once, skipped with its reason (pytest's own "empty parameter
+    set" would say nothing of it)."""
+    if not spanning(run_dirs, batch_limit):
         return []
-    spanned = _spanned(run_dirs, batch_limit)
-    alone = [rd for i, rd in enumerate(run_dirs) if i not in spanned]
+    alone = [run_dirs[i] for i, stop in in_order(run_dirs, batch_limit) if stop is None]
     out = [(rd, why) for rd in alone if (why := cannot_apply(spec, rd)) is not None]
     return out[1:] if len(out) == len(run_dirs) else out
-
-
-def _spanned(run_dirs: list[RunDir], batch_limit: int) -> set[int]:
-    return {i for start, stop in spans(run_dirs, batch_limit) for i in range(start, stop)}
 
 
 def not_made(registry: Registry, run_dirs: list[RunDir], batch_limit: int) -> dict[str, list[tuple[RunDir, str]]]:
@@ -196,17 +185,12 @@ def targets_for(spec: CheckSpec, run_dirs: list[RunDir], batch_limit: int) -> li
     run dirs, whatever the check's scope (engine/judge_chunk.py judges each run dir of it, then its runs)."""
     many = len(run_dirs) > 1
     unmade = {id(rd) for rd, _ in left_unmade(spec, run_dirs, batch_limit)}
-    span_at = dict(spans(run_dirs, batch_limit))  # start -> stop
     out = []
-    i = 0
-    while i < len(run_dirs):
+    for i, end in in_order(run_dirs, batch_limit):
         rd = run_dirs[i]
-        if i in span_at:
-            stop = span_at[i]
-            out.append(Target(rd, None, span_label(run_dirs, i, stop), span=tuple(run_dirs[i:stop])))
-            i = stop
+        if end is not None:
+            out.append(Target(rd, None, span_label(run_dirs, i, end), span=tuple(run_dirs[i:end])))
             continue
-        i += 1
         if id(rd) in unmade:
             continue  # never applies here: no item, said once in the terminal summary (not a deselection)
         if spec.scope == "session":

@@ -11,6 +11,7 @@ import heapq
 import os
 import re
 import zlib
+from collections.abc import Iterator
 
 import pytest
 
@@ -33,7 +34,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 def _weight(target) -> int:
     """Bytes a run's checks will read: logs dominate the cost."""
     if target.span is not None:
-        return sum(_log_bytes(run) for rd in target.span for run in rd.runs) or 1
+        return span_bytes(target.span)
     if target.batch is not None:
         return sum(_log_bytes(run) for run in target.run_dir.runs[target.batch[0] : target.batch[1]])
     return 1 if target.run is None else _log_bytes(target.run)
@@ -127,6 +128,22 @@ def spans(run_dirs: list, batch_limit: int) -> list[tuple[int, int]]:
     return out
 
 
+def in_order(run_dirs: list, batch_limit: int) -> Iterator[tuple[int, int | None]]:
+    """The session's units in run dir order: ``(start, stop)`` for a span of ``run_dirs[start:stop]``, ``(i,
+    None)`` for run dir ``i`` judged on its own (its items, or its chunks past ``batch_limit`` runs)."""
+    span_at = dict(spans(run_dirs, batch_limit))
+    i = 0
+    while i < len(run_dirs):
+        stop = span_at.get(i)
+        yield i, stop
+        i = i + 1 if stop is None else stop
+
+
+def span_bytes(run_dirs) -> int:
+    """Bytes a span's runs will read (at least 1: a span of empty run dirs is still a unit)."""
+    return sum(_log_bytes(run) for rd in run_dirs for run in rd.runs) or 1
+
+
 def span_label(run_dirs: list, start: int, stop: int) -> str:
     """The bracket label of a span of ``run_dirs[start:stop]`` (1-based, as users count), named after the
     folder that holds them where they share one (``lightning_logs:run-dirs-1-1000``)."""
@@ -143,16 +160,11 @@ def label_weights(run_dirs: list, batch_limit: int) -> dict[str, int]:
     A span's label stands for all its run dirs, their own checks included."""
     many = len(run_dirs) > 1
     out: dict[str, int] = {}
-    span_at = dict(spans(run_dirs, batch_limit))  # start -> stop
-    i = 0
-    while i < len(run_dirs):
+    for i, end in in_order(run_dirs, batch_limit):
         rd = run_dirs[i]
-        if i in span_at:
-            stop = span_at[i]
-            out[span_label(run_dirs, i, stop)] = sum(_log_bytes(run) for d in run_dirs[i:stop] for run in d.runs) or 1
-            i = stop
+        if end is not None:
+            out[span_label(run_dirs, i, end)] = span_bytes(run_dirs[i:end])
             continue
-        i += 1
         out.setdefault(rd.name, 1)
         if len(rd.runs) > batch_limit:
             size = max(1, batch_limit)

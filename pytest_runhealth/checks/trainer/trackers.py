@@ -17,6 +17,7 @@ from ...readers.layouts import mlflow_store, wandb_run
 from ...readers.procs import recorded_process_gone
 from ...readers.values import duration_text
 from ...safety.safeio import mtime
+from .store_stall import store_running
 
 
 @check(
@@ -149,7 +150,7 @@ def _mlflow_store(ctx, processes, store):
     ended = _mlflow_ended(ctx, info.status, name, where, ev)
     if ended is not None:
         return ended
-    if info.status in ("RUNNING", "SCHEDULED") and info.end_ms is None:
+    if store_running(store):
         data = ctx.run_dir.data()
         recorded = data.last_ms if data.last_ms is not None else info.start_ms
         what = "its last metric" if data.last_ms is not None else "its start"
